@@ -1,0 +1,120 @@
+import { existsSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import { Project } from 'ts-morph';
+import type { LoadedSpec } from './load.ts';
+import { SpecError } from './load.ts';
+import type { ToolSpec } from './model.ts';
+import { compileRequests, type Fail } from './compile.ts';
+import { compileRules } from './rules.ts';
+import { toolInputSchema, toolParams } from './schema.ts';
+
+export interface CheckedTool {
+  tool: ToolSpec;
+  buildCode: string;
+  rulesCode: string;
+  schema: Record<string, unknown>;
+  messages: Record<string, string>;
+}
+
+const hookExports = new Map<string, Set<string>>();
+
+function exportedHooks(connector: string): Set<string> {
+  let names = hookExports.get(connector);
+  if (!names) {
+    names = new Set();
+    const path = `specs/hooks/${connector}.ts`;
+    if (existsSync(path)) {
+      const project = new Project({ skipAddingFilesFromTsConfig: true, skipFileDependencyResolution: true });
+      const file = project.addSourceFileAtPath(path);
+      for (const name of file.getExportedDeclarations().keys()) names.add(name);
+    }
+    hookExports.set(connector, names);
+  }
+  return names;
+}
+
+/** Semantic checks the meta-schema cannot make, and compilation of every tool. Throws all errors at once. */
+export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
+  const { spec } = loaded;
+  const errors: SpecError[] = [];
+  const out: CheckedTool[] = [];
+  const seen = new Set<string>();
+  const hosts = Object.keys(spec.api.hosts ?? {});
+  const transport = spec.api.transport ?? 'rest';
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false });
+
+  const kinds = spec.auth.map((a) => a.kind);
+  if (new Set(kinds).size !== kinds.length) errors.push(loaded.error(['auth'], 'each auth kind may appear once'));
+  if (spec.tools.some((t) => t.versioned) && !spec.versions) {
+    errors.push(loaded.error(['versions'], 'is required when a tool is versioned'));
+  }
+  if (spec.versions) {
+    for (const k of ['schema', 'tool'] as const) {
+      if (!spec.versions[k].available.includes(spec.versions[k].default)) {
+        errors.push(loaded.error(['versions', k, 'default'], 'must be one of the available versions'));
+      }
+    }
+  }
+
+  spec.tools.forEach((tool, index) => {
+    const base: Array<string | number> = ['tools', index];
+    const fail: Fail = (path, problem) => {
+      throw loaded.error([...base, ...path], problem);
+    };
+    try {
+      if (!tool.name.startsWith(`${spec.name}_`)) fail(['name'], `must start with "${spec.name}_"`);
+      if (seen.has(tool.name)) fail(['name'], 'is a duplicate tool name');
+      seen.add(tool.name);
+      for (const [name, p] of Object.entries(tool.input)) {
+        if (tool.versioned && (name === 'schema_version' || name === 'tool_version')) {
+          fail(['input', name], 'is added by `versioned: true`; do not declare it');
+        }
+        if (p.default !== undefined && p.required) fail(['input', name, 'default'], 'a required parameter has no default');
+        if (p.csv && p.type !== 'string') fail(['input', name, 'csv'], 'csv applies to string parameters');
+        if (p.json && p.type !== 'string') fail(['input', name, 'json'], 'json applies to string parameters');
+        if (p.enum && p.default !== undefined && !p.enum.includes(p.default as never)) {
+          fail(['input', name, 'default'], 'must be one of the enum values');
+        }
+        if (p.pattern) {
+          try {
+            new RegExp(p.pattern, 'u');
+          } catch (e) {
+            fail(['input', name, 'pattern'], `is not a valid regular expression: ${(e as Error).message}`);
+          }
+        }
+      }
+      const params = toolParams(spec, tool);
+      const build = compileRequests(tool, params, fail, { transport, hosts });
+      const rules = compileRules(params, tool.rules ?? [], fail);
+      if (tool.hook && !exportedHooks(spec.name).has(tool.hook)) {
+        fail(['hook'], `specs/hooks/${spec.name}.ts exports no "${tool.hook}"`);
+      }
+      if (!tool.hook) {
+        for (const name of Object.keys(tool.input)) {
+          if (!build.used.has(name)) {
+            fail(['input', name], 'is never used by the request; map it, or name a hook that uses it');
+          }
+        }
+      }
+      const { schema, messages } = toolInputSchema(spec, tool);
+      const validate = ajv.compile(schema);
+      tool.examples.forEach((example, i) => {
+        const input = structuredClone(example.input);
+        if (!validate(input)) {
+          const e = validate.errors![0]!;
+          fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${e.message}`);
+        }
+      });
+      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages });
+    } catch (e) {
+      if (e instanceof SpecError) errors.push(e);
+      else throw e;
+    }
+  });
+  if (errors.length) {
+    const err = new Error(errors.map((e) => e.message).join('\n')) as Error & { specErrors: SpecError[] };
+    err.specErrors = errors;
+    throw err;
+  }
+  return out;
+}

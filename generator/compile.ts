@@ -1,0 +1,352 @@
+/**
+ * Compiles a tool's request templates (YAML) into the TypeScript body of its request builder.
+ *
+ * Template language, in body / headers (literal by default):
+ *   - a scalar, array or plain object is literal structure;
+ *   - an object with an operator key is an expression:
+ *       {$in: param}           the input value (absent when not given)
+ *       {$item: true | "a.b"}  the current element inside `$each` / `for_each`
+ *       {$const: value}        a literal, even an object
+ *       {$template: "a {p} b"} string interpolation, `{p|transform}` allowed; absent when a value is absent
+ *       {$join: [...], $sep}   joins the parts that are present
+ *       {$concat: [...]}       concatenates the arrays that are present
+ *       {$uuid_from: [p...]}   a deterministic UUID from input values (idempotency keys)
+ *     with modifiers, applied in this order: $pipe (transforms), $each (maps an array),
+ *     $default (a literal when absent), $when (a condition on the input).
+ * In `query` and `arguments` maps a plain string names an input parameter (use {$const} for a literal).
+ * An object that holds any input-derived value is dropped when all of them are absent.
+ */
+import type { Condition, ParamSpec, RequestSpec, ToolSpec } from './model.ts';
+import { transformNames } from '../runtime/tools/transforms.ts';
+
+export interface Compiled {
+  code: string;
+  /** Depends on the input. */
+  dynamic: boolean;
+  /** May evaluate to undefined. */
+  optional: boolean;
+}
+
+export type Fail = (path: Array<string | number>, problem: string) => never;
+
+const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$uuid_from'] as const;
+const MODIFIERS = ['$pipe', '$each', '$default', '$when', '$sep'] as const;
+const TRANSFORMS = new Set<string>(transformNames);
+
+interface Scope {
+  params: Record<string, ParamSpec>;
+  /** Variable names of enclosing `$each` items, innermost last. */
+  items: string[];
+  used: Set<string>;
+  fail: Fail;
+}
+
+const lit = (v: unknown): Compiled => ({ code: JSON.stringify(v), dynamic: false, optional: false });
+
+function isExpression(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).some((k) => k.startsWith('$'));
+}
+
+function paramRef(name: string, scope: Scope, path: Array<string | number>): Compiled {
+  const p = scope.params[name];
+  if (!p) scope.fail(path, `refers to "${name}", which is not an input parameter of this tool`);
+  scope.used.add(name);
+  return {
+    code: `input[${JSON.stringify(name)}]`,
+    dynamic: true,
+    optional: !(p!.required || p!.default !== undefined),
+  };
+}
+
+function pipeCode(inner: string, steps: unknown, scope: Scope, path: Array<string | number>): string {
+  if (!Array.isArray(steps)) scope.fail(path, '$pipe must be a list of transforms');
+  let code = inner;
+  (steps as unknown[]).forEach((step, i) => {
+    if (typeof step === 'string') {
+      if (!TRANSFORMS.has(step)) {
+        scope.fail([...path, i], `unknown transform "${step}"; known: ${[...TRANSFORMS].join(', ')}`);
+      }
+      code = `T.${step}(${code})`;
+    } else if (step && typeof step === 'object' && 'map' in step) {
+      code = `mapValue(${code}, ${JSON.stringify((step as { map: unknown }).map)})`;
+    } else if (step && typeof step === 'object' && 'prefix' in step) {
+      code = `(${JSON.stringify((step as { prefix: string }).prefix)} + ${code})`;
+    } else if (step && typeof step === 'object' && 'suffix' in step) {
+      code = `(${code} + ${JSON.stringify((step as { suffix: string }).suffix)})`;
+    } else {
+      scope.fail([...path, i], 'a transform is a name, {map: {...}}, {prefix: ...} or {suffix: ...}');
+    }
+  });
+  return code;
+}
+
+/** `"a {p|t} b"` → parts alternating literal text and value code. */
+function interpolate(text: string, scope: Scope, path: Array<string | number>): { parts: string[]; optional: boolean } {
+  const parts: string[] = [];
+  let optional = false;
+  let last = 0;
+  const re = /\{([^{}]+)\}/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    parts.push(JSON.stringify(text.slice(last, m.index)));
+    const [name, ...pipes] = m[1]!.split('|').map((s) => s.trim());
+    const ref = paramRef(name!, scope, path);
+    optional ||= ref.optional;
+    const piped = pipes.length ? pipeCode('v', pipes, scope, path) : 'v';
+    parts.push(pipes.length ? `H.map(${ref.code}, (v) => ${piped})` : ref.code);
+    last = m.index + m[0].length;
+  }
+  parts.push(JSON.stringify(text.slice(last)));
+  return { parts, optional };
+}
+
+export function conditionCode(
+  when: Record<string, Condition>,
+  params: Record<string, ParamSpec>,
+  fail: Fail,
+  path: Array<string | number>,
+  used?: Set<string>,
+): string {
+  const parts = Object.entries(when).map(([name, cond]) => {
+    if (!params[name]) fail([...path, name], `"${name}" is not an input parameter of this tool`);
+    used?.add(name);
+    const ref = `input[${JSON.stringify(name)}]`;
+    if (cond === null || typeof cond !== 'object') return `${ref} === ${JSON.stringify(cond)}`;
+    if ('equals' in cond) return `${ref} === ${JSON.stringify(cond.equals)}`;
+    if ('in' in cond) return `${JSON.stringify(cond.in)}.includes(${ref} as never)`;
+    if ('gt' in cond) return `(typeof ${ref} === "number" && ${ref} > ${cond.gt})`;
+    return cond.present ? `H.present(${ref})` : `!H.present(${ref})`;
+  });
+  return parts.join(' && ');
+}
+
+function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array<string | number>): Compiled {
+  const keys = Object.keys(t);
+  for (const k of keys) {
+    if (!(OPERATORS as readonly string[]).includes(k) && !(MODIFIERS as readonly string[]).includes(k)) {
+      scope.fail([...path, k], `unknown template key; operators: ${OPERATORS.join(', ')}; modifiers: ${MODIFIERS.join(', ')}`);
+    }
+  }
+  const ops = keys.filter((k) => (OPERATORS as readonly string[]).includes(k));
+  if (ops.length !== 1) scope.fail(path, `an expression needs exactly one of ${OPERATORS.join(', ')}`);
+  const op = ops[0]!;
+  const arg = t[op];
+  let c: Compiled;
+  switch (op) {
+    case '$in':
+      if (typeof arg !== 'string') scope.fail([...path, op], '$in takes a parameter name');
+      c = paramRef(arg as string, scope, [...path, op]);
+      break;
+    case '$item': {
+      const item = scope.items.at(-1);
+      if (!item) scope.fail([...path, op], '$item is only valid inside $each or a request with for_each');
+      if (arg === true) c = { code: item!, dynamic: true, optional: false };
+      else if (typeof arg === 'string') c = { code: `H.pick(${item}, ${JSON.stringify(arg.split('.'))})`, dynamic: true, optional: true };
+      else scope.fail([...path, op], '$item takes true or a dotted field path');
+      break;
+    }
+    case '$const':
+      c = lit(arg);
+      break;
+    case '$template': {
+      if (typeof arg !== 'string') scope.fail([...path, op], '$template takes a string');
+      const { parts, optional } = interpolate(arg as string, scope, [...path, op]);
+      c = { code: `H.tpl([${parts.join(', ')}])`, dynamic: true, optional: optional || true };
+      break;
+    }
+    case '$join':
+    case '$concat': {
+      if (!Array.isArray(arg)) scope.fail([...path, op], `${op} takes a list`);
+      const items = (arg as unknown[]).map((x, i) => compileTemplate(x, scope, [...path, op, i]));
+      const list = `[${items.map((i) => i.code).join(', ')}]`;
+      if (op === '$join') {
+        const sep = t.$sep ?? ',';
+        if (typeof sep !== 'string') scope.fail([...path, '$sep'], '$sep must be a string');
+        c = { code: `H.join(${list}, ${JSON.stringify(sep)})`, dynamic: items.some((i) => i.dynamic), optional: true };
+      } else {
+        c = { code: `H.concat(${list})`, dynamic: items.some((i) => i.dynamic), optional: true };
+      }
+      break;
+    }
+    case '$uuid_from': {
+      if (!Array.isArray(arg)) scope.fail([...path, op], '$uuid_from takes a list of parameter names');
+      const refs = (arg as unknown[]).map((n, i) => paramRef(String(n), scope, [...path, op, i]).code);
+      c = { code: `H.uuidFrom([${refs.join(', ')}])`, dynamic: true, optional: false };
+      break;
+    }
+    default:
+      throw new Error(op);
+  }
+  if (t.$sep !== undefined && op !== '$join') scope.fail([...path, '$sep'], '$sep only goes with $join');
+  if (t.$pipe !== undefined) {
+    const piped = pipeCode('v', t.$pipe, scope, [...path, '$pipe']);
+    c = c.optional ? { ...c, code: `H.map(${c.code}, (v: any) => ${piped})` } : { ...c, code: pipeCode(c.code, t.$pipe, scope, [...path, '$pipe']) };
+  }
+  if (t.$each !== undefined) {
+    const itemVar = `item${scope.items.length}`;
+    const inner = compileTemplate(t.$each, { ...scope, items: [...scope.items, itemVar] }, [...path, '$each']);
+    c = { code: `H.each(${c.code}, (${itemVar}: any) => ${inner.code})`, dynamic: true, optional: c.optional };
+  }
+  if (t.$default !== undefined) {
+    c = { code: `(${c.code} ?? ${JSON.stringify(t.$default)})`, dynamic: c.dynamic, optional: false };
+  }
+  if (t.$when !== undefined) {
+    const w = t.$when;
+    const when: Record<string, Condition> =
+      typeof w === 'string' ? { [w]: { present: true } } : (w as Record<string, Condition>);
+    if (!when || typeof when !== 'object') scope.fail([...path, '$when'], '$when takes a parameter name or conditions');
+    const cond = conditionCode(when, scope.params, scope.fail, [...path, '$when'], scope.used);
+    c = { code: `(${cond} ? ${c.code} : undefined)`, dynamic: true, optional: true };
+  }
+  return c;
+}
+
+export function compileTemplate(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
+  if (t === null || typeof t !== 'object') return lit(t);
+  if (Array.isArray(t)) {
+    const items = t.map((x, i) => compileTemplate(x, scope, [...path, i]));
+    const dynamic = items.some((i) => i.dynamic);
+    if (!items.some((i) => i.optional)) return { code: `[${items.map((i) => i.code).join(', ')}]`, dynamic, optional: false };
+    return { code: `H.arr([${items.map((i) => i.code).join(', ')}], ${dynamic})`, dynamic, optional: dynamic };
+  }
+  if (isExpression(t)) return compileExpression(t, scope, path);
+  const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
+  const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
+  const dynamicKeys = entries.filter(([, c]) => c.dynamic).map(([k]) => k);
+  if (!entries.some(([, c]) => c.optional)) return { code: `{ ${body} }`, dynamic: dynamicKeys.length > 0, optional: false };
+  if (dynamicKeys.length === 0) return { code: `H.obj({ ${body} }, [])!`, dynamic: false, optional: false };
+  return { code: `H.obj({ ${body} }, ${JSON.stringify(dynamicKeys)})`, dynamic: true, optional: true };
+}
+
+/** A flat map (query, arguments) where plain strings name input parameters. */
+function compileParamMap(
+  map: Record<string, unknown>,
+  scope: Scope,
+  path: Array<string | number>,
+): Array<readonly [string, Compiled]> {
+  return Object.entries(map).map(([key, v]) => {
+    if (typeof v === 'string') {
+      if (!scope.params[v]) {
+        scope.fail([...path, key], `"${v}" is not an input parameter; write {$const: ${JSON.stringify(v)}} for a literal`);
+      }
+      return [key, paramRef(v, scope, [...path, key])] as const;
+    }
+    return [key, compileTemplate(v, scope, [...path, key])] as const;
+  });
+}
+
+function compilePath(pathTemplate: string, scope: Scope, path: Array<string | number>): string {
+  let out = '`';
+  let last = 0;
+  const re = /\{([^{}]+)\}/g;
+  for (let m = re.exec(pathTemplate); m; m = re.exec(pathTemplate)) {
+    out += pathTemplate.slice(last, m.index).replace(/[`$\\]/g, '\\$&');
+    const [name, ...pipes] = m[1]!.split('|').map((s) => s.trim());
+    let value: string;
+    if (name === '$item') {
+      const item = scope.items.at(-1);
+      if (!item) scope.fail(path, '{$item} in a path needs for_each');
+      value = item!;
+    } else {
+      const ref = paramRef(name!, scope, path);
+      if (ref.optional) scope.fail(path, `path parameter "${name}" must be a required input parameter`);
+      value = ref.code;
+    }
+    out += '${H.seg(' + (pipes.length ? pipeCode(value, pipes, scope, path) : value) + ')}';
+    last = m.index + m[0].length;
+  }
+  out += pathTemplate.slice(last).replace(/[`$\\]/g, '\\$&') + '`';
+  return out;
+}
+
+export interface CompileOptions {
+  transport: 'rest' | 'mcp';
+  hosts: string[];
+}
+
+/** Compiles all of a tool's requests into statements that push onto `out`. */
+export function compileRequests(
+  tool: ToolSpec,
+  params: Record<string, ParamSpec>,
+  fail: Fail,
+  opts: CompileOptions,
+): { code: string; used: Set<string> } {
+  const used = new Set<string>();
+  const specs: Array<[RequestSpec, Array<string | number>]> = tool.request
+    ? [[tool.request, ['request']]]
+    : (tool.requests ?? []).map((r, i) => [r, ['requests', i]]);
+  if (tool.request && tool.requests) fail(['requests'], 'give either request or requests, not both');
+  if (!specs.length) fail(['request'], 'is required');
+
+  const statements: string[] = [];
+  for (const [req, path] of specs) {
+    const scope: Scope = { params, items: [], used, fail };
+    if (req.host !== undefined && !opts.hosts.includes(req.host)) {
+      fail([...path, 'host'], `unknown host "${req.host}"; api.hosts has: ${opts.hosts.join(', ') || '(none)'}`);
+    }
+    let itemScope = scope;
+    if (req.for_each !== undefined) {
+      const p = params[req.for_each];
+      if (!p) fail([...path, 'for_each'], `"${req.for_each}" is not an input parameter`);
+      if (p!.type !== 'array') fail([...path, 'for_each'], `"${req.for_each}" must be an array parameter`);
+      used.add(req.for_each);
+      itemScope = { ...scope, items: ['item'] };
+    }
+    const fields: string[] = [];
+    const base = `ctx.base(${req.host ? JSON.stringify(req.host) : ''})`;
+    if (req.mcp_tool !== undefined) {
+      if (opts.transport !== 'mcp') fail([...path, 'mcp_tool'], 'mcp_tool needs api.transport: mcp');
+      if (req.method || req.query || req.body !== undefined) {
+        fail(path, 'an MCP request has mcp_tool and arguments only');
+      }
+      const args = compileParamMap(req.arguments ?? {}, itemScope, [...path, 'arguments']);
+      const argsCode = `H.obj({ ${args.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ')} }, [])!`;
+      fields.push(`method: "POST"`, `url: ${base}`, `headers: {}`);
+      fields.push(`mcp: { tool: ${JSON.stringify(req.mcp_tool)}, arguments: args }`);
+      fields.push(`body: { jsonrpc: "2.0", method: "tools/call", params: { name: ${JSON.stringify(req.mcp_tool)}, arguments: args } }`);
+      const push = `{ const args = ${argsCode}; out.push({ ${fields.join(', ')} }); }`;
+      statements.push(wrapRequest(push, req, params, fail, path, used));
+      continue;
+    }
+    if (opts.transport === 'mcp') fail(path, 'this connector uses the MCP transport: give mcp_tool and arguments');
+    if (!req.method) fail([...path, 'method'], 'is required');
+    if (!req.path) fail([...path, 'path'], 'is required');
+    if (req.arguments) fail([...path, 'arguments'], 'arguments only go with mcp_tool');
+    const urlPath = compilePath(req.path!, itemScope, [...path, 'path']);
+    const query = compileParamMap(req.query ?? {}, itemScope, [...path, 'query']);
+    const queryCode = query.length ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]` : '';
+    fields.push(`method: ${JSON.stringify(req.method)}`, `url: H.url(${base}, ${urlPath}${queryCode})`);
+    if (req.headers) {
+      const h = compileTemplate(req.headers, itemScope, [...path, 'headers']);
+      fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
+    } else {
+      fields.push('headers: {}');
+    }
+    if (req.body !== undefined) {
+      if (req.method === 'GET' || req.method === 'DELETE') fail([...path, 'body'], `${req.method} requests carry no body`);
+      const b = compileTemplate(req.body, itemScope, [...path, 'body']);
+      fields.push(`body: ${b.optional ? `(${b.code} ?? {})` : b.code}`);
+      if (req.body_encoding === 'form') fields.push(`bodyEncoding: "form"`);
+    }
+    if (req.host) fields.push(`host: ${JSON.stringify(req.host)}`);
+    if (req.anonymous) fields.push('anonymous: true');
+    if (req.response?.empty_on) fields.push(`emptyOn: ${JSON.stringify(req.response.empty_on)}`);
+    let push = `out.push({ ${fields.join(', ')} });`;
+    if (req.for_each !== undefined) {
+      push = `for (const item of (input[${JSON.stringify(req.for_each)}] ?? []) as any[]) { ${push} }`;
+    }
+    statements.push(wrapRequest(push, req, params, fail, path, used));
+  }
+  return { code: statements.join('\n'), used };
+}
+
+function wrapRequest(
+  statement: string,
+  req: RequestSpec,
+  params: Record<string, ParamSpec>,
+  fail: Fail,
+  path: Array<string | number>,
+  used: Set<string>,
+): string {
+  if (!req.when) return statement;
+  return `if (${conditionCode(req.when, params, fail, [...path, 'when'], used)}) { ${statement} }`;
+}

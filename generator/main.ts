@@ -1,0 +1,111 @@
+/**
+ * `npm run generate` — reads specs/*.yaml, validates them, and writes generated/.
+ * `npm run generate -- --check` — fails (exit 1) when generated/ differs from what the specs produce.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import * as prettier from 'prettier';
+import { Project } from 'ts-morph';
+import { checkConnector, type CheckedTool } from './check.ts';
+import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
+import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
+import { emitOpenApi } from './emit-openapi.ts';
+import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
+import type { ConnectorSpec } from './model.ts';
+
+const OUT = 'generated';
+
+export interface GenerateResult {
+  files: Map<string, string>;
+  connectors: ConnectorSpec[];
+  toolCount: number;
+}
+
+/** Loads, checks and emits everything in memory. Throws with every spec error found. */
+export async function generate(specDir = 'specs'): Promise<GenerateResult> {
+  const errors: string[] = [];
+  const connectors: ConnectorSpec[] = [];
+  const checked = new Map<string, CheckedTool[]>();
+  for (const file of specFiles(specDir)) {
+    try {
+      const loaded = loadSpecFile(file);
+      checked.set(loaded.spec.name, checkConnector(loaded));
+      connectors.push(loaded.spec);
+    } catch (e) {
+      if (e instanceof AggregateSpecError) errors.push(...e.errors.map((x) => x.message));
+      else if (e instanceof SpecError) errors.push(e.message);
+      else if ((e as { specErrors?: SpecError[] }).specErrors) errors.push(...(e as { specErrors: SpecError[] }).specErrors.map((x) => x.message));
+      else throw e;
+    }
+  }
+  if (errors.length) throw new Error(`${errors.length} problem(s) in specs:\n${errors.join('\n')}`);
+
+  const files = new Map<string, string>();
+  const project = new Project({ useInMemoryFileSystem: true, skipAddingFilesFromTsConfig: true });
+  for (const c of connectors) {
+    files.set(`${OUT}/validators/${c.name}.ts`, emitValidators(c));
+    files.set(`${OUT}/connectors/${c.name}.ts`, emitConnector(project, c, checked.get(c.name)!).getFullText());
+    files.set(`${OUT}/docs/${c.name}.md`, emitConnectorDoc(c));
+  }
+  files.set(`${OUT}/types.ts`, emitTypes(project, connectors).getFullText());
+  files.set(`${OUT}/registry.ts`, emitRegistry(project, connectors).getFullText());
+  files.set(`${OUT}/docs/index.md`, emitIndexDoc(connectors));
+  files.set(`${OUT}/docs/openapi.json`, JSON.stringify(emitOpenApi(connectors), null, 2));
+
+  const config = (await prettier.resolveConfig('package.json')) ?? {};
+  for (const [path, content] of files) {
+    const parser = path.endsWith('.ts') ? 'typescript' : path.endsWith('.json') ? 'json' : 'markdown';
+    files.set(path, await prettier.format(content, { ...config, parser }));
+  }
+  return { files, connectors, toolCount: connectors.reduce((n, c) => n + c.tools.length, 0) };
+}
+
+function listFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? listFiles(p) : [p];
+  });
+}
+
+async function main() {
+  const check = process.argv.includes('--check');
+  const started = performance.now();
+  let result: GenerateResult;
+  try {
+    result = await generate();
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(1);
+  }
+  const existing = new Set(listFiles(OUT).map((p) => relative('.', p)));
+  const changed: string[] = [];
+  for (const [path, content] of result.files) {
+    const onDisk = existing.has(path) ? readFileSync(path, 'utf8') : undefined;
+    existing.delete(path);
+    if (onDisk !== content) changed.push(path);
+  }
+  const stale = [...existing];
+  const ms = Math.round(performance.now() - started);
+  if (check) {
+    if (changed.length || stale.length) {
+      console.error('generated/ has drifted from specs/ — run `npm run generate` and commit the result:');
+      for (const p of changed) console.error(`  changed: ${p}`);
+      for (const p of stale) console.error(`  stale:   ${p}`);
+      process.exit(1);
+    }
+    console.log(`generated/ is up to date (${result.connectors.length} connectors, ${result.toolCount} tools, ${ms} ms)`);
+    return;
+  }
+  for (const path of changed) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, result.files.get(path)!);
+  }
+  for (const path of stale) rmSync(path);
+  console.log(
+    `generated ${result.files.size} files for ${result.connectors.length} connectors, ${result.toolCount} tools ` +
+      `(${changed.length} changed, ${stale.length} removed) in ${ms} ms`,
+  );
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();

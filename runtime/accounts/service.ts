@@ -1,0 +1,250 @@
+import type { AuthSpec } from '../../generator/model.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Sealer } from '../crypto/sealer.ts';
+import { aad } from '../crypto/aad.ts';
+import type { Account, Connection, Store } from '../store/types.ts';
+import type { ConnectorDefinition } from '../tools/types.ts';
+import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
+import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
+import { endpointsFor, type OAuthEndpoints } from '../oauth/endpoints.ts';
+import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
+
+export type Secrets = Record<string, string>;
+
+export interface AccountRef {
+  connectedAccountId?: string;
+  connectionName?: string;
+  identifier?: string;
+}
+
+export interface ResolvedAccount {
+  account: Account;
+  connection: Connection;
+  connector: ConnectorDefinition;
+  auth: AuthSpec;
+}
+
+export interface LiveAccount extends ResolvedAccount {
+  secrets: Secrets;
+  /** Non-secret fields and secrets together, for credential templates. */
+  values: Record<string, string>;
+}
+
+export function notActiveError(account: Account): ServiceError {
+  switch (account.status) {
+    case 'PENDING_AUTH':
+      return new ServiceError(
+        409,
+        'account_not_authorized',
+        `Connected account ${account.id} is PENDING_AUTH: it has no credentials yet. Send the user an authorization link (OAuth) or upsert its credentials (API key).`,
+      );
+    case 'EXPIRED':
+      return new ServiceError(
+        409,
+        'account_expired',
+        `Connected account ${account.id} is EXPIRED${account.lastError ? ` (${account.lastError})` : ''}. Send the user a new authorization link to reconnect it.`,
+      );
+    default:
+      return new ServiceError(409, 'account_disconnected', `Connected account ${account.id} is ${account.status}; reconnect it before use.`);
+  }
+}
+
+/**
+ * Connected accounts at run time: lookups, the sealed-secret cache, and token refresh — proactive before
+ * expiry, reactive after an upstream 401, single-flight per account in this process and under the store's
+ * cross-process account lock, with a re-read inside the lock so a concurrent refresh is reused, not repeated.
+ */
+export class AccountService {
+  private connections = new Map<string, { connection: Connection; at: number }>();
+  private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
+  private refreshing = new Map<string, Promise<Account>>();
+  private lastUsed = new Map<string, number>();
+  /** Counts refresh requests sent to providers (tests and benchmarks read it). */
+  refreshCount = 0;
+
+  constructor(
+    private store: Store,
+    private sealer: Sealer,
+    private config: Config,
+    private log: Logger,
+    private connectionCacheMs = 2_000,
+  ) {}
+
+  invalidateConnection(id: string): void {
+    this.connections.delete(id);
+  }
+
+  async connectionById(id: string): Promise<Connection | undefined> {
+    const cached = this.connections.get(id);
+    if (cached && Date.now() - cached.at < this.connectionCacheMs) return cached.connection;
+    const connection = await this.store.getConnection(id);
+    if (connection) this.connections.set(id, { connection, at: Date.now() });
+    return connection;
+  }
+
+  async connectionByName(name: string): Promise<Connection> {
+    const connection = await this.store.getConnectionByName(name);
+    if (!connection) throw new ServiceError(404, 'connection_not_found', `No connection named "${name}"`);
+    return connection;
+  }
+
+  async resolve(ref: AccountRef): Promise<ResolvedAccount> {
+    let account: Account | undefined;
+    let connection: Connection | undefined;
+    if (ref.connectedAccountId) {
+      account = await this.store.getAccount(ref.connectedAccountId);
+      if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
+      connection = await this.connectionById(account.connectionId);
+    } else if (ref.connectionName && ref.identifier !== undefined) {
+      connection = await this.connectionByName(ref.connectionName);
+      account = await this.store.findAccount(connection.id, ref.identifier);
+      if (!account) {
+        throw new ServiceError(404, 'account_not_found', `No connected account "${ref.identifier}" on connection "${ref.connectionName}"`);
+      }
+    } else {
+      throw new ServiceError(400, 'invalid_input', 'Give connected_account_id, or connection_name and identifier', [
+        { field: 'connected_account_id', message: 'is required (or connection_name and identifier)' },
+      ]);
+    }
+    if (!connection) throw notFound('Connection');
+    const connector = getConnector(connection.connector);
+    if (!connector) throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
+    return { account, connection, connector, auth: authFor(connector, connection.authKind) };
+  }
+
+  openSecrets(account: Account): Secrets {
+    if (!account.secretsSealed) return {};
+    const cached = this.secretsCache.get(account.id);
+    if (cached && cached.version === account.version) return cached.secrets;
+    const secrets = JSON.parse(this.sealer.open(account.secretsSealed, aad.accountSecrets(account.id))) as Secrets;
+    if (this.secretsCache.size > 50_000) this.secretsCache.clear();
+    this.secretsCache.set(account.id, { version: account.version, secrets });
+    return secrets;
+  }
+
+  sealSecrets(accountId: string, secrets: Secrets): string {
+    return this.sealer.seal(JSON.stringify(secrets), aad.accountSecrets(accountId));
+  }
+
+  forgetAccount(id: string): void {
+    this.secretsCache.delete(id);
+  }
+
+  /** Marks the account used; flushed to the store in batches. */
+  touch(id: string): void {
+    this.lastUsed.set(id, Date.now());
+  }
+
+  async flushTouches(): Promise<void> {
+    if (!this.lastUsed.size) return;
+    const batch = this.lastUsed;
+    this.lastUsed = new Map();
+    await this.store.touchAccounts(batch);
+  }
+
+  private needsRefresh(account: Account): boolean {
+    return account.tokenExpiresAt !== null && account.tokenExpiresAt - this.config.refreshMarginSeconds * 1000 <= Date.now();
+  }
+
+  /** An ACTIVE account with usable credentials; refreshes an OAuth token that is (nearly) expired. */
+  async live(resolved: ResolvedAccount): Promise<LiveAccount> {
+    let { account } = resolved;
+    if (account.status !== 'ACTIVE') throw notActiveError(account);
+    if (isOAuthKind(resolved.auth.kind) && this.needsRefresh(account)) {
+      try {
+        account = await this.refresh(resolved, account);
+      } catch (e) {
+        // A token that has not actually expired yet is still usable when the provider is briefly down.
+        const stillValid = account.tokenExpiresAt !== null && account.tokenExpiresAt > Date.now() + 5_000;
+        if (!(e instanceof UpstreamFailure) || !stillValid) throw e;
+        this.log.warn({ account: account.id, code: e.code }, 'proactive refresh failed; using the current token until it expires');
+      }
+    }
+    return this.withSecrets({ ...resolved, account });
+  }
+
+  withSecrets(resolved: ResolvedAccount): LiveAccount {
+    const secrets = this.openSecrets(resolved.account);
+    return { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+  }
+
+  /**
+   * Refreshes the account's token once, however many callers ask at the same time. `seen` is the account
+   * as the caller saw it: if the stored version moved on meanwhile, another refresh already happened.
+   */
+  refresh(resolved: ResolvedAccount, seen: Account, reason: 'expiry' | 'unauthorized' = 'expiry'): Promise<Account> {
+    const inflight = this.refreshing.get(seen.id);
+    if (inflight) return inflight;
+    const p = this.store
+      .withAccountLock(seen.id, () => this.refreshLocked(resolved, seen, reason))
+      .finally(() => this.refreshing.delete(seen.id));
+    this.refreshing.set(seen.id, p);
+    return p;
+  }
+
+  private async refreshLocked(resolved: ResolvedAccount, seen: Account, reason: 'expiry' | 'unauthorized'): Promise<Account> {
+    const current = await this.store.getAccount(seen.id);
+    if (!current) throw new ServiceError(404, 'account_not_found', `Connected account ${seen.id} was deleted`);
+    if (current.status !== 'ACTIVE') throw notActiveError(current);
+    if (current.version !== seen.version && (reason === 'unauthorized' || !this.needsRefresh(current))) return current;
+    const secrets = this.openSecrets(current);
+    if (!secrets.refresh_token) {
+      const expired = await this.store.updateAccount(
+        current.id,
+        { status: 'EXPIRED', lastError: 'The access token expired and the provider issued no refresh token' },
+        Date.now(),
+        current.version,
+      );
+      throw notActiveError(expired ?? current);
+    }
+    let ep: OAuthEndpoints;
+    ep = await endpointsFor(resolved.connector, resolved.connection, {
+      sealer: this.sealer,
+      publicUrl: this.config.publicUrl,
+      updateRegistration: async (c, sealed) => (await this.store.updateConnection(c.id, { registrationSealed: sealed }, Date.now()))!,
+    });
+    this.refreshCount++;
+    try {
+      const tokens = await refreshTokens(ep, secrets.refresh_token);
+      const next: Secrets = {
+        ...secrets,
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token ?? secrets.refresh_token,
+      };
+      if (tokens.token_type) next.token_type = tokens.token_type;
+      if (tokens.scope) next.scope = tokens.scope;
+      // The new refresh token, access token and expiry are written in one compare-and-set update.
+      const updated = await this.store.updateAccount(
+        current.id,
+        {
+          secretsSealed: this.sealSecrets(current.id, next),
+          tokenExpiresAt: tokens.expiresAt,
+          fields: { ...current.fields, ...tokens.fields },
+          lastError: null,
+        },
+        Date.now(),
+        current.version,
+      );
+      if (!updated) return (await this.store.getAccount(current.id))!;
+      this.log.info({ account: current.id, reason }, 'refreshed access token');
+      return updated;
+    } catch (e) {
+      if (!(e instanceof TokenRequestError)) throw e;
+      if (e.kind === 'invalid_grant') {
+        // Classify only after a re-read: if the stored token changed meanwhile, this was a race, not a revocation.
+        const again = await this.store.getAccount(current.id);
+        if (again && again.version !== current.version) return again;
+        const message = `The provider refused the refresh token (${e.message})`;
+        const expired = await this.store.updateAccount(current.id, { status: 'EXPIRED', lastError: message }, Date.now(), current.version);
+        this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
+        throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });
+      }
+      await this.store.updateAccount(current.id, { lastError: `Token refresh failed: ${e.message}` }, Date.now(), current.version);
+      if (e.kind === 'rejected') {
+        throw new UpstreamFailure('refresh_rejected', `The provider's token endpoint rejected the refresh request (${e.message}); check the connection's client credentials`, 502);
+      }
+      throw new UpstreamFailure('refresh_failed', `Token refresh failed and will be retried on the next call: ${e.message}`, 503);
+    }
+  }
+}

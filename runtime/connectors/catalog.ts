@@ -1,0 +1,167 @@
+import { isIP } from 'node:net';
+import { connectors, tools } from '../../generated/registry.ts';
+import type { AccountFieldSpec, AuthSpec, CredentialApply, KeyAuthSpec, OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../generator/model.ts';
+import type { ConnectorDefinition, FieldError, ToolDefinition } from '../tools/types.ts';
+import type { Connection } from '../store/types.ts';
+import { ServiceError } from '../errors.ts';
+
+export { connectors, tools };
+
+export function getConnector(name: string): ConnectorDefinition | undefined {
+  return connectors.get(name);
+}
+
+export function getTool(name: string): ToolDefinition | undefined {
+  return tools.get(name);
+}
+
+export function authFor(connector: ConnectorDefinition, kind: string): AuthSpec {
+  const auth = connector.auth.find((a) => a.kind === kind);
+  if (!auth) throw new ServiceError(500, 'internal_error', `connector ${connector.name} has no auth kind ${kind}`);
+  return auth;
+}
+
+export const isOAuthKind = (kind: string): boolean => kind === 'oauth2' || kind === 'oauth2_mcp';
+export const isKeyAuth = (a: AuthSpec): a is KeyAuthSpec => a.kind === 'api_key' || a.kind === 'bearer' || a.kind === 'basic';
+export const isOAuth2 = (a: AuthSpec): a is OAuth2AuthSpec => a.kind === 'oauth2';
+export const isMcpAuth = (a: AuthSpec): a is OAuth2McpAuthSpec => a.kind === 'oauth2_mcp';
+
+/** Fills `{name}` placeholders from the given values; a missing value is an error naming it. */
+export function fill(template: string, values: Record<string, string | undefined>, what: string): string {
+  return template.replace(/\{([a-z_][a-z0-9_]*)\}/gi, (_m, name: string) => {
+    const v = values[name];
+    if (v === undefined || v === '') {
+      throw new ServiceError(409, 'account_incomplete', `The connected account has no "${name}", needed for ${what}`);
+    }
+    return v;
+  });
+}
+
+/** Lower-case names of the headers a connector's credentials occupy; clients may not set them. */
+export function credentialHeaderNames(apply: CredentialApply): string[] {
+  const names: string[] = [];
+  if (apply.bearer !== undefined || apply.basic !== undefined) names.push('authorization');
+  for (const h of Object.keys(apply.headers ?? {})) names.push(h.toLowerCase());
+  return names;
+}
+
+/** The headers that carry the credentials. With `redact`, secret values are replaced by [REDACTED]. */
+export function credentialHeaders(
+  apply: CredentialApply,
+  values: Record<string, string | undefined>,
+  redact = false,
+): Record<string, string> {
+  const v = (t: string) => (redact ? '[REDACTED]' : fill(t, values, 'the credential header'));
+  const out: Record<string, string> = {};
+  if (apply.bearer !== undefined) out.authorization = `Bearer ${v(apply.bearer)}`;
+  if (apply.basic !== undefined) {
+    out.authorization = redact
+      ? 'Basic [REDACTED]'
+      : `Basic ${Buffer.from(`${v(apply.basic.username)}:${v(apply.basic.password)}`, 'utf8').toString('base64')}`;
+  }
+  for (const [name, t] of Object.entries(apply.headers ?? {})) out[name.toLowerCase()] = v(t);
+  return out;
+}
+
+/** `*.zendesk.com` matches `acme.zendesk.com` (one or more labels), never `zendesk.com` itself or lookalikes. */
+export function hostAllowed(host: string, allowlist: readonly string[]): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return allowlist.some((pattern) => {
+    const p = pattern.toLowerCase();
+    if (p.startsWith('*.')) {
+      const suffix = p.slice(1);
+      return h.endsWith(suffix) && h.length > suffix.length && /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(h.slice(0, -suffix.length));
+    }
+    return h === p;
+  });
+}
+
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+function checkField(spec: AccountFieldSpec, raw: unknown): string | undefined {
+  if (typeof raw !== 'string') return 'must be a string';
+  const value = raw.trim();
+  if (!value) return 'must not be empty';
+  if (value.length > 4096) return 'is too long';
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
+  if (spec.format === 'email' && !EMAIL.test(value)) return 'must be an email address';
+  if (spec.format === 'url') {
+    try {
+      const u = new URL(value);
+      if (u.protocol !== 'https:') return 'must be an https URL';
+    } catch {
+      return 'must be a URL';
+    }
+  }
+  if (spec.format === 'hostname') {
+    if (/^[a-z]+:\/\//i.test(value) || value.includes('/')) return 'must be a bare domain such as acme.zendesk.com, without scheme or path';
+    if (isIP(value.replace(/^\[|\]$/g, ''))) return 'must be a domain name, not an IP address';
+    if (!HOSTNAME.test(value)) return 'must be a domain name such as acme.zendesk.com';
+  }
+  if (spec.host_allowlist && !hostAllowed(value, spec.host_allowlist)) {
+    return `must be a host under ${spec.host_allowlist.join(' or ')}`;
+  }
+  if (spec.pattern && !new RegExp(spec.pattern).test(value)) return `must match ${spec.pattern}`;
+  return undefined;
+}
+
+/**
+ * Validates a credentials object against the account fields a key-type connector declares. Returns the
+ * non-secret fields and the secret ones separately, or every problem found.
+ */
+export function validateCredentials(
+  auth: KeyAuthSpec,
+  credentials: unknown,
+): { fields: Record<string, string>; secrets: Record<string, string> } | { errors: FieldError[] } {
+  if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
+    return { errors: [{ field: 'credentials', message: `must be an object with ${auth.fields.map((f) => f.name).join(', ')}` }] };
+  }
+  const given = credentials as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  const fields: Record<string, string> = {};
+  const secrets: Record<string, string> = {};
+  const known = new Set(auth.fields.map((f) => f.name));
+  for (const key of Object.keys(given)) {
+    if (!known.has(key)) errors.push({ field: `credentials.${key}`, message: `is not a credential field of this connector (expected ${[...known].join(', ')})` });
+  }
+  for (const spec of auth.fields) {
+    const raw = given[spec.name];
+    if (raw === undefined || raw === null || raw === '') {
+      if (spec.required !== false) errors.push({ field: `credentials.${spec.name}`, message: 'is required' });
+      continue;
+    }
+    const problem = checkField(spec, raw);
+    if (problem) errors.push({ field: `credentials.${spec.name}`, message: problem });
+    else (spec.secret ? secrets : fields)[spec.name] = (raw as string).trim();
+  }
+  return errors.length ? { errors } : { fields, secrets };
+}
+
+/**
+ * The base URL for a host of a connector, for one account: the connection's override when set, else the
+ * connector's own; `{field}` placeholders come from the account's non-secret fields. A templated host is
+ * re-checked against the field's allowlist, so a stored value can never point the service elsewhere.
+ */
+export function resolveBaseUrl(
+  connector: ConnectorDefinition,
+  connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'>,
+  fields: Record<string, string>,
+  host?: string,
+): string {
+  const override = host ? connection.apiHosts[host] : connection.apiBaseUrl;
+  const template = override ?? (host ? connector.api.hosts?.[host] : connector.api.base_url);
+  if (!template) throw new ServiceError(500, 'internal_error', `connector ${connector.name} has no host ${host}`);
+  const auth = connector.auth.find((a) => a.kind === connection.authKind);
+  if (!override && auth && isKeyAuth(auth)) {
+    for (const f of auth.fields) {
+      if (f.host_allowlist && template.includes(`{${f.name}}`)) {
+        const v = fields[f.name];
+        if (v !== undefined && !hostAllowed(v, f.host_allowlist)) {
+          throw new ServiceError(400, 'host_not_allowed', `The account's ${f.name} "${v}" is not under ${f.host_allowlist.join(', ')}`);
+        }
+      }
+    }
+  }
+  return fill(template, fields, 'the API base URL').replace(/\/+$/, '');
+}

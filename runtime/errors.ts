@@ -1,0 +1,49 @@
+import type { FieldError } from './tools/types.ts';
+
+/** An error of the service itself, rendered as {"error":{"code","message","details"}}. */
+export class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: FieldError[] | Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, details?: FieldError[]) =>
+  new ServiceError(400, details ? 'invalid_input' : 'bad_request', message, details);
+export const invalidInput = (details: FieldError[], what = 'input') =>
+  new ServiceError(
+    400,
+    'invalid_input',
+    `Invalid ${what}: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`,
+    details,
+  );
+export const notFound = (what: string) => new ServiceError(404, 'not_found', `${what} not found`);
+export const conflict = (code: string, message: string) => new ServiceError(409, code, message);
+export const unauthorized = (message = 'Missing or invalid bearer token') =>
+  new ServiceError(401, 'unauthorized', message, undefined, { 'www-authenticate': 'Bearer' });
+
+/**
+ * The provider answered with an error. Kept apart from service errors: the client gets the provider's
+ * status and body, marked with code "provider_error".
+ */
+export class ProviderError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly headers: Record<string, string | string[] | undefined> = {},
+  ) {
+    super(`The provider answered ${status}`);
+  }
+}
+
+/** The provider could not be reached, timed out, or sent something unusable. */
+export class UpstreamFailure extends ServiceError {
+  constructor(code: string, message: string, status = 502) {
+    super(status, code, message);
+  }
+}

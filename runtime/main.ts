@@ -1,0 +1,33 @@
+/** `npm start`: the service on its configured port, SQLite under ./data unless DATABASE_URL is set. */
+import { loadConfig } from './config.ts';
+import { startServer } from './server.ts';
+
+const config = loadConfig();
+const running = await startServer(config);
+const { services } = running;
+services.log.info({ url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind }, 'agent connector service started');
+
+if (services.firstCredential) {
+  // Printed once, on stdout and not through the logger, so a newcomer or a script can pick it up.
+  const { credential, clientSecret } = services.firstCredential;
+  process.stdout.write(
+    [
+      '',
+      'First start: created an API credential. The secret is shown only this once; store it now.',
+      `env_url=${config.publicUrl}`,
+      `client_id=${credential.clientId}`,
+      `client_secret=${clientSecret}`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    services.log.info({ signal }, 'shutting down');
+    void running.close().then(() => process.exit(0));
+  });
+}

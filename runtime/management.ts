@@ -1,0 +1,329 @@
+/**
+ * Connections and connected accounts: the operations behind both the HTTP API and the dashboard, so the
+ * two can never disagree on validation or on what is stored.
+ */
+import type { Services } from './services.ts';
+import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverrides } from './store/types.ts';
+import { ACCOUNT_STATUSES } from './store/types.ts';
+import { newId } from './ids.ts';
+import { aad } from './crypto/aad.ts';
+import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind, validateCredentials } from './connectors/catalog.ts';
+import { invalidInput, ServiceError } from './errors.ts';
+import { redirectUriFor } from './oauth/endpoints.ts';
+import { forgetDiscovery } from './oauth/mcp-auth.ts';
+import type { FieldError } from './tools/types.ts';
+import { send } from './upstream/http.ts';
+import { credentialHeaderNames, credentialHeaders, resolveBaseUrl } from './connectors/catalog.ts';
+
+export interface ConnectionInput {
+  connection_name?: string;
+  connector?: string;
+  auth_kind?: string;
+  client_id?: string;
+  client_secret?: string;
+  scopes?: string[] | string;
+  api_base_url?: string | null;
+  api_hosts?: Record<string, string>;
+  oauth?: OAuthOverrides;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function checkUrl(value: unknown, field: string, errors: FieldError[]): void {
+  if (typeof value !== 'string') {
+    errors.push({ field, message: 'must be a URL string' });
+    return;
+  }
+  try {
+    const u = new URL(value.replace(/\{[a-z_]+\}/gi, 'x'));
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') errors.push({ field, message: 'must be an http(s) URL' });
+    if (u.username || u.password) errors.push({ field, message: 'must not contain credentials' });
+  } catch {
+    errors.push({ field, message: 'must be an absolute http(s) URL' });
+  }
+}
+
+function scopesOf(v: string[] | string | undefined): string[] | undefined {
+  if (v === undefined) return undefined;
+  const list = Array.isArray(v) ? v : v.split(/[\s,]+/);
+  return [...new Set(list.map((s) => s.trim()).filter(Boolean))];
+}
+
+export class Management {
+  constructor(private s: Services) {}
+
+  connectionView(c: Connection, accountCount?: number) {
+    return {
+      id: c.id,
+      connection_name: c.name,
+      connector: c.connector,
+      auth_kind: c.authKind,
+      client_id: c.clientId,
+      has_client_secret: c.clientSecretSealed !== null,
+      scopes: c.scopes,
+      redirect_uri: isOAuthKind(c.authKind) ? redirectUriFor(this.s.config.publicUrl, c.id) : null,
+      api_base_url: c.apiBaseUrl,
+      api_hosts: c.apiHosts,
+      oauth: c.oauth,
+      ...(c.authKind === 'oauth2_mcp' ? { client_registered: c.registrationSealed !== null } : {}),
+      ...(accountCount !== undefined ? { account_count: accountCount } : {}),
+      created_at: iso(c.createdAt),
+      updated_at: iso(c.updatedAt),
+    };
+  }
+
+  accountView(a: Account, connection: Pick<Connection, 'name' | 'connector'>) {
+    return {
+      id: a.id,
+      connection_name: connection.name,
+      connector: connection.connector,
+      identifier: a.identifier,
+      status: a.status,
+      fields: a.fields,
+      token_expires_at: iso(a.tokenExpiresAt),
+      last_used_at: iso(a.lastUsedAt),
+      last_error: a.lastError,
+      created_at: iso(a.createdAt),
+      updated_at: iso(a.updatedAt),
+    };
+  }
+
+  private validateConnection(input: ConnectionInput, connector: NonNullable<ReturnType<typeof getConnector>>, authKind: string, creating: boolean): ConnectionPatch {
+    const errors: FieldError[] = [];
+    const oauth2 = authKind === 'oauth2';
+    if (!oauth2) {
+      for (const f of ['client_id', 'client_secret'] as const) {
+        if (input[f] !== undefined && input[f] !== null) {
+          errors.push({
+            field: f,
+            message: authKind === 'oauth2_mcp' ? 'is not needed: the client is registered dynamically' : `applies to OAuth connections only (this one uses ${authKind})`,
+          });
+        }
+      }
+    }
+    if (!isOAuthKind(authKind) && input.scopes !== undefined) errors.push({ field: 'scopes', message: 'applies to OAuth connections only' });
+    if (input.client_id !== undefined && (typeof input.client_id !== 'string' || !input.client_id.trim())) errors.push({ field: 'client_id', message: 'must be a non-empty string' });
+    if (input.client_secret !== undefined && (typeof input.client_secret !== 'string' || !input.client_secret)) errors.push({ field: 'client_secret', message: 'must be a non-empty string' });
+    if (input.scopes !== undefined && !Array.isArray(input.scopes) && typeof input.scopes !== 'string') errors.push({ field: 'scopes', message: 'must be a list of strings' });
+    if (input.api_base_url !== undefined && input.api_base_url !== null) checkUrl(input.api_base_url, 'api_base_url', errors);
+    if (input.api_hosts !== undefined) {
+      if (!input.api_hosts || typeof input.api_hosts !== 'object') errors.push({ field: 'api_hosts', message: 'must be an object of host name to URL' });
+      else {
+        for (const [name, url] of Object.entries(input.api_hosts)) {
+          if (!connector.api.hosts?.[name]) errors.push({ field: `api_hosts.${name}`, message: `is not a host of ${connector.name} (hosts: ${Object.keys(connector.api.hosts ?? {}).join(', ') || 'none'})` });
+          else checkUrl(url, `api_hosts.${name}`, errors);
+        }
+      }
+    }
+    if (input.oauth !== undefined) {
+      if (!input.oauth || typeof input.oauth !== 'object') errors.push({ field: 'oauth', message: 'must be an object' });
+      else {
+        const allowed = oauth2 ? ['authorize_url', 'token_url'] : authKind === 'oauth2_mcp' ? ['resource'] : [];
+        for (const [k, v] of Object.entries(input.oauth)) {
+          if (!allowed.includes(k)) errors.push({ field: `oauth.${k}`, message: allowed.length ? `is not an OAuth override here (allowed: ${allowed.join(', ')})` : 'applies to OAuth connections only' });
+          else checkUrl(v, `oauth.${k}`, errors);
+        }
+      }
+    }
+    if (errors.length) throw invalidInput(errors, 'connection');
+    const patch: ConnectionPatch = {};
+    if (input.client_id !== undefined) patch.clientId = input.client_id.trim();
+    if (input.scopes !== undefined) patch.scopes = scopesOf(input.scopes)!;
+    if (input.api_base_url !== undefined) patch.apiBaseUrl = input.api_base_url ? input.api_base_url.replace(/\/+$/, '') : null;
+    if (input.api_hosts !== undefined) patch.apiHosts = Object.fromEntries(Object.entries(input.api_hosts).map(([k, v]) => [k, v.replace(/\/+$/, '')]));
+    if (input.oauth !== undefined) patch.oauth = input.oauth;
+    if (creating && patch.scopes === undefined) {
+      const auth = authFor(connector, authKind);
+      patch.scopes = isOAuth2(auth) ? auth.scopes.default : [];
+    }
+    return patch;
+  }
+
+  async createConnection(input: ConnectionInput): Promise<Connection> {
+    const connector = input.connector ? getConnector(input.connector) : undefined;
+    if (!connector) {
+      throw invalidInput([{ field: 'connector', message: input.connector ? `is not a known connector (known: ${[...connectors.keys()].join(', ')})` : 'is required' }], 'connection');
+    }
+    const authKind = input.auth_kind ?? connector.auth[0]!.kind;
+    if (!connector.auth.some((a) => a.kind === authKind)) {
+      throw invalidInput([{ field: 'auth_kind', message: `must be one of: ${connector.auth.map((a) => a.kind).join(', ')}` }], 'connection');
+    }
+    const patch = this.validateConnection(input, connector, authKind, true);
+    if (await this.s.store.getConnectionByName(input.connection_name!)) {
+      throw new ServiceError(409, 'connection_exists', `A connection named "${input.connection_name}" already exists`);
+    }
+    const now = Date.now();
+    const id = newId('conn');
+    const connection: Connection = {
+      id,
+      name: input.connection_name!,
+      connector: connector.name,
+      authKind,
+      clientId: patch.clientId ?? null,
+      clientSecretSealed: input.client_secret ? this.s.sealer.seal(input.client_secret, aad.clientSecret(id)) : null,
+      scopes: patch.scopes ?? [],
+      apiBaseUrl: patch.apiBaseUrl ?? null,
+      apiHosts: patch.apiHosts ?? {},
+      oauth: patch.oauth ?? {},
+      registrationSealed: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await this.s.store.createConnection(connection);
+    } catch (e) {
+      if (await this.s.store.getConnectionByName(connection.name)) {
+        throw new ServiceError(409, 'connection_exists', `A connection named "${connection.name}" already exists`);
+      }
+      throw e;
+    }
+    return connection;
+  }
+
+  async updateConnection(name: string, input: ConnectionInput): Promise<Connection> {
+    const connection = await this.s.accounts.connectionByName(name);
+    const connector = getConnector(connection.connector)!;
+    const immutable: FieldError[] = [];
+    if (input.connector !== undefined && input.connector !== connection.connector) immutable.push({ field: 'connector', message: 'cannot change; create a new connection' });
+    if (input.connection_name !== undefined && input.connection_name !== connection.name) immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
+    if (input.auth_kind !== undefined && input.auth_kind !== connection.authKind) immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
+    if (immutable.length) throw invalidInput(immutable, 'connection update');
+    const patch = this.validateConnection(input, connector, connection.authKind, false);
+    if (input.client_secret !== undefined) patch.clientSecretSealed = this.s.sealer.seal(input.client_secret, aad.clientSecret(connection.id));
+    if (input.oauth !== undefined && connection.authKind === 'oauth2_mcp') {
+      patch.registrationSealed = null;
+      forgetDiscovery(connection.id);
+    }
+    const updated = (await this.s.store.updateConnection(connection.id, patch, Date.now()))!;
+    this.s.accounts.invalidateConnection(connection.id);
+    return updated;
+  }
+
+  async deleteConnection(name: string): Promise<number> {
+    const connection = await this.s.accounts.connectionByName(name);
+    const n = await this.s.store.deleteConnection(connection.id);
+    this.s.accounts.invalidateConnection(connection.id);
+    forgetDiscovery(connection.id);
+    return n ?? 0;
+  }
+
+  async getOrCreateAccount(connectionName: string, identifier: string): Promise<{ account: Account; connection: Connection; created: boolean }> {
+    const connection = await this.s.accounts.connectionByName(connectionName);
+    const now = Date.now();
+    const { account, created } = await this.s.store.getOrCreateAccount({
+      id: newId('ca'),
+      connectionId: connection.id,
+      identifier,
+      status: 'PENDING_AUTH',
+      fields: {},
+      secretsSealed: null,
+      tokenExpiresAt: null,
+      lastUsedAt: null,
+      lastError: null,
+      version: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+    return { account, connection, created };
+  }
+
+  /**
+   * Stores credentials on an account and makes it ACTIVE. Key-type connectors take the fields their YAML
+   * declares; OAuth connectors accept existing tokens (for migrating accounts from elsewhere).
+   * Validation happens before anything is written, so a bad request loses nothing already stored.
+   */
+  async upsertAccount(connectionName: string, identifier: string, credentials: unknown, verify = false) {
+    const connection = await this.s.accounts.connectionByName(connectionName);
+    const connector = getConnector(connection.connector)!;
+    const auth = authFor(connector, connection.authKind);
+    let fields: Record<string, string>;
+    let secrets: Record<string, string>;
+    let expiresAt: number | null = null;
+    if (isKeyAuth(auth)) {
+      const checked = validateCredentials(auth, credentials);
+      if ('errors' in checked) throw invalidInput(checked.errors, 'credentials');
+      ({ fields, secrets } = checked);
+    } else {
+      ({ fields, secrets, expiresAt } = this.checkTokenCredentials(credentials, isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : []));
+    }
+    const { account } = await this.getOrCreateAccount(connectionName, identifier);
+    if (verify && isKeyAuth(auth) && auth.verify) {
+      await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
+    }
+    const updated = (await this.s.store.updateAccount(
+      account.id,
+      { status: 'ACTIVE', fields, secretsSealed: this.s.accounts.sealSecrets(account.id, secrets), tokenExpiresAt: expiresAt, lastError: null },
+      Date.now(),
+    ))!;
+    this.s.accounts.forgetAccount(account.id);
+    return { account: updated, connection };
+  }
+
+  private checkTokenCredentials(credentials: unknown, extraFields: string[]) {
+    const errors: FieldError[] = [];
+    if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
+      throw invalidInput([{ field: 'credentials', message: 'must be an object with access_token (and refresh_token, expires_in or expires_at)' }], 'credentials');
+    }
+    const c = credentials as Record<string, unknown>;
+    const allowed = ['access_token', 'refresh_token', 'expires_in', 'expires_at', 'scope', 'token_type', ...extraFields];
+    for (const k of Object.keys(c)) if (!allowed.includes(k)) errors.push({ field: `credentials.${k}`, message: `is not accepted (allowed: ${allowed.join(', ')})` });
+    if (typeof c.access_token !== 'string' || !c.access_token) errors.push({ field: 'credentials.access_token', message: 'is required' });
+    if (c.refresh_token !== undefined && typeof c.refresh_token !== 'string') errors.push({ field: 'credentials.refresh_token', message: 'must be a string' });
+    let expiresAt: number | null = null;
+    if (c.expires_in !== undefined) {
+      if (typeof c.expires_in !== 'number' || c.expires_in <= 0) errors.push({ field: 'credentials.expires_in', message: 'must be a positive number of seconds' });
+      else expiresAt = Date.now() + c.expires_in * 1000;
+    }
+    if (c.expires_at !== undefined) {
+      const t = typeof c.expires_at === 'string' ? Date.parse(c.expires_at) : NaN;
+      if (Number.isNaN(t)) errors.push({ field: 'credentials.expires_at', message: 'must be an ISO 8601 date-time' });
+      else expiresAt = t;
+    }
+    for (const f of extraFields) if (c[f] !== undefined) checkUrl(c[f], `credentials.${f}`, errors);
+    if (errors.length) throw invalidInput(errors, 'credentials');
+    const secrets: Record<string, string> = { access_token: c.access_token as string };
+    if (c.refresh_token) secrets.refresh_token = c.refresh_token as string;
+    if (typeof c.scope === 'string') secrets.scope = c.scope;
+    const fields: Record<string, string> = {};
+    for (const f of extraFields) if (typeof c[f] === 'string') fields[f] = (c[f] as string).replace(/\/+$/, '');
+    return { fields, secrets, expiresAt };
+  }
+
+  private async verifyCredentials(
+    connection: Connection,
+    connector: NonNullable<ReturnType<typeof getConnector>>,
+    auth: Extract<ReturnType<typeof authFor>, { kind: 'api_key' | 'bearer' | 'basic' }>,
+    values: Record<string, string>,
+    fields: Record<string, string>,
+  ): Promise<void> {
+    const base = resolveBaseUrl(connector, connection, fields);
+    const res = await send(
+      { method: auth.verify!.method, url: `${base}${auth.verify!.path}`, headers: { accept: 'application/json', ...credentialHeaders(auth.apply, values) } },
+      { connectTimeoutMs: 10_000, responseTimeoutMs: 20_000, maxBytes: 1024 * 1024, credentialHeaders: credentialHeaderNames(auth.apply), retry: { statuses: [], max_attempts: 1 } },
+    );
+    if (res.status === 401 || res.status === 403) {
+      throw new ServiceError(400, 'invalid_credentials', `The provider refused these credentials (HTTP ${res.status}); nothing was saved`, [
+        { field: 'credentials', message: `were refused by the provider (HTTP ${res.status})` },
+      ]);
+    }
+    if (res.status >= 400) {
+      throw new ServiceError(502, 'verification_failed', `Checking the credentials failed: the provider answered HTTP ${res.status}; nothing was saved`);
+    }
+  }
+
+  async disconnectAccount(id: string) {
+    const account = await this.s.store.getAccount(id);
+    if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+    const updated = (await this.s.store.updateAccount(id, { status: 'DISCONNECTED', secretsSealed: null, tokenExpiresAt: null, lastError: null }, Date.now()))!;
+    this.s.accounts.forgetAccount(id);
+    return updated;
+  }
+
+  parseStatus(v: string | undefined): AccountStatus | undefined {
+    if (v === undefined || v === '') return undefined;
+    if (!ACCOUNT_STATUSES.includes(v as AccountStatus)) {
+      throw invalidInput([{ field: 'status', message: `must be one of: ${ACCOUNT_STATUSES.join(', ')}` }], 'query');
+    }
+    return v as AccountStatus;
+  }
+}

@@ -1,0 +1,206 @@
+import { createHash } from 'node:crypto';
+import * as oauth from 'oauth4webapi';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Sealer } from '../crypto/sealer.ts';
+import { aad } from '../crypto/aad.ts';
+import type { Account, Connection, Store } from '../store/types.ts';
+import { newId, randomSecret } from '../ids.ts';
+import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
+import { ServiceError } from '../errors.ts';
+import type { AccountService } from '../accounts/service.ts';
+import { endpointsFor, redirectUriFor, type OAuthEndpoints } from './endpoints.ts';
+import { authorizationUrl, exchangeCode, TokenRequestError } from './tokens.ts';
+
+const STATE_TTL_MS = 10 * 60_000;
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+export interface CallbackOutcome {
+  ok: boolean;
+  account?: Account;
+  connection?: Connection;
+  /** Where to send the browser, if the client gave a return URL. */
+  redirectTo?: string;
+  message: string;
+}
+
+/**
+ * The authorization-code flow: a link (opaque, expiring) that starts it; a redirect to the provider with
+ * a single-use state and a PKCE S256 challenge whose verifier never leaves the server; and the callback
+ * that exchanges the code, seals the tokens and activates the account.
+ */
+export class OAuthFlow {
+  constructor(
+    private store: Store,
+    private sealer: Sealer,
+    private accounts: AccountService,
+    private config: Config,
+    private log: Logger,
+  ) {}
+
+  /** Only the service's own origin and configured origins may receive users after authorization. */
+  checkReturnUrl(url: string | undefined): string | null {
+    if (url === undefined || url === null || url === '') return null;
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new ServiceError(400, 'invalid_input', 'redirect_url must be an absolute URL', [{ field: 'redirect_url', message: 'must be an absolute http(s) URL' }]);
+    }
+    const allowed = new Set([new URL(this.config.publicUrl).origin, ...this.config.allowedRedirectOrigins.map((o) => new URL(o).origin)]);
+    if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !allowed.has(u.origin) || u.username || u.password) {
+      throw new ServiceError(400, 'invalid_input', `redirect_url origin ${u.origin} is not allowed (set ALLOWED_REDIRECT_ORIGINS)`, [
+        { field: 'redirect_url', message: `origin ${u.origin} is not an allowed redirect origin` },
+      ]);
+    }
+    return u.toString();
+  }
+
+  private deps() {
+    return {
+      sealer: this.sealer,
+      publicUrl: this.config.publicUrl,
+      updateRegistration: async (c: Connection, sealed: string) => {
+        // First registration wins: a concurrent one that lost the race is discarded.
+        const fresh = await this.store.getConnection(c.id);
+        if (fresh?.registrationSealed) return fresh;
+        const updated = (await this.store.updateConnection(c.id, { registrationSealed: sealed }, Date.now()))!;
+        this.accounts.invalidateConnection(c.id);
+        return updated;
+      },
+    };
+  }
+
+  async endpoints(connection: Connection): Promise<OAuthEndpoints> {
+    const connector = getConnector(connection.connector)!;
+    return endpointsFor(connector, connection, this.deps());
+  }
+
+  async createLink(connection: Connection, identifier: string, redirectUrl?: string): Promise<{ link: string; expiresAt: number; account: Account }> {
+    const connector = getConnector(connection.connector)!;
+    if (!isOAuthKind(connection.authKind)) {
+      throw new ServiceError(
+        400,
+        'not_oauth',
+        `Connection "${connection.name}" uses ${authFor(connector, connection.authKind).kind} credentials; upsert the connected account's credentials instead of sending an authorization link`,
+      );
+    }
+    if (connection.authKind === 'oauth2' && (!connection.clientId || !connection.clientSecretSealed)) {
+      throw new ServiceError(409, 'connection_incomplete', `Connection "${connection.name}" needs client_id and client_secret before authorization links work`);
+    }
+    const returnTo = this.checkReturnUrl(redirectUrl);
+    const now = Date.now();
+    const { account } = await this.store.getOrCreateAccount({
+      id: newId('ca'),
+      connectionId: connection.id,
+      identifier,
+      status: 'PENDING_AUTH',
+      fields: {},
+      secretsSealed: null,
+      tokenExpiresAt: null,
+      lastUsedAt: null,
+      lastError: null,
+      version: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const token = randomSecret(32);
+    const expiresAt = now + this.config.linkTtlSeconds * 1000;
+    await this.store.createOAuthLink({ tokenHash: sha256(token), connectionId: connection.id, accountId: account.id, redirectUrl: returnTo, expiresAt });
+    return { link: `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`, expiresAt, account };
+  }
+
+  /** Opening a link: a fresh state and PKCE verifier, then the provider's authorization URL. */
+  async start(connectionId: string, linkToken: string): Promise<string> {
+    const link = linkToken ? await this.store.getOAuthLink(sha256(linkToken), Date.now()) : undefined;
+    if (!link || link.connectionId !== connectionId) {
+      throw new ServiceError(400, 'invalid_link', 'This authorization link is invalid or has expired; ask for a new one');
+    }
+    const connection = await this.store.getConnection(connectionId);
+    if (!connection) throw new ServiceError(400, 'invalid_link', 'The connection of this link no longer exists');
+    const ep = await this.endpoints(connection);
+    const state = oauth.generateRandomState();
+    const verifier = oauth.generateRandomCodeVerifier();
+    const stateHash = sha256(state);
+    await this.store.createOAuthState({
+      stateHash,
+      connectionId,
+      accountId: link.accountId,
+      verifierSealed: this.sealer.seal(verifier, aad.stateVerifier(stateHash)),
+      redirectUrl: link.redirectUrl,
+      expiresAt: Date.now() + STATE_TTL_MS,
+      usedAt: null,
+    });
+    const challenge = ep.pkce ? await oauth.calculatePKCECodeChallenge(verifier) : undefined;
+    return authorizationUrl(ep, redirectUriFor(this.config.publicUrl, connectionId), state, challenge);
+  }
+
+  /** The provider's redirect back. The state is consumed atomically: a replay or forgery finds nothing. */
+  async callback(connectionId: string, params: URLSearchParams): Promise<CallbackOutcome> {
+    const state = params.get('state') ?? '';
+    const stateHash = sha256(state);
+    const stored = state ? await this.store.consumeOAuthState(stateHash, Date.now()) : undefined;
+    if (!stored || stored.connectionId !== connectionId) {
+      throw new ServiceError(400, 'invalid_state', 'The authorization state is unknown, expired, already used, or belongs to another connection; start again from a new link');
+    }
+    const connection = await this.store.getConnection(connectionId);
+    const account = await this.store.getAccount(stored.accountId);
+    if (!connection || !account) throw new ServiceError(400, 'invalid_state', 'The connection or account of this authorization no longer exists');
+    const redirect = (ok: boolean, extra: Record<string, string>) => {
+      if (!stored.redirectUrl) return undefined;
+      const u = new URL(stored.redirectUrl);
+      u.searchParams.set('status', ok ? 'success' : 'error');
+      u.searchParams.set('connected_account_id', account.id);
+      u.searchParams.set('identifier', account.identifier);
+      for (const [k, v] of Object.entries(extra)) u.searchParams.set(k, v);
+      return u.toString();
+    };
+
+    const providerError = params.get('error');
+    if (providerError) {
+      const description = params.get('error_description') ?? '';
+      const message = `The provider reported ${providerError}${description ? `: ${description}` : ''}`;
+      await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
+      return { ok: false, account, connection, message, redirectTo: redirect(false, { error: providerError }) };
+    }
+    const code = params.get('code');
+    if (!code) throw new ServiceError(400, 'invalid_callback', 'The callback carries neither a code nor an error');
+
+    const ep = await this.endpoints(connection);
+    const verifier = this.sealer.open(stored.verifierSealed, aad.stateVerifier(stateHash));
+    let tokens;
+    try {
+      tokens = await exchangeCode(ep, code, redirectUriFor(this.config.publicUrl, connectionId), ep.pkce ? verifier : undefined);
+    } catch (e) {
+      const message =
+        e instanceof TokenRequestError ? `The provider refused the authorization code (${e.message})` : `The code exchange failed: ${(e as Error).message}`;
+      await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
+      this.log.warn({ account: account.id, connection: connection.name }, 'authorization code exchange failed');
+      return { ok: false, account, connection, message, redirectTo: redirect(false, { error: 'token_exchange_failed' }) };
+    }
+    const secrets: Record<string, string> = { access_token: tokens.access_token };
+    if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;
+    if (tokens.token_type) secrets.token_type = tokens.token_type;
+    if (tokens.scope) secrets.scope = tokens.scope;
+    const updated = await this.store.updateAccount(
+      account.id,
+      {
+        status: 'ACTIVE',
+        secretsSealed: this.accounts.sealSecrets(account.id, secrets),
+        tokenExpiresAt: tokens.expiresAt,
+        fields: { ...account.fields, ...tokens.fields },
+        lastError: null,
+      },
+      Date.now(),
+    );
+    this.accounts.forgetAccount(account.id);
+    this.log.info({ account: account.id, connection: connection.name }, 'account authorized');
+    return {
+      ok: true,
+      account: updated,
+      connection,
+      message: `Connected. You can close this window and return to the application.`,
+      redirectTo: redirect(true, {}),
+    };
+  }
+}

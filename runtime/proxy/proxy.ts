@@ -1,0 +1,203 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { newId } from '../ids.ts';
+import { ServiceError } from '../errors.ts';
+import type { AccountService, LiveAccount } from '../accounts/service.ts';
+import type { ActivityRecorder } from '../activity.ts';
+import { credentialHeaderNames, credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
+import { upstreamClient } from '../upstream/http.ts';
+
+/** Headers that describe one hop, or that belong to the client's session with this service. */
+const DROP_REQUEST = new Set([
+  'host',
+  'authorization',
+  'cookie',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'connection_name',
+  'identifier',
+  'x-connection-name',
+  'x-identifier',
+  'x-request-id',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+]);
+const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie']);
+
+export function header(req: IncomingMessage, ...names: string[]): string | undefined {
+  for (const n of names) {
+    const v = req.headers[n];
+    if (typeof v === 'string' && v !== '') return v;
+  }
+  return undefined;
+}
+
+/**
+ * Checks an upstream path from the client. It must be a plain path relative to the provider's API root:
+ * no scheme or host, no dot segments (raw or percent-encoded), no encoded slashes or backslashes.
+ */
+export function checkProxyPath(path: string): string | undefined {
+  if (!path.startsWith('/')) return 'must start with /';
+  if (path.startsWith('//')) return 'must not start with // (a host change)';
+  if (/[\u0000-\u001f\u007f\s]/.test(path)) return 'must not contain whitespace or control characters';
+  if (path.includes('\\') || /%5c/i.test(path)) return 'must not contain backslashes';
+  if (/%2f/i.test(path)) return 'must not contain encoded slashes (%2F)';
+  if (/^[a-z][a-z0-9+.-]*:/i.test(path.slice(1)) || path.includes('://')) return 'must be a path, not an absolute URL';
+  if (/^\/[^/]*@/.test(path)) return 'must not contain @ in its first segment';
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return 'has malformed percent-encoding';
+  }
+  if (decoded.split('/').some((s) => s === '..' || s === '.')) return 'must not contain . or .. segments';
+  return undefined;
+}
+
+/**
+ * `ANY /proxy/<path>`: forwards the request to the provider with the account's credentials injected and
+ * streams both bodies (no buffering, so files of any size pass through), keeping the status and headers.
+ */
+export class ProxyHandler {
+  constructor(
+    private accounts: AccountService,
+    private activity: ActivityRecorder,
+    private config: Config,
+    private log: Logger,
+  ) {}
+
+  async handle(req: IncomingMessage, res: ServerResponse, rawPathAndQuery: string): Promise<void> {
+    const started = performance.now();
+    const connectionName = header(req, 'connection_name', 'x-connection-name');
+    const identifier = header(req, 'identifier', 'x-identifier');
+    const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(Boolean) as string[];
+    if (missing.length) {
+      throw new ServiceError(
+        400,
+        'invalid_input',
+        `Proxy requests need the headers connection_name and identifier (or x-connection-name / x-identifier)`,
+        missing.map((m) => ({ field: m, message: 'header is required' })),
+      );
+    }
+    const q = rawPathAndQuery.indexOf('?');
+    const path = q < 0 ? rawPathAndQuery : rawPathAndQuery.slice(0, q);
+    const query = q < 0 ? '' : rawPathAndQuery.slice(q + 1);
+    const problem = checkProxyPath(path);
+    if (problem) throw new ServiceError(400, 'invalid_proxy_path', `The upstream path ${problem}`, [{ field: 'path', message: problem }]);
+    if (/[\r\n]/.test(query)) throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
+
+    const resolved = await this.accounts.resolve({ connectionName, identifier });
+    const credentialNames = credentialHeaderNames(resolved.auth.apply);
+    for (const name of credentialNames) {
+      if (name !== 'authorization' && req.headers[name] !== undefined) {
+        throw new ServiceError(400, 'credential_header_not_allowed', `The ${name} header carries the account's credentials; the service sets it`, [
+          { field: name, message: 'header may not be set by the client' },
+        ]);
+      }
+    }
+    if (req.headers['x-upstream-authorization'] !== undefined) {
+      throw new ServiceError(400, 'credential_header_not_allowed', 'Credential headers are set by the service');
+    }
+
+    let live = await this.accounts.live(resolved);
+    const base = resolveBaseUrl(live.connector, live.connection, live.account.fields);
+    const target = `${base}${path}${query ? `?${query}` : ''}`;
+    const baseUrl = new URL(base);
+    const targetUrl = new URL(target);
+    if (targetUrl.origin !== baseUrl.origin || !targetUrl.pathname.startsWith(baseUrl.pathname)) {
+      throw new ServiceError(400, 'invalid_proxy_path', 'The upstream path leaves the provider API root');
+    }
+
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || DROP_REQUEST.has(k) || credentialNames.includes(k)) continue;
+      headers[k] = v;
+    }
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    const method = (req.method ?? 'GET').toUpperCase();
+    let status = 0;
+    let errorCode: string | null = null;
+    this.accounts.touch(live.account.id);
+
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const { response: upstream, stream } = await this.open(method, target, { ...headers, ...credentialHeaders(live.auth.apply, live.values) }, hasBody ? req : undefined, live);
+        if (upstream.statusCode === 401 && attempt === 0 && !hasBody && (live.auth.kind === 'oauth2' || live.auth.kind === 'oauth2_mcp')) {
+          stream.resume();
+          const account = await this.accounts.refresh(live, live.account, 'unauthorized');
+          live = this.accounts.withSecrets({ ...live, account });
+          continue;
+        }
+        status = upstream.statusCode ?? 502;
+        const out: Record<string, string | string[]> = {};
+        for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
+        res.writeHead(status, out);
+        await pipeline(stream, res);
+        return;
+      }
+    } catch (e) {
+      errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
+      if (!status) status = e instanceof ServiceError ? e.status : 502;
+      if (res.headersSent) {
+        // The stream broke after the headers left: the client sees a truncated response, never a silent success.
+        res.destroy(e as Error);
+        return;
+      }
+      throw e;
+    } finally {
+      this.activity.record({
+        id: newId('prx'),
+        kind: 'proxy',
+        name: `${method} ${path}`,
+        connectionName: live.connection.name,
+        accountId: live.account.id,
+        identifier: live.account.identifier,
+        status,
+        errorCode,
+        latencyMs: Math.round(performance.now() - started),
+        createdAt: Date.now(),
+      });
+    }
+  }
+
+  private open(
+    method: string,
+    url: string,
+    headers: Record<string, string | string[]>,
+    body: IncomingMessage | undefined,
+    live: LiveAccount,
+  ): Promise<{ response: IncomingMessage; stream: NodeJS.ReadableStream & { resume(): void } }> {
+    const api = live.connector.api;
+    return new Promise((resolve, reject) => {
+      const stream = upstreamClient.stream(url, {
+        method: method as never,
+        headers,
+        decompress: false,
+        timeout: { connect: api.timeouts?.connect_ms ?? 10_000, response: api.timeouts?.response_ms ?? 120_000 },
+        allowGetBody: true,
+      });
+      stream.once('response', (r: IncomingMessage) => resolve({ response: r, stream }));
+      stream.once('error', (e: Error & { code?: string; event?: string }) => {
+        const code = e.code ?? '';
+        if (e.name === 'TimeoutError') reject(new ServiceError(504, 'upstream_timeout', `The provider did not answer in time (${e.event ?? 'timeout'})`));
+        else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
+        else reject(new ServiceError(502, 'upstream_unreachable', `The provider could not be reached (${code || e.message})`));
+      });
+      // Bytes flow through got's duplex stream without buffering, in both directions.
+      if (body) body.pipe(stream);
+      else stream.end();
+    });
+  }
+}

@@ -1,0 +1,218 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Config } from './config.ts';
+import { createServices, type ServiceOptions, type Services } from './services.ts';
+import { apiRouter } from './api/routes.ts';
+import { ProviderError, ServiceError, unauthorized } from './errors.ts';
+import { toolCount } from '../generated/registry.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    requestId: string;
+    credentialId?: string;
+  }
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+export function resultPage(title: string, message: string, ok: boolean): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#1f2933}
+h1{font-size:1.4rem;color:${ok ? '#17653d' : '#9b1c1c'}}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>`;
+}
+
+function bearer(s: Services) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    const h = req.headers.authorization;
+    if (!h || !/^Bearer\s+\S+$/i.test(h)) throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
+    const claims = await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
+    req.credentialId = claims.credentialId;
+    next();
+  };
+}
+
+function errorBody(req: Request, code: string, message: string, details?: unknown, extra: Record<string, unknown> = {}) {
+  return { error: { code, message, ...(details ? { details } : {}) }, request_id: req.requestId, ...extra };
+}
+
+export function createApp(s: Services): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  if (s.config.trustProxy) app.set('trust proxy', true);
+
+  app.use((req, res, next) => {
+    const given = req.headers['x-request-id'];
+    req.requestId = typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
+    res.setHeader('x-request-id', req.requestId);
+    next();
+  });
+
+  app.get('/health', async (_req, res) => {
+    res.json({ status: 'ok', store: s.store.kind, tools: toolCount });
+  });
+
+  const small = { limit: '16kb' };
+  app.post(
+    '/oauth/token',
+    express.urlencoded({ ...small, extended: false }),
+    express.json(small),
+    async (req: Request, res: Response) => {
+      res.setHeader('cache-control', 'no-store');
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      let clientId = typeof body.client_id === 'string' ? body.client_id : '';
+      let clientSecret = typeof body.client_secret === 'string' ? body.client_secret : '';
+      const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+      if (basic) {
+        const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+        const i = decoded.indexOf(':');
+        if (i > 0) {
+          clientId = decodeURIComponent(decoded.slice(0, i));
+          clientSecret = decodeURIComponent(decoded.slice(i + 1));
+        }
+      }
+      const grant = body.grant_type ?? 'client_credentials';
+      if (grant !== 'client_credentials') {
+        res.status(400).json({ error: 'unsupported_grant_type', error_description: 'Only client_credentials is supported' });
+        return;
+      }
+      if (!clientId || !clientSecret) {
+        res.status(400).json({ error: 'invalid_request', error_description: 'client_id and client_secret are required (form fields, JSON, or HTTP Basic)' });
+        return;
+      }
+      try {
+        const { token, expiresIn } = await s.tokens.exchange(clientId, clientSecret, req.ip ?? 'unknown');
+        res.json({ access_token: token, token_type: 'Bearer', expires_in: expiresIn });
+      } catch (e) {
+        if (e instanceof ServiceError) {
+          for (const [k, v] of Object.entries(e.headers ?? {})) res.setHeader(k, v);
+          res.status(e.status).json({ error: e.code === 'too_many_attempts' ? 'slow_down' : e.code, error_description: e.message });
+          return;
+        }
+        throw e;
+      }
+    },
+  );
+
+  app.get('/sso/v1/oauth/:connectionId/authorize', async (req, res) => {
+    const link = typeof req.query.link === 'string' ? req.query.link : '';
+    try {
+      const url = await s.oauth.start(req.params.connectionId!, link);
+      res.setHeader('cache-control', 'no-store');
+      res.redirect(302, url);
+    } catch (e) {
+      if (!(e instanceof ServiceError)) throw e;
+      res.status(e.status).type('html').send(resultPage('Authorization could not start', e.message, false));
+    }
+  });
+  app.get('/sso/v1/oauth/:connectionId/callback', async (req, res) => {
+    res.setHeader('cache-control', 'no-store');
+    try {
+      const outcome = await s.oauth.callback(req.params.connectionId!, new URLSearchParams(req.url.split('?')[1] ?? ''));
+      if (outcome.redirectTo) {
+        res.redirect(302, outcome.redirectTo);
+        return;
+      }
+      res
+        .status(outcome.ok ? 200 : 400)
+        .type('html')
+        .send(resultPage(outcome.ok ? 'Account connected' : 'Authorization failed', outcome.message, outcome.ok));
+    } catch (e) {
+      if (!(e instanceof ServiceError)) throw e;
+      res.status(e.status).type('html').send(resultPage('Authorization failed', e.message, false));
+    }
+  });
+
+  const auth = bearer(s);
+  app.all('/proxy/{*path}', auth, async (req, res) => {
+    await s.proxy.handle(req, res, req.originalUrl.slice('/proxy'.length));
+  });
+
+  app.use('/v1', express.json({ limit: s.config.bodyLimitBytes, strict: true }), auth, apiRouter(s));
+
+  app.use((req, res) => {
+    res.status(404).json(errorBody(req, 'not_found', `No route ${req.method} ${req.path}`));
+  });
+
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const execution = (err as { executionId?: string }).executionId;
+    const extra = execution ? { execution_id: execution } : {};
+    if (err instanceof ProviderError) {
+      const status = err.status >= 400 && err.status <= 599 ? err.status : 502;
+      res.setHeader('x-error-source', 'provider');
+      const retryAfter = err.headers['retry-after'];
+      if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
+      res.status(status).json({
+        ...errorBody(req, 'provider_error', `The provider answered HTTP ${err.status}`, undefined, extra),
+        error: { code: 'provider_error', message: `The provider answered HTTP ${err.status}`, provider_status: err.status, provider_body: err.body ?? null },
+      });
+      return;
+    }
+    if (err instanceof ServiceError) {
+      for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+      res.setHeader('x-error-source', 'service');
+      res.status(err.status).json(errorBody(req, err.code, err.message, err.details, extra));
+      return;
+    }
+    const e = err as { type?: string; status?: number; message?: string };
+    if (e?.type === 'entity.too.large') {
+      res.status(413).json(errorBody(req, 'payload_too_large', `The request body is larger than ${s.config.bodyLimitBytes} bytes`));
+      return;
+    }
+    if (e?.type === 'entity.parse.failed') {
+      res.status(400).json(errorBody(req, 'invalid_json', `The request body is not valid JSON: ${e.message}`));
+      return;
+    }
+    if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+      res.status(415).json(errorBody(req, 'unsupported_media_type', e.message ?? 'Unsupported encoding'));
+      return;
+    }
+    if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+      res.status(e.status).json(errorBody(req, 'bad_request', e.message ?? 'Bad request'));
+      return;
+    }
+    s.log.error({ requestId: req.requestId, err: (err as Error)?.stack ?? String(err) }, 'unhandled error');
+    res.status(500).json(errorBody(req, 'internal_error', `Internal error; quote request id ${req.requestId}`, undefined, extra));
+  });
+  return app;
+}
+
+export interface RunningServer {
+  server: Server;
+  services: Services;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the service: store, keys, first credential, HTTP server. */
+export async function startServer(config: Config, opts: ServiceOptions = {}): Promise<RunningServer> {
+  const services = await createServices(config, opts);
+  const app = createApp(services);
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    services,
+    url: `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import type { DestinationStream } from 'pino';
+import type { Config } from './config.ts';
+import { createLogger, type Logger } from './log.ts';
+import { openStore } from './store/index.ts';
+import type { Store } from './store/types.ts';
+import { Sealer } from './crypto/sealer.ts';
+import { loadKeyring } from './crypto/keys.ts';
+import { createApiCredential, ServiceTokens, type NewCredential } from './auth/service-auth.ts';
+import { AccountService } from './accounts/service.ts';
+import { ActivityRecorder } from './activity.ts';
+import { ToolExecutor } from './tools/executor.ts';
+import { ProxyHandler } from './proxy/proxy.ts';
+import { OAuthFlow } from './oauth/flow.ts';
+
+export interface Services {
+  config: Config;
+  log: Logger;
+  store: Store;
+  sealer: Sealer;
+  tokens: ServiceTokens;
+  accounts: AccountService;
+  activity: ActivityRecorder;
+  executor: ToolExecutor;
+  proxy: ProxyHandler;
+  oauth: OAuthFlow;
+  /** Set on the first start with an empty store: the credential to print once. */
+  firstCredential?: NewCredential;
+  keyCreated: boolean;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  logDestination?: DestinationStream;
+  store?: Store;
+}
+
+export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
+  const log = createLogger(config.logLevel, opts.logDestination);
+  const store = opts.store ?? openStore(config);
+  await store.migrate();
+  const { keyring, created: keyCreated, source } = loadKeyring({
+    dataDir: config.dataDir,
+    encryptionKeys: config.encryptionKeys,
+    mayCreate: await store.isEmpty(),
+  });
+  const sealer = new Sealer(keyring);
+  log.info({ store: store.kind, keySource: source, activeKey: keyring.activeKid }, 'store and keys ready');
+
+  const tokens = new ServiceTokens(store, sealer, config.publicUrl, config.tokenTtlSeconds);
+  await tokens.init();
+
+  let firstCredential: NewCredential | undefined;
+  if ((await store.countApiCredentials()) === 0) {
+    try {
+      firstCredential = await createApiCredential(store, 'First credential', {
+        clientId: config.initialClientId,
+        clientSecret: config.initialClientSecret,
+      });
+    } catch (e) {
+      // Another process sharing the store created it first.
+      if ((await store.countApiCredentials()) === 0) throw e;
+    }
+  }
+
+  const activity = new ActivityRecorder(store, log);
+  const accounts = new AccountService(store, sealer, config, log);
+  const executor = new ToolExecutor(accounts, activity, config, log);
+  const proxy = new ProxyHandler(accounts, activity, config, log);
+  const oauth = new OAuthFlow(store, sealer, accounts, config, log);
+
+  const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
+  touchTimer.unref();
+  const sweepTimer = setInterval(() => {
+    const now = Date.now();
+    void store.deleteExpiredOAuth(now).catch(() => {});
+    void store.pruneActivity(now - 30 * 86_400_000).catch(() => {});
+  }, 3_600_000);
+  sweepTimer.unref();
+
+  return {
+    config,
+    log,
+    store,
+    sealer,
+    tokens,
+    accounts,
+    activity,
+    executor,
+    proxy,
+    oauth,
+    firstCredential,
+    keyCreated,
+    async close() {
+      clearInterval(touchTimer);
+      clearInterval(sweepTimer);
+      await activity.flush();
+      await accounts.flushTouches().catch(() => {});
+      await store.close();
+    },
+  };
+}

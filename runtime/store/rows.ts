@@ -1,0 +1,96 @@
+import type { Account, AccountStatus, ActivityRecord, ApiCredential, Connection, OAuthLink, OAuthState } from './types.ts';
+
+/** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
+type Row = Record<string, unknown>;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+const str = (v: unknown): string => String(v);
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+export const toCredential = (r: Row): ApiCredential => ({
+  id: str(r.id),
+  clientId: str(r.client_id),
+  secretHash: str(r.secret_hash),
+  name: str(r.name),
+  createdAt: num(r.created_at),
+  revokedAt: numOrNull(r.revoked_at),
+  lastUsedAt: numOrNull(r.last_used_at),
+});
+
+export const toConnection = (r: Row): Connection => ({
+  id: str(r.id),
+  name: str(r.name),
+  connector: str(r.connector),
+  authKind: str(r.auth_kind),
+  clientId: strOrNull(r.client_id),
+  clientSecretSealed: strOrNull(r.client_secret_sealed),
+  scopes: JSON.parse(str(r.scopes)) as string[],
+  apiBaseUrl: strOrNull(r.api_base_url),
+  apiHosts: JSON.parse(str(r.api_hosts)) as Record<string, string>,
+  oauth: JSON.parse(str(r.oauth)) as Connection['oauth'],
+  registrationSealed: strOrNull(r.registration_sealed),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toAccount = (r: Row): Account => ({
+  id: str(r.id),
+  connectionId: str(r.connection_id),
+  identifier: str(r.identifier),
+  status: str(r.status) as AccountStatus,
+  fields: JSON.parse(str(r.fields)) as Record<string, string>,
+  secretsSealed: strOrNull(r.secrets_sealed),
+  tokenExpiresAt: numOrNull(r.token_expires_at),
+  lastUsedAt: numOrNull(r.last_used_at),
+  lastError: strOrNull(r.last_error),
+  version: num(r.version),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toLink = (r: Row): OAuthLink => ({
+  tokenHash: str(r.token_hash),
+  connectionId: str(r.connection_id),
+  accountId: str(r.account_id),
+  redirectUrl: strOrNull(r.redirect_url),
+  expiresAt: num(r.expires_at),
+});
+
+export const toState = (r: Row): OAuthState => ({
+  stateHash: str(r.state_hash),
+  connectionId: str(r.connection_id),
+  accountId: str(r.account_id),
+  verifierSealed: str(r.verifier_sealed),
+  redirectUrl: strOrNull(r.redirect_url),
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
+});
+
+export const toActivity = (r: Row): ActivityRecord => ({
+  id: str(r.id),
+  kind: str(r.kind) as ActivityRecord['kind'],
+  name: str(r.name),
+  connectionName: strOrNull(r.connection_name),
+  accountId: strOrNull(r.account_id),
+  identifier: strOrNull(r.identifier),
+  status: num(r.status),
+  errorCode: strOrNull(r.error_code),
+  latencyMs: num(r.latency_ms),
+  createdAt: num(r.created_at),
+});
+
+/** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
+export const SEALED_COLUMNS: ReadonlyArray<readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]> = [
+  ['connections', 'id', 'client_secret_sealed'],
+  ['connections', 'id', 'registration_sealed'],
+  ['connected_accounts', 'id', 'secrets_sealed'],
+  ['oauth_states', 'state_hash', 'verifier_sealed'],
+];
+
+/** Meta keys whose values are sealed. */
+export const SEALED_META_KEYS = ['service_token_key'];
+
+export function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

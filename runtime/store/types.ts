@@ -1,0 +1,187 @@
+export type AccountStatus = 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
+export const ACCOUNT_STATUSES: readonly AccountStatus[] = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'];
+
+export interface ApiCredential {
+  id: string;
+  clientId: string;
+  secretHash: string;
+  name: string;
+  createdAt: number;
+  revokedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface OAuthOverrides {
+  authorize_url?: string;
+  token_url?: string;
+  /** MCP connectors: the protected resource (MCP endpoint) to discover from. */
+  resource?: string;
+}
+
+export interface Connection {
+  id: string;
+  name: string;
+  connector: string;
+  authKind: string;
+  clientId: string | null;
+  clientSecretSealed: string | null;
+  scopes: string[];
+  apiBaseUrl: string | null;
+  apiHosts: Record<string, string>;
+  oauth: OAuthOverrides;
+  /** MCP connectors: the dynamically registered client (sealed JSON). */
+  registrationSealed: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Account {
+  id: string;
+  connectionId: string;
+  identifier: string;
+  status: AccountStatus;
+  /** Non-secret credential fields (a desk domain, an email, a per-customer API base URL). */
+  fields: Record<string, string>;
+  /** Sealed JSON of the secret credentials (tokens, API keys). */
+  secretsSealed: string | null;
+  tokenExpiresAt: number | null;
+  lastUsedAt: number | null;
+  lastError: string | null;
+  /** Incremented on every credential or status change; compare-and-set guards concurrent refreshes. */
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface OAuthLink {
+  tokenHash: string;
+  connectionId: string;
+  accountId: string;
+  redirectUrl: string | null;
+  expiresAt: number;
+}
+
+export interface OAuthState {
+  stateHash: string;
+  connectionId: string;
+  accountId: string;
+  verifierSealed: string;
+  redirectUrl: string | null;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+export interface ActivityRecord {
+  id: string;
+  kind: 'tool' | 'proxy';
+  name: string;
+  connectionName: string | null;
+  accountId: string | null;
+  identifier: string | null;
+  status: number;
+  errorCode: string | null;
+  latencyMs: number;
+  createdAt: number;
+}
+
+export interface AccountQuery {
+  connectionId?: string;
+  identifier?: string;
+  /** Substring match on the identifier (dashboard filter). */
+  identifierContains?: string;
+  status?: AccountStatus;
+  limit: number;
+  /** Opaque cursor: the id of the last account of the previous page. */
+  after?: string;
+}
+
+export interface AccountPatch {
+  status?: AccountStatus;
+  fields?: Record<string, string>;
+  secretsSealed?: string | null;
+  tokenExpiresAt?: number | null;
+  lastError?: string | null;
+}
+
+export interface ConnectionPatch {
+  clientId?: string | null;
+  clientSecretSealed?: string | null;
+  scopes?: string[];
+  apiBaseUrl?: string | null;
+  apiHosts?: Record<string, string>;
+  oauth?: OAuthOverrides;
+  registrationSealed?: string | null;
+}
+
+/** A sealed value somewhere in the store, for key rotation. */
+export interface SealedCell {
+  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta';
+  column: string;
+  id: string;
+  value: string;
+}
+
+/**
+ * Persistence. Two implementations share one contract (and one test suite): SQLite (embedded default)
+ * and PostgreSQL (scale-out). Every method is a single atomic operation.
+ */
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+  /** True when no sealed data exists yet (a new key may be created). */
+  isEmpty(): Promise<boolean>;
+  integrityCheck(): Promise<string[]>;
+
+  getMeta(key: string): Promise<string | undefined>;
+  /** Sets the value only if the key is absent; returns the value now stored. */
+  initMeta(key: string, value: string): Promise<string>;
+  setMeta(key: string, value: string): Promise<void>;
+
+  createApiCredential(c: ApiCredential): Promise<void>;
+  getApiCredentialByClientId(clientId: string): Promise<ApiCredential | undefined>;
+  getApiCredential(id: string): Promise<ApiCredential | undefined>;
+  listApiCredentials(): Promise<ApiCredential[]>;
+  revokeApiCredential(id: string, at: number): Promise<boolean>;
+  countApiCredentials(): Promise<number>;
+  touchApiCredential(id: string, at: number): Promise<void>;
+
+  createConnection(c: Connection): Promise<void>;
+  getConnectionByName(name: string): Promise<Connection | undefined>;
+  getConnection(id: string): Promise<Connection | undefined>;
+  listConnections(): Promise<Array<Connection & { accountCount: number }>>;
+  updateConnection(id: string, patch: ConnectionPatch, at: number): Promise<Connection | undefined>;
+  /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
+  deleteConnection(id: string): Promise<number | undefined>;
+  countAccounts(connectionId: string): Promise<number>;
+
+  /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
+  getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
+  getAccount(id: string): Promise<Account | undefined>;
+  findAccount(connectionId: string, identifier: string): Promise<Account | undefined>;
+  listAccounts(q: AccountQuery): Promise<Account[]>;
+  /** Applies the patch and bumps the version; with `expectedVersion`, only if the version still matches. */
+  updateAccount(id: string, patch: AccountPatch, at: number, expectedVersion?: number): Promise<Account | undefined>;
+  deleteAccount(id: string): Promise<boolean>;
+  touchAccounts(lastUsed: ReadonlyMap<string, number>): Promise<void>;
+  /**
+   * Runs `fn` holding an exclusive lock on the account across processes (a lease row in SQLite, an advisory
+   * lock in PostgreSQL). Waits up to `waitMs` for the lock.
+   */
+  withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs?: number): Promise<T>;
+
+  createOAuthLink(l: OAuthLink): Promise<void>;
+  getOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
+  createOAuthState(s: OAuthState): Promise<void>;
+  /** Marks the state used and returns it, only if it exists, is unused and unexpired: single use. */
+  consumeOAuthState(stateHash: string, now: number): Promise<OAuthState | undefined>;
+  deleteExpiredOAuth(now: number): Promise<void>;
+
+  recordActivity(records: readonly ActivityRecord[]): Promise<void>;
+  listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;
+  pruneActivity(olderThan: number): Promise<void>;
+
+  listSealed(): Promise<SealedCell[]>;
+  /** Replaces a sealed value only if it still equals `previous`. */
+  replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
+}

@@ -1,0 +1,222 @@
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { newId } from '../ids.ts';
+import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
+import type { AccountService, AccountRef, LiveAccount, ResolvedAccount } from '../accounts/service.ts';
+import type { ActivityRecorder } from '../activity.ts';
+import { credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
+import { send, type HttpResponse } from '../upstream/http.ts';
+import { suggest, validateToolInput } from './validation.ts';
+import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
+import { McpSessions } from '../upstream/mcp.ts';
+
+export interface ExecuteRequest {
+  toolName: string;
+  account: AccountRef;
+  input: unknown;
+  dryRun?: boolean;
+}
+
+export interface ExecuteResult {
+  data: unknown;
+  executionId: string;
+}
+
+export interface PlannedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+const USER_AGENT = 'agent-connector-service/0.1';
+
+/** Parses an upstream body: JSON when declared (or when it looks like JSON), text otherwise. */
+export function parseBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean): unknown {
+  if (!res.body.length) return undefined;
+  const type = String(res.headers['content-type'] ?? '').toLowerCase();
+  const text = res.body.toString('utf8');
+  if (type.includes('json') || (!type && /^\s*[[{]/.test(text))) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      if (strict) {
+        throw new UpstreamFailure('provider_malformed_response', `The provider sent malformed JSON (${res.body.length} bytes, content-type ${type || 'none'})`);
+      }
+      return text;
+    }
+  }
+  if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded')) return text;
+  return { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') };
+}
+
+function encodeBody(req: UpstreamRequest): { body?: string; contentType?: string } {
+  if (req.body === undefined) return {};
+  if (req.bodyEncoding === 'form') {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
+    return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
+  }
+  return { body: JSON.stringify(req.body), contentType: 'application/json' };
+}
+
+/**
+ * Executes named tools: validate with the precompiled validator and rules, build the upstream request(s)
+ * with the generated builder, then send them with the account's credentials (or, for a dry run, show them
+ * with secrets redacted). Provider errors keep the provider's status and body.
+ */
+export class ToolExecutor {
+  readonly mcp = new McpSessions();
+
+  constructor(
+    private accounts: AccountService,
+    private activity: ActivityRecorder,
+    private config: Config,
+    private log: Logger,
+  ) {}
+
+  private tool(name: unknown): ToolDefinition {
+    if (typeof name !== 'string' || !name) {
+      throw new ServiceError(400, 'invalid_input', 'tool_name is required', [{ field: 'tool_name', message: 'is required' }]);
+    }
+    const tool = getTool(name);
+    if (!tool) {
+      const hint = suggest(name, [...tools.keys()]);
+      throw new ServiceError(404, 'unknown_tool', `No tool named "${name}"${hint ? `; did you mean ${hint}?` : ''}`, [
+        { field: 'tool_name', message: `is not a known tool${hint ? ` (did you mean ${hint}?)` : ''}` },
+      ]);
+    }
+    return tool;
+  }
+
+  async execute(req: ExecuteRequest): Promise<ExecuteResult> {
+    const started = performance.now();
+    const executionId = newId('exe');
+    const tool = this.tool(req.toolName);
+    const errors = validateToolInput(tool, req.input);
+    if (errors.length) throw invalidInput(errors, `input for ${tool.name}`);
+    const input = req.input as Record<string, unknown>;
+    const resolved = await this.accounts.resolve(req.account);
+    if (resolved.connector.name !== tool.connector) {
+      throw new ServiceError(
+        400,
+        'tool_connector_mismatch',
+        `Tool ${tool.name} belongs to the ${tool.connector} connector, but the account's connection "${resolved.connection.name}" uses ${resolved.connector.name}`,
+      );
+    }
+    const base = (host?: string) => resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
+    const planned = tool.build(input as never, { base });
+
+    if (req.dryRun) {
+      const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+      return { data: { requests: shown.map((r) => this.describe(resolved, r)) }, executionId };
+    }
+
+    let status = 200;
+    let errorCode: string | null = null;
+    try {
+      const live = await this.accounts.live(resolved);
+      this.accounts.touch(live.account.id);
+      let data: unknown;
+      if (tool.hook) {
+        const ctx: HookContext<never> = {
+          input: input as never,
+          planned,
+          base,
+          send: (r) => this.sendOne(live, r),
+          call: async (r) => this.check(r, await this.sendOne(live, r)),
+        };
+        data = await tool.hook.run(ctx);
+      } else {
+        const results: unknown[] = [];
+        for (const r of planned) results.push(this.check(r, await this.sendOne(live, r)));
+        data = planned.length === 1 ? results[0] : results;
+      }
+      return { data: data ?? null, executionId };
+    } catch (e) {
+      status = e instanceof ProviderError ? e.status : e instanceof ServiceError ? e.status : 500;
+      errorCode = e instanceof ProviderError ? 'provider_error' : e instanceof ServiceError ? e.code : 'internal_error';
+      if (e instanceof ProviderError || e instanceof ServiceError) Object.assign(e, { executionId });
+      throw e;
+    } finally {
+      this.activity.record({
+        id: executionId,
+        kind: 'tool',
+        name: tool.name,
+        connectionName: resolved.connection.name,
+        accountId: resolved.account.id,
+        identifier: resolved.account.identifier,
+        status,
+        errorCode,
+        latencyMs: Math.round(performance.now() - started),
+        createdAt: Date.now(),
+      });
+    }
+  }
+
+  /** A 2xx body, an "empty" status the tool declares, or a provider error. */
+  private check(req: UpstreamRequest, res: UpstreamResponse): unknown {
+    if (res.status >= 200 && res.status < 300) return res.body;
+    const empty = req.emptyOn?.find((e) => e.status === res.status);
+    if (empty) return empty.data;
+    throw new ProviderError(res.status, res.body, res.headers);
+  }
+
+  /** The request as a dry run shows it: credential values redacted. */
+  describe(resolved: ResolvedAccount, r: UpstreamRequest): PlannedRequest {
+    const headers: Record<string, string> = { ...this.baseHeaders(resolved), ...lower(r.headers) };
+    if (!r.anonymous) Object.assign(headers, credentialHeaders(resolved.auth.apply, {}, true));
+    const { contentType } = encodeBody(r);
+    if (contentType) headers['content-type'] = contentType;
+    return { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) };
+  }
+
+  private baseHeaders(resolved: ResolvedAccount): Record<string, string> {
+    return { accept: 'application/json', 'user-agent': USER_AGENT, ...lower(resolved.connector.api.headers ?? {}) };
+  }
+
+  /** Sends one request with credentials; on a 401 it refreshes an OAuth token once and retries. */
+  async sendOne(live: LiveAccount, r: UpstreamRequest, retried = false): Promise<UpstreamResponse> {
+    if (r.mcp) return this.mcp.call(live, r, this.config, (l) => this.afterUnauthorized(l));
+    const { body, contentType } = encodeBody(r);
+    const headers: Record<string, string> = { ...this.baseHeaders(live), ...lower(r.headers) };
+    if (contentType) headers['content-type'] = contentType;
+    if (!r.anonymous) Object.assign(headers, credentialHeaders(live.auth.apply, live.values));
+    const api = live.connector.api;
+    const res = await send(
+      { method: r.method, url: r.url, headers, body },
+      {
+        connectTimeoutMs: api.timeouts?.connect_ms ?? 10_000,
+        responseTimeoutMs: api.timeouts?.response_ms ?? 60_000,
+        retry: api.retry,
+        maxBytes: this.config.toolResponseLimitBytes,
+        credentialHeaders: credentialHeaderNames(live.auth.apply),
+        onRetry: (attempt, wait, reason) => this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
+      },
+    );
+    if (res.status === 401 && !retried && !r.anonymous) {
+      const refreshed = await this.afterUnauthorized(live);
+      if (refreshed) return this.sendOne(refreshed, r, true);
+    }
+    const ok = res.status >= 200 && res.status < 300;
+    return { status: res.status, headers: res.headers, body: parseBody(res, ok) };
+  }
+
+  /** After an upstream 401: refresh an OAuth token (once per account at a time); undefined for key auth. */
+  async afterUnauthorized(live: LiveAccount): Promise<LiveAccount | undefined> {
+    if (live.auth.kind !== 'oauth2' && live.auth.kind !== 'oauth2_mcp') return undefined;
+    const account = await this.accounts.refresh(live, live.account, 'unauthorized');
+    return this.accounts.withSecrets({ ...live, account });
+  }
+}
+
+function lower(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in h) out[k.toLowerCase()] = h[k]!;
+  return out;
+}
+
+export function stripQuery(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
+}

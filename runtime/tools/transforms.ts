@@ -1,0 +1,101 @@
+/**
+ * Named value transforms that request templates may apply with `$pipe` (and `{param|name}` in paths and
+ * `$template`). They are pure, total on the values the validators let through, and shared by the generator
+ * (which checks names) and the generated request builders (which call them).
+ */
+
+function splitCsv(value: unknown): string[] {
+  return String(value)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+const DAY_NAMES = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
+
+export const transforms = {
+  /** "a, b,c" → ["a","b","c"] */
+  csv: (v: unknown): string[] => splitCsv(v),
+  /** ["a","b"] → "a,b" */
+  join_csv: (v: unknown): string => (Array.isArray(v) ? v.map(String).join(',') : String(v)),
+  /** A JSON array of strings, or comma/semicolon-separated text → string[] */
+  list: (v: unknown): string[] => {
+    if (Array.isArray(v)) return v.map(String);
+    const s = String(v).trim();
+    if (s.startsWith('[')) {
+      const parsed: unknown = JSON.parse(s);
+      if (Array.isArray(parsed)) return parsed.map((x) => (typeof x === 'string' ? x : String((x as { address?: unknown })?.address ?? x)));
+    }
+    return s
+      .split(/[;,]/)
+      .map((x) => x.trim())
+      .filter(Boolean);
+  },
+  /** Parses a JSON string (validated beforehand by the tool's rules). */
+  json: (v: unknown): unknown => (typeof v === 'string' ? JSON.parse(v) : v),
+  lower: (v: unknown): string => String(v).toLowerCase(),
+  upper: (v: unknown): string => String(v).toUpperCase(),
+  string: (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v)),
+  /** "2026-01-31T10:00:00Z" → "2026-01-31" */
+  date: (v: unknown): string => String(v).slice(0, 10),
+  /** "2026-04-15" → "2026-04-15T00:00:00" */
+  date_midnight: (v: unknown): string => `${String(v).slice(0, 10)}T00:00:00`,
+  /** Drops a UTC offset or Z: "2026-04-15T09:00:00+02:00" → "2026-04-15T09:00:00" (the zone travels separately). */
+  local_datetime: (v: unknown): string => {
+    const s = String(v);
+    const m = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?/.exec(s);
+    if (!m) return s;
+    const time = m[2] ?? '00:00:00';
+    return `${m[1]}T${time.length === 5 ? `${time}:00` : time}`;
+  },
+  /** Wraps a search string in double quotes, as OData `$search` requires. */
+  quote: (v: unknown): string => {
+    const s = String(v);
+    if (s.length >= 2 && s.startsWith('"') && s.endsWith('"')) return s;
+    return `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  },
+  /** Escapes a value for a single-quoted string in a file-storage query. */
+  drive_q: (v: unknown): string => String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'"),
+  /** A bare list of file fields becomes a file-list selection; a full selection passes unchanged. */
+  drive_list_fields: (v: unknown): string => {
+    const s = String(v).trim();
+    if (s === '*' || s.includes('files(') || s.includes('nextPageToken')) return s;
+    return `nextPageToken,incompleteSearch,files(${s})`;
+  },
+  /** "username/name" → "username~name" (only the first slash), as Actor paths require. */
+  actor_path: (v: unknown): string => String(v).replace('/', '~'),
+  /** The part of an `actor:tool` value before the last colon. */
+  before_last_colon: (v: unknown): string => {
+    const s = String(v);
+    const m = /^(.+):(.+)$/.exec(s);
+    return m ? m[1]! : s;
+  },
+  /** "Monday, tue" → ["monday","tuesday"] */
+  days_of_week: (v: unknown): string[] =>
+    splitCsv(v).map((d) => {
+      const lower = d.toLowerCase();
+      return DAY_NAMES.find((n) => n.startsWith(lower.slice(0, 3))) ?? lower;
+    }),
+  /** A CRM filterGroups JSON string → the array of filter groups the search API wants. */
+  filter_groups: (v: unknown): unknown => {
+    const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : v;
+    if (Array.isArray(parsed)) return parsed;
+    if (parsed && typeof parsed === 'object') {
+      const o = parsed as Record<string, unknown>;
+      if (Array.isArray(o.filterGroups)) return o.filterGroups;
+      if (Array.isArray(o.filters)) return [o];
+    }
+    return parsed;
+  },
+  /** Booleans and numbers as strings (CRM property values are strings). */
+  to_string: (v: unknown): string => String(v),
+} satisfies Record<string, (v: unknown) => unknown>;
+
+export type TransformName = keyof typeof transforms;
+export const transformNames = Object.keys(transforms) as TransformName[];
+
+/** Parameterised steps: `{map: {from: to}}`, `{prefix: "x"}`, `{suffix: "x"}`. */
+export function mapValue(v: unknown, table: Record<string, string>): unknown {
+  const key = String(v);
+  return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : v;
+}

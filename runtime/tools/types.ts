@@ -1,0 +1,105 @@
+import type { ApiSpec, AuthSpec, VersionsSpec } from '../../generator/model.ts';
+
+/** One HTTP request (or MCP tool call) a tool sends upstream, before credentials are applied. */
+export interface UpstreamRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: unknown;
+  bodyEncoding?: 'json' | 'form';
+  /** Named host from the connector's `api.hosts`, or undefined for the main API. */
+  host?: string;
+  /** Sent without the account's credentials (a public endpoint). */
+  anonymous?: boolean;
+  /** For the MCP transport: the upstream tool called with `tools/call`. */
+  mcp?: { tool: string; arguments: Record<string, unknown> };
+  /** Upstream statuses that mean "nothing found" rather than an error. */
+  emptyOn?: ReadonlyArray<{ status: number; data: unknown }>;
+}
+
+export interface BuildContext {
+  /** The resolved base URL of the main API (no host name) or of a named host. */
+  base(host?: string): string;
+}
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface AjvError {
+  instancePath: string;
+  schemaPath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+export interface StandaloneValidator {
+  (data: unknown): boolean;
+  errors?: AjvError[] | null;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON when the response is JSON, else text; undefined when empty. */
+  body: unknown;
+}
+
+export interface HookContext<I> {
+  input: I;
+  /** The requests the tool's YAML template built for this input. */
+  planned: UpstreamRequest[];
+  base(host?: string): string;
+  /** Sends one request with the account's credentials (retries, refresh and limits included). */
+  send(request: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Like `send`, but a non-2xx answer becomes a provider error; returns the body. */
+  call(request: UpstreamRequest): Promise<unknown>;
+}
+
+/**
+ * A named hook, for what a request template cannot say (several dependent requests, a lookup).
+ * `plan` says which requests a dry run shows; `run` performs the tool and returns its `data`.
+ */
+export interface ToolHook<I> {
+  plan?(input: I, planned: UpstreamRequest[], base: (host?: string) => string): UpstreamRequest[];
+  run(ctx: HookContext<I>): Promise<unknown>;
+}
+
+export interface ToolExample {
+  title?: string;
+  input: Record<string, unknown>;
+  requests: Array<{ method: string; url: string; headers?: Record<string, string>; body?: unknown }>;
+}
+
+export interface ToolDefinition<I = any> {
+  name: string;
+  connector: string;
+  title: string;
+  description: string;
+  readOnly: boolean;
+  inputSchema: Record<string, unknown>;
+  validate: StandaloneValidator;
+  /** Friendlier messages for schema keywords, keyed by ajv schemaPath. */
+  messages: Readonly<Record<string, string>>;
+  checkRules(input: I): FieldError[];
+  build(input: I, ctx: BuildContext): UpstreamRequest[];
+  /** Input fields that select the tool's version and are never sent upstream. */
+  versionFields?: readonly string[];
+  hook?: ToolHook<I>;
+  notes?: string;
+  examples: readonly ToolExample[];
+}
+
+export interface ConnectorDefinition {
+  name: string;
+  title: string;
+  description: string;
+  provider: string;
+  docsUrl?: string;
+  auth: readonly AuthSpec[];
+  api: ApiSpec;
+  versions?: VersionsSpec;
+  toolNames: readonly string[];
+}

@@ -1,0 +1,185 @@
+import http from 'node:http';
+import https from 'node:https';
+import got, { CancelError, RequestError, TimeoutError, type Got, type Method } from 'got';
+import type { RetrySpec } from '../../generator/model.ts';
+import { UpstreamFailure } from '../errors.ts';
+
+export const keepAliveAgents = {
+  http: new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
+  https: new https.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
+};
+
+/**
+ * One prebuilt got instance for every upstream call: keep-alive agents, no automatic retries (the policy
+ * below decides), no automatic redirects (credentials must not follow a redirect to another host), no
+ * thrown HTTP errors (the caller classifies statuses).
+ */
+export const upstreamClient: Got = got.extend({
+  agent: keepAliveAgents,
+  retry: { limit: 0 },
+  throwHttpErrors: false,
+  followRedirect: false,
+  decompress: true,
+  responseType: 'buffer',
+  http2: false,
+  hooks: {},
+});
+
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: Buffer | string;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  url: string;
+}
+
+export interface SendOptions {
+  connectTimeoutMs: number;
+  responseTimeoutMs: number;
+  retry?: RetrySpec;
+  maxBytes: number;
+  /** Header names to drop when a redirect leaves the original origin. */
+  credentialHeaders: readonly string[];
+  maxRedirects?: number;
+  /** Called before each wait, for tests and metrics. */
+  onRetry?: (attempt: number, waitMs: number, reason: string) => void;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+const DEFAULT_RETRY: RetrySpec = { statuses: [429, 502, 503, 504], max_attempts: 3, retry_after_header: 'retry-after', max_wait_ms: 30_000 };
+
+/** Seconds, or an HTTP date; undefined when absent or unparseable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const date = Date.parse(v);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
+  const promise = upstreamClient(req.url, {
+    method: req.method as Method,
+    headers: req.headers,
+    body: req.body,
+    timeout: { connect: opts.connectTimeoutMs, secureConnect: opts.connectTimeoutMs, response: opts.responseTimeoutMs, socket: opts.responseTimeoutMs },
+  });
+  let tooLarge = false;
+  promise.on('response', (res: http.IncomingMessage) => {
+    const length = Number(res.headers['content-length']);
+    if (Number.isFinite(length) && length > opts.maxBytes) {
+      tooLarge = true;
+      promise.cancel();
+    }
+  });
+  promise.on('downloadProgress', (p: { transferred: number }) => {
+    if (p.transferred > opts.maxBytes && !tooLarge) {
+      tooLarge = true;
+      promise.cancel();
+    }
+  });
+  try {
+    const res = await promise;
+    return { status: res.statusCode, headers: res.headers, body: res.rawBody ?? Buffer.alloc(0), url: req.url };
+  } catch (e) {
+    if (tooLarge || e instanceof CancelError) {
+      throw new UpstreamFailure(
+        'response_too_large',
+        `The provider's response is larger than ${opts.maxBytes} bytes, the limit for tool results; fetch it through /proxy, which streams`,
+      );
+    }
+    throw classify(e);
+  }
+}
+
+export class NetworkFailure extends UpstreamFailure {
+  constructor(
+    code: string,
+    message: string,
+    status: number,
+    /** The request provably never reached the provider, so even a POST may be retried. */
+    readonly notSent: boolean,
+  ) {
+    super(code, message, status);
+  }
+}
+
+function classify(e: unknown): NetworkFailure {
+  if (e instanceof TimeoutError) {
+    const before = e.event === 'lookup' || e.event === 'connect' || e.event === 'secureConnect';
+    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout)`, 504, before);
+  }
+  if (e instanceof RequestError) {
+    const code = e.code ?? 'ERR';
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
+      return new NetworkFailure('upstream_unreachable', `The provider could not be reached (${code})`, 502, true);
+    }
+    if (code === 'ECONNRESET' || code === 'EPIPE') {
+      return new NetworkFailure('upstream_connection_reset', 'The provider closed the connection before answering', 502, false);
+    }
+    return new NetworkFailure('upstream_error', `The request to the provider failed (${code})`, 502, false);
+  }
+  return new NetworkFailure('upstream_error', `The request to the provider failed (${(e as Error)?.message ?? 'unknown'})`, 502, false);
+}
+
+/**
+ * Sends a request with the retry policy: an idempotent request is retried on a network failure or a
+ * listed status; a non-idempotent one only when it provably never arrived, or when the provider asked
+ * for a retry with Retry-After (429/503) — so a POST is never duplicated. Redirects are followed for
+ * GET/HEAD only, and credential headers are dropped when the redirect changes origin.
+ */
+export async function send(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
+  const retry = opts.retry ?? DEFAULT_RETRY;
+  const idempotent = IDEMPOTENT.has(req.method.toUpperCase());
+  const maxWait = retry.max_wait_ms ?? 30_000;
+  let current = req;
+  let redirects = 0;
+  for (let attempt = 1; ; attempt++) {
+    let res: HttpResponse;
+    try {
+      res = await once(current, opts);
+    } catch (e) {
+      const retriable = e instanceof NetworkFailure && (idempotent || e.notSent) && attempt < retry.max_attempts;
+      if (!retriable) throw e;
+      const wait = backoff(attempt);
+      opts.onRetry?.(attempt, wait, (e as Error).message);
+      await sleep(wait);
+      continue;
+    }
+    if (res.status >= 300 && res.status < 400 && res.headers.location && (current.method === 'GET' || current.method === 'HEAD')) {
+      if (++redirects > (opts.maxRedirects ?? 5)) return res;
+      const next = new URL(String(res.headers.location), current.url);
+      if (next.protocol !== 'https:' && next.protocol !== 'http:') return res;
+      const sameOrigin = next.origin === new URL(current.url).origin;
+      const headers = { ...current.headers };
+      if (!sameOrigin) for (const h of opts.credentialHeaders) delete headers[h];
+      current = { method: current.method, url: next.toString(), headers };
+      attempt--;
+      continue;
+    }
+    if (attempt < retry.max_attempts && retry.statuses.includes(res.status)) {
+      const after = parseRetryAfter(res.headers[retry.retry_after_header ?? 'retry-after']);
+      const providerAsked = after !== undefined && (res.status === 429 || res.status === 503);
+      if ((idempotent || providerAsked) && (after === undefined || after <= maxWait)) {
+        const wait = after ?? backoff(attempt);
+        opts.onRetry?.(attempt, wait, `status ${res.status}`);
+        await sleep(wait);
+        continue;
+      }
+    }
+    return res;
+  }
+}
+
+function backoff(attempt: number): number {
+  const base = 200 * 2 ** (attempt - 1);
+  return Math.min(5_000, base + Math.floor(Math.random() * base * 0.3));
+}
