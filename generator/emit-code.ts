@@ -24,7 +24,7 @@ function esmValidators(code: string): string {
   const imports: string[] = [];
   const body = code.replace(/const (\w+) = require\("([^"]+)"\)\.default;/g, (_m, name: string, mod: string) => {
     imports.push(`import ${name}_module from "${mod}.js";`);
-    return `const ${name} = ${name}_module.default;`;
+    return `const ${name} = ${name}_module.default ?? ${name}_module;`;
   });
   if (/\brequire\(/.test(body)) throw new Error('unexpected require() left in standalone validator code');
   return `${imports.join('\n')}\n${body.replace(/^"use strict";/, '')}`;
@@ -57,6 +57,12 @@ function connectorDefinition(connector: ConnectorSpec) {
     auth: connector.auth,
     api: connector.api,
     ...(connector.versions ? { versions: connector.versions } : {}),
+    exampleFields: {
+      ...Object.fromEntries(
+        connector.auth.flatMap((a) => ('fields' in a ? a.fields : [])).filter((f) => f.example !== undefined).map((f) => [f.name, f.example!]),
+      ),
+      ...(connector.example_fields ?? {}),
+    },
     toolNames: connector.tools.map((t) => t.name),
   };
 }

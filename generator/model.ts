@@ -208,5 +208,7 @@ export interface ConnectorSpec {
   auth: AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  /** Account field values the examples assume, beyond the fields' own `example` values. */
+  example_fields?: Record<string, string>;
   tools: ToolSpec[];
 }

@@ -71,6 +71,10 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  exampleFields: {
+    domain: 'acme.zendesk.com',
+    email: 'agent@acme.com',
+  },
   toolNames: [
     'helpdesk_groups_list',
     'helpdesk_organization_get',

@@ -493,7 +493,7 @@ const schema14 = {
   additionalProperties: false,
   required: ['query'],
 };
-const func2 = func2_module.default;
+const func2 = func2_module.default ?? func2_module;
 function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="helpdesk_search_tickets" */ let vErrors = null;
   let errors = 0;

@@ -2,13 +2,14 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
-import type { AccountService, AccountRef, LiveAccount, ResolvedAccount } from '../accounts/service.ts';
+import type { AccountService, AccountRef, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
 import { send, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
+import { baseHeaders, describeRequest, encodeBody, lowerKeys } from './plan.ts';
 
 export interface ExecuteRequest {
   toolName: string;
@@ -22,14 +23,6 @@ export interface ExecuteResult {
   executionId: string;
 }
 
-export interface PlannedRequest {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: unknown;
-}
-
-const USER_AGENT = 'agent-connector-service/0.1';
 
 /** Parses an upstream body: JSON when declared (or when it looks like JSON), text otherwise. */
 export function parseBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean): unknown {
@@ -48,16 +41,6 @@ export function parseBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: b
   }
   if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded')) return text;
   return { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') };
-}
-
-function encodeBody(req: UpstreamRequest): { body?: string; contentType?: string } {
-  if (req.body === undefined) return {};
-  if (req.bodyEncoding === 'form') {
-    const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
-    return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
-  }
-  return { body: JSON.stringify(req.body), contentType: 'application/json' };
 }
 
 /**
@@ -109,7 +92,8 @@ export class ToolExecutor {
 
     if (req.dryRun) {
       const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
-      return { data: { requests: shown.map((r) => this.describe(resolved, r)) }, executionId };
+      const target = { connector: resolved.connector, connection: resolved.connection, fields: resolved.account.fields, auth: resolved.auth };
+      return { data: { requests: shown.map((r) => describeRequest(target, r)) }, executionId };
     }
 
     let status = 200;
@@ -162,24 +146,11 @@ export class ToolExecutor {
     throw new ProviderError(res.status, res.body, res.headers);
   }
 
-  /** The request as a dry run shows it: credential values redacted. */
-  describe(resolved: ResolvedAccount, r: UpstreamRequest): PlannedRequest {
-    const headers: Record<string, string> = { ...this.baseHeaders(resolved), ...lower(r.headers) };
-    if (!r.anonymous) Object.assign(headers, credentialHeaders(resolved.auth.apply, {}, true));
-    const { contentType } = encodeBody(r);
-    if (contentType) headers['content-type'] = contentType;
-    return { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) };
-  }
-
-  private baseHeaders(resolved: ResolvedAccount): Record<string, string> {
-    return { accept: 'application/json', 'user-agent': USER_AGENT, ...lower(resolved.connector.api.headers ?? {}) };
-  }
-
   /** Sends one request with credentials; on a 401 it refreshes an OAuth token once and retries. */
   async sendOne(live: LiveAccount, r: UpstreamRequest, retried = false): Promise<UpstreamResponse> {
     if (r.mcp) return this.mcp.call(live, r, this.config, (l) => this.afterUnauthorized(l));
     const { body, contentType } = encodeBody(r);
-    const headers: Record<string, string> = { ...this.baseHeaders(live), ...lower(r.headers) };
+    const headers: Record<string, string> = { ...baseHeaders(live.connector), ...lowerKeys(r.headers) };
     if (contentType) headers['content-type'] = contentType;
     if (!r.anonymous) Object.assign(headers, credentialHeaders(live.auth.apply, live.values));
     const api = live.connector.api;
@@ -208,12 +179,6 @@ export class ToolExecutor {
     const account = await this.accounts.refresh(live, live.account, 'unauthorized');
     return this.accounts.withSecrets({ ...live, account });
   }
-}
-
-function lower(h: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k in h) out[k.toLowerCase()] = h[k]!;
-  return out;
 }
 
 export function stripQuery(url: string): string {

@@ -101,5 +101,7 @@ export interface ConnectorDefinition {
   auth: readonly AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  /** Account field values the tools' examples assume. */
+  exampleFields: Readonly<Record<string, string>>;
   toolNames: readonly string[];
 }

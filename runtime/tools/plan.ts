@@ -1,0 +1,64 @@
+import type { AuthSpec } from '../../generator/model.ts';
+import type { Connection } from '../store/types.ts';
+import type { ConnectorDefinition, ToolDefinition, UpstreamRequest } from './types.ts';
+import { credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
+
+export interface PlannedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+export interface PlanTarget {
+  connector: ConnectorDefinition;
+  connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'>;
+  fields: Record<string, string>;
+  auth: AuthSpec;
+}
+
+export const USER_AGENT = 'agent-connector-service/0.1';
+
+export function lowerKeys(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in h) out[k.toLowerCase()] = h[k]!;
+  return out;
+}
+
+export function encodeBody(req: UpstreamRequest): { body?: string; contentType?: string } {
+  if (req.body === undefined) return {};
+  if (req.bodyEncoding === 'form') {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
+    return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
+  }
+  return { body: JSON.stringify(req.body), contentType: 'application/json' };
+}
+
+export function baseHeaders(connector: ConnectorDefinition): Record<string, string> {
+  return { accept: 'application/json', 'user-agent': USER_AGENT, ...lowerKeys(connector.api.headers ?? {}) };
+}
+
+/** A request as a dry run shows it: every header that would be sent, credential values redacted. */
+export function describeRequest(target: PlanTarget, r: UpstreamRequest): PlannedRequest {
+  const headers: Record<string, string> = { ...baseHeaders(target.connector), ...lowerKeys(r.headers) };
+  if (r.mcp) {
+    headers['content-type'] = 'application/json';
+    headers.accept = 'application/json, text/event-stream';
+  }
+  if (!r.anonymous) Object.assign(headers, credentialHeaders(target.auth.apply, {}, true));
+  const { contentType } = encodeBody(r);
+  if (contentType) headers['content-type'] = contentType;
+  return { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) };
+}
+
+/**
+ * What a tool would send for a validated input, without sending anything: the generated builder's
+ * requests (or the hook's plan), with base URLs resolved for the account and credentials redacted.
+ */
+export function planRequests(tool: ToolDefinition, input: Record<string, unknown>, target: PlanTarget): PlannedRequest[] {
+  const base = (host?: string) => resolveBaseUrl(target.connector, target.connection, target.fields, host);
+  const planned = tool.build(input as never, { base });
+  const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+  return shown.map((r) => describeRequest(target, r));
+}
