@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -181,12 +182,16 @@ export class ProxyHandler {
   ): Promise<{ response: IncomingMessage; stream: NodeJS.ReadableStream & { resume(): void } }> {
     const api = live.connector.api;
     return new Promise((resolve, reject) => {
+      // The client's body goes through a PassThrough: piping an IncomingMessage straight into got makes
+      // got copy that message's headers — the client's Authorization and Cookie — onto the upstream request.
+      const bodyStream = body ? new PassThrough() : undefined;
       const stream = upstreamClient.stream(url, {
         method: method as never,
         headers,
         decompress: false,
         timeout: { connect: api.timeouts?.connect_ms ?? 10_000, response: api.timeouts?.response_ms ?? 120_000 },
         allowGetBody: true,
+        ...(bodyStream ? { body: bodyStream } : {}),
       });
       stream.once('response', (r: IncomingMessage) => resolve({ response: r, stream }));
       stream.once('error', (e: Error & { code?: string; event?: string }) => {
@@ -196,8 +201,10 @@ export class ProxyHandler {
         else reject(new ServiceError(502, 'upstream_unreachable', `The provider could not be reached (${code || e.message})`));
       });
       // Bytes flow through got's duplex stream without buffering, in both directions.
-      if (body) body.pipe(stream);
-      else stream.end();
+      if (body && bodyStream) {
+        body.pipe(bodyStream);
+        body.once('error', (e) => bodyStream.destroy(e));
+      } else stream.end();
     });
   }
 }

@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
-import type { AccountService, AccountRef, LiveAccount } from '../accounts/service.ts';
+import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
 import { send, type HttpResponse } from '../upstream/http.ts';
@@ -87,6 +87,7 @@ export class ToolExecutor {
         `Tool ${tool.name} belongs to the ${tool.connector} connector, but the account's connection "${resolved.connection.name}" uses ${resolved.connector.name}`,
       );
     }
+    if (!req.dryRun && resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
     const base = (host?: string) => resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
     const planned = tool.build(input as never, { base });
 

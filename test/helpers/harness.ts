@@ -1,0 +1,142 @@
+/**
+ * Starts the real service on an ephemeral port with a fresh data directory (SQLite by default, or a
+ * fresh PostgreSQL schema), the fake OAuth server, and a client library instance — the way a client
+ * application would use it. Captures every log line so tests can scan them for secrets.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../runtime/config.ts';
+import { startServer, type RunningServer } from '../../runtime/server.ts';
+import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { PostgresStore } from '../../runtime/store/postgres.ts';
+import { FakeOAuthServer, type FakeOAuthOptions } from '../fakes/oauth-server.ts';
+
+export const TEST_CLIENT_ID = 'acs_test_client';
+export const TEST_CLIENT_SECRET = 'acs_sk_test_secret_0123456789abcdef';
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Harness {
+  url: string;
+  config: Config;
+  running: RunningServer;
+  client: AgentConnectorClient;
+  oauth: FakeOAuthServer;
+  /** Every log line the service wrote. */
+  logs: string[];
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  store?: 'sqlite' | 'postgres';
+  oauth?: FakeOAuthOptions;
+  dataDir?: string;
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'acs-test-'));
+  const port = await freePort();
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    INITIAL_CLIENT_ID: TEST_CLIENT_ID,
+    INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
+    LOG_LEVEL: 'info',
+    ...opts.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  let store: PostgresStore | undefined;
+  if (opts.store === 'postgres') {
+    const schema = `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+    store = new PostgresStore(PG_URL, schema);
+  }
+  const running = await startServer(config, { logDestination: sink, store });
+  const oauth = await new FakeOAuthServer(opts.oauth).start();
+  const client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: running.url });
+  return {
+    url: running.url,
+    config,
+    running,
+    client,
+    oauth,
+    logs,
+    dataDir,
+    async close() {
+      await running.close();
+      await oauth.close();
+      if (store) {
+        const cleanup = new PostgresStore(PG_URL);
+        await cleanup.pool.query(`DROP SCHEMA IF EXISTS ${store.schema} CASCADE`).catch(() => {});
+        await cleanup.close();
+      }
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Follows an authorization link the way a browser would: service → fake provider (auto-approves as
+ * `user`) → service callback. Returns the final response of the callback.
+ */
+export async function followAuthorizationLink(link: string, user = 'user-1'): Promise<Response> {
+  const start = await fetch(link, { redirect: 'manual' });
+  if (start.status !== 302) throw new Error(`link answered ${start.status}: ${await start.text()}`);
+  const authorize = new URL(start.headers.get('location')!);
+  authorize.searchParams.set('fake_user', user);
+  const consent = await fetch(authorize, { redirect: 'manual' });
+  if (consent.status !== 302) throw new Error(`authorize answered ${consent.status}: ${await consent.text()}`);
+  return fetch(consent.headers.get('location')!, { redirect: 'manual' });
+}
+
+/** Creates an OAuth connection pointed at the fake authorization server and the given API base. */
+export async function oauthConnection(
+  h: Harness,
+  name: string,
+  connector: string,
+  apiBaseUrl: string,
+  opts: { authMethod?: 'client_secret_post' | 'client_secret_basic'; extra?: Record<string, unknown> } = {},
+) {
+  const clientId = `client-${name}`;
+  const clientSecret = `secret-${name}-${Math.random().toString(36).slice(2)}`;
+  h.oauth.addClient({ client_id: clientId, client_secret: clientSecret, auth: opts.authMethod ?? 'client_secret_post' });
+  return h.client.createConnection({
+    connection_name: name,
+    connector,
+    client_id: clientId,
+    client_secret: clientSecret,
+    api_base_url: apiBaseUrl,
+    oauth: { authorize_url: h.oauth.authorizeUrl, token_url: h.oauth.tokenUrl },
+    ...opts.extra,
+  });
+}
+
+/** Connects an account end to end: link, consent at the fake, callback. Returns the account id. */
+export async function authorize(h: Harness, connectionName: string, identifier: string, user = identifier): Promise<string> {
+  const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName, identifier });
+  const res = await followAuthorizationLink(link, user);
+  if (res.status !== 200) throw new Error(`callback answered ${res.status}: ${await res.text()}`);
+  return connected_account_id;
+}
