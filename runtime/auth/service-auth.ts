@@ -61,7 +61,9 @@ export class ServiceTokens {
   private key!: Uint8Array;
   private verified = new Map<string, TokenClaims>();
   private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
-  readonly throttle = new Throttle();
+  /** Failed attempts per client id (protects each credential) and, more leniently, per address. */
+  readonly clientThrottle = new Throttle(5);
+  readonly addressThrottle = new Throttle(30);
 
   constructor(
     private store: Store,
@@ -82,7 +84,7 @@ export class ServiceTokens {
   /** Checks client credentials (throttled) and issues a token. */
   async exchange(clientId: string, clientSecret: string, remote: string): Promise<{ token: string; expiresIn: number }> {
     const now = Date.now();
-    const wait = Math.max(this.throttle.blockedFor(`ip:${remote}`, now), this.throttle.blockedFor(`client:${clientId}`, now));
+    const wait = Math.max(this.addressThrottle.blockedFor(remote, now), this.clientThrottle.blockedFor(clientId, now));
     if (wait > 0) {
       throw new ServiceError(429, 'too_many_attempts', 'Too many failed attempts; try again later', undefined, {
         'retry-after': String(Math.ceil(wait / 1000)),
@@ -92,11 +94,11 @@ export class ServiceTokens {
     // Hash even when the client is unknown so timing does not reveal which client ids exist.
     const ok = credential ? secretMatches(clientSecret, credential.secretHash) : (secretMatches(clientSecret, '00'.repeat(32)), false);
     if (!credential || !ok || credential.revokedAt) {
-      this.throttle.fail(`ip:${remote}`, now);
-      this.throttle.fail(`client:${clientId}`, now);
+      this.addressThrottle.fail(remote, now);
+      this.clientThrottle.fail(clientId, now);
       throw new ServiceError(401, 'invalid_client', 'Unknown client or wrong secret');
     }
-    this.throttle.succeed(`client:${clientId}`);
+    this.clientThrottle.succeed(clientId);
     void this.store.touchApiCredential(credential.id, now).catch(() => {});
     const token = await new SignJWT({ cid: credential.clientId })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -1,0 +1,210 @@
+/**
+ * One contract, two stores: every behaviour the runtime relies on, checked against SQLite and against a
+ * real PostgreSQL (a fresh schema per run; never skipped).
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../runtime/store/sqlite.ts';
+import { PostgresStore } from '../../runtime/store/postgres.ts';
+import type { Account, Connection, Store } from '../../runtime/store/types.ts';
+import { newId } from '../../runtime/ids.ts';
+import { PG_URL } from '../helpers/harness.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'acs-store-'));
+const schema = `contract_${Date.now().toString(36)}`;
+
+const factories: Array<[string, () => Store]> = [
+  ['sqlite', () => new SqliteStore(join(dir, 'contract.sqlite'))],
+  ['postgres', () => new PostgresStore(PG_URL, schema)],
+];
+
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  const pg = new PostgresStore(PG_URL);
+  await pg.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await pg.close();
+});
+
+function connection(name: string): Connection {
+  const now = Date.now();
+  return {
+    id: newId('conn'),
+    name,
+    connector: 'helpdesk',
+    authKind: 'api_key',
+    clientId: null,
+    clientSecretSealed: null,
+    scopes: [],
+    apiBaseUrl: null,
+    apiHosts: {},
+    oauth: {},
+    registrationSealed: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+function account(connectionId: string, identifier: string, createdAt = Date.now()): Account {
+  return {
+    id: newId('ca'),
+    connectionId,
+    identifier,
+    status: 'PENDING_AUTH',
+    fields: {},
+    secretsSealed: null,
+    tokenExpiresAt: null,
+    lastUsedAt: null,
+    lastError: null,
+    version: 0,
+    createdAt,
+    updatedAt: createdAt,
+  };
+}
+
+describe.each(factories)('%s store', (kind, make) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = make();
+    await store.migrate();
+    await store.migrate(); // idempotent
+  });
+  afterAll(async () => store.close());
+
+  it('starts empty and passes its integrity check', async () => {
+    expect(await store.isEmpty()).toBe(true);
+    expect(await store.integrityCheck()).toEqual([]);
+  });
+
+  if (kind === 'sqlite') {
+    it('keeps the database file private to the service user', () => {
+      expect(statSync(join(dir, 'contract.sqlite')).mode & 0o777).toBe(0o600);
+    });
+  }
+
+  it('stores meta values once (initMeta is first-writer-wins)', async () => {
+    expect(await store.initMeta('k', 'first')).toBe('first');
+    expect(await store.initMeta('k', 'second')).toBe('first');
+    await store.setMeta('k', 'third');
+    expect(await store.getMeta('k')).toBe('third');
+  });
+
+  it('creates, lists, updates and deletes connections (deleting their accounts)', async () => {
+    const c = connection('c1');
+    await store.createConnection(c);
+    await expect(store.createConnection({ ...connection('c1') })).rejects.toThrow();
+    expect((await store.getConnectionByName('c1'))!.id).toBe(c.id);
+    const updated = await store.updateConnection(c.id, { scopes: ['a', 'b'], apiHosts: { x: 'https://x' }, oauth: { token_url: 'https://t' } }, Date.now());
+    expect(updated).toMatchObject({ scopes: ['a', 'b'], apiHosts: { x: 'https://x' }, oauth: { token_url: 'https://t' } });
+    await store.getOrCreateAccount(account(c.id, 'u1'));
+    await store.getOrCreateAccount(account(c.id, 'u2'));
+    expect((await store.listConnections()).find((x) => x.id === c.id)!.accountCount).toBe(2);
+    expect(await store.deleteConnection(c.id)).toBe(2);
+    expect(await store.deleteConnection(c.id)).toBeUndefined();
+    expect(await store.listAccounts({ connectionId: c.id, limit: 10 })).toEqual([]);
+  });
+
+  it('get-or-create is safe under concurrency: one account per (connection, identifier)', async () => {
+    const c = connection('c2');
+    await store.createConnection(c);
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.getOrCreateAccount(account(c.id, 'same'))));
+    expect(new Set(results.map((r) => r.account.id)).size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+  });
+
+  it('compare-and-set updates bump the version and refuse stale writers', async () => {
+    const c = connection('c3');
+    await store.createConnection(c);
+    const { account: a } = await store.getOrCreateAccount(account(c.id, 'cas'));
+    const first = await store.updateAccount(a.id, { status: 'ACTIVE', secretsSealed: 'v1.k.x.y', tokenExpiresAt: 123 }, Date.now(), a.version);
+    expect(first).toMatchObject({ status: 'ACTIVE', version: a.version + 1, tokenExpiresAt: 123 });
+    expect(await store.updateAccount(a.id, { status: 'EXPIRED' }, Date.now(), a.version)).toBeUndefined();
+    expect((await store.getAccount(a.id))!.status).toBe('ACTIVE');
+  });
+
+  it('pages accounts with a cursor and filters by identifier and status', async () => {
+    const c = connection('c4');
+    await store.createConnection(c);
+    const base = Date.now();
+    for (let i = 0; i < 25; i++) await store.getOrCreateAccount(account(c.id, `p-${String(i).padStart(2, '0')}`, base + (i % 5)));
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await store.listAccounts({ connectionId: c.id, limit: 10, after });
+      seen.push(...page.map((a) => a.identifier));
+      if (page.length < 10) break;
+      const last = page.at(-1)!;
+      after = Buffer.from(`${last.createdAt}:${last.id}`).toString('base64url');
+    }
+    expect(seen).toHaveLength(25);
+    expect(new Set(seen).size).toBe(25);
+    expect(await store.listAccounts({ connectionId: c.id, identifierContains: 'p-1', limit: 100 })).toHaveLength(10);
+    expect(await store.listAccounts({ connectionId: c.id, identifierContains: '%', limit: 100 })).toHaveLength(0);
+    expect(await store.listAccounts({ connectionId: c.id, status: 'ACTIVE', limit: 100 })).toHaveLength(0);
+  });
+
+  it('consumes an OAuth state once, and never after it expires', async () => {
+    const c = connection('c5');
+    await store.createConnection(c);
+    const { account: a } = await store.getOrCreateAccount(account(c.id, 'oauth'));
+    const now = Date.now();
+    await store.createOAuthState({ stateHash: 'h1', connectionId: c.id, accountId: a.id, verifierSealed: 'v', redirectUrl: null, expiresAt: now + 60_000, usedAt: null });
+    await store.createOAuthState({ stateHash: 'h2', connectionId: c.id, accountId: a.id, verifierSealed: 'v', redirectUrl: null, expiresAt: now - 1, usedAt: null });
+    const results = await Promise.all([store.consumeOAuthState('h1', now), store.consumeOAuthState('h1', now)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.consumeOAuthState('h2', now)).toBeUndefined();
+    await store.createOAuthLink({ tokenHash: 'l1', connectionId: c.id, accountId: a.id, redirectUrl: null, expiresAt: now + 1000 });
+    expect(await store.getOAuthLink('l1', now)).toBeDefined();
+    expect(await store.getOAuthLink('l1', now + 2000)).toBeUndefined();
+  });
+
+  it('the account lock excludes concurrent holders', async () => {
+    const c = connection('c6');
+    await store.createConnection(c);
+    const { account: a } = await store.getOrCreateAccount(account(c.id, 'lock'));
+    let inside = 0;
+    let maxInside = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        store.withAccountLock(a.id, async () => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          await new Promise((r) => setTimeout(r, 5));
+          inside--;
+        }),
+      ),
+    );
+    expect(maxInside).toBe(1);
+    // The lock is released after an error too.
+    await expect(store.withAccountLock(a.id, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await store.withAccountLock(a.id, async () => 'ok', 1000)).toBe('ok');
+  });
+
+  it('records activity and api credentials', async () => {
+    await store.recordActivity([
+      { id: 'a1', kind: 'tool', name: 't', connectionName: 'c', accountId: null, identifier: null, status: 200, errorCode: null, latencyMs: 3, createdAt: 1 },
+      { id: 'a2', kind: 'proxy', name: 'GET /x', connectionName: 'c', accountId: null, identifier: null, status: 404, errorCode: 'provider_error', latencyMs: 4, createdAt: 2 },
+    ]);
+    expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2', 'a1']);
+    await store.pruneActivity(2);
+    expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2']);
+    await store.createApiCredential({ id: 'cred1', clientId: 'cid', secretHash: 'h', name: 'n', createdAt: 1, revokedAt: null, lastUsedAt: null });
+    expect(await store.revokeApiCredential('cred1', 5)).toBe(true);
+    expect(await store.revokeApiCredential('cred1', 6)).toBe(false);
+    expect((await store.getApiCredentialByClientId('cid'))!.revokedAt).toBe(5);
+  });
+
+  it('lists sealed cells and replaces them only when unchanged', async () => {
+    const c = connection('c7');
+    c.clientSecretSealed = 'v1.k1.a.b';
+    await store.createConnection(c);
+    const cells = await store.listSealed();
+    const cell = cells.find((x) => x.id === c.id && x.column === 'client_secret_sealed')!;
+    expect(cell.value).toBe('v1.k1.a.b');
+    expect(await store.replaceSealed({ ...cell, value: 'v1.k2.c.d' }, 'stale')).toBe(false);
+    expect(await store.replaceSealed({ ...cell, value: 'v1.k2.c.d' }, 'v1.k1.a.b')).toBe(true);
+    expect((await store.getConnection(c.id))!.clientSecretSealed).toBe('v1.k2.c.d');
+    expect(await store.isEmpty()).toBe(false);
+  });
+});
