@@ -1,0 +1,132 @@
+/** The generator: spec errors that name file, line, tool and field; the request-template semantics; drift. */
+import { mkdtempSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { generate } from '../../generator/main.ts';
+import * as H from '../../runtime/tools/template-runtime.ts';
+
+function specDir(yaml: string, name = 'demo'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'acs-gen-'));
+  writeFileSync(join(dir, `${name}.yaml`), yaml);
+  return dir;
+}
+
+const header = `name: demo
+title: Demo
+description: Demo connector
+provider: Demo API
+auth:
+  - kind: api_key
+    fields: [{ name: api_key, title: Key, secret: true }]
+    apply: { headers: { X-API-Key: "{api_key}" } }
+api:
+  base_url: https://api.demo.example
+tools:
+`;
+
+async function errorsOf(yaml: string): Promise<string> {
+  try {
+    await generate(specDir(yaml));
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error('expected the generator to fail');
+}
+
+describe('spec errors', () => {
+  it('names the file, line, tool and field of a meta-schema violation', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_get
+    description: Get
+    input:
+      id: { type: strng, required: true }
+    request: { method: GET, path: "/items/{id}" }
+    examples: [{ input: { id: "1" }, requests: [{ method: GET, url: "https://api.demo.example/items/1" }] }]
+`,
+    );
+    expect(msg).toMatch(/demo\.yaml:15:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/);
+  });
+
+  it('reports semantic problems: unknown parameters in templates, optional path parameters, unused inputs, bad examples', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_a
+    description: A
+    input:
+      id: { type: string }
+      unused: { type: string }
+    request: { method: GET, path: "/items/{id}", query: { q: missing } }
+    examples: [{ input: { id: 1 }, requests: [{ method: GET, url: "x" }] }]
+  - name: other_b
+    description: B
+    input: {}
+    request: { method: GET, path: /b }
+    examples: [{ input: {}, requests: [{ method: GET, url: "x" }] }]
+`,
+    );
+    expect(msg).toContain('tool demo_a, field request.path: path parameter "id" must be a required input parameter');
+    expect(msg).toContain('tool other_b, field name: must start with "demo_"');
+  });
+
+  it('rejects YAML syntax errors with a line', async () => {
+    expect(await errorsOf('name: demo\n  bad: [')).toMatch(/demo\.yaml:\d+:\d+: .*YAML syntax/);
+  });
+
+  it('catches unknown transforms and misplaced $item', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_c
+    description: C
+    input:
+      a: { type: string, required: true }
+    request:
+      method: POST
+      path: /c
+      body: { x: { $in: a, $pipe: [nope] }, y: { $item: true } }
+    examples: [{ input: { a: "1" }, requests: [{ method: POST, url: "x" }] }]
+`,
+    );
+    expect(msg).toContain('unknown transform "nope"');
+  });
+});
+
+describe('generated output', () => {
+  it('is deterministic', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'acs-gen-'));
+    mkdirSync(dir, { recursive: true });
+    copyFileSync('specs/helpdesk.yaml', join(dir, 'helpdesk.yaml'));
+    const a = await generate(dir);
+    const b = await generate(dir);
+    expect([...a.files.keys()]).toEqual([...b.files.keys()]);
+    for (const [k, v] of a.files) expect(b.files.get(k), k).toBe(v);
+  });
+});
+
+describe('template runtime', () => {
+  it('drops objects whose input-derived values are all absent, keeps literal-only ones', () => {
+    expect(H.obj({ content: undefined, contentType: 'text' }, ['content'])).toBeUndefined();
+    expect(H.obj({ content: 'x', contentType: 'text' }, ['content'])).toEqual({ content: 'x', contentType: 'text' });
+    expect(H.obj({ a: 1 }, [])).toEqual({ a: 1 });
+  });
+  it('joins, concatenates and interpolates only what is present', () => {
+    expect(H.join(['a', undefined, 'b'], ' and ')).toBe('a and b');
+    expect(H.join([undefined], ',')).toBeUndefined();
+    expect(H.concat([[1], undefined, [2, 3]])).toEqual([1, 2, 3]);
+    expect(H.tpl(['x=', 1, ''])).toBe('x=1');
+    expect(H.tpl(['x=', undefined, ''])).toBeUndefined();
+  });
+  it('encodes query values the way providers parse them, and path segments strictly', () => {
+    expect(H.url('https://h', '/p', [['$filter', "status eq 'a b'"], ['n', 1], ['skip', undefined], ['tag', ['x', 'y']]])).toBe(
+      "https://h/p?$filter=status%20eq%20'a%20b'&n=1&tag=x&tag=y",
+    );
+    expect(H.url('https://h', '/p', [['q', 'a&b=c+d']])).toBe('https://h/p?q=a%26b%3Dc%2Bd');
+    expect(H.seg('../x/y?z')).toBe('..%2Fx%2Fy%3Fz');
+  });
+  it('derives stable UUIDs for idempotency', () => {
+    expect(H.uuidFrom(['a', 1])).toBe(H.uuidFrom(['a', 1]));
+    expect(H.uuidFrom(['a', 1])).not.toBe(H.uuidFrom(['a', 2]));
+    expect(H.uuidFrom(['a'])).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
