@@ -116,7 +116,9 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
   }
 
   const toolEntries = checked.map(({ tool, messages, schema }) => {
+    const secretInputs = Object.entries(tool.input).filter(([, p]) => p.secret).map(([n]) => n);
     const optional = [
+      secretInputs.length ? `secretInputs: ${JSON.stringify(secretInputs)},` : '',
       tool.versioned ? `versionFields: ["schema_version", "tool_version"],` : '',
       tool.hook ? `hook: ${tool.hook},` : '',
       tool.notes ? `notes: ${JSON.stringify(tool.notes.trim())},` : '',

@@ -30,6 +30,8 @@ export interface ParamSpec {
   additionalProperties?: boolean;
   /** A string holding comma-separated values; `max_items` bounds their count. */
   csv?: { max_items?: number; item_pattern?: string };
+  /** A credential passed as a parameter (e.g. another service's token): redacted in dry runs, never logged. */
+  secret?: boolean;
   /** A string holding JSON; the parsed value must have one of these JSON types. */
   json?: { types: Array<'array' | 'object'> };
   examples?: unknown[];
@@ -121,8 +123,10 @@ export interface AccountFieldSpec {
   required?: boolean;
   pattern?: string;
   format?: 'email' | 'hostname' | 'url';
-  /** Host patterns (`*.example.com`) a hostname field must match. */
+  /** Host patterns (`*.example.com`) a hostname field, or the host of a url field, must match. */
   host_allowlist?: string[];
+  /** Used when the field is not given. */
+  default?: string;
   example?: string;
 }
 

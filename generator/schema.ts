@@ -57,6 +57,7 @@ function paramSchema(p: ParamSpec, path: string, messages: Record<string, string
     }
     if (p.additionalProperties === false) s.additionalProperties = false;
   }
+  if (p.secret) s.writeOnly = true;
   if (p.examples) s.examples = p.examples;
   return s;
 }

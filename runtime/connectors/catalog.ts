@@ -87,12 +87,16 @@ function checkField(spec: AccountFieldSpec, raw: unknown): string | undefined {
   if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
   if (spec.format === 'email' && !EMAIL.test(value)) return 'must be an email address';
   if (spec.format === 'url') {
+    let u: URL;
     try {
-      const u = new URL(value);
-      if (u.protocol !== 'https:') return 'must be an https URL';
+      u = new URL(value);
     } catch {
       return 'must be a URL';
     }
+    if (u.protocol !== 'https:') return 'must be an https URL';
+    if (u.username || u.password) return 'must not contain credentials';
+    if (spec.host_allowlist && !hostAllowed(u.hostname, spec.host_allowlist)) return `must be a URL on ${spec.host_allowlist.join(' or ')}`;
+    return undefined;
   }
   if (spec.format === 'hostname') {
     if (/^[a-z]+:\/\//i.test(value) || value.includes('/')) return 'must be a bare domain such as acme.zendesk.com, without scheme or path';
@@ -126,7 +130,7 @@ export function validateCredentials(
     if (!known.has(key)) errors.push({ field: `credentials.${key}`, message: `is not a credential field of this connector (expected ${[...known].join(', ')})` });
   }
   for (const spec of auth.fields) {
-    const raw = given[spec.name];
+    const raw = given[spec.name] ?? spec.default;
     if (raw === undefined || raw === null || raw === '') {
       if (spec.required !== false) errors.push({ field: `credentials.${spec.name}`, message: 'is required' });
       continue;
@@ -156,7 +160,15 @@ export function resolveBaseUrl(
   if (!override && auth && isKeyAuth(auth)) {
     for (const f of auth.fields) {
       if (f.host_allowlist && template.includes(`{${f.name}}`)) {
-        const v = fields[f.name];
+        const raw = fields[f.name];
+        let v = raw;
+        if (raw !== undefined && f.format === 'url') {
+          try {
+            v = new URL(raw).hostname;
+          } catch {
+            v = '';
+          }
+        }
         if (v !== undefined && !hostAllowed(v, f.host_allowlist)) {
           throw new ServiceError(400, 'host_not_allowed', `The account's ${f.name} "${v}" is not under ${f.host_allowlist.join(', ')}`);
         }

@@ -9,7 +9,7 @@ import { send, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
-import { baseHeaders, describeRequest, encodeBody, lowerKeys } from './plan.ts';
+import { baseHeaders, describeRequest, encodeBody, lowerKeys, secretValuesOf } from './plan.ts';
 
 export interface ExecuteRequest {
   toolName: string;
@@ -94,7 +94,8 @@ export class ToolExecutor {
     if (req.dryRun) {
       const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
       const target = { connector: resolved.connector, connection: resolved.connection, fields: resolved.account.fields, auth: resolved.auth };
-      return { data: { requests: shown.map((r) => describeRequest(target, r)) }, executionId };
+      const secrets = secretValuesOf(tool, input);
+      return { data: { requests: shown.map((r) => describeRequest(target, r, secrets)) }, executionId };
     }
 
     let status = 200;

@@ -39,8 +39,22 @@ export function baseHeaders(connector: ConnectorDefinition): Record<string, stri
   return { accept: 'application/json', 'user-agent': USER_AGENT, ...lowerKeys(connector.api.headers ?? {}) };
 }
 
+/** Replaces every occurrence of the given secret values in a string or JSON value by [REDACTED]. */
+export function redactValues<T>(value: T, secrets: readonly string[]): T {
+  const live = secrets.filter((s) => s.length >= 4);
+  if (!live.length) return value;
+  const scrub = (s: string) => live.reduce((acc, secret) => acc.split(secret).join('[REDACTED]'), s);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrub(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}
+
 /** A request as a dry run shows it: every header that would be sent, credential values redacted. */
-export function describeRequest(target: PlanTarget, r: UpstreamRequest): PlannedRequest {
+export function describeRequest(target: PlanTarget, r: UpstreamRequest, secretValues: readonly string[] = []): PlannedRequest {
   const headers: Record<string, string> = { ...baseHeaders(target.connector), ...lowerKeys(r.headers) };
   if (r.mcp) {
     headers['content-type'] = 'application/json';
@@ -49,7 +63,12 @@ export function describeRequest(target: PlanTarget, r: UpstreamRequest): Planned
   if (!r.anonymous) Object.assign(headers, credentialHeaders(target.auth.apply, {}, true));
   const { contentType } = encodeBody(r);
   if (contentType) headers['content-type'] = contentType;
-  return { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) };
+  return redactValues({ method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) }, secretValues);
+}
+
+/** The values of a tool's secret inputs, to redact. */
+export function secretValuesOf(tool: ToolDefinition, input: Record<string, unknown>): string[] {
+  return (tool.secretInputs ?? []).map((k) => input[k]).filter((v): v is string => typeof v === 'string');
 }
 
 /**
@@ -60,5 +79,5 @@ export function planRequests(tool: ToolDefinition, input: Record<string, unknown
   const base = (host?: string) => resolveBaseUrl(target.connector, target.connection, target.fields, host);
   const planned = tool.build(input as never, { base });
   const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
-  return shown.map((r) => describeRequest(target, r));
+  return shown.map((r) => describeRequest(target, r, secretValuesOf(tool, input)));
 }

@@ -85,6 +85,8 @@ export interface ToolDefinition<I = any> {
   messages: Readonly<Record<string, string>>;
   checkRules(input: I): FieldError[];
   build(input: I, ctx: BuildContext): UpstreamRequest[];
+  /** Input fields holding credentials: their values are redacted wherever a request is shown. */
+  secretInputs?: readonly string[];
   /** Input fields that select the tool's version and are never sent upstream. */
   versionFields?: readonly string[];
   hook?: ToolHook<I>;
