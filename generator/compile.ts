@@ -329,6 +329,10 @@ export function compileRequests(
     }
     if (req.host) fields.push(`host: ${JSON.stringify(req.host)}`);
     if (req.anonymous) fields.push('anonymous: true');
+    if (req.apply) {
+      if (req.anonymous) fail([...path, 'apply'], 'an anonymous request applies no credentials');
+      fields.push(`apply: ${JSON.stringify(req.apply)}`);
+    }
     if (req.response?.empty_on) fields.push(`emptyOn: ${JSON.stringify(req.response.empty_on)}`);
     let push = `out.push({ ${fields.join(', ')} });`;
     if (req.for_each !== undefined) {

@@ -76,6 +76,8 @@ export interface RequestSpec {
   arguments?: Record<string, Template>;
   /** Leave the credentials off (a public endpoint such as a docs site). */
   anonymous?: boolean;
+  /** Apply the account's credentials this way for this request instead of the auth kind's `apply`. */
+  apply?: CredentialApply;
   /** How the response is shaped before it is returned as `data`. */
   response?: ResponseSpec;
 }

@@ -154,7 +154,8 @@ export class ToolExecutor {
     const { body, contentType } = encodeBody(r);
     const headers: Record<string, string> = { ...baseHeaders(live.connector), ...lowerKeys(r.headers) };
     if (contentType) headers['content-type'] = contentType;
-    if (!r.anonymous) Object.assign(headers, credentialHeaders(live.auth.apply, live.values));
+    const apply = r.apply ?? live.auth.apply;
+    if (!r.anonymous) Object.assign(headers, credentialHeaders(apply, live.values));
     const api = live.connector.api;
     const res = await send(
       { method: r.method, url: r.url, headers, body },
@@ -163,7 +164,7 @@ export class ToolExecutor {
         responseTimeoutMs: api.timeouts?.response_ms ?? 60_000,
         retry: api.retry,
         maxBytes: this.config.toolResponseLimitBytes,
-        credentialHeaders: credentialHeaderNames(live.auth.apply),
+        credentialHeaders: credentialHeaderNames(apply),
         onRetry: (attempt, wait, reason) => this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
       },
     );

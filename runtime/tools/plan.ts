@@ -60,7 +60,7 @@ export function describeRequest(target: PlanTarget, r: UpstreamRequest, secretVa
     headers['content-type'] = 'application/json';
     headers.accept = 'application/json, text/event-stream';
   }
-  if (!r.anonymous) Object.assign(headers, credentialHeaders(target.auth.apply, {}, true));
+  if (!r.anonymous) Object.assign(headers, credentialHeaders(r.apply ?? target.auth.apply, {}, true));
   const { contentType } = encodeBody(r);
   if (contentType) headers['content-type'] = contentType;
   return redactValues({ method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) }, secretValues);

@@ -1,4 +1,4 @@
-import type { ApiSpec, AuthSpec, VersionsSpec } from '../../generator/model.ts';
+import type { ApiSpec, AuthSpec, CredentialApply, VersionsSpec } from '../../generator/model.ts';
 
 /** One HTTP request (or MCP tool call) a tool sends upstream, before credentials are applied. */
 export interface UpstreamRequest {
@@ -11,6 +11,8 @@ export interface UpstreamRequest {
   host?: string;
   /** Sent without the account's credentials (a public endpoint). */
   anonymous?: boolean;
+  /** Credentials applied this way instead of the auth kind's default. */
+  apply?: CredentialApply;
   /** For the MCP transport: the upstream tool called with `tools/call`. */
   mcp?: { tool: string; arguments: Record<string, unknown> };
   /** Upstream statuses that mean "nothing found" rather than an error. */
