@@ -1,0 +1,224 @@
+/**
+ * The OAuth lifecycle end to end, on the mail connector against the fake authorization server and a
+ * small resource server that accepts only the fake's live access tokens: authorization link, PKCE,
+ * callback, forged and replayed state, return URLs, proactive and reactive refresh (single-flight),
+ * rotation, revocation (EXPIRED, then reconnected by a new link), and a provider outage during refresh.
+ */
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { listen, type Listening } from '../fakes/listen.ts';
+import { ConnectorServiceError } from '../../runtime/client/index.ts';
+
+let h: Harness;
+let api: Listening;
+let apiCalls = 0;
+const RETURN_ORIGIN = 'https://app.client.example';
+
+beforeAll(async () => {
+  h = await startHarness({ env: { ALLOWED_REDIRECT_ORIGINS: RETURN_ORIGIN } });
+  const app = express();
+  app.use((req, res, next) => {
+    apiCalls++;
+    if (!h.oauth.validate(req.headers.authorization)) {
+      res.status(401).json({ error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' } });
+      return;
+    }
+    next();
+  });
+  app.get('/v1.0/me/mailboxSettings', (_req, res) => res.json({ timeZone: 'UTC', language: { locale: 'en-US' } }));
+  app.get('/v1.0/me', (req, res) => res.json({ id: h.oauth.validate(req.headers.authorization)!.subject }));
+  api = await listen(app);
+  await oauthConnection(h, 'mail', 'mail', api.url);
+});
+afterAll(async () => {
+  await api?.close();
+  await h?.close();
+});
+
+const services = () => h.running.services;
+async function expireStoredToken(accountId: string) {
+  const a = (await services().store.getAccount(accountId))!;
+  await services().store.updateAccount(accountId, { tokenExpiresAt: Date.now() - 1000 }, Date.now(), a.version);
+}
+async function settings(identifier: string) {
+  return h.client.executeTool({ toolName: 'mail_mailbox_settings_get' as never, toolInput: {} as never, connectionName: 'mail', identifier });
+}
+async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(ConnectorServiceError);
+  return e as ConnectorServiceError;
+}
+
+describe('authorization', () => {
+  it('shows the redirect URI the provider app must register', async () => {
+    const c = await h.client.getConnection('mail');
+    expect(c.redirect_uri).toBe(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback`);
+    expect(c.has_client_secret).toBe(true);
+    expect(JSON.stringify(c)).not.toMatch(/secret-mail/);
+  });
+
+  it('redirects to the provider with state and a PKCE S256 challenge, and activates the account', async () => {
+    const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'alice' });
+    expect((await h.client.getConnectedAccount(connected_account_id)).status).toBe('PENDING_AUTH');
+    const start = await fetch(link, { redirect: 'manual' });
+    expect(start.status).toBe(302);
+    const to = new URL(start.headers.get('location')!);
+    expect(`${to.origin}${to.pathname}`).toBe(h.oauth.authorizeUrl);
+    expect(to.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(to.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(to.searchParams.get('state')!.length).toBeGreaterThanOrEqual(32);
+    expect(to.searchParams.get('scope')).toContain('offline_access');
+    expect(to.searchParams.get('redirect_uri')).toBe((await h.client.getConnection('mail')).redirect_uri);
+    expect(to.searchParams.has('code_verifier')).toBe(false);
+
+    to.searchParams.set('fake_user', 'alice');
+    const consent = await fetch(to, { redirect: 'manual' });
+    const callback = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    expect(callback.status).toBe(200);
+    expect(await callback.text()).toContain('Account connected');
+    const account = await h.client.getConnectedAccount(connected_account_id);
+    expect(account.status).toBe('ACTIVE');
+    expect(account.token_expires_at).not.toBeNull();
+    // The verifier sent at the token endpoint matched the challenge (the fake checks it) and never left otherwise.
+    const exchange = h.oauth.tokenRequests.find((r) => r.grant_type === 'authorization_code')!;
+    expect(exchange.code_verifier).toMatch(/^[A-Za-z0-9_-]{43,128}$/);
+    expect(link).not.toContain(exchange.code_verifier);
+
+    // Replaying the same callback (same state and code) is refused.
+    const replay = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    expect(replay.status).toBe(400);
+    expect(await replay.text()).toMatch(/already used|unknown|expired/);
+    expect((await settings('alice')).data).toEqual({ timeZone: 'UTC', language: { locale: 'en-US' } });
+  });
+
+  it('refuses a forged state and a state from another connection', async () => {
+    const c = await h.client.getConnection('mail');
+    const forged = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback?code=x&state=forged-state-value`, { redirect: 'manual' });
+    expect(forged.status).toBe(400);
+
+    await oauthConnection(h, 'mail-b', 'mail', api.url);
+    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'carol' });
+    const start = await fetch(link, { redirect: 'manual' });
+    const consent = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const other = await h.client.getConnection('mail-b');
+    const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, { redirect: 'manual' });
+    expect(crossed.status).toBe(400);
+    expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'carol' })).status).toBe('PENDING_AUTH');
+  });
+
+  it('refuses an invalid or expired link', async () => {
+    const c = await h.client.getConnection('mail');
+    const res = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/authorize?link=not-a-real-link`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+  });
+
+  it('returns the user only to allowed origins, with the outcome', async () => {
+    const bad = await failure(h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'dave', redirectUrl: 'https://evil.example/cb' }));
+    expect(bad.status).toBe(400);
+    expect(bad.details[0]!.field).toBe('redirect_url');
+    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'dave', redirectUrl: `${RETURN_ORIGIN}/done?x=1` });
+    const res = await followAuthorizationLink(link, 'dave');
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.get('location')!);
+    expect(back.origin).toBe(RETURN_ORIGIN);
+    expect(back.searchParams.get('status')).toBe('success');
+    expect(back.searchParams.get('x')).toBe('1');
+    expect(back.searchParams.get('identifier')).toBe('dave');
+  });
+
+  it('records a refusal at the provider without activating the account', async () => {
+    const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'erin' });
+    const start = await fetch(link, { redirect: 'manual' });
+    const to = new URL(start.headers.get('location')!);
+    to.searchParams.set('fake_decision', 'deny');
+    const consent = await fetch(to, { redirect: 'manual' });
+    const callback = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    expect(callback.status).toBe(400);
+    const account = await h.client.getConnectedAccount(connected_account_id);
+    expect(account.status).toBe('PENDING_AUTH');
+    expect(account.last_error).toContain('access_denied');
+  });
+});
+
+describe('token refresh', () => {
+  it('refreshes an expired token once for 50 concurrent calls', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    await expireStoredToken(id);
+    const before = h.oauth.counts.refresh_token;
+    const results = await Promise.all(Array.from({ length: 50 }, () => settings('alice')));
+    expect(results.every((r) => (r.data as { timeZone: string }).timeZone === 'UTC')).toBe(true);
+    expect(h.oauth.counts.refresh_token - before).toBe(1);
+  });
+
+  it('stores the rotated refresh token: the next refresh uses the new one', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    const used = new Set(h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.refresh_token));
+    await expireStoredToken(id);
+    await settings('alice');
+    const last = h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').at(-1)!;
+    expect(used.has(last.refresh_token)).toBe(false);
+    expect(h.oauth.liveRefreshTokens()).toContain(
+      JSON.parse(services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`)).refresh_token,
+    );
+  });
+
+  it('refreshes reactively after an upstream 401 and retries once', async () => {
+    h.oauth.expireAccessTokens();
+    const before = h.oauth.counts.refresh_token;
+    expect((await settings('alice')).data).toMatchObject({ timeZone: 'UTC' });
+    expect(h.oauth.counts.refresh_token - before).toBe(1);
+    // The proxy does the same for a bodyless request.
+    h.oauth.expireAccessTokens();
+    const res = await h.client.request({ connectionName: 'mail', identifier: 'alice', path: '/v1.0/me' });
+    expect(res.status).toBe(200);
+    expect(res.data).toEqual({ id: 'alice' });
+  });
+
+  it('keeps the account ACTIVE through a provider outage during refresh, and recovers', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    await expireStoredToken(id);
+    h.oauth.failNext = { count: 1, status: 503 };
+    const e = await failure(settings('alice'));
+    expect(e.status).toBe(503);
+    expect(e.code).toBe('refresh_failed');
+    expect(e.isProviderError).toBe(false);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
+    expect((await settings('alice')).data).toMatchObject({ timeZone: 'UTC' });
+  });
+
+  it('marks the account EXPIRED on invalid_grant, then a new link makes it ACTIVE again', async () => {
+    await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'bob' }).then(({ link }) => followAuthorizationLink(link, 'bob'));
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'bob' })).id;
+    expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
+    h.oauth.revokeSubject('bob');
+    await expireStoredToken(id);
+    const e = await failure(settings('bob'));
+    expect(e.status).toBe(409);
+    expect(e.code).toBe('account_expired');
+    expect(e.message).toMatch(/new authorization link/);
+    const expired = await h.client.getConnectedAccount(id);
+    expect(expired.status).toBe('EXPIRED');
+    expect(expired.last_error).toContain('invalid_grant');
+    // Still EXPIRED on the next call, without another refresh attempt.
+    const before = h.oauth.counts.refresh_token;
+    expect((await failure(settings('bob'))).code).toBe('account_expired');
+    expect(h.oauth.counts.refresh_token).toBe(before);
+
+    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'bob' });
+    expect((await followAuthorizationLink(link, 'bob')).status).toBe(200);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
+    expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
+  });
+
+  it('never writes a token or a client secret to the logs', async () => {
+    const text = h.logs.join('');
+    for (const t of [...h.oauth.issuedAccessTokens(), ...h.oauth.liveRefreshTokens()]) expect(text).not.toContain(t);
+    expect(text).not.toMatch(/secret-mail/);
+    expect(h.logs.length).toBeGreaterThan(0);
+  });
+});
