@@ -187,6 +187,399 @@ export interface HelpdeskViewsListInput {
   sort_order?: 'asc' | 'desc';
 }
 
+/** Input of `mail_create_calendar_event`: Create a calendar event. Giving attendees sends them invitations; giving recurrence_type makes a recurring series. */
+export interface MailCreateCalendarEventInput {
+  /** Title. */
+  subject: string;
+  /** Start, as the local time in start_timezone (e.g. 2026-09-07T10:00:00); an offset or Z is dropped. */
+  start_datetime: string;
+  /** Time zone of the start (IANA such as Europe/Berlin, or Windows such as Pacific Standard Time). */
+  start_timezone: string;
+  /** End, as the local time in end_timezone; an offset or Z is dropped. */
+  end_datetime: string;
+  /** Time zone of the end. */
+  end_timezone: string;
+  /** Email addresses of required attendees: a JSON array string (["a@x.com","b@x.com"]) or comma-separated text. */
+  attendees_required?: string;
+  /** Email addresses of optional attendees (JSON array string or comma-separated). */
+  attendees_optional?: string;
+  /** Email addresses of resources such as rooms and equipment (JSON array string or comma-separated). */
+  attendees_resource?: string;
+  /** Event body. */
+  body_content?: string;
+  /** Content type of body_content. */
+  body_contentType?: 'text' | 'html';
+  /** Single location text (its display name). */
+  location?: string;
+  /** JSON array of location objects (displayName, address, coordinates), e.g. [{"displayName":"Room 4"}]. */
+  locations?: string;
+  /** When true each attendee sees only themselves. */
+  hideAttendees?: boolean;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Privacy level. */
+  sensitivity?: 'normal' | 'personal' | 'private' | 'confidential';
+  /** Free/busy status. */
+  showAs?: 'unknown' | 'free' | 'tentative' | 'busy' | 'oof' | 'workingElsewhere';
+  /** All-day event; start and end must then be midnight in the same time zone. */
+  isAllDay?: boolean;
+  /** Creates an online meeting. */
+  isOnlineMeeting?: boolean;
+  /** Online meeting provider (teamsForBusiness needs a work or school account). */
+  onlineMeetingProvider?: 'unknown' | 'skypeForBusiness' | 'skypeForConsumer' | 'teamsForBusiness';
+  /** Whether a reminder is set. */
+  isReminderOn?: boolean;
+  /** Minutes before the start that the reminder fires. */
+  reminderMinutesBeforeStart?: number;
+  /** Pattern type. absoluteMonthly repeats on the day of month of the series start; relativeMonthly on recurrence_days_of_week (first occurrence in the month); the yearly types do the same in the month of the series start. */
+  recurrence_type?: 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly';
+  /** Every N units (every 2 weeks = 2); 1 when not given. */
+  recurrence_interval?: number;
+  /** Comma-separated day names (monday,wednesday or Mon,Wed); required for weekly, relativeMonthly and relativeYearly. */
+  recurrence_days_of_week?: string;
+  /** First day of the series, YYYY-MM-DD; the date of start_datetime when not given. */
+  recurrence_start_date?: string;
+  /** How the recurrence ends; noEnd when not given. */
+  recurrence_range_type?: 'endDate' | 'noEnd' | 'numbered';
+  /** Last day of the series, YYYY-MM-DD; required when recurrence_range_type is endDate. */
+  recurrence_end_date?: string;
+  /** Number of occurrences; required when recurrence_range_type is numbered. */
+  recurrence_occurrences?: number;
+}
+
+/** Input of `mail_update_calendar_event`: Update a calendar event; only the fields given change. */
+export interface MailUpdateCalendarEventInput {
+  /** Event to update. */
+  event_id: string;
+  /** Title. */
+  subject?: string;
+  /** New start, RFC3339 (e.g. 2026-09-08T09:00:00Z); sent as the local time in start_timezone, so give both. */
+  start_datetime?: string;
+  /** Time zone of the start; required with start_datetime. */
+  start_timezone?: string;
+  /** New end, RFC3339; sent as the local time in end_timezone, so give both. */
+  end_datetime?: string;
+  /** Time zone of the end; required with end_datetime. */
+  end_timezone?: string;
+  /** Email addresses of required attendees, comma-separated (a JSON array string works too). Replaces all attendees. */
+  attendees_required?: string;
+  /** Email addresses of optional attendees (JSON array string or comma-separated). */
+  attendees_optional?: string;
+  /** Email addresses of resources such as rooms and equipment (JSON array string or comma-separated). */
+  attendees_resource?: string;
+  /** Event body. */
+  body_content?: string;
+  /** Content type of body_content. */
+  body_contentType?: 'text' | 'html';
+  /** Single location text (its display name). */
+  location?: string;
+  /** JSON array of location objects (displayName, address, coordinates); replaces the locations. */
+  locations?: string;
+  /** When true each attendee sees only themselves. */
+  hideAttendees?: boolean;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Privacy level. */
+  sensitivity?: 'normal' | 'personal' | 'private' | 'confidential';
+  /** Free/busy status. */
+  showAs?: 'unknown' | 'free' | 'tentative' | 'busy' | 'oof' | 'workingElsewhere';
+  /** All-day event; start and end must then be midnight in the same time zone. */
+  isAllDay?: boolean;
+  /** Creates an online meeting. */
+  isOnlineMeeting?: boolean;
+  /** Online meeting provider (teamsForBusiness needs a work or school account). */
+  onlineMeetingProvider?: 'unknown' | 'skypeForBusiness' | 'skypeForConsumer' | 'teamsForBusiness';
+  /** Whether a reminder is set. */
+  isReminderOn?: boolean;
+  /** Minutes before the start that the reminder fires. */
+  reminderMinutesBeforeStart?: number;
+  /** Pattern type. absoluteMonthly repeats on the day of month of the series start; relativeMonthly on recurrence_days_of_week (first occurrence in the month); the yearly types do the same in the month of the series start. */
+  recurrence_type?: 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly';
+  /** Every N units (every 2 weeks = 2); 1 when not given. */
+  recurrence_interval?: number;
+  /** Comma-separated day names (monday,wednesday or Mon,Wed); required for weekly, relativeMonthly and relativeYearly. */
+  recurrence_days_of_week?: string;
+  /** First day of the series, YYYY-MM-DD; the date of start_datetime when not given. */
+  recurrence_start_date?: string;
+  /** How the recurrence ends; noEnd when not given. */
+  recurrence_range_type?: 'endDate' | 'noEnd' | 'numbered';
+  /** Last day of the series, YYYY-MM-DD; required when recurrence_range_type is endDate. */
+  recurrence_end_date?: string;
+  /** Number of occurrences; required when recurrence_range_type is numbered. */
+  recurrence_occurrences?: number;
+  /** Comma-separated category names; replaces the event's categories. */
+  categories?: string;
+}
+
+/** Input of `mail_delete_calendar_event`: Delete a calendar event by ID. */
+export interface MailDeleteCalendarEventInput {
+  /** Event to delete. */
+  event_id: string;
+}
+
+/** Input of `mail_get_calendar_event`: Get a calendar event by ID. */
+export interface MailGetCalendarEventInput {
+  /** Event to get. */
+  event_id: string;
+}
+
+/** Input of `mail_list_calendar_events`: List calendar events with filter, sort, paging and field selection. */
+export interface MailListCalendarEventsInput {
+  /** OData filter, e.g. start/dateTime ge '2026-09-01T00:00:00'. */
+  filter?: string;
+  /** OData sort, e.g. start/dateTime desc. */
+  orderby?: string;
+  /** Comma-separated fields to return (e.g. subject,start,end). */
+  select?: string;
+  /** Number of events to skip. */
+  skip?: number;
+  /** Page size (Graph's default is 10). */
+  top?: number;
+}
+
+/** Input of `mail_create_contact`: Create a contact. */
+export interface MailCreateContactInput {
+  /** Given (first) name. */
+  givenName: string;
+  /** Surname. */
+  surname: string;
+  /** Business phone numbers. */
+  businessPhones?: string[];
+  /** Company name. */
+  companyName?: string;
+  /** Email addresses, each with an address and an optional display name. */
+  emailAddresses?: { address: string; name?: string }[];
+  /** Job title. */
+  jobTitle?: string;
+  /** Mobile phone number. */
+  mobilePhone?: string;
+}
+
+/** Input of `mail_list_contacts`: List contacts. */
+export interface MailListContactsInput {
+  /** OData filter, e.g. emailAddresses/any(a:a/address eq 'ada@engines.example'). */
+  $filter?: string;
+  /** OData sort, e.g. givenName. */
+  $orderby?: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of contacts to skip. */
+  $skip?: number;
+  /** Page size (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_get_message`: Get a message with its body, sender, recipients and attachment information. */
+export interface MailGetMessageInput {
+  /** ID of the message. */
+  message_id: string;
+}
+
+/** Input of `mail_list_messages`: List messages in all folders, 10 by default. */
+export interface MailListMessagesInput {
+  /** OData filter, e.g. isRead eq false. */
+  $filter?: string;
+  /** OData sort, e.g. receivedDateTime desc. */
+  $orderby?: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of messages to skip. */
+  $skip?: number;
+  /** Page size, 1-1000 (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_search_messages`: Keyword search across message subject, body, sender and recipients. */
+export interface MailSearchMessagesInput {
+  /** Search terms; KQL such as from:alice subject:report or to:bob is allowed. */
+  query: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of results to skip. */
+  $skip?: number;
+  /** Page size, 1-1000 (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_list_attachments`: List the attachment metadata (ID, name, size, content type) of a message. */
+export interface MailListAttachmentsInput {
+  /** ID of the message. */
+  message_id: string;
+}
+
+/** Input of `mail_get_attachment`: Download one attachment; returns the full attachment with its base64 `contentBytes`. */
+export interface MailGetAttachmentInput {
+  /** ID of the message. */
+  message_id: string;
+  /** ID of the attachment. */
+  attachment_id: string;
+}
+
+/** Input of `mail_send_message`: Send an email. */
+export interface MailSendMessageInput {
+  /** Email addresses of the To recipients. */
+  toRecipients: string[];
+  /** Subject. */
+  subject: string;
+  /** Body content. */
+  body: string;
+  /** Content type of the body (Text or HTML). */
+  bodyType?: 'Text' | 'HTML';
+  /** Email addresses of the Cc recipients. */
+  ccRecipients?: string[];
+  /** Email addresses of the Bcc recipients. */
+  bccRecipients?: string[];
+  /** Save a copy in Sent Items (default true). (default true) */
+  saveToSentItems?: boolean;
+}
+
+/** Input of `mail_reply_to_message`: Reply to a message; the reply goes to the original sender and is saved in Sent Items. */
+export interface MailReplyToMessageInput {
+  /** ID of the message to reply to. */
+  messageId: string;
+  /** Text of the reply, placed above the quoted original. */
+  comment: string;
+}
+
+/** Input of `mail_mailbox_settings_get`: Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery. */
+export interface MailMailboxSettingsGetInput {}
+
+/** Input of `mail_mailbox_settings_update`: Update the mailbox settings; only the fields given change. */
+export interface MailMailboxSettingsUpdateInput {
+  /** Automatic replies (out of office). */
+  automaticRepliesSetting?: {
+    status?: 'disabled' | 'alwaysEnabled' | 'scheduled';
+    externalAudience?: 'none' | 'contactsOnly' | 'all';
+    internalReplyMessage?: string;
+    externalReplyMessage?: string;
+    scheduledStartDateTime?: { dateTime: string; timeZone: string };
+    scheduledEndDateTime?: { dateTime: string; timeZone: string };
+  };
+  /** Date format (.NET short date pattern, e.g. MM/dd/yyyy). */
+  dateFormat?: string;
+  /** Who gets meeting messages when the mailbox has a delegate. */
+  delegateMeetingMessageDeliveryOptions?:
+    'sendToDelegateAndInformationToPrincipal' | 'sendToDelegateAndPrincipal' | 'sendToDelegateOnly';
+  /** Language of the mailbox. */
+  language?: { locale?: string; displayName?: string };
+  /** Time format (.NET short time pattern, e.g. hh:mm tt). */
+  timeFormat?: string;
+  /** Default time zone (Windows or IANA name). */
+  timeZone?: string;
+  /** Working days, hours and their time zone. */
+  workingHours?: {
+    daysOfWeek?: Array<'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday'>;
+    startTime?: string;
+    endTime?: string;
+    timeZone?: { name?: string; [key: string]: unknown };
+  };
+}
+
+/** Input of `mail_todo_lists_create`: Create a task list. */
+export interface MailTodoListsCreateInput {
+  /** Name of the list. */
+  display_name: string;
+}
+
+/** Input of `mail_todo_lists_delete`: Permanently delete a task list and all its tasks. */
+export interface MailTodoListsDeleteInput {
+  /** ID of the task list. */
+  list_id: string;
+}
+
+/** Input of `mail_todo_lists_get`: Get a task list. */
+export interface MailTodoListsGetInput {
+  /** ID of the task list. */
+  list_id: string;
+}
+
+/** Input of `mail_todo_lists_list`: List the user's task lists. */
+export interface MailTodoListsListInput {}
+
+/** Input of `mail_todo_lists_update`: Rename a task list. */
+export interface MailTodoListsUpdateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** New name of the list. */
+  display_name: string;
+}
+
+/** Input of `mail_todo_tasks_create`: Create a task in a task list. */
+export interface MailTodoTasksCreateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** Title of the task. */
+  title: string;
+  /** Notes of the task (plain text). */
+  body?: string;
+  /** Category names. */
+  categories?: string[];
+  /** Due date, YYYY-MM-DD. */
+  due_date?: string;
+  /** Time zone of the due date (default UTC). (default "UTC") */
+  due_time_zone?: string;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** When to remind, ISO 8601, read as the local time in reminder_time_zone (an offset or Z is dropped). */
+  reminder_date_time?: string;
+  /** Time zone of the reminder (default UTC). (default "UTC") */
+  reminder_time_zone?: string;
+  /** Status. */
+  status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
+}
+
+/** Input of `mail_todo_tasks_delete`: Permanently delete a task. */
+export interface MailTodoTasksDeleteInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+}
+
+/** Input of `mail_todo_tasks_get`: Get a task. */
+export interface MailTodoTasksGetInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+}
+
+/** Input of `mail_todo_tasks_list`: List the tasks of a task list. */
+export interface MailTodoTasksListInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** OData filter, e.g. status eq 'notStarted'. */
+  $filter?: string;
+  /** OData sort, e.g. createdDateTime desc. */
+  $orderby?: string;
+  /** Number of tasks to skip. */
+  $skip?: number;
+  /** Page size (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_todo_tasks_update`: Update a task; only the fields given change. */
+export interface MailTodoTasksUpdateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+  /** Title of the task. */
+  title?: string;
+  /** Notes of the task (plain text); replaces the notes. */
+  body?: string;
+  /** Category names; replaces the categories. */
+  categories?: string[];
+  /** Due date, YYYY-MM-DD. */
+  due_date?: string;
+  /** Time zone of the due date (default UTC). (default "UTC") */
+  due_time_zone?: string;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Status. */
+  status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
+}
+
 /** Every tool name with its input type, for typed `executeTool` calls. */
 export interface ToolInputs {
   helpdesk_groups_list: HelpdeskGroupsListInput;
@@ -205,6 +598,32 @@ export interface ToolInputs {
   helpdesk_user_get: HelpdeskUserGetInput;
   helpdesk_users_list: HelpdeskUsersListInput;
   helpdesk_views_list: HelpdeskViewsListInput;
+  mail_create_calendar_event: MailCreateCalendarEventInput;
+  mail_update_calendar_event: MailUpdateCalendarEventInput;
+  mail_delete_calendar_event: MailDeleteCalendarEventInput;
+  mail_get_calendar_event: MailGetCalendarEventInput;
+  mail_list_calendar_events: MailListCalendarEventsInput;
+  mail_create_contact: MailCreateContactInput;
+  mail_list_contacts: MailListContactsInput;
+  mail_get_message: MailGetMessageInput;
+  mail_list_messages: MailListMessagesInput;
+  mail_search_messages: MailSearchMessagesInput;
+  mail_list_attachments: MailListAttachmentsInput;
+  mail_get_attachment: MailGetAttachmentInput;
+  mail_send_message: MailSendMessageInput;
+  mail_reply_to_message: MailReplyToMessageInput;
+  mail_mailbox_settings_get: MailMailboxSettingsGetInput;
+  mail_mailbox_settings_update: MailMailboxSettingsUpdateInput;
+  mail_todo_lists_create: MailTodoListsCreateInput;
+  mail_todo_lists_delete: MailTodoListsDeleteInput;
+  mail_todo_lists_get: MailTodoListsGetInput;
+  mail_todo_lists_list: MailTodoListsListInput;
+  mail_todo_lists_update: MailTodoListsUpdateInput;
+  mail_todo_tasks_create: MailTodoTasksCreateInput;
+  mail_todo_tasks_delete: MailTodoTasksDeleteInput;
+  mail_todo_tasks_get: MailTodoTasksGetInput;
+  mail_todo_tasks_list: MailTodoTasksListInput;
+  mail_todo_tasks_update: MailTodoTasksUpdateInput;
 }
 
 export type ToolName = keyof ToolInputs;
