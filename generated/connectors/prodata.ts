@@ -1568,7 +1568,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_prodata_search_ads,
     build: build_prodata_search_ads,
     notes:
-      "`startdate` and `enddate` keep their lowercase names upstream. The spec leaves date_option's values open; the provider's five values are enforced.",
+      "`startdate` and `enddate` keep their lowercase names upstream. The spec leaves date_option's values open; the provider's five values are enforced, and countries must be two-letter codes.",
     examples: [
       {
         input: {
@@ -1615,7 +1615,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_search_companies,
     build: build_prodata_search_companies,
-
+    notes: "company_size values are checked against the provider's eight ranges (the spec names three as examples).",
     examples: [
       {
         input: { search: 'software', location: 'Berlin', company_size: '11-50,51-200' },
@@ -1732,7 +1732,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_prodata_search_jobs,
     build: build_prodata_search_jobs,
     notes:
-      "easy_apply true is sent as `easyApply=true`; false (the provider's default) is not sent. `salary` values contain `+`, which is sent percent-encoded.",
+      "easy_apply true is sent as `easyApply=true`; false (the provider's default) is not sent. `salary` values contain `+`, which is sent percent-encoded. The comma-separated values of employment_type, experience_level and workplace_type are checked against the lists the spec gives, company_id against numeric IDs; posted_limit takes the spec's 24h, week, month (the provider's further `1h` is not offered).",
     examples: [
       {
         input: {
@@ -1818,7 +1818,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_prodata_search_leads,
     build: build_prodata_search_leads,
     notes:
-      'Every filter is forwarded; sales_nav_url overriding the other filters and geo_ids overriding locations happen at the provider. recently_changed_jobs true is sent as `recentlyChangedJobs=true`; false is not sent. The value-count limits (50 / 70) and page ≤ 100 are refused with 400 before any upstream call.',
+      "Every filter is forwarded; sales_nav_url overriding the other filters and geo_ids overriding locations happen at the provider. recently_changed_jobs true is sent as `recentlyChangedJobs=true`; false is not sent. The value-count limits (50 / 70) and page ≤ 100 are refused with 400 before any upstream call. The spec leaves company_headcount, seniority_level_ids and years_of_experience_ids open; their values are checked against the provider's fixed ID sets.",
     examples: [
       {
         input: {
@@ -1900,7 +1900,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_prodata_search_people,
     build: build_prodata_search_people,
     notes:
-      "Runs the provider's lead search (`/linkedin/lead-search`), which returns unmasked results and whose plural, comma-separated filters match this tool's parameters; the provider's `/linkedin/profile-search` takes different, singular filters. The endpoint choice is inferred from the vendor-of-record catalogue, not confirmed.",
+      "Runs the provider's lead search (`/linkedin/lead-search`), which returns unmasked results and whose plural, comma-separated filters match this tool's parameters; the provider's `/linkedin/profile-search` takes different, singular filters. The endpoint choice is inferred from the vendor-of-record catalogue, not confirmed. company_headcount and seniority_level_ids values are checked against the provider's sets.",
     examples: [
       {
         input: {
