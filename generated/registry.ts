@@ -2,12 +2,14 @@
 import type { ConnectorDefinition, ToolDefinition } from '../runtime/tools/types.ts';
 import * as helpdesk from './connectors/helpdesk.ts';
 import * as mail from './connectors/mail.ts';
+import * as prodata from './connectors/prodata.ts';
 
 export const connectors: ReadonlyMap<string, ConnectorDefinition> = new Map([
   ['helpdesk', helpdesk.connector],
   ['mail', mail.connector],
+  ['prodata', prodata.connector],
 ]);
 export const tools: ReadonlyMap<string, ToolDefinition> = new Map(
-  [...helpdesk.tools, ...mail.tools].map((t) => [t.name, t]),
+  [...helpdesk.tools, ...mail.tools, ...prodata.tools].map((t) => [t.name, t]),
 );
-export const toolCount = 42;
+export const toolCount = 66;

@@ -580,6 +580,312 @@ export interface MailTodoTasksUpdateInput {
   status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
 }
 
+/** Input of `prodata_bulk_scrape_profiles`: Batch scrape profiles with the scraping platform's hosted profile-scraper Actor, in one synchronous run. Costs 4 USD per 1000 profiles, 10 USD per 1000 with find_email; billed to the scraping-platform account of scraper_token. */
+export interface ProdataBulkScrapeProfilesInput {
+  /** API token of the scraping platform. Sent only to the scraping platform; redacted in dry runs, never logged. */
+  scraper_token: string;
+  /** Profile URLs. */
+  profile_urls: string[];
+  /** Also search each profile's email address (10 USD instead of 4 USD per 1000 profiles). */
+  find_email?: boolean;
+}
+
+/** Input of `prodata_get_ad`: An ad of the ad library, by its ID or its URL (one of them is required). */
+export interface ProdataGetAdInput {
+  /** ID of the ad. */
+  ad_id?: string;
+  /** URL of the ad. */
+  url?: string;
+}
+
+/** Input of `prodata_get_comment_reactions`: Reactions on a comment, by the comment's URL. */
+export interface ProdataGetCommentReactionsInput {
+  /** URL of the comment. */
+  url: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_company`: Time-tracking account information (company name, base URI, plan type, clock format, currency, weekly capacity). */
+export interface ProdataGetCompanyInput {
+  /** ID of the time-tracking account (numeric), returned at authorization in the header Tracker-Account-Id; sent as the Harvest-Account-Id header. */
+  account_id: string;
+}
+
+/** Input of `prodata_get_company_posts`: Posts of a company page, by the company's URL or universal name (one of them is required). */
+export interface ProdataGetCompanyPostsInput {
+  /** Company URL. */
+  company?: string;
+  /** Universal name of the company (the slug of its URL). */
+  company_universal_name?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_group`: Group details (name, description, member count, activity), by group ID or URL (one of them is required). */
+export interface ProdataGetGroupInput {
+  /** ID of the group. */
+  group_id?: string;
+  /** URL of the group. */
+  url?: string;
+}
+
+/** Input of `prodata_get_post`: A post, by its URL. */
+export interface ProdataGetPostInput {
+  /** URL of the post. */
+  url: string;
+}
+
+/** Input of `prodata_get_post_comments`: Comments on a post, by the post's URL. */
+export interface ProdataGetPostCommentsInput {
+  /** URL of the post. */
+  post: string;
+}
+
+/** Input of `prodata_get_post_reactions`: Reactions on a post, by the post's URL. */
+export interface ProdataGetPostReactionsInput {
+  /** URL of the post. */
+  post: string;
+}
+
+/** Input of `prodata_get_profile_comments`: Comments made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`). */
+export interface ProdataGetProfileCommentsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID (faster than the URL). */
+  profile_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+  /** Required for pages above 1; from the previous page's response. */
+  pagination_token?: string;
+  /** Only comments posted within this period. */
+  posted_limit?: '24h' | 'week' | 'month';
+}
+
+/** Input of `prodata_get_profile_posts`: Posts by a profile, by profile URL, ID or public identifier (one of them is required). */
+export interface ProdataGetProfilePostsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Public identifier of the profile (the slug of its URL). */
+  profile_public_identifier?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_profile_reactions`: Reactions made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`). */
+export interface ProdataGetProfileReactionsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+  /** Required for pages above 1; from the previous page's response. */
+  pagination_token?: string;
+}
+
+/** Input of `prodata_scrape_company`: Company overview, headcount, follower count, locations, specialities, industries, funding; provide one of company_url, universal_name, search. */
+export interface ProdataScrapeCompanyInput {
+  /** URL of the company page. */
+  company_url?: string;
+  /** Universal name of the company (the slug of its URL). */
+  universal_name?: string;
+  /** Company name; the most relevant match is returned. */
+  search?: string;
+}
+
+/** Input of `prodata_scrape_job`: Full job listing; provide one of job_url, job_id. */
+export interface ProdataScrapeJobInput {
+  /** URL of the job listing. */
+  job_url?: string;
+  /** Numeric ID of the job listing. */
+  job_id?: string;
+}
+
+/** Input of `prodata_scrape_profile`: Profile with contact details, history, education, skills; provide one of profile_url, public_identifier, profile_id. Typical processing time is about 2.6 s with main, 4.9 s for the full profile. */
+export interface ProdataScrapeProfileInput {
+  /** Profile URL. */
+  profile_url?: string;
+  /** Public identifier (the slug of the profile URL). */
+  public_identifier?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Simplified profile, fewer credits. */
+  main?: boolean;
+  /** Also search the email address (extra credits). */
+  find_email?: boolean;
+  /** Include the About section. */
+  include_about_profile?: boolean;
+  /** Skip SMTP verification in the email search (faster, less accurate). */
+  skip_smtp?: boolean;
+}
+
+/** Input of `prodata_search_ads`: Search the ad library by keyword, advertiser, countries and date range. */
+export interface ProdataSearchAdsInput {
+  /** Keyword. */
+  keyword?: string;
+  /** URL of the advertiser's company page. */
+  account_owner?: string;
+  /** Comma-separated two-letter country codes, e.g. US,GB. */
+  countries?: string;
+  /** Date filter; custom-date-range uses startdate and enddate. */
+  date_option?: 'last-30-days' | 'current-month' | 'current-year' | 'last-year' | 'custom-date-range';
+  /** Start date (YYYY-MM-DD). */
+  startdate?: string;
+  /** End date (YYYY-MM-DD). */
+  enddate?: string;
+}
+
+/** Input of `prodata_search_companies`: Search companies by keyword, location and size. */
+export interface ProdataSearchCompaniesInput {
+  /** Keyword. */
+  search?: string;
+  /** Location. */
+  location?: string;
+  /** Size range, such as 1-10, 11-50, 51-200 (also 201-500, 501-1000, 1001-5000, 5001-10000, 10001+); comma-separated for several. */
+  company_size?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_geo`: Geo IDs by location name (for the geo_id / geo_ids filters of other tools). */
+export interface ProdataSearchGeoInput {
+  /** Location name. */
+  search: string;
+}
+
+/** Input of `prodata_search_groups`: Search groups by keyword. */
+export interface ProdataSearchGroupsInput {
+  /** Keyword. */
+  search: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_jobs`: Search job listings. */
+export interface ProdataSearchJobsInput {
+  /** Keyword. */
+  search?: string;
+  /** Location. */
+  location?: string;
+  /** Company IDs (numeric), comma-separated. */
+  company_id?: string;
+  /** One-click apply only. */
+  easy_apply?: boolean;
+  /** full-time, part-time, contract, temporary, internship; comma-separated. */
+  employment_type?: string;
+  /** internship, entry, associate, mid-senior, director, executive; comma-separated. */
+  experience_level?: string;
+  /** office, hybrid, remote; comma-separated. */
+  workplace_type?: string;
+  /** Only listings posted within this period. */
+  posted_limit?: '24h' | 'week' | 'month';
+  /** Minimum salary. */
+  salary?: '40k+' | '60k+' | '80k+' | '100k+' | '120k+' | '140k+' | '160k+' | '180k+' | '200k+';
+  /** Sort order. */
+  sort_by?: 'relevance' | 'date';
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_leads`: Lead search with the premium prospecting tool's filters; accepts a prospecting-tool search URL. Multiple values are comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100. */
+export interface ProdataSearchLeadsInput {
+  /** Keywords (supports search operators). */
+  search?: string;
+  /** Search URL of the premium prospecting tool (overrides search). */
+  sales_nav_url?: string;
+  /** Headcount ranges, comma-separated: self-employed, 1-10, 11-50, 51-200, 201-500, 501-1000, 1001-5000, 5001-10000, 10001+. */
+  company_headcount?: string;
+  /** Current companies (IDs or URLs), comma-separated, at most 50. */
+  current_companies?: string;
+  /** Current job titles, comma-separated, at most 70. */
+  current_job_titles?: string;
+  /** First names, comma-separated, at most 70. */
+  first_names?: string;
+  /** Last names, comma-separated, at most 70. */
+  last_names?: string;
+  /** Geo IDs, comma-separated (overrides locations). */
+  geo_ids?: string;
+  /** Industry IDs, comma-separated, at most 70. */
+  industry_ids?: string;
+  /** Locations, comma-separated, at most 70. */
+  locations?: string;
+  /** Past companies (IDs or URLs), comma-separated, at most 50. */
+  past_companies?: string;
+  /** Past job titles, comma-separated, at most 70. */
+  past_job_titles?: string;
+  /** Only people who changed jobs recently. */
+  recently_changed_jobs?: boolean;
+  /** Seniority level IDs, comma-separated: 100 in training, 110 entry, 120 senior, 130 strategic, 200 entry manager, 210 experienced manager, 220 director, 300 vice president, 310 CXO, 320 owner/partner. */
+  seniority_level_ids?: string;
+  /** Years-of-experience IDs, comma-separated: 1 (<1), 2 (1-2), 3 (3-5), 4 (6-10), 5 (>10). */
+  years_of_experience_ids?: string;
+  /** Page number (default 1, max 100). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_people`: People search; all parameters optional, multiple values comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100. */
+export interface ProdataSearchPeopleInput {
+  /** Keywords. */
+  search?: string;
+  /** Headcount ranges, comma-separated (e.g. 11-50,51-200). */
+  company_headcount?: string;
+  /** Current companies (IDs or URLs), comma-separated, at most 50. */
+  current_companies?: string;
+  /** Current job titles, comma-separated, at most 70. */
+  current_job_titles?: string;
+  /** First names, comma-separated, at most 70. */
+  first_names?: string;
+  /** Last names, comma-separated, at most 70. */
+  last_names?: string;
+  /** Industry IDs, comma-separated, at most 70. */
+  industry_ids?: string;
+  /** Locations, comma-separated, at most 70. */
+  locations?: string;
+  /** Seniority level IDs, comma-separated (see prodata_search_leads). */
+  seniority_level_ids?: string;
+  /** Page number (default 1, max 100). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_posts`: Search posts by keyword, author, company, group or profile. */
+export interface ProdataSearchPostsInput {
+  /** Keywords. */
+  search?: string;
+  /** URL of the authors' company. */
+  authors_company?: string;
+  /** Company URL. */
+  company?: string;
+  /** Company ID. */
+  company_id?: string;
+  /** Group URL. */
+  group?: string;
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Only posts from this period, for example past-24h, past-week, past-month. */
+  posted_limit?: 'past-24h' | 'past-week' | 'past-month' | '24h' | 'week' | 'month';
+  /** Sort order. */
+  sort_by?: 'relevance' | 'date';
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_services`: Search profiles that offer services. */
+export interface ProdataSearchServicesInput {
+  /** Keywords (the service sought). */
+  search: string;
+  /** Location. */
+  location?: string;
+  /** Geo ID (overrides location). */
+  geo_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
 /** Every tool name with its input type, for typed `executeTool` calls. */
 export interface ToolInputs {
   helpdesk_groups_list: HelpdeskGroupsListInput;
@@ -624,6 +930,30 @@ export interface ToolInputs {
   mail_todo_tasks_get: MailTodoTasksGetInput;
   mail_todo_tasks_list: MailTodoTasksListInput;
   mail_todo_tasks_update: MailTodoTasksUpdateInput;
+  prodata_bulk_scrape_profiles: ProdataBulkScrapeProfilesInput;
+  prodata_get_ad: ProdataGetAdInput;
+  prodata_get_comment_reactions: ProdataGetCommentReactionsInput;
+  prodata_get_company: ProdataGetCompanyInput;
+  prodata_get_company_posts: ProdataGetCompanyPostsInput;
+  prodata_get_group: ProdataGetGroupInput;
+  prodata_get_post: ProdataGetPostInput;
+  prodata_get_post_comments: ProdataGetPostCommentsInput;
+  prodata_get_post_reactions: ProdataGetPostReactionsInput;
+  prodata_get_profile_comments: ProdataGetProfileCommentsInput;
+  prodata_get_profile_posts: ProdataGetProfilePostsInput;
+  prodata_get_profile_reactions: ProdataGetProfileReactionsInput;
+  prodata_scrape_company: ProdataScrapeCompanyInput;
+  prodata_scrape_job: ProdataScrapeJobInput;
+  prodata_scrape_profile: ProdataScrapeProfileInput;
+  prodata_search_ads: ProdataSearchAdsInput;
+  prodata_search_companies: ProdataSearchCompaniesInput;
+  prodata_search_geo: ProdataSearchGeoInput;
+  prodata_search_groups: ProdataSearchGroupsInput;
+  prodata_search_jobs: ProdataSearchJobsInput;
+  prodata_search_leads: ProdataSearchLeadsInput;
+  prodata_search_people: ProdataSearchPeopleInput;
+  prodata_search_posts: ProdataSearchPostsInput;
+  prodata_search_services: ProdataSearchServicesInput;
 }
 
 export type ToolName = keyof ToolInputs;
