@@ -72,6 +72,9 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         if (p.default !== undefined && p.required) fail(['input', name, 'default'], 'a required parameter has no default');
         if (p.csv && p.type !== 'string') fail(['input', name, 'csv'], 'csv applies to string parameters');
         if (p.json && p.type !== 'string') fail(['input', name, 'json'], 'json applies to string parameters');
+        if (p.minProperties !== undefined && p.type !== 'object') {
+          fail(['input', name, 'minProperties'], 'minProperties applies to object parameters');
+        }
         if (p.enum && p.default !== undefined && !p.enum.includes(p.default as never)) {
           fail(['input', name, 'default'], 'must be one of the enum values');
         }

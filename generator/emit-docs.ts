@@ -26,6 +26,7 @@ function constraints(p: ParamSpec): string {
   if (p.pattern) c.push(`pattern \`${p.pattern}\``);
   if (p.minItems !== undefined) c.push(`≥ ${p.minItems} items`);
   if (p.maxItems !== undefined) c.push(`≤ ${p.maxItems} items`);
+  if (p.minProperties !== undefined) c.push(`≥ ${p.minProperties} properties`);
   if (p.csv) c.push(`comma-separated${p.csv.max_items ? `, ≤ ${p.csv.max_items} values` : ''}`);
   if (p.json) c.push(`JSON ${p.json.types.join(' or ')} in a string`);
   if (p.items?.enum) c.push(`items one of ${p.items.enum.map((v) => `\`${v}\``).join(', ')}`);

@@ -28,6 +28,8 @@ export interface ParamSpec {
   /** For objects: known properties (the object stays open unless `additionalProperties: false`). */
   properties?: Record<string, ParamSpec>;
   additionalProperties?: boolean;
+  /** For objects: the least number of properties (e.g. 1 for "something to change"). */
+  minProperties?: number;
   /** A string holding comma-separated values; `max_items` bounds their count. */
   csv?: { max_items?: number; item_pattern?: string };
   /** A credential passed as a parameter (e.g. another service's token): redacted in dry runs, never logged. */
