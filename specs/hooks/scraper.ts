@@ -481,8 +481,8 @@ export const getActorRun: ToolHook<I.ScraperGetActorRunInput> = {
     let actorName: string | null = null;
     if (run.actId) {
       // Best effort, as upstream: a run of an Actor the token cannot read still has its details.
-      const res = await ctx.send(get(`${ctx.base()}/v2/acts/${encodeURIComponent(run.actId)}`));
-      const actor = res.status === 200 ? (res.body as { data?: { username?: string; name?: string } }).data : undefined;
+      const res = await ctx.send(get(`${ctx.base()}/v2/acts/${encodeURIComponent(run.actId)}`)).catch(() => undefined);
+      const actor = res?.status === 200 ? (res.body as { data?: { username?: string; name?: string } }).data : undefined;
       if (actor?.username && actor.name) actorName = `${actor.username}/${actor.name}`;
     }
     let dataset: Json | undefined;
