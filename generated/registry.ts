@@ -4,14 +4,16 @@ import * as crm from './connectors/crm.ts';
 import * as helpdesk from './connectors/helpdesk.ts';
 import * as mail from './connectors/mail.ts';
 import * as prodata from './connectors/prodata.ts';
+import * as scraper from './connectors/scraper.ts';
 
 export const connectors: ReadonlyMap<string, ConnectorDefinition> = new Map([
   ['crm', crm.connector],
   ['helpdesk', helpdesk.connector],
   ['mail', mail.connector],
   ['prodata', prodata.connector],
+  ['scraper', scraper.connector],
 ]);
 export const tools: ReadonlyMap<string, ToolDefinition> = new Map(
-  [...crm.tools, ...helpdesk.tools, ...mail.tools, ...prodata.tools].map((t) => [t.name, t]),
+  [...crm.tools, ...helpdesk.tools, ...mail.tools, ...prodata.tools, ...scraper.tools].map((t) => [t.name, t]),
 );
-export const toolCount = 77;
+export const toolCount = 85;

@@ -1040,6 +1040,94 @@ export interface ProdataSearchServicesInput {
   page?: number;
 }
 
+/** Input of `scraper_call_actor`: Run an Actor. By default waits for completion and returns results with a dataset preview; with async true returns a runId immediately. For Actors that are MCP servers the actor value has form `actorName:toolName`. */
+export interface ScraperCallActorInput {
+  /** Actor ID or `username/name`; `username/name:toolName` calls one tool of an Actor that is an MCP server. */
+  actor: string;
+  /** The Actor's input; must match the Actor's input schema (see scraper_fetch_actor_details with output inputSchema true). */
+  input: Record<string, unknown>;
+  /** Return the runId at once instead of waiting for the run to finish. (default false) */
+  async?: boolean;
+  /** Run options. */
+  callOptions?: { memory?: 128 | 256 | 512 | 1024 | 2048 | 4096 | 8192 | 16384 | 32768; timeout?: number };
+  /** Include a preview of the output items; false avoids duplicate data when output is fetched separately. (default true) */
+  previewOutput?: boolean;
+}
+
+/** Input of `scraper_fetch_actor_details`: Actor details by ID or `username/name`. */
+export interface ScraperFetchActorDetailsInput {
+  /** Actor ID or `username/name`. */
+  actor: string;
+  /** Which parts to return. When omitted all are returned except mcpTools; when any flag is given, only the flags set to true are returned. */
+  output?: {
+    description?: boolean;
+    inputSchema?: boolean;
+    mcpTools?: boolean;
+    metadata?: boolean;
+    outputSchema?: boolean;
+    pricing?: boolean;
+    rating?: boolean;
+    readme?: boolean;
+    stats?: boolean;
+  };
+}
+
+/** Input of `scraper_fetch_platform_docs`: Full content of a platform or crawler-library docs page. */
+export interface ScraperFetchPlatformDocsInput {
+  /** URL of a page under https://docs.apify.com or https://crawlee.dev (a #fragment is ignored). */
+  url: string;
+}
+
+/** Input of `scraper_get_actor_output`: Items of a run's output dataset. */
+export interface ScraperGetActorOutputInput {
+  /** ID of the dataset (the datasetId a run returns). */
+  datasetId: string;
+  /** Comma-separated fields to return; dot notation is allowed and returned as flat keys, so a nested field comes back as a key containing the dot (`crawl.httpStatusCode` gives `{"crawl.httpStatusCode": 200}`). */
+  fields?: string;
+  /** Number of items to return. (default 100) */
+  limit?: number;
+  /** Number of items to skip. (default 0) */
+  offset?: number;
+}
+
+/** Input of `scraper_get_actor_run`: Run details by runId. */
+export interface ScraperGetActorRunInput {
+  /** ID of the run. */
+  runId: string;
+}
+
+/** Input of `scraper_rag_web_browser`: Runs a web search, scrapes top pages, returns content; scrapes a URL directly when query is a URL. */
+export interface ScraperRagWebBrowserInput {
+  /** Search keywords, or a URL to scrape directly. */
+  query: string;
+  /** Number of top search results to scrape (ignored when query is a URL). Higher values raise response time and cost; 1-3 is advised for low latency. (default 3) */
+  maxResults?: number;
+  /** Formats of the page content to return. (default ["markdown"]) */
+  outputFormats?: Array<'markdown' | 'text' | 'html'>;
+}
+
+/** Input of `scraper_search_actors`: Search the Actor store. */
+export interface ScraperSearchActorsInput {
+  /** Space-separated keywords; empty returns popular Actors. */
+  keywords?: string;
+  /** Number of Actors to return (1-100). (default 5) */
+  limit?: number;
+  /** Number of Actors to skip. (default 0) */
+  offset?: number;
+}
+
+/** Input of `scraper_search_platform_docs`: Full-text search of docs. */
+export interface ScraperSearchPlatformDocsInput {
+  /** Keywords only. */
+  query: string;
+  /** Which docs to search. platform (default), crawler-js or crawler-py. (default "platform") */
+  docSource?: 'platform' | 'crawler-js' | 'crawler-py';
+  /** Number of results (1-20). (default 5) */
+  limit?: number;
+  /** Number of results to skip. (default 0) */
+  offset?: number;
+}
+
 /** Every tool name with its input type, for typed `executeTool` calls. */
 export interface ToolInputs {
   crm_companies_search: CrmCompaniesSearchInput;
@@ -1119,6 +1207,14 @@ export interface ToolInputs {
   prodata_search_people: ProdataSearchPeopleInput;
   prodata_search_posts: ProdataSearchPostsInput;
   prodata_search_services: ProdataSearchServicesInput;
+  scraper_call_actor: ScraperCallActorInput;
+  scraper_fetch_actor_details: ScraperFetchActorDetailsInput;
+  scraper_fetch_platform_docs: ScraperFetchPlatformDocsInput;
+  scraper_get_actor_output: ScraperGetActorOutputInput;
+  scraper_get_actor_run: ScraperGetActorRunInput;
+  scraper_rag_web_browser: ScraperRagWebBrowserInput;
+  scraper_search_actors: ScraperSearchActorsInput;
+  scraper_search_platform_docs: ScraperSearchPlatformDocsInput;
 }
 
 export type ToolName = keyof ToolInputs;
