@@ -93,7 +93,9 @@ export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state:
 
 export async function exchangeCode(ep: OAuthEndpoints, code: string, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
   try {
-    const params = new URLSearchParams({ code });
+    // oauth4webapi only takes callback parameters that went through validateAuthResponse(); the state was
+    // already checked (and consumed) against the store by the flow, so the library's own state check is skipped.
+    const params = oauth.validateAuthResponse(ep.as, ep.client, new URLSearchParams({ code }), oauth.skipStateCheck);
     const res = await oauth.authorizationCodeGrantRequest(ep.as, ep.client, ep.clientAuth, params, redirectUri, verifier ?? oauth.nopkce, {
       ...requestOptions(ep),
       signal: AbortSignal.timeout(30_000),
