@@ -153,6 +153,112 @@ export interface CrmDealsSearchInput {
   query?: string;
 }
 
+/** Input of `docs_create_document`: Create a blank document; returns its ID and metadata. */
+export interface DocsCreateDocumentInput {
+  /** Title of the new document. */
+  title?: string;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `docs_list_documents`: List the documents in the user's storage (runs on the file storage API). */
+export interface DocsListDocumentsInput {
+  /** Storage search query; defaults to all documents not in the trash. A query given here replaces the default, so keep `mimeType='application/vnd.google-apps.document'` in it to stay on documents, e.g. `mimeType='application/vnd.google-apps.document' and trashed=false and name contains 'report'`. (default "mimeType='application/vnd.google-apps.document' and trashed=false") */
+  query?: string;
+  /** Sort keys, for example `modifiedTime desc`, `name asc`, `createdTime desc`; comma-separated for several. */
+  order_by?: string;
+  /** Results per page (max 1000, default 100). (default 100) */
+  page_size?: number;
+  /** nextPageToken of a previous response. */
+  page_token?: string;
+}
+
+/** Input of `docs_read_document`: Full content and structure of a document (text, formatting, tables, metadata). */
+export interface DocsReadDocumentInput {
+  /** ID of the document. */
+  document_id: string;
+  /** How suggested edits appear: inline with suggestion IDs, previewed as accepted, or left out (the provider's default depends on the user's access). */
+  suggestions_view_mode?:
+    | 'DEFAULT_FOR_CURRENT_ACCESS'
+    | 'SUGGESTIONS_INLINE'
+    | 'PREVIEW_SUGGESTIONS_ACCEPTED'
+    | 'PREVIEW_WITHOUT_SUGGESTIONS';
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `docs_update_document`: Batch update of a document (insert/delete text, formatting, tables), applied atomically. */
+export interface DocsUpdateDocumentInput {
+  /** ID of the document. */
+  document_id: string;
+  /** Update requests in the provider's form, applied in order, e.g. `{"insertText":{"location":{"index":1},"text":"Hello\n"}}`, `{"replaceAllText":{"containsText":{"text":"{{name}}","matchCase":true},"replaceText":"Ada"}}`, `{"updateTextStyle":{...}}`, `{"insertTable":{...}}`, `{"deleteContentRange":{...}}`. */
+  requests: Record<string, unknown>[];
+  /** Revision management: `requiredRevisionId` (the update fails if the document changed since that revision) or `targetRevisionId`; the revision comes from docs_read_document's `revisionId`. */
+  write_control?: { requiredRevisionId?: string; targetRevisionId?: string };
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `drive_get_file_metadata`: Metadata of a file or folder by its ID (name, MIME type, size, creation time). */
+export interface DriveGetFileMetadataInput {
+  /** ID of the file or folder. */
+  file_id: string;
+  /** Comma-separated File fields to return (Drive partial-response syntax, e.g. `id,name,owners(emailAddress)`; `*` for all). The default includes name, MIME type, size and creation time. (default "id,name,mimeType,size,createdTime,modifiedTime,parents,owners,webViewLink") */
+  fields?: string;
+  /** Set true to reach files in shared drives. */
+  supports_all_drives?: boolean;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `drive_search_content`: Full-text search inside file bodies (and names), optionally limited to one MIME type. */
+export interface DriveSearchContentInput {
+  /** Words to find in file contents. Drive matches whole words, not prefixes; wrap a phrase in double quotes for an exact-phrase match (`"quarterly plan"`). Quotes and backslashes are escaped by the service. */
+  search_term: string;
+  /** File fields to return for each match (a bare list such as `id,name` is wrapped as `nextPageToken,incompleteSearch,files(id,name)`), or a full FileList selection. (default "id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink") */
+  fields?: string;
+  /** Only files of this MIME type, e.g. application/pdf. */
+  mime_type?: string;
+  /** Results per page, 1-1000 (Drive's default is 100). */
+  page_size?: number;
+  /** nextPageToken of a previous response. */
+  page_token?: string;
+  /** Set true to include files in shared drives. */
+  supports_all_drives?: boolean;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `drive_search_files`: Search files and folders by name, type, owner or parent with the Drive query language. */
+export interface DriveSearchFilesInput {
+  /** Drive query, passed through, e.g. `name contains 'report'` (prefix match on words of the name), `mimeType = 'application/vnd.google-apps.folder'`, `'me' in owners`, `'<folderId>' in parents`, `trashed = false`, combined with and / or / not. Without a query every file the user can see is listed, including trashed ones. */
+  query?: string;
+  /** File fields to return for each match (a bare list is wrapped as `nextPageToken,incompleteSearch,files(...)`), or a full FileList selection. (default "id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink") */
+  fields?: string;
+  /** Comma-separated sort keys (createdTime, folder, modifiedByMeTime, modifiedTime, name, name_natural, quotaBytesUsed, recency, sharedWithMeTime, starred, viewedByMeTime), each optionally followed by ` desc`, e.g. `folder,modifiedTime desc`. Not allowed with a fullText query. */
+  order_by?: string;
+  /** Results per page, 1-1000 (Drive's default is 100). */
+  page_size?: number;
+  /** nextPageToken of a previous response. */
+  page_token?: string;
+  /** Set true to include files in shared drives. */
+  supports_all_drives?: boolean;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
 /** Input of `helpdesk_groups_list`: List groups. */
 export interface HelpdeskGroupsListInput {
   /** Page number (offset paging). */
@@ -1141,6 +1247,13 @@ export interface ToolInputs {
   crm_deal_create: CrmDealCreateInput;
   crm_deal_update: CrmDealUpdateInput;
   crm_deals_search: CrmDealsSearchInput;
+  docs_create_document: DocsCreateDocumentInput;
+  docs_list_documents: DocsListDocumentsInput;
+  docs_read_document: DocsReadDocumentInput;
+  docs_update_document: DocsUpdateDocumentInput;
+  drive_get_file_metadata: DriveGetFileMetadataInput;
+  drive_search_content: DriveSearchContentInput;
+  drive_search_files: DriveSearchFilesInput;
   helpdesk_groups_list: HelpdeskGroupsListInput;
   helpdesk_organization_get: HelpdeskOrganizationGetInput;
   helpdesk_organizations_list: HelpdeskOrganizationsListInput;
