@@ -93,7 +93,11 @@ export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state:
 
 export async function exchangeCode(ep: OAuthEndpoints, code: string, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
   try {
-    const params = new URLSearchParams({ code });
+    // oauth4webapi takes the code only from parameters that passed validateAuthResponse. The flow has already
+    // matched and consumed the state; and every connection has its own redirect URI, the mix-up defence that
+    // RFC 9207's `iss` would otherwise give, so only the code is carried over.
+    const as = { ...ep.as, authorization_response_iss_parameter_supported: false };
+    const params = oauth.validateAuthResponse(as, ep.client, new URLSearchParams({ code }), oauth.skipStateCheck);
     const res = await oauth.authorizationCodeGrantRequest(ep.as, ep.client, ep.clientAuth, params, redirectUri, verifier ?? oauth.nopkce, {
       ...requestOptions(ep),
       signal: AbortSignal.timeout(30_000),
