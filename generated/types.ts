@@ -187,6 +187,52 @@ export interface HelpdeskViewsListInput {
   sort_order?: 'asc' | 'desc';
 }
 
+/** Input of `notes_get_meeting_transcript`: Verbatim transcript of one meeting (no summaries or notes). Use it for exact quotes or wording; for summaries or action items use notes_query_meetings or notes_get_meetings. */
+export interface NotesGetMeetingTranscriptInput {
+  /** Meeting UUID (from notes_list_meetings). */
+  meeting_id: string;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_get_meetings`: Private notes, generated summary, attendees and metadata of up to 10 meetings by ID. For open-ended questions about meeting content use notes_query_meetings. */
+export interface NotesGetMeetingsInput {
+  /** Meeting UUIDs (1 to 10). */
+  meeting_ids: string[];
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_list_meetings`: Meeting titles and metadata (date, participants) within a time range. Use notes_get_meetings for the content of the meetings found. */
+export interface NotesListMeetingsInput {
+  /** Time range to list meetings from; `custom` needs custom_start and custom_end. When omitted the server uses its own default (last_30_days). */
+  time_range?: 'this_week' | 'last_week' | 'last_30_days' | 'custom';
+  /** Start of the custom range, ISO date (YYYY-MM-DD); required when time_range is custom. */
+  custom_start?: string;
+  /** End of the custom range, ISO date (YYYY-MM-DD); required when time_range is custom. */
+  custom_end?: string;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_query_meetings`: Ask a natural-language question about the user's meetings. Returns Markdown with numbered inline citation links ([[0]](https://notes.granola.ai/d/<id>)) to the source meeting notes; callers must preserve these citations when they pass the answer on. */
+export interface NotesQueryMeetingsInput {
+  /** The question to ask about the meeting notes. */
+  query: string;
+  /** Meeting UUIDs to limit the context to. */
+  document_ids?: string[];
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
 /** Every tool name with its input type, for typed `executeTool` calls. */
 export interface ToolInputs {
   helpdesk_groups_list: HelpdeskGroupsListInput;
@@ -205,6 +251,10 @@ export interface ToolInputs {
   helpdesk_user_get: HelpdeskUserGetInput;
   helpdesk_users_list: HelpdeskUsersListInput;
   helpdesk_views_list: HelpdeskViewsListInput;
+  notes_get_meeting_transcript: NotesGetMeetingTranscriptInput;
+  notes_get_meetings: NotesGetMeetingsInput;
+  notes_list_meetings: NotesListMeetingsInput;
+  notes_query_meetings: NotesQueryMeetingsInput;
 }
 
 export type ToolName = keyof ToolInputs;
