@@ -5,6 +5,7 @@ import * as docs from './connectors/docs.ts';
 import * as drive from './connectors/drive.ts';
 import * as helpdesk from './connectors/helpdesk.ts';
 import * as mail from './connectors/mail.ts';
+import * as notes from './connectors/notes.ts';
 import * as prodata from './connectors/prodata.ts';
 import * as scraper from './connectors/scraper.ts';
 
@@ -14,6 +15,7 @@ export const connectors: ReadonlyMap<string, ConnectorDefinition> = new Map([
   ['drive', drive.connector],
   ['helpdesk', helpdesk.connector],
   ['mail', mail.connector],
+  ['notes', notes.connector],
   ['prodata', prodata.connector],
   ['scraper', scraper.connector],
 ]);
@@ -24,8 +26,9 @@ export const tools: ReadonlyMap<string, ToolDefinition> = new Map(
     ...drive.tools,
     ...helpdesk.tools,
     ...mail.tools,
+    ...notes.tools,
     ...prodata.tools,
     ...scraper.tools,
   ].map((t) => [t.name, t]),
 );
-export const toolCount = 92;
+export const toolCount = 96;

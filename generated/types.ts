@@ -840,6 +840,52 @@ export interface MailTodoTasksUpdateInput {
   status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
 }
 
+/** Input of `notes_get_meeting_transcript`: Verbatim transcript of one meeting (no summaries or notes). Use it for exact quotes or wording; for summaries or action items use notes_query_meetings or notes_get_meetings. */
+export interface NotesGetMeetingTranscriptInput {
+  /** Meeting UUID (from notes_list_meetings). */
+  meeting_id: string;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_get_meetings`: Private notes, generated summary, attendees and metadata of up to 10 meetings by ID. For open-ended questions about meeting content use notes_query_meetings. */
+export interface NotesGetMeetingsInput {
+  /** Meeting UUIDs (1 to 10). */
+  meeting_ids: string[];
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_list_meetings`: Meeting titles and metadata (date, participants) within a time range. Use notes_get_meetings for the content of the meetings found. */
+export interface NotesListMeetingsInput {
+  /** Time range to list meetings from; `custom` needs custom_start and custom_end. When omitted the server uses its own default (last_30_days). */
+  time_range?: 'this_week' | 'last_week' | 'last_30_days' | 'custom';
+  /** Start of the custom range, ISO date (YYYY-MM-DD); required when time_range is custom. */
+  custom_start?: string;
+  /** End of the custom range, ISO date (YYYY-MM-DD); required when time_range is custom. */
+  custom_end?: string;
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
+/** Input of `notes_query_meetings`: Ask a natural-language question about the user's meetings. Returns Markdown with numbered inline citation links ([[0]](https://notes.granola.ai/d/<id>)) to the source meeting notes; callers must preserve these citations when they pass the answer on. */
+export interface NotesQueryMeetingsInput {
+  /** The question to ask about the meeting notes. */
+  query: string;
+  /** Meeting UUIDs to limit the context to. */
+  document_ids?: string[];
+  /** Version of the tool's input schema (default 1). Never sent upstream. */
+  schema_version?: '1';
+  /** Version of the tool to execute (default 1). Never sent upstream. */
+  tool_version?: '1';
+}
+
 /** Input of `prodata_bulk_scrape_profiles`: Batch scrape profiles with the scraping platform's hosted profile-scraper Actor, in one synchronous run. Costs 4 USD per 1000 profiles, 10 USD per 1000 with find_email; billed to the scraping-platform account of scraper_token. */
 export interface ProdataBulkScrapeProfilesInput {
   /** API token of the scraping platform. Sent only to the scraping platform; redacted in dry runs, never logged. */
@@ -1296,6 +1342,10 @@ export interface ToolInputs {
   mail_todo_tasks_get: MailTodoTasksGetInput;
   mail_todo_tasks_list: MailTodoTasksListInput;
   mail_todo_tasks_update: MailTodoTasksUpdateInput;
+  notes_get_meeting_transcript: NotesGetMeetingTranscriptInput;
+  notes_get_meetings: NotesGetMeetingsInput;
+  notes_list_meetings: NotesListMeetingsInput;
+  notes_query_meetings: NotesQueryMeetingsInput;
   prodata_bulk_scrape_profiles: ProdataBulkScrapeProfilesInput;
   prodata_get_ad: ProdataGetAdInput;
   prodata_get_comment_reactions: ProdataGetCommentReactionsInput;

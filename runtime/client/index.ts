@@ -46,6 +46,8 @@ export interface Connection {
   api_base_url: string | null;
   api_hosts: Record<string, string>;
   oauth: Record<string, string>;
+  /** MCP connections: whether the service has registered itself as a client at the authorization server. */
+  client_registered?: boolean;
   account_count?: number;
   created_at: string;
   updated_at: string;
