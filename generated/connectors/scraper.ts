@@ -39,20 +39,6 @@ export const connector: ConnectorDefinition = {
           required: true,
           secret: true,
         },
-        {
-          name: 'platform_docs_search_key',
-          title: 'Search-only key of the platform docs index (optional)',
-          description: 'Used only by scraper_search_platform_docs with docSource platform.',
-          required: false,
-          secret: true,
-        },
-        {
-          name: 'crawler_docs_search_key',
-          title: 'Search-only key of the crawler-library docs index (optional)',
-          description: 'Used only by scraper_search_platform_docs with docSource crawler-js or crawler-py.',
-          required: false,
-          secret: true,
-        },
       ],
       apply: {
         bearer: '{token}',
@@ -217,7 +203,10 @@ function build_scraper_search_platform_docs(
     out.push({
       method: 'POST',
       url: H.url(ctx.base('platform_docs_search'), `/1/indexes/*/queries`),
-      headers: { 'x-algolia-application-id': 'N8EOCSBQGH' } as Record<string, string>,
+      headers: {
+        'x-algolia-application-id': 'N8EOCSBQGH',
+        'x-algolia-api-key': 'e97714a64e2b4b8b8fe0b01cd8592870',
+      } as Record<string, string>,
       body: {
         requests: [
           {
@@ -232,14 +221,17 @@ function build_scraper_search_platform_docs(
         ],
       },
       host: 'platform_docs_search',
-      apply: { headers: { 'x-algolia-api-key': '{platform_docs_search_key}' } },
+      anonymous: true,
     });
   }
   if (input['docSource'] === 'crawler-js') {
     out.push({
       method: 'POST',
       url: H.url(ctx.base('crawler_docs_search'), `/1/indexes/*/queries`),
-      headers: { 'x-algolia-application-id': '5JC94MPMLY' } as Record<string, string>,
+      headers: {
+        'x-algolia-application-id': '5JC94MPMLY',
+        'x-algolia-api-key': '267679200b833c2ca1255ab276731869',
+      } as Record<string, string>,
       body: {
         requests: [
           {
@@ -255,14 +247,17 @@ function build_scraper_search_platform_docs(
         ],
       },
       host: 'crawler_docs_search',
-      apply: { headers: { 'x-algolia-api-key': '{crawler_docs_search_key}' } },
+      anonymous: true,
     });
   }
   if (input['docSource'] === 'crawler-py') {
     out.push({
       method: 'POST',
       url: H.url(ctx.base('crawler_docs_search'), `/1/indexes/*/queries`),
-      headers: { 'x-algolia-application-id': '5JC94MPMLY' } as Record<string, string>,
+      headers: {
+        'x-algolia-application-id': '5JC94MPMLY',
+        'x-algolia-api-key': '878493fcd7001e3c179b6db6796a999b',
+      } as Record<string, string>,
       body: {
         requests: [
           {
@@ -278,7 +273,7 @@ function build_scraper_search_platform_docs(
         ],
       },
       host: 'crawler_docs_search',
-      apply: { headers: { 'x-algolia-api-key': '{crawler_docs_search_key}' } },
+      anonymous: true,
     });
   }
 
@@ -746,7 +741,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_scraper_search_platform_docs,
     build: build_scraper_search_platform_docs,
     notes:
-      "Not a platform call and no platform token: the docs search is Algolia DocSearch (`POST /1/indexes/*/queries` of the docs' own Algolia application), authenticated by the index's public search-only key, which the connected account holds (`platform_docs_search_key`, `crawler_docs_search_key`; without it the tool answers 409 naming the missing field). docSource is the spec's neutral name and is translated: platform → the apify index (`version:latest`), crawler-js → crawlee-js (`type:lvl1`, English, the current docs tags), crawler-py → crawlee-py. Returns Algolia's `{results: [{hits: [{url, hierarchy, content}], nbHits, …}]}`; each hit's `url` carries its #anchor. Deviation: the MCP server fetches one page of hits (about 20) and slices it locally, so offset + limit past about 20 finds nothing; the service asks Algolia for exactly that window (`offset`, `length`), which gives the same first results and real ones beyond. The MCP server's one-hour cache is not kept.",
+      "Not a platform call and no platform token: the docs search is Algolia DocSearch (`POST /1/indexes/*/queries` of the docs' own Algolia application), with the public search-only key each docs site publishes (the same ones the reference MCP server uses); no account credential is sent. docSource is the spec's neutral name and is translated: platform → the apify index (`version:latest`), crawler-js → crawlee-js (`type:lvl1`, English, the current docs tags), crawler-py → crawlee-py. Returns Algolia's `{results: [{hits: [{url, hierarchy, content}], nbHits, …}]}`; each hit's `url` carries its #anchor. Deviation: the MCP server fetches one page of hits (about 20) and slices it locally, so offset + limit past about 20 finds nothing; the service asks Algolia for exactly that window (`offset`, `length`), which gives the same first results and real ones beyond. The MCP server's one-hour cache is not kept.",
     examples: [
       {
         input: { query: 'actor input schema' },
@@ -754,7 +749,10 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'POST',
             url: 'https://N8EOCSBQGH-dsn.algolia.net/1/indexes/*/queries',
-            headers: { 'x-algolia-application-id': 'N8EOCSBQGH', 'x-algolia-api-key': '[REDACTED]' },
+            headers: {
+              'x-algolia-application-id': 'N8EOCSBQGH',
+              'x-algolia-api-key': 'e97714a64e2b4b8b8fe0b01cd8592870',
+            },
             body: {
               requests: [
                 {

@@ -50,7 +50,7 @@ beforeAll(async () => {
   await h.client.createConnection({ connection_name: 'scraper', connector: 'scraper', api_base_url: fake.url, api_hosts: fake.hosts });
   await h.client.upsertConnectedAccount({
     ...who,
-    credentials: { token: TOKEN, platform_docs_search_key: fake.searchKeys[PLATFORM_DOCS_APP], crawler_docs_search_key: fake.searchKeys[CRAWLER_DOCS_APP] },
+    credentials: { token: TOKEN },
   });
 });
 afterAll(async () => {
@@ -349,13 +349,11 @@ describe('docs tools (no platform credentials)', () => {
     expect(fake.requests.at(-1)!.path).toBe(`/algolia/${CRAWLER_DOCS_APP}/1/indexes/*/queries`);
   });
 
-  it('answers 409 naming the missing search key, sending nothing', async () => {
-    await h.client.upsertConnectedAccount({ connectionName: 'scraper', identifier: 'no-docs-keys', credentials: { token: TOKEN } });
-    const before = fake.requests.length;
-    const e = await failure(run('scraper_search_platform_docs', { query: 'dataset' }, { connectionName: 'scraper', identifier: 'no-docs-keys' }));
-    expect(e.status).toBe(409);
-    expect(e.message).toContain('platform_docs_search_key');
-    expect(fake.requests.length).toBe(before);
+  it('searches the docs with the published search-only keys, never with the account token', async () => {
+    const sent = await during(() => run('scraper_search_platform_docs', { query: 'dataset', docSource: 'crawler-py' }));
+    expect(sent[0]!.headers['x-algolia-api-key']).toBe('878493fcd7001e3c179b6db6796a999b');
+    expect(sent[0]!.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(sent)).not.toContain(TOKEN);
   });
 
   it('fetches a docs page as Markdown from either site, without the fragment and without credentials', async () => {
@@ -452,7 +450,6 @@ describe('dry run', () => {
           expect(r.headers.authorization, `${t.name} ${r.url}`).toBe(toPlatform ? 'Bearer [REDACTED]' : undefined);
         }
         expect(JSON.stringify(data)).not.toContain(TOKEN);
-        expect(JSON.stringify(data)).not.toContain(fake.searchKeys[PLATFORM_DOCS_APP]);
       }
     }
     expect(fake.requests.length).toBe(before);

@@ -138,7 +138,11 @@ export class FakeApify {
   readonly datasets = new Map<string, { id: string; userId: string; items: Json[] }>();
   readonly requests: ReceivedRequest[] = [];
   /** Search-only keys of the two docs search applications. */
-  readonly searchKeys: Record<string, string> = { [PLATFORM_DOCS_APP]: 'platform-search-only-key', [CRAWLER_DOCS_APP]: 'crawler-search-only-key' };
+  /** The public search-only keys the docs sites publish, per application (crawlee-js and crawlee-py share an application). */
+  readonly searchKeys: Record<string, string[]> = {
+    [PLATFORM_DOCS_APP]: ['e97714a64e2b4b8b8fe0b01cd8592870'],
+    [CRAWLER_DOCS_APP]: ['267679200b833c2ca1255ab276731869', '878493fcd7001e3c179b6db6796a999b'],
+  };
   readonly docsIndexes = new Map<string, DocsRecord[]>();
   readonly docsPages = new Map<string, string>();
   private mcpSessions = new Set<string>();
@@ -492,7 +496,7 @@ export class FakeApify {
   private algolia(req: Request, res: Response, next: NextFunction) {
     if (req.method !== 'POST' || req.path !== '/1/indexes/*/queries') return next();
     const app = String(req.params.app);
-    if (req.headers['x-algolia-application-id'] !== app || req.headers['x-algolia-api-key'] !== this.searchKeys[app]) {
+    if (req.headers['x-algolia-application-id'] !== app || !this.searchKeys[app]?.includes(String(req.headers['x-algolia-api-key']))) {
       return void res.status(403).json({ message: 'Invalid Application-ID or API key', status: 403 });
     }
     const body = req.body as { requests?: Json[] };
