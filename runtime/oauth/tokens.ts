@@ -93,7 +93,9 @@ export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state:
 
 export async function exchangeCode(ep: OAuthEndpoints, code: string, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
   try {
-    const params = new URLSearchParams({ code });
+    // The service checks and consumes `state` itself (see flow.ts); oauth4webapi wants callback parameters
+    // that went through its own validation, so they are branded here with the state check skipped.
+    const params = oauth.validateAuthResponse(ep.as, ep.client, new URLSearchParams({ code }), oauth.skipStateCheck);
     const res = await oauth.authorizationCodeGrantRequest(ep.as, ep.client, ep.clientAuth, params, redirectUri, verifier ?? oauth.nopkce, {
       ...requestOptions(ep),
       signal: AbortSignal.timeout(30_000),
