@@ -184,7 +184,7 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   if (t.$each !== undefined) {
     const itemVar = `item${scope.items.length}`;
     const inner = compileTemplate(t.$each, { ...scope, items: [...scope.items, itemVar] }, [...path, '$each']);
-    c = { code: `H.each(${c.code}, (${itemVar}: any) => ${inner.code})`, dynamic: true, optional: c.optional };
+    c = { code: `H.each(${c.code}, (${itemVar}: any) => (${inner.code}))`, dynamic: true, optional: c.optional };
   }
   if (t.$default !== undefined) {
     c = { code: `(${c.code} ?? ${JSON.stringify(t.$default)})`, dynamic: c.dynamic, optional: false };
@@ -275,7 +275,7 @@ export function compileRequests(
     ? [[tool.request, ['request']]]
     : (tool.requests ?? []).map((r, i) => [r, ['requests', i]]);
   if (tool.request && tool.requests) fail(['requests'], 'give either request or requests, not both');
-  if (!specs.length) fail(['request'], 'is required');
+  if (!specs.length && !tool.hook) fail(['request'], 'is required (only a tool with a hook may send nothing)');
 
   const statements: string[] = [];
   for (const [req, path] of specs) {
