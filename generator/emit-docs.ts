@@ -40,6 +40,9 @@ function ruleText(rule: RuleSpec): string {
       .join(' and ');
     return `${rule.requires.map((r) => `\`${r}\``).join(', ')} required when ${when}`;
   }
+  if ('unsupported' in rule) {
+    return `${rule.unsupported.map((r) => `\`${r}\``).join(', ')} refused (400): ${rule.message ?? "the provider's API has no field for it"}`;
+  }
   if ('at_least_one_of' in rule) return `at least one of ${rule.at_least_one_of.map((r) => `\`${r}\``).join(', ')}`;
   const m = rule.max_page;
   return `\`${m.page}\` ≤ floor(${m.total} / \`${m.per_page}\`) (\`${m.per_page}\` defaults to ${m.per_page_default})`;
