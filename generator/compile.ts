@@ -201,6 +201,19 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   return c;
 }
 
+/**
+ * The root of a body or of the headers: never absent as a whole, so its literal members stay even when
+ * every input-derived member is absent (`{userId: {$in: user_id}, status: DONE}` without user_id is
+ * `{status: DONE}`, not `{}`).
+ */
+function compileRoot(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || isExpression(t)) return compileTemplate(t, scope, path);
+  const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
+  const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
+  if (!entries.some(([, c]) => c.optional)) return { code: `{ ${body} }`, dynamic: entries.some(([, c]) => c.dynamic), optional: false };
+  return { code: `H.obj({ ${body} }, [])!`, dynamic: true, optional: false };
+}
+
 export function compileTemplate(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
   if (t === null || typeof t !== 'object') return lit(t);
   if (Array.isArray(t)) {
@@ -317,14 +330,14 @@ export function compileRequests(
     const queryCode = query.length ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]` : '';
     fields.push(`method: ${JSON.stringify(req.method)}`, `url: H.url(${base}, ${urlPath}${queryCode})`);
     if (req.headers) {
-      const h = compileTemplate(req.headers, itemScope, [...path, 'headers']);
+      const h = compileRoot(req.headers, itemScope, [...path, 'headers']);
       fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
     } else {
       fields.push('headers: {}');
     }
     if (req.body !== undefined) {
       if (req.method === 'GET' || req.method === 'DELETE') fail([...path, 'body'], `${req.method} requests carry no body`);
-      const b = compileTemplate(req.body, itemScope, [...path, 'body']);
+      const b = compileRoot(req.body, itemScope, [...path, 'body']);
       fields.push(`body: ${b.optional ? `(${b.code} ?? {})` : b.code}`);
       if (req.body_encoding === 'form') fields.push(`bodyEncoding: "form"`);
     }

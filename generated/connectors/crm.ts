@@ -110,17 +110,16 @@ function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: Build
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/companies/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -155,38 +154,37 @@ function build_crm_company_create(input: I.CrmCompanyCreateInput, ctx: BuildCont
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/companies`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              name: input['name'],
-              annualrevenue: H.map(input['annualrevenue'], (v: any) => T.to_string(v)),
-              city: input['city'],
-              country: input['country'],
-              description: input['description'],
-              domain: input['domain'],
-              industry: input['industry'],
-              numberofemployees: H.map(input['numberofemployees'], (v: any) => T.to_string(v)),
-              phone: input['phone'],
-              state: input['state'],
-            },
-            [
-              'name',
-              'annualrevenue',
-              'city',
-              'country',
-              'description',
-              'domain',
-              'industry',
-              'numberofemployees',
-              'phone',
-              'state',
-            ],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            name: input['name'],
+            annualrevenue: H.map(input['annualrevenue'], (v: any) => T.to_string(v)),
+            city: input['city'],
+            country: input['country'],
+            description: input['description'],
+            domain: input['domain'],
+            industry: input['industry'],
+            numberofemployees: H.map(input['numberofemployees'], (v: any) => T.to_string(v)),
+            phone: input['phone'],
+            state: input['state'],
+          },
+          [
+            'name',
+            'annualrevenue',
+            'city',
+            'country',
+            'description',
+            'domain',
+            'industry',
+            'numberofemployees',
+            'phone',
+            'state',
+          ],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -222,36 +220,35 @@ function build_crm_contact_create(input: I.CrmContactCreateInput, ctx: BuildCont
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              email: input['email'],
-              company: input['company'],
-              firstname: input['firstname'],
-              hs_lead_status: input['crm_lead_status'],
-              jobtitle: input['jobtitle'],
-              lastname: input['lastname'],
-              lifecyclestage: input['lifecyclestage'],
-              phone: input['phone'],
-              website: input['website'],
-            },
-            [
-              'email',
-              'company',
-              'firstname',
-              'hs_lead_status',
-              'jobtitle',
-              'lastname',
-              'lifecyclestage',
-              'phone',
-              'website',
-            ],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            email: input['email'],
+            company: input['company'],
+            firstname: input['firstname'],
+            hs_lead_status: input['crm_lead_status'],
+            jobtitle: input['jobtitle'],
+            lastname: input['lastname'],
+            lifecyclestage: input['lifecyclestage'],
+            phone: input['phone'],
+            website: input['website'],
+          },
+          [
+            'email',
+            'company',
+            'firstname',
+            'hs_lead_status',
+            'jobtitle',
+            'lastname',
+            'lifecyclestage',
+            'phone',
+            'website',
+          ],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -287,7 +284,7 @@ function build_crm_contact_update(input: I.CrmContactUpdateInput, ctx: BuildCont
     method: 'PATCH',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'])}`),
     headers: {},
-    body: H.obj({ properties: input['props'] }, ['properties']) ?? {},
+    body: H.obj({ properties: input['props'] }, [])!,
   });
   return out;
 }
@@ -337,17 +334,16 @@ function build_crm_contacts_search(input: I.CrmContactsSearchInput, ctx: BuildCo
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -382,25 +378,24 @@ function build_crm_deal_create(input: I.CrmDealCreateInput, ctx: BuildContext): 
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/deals`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              amount: T.to_string(input['amount']),
-              dealname: input['dealname'],
-              dealstage: input['dealstage'],
-              closedate: input['closedate'],
-              dealtype: input['dealtype'],
-              description: input['description'],
-              hs_priority: H.map(input['crm_priority'], (v: any) => T.lower(v)),
-              pipeline: input['pipeline'],
-            },
-            ['amount', 'dealname', 'dealstage', 'closedate', 'dealtype', 'description', 'hs_priority', 'pipeline'],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            amount: T.to_string(input['amount']),
+            dealname: input['dealname'],
+            dealstage: input['dealstage'],
+            closedate: input['closedate'],
+            dealtype: input['dealtype'],
+            description: input['description'],
+            hs_priority: H.map(input['crm_priority'], (v: any) => T.lower(v)),
+            pipeline: input['pipeline'],
+          },
+          ['amount', 'dealname', 'dealstage', 'closedate', 'dealtype', 'description', 'hs_priority', 'pipeline'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -430,17 +425,16 @@ function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext)
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/deals/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }

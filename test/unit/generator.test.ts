@@ -130,3 +130,27 @@ describe('template runtime', () => {
     expect(H.uuidFrom(['a'])).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });
+
+describe('body roots', () => {
+  it('keep their literal members when every input-derived member is absent', async () => {
+    const dir = specDir(
+      header +
+        `  - name: demo_patch
+    description: Patch
+    input:
+      id: { type: string, required: true }
+      owner: { type: string }
+    request:
+      method: PATCH
+      path: "/items/{id}"
+      body: { owner: { $in: owner }, status: DONE, nested: { note: { $in: owner }, kind: x } }
+    examples:
+      - input: { id: "1" }
+        requests: [{ method: PATCH, url: "https://api.demo.example/items/1", body: { status: DONE } }]
+`,
+    );
+    const out = await generate(dir);
+    const code = out.files.get('generated/connectors/demo.ts')!;
+    expect(code).toMatch(/H\.obj\(\s*\{\s*owner: input\['owner'\],\s*status: 'DONE'/);
+  });
+});
