@@ -10,6 +10,7 @@
  *       {$template: "a {p} b"} string interpolation, `{p|transform}` allowed; absent when a value is absent
  *       {$join: [...], $sep}   joins the parts that are present
  *       {$concat: [...]}       concatenates the arrays that are present
+ *       {$merge: [...]}        shallow-merges the objects that are present, later ones winning
  *       {$uuid_from: [p...]}   a deterministic UUID from input values (idempotency keys)
  *     with modifiers, applied in this order: $pipe (transforms), $each (maps an array),
  *     $default (a literal when absent), $when (a condition on the input).
@@ -29,7 +30,7 @@ export interface Compiled {
 
 export type Fail = (path: Array<string | number>, problem: string) => never;
 
-const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$uuid_from'] as const;
+const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$merge', '$uuid_from'] as const;
 const MODIFIERS = ['$pipe', '$each', '$default', '$when', '$sep'] as const;
 const TRANSFORMS = new Set<string>(transformNames);
 
@@ -154,7 +155,8 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
       break;
     }
     case '$join':
-    case '$concat': {
+    case '$concat':
+    case '$merge': {
       if (!Array.isArray(arg)) scope.fail([...path, op], `${op} takes a list`);
       const items = (arg as unknown[]).map((x, i) => compileTemplate(x, scope, [...path, op, i]));
       const list = `[${items.map((i) => i.code).join(', ')}]`;
@@ -162,8 +164,10 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
         const sep = t.$sep ?? ',';
         if (typeof sep !== 'string') scope.fail([...path, '$sep'], '$sep must be a string');
         c = { code: `H.join(${list}, ${JSON.stringify(sep)})`, dynamic: items.some((i) => i.dynamic), optional: true };
-      } else {
+      } else if (op === '$concat') {
         c = { code: `H.concat(${list})`, dynamic: items.some((i) => i.dynamic), optional: true };
+      } else {
+        c = { code: `H.merge(${list})`, dynamic: items.some((i) => i.dynamic), optional: true };
       }
       break;
     }

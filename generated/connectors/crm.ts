@@ -10,7 +10,6 @@ import type {
 } from '../../runtime/tools/types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
-import { dealUpdate } from '../../specs/hooks/crm.ts';
 
 export const connector: ConnectorDefinition = {
   name: 'crm',
@@ -410,13 +409,27 @@ function build_crm_deal_update(input: I.CrmDealUpdateInput, ctx: BuildContext): 
     method: 'PATCH',
     url: H.url(ctx.base(), `/crm/v3/objects/deals/${H.seg(input['deal_id'])}`),
     headers: {},
-    body: { properties: input['properties'] },
+    body: H.obj(
+      {
+        properties: H.merge([
+          input['properties'],
+          H.obj({ good_deal: H.map(input['good_deal'], (v: any) => T.to_string(v)) }, ['good_deal']),
+        ]),
+      },
+      [],
+    )!,
   });
   return out;
 }
 
-function rules_crm_deal_update(_input: I.CrmDealUpdateInput): FieldError[] {
-  return [];
+function rules_crm_deal_update(input: I.CrmDealUpdateInput): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!['properties', 'good_deal'].some((f) => H.present(input[f as keyof typeof input])))
+    errors.push({
+      field: 'properties',
+      message: 'must name at least one property to change (or give good_deal); an empty update would change nothing',
+    });
+  return errors;
 }
 
 function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext): UpstreamRequest[] {
@@ -1009,7 +1022,6 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_crm_deal_update,
     build: build_crm_deal_update,
-    hook: dealUpdate,
     notes:
       '`good_deal` is not a HubSpot default deal property: it is a custom property of the portal the tool catalogue was made against. When given it is merged into the `properties` object as the string "true" or "false"; a portal without a custom deal property of that internal name answers 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), returned as a provider error rather than dropped silently. An update with no property at all (an empty `properties` and no `good_deal`) is refused with 400 naming `properties`, since HubSpot would change nothing. The keys of `properties` are HubSpot internal names (`hs_priority`, not `crm_priority`) and are sent unchanged.',
     examples: [

@@ -124,6 +124,12 @@ describe('template runtime', () => {
     expect(H.url('https://h', '/p', [['q', 'a&b=c+d']])).toBe('https://h/p?q=a%26b%3Dc%2Bd');
     expect(H.seg('../x/y?z')).toBe('..%2Fx%2Fy%3Fz');
   });
+  it('merges present objects, later ones winning, and treats empty values as not given', () => {
+    expect(H.merge([{ a: 1, b: 2 }, undefined, { b: 3, c: undefined }])).toEqual({ a: 1, b: 3 });
+    expect(H.merge([{}, undefined])).toBeUndefined();
+    expect([undefined, null, '', [], {}].map(H.present)).toEqual([false, false, false, false, false]);
+    expect([0, false, 'x', [1], { a: 1 }].map(H.present)).toEqual([true, true, true, true, true]);
+  });
   it('derives stable UUIDs for idempotency', () => {
     expect(H.uuidFrom(['a', 1])).toBe(H.uuidFrom(['a', 1]));
     expect(H.uuidFrom(['a', 1])).not.toBe(H.uuidFrom(['a', 2]));
