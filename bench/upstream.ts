@@ -32,7 +32,7 @@ function upstream(port: number) {
       res.end(JSON.stringify({ refreshes }));
       return;
     }
-    if (url.startsWith('/big')) {
+    if (url.includes('/big')) {
       const size = Number(new URL(url, 'http://x').searchParams.get('bytes') ?? 200 * 1024 * 1024);
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) });
       let sent = 0;

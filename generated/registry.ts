@@ -9,7 +9,6 @@ import * as mail from './connectors/mail.ts';
 import * as notes from './connectors/notes.ts';
 import * as prodata from './connectors/prodata.ts';
 import * as scraper from './connectors/scraper.ts';
-
 export const connectors: ReadonlyMap<string, ConnectorDefinition> = new Map([
   ['callintel', callintel.connector],
   ['crm', crm.connector],

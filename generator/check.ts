@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { Project } from 'ts-morph';
 import type { LoadedSpec } from './load.ts';
@@ -24,9 +24,12 @@ function exportedHooks(connector: string): Set<string> {
     names = new Set();
     const path = `specs/hooks/${connector}.ts`;
     if (existsSync(path)) {
-      const project = new Project({ skipAddingFilesFromTsConfig: true, skipFileDependencyResolution: true });
-      const file = project.addSourceFileAtPath(path);
-      for (const name of file.getExportedDeclarations().keys()) names.add(name);
+      // Syntactic only: exported functions and `export const` declarations. Asking for the exported symbols
+      // would build a type checker over the hook's whole import graph.
+      const project = new Project({ useInMemoryFileSystem: true });
+      const file = project.createSourceFile(path, readFileSync(path, 'utf8'));
+      for (const f of file.getFunctions()) if (f.isExported() && f.getName()) names.add(f.getName()!);
+      for (const v of file.getVariableStatements()) if (v.isExported()) for (const d of v.getDeclarations()) names.add(d.getName());
     }
     hookExports.set(connector, names);
   }

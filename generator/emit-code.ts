@@ -5,7 +5,7 @@ import standaloneModule from 'ajv/dist/standalone/index.js';
 type StandaloneFn = (ajv: Ajv, refsOrFuncs?: Record<string, string>) => string;
 const standaloneCode: StandaloneFn =
   (standaloneModule as unknown as { default?: StandaloneFn }).default ?? (standaloneModule as unknown as StandaloneFn);
-import { Project, StructureKind, VariableDeclarationKind, type SourceFile } from 'ts-morph';
+import { Project, StructureKind, VariableDeclarationKind, type SourceFile, type StatementStructures, type VariableStatementStructure } from 'ts-morph';
 import type { ConnectorSpec, ToolSpec } from './model.ts';
 import { paramTsType, pascal, toolInputSchema, toolParams } from './schema.ts';
 import type { CheckedTool } from './check.ts';
@@ -36,6 +36,8 @@ export function emitValidators(connector: ConnectorSpec): string {
     useDefaults: true,
     strict: true,
     strictTypes: false,
+    // Messages come from the runtime (runtime/tools/validation.ts, from keyword and params), not from ajv.
+    messages: false,
     code: { source: true, esm: true, optimize: true },
   });
   const exports: Record<string, string> = {};
@@ -67,38 +69,46 @@ function connectorDefinition(connector: ConnectorSpec) {
   };
 }
 
+const exportedConst = (name: string, type: string | undefined, initializer: string): VariableStatementStructure => ({
+  kind: StructureKind.VariableStatement,
+  isExported: true,
+  declarationKind: VariableDeclarationKind.Const,
+  declarations: [{ name, ...(type ? { type } : {}), initializer }],
+});
+
+/**
+ * Each file is described as one structure and printed once: adding statements one by one would make
+ * ts-morph re-parse the growing file after every addition.
+ */
+function printed(project: Project, path: string, source: string, statements: StatementStructures[]): SourceFile {
+  const file = project.createSourceFile(path, { statements }, { overwrite: true });
+  file.insertText(0, HEADER(source));
+  return file;
+}
+
 export function emitConnector(project: Project, connector: ConnectorSpec, checked: CheckedTool[]): SourceFile {
-  const file = project.createSourceFile(`generated/connectors/${connector.name}.ts`, '', { overwrite: true });
-  file.addImportDeclarations([
-    { moduleSpecifier: '../../runtime/tools/template-runtime.ts', namespaceImport: 'H' },
-    { moduleSpecifier: '../../runtime/tools/template-runtime.ts', namedImports: ['T', 'mapValue'] },
+  const statements: StatementStructures[] = [
+    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../../runtime/tools/template-runtime.ts', namespaceImport: 'H' },
+    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../../runtime/tools/template-runtime.ts', namedImports: ['T', 'mapValue'] },
     {
+      kind: StructureKind.ImportDeclaration,
       moduleSpecifier: '../../runtime/tools/types.ts',
       isTypeOnly: true,
       namedImports: ['BuildContext', 'ConnectorDefinition', 'FieldError', 'ToolDefinition', 'UpstreamRequest'],
     },
-    { moduleSpecifier: '../types.ts', isTypeOnly: true, namespaceImport: 'I' },
-    { moduleSpecifier: `../validators/${connector.name}.ts`, namespaceImport: 'V' },
-  ]);
+    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../types.ts', isTypeOnly: true, namespaceImport: 'I' },
+    { kind: StructureKind.ImportDeclaration, moduleSpecifier: `../validators/${connector.name}.ts`, namespaceImport: 'V' },
+  ];
   const hooks = [...new Set(connector.tools.map((t) => t.hook).filter((h): h is string => !!h))].sort();
   if (hooks.length) {
-    file.addImportDeclaration({ moduleSpecifier: `../../specs/hooks/${connector.name}.ts`, namedImports: hooks });
+    statements.push({ kind: StructureKind.ImportDeclaration, moduleSpecifier: `../../specs/hooks/${connector.name}.ts`, namedImports: hooks });
   }
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [
-      {
-        name: 'connector',
-        type: 'ConnectorDefinition',
-        initializer: JSON.stringify(connectorDefinition(connector), null, 2),
-      },
-    ],
-  });
+  statements.push(exportedConst('connector', 'ConnectorDefinition', JSON.stringify(connectorDefinition(connector), null, 2)));
 
   for (const { tool, buildCode, rulesCode } of checked) {
     const type = `I.${inputTypeName(tool)}`;
-    file.addFunction({
+    statements.push({
+      kind: StructureKind.Function,
       name: `build_${tool.name}`,
       parameters: [
         { name: 'input', type },
@@ -107,7 +117,8 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       returnType: 'UpstreamRequest[]',
       statements: ['const out: UpstreamRequest[] = [];', buildCode, 'return out;'],
     });
-    file.addFunction({
+    statements.push({
+      kind: StructureKind.Function,
       name: `rules_${tool.name}`,
       parameters: [{ name: rulesCode ? 'input' : '_input', type }],
       returnType: 'FieldError[]',
@@ -139,22 +150,17 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       examples: ${JSON.stringify(examples)},
     } satisfies ToolDefinition<I.${inputTypeName(tool)}>`;
   });
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{ name: 'tools', type: 'readonly ToolDefinition[]', initializer: `[${toolEntries.join(',\n')}]` }],
-  });
-  file.insertText(0, HEADER(`specs/${connector.name}.yaml`));
-  return file;
+  statements.push(exportedConst('tools', 'readonly ToolDefinition[]', `[${toolEntries.join(',\n')}]`));
+  return printed(project, `generated/connectors/${connector.name}.ts`, `specs/${connector.name}.yaml`, statements);
 }
 
 export function emitTypes(project: Project, connectors: ConnectorSpec[]): SourceFile {
-  const file = project.createSourceFile('generated/types.ts', '', { overwrite: true });
-  const map: string[] = [];
+  const statements: StatementStructures[] = [];
+  const map: Array<{ name: string; type: string }> = [];
   for (const connector of connectors) {
     for (const tool of connector.tools) {
       const params = toolParams(connector, tool);
-      file.addInterface({
+      statements.push({
         kind: StructureKind.Interface,
         name: inputTypeName(tool),
         isExported: true,
@@ -163,68 +169,43 @@ export function emitTypes(project: Project, connectors: ConnectorSpec[]): Source
           name: /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : JSON.stringify(name),
           type: paramTsType(p),
           hasQuestionToken: !p.required,
-          docs: p.description || p.default !== undefined
-            ? [`${p.description ?? ''}${p.default !== undefined ? ` (default ${JSON.stringify(p.default)})` : ''}`.trim()]
-            : [],
+          docs:
+            p.description || p.default !== undefined
+              ? [`${p.description ?? ''}${p.default !== undefined ? ` (default ${JSON.stringify(p.default)})` : ''}`.trim()]
+              : [],
         })),
       });
-      map.push(`${tool.name}: ${inputTypeName(tool)};`);
+      map.push({ name: tool.name, type: inputTypeName(tool) });
     }
   }
-  file.addInterface({
+  statements.push({
+    kind: StructureKind.Interface,
     name: 'ToolInputs',
     isExported: true,
     docs: ['Every tool name with its input type, for typed `executeTool` calls.'],
-    properties: map.map((m) => {
-      const [name, type] = m.replace(/;$/, '').split(': ');
-      return { name: name!, type: type! };
-    }),
+    properties: map,
   });
-  file.addTypeAlias({ name: 'ToolName', isExported: true, type: 'keyof ToolInputs' });
-  file.insertText(0, HEADER('specs/*.yaml'));
-  return file;
+  statements.push({ kind: StructureKind.TypeAlias, name: 'ToolName', isExported: true, type: 'keyof ToolInputs' });
+  return printed(project, 'generated/types.ts', 'specs/*.yaml', statements);
 }
 
 export function emitRegistry(project: Project, connectors: ConnectorSpec[]): SourceFile {
-  const file = project.createSourceFile('generated/registry.ts', '', { overwrite: true });
-  file.addImportDeclaration({
-    moduleSpecifier: '../runtime/tools/types.ts',
-    isTypeOnly: true,
-    namedImports: ['ConnectorDefinition', 'ToolDefinition'],
-  });
-  for (const c of connectors) {
-    file.addImportDeclaration({ moduleSpecifier: `./connectors/${c.name}.ts`, namespaceImport: c.name });
-  }
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [
-      {
-        name: 'connectors',
-        type: 'ReadonlyMap<string, ConnectorDefinition>',
-        initializer: `new Map([${connectors.map((c) => `[${JSON.stringify(c.name)}, ${c.name}.connector]`).join(', ')}])`,
-      },
-    ],
-  });
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [
-      {
-        name: 'tools',
-        type: 'ReadonlyMap<string, ToolDefinition>',
-        initializer: `new Map([${connectors.map((c) => `...${c.name}.tools`).join(', ')}].map((t) => [t.name, t]))`,
-      },
-    ],
-  });
-  const count = connectors.reduce((n, c) => n + c.tools.length, 0);
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{ name: 'toolCount', initializer: String(count) }],
-  });
-  file.insertText(0, HEADER('specs/*.yaml'));
-  return file;
+  const statements: StatementStructures[] = [
+    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../runtime/tools/types.ts', isTypeOnly: true, namedImports: ['ConnectorDefinition', 'ToolDefinition'] },
+    ...connectors.map((c): StatementStructures => ({ kind: StructureKind.ImportDeclaration, moduleSpecifier: `./connectors/${c.name}.ts`, namespaceImport: c.name })),
+    exportedConst(
+      'connectors',
+      'ReadonlyMap<string, ConnectorDefinition>',
+      `new Map([${connectors.map((c) => `[${JSON.stringify(c.name)}, ${c.name}.connector]`).join(', ')}])`,
+    ),
+    exportedConst(
+      'tools',
+      'ReadonlyMap<string, ToolDefinition>',
+      `new Map([${connectors.map((c) => `...${c.name}.tools`).join(', ')}].map((t) => [t.name, t]))`,
+    ),
+    exportedConst('toolCount', undefined, String(connectors.reduce((n, c) => n + c.tools.length, 0))),
+  ];
+  return printed(project, 'generated/registry.ts', 'specs/*.yaml', statements);
 }
 
 export { toolInputSchema };

@@ -3,6 +3,7 @@
  * `npm run generate -- --check` — fails (exit 1) when generated/ differs from what the specs produce.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { dirname, join, relative } from 'node:path';
 import * as prettier from 'prettier';
 import { Project } from 'ts-morph';
@@ -14,6 +15,26 @@ import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.t
 import type { ConnectorSpec } from './model.ts';
 
 const OUT = 'generated';
+const CACHE_DIR = 'node_modules/.cache/acs-generator';
+
+/**
+ * Prettier dominates generation time; its output depends only on the input text, the options and
+ * prettier's version, so formatted files are cached by a hash of those (an unchanged connector is not
+ * formatted again). The cache lives in node_modules/.cache and can be deleted at any time.
+ */
+async function formatCached(content: string, options: prettier.Options): Promise<string> {
+  const key = createHash('sha256').update(prettier.version).update(JSON.stringify(options)).update(content).digest('hex');
+  const path = join(CACHE_DIR, `${key}.txt`);
+  if (existsSync(path)) return readFileSync(path, 'utf8');
+  const formatted = await prettier.format(content, options);
+  try {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    writeFileSync(path, formatted);
+  } catch {
+    // A read-only checkout still generates, just without the cache.
+  }
+  return formatted;
+}
 
 export interface GenerateResult {
   files: Map<string, string>;
@@ -55,7 +76,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {
     const parser = path.endsWith('.ts') ? 'typescript' : path.endsWith('.json') ? 'json' : 'markdown';
-    files.set(path, await prettier.format(content, { ...config, parser }));
+    files.set(path, await formatCached(content, { ...config, parser }));
   }
   return { files, connectors, toolCount: connectors.reduce((n, c) => n + c.tools.length, 0) };
 }

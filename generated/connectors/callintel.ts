@@ -16,7 +16,6 @@ import {
   listTasksByAssigneeEmail,
   registerCall,
 } from '../../specs/hooks/callintel.ts';
-
 export const connector: ConnectorDefinition = {
   name: 'callintel',
   title: 'Call intelligence',

@@ -10,7 +10,6 @@ import type {
 } from '../../runtime/tools/types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
-
 export const connector: ConnectorDefinition = {
   name: 'crm',
   title: 'CRM',

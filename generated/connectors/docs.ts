@@ -10,7 +10,6 @@ import type {
 } from '../../runtime/tools/types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/docs.ts';
-
 export const connector: ConnectorDefinition = {
   name: 'docs',
   title: 'Document editing',

@@ -19,7 +19,6 @@ import {
   ragWebBrowser,
   searchActors,
 } from '../../specs/hooks/scraper.ts';
-
 export const connector: ConnectorDefinition = {
   name: 'scraper',
   title: 'Scraping platform',

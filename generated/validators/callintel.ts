@@ -21,7 +21,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -31,13 +30,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -130,7 +123,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'actual_start' },
-        message: "must have required property '" + 'actual_start' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -146,7 +138,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -165,10 +156,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/actual_start/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -183,7 +170,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/actual_start/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -200,7 +186,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/call_provider_code/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -219,7 +204,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/client_unique_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -234,7 +218,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/client_unique_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -252,7 +235,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/direction/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -267,7 +249,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/direction/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.direction.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -284,7 +265,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/disposition/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -302,7 +282,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/duration/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -318,7 +297,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/duration/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -338,7 +316,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/language/pattern',
             keyword: 'pattern',
             params: { pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$' },
-            message: 'must match pattern "' + '^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err12];
@@ -353,7 +330,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/language/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -377,7 +353,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/parties/items/additionalProperties',
                   keyword: 'additionalProperties',
                   params: { additionalProperty: key1 },
-                  message: 'must NOT have additional properties',
                 };
                 if (vErrors === null) {
                   vErrors = [err14];
@@ -396,7 +371,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                     schemaPath: '#/properties/parties/items/properties/emailAddress/pattern',
                     keyword: 'pattern',
                     params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-                    message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
                   };
                   if (vErrors === null) {
                     vErrors = [err15];
@@ -411,7 +385,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/parties/items/properties/emailAddress/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err16];
@@ -428,7 +401,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/parties/items/properties/name/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err17];
@@ -445,7 +417,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/parties/items/properties/speakerId/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err18];
@@ -464,7 +435,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                     schemaPath: '#/properties/parties/items/properties/userId/pattern',
                     keyword: 'pattern',
                     params: { pattern: '^[0-9]{1,20}$' },
-                    message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
                   };
                   if (vErrors === null) {
                     vErrors = [err19];
@@ -479,7 +449,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/parties/items/properties/userId/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err20];
@@ -495,7 +464,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/parties/items/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err21];
@@ -511,7 +479,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/parties/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err22];
@@ -528,7 +495,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/purpose/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err23];
@@ -547,10 +513,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/scheduled_end/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err24];
@@ -565,7 +527,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/scheduled_end/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err25];
@@ -584,10 +545,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/scheduled_start/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err26];
@@ -602,7 +559,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/scheduled_start/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err27];
@@ -619,7 +575,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/title/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err28];
@@ -638,7 +593,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err29];
@@ -653,7 +607,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err30];
@@ -664,13 +617,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err31 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err31 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err31];
     } else {
@@ -720,7 +667,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'call_ids' },
-        message: "must have required property '" + 'call_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -742,7 +688,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -761,7 +706,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/call_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -780,7 +724,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/call_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err3];
@@ -795,7 +738,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/call_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err4];
@@ -811,7 +753,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/call_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -828,7 +769,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -847,10 +787,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -865,7 +801,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -884,10 +819,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -902,7 +833,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -921,7 +851,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -936,7 +865,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -947,13 +875,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
@@ -1004,7 +926,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1021,7 +942,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/call_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1038,7 +958,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1057,10 +976,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1075,7 +990,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1094,10 +1008,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1112,7 +1022,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1131,7 +1040,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1146,7 +1054,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1157,13 +1064,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -1213,7 +1114,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'call_ids' },
-        message: "must have required property '" + 'call_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1235,7 +1135,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1254,7 +1153,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/call_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1273,7 +1171,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/call_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err3];
@@ -1288,7 +1185,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/call_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err4];
@@ -1304,7 +1200,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/call_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1321,7 +1216,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1340,10 +1234,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1358,7 +1248,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1377,10 +1266,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -1395,7 +1280,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1414,7 +1298,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -1429,7 +1312,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -1440,13 +1322,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
@@ -1503,7 +1379,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'workspace_id' },
-        message: "must have required property '" + 'workspace_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1518,7 +1393,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'manager_id' },
-        message: "must have required property '" + 'manager_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -1533,7 +1407,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'from_date_time' },
-        message: "must have required property '" + 'from_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -1548,7 +1421,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'to_date_time' },
-        message: "must have required property '" + 'to_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err3];
@@ -1570,7 +1442,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1587,7 +1458,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1606,7 +1476,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -1621,7 +1490,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1640,7 +1508,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/manager_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -1655,7 +1522,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/manager_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -1674,10 +1540,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -1692,7 +1554,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -1711,10 +1572,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err12];
@@ -1729,7 +1586,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -1740,13 +1596,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -1792,7 +1642,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_name' },
-        message: "must have required property '" + 'event_name' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1807,7 +1656,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_timestamp' },
-        message: "must have required property '" + 'event_timestamp' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -1830,7 +1678,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1849,7 +1696,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1864,7 +1710,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1883,10 +1728,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_timestamp/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1901,7 +1742,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_timestamp/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1920,7 +1760,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_account_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1935,7 +1774,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_account_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1954,7 +1792,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_contact_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -1969,7 +1806,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_contact_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1988,7 +1824,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/prospect_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -2003,7 +1838,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/prospect_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -2020,7 +1854,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -2031,13 +1864,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -2086,7 +1913,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'email_id' },
-        message: "must have required property '" + 'email_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2101,7 +1927,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_timestamp' },
-        message: "must have required property '" + 'event_timestamp' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -2116,7 +1941,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_type' },
-        message: "must have required property '" + 'event_type' + "'",
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -2131,7 +1955,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'prospect_email' },
-        message: "must have required property '" + 'prospect_email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err3];
@@ -2153,7 +1976,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2172,7 +1994,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/email_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2187,7 +2008,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/email_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2206,10 +2026,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_timestamp/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -2224,7 +2040,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_timestamp/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2243,7 +2058,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_type/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -2258,7 +2072,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2277,7 +2090,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/prospect_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -2292,7 +2104,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/prospect_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -2309,7 +2120,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/link_url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -2320,13 +2130,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -2364,7 +2168,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_instance_id' },
-        message: "must have required property '" + 'flow_instance_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2379,7 +2182,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'field_values' },
-        message: "must have required property '" + 'field_values' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -2395,7 +2197,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2414,7 +2215,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_instance_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2429,7 +2229,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_instance_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2447,7 +2246,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/field_values/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2458,13 +2256,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -2503,7 +2295,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_owner_email' },
-        message: "must have required property '" + 'flow_owner_email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2519,7 +2310,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2538,7 +2328,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_owner_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2553,7 +2342,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_owner_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2570,7 +2358,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2589,7 +2376,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2604,7 +2390,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2615,13 +2400,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -2660,7 +2439,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_owner_email' },
-        message: "must have required property '" + 'flow_owner_email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2676,7 +2454,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2695,7 +2472,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_owner_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2710,7 +2486,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_owner_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2727,7 +2502,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2746,7 +2520,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2761,7 +2534,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2772,13 +2544,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -2823,7 +2589,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_id' },
-        message: "must have required property '" + 'flow_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2838,7 +2603,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'crm_prospect_ids' },
-        message: "must have required property '" + 'crm_prospect_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -2853,7 +2617,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_instance_owner_email' },
-        message: "must have required property '" + 'flow_instance_owner_email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -2869,7 +2632,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2888,7 +2650,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -2903,7 +2664,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2922,7 +2682,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/maxItems',
             keyword: 'maxItems',
             params: { limit: 200 },
-            message: 'must NOT have more than 200 items',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -2937,7 +2696,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -2956,7 +2714,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/crm_prospect_ids/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err8];
@@ -2971,7 +2728,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/crm_prospect_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err9];
@@ -2987,7 +2743,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_prospect_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3006,7 +2761,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_instance_owner_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -3021,7 +2775,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_instance_owner_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -3032,13 +2785,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
@@ -3083,7 +2830,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_id' },
-        message: "must have required property '" + 'flow_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3098,7 +2844,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'crm_prospect_ids' },
-        message: "must have required property '" + 'crm_prospect_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -3114,7 +2859,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3133,7 +2877,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3148,7 +2891,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3167,7 +2909,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/maxItems',
             keyword: 'maxItems',
             params: { limit: 200 },
-            message: 'must NOT have more than 200 items',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3182,7 +2923,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -3201,7 +2941,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/crm_prospect_ids/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err7];
@@ -3216,7 +2955,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/crm_prospect_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -3232,7 +2970,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_prospect_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3251,7 +2988,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_instance_owner_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -3266,7 +3002,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_instance_owner_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3277,13 +3012,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err12 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err12];
     } else {
@@ -3327,7 +3056,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_id' },
-        message: "must have required property '" + 'flow_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3342,7 +3070,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'crm_prospect_ids' },
-        message: "must have required property '" + 'crm_prospect_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -3358,7 +3085,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3377,7 +3103,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3392,7 +3117,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3411,7 +3135,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3430,7 +3153,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/crm_prospect_ids/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err6];
@@ -3445,7 +3167,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/crm_prospect_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -3461,7 +3182,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_prospect_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3480,7 +3200,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_instance_owner_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -3495,7 +3214,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_instance_owner_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3506,13 +3224,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -3549,7 +3261,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'assignment_id' },
-        message: "must have required property '" + 'assignment_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3565,7 +3276,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3584,7 +3294,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignment_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3599,7 +3308,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/assignment_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3610,13 +3318,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -3655,7 +3357,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'crm_prospect_ids' },
-        message: "must have required property '" + 'crm_prospect_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3671,7 +3372,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3690,7 +3390,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/maxItems',
             keyword: 'maxItems',
             params: { limit: 200 },
-            message: 'must NOT have more than 200 items',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3705,7 +3404,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3724,7 +3422,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/crm_prospect_ids/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err4];
@@ -3739,7 +3436,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/crm_prospect_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err5];
@@ -3755,7 +3451,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_prospect_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3766,13 +3461,7 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -3811,7 +3500,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_id' },
-        message: "must have required property '" + 'flow_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3826,7 +3514,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'crm_prospect_ids' },
-        message: "must have required property '" + 'crm_prospect_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -3842,7 +3529,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3861,7 +3547,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3876,7 +3561,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3895,7 +3579,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/crm_prospect_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3914,7 +3597,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/crm_prospect_ids/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err6];
@@ -3929,7 +3611,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/crm_prospect_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -3945,7 +3626,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_prospect_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3956,13 +3636,7 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -4000,7 +3674,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'flow_instance_ids' },
-        message: "must have required property '" + 'flow_instance_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4016,7 +3689,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4035,7 +3707,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/flow_instance_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -4054,7 +3725,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/flow_instance_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err3];
@@ -4069,7 +3739,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/flow_instance_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err4];
@@ -4085,7 +3754,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/flow_instance_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -4096,13 +3764,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -4142,7 +3804,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'task_id' },
-        message: "must have required property '" + 'task_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4158,7 +3819,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4177,7 +3837,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/task_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -4192,7 +3851,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/task_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -4209,7 +3867,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/completion_notes/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4228,7 +3885,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/user_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -4243,7 +3899,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/user_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -4254,13 +3909,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -4300,7 +3949,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'task_id' },
-        message: "must have required property '" + 'task_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4316,7 +3964,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4335,7 +3982,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/task_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -4350,7 +3996,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/task_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -4367,7 +4012,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/skip_reason/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4386,7 +4030,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/user_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -4401,7 +4044,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/user_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -4412,13 +4054,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -4467,7 +4103,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'assignee_email' },
-        message: "must have required property '" + 'assignee_email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4489,7 +4124,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4508,7 +4142,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignee_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -4523,7 +4156,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/assignee_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -4540,7 +4172,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4559,10 +4190,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -4577,7 +4204,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -4596,10 +4222,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -4614,7 +4236,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -4633,7 +4254,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -4648,7 +4268,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -4659,13 +4278,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -4702,7 +4315,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -4719,7 +4331,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4736,7 +4347,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include_avatars/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -4747,13 +4357,7 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err3 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err3];
     } else {
@@ -4783,7 +4387,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4793,13 +4396,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -4848,7 +4445,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -4867,10 +4463,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/created_from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -4885,7 +4477,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/created_from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -4904,10 +4495,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/created_to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -4922,7 +4509,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/created_to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4939,7 +4525,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -4962,7 +4547,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/user_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err6];
@@ -4977,7 +4561,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/user_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -4993,7 +4576,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/user_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -5004,13 +4586,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -5047,7 +4623,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -5064,7 +4639,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5081,7 +4655,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include_avatars/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5092,13 +4665,7 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err3 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err3];
     } else {
@@ -5129,7 +4696,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'folder_id' },
-        message: "must have required property '" + 'folder_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5145,7 +4711,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5164,7 +4729,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/folder_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -5179,7 +4743,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/folder_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -5190,13 +4753,7 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -5229,7 +4786,6 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -5248,7 +4804,6 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/workspace_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]{1,20}$' },
-            message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -5263,7 +4818,6 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workspace_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5274,13 +4828,7 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err3 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err3];
     } else {
@@ -5310,7 +4858,6 @@ function validate37(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5320,13 +4867,7 @@ function validate37(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -5356,7 +4897,6 @@ function validate38(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5366,13 +4906,7 @@ function validate38(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -5417,7 +4951,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'from_date_time' },
-        message: "must have required property '" + 'from_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5432,7 +4965,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'to_date_time' },
-        message: "must have required property '" + 'to_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -5448,7 +4980,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5467,10 +4998,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -5485,7 +5012,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5504,10 +5030,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -5522,7 +5044,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -5545,7 +5066,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/call_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err7];
@@ -5560,7 +5080,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/call_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -5576,7 +5095,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/call_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -5593,7 +5111,6 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -5604,13 +5121,7 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -5658,7 +5169,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'from_date_time' },
-        message: "must have required property '" + 'from_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5673,7 +5183,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'to_date_time' },
-        message: "must have required property '" + 'to_date_time' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -5689,7 +5198,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5708,10 +5216,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -5726,7 +5230,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5745,10 +5248,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -5763,7 +5262,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -5780,7 +5278,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/cursor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -5803,7 +5300,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/user_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9]{1,20}$' },
-                message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err8];
@@ -5818,7 +5314,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/user_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err9];
@@ -5834,7 +5329,6 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/user_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -5845,13 +5339,7 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {

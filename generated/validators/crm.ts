@@ -43,7 +43,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -62,7 +61,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/after/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -77,7 +75,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/after/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -94,7 +91,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/filterGroups/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -113,7 +109,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -128,7 +123,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -144,7 +138,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -159,7 +152,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -176,7 +168,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -193,7 +184,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -204,13 +194,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -248,13 +232,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     if (data.name === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'name' },
-        message: "must have required property '" + 'name' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'name' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -269,7 +247,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -288,7 +265,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -303,7 +279,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -321,7 +296,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/annualrevenue/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -338,7 +312,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/city/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -355,7 +328,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/country/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -372,7 +344,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/description/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -389,7 +360,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/domain/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -406,7 +376,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/industry/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -424,7 +393,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/numberofemployees/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -441,7 +409,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/phone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -458,7 +425,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/state/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -469,13 +435,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
@@ -509,7 +469,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'company_id' },
-        message: "must have required property '" + 'company_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -525,7 +484,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -544,7 +502,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/company_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -559,7 +516,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -576,7 +532,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -587,13 +542,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err5 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err5];
     } else {
@@ -647,7 +596,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'email' },
-        message: "must have required property '" + 'email' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -663,7 +611,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -682,7 +629,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -697,7 +643,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -714,7 +659,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -731,7 +675,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/firstname/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -748,7 +691,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_lead_status/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -765,7 +707,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/jobtitle/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -782,7 +723,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/lastname/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -799,7 +739,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/lifecyclestage/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -816,7 +755,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/phone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -833,7 +771,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/website/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -844,13 +781,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err12 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err12];
     } else {
@@ -884,7 +815,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'contact_id' },
-        message: "must have required property '" + 'contact_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -900,7 +830,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -919,7 +848,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/contact_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -934,7 +862,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/contact_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -951,7 +878,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -962,13 +888,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err5 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err5];
     } else {
@@ -1007,7 +927,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'contact_id' },
-        message: "must have required property '" + 'contact_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1023,7 +942,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1042,7 +960,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/contact_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1057,7 +974,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/contact_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1076,7 +992,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/props/minProperties',
             keyword: 'minProperties',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 properties',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -1091,7 +1006,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/props/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1102,13 +1016,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -1154,7 +1062,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1173,7 +1080,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/after/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1188,7 +1094,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/after/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1205,7 +1110,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/archived/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1224,7 +1128,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -1239,7 +1142,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1255,7 +1157,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -1270,7 +1171,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1287,7 +1187,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1298,13 +1197,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -1355,7 +1248,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1374,7 +1266,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/after/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1389,7 +1280,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/after/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1406,7 +1296,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/filterGroups/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1425,7 +1314,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -1440,7 +1328,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1456,7 +1343,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -1471,7 +1357,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1488,7 +1373,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1505,7 +1389,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -1516,13 +1399,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -1563,7 +1440,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'amount' },
-        message: "must have required property '" + 'amount' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1578,7 +1454,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'dealname' },
-        message: "must have required property '" + 'dealname' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -1593,7 +1468,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'dealstage' },
-        message: "must have required property '" + 'dealstage' + "'",
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -1618,7 +1492,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1636,7 +1509,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/amount/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1655,7 +1527,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/dealname/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1670,7 +1541,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/dealname/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1689,7 +1559,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/dealstage/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1704,7 +1573,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/dealstage/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1723,7 +1591,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/closedate/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -1738,7 +1605,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/closedate/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1755,7 +1621,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/dealtype/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -1772,7 +1637,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/description/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -1790,7 +1654,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_priority/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -1805,7 +1668,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/crm_priority/enum',
           keyword: 'enum',
           params: { allowedValues: schema19.properties.crm_priority.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -1822,7 +1684,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/pipeline/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -1833,13 +1694,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err16 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err16];
     } else {
@@ -1881,7 +1736,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'deal_id' },
-        message: "must have required property '" + 'deal_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1896,7 +1750,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'properties' },
-        message: "must have required property '" + 'properties' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -1912,7 +1765,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1931,7 +1783,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/deal_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1946,7 +1797,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/deal_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1964,7 +1814,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1981,7 +1830,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/good_deal/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1992,13 +1840,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -2049,7 +1891,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2068,7 +1909,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/after/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -2083,7 +1923,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/after/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2100,7 +1939,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/filterGroups/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2119,7 +1957,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -2134,7 +1971,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2150,7 +1986,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/limit/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -2165,7 +2000,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -2182,7 +2016,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/properties/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2199,7 +2032,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2210,13 +2042,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {

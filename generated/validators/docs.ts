@@ -34,7 +34,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -51,7 +50,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/title/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -69,7 +67,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -84,7 +81,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -102,7 +98,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -117,7 +112,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -128,13 +122,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -194,7 +182,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -212,7 +199,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -227,7 +213,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/query/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -245,7 +230,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/order_by/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -260,7 +244,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/order_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -277,7 +260,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page_size/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -293,7 +275,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_size/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 1000 },
-          message: 'must be <= 1000',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -308,7 +289,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_size/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -327,7 +307,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -342,7 +321,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -353,13 +331,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -413,7 +385,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'document_id' },
-        message: "must have required property '" + 'document_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -434,7 +405,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -453,7 +423,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/document_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -468,7 +437,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/document_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -486,7 +454,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/suggestions_view_mode/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -506,7 +473,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/suggestions_view_mode/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.suggestions_view_mode.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -524,7 +490,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -539,7 +504,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -557,7 +521,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -572,7 +535,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -583,13 +545,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -657,7 +613,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'document_id' },
-        message: "must have required property '" + 'document_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -672,7 +627,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'requests' },
-        message: "must have required property '" + 'requests' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -694,7 +648,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -713,7 +666,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/document_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -728,7 +680,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/document_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -747,7 +698,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/requests/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -765,7 +715,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/requests/items/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -781,7 +730,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/requests/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -801,7 +749,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/write_control/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key1 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -820,7 +767,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/write_control/properties/requiredRevisionId/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err9];
@@ -835,7 +781,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/write_control/properties/requiredRevisionId/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err10];
@@ -854,7 +799,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/write_control/properties/targetRevisionId/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err11];
@@ -869,7 +813,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/write_control/properties/targetRevisionId/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err12];
@@ -885,7 +828,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/write_control/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -903,7 +845,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -918,7 +859,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema14.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -936,7 +876,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -951,7 +890,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema14.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -962,13 +900,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err18 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err18];
     } else {

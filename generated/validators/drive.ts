@@ -46,7 +46,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'file_id' },
-        message: "must have required property '" + 'file_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -68,7 +67,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -87,7 +85,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/file_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -102,7 +99,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/file_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -120,7 +116,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/fields/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -135,7 +130,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/fields/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -151,7 +145,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/supports_all_drives/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -169,7 +162,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -184,7 +176,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -202,7 +193,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -217,7 +207,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -228,13 +217,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -301,7 +284,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'search_term' },
-        message: "must have required property '" + 'search_term' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -326,7 +308,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -345,7 +326,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/search_term/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -360,7 +340,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search_term/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -378,7 +357,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/fields/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -393,7 +371,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/fields/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -411,7 +388,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/mime_type/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -426,7 +402,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/mime_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -444,7 +419,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_size/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -460,7 +434,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_size/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 1000 },
-            message: 'must be <= 1000',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -475,7 +448,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_size/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -495,7 +467,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -510,7 +481,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -527,7 +497,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/supports_all_drives/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -545,7 +514,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -560,7 +528,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -578,7 +545,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -593,7 +559,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -604,13 +569,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err18 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err18];
     } else {
@@ -691,7 +650,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -710,7 +668,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -725,7 +682,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -743,7 +699,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/fields/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -758,7 +713,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/fields/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -776,7 +730,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/order_by/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -791,7 +744,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/order_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -809,7 +761,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_size/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -825,7 +776,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_size/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 1000 },
-            message: 'must be <= 1000',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -840,7 +790,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_size/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -860,7 +809,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -875,7 +823,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -892,7 +839,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/supports_all_drives/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -910,7 +856,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -925,7 +870,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -943,7 +887,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -958,7 +901,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -969,13 +911,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err17 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err17];
     } else {

@@ -25,7 +25,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -44,7 +43,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -60,7 +58,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -75,7 +72,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -94,7 +90,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -109,7 +104,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -125,7 +119,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -140,7 +133,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -151,13 +143,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err8 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err8];
     } else {
@@ -191,7 +177,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'organization_id' },
-        message: "must have required property '" + 'organization_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -207,7 +192,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -226,7 +210,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/organization_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -242,7 +225,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/organization_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -257,7 +239,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/organization_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -274,7 +255,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -285,13 +265,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -325,7 +299,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -344,7 +317,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -360,7 +332,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -375,7 +346,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -394,7 +364,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -409,7 +378,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -425,7 +393,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -440,7 +407,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -451,13 +417,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err8 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err8];
     } else {
@@ -507,7 +467,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'query' },
-        message: "must have required property '" + 'query' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -529,7 +488,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -548,7 +506,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -563,7 +520,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -582,7 +538,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -598,7 +553,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -613,7 +567,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -632,7 +585,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -647,7 +599,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -663,7 +614,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -678,7 +628,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -696,7 +645,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -717,7 +665,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/enum',
           keyword: 'enum',
           params: { allowedValues: schema14.properties.sort_by.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -734,7 +681,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err13];
@@ -749,7 +695,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/enum',
         keyword: 'enum',
         params: { allowedValues: schema14.properties.sort_order.enum },
-        message: 'must be equal to one of the allowed values',
       };
       if (vErrors === null) {
         vErrors = [err14];
@@ -759,13 +704,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err15 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err15];
     } else {
@@ -800,7 +739,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -815,7 +753,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'side_conversation_id' },
-        message: "must have required property '" + 'side_conversation_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -831,7 +768,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -850,7 +786,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -866,7 +801,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -881,7 +815,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -900,7 +833,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/side_conversation_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -915,7 +847,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/side_conversation_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -932,7 +863,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -943,13 +873,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -983,7 +907,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -999,7 +922,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1018,7 +940,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1034,7 +955,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1049,7 +969,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1066,7 +985,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1077,13 +995,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -1125,7 +1037,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1141,7 +1052,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1160,7 +1070,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1176,7 +1085,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1191,7 +1099,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1209,7 +1116,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1224,7 +1130,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/enum',
           keyword: 'enum',
           params: { allowedValues: schema17.properties.include.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1240,7 +1145,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/include_inline_images/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err7];
@@ -1256,7 +1160,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err8];
@@ -1271,7 +1174,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/enum',
         keyword: 'enum',
         params: { allowedValues: schema17.properties.sort_order.enum },
-        message: 'must be equal to one of the allowed values',
       };
       if (vErrors === null) {
         vErrors = [err9];
@@ -1281,13 +1183,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -1335,7 +1231,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'comment_body' },
-        message: "must have required property '" + 'comment_body' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1359,7 +1254,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1378,7 +1272,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/comment_body/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1393,7 +1286,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/comment_body/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1412,7 +1304,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignee_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -1427,7 +1318,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/assignee_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1445,7 +1335,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/priority/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1460,7 +1349,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/priority/enum',
           keyword: 'enum',
           params: { allowedValues: schema18.properties.priority.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1478,7 +1366,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1500,7 +1387,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
           params: { allowedValues: schema18.properties.status.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -1517,7 +1403,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/subject/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1538,7 +1423,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/tags/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err11];
@@ -1554,7 +1438,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tags/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -1572,7 +1455,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -1587,7 +1469,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/type/enum',
           keyword: 'enum',
           params: { allowedValues: schema18.properties.type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -1598,13 +1479,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err15 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err15];
     } else {
@@ -1638,7 +1513,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1654,7 +1528,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1673,7 +1546,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1689,7 +1561,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1704,7 +1575,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1721,7 +1591,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1732,13 +1601,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -1776,7 +1639,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1786,13 +1648,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     if (data.body === undefined) {
-      const err1 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'body' },
-        message: "must have required property '" + 'body' + "'",
-      };
+      const err1 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'body' } };
       if (vErrors === null) {
         vErrors = [err1];
       } else {
@@ -1807,7 +1663,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1826,7 +1681,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1842,7 +1696,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -1857,7 +1710,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1876,7 +1728,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/body/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -1891,7 +1742,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1907,7 +1757,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/public/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err8];
@@ -1917,13 +1766,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -1973,7 +1816,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'ticket_id' },
-        message: "must have required property '" + 'ticket_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1989,7 +1831,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2008,7 +1849,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2024,7 +1864,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ticket_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2039,7 +1878,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ticket_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2058,7 +1896,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignee_email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2073,7 +1910,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/assignee_email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2092,7 +1928,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignee_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -2108,7 +1943,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/assignee_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -2123,7 +1957,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/assignee_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2142,7 +1975,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/group_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -2158,7 +1990,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/group_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -2173,7 +2004,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/group_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -2191,7 +2021,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/priority/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -2206,7 +2035,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/priority/enum',
           keyword: 'enum',
           params: { allowedValues: schema21.properties.priority.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -2224,7 +2052,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -2246,7 +2073,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
           params: { allowedValues: schema21.properties.status.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -2263,7 +2089,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/subject/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -2284,7 +2109,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/tags/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err18];
@@ -2300,7 +2124,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tags/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err19];
@@ -2318,7 +2141,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err20];
@@ -2333,7 +2155,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/type/enum',
           keyword: 'enum',
           params: { allowedValues: schema21.properties.type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err21];
@@ -2344,13 +2165,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err22 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err22];
     } else {
@@ -2393,7 +2208,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2412,7 +2226,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -2428,7 +2241,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2443,7 +2255,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2462,7 +2273,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -2477,7 +2287,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2493,7 +2302,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -2508,7 +2316,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -2526,7 +2333,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2547,7 +2353,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/enum',
           keyword: 'enum',
           params: { allowedValues: schema22.properties.sort_by.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2564,7 +2369,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err10];
@@ -2579,7 +2383,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/sort_order/enum',
         keyword: 'enum',
         params: { allowedValues: schema22.properties.sort_order.enum },
-        message: 'must be equal to one of the allowed values',
       };
       if (vErrors === null) {
         vErrors = [err11];
@@ -2589,13 +2392,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err12 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err12];
     } else {
@@ -2643,13 +2440,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       data.verified = false;
     }
     if (data.name === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'name' },
-        message: "must have required property '" + 'name' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'name' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -2671,7 +2462,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2690,7 +2480,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2705,7 +2494,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2724,7 +2512,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/email/pattern',
             keyword: 'pattern',
             params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-            message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -2739,7 +2526,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/email/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2758,7 +2544,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/organization_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -2774,7 +2559,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/organization_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -2789,7 +2573,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/organization_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2808,7 +2591,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/phone/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\+[1-9][0-9]{1,14}$' },
-            message: 'must match pattern "' + '^\\+[1-9][0-9]{1,14}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -2823,7 +2605,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/phone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2840,7 +2621,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/role/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err11];
@@ -2855,7 +2635,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/role/enum',
         keyword: 'enum',
         params: { allowedValues: schema23.properties.role.enum },
-        message: 'must be equal to one of the allowed values',
       };
       if (vErrors === null) {
         vErrors = [err12];
@@ -2870,7 +2649,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/verified/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err13];
@@ -2880,13 +2658,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -2920,7 +2692,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'user_id' },
-        message: "must have required property '" + 'user_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2936,7 +2707,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2955,7 +2725,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/user_id/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2971,7 +2740,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/user_id/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2986,7 +2754,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/user_id/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3003,7 +2770,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3014,13 +2780,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -3061,7 +2821,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3080,7 +2839,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -3096,7 +2854,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3111,7 +2868,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3130,7 +2886,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -3145,7 +2900,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3161,7 +2915,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -3176,7 +2929,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3194,7 +2946,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/role/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3209,7 +2960,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/role/enum',
           keyword: 'enum',
           params: { allowedValues: schema25.properties.role.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3228,7 +2978,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/sort/pattern',
             keyword: 'pattern',
             params: { pattern: '^-?[a-z_]+$' },
-            message: 'must match pattern "' + '^-?[a-z_]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -3243,7 +2992,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3254,13 +3002,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err12 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err12];
     } else {
@@ -3303,7 +3045,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3321,7 +3062,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/access/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3336,7 +3076,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/access/enum',
           keyword: 'enum',
           params: { allowedValues: schema26.properties.access.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3355,7 +3094,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3371,7 +3109,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -3386,7 +3123,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3405,7 +3141,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/maximum',
             keyword: 'maximum',
             params: { comparison: '<=', limit: 100 },
-            message: 'must be <= 100',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -3420,7 +3155,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -3436,7 +3170,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/per_page/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -3451,7 +3184,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/per_page/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3469,7 +3201,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3484,7 +3215,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/enum',
           keyword: 'enum',
           params: { allowedValues: schema26.properties.sort_by.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3502,7 +3232,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_order/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -3517,7 +3246,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_order/enum',
           keyword: 'enum',
           params: { allowedValues: schema26.properties.sort_order.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -3528,13 +3256,7 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {

@@ -133,7 +133,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'subject' },
-        message: "must have required property '" + 'subject' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -148,7 +147,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'start_datetime' },
-        message: "must have required property '" + 'start_datetime' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -163,7 +161,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'start_timezone' },
-        message: "must have required property '" + 'start_timezone' + "'",
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -178,7 +175,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'end_datetime' },
-        message: "must have required property '" + 'end_datetime' + "'",
       };
       if (vErrors === null) {
         vErrors = [err3];
@@ -193,7 +189,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'end_timezone' },
-        message: "must have required property '" + 'end_timezone' + "'",
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -209,7 +204,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -226,7 +220,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/subject/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -245,10 +238,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/start_datetime/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -263,7 +252,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/start_datetime/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -282,7 +270,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/start_timezone/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -297,7 +284,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/start_timezone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -316,10 +302,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/end_datetime/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -334,7 +316,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/end_datetime/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -353,7 +334,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/end_timezone/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err13];
@@ -368,7 +348,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/end_timezone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -387,7 +366,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_required/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err15];
@@ -402,7 +380,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_required/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -421,7 +398,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_optional/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err17];
@@ -436,7 +412,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_optional/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -455,7 +430,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_resource/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err19];
@@ -470,7 +444,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_resource/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err20];
@@ -487,7 +460,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_content/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err21];
@@ -505,7 +477,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_contentType/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err22];
@@ -520,7 +491,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_contentType/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.body_contentType.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err23];
@@ -537,7 +507,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/location/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err24];
@@ -554,7 +523,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/locations/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err25];
@@ -571,7 +539,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/hideAttendees/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err26];
@@ -589,7 +556,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err27];
@@ -604,7 +570,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.importance.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err28];
@@ -622,7 +587,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sensitivity/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err29];
@@ -637,7 +601,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sensitivity/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.sensitivity.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err30];
@@ -655,7 +618,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/showAs/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err31];
@@ -677,7 +639,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/showAs/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.showAs.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err32];
@@ -694,7 +655,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isAllDay/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err33];
@@ -711,7 +671,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isOnlineMeeting/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err34];
@@ -729,7 +688,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/onlineMeetingProvider/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err35];
@@ -749,7 +707,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/onlineMeetingProvider/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.onlineMeetingProvider.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err36];
@@ -766,7 +723,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isReminderOn/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err37];
@@ -784,7 +740,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/reminderMinutesBeforeStart/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err38];
@@ -800,7 +755,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/reminderMinutesBeforeStart/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err39];
@@ -819,7 +773,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err40];
@@ -841,7 +794,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_type/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.recurrence_type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err41];
@@ -859,7 +811,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_interval/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err42];
@@ -875,7 +826,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_interval/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err43];
@@ -893,7 +843,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_days_of_week/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err44];
@@ -912,7 +861,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_start_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err45];
@@ -927,7 +875,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_start_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err46];
@@ -945,7 +892,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_range_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err47];
@@ -960,7 +906,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_range_type/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.recurrence_range_type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err48];
@@ -979,7 +924,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_end_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err49];
@@ -994,7 +938,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_end_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err50];
@@ -1012,7 +955,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_occurrences/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err51];
@@ -1028,7 +970,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_occurrences/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err52];
@@ -1040,13 +981,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err53 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err53 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err53];
     } else {
@@ -1185,7 +1120,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_id' },
-        message: "must have required property '" + 'event_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1201,7 +1135,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1220,7 +1153,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1235,7 +1167,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1252,7 +1183,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/subject/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1271,10 +1201,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/start_datetime/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1289,7 +1215,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/start_datetime/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1308,7 +1233,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/start_timezone/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1323,7 +1247,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/start_timezone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1342,10 +1265,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/end_datetime/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -1360,7 +1279,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/end_datetime/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1379,7 +1297,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/end_timezone/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err11];
@@ -1394,7 +1311,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/end_timezone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -1413,7 +1329,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_required/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err13];
@@ -1428,7 +1343,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_required/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -1447,7 +1361,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_optional/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err15];
@@ -1462,7 +1375,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_optional/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -1481,7 +1393,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attendees_resource/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err17];
@@ -1496,7 +1407,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attendees_resource/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -1513,7 +1423,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_content/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err19];
@@ -1531,7 +1440,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_contentType/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err20];
@@ -1546,7 +1454,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body_contentType/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.body_contentType.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err21];
@@ -1563,7 +1470,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/location/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err22];
@@ -1580,7 +1486,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/locations/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err23];
@@ -1597,7 +1502,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/hideAttendees/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err24];
@@ -1615,7 +1519,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err25];
@@ -1630,7 +1533,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.importance.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err26];
@@ -1648,7 +1550,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sensitivity/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err27];
@@ -1663,7 +1564,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sensitivity/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.sensitivity.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err28];
@@ -1681,7 +1581,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/showAs/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err29];
@@ -1703,7 +1602,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/showAs/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.showAs.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err30];
@@ -1720,7 +1618,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isAllDay/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err31];
@@ -1737,7 +1634,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isOnlineMeeting/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err32];
@@ -1755,7 +1651,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/onlineMeetingProvider/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err33];
@@ -1775,7 +1670,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/onlineMeetingProvider/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.onlineMeetingProvider.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err34];
@@ -1792,7 +1686,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/isReminderOn/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err35];
@@ -1810,7 +1703,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/reminderMinutesBeforeStart/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err36];
@@ -1826,7 +1718,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/reminderMinutesBeforeStart/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err37];
@@ -1845,7 +1736,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err38];
@@ -1867,7 +1757,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_type/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.recurrence_type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err39];
@@ -1885,7 +1774,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_interval/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err40];
@@ -1901,7 +1789,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_interval/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err41];
@@ -1919,7 +1806,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_days_of_week/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err42];
@@ -1938,7 +1824,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_start_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err43];
@@ -1953,7 +1838,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_start_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err44];
@@ -1971,7 +1855,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_range_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err45];
@@ -1986,7 +1869,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_range_type/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.recurrence_range_type.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err46];
@@ -2005,7 +1887,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_end_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err47];
@@ -2020,7 +1901,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_end_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err48];
@@ -2038,7 +1918,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recurrence_occurrences/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err49];
@@ -2054,7 +1933,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/recurrence_occurrences/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err50];
@@ -2072,7 +1950,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/categories/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err51];
@@ -2083,13 +1960,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err52 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err52 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err52];
     } else {
@@ -2120,7 +1991,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_id' },
-        message: "must have required property '" + 'event_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2136,7 +2006,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2155,7 +2024,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2170,7 +2038,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2181,13 +2048,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -2218,7 +2079,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'event_id' },
-        message: "must have required property '" + 'event_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2234,7 +2094,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2253,7 +2112,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/event_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2268,7 +2126,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/event_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2279,13 +2136,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -2322,7 +2173,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2339,7 +2189,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/filter/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2356,7 +2205,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/orderby/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2373,7 +2221,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/select/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2392,7 +2239,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/skip/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -2408,7 +2254,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/skip/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2423,7 +2268,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/skip/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2442,7 +2286,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/top/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 1 },
-            message: 'must be >= 1',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -2458,7 +2301,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/top/multipleOf',
             keyword: 'multipleOf',
             params: { multipleOf: 1 },
-            message: 'must be multiple of 1',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -2473,7 +2315,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/top/type',
           keyword: 'type',
           params: { type: 'number' },
-          message: 'must be number',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2484,13 +2325,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -2542,7 +2377,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'givenName' },
-        message: "must have required property '" + 'givenName' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2557,7 +2391,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'surname' },
-        message: "must have required property '" + 'surname' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -2581,7 +2414,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2600,7 +2432,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/givenName/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2615,7 +2446,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/givenName/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2634,7 +2464,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/surname/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2649,7 +2478,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/surname/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2670,7 +2498,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/businessPhones/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -2686,7 +2513,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/businessPhones/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2703,7 +2529,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/companyName/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2726,7 +2551,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/emailAddresses/items/required',
                 keyword: 'required',
                 params: { missingProperty: 'address' },
-                message: "must have required property '" + 'address' + "'",
               };
               if (vErrors === null) {
                 vErrors = [err10];
@@ -2742,7 +2566,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/emailAddresses/items/additionalProperties',
                   keyword: 'additionalProperties',
                   params: { additionalProperty: key1 },
-                  message: 'must NOT have additional properties',
                 };
                 if (vErrors === null) {
                   vErrors = [err11];
@@ -2761,7 +2584,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
                     schemaPath: '#/properties/emailAddresses/items/properties/address/pattern',
                     keyword: 'pattern',
                     params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-                    message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
                   };
                   if (vErrors === null) {
                     vErrors = [err12];
@@ -2776,7 +2598,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/emailAddresses/items/properties/address/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err13];
@@ -2793,7 +2614,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/emailAddresses/items/properties/name/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err14];
@@ -2809,7 +2629,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/emailAddresses/items/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err15];
@@ -2825,7 +2644,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/emailAddresses/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -2842,7 +2660,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/jobTitle/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -2859,7 +2676,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/mobilePhone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -2870,13 +2686,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err19 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err19];
     } else {
@@ -2919,7 +2729,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2936,7 +2745,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24filter/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2953,7 +2761,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24orderby/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2970,7 +2777,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24select/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2988,7 +2794,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24skip/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3004,7 +2809,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/%24skip/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3022,7 +2826,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/%24top/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err6];
@@ -3038,7 +2841,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3049,13 +2851,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err8 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err8];
     } else {
@@ -3086,7 +2882,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'message_id' },
-        message: "must have required property '" + 'message_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3102,7 +2897,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3121,7 +2915,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/message_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3136,7 +2929,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/message_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3147,13 +2939,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -3193,7 +2979,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3210,7 +2995,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24filter/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3227,7 +3011,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24orderby/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3244,7 +3027,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24select/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3262,7 +3044,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24skip/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3278,7 +3059,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/%24skip/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3296,7 +3076,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/%24top/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err6];
@@ -3312,7 +3091,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 1000 },
-          message: 'must be <= 1000',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3327,7 +3105,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3338,13 +3115,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -3387,7 +3158,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'query' },
-        message: "must have required property '" + 'query' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3403,7 +3173,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3422,7 +3191,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3437,7 +3205,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3454,7 +3221,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24select/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3472,7 +3238,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24skip/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3488,7 +3253,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/%24skip/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -3506,7 +3270,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/%24top/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err7];
@@ -3522,7 +3285,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 1000 },
-          message: 'must be <= 1000',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3537,7 +3299,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3548,13 +3309,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -3585,7 +3340,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'message_id' },
-        message: "must have required property '" + 'message_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3601,7 +3355,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3620,7 +3373,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/message_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -3635,7 +3387,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/message_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3646,13 +3397,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -3686,7 +3431,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'message_id' },
-        message: "must have required property '" + 'message_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3701,7 +3445,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'attachment_id' },
-        message: "must have required property '" + 'attachment_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -3717,7 +3460,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3736,7 +3478,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/message_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -3751,7 +3492,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/message_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3770,7 +3510,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/attachment_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -3785,7 +3524,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/attachment_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3796,13 +3534,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -3857,7 +3589,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'toRecipients' },
-        message: "must have required property '" + 'toRecipients' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -3872,7 +3603,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'subject' },
-        message: "must have required property '" + 'subject' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -3882,13 +3612,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     if (data.body === undefined) {
-      const err2 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'body' },
-        message: "must have required property '" + 'body' + "'",
-      };
+      const err2 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'body' } };
       if (vErrors === null) {
         vErrors = [err2];
       } else {
@@ -3911,7 +3635,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3930,7 +3653,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/toRecipients/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err4];
@@ -3949,7 +3671,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/toRecipients/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-                message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err5];
@@ -3964,7 +3685,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/toRecipients/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -3980,7 +3700,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/toRecipients/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3997,7 +3716,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/subject/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -4014,7 +3732,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -4032,7 +3749,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/bodyType/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -4047,7 +3763,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/bodyType/enum',
           keyword: 'enum',
           params: { allowedValues: schema23.properties.bodyType.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -4070,7 +3785,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/ccRecipients/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-                message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err12];
@@ -4085,7 +3799,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/ccRecipients/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err13];
@@ -4101,7 +3814,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ccRecipients/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -4124,7 +3836,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/bccRecipients/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
-                message: 'must match pattern "' + '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err15];
@@ -4139,7 +3850,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/bccRecipients/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err16];
@@ -4155,7 +3865,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/bccRecipients/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -4171,7 +3880,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/saveToSentItems/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err18];
@@ -4181,13 +3889,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err19 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err19];
     } else {
@@ -4221,7 +3923,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'messageId' },
-        message: "must have required property '" + 'messageId' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4236,7 +3937,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'comment' },
-        message: "must have required property '" + 'comment' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -4252,7 +3952,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -4271,7 +3970,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/messageId/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -4286,7 +3984,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/messageId/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4303,7 +4000,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/comment/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -4314,13 +4010,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -4351,7 +4041,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4361,13 +4050,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -4503,7 +4186,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -4530,7 +4212,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key1 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err1];
@@ -4548,7 +4229,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/status/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err2];
@@ -4563,7 +4243,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/status/enum',
               keyword: 'enum',
               params: { allowedValues: schema26.properties.automaticRepliesSetting.properties.status.enum },
-              message: 'must be equal to one of the allowed values',
             };
             if (vErrors === null) {
               vErrors = [err3];
@@ -4581,7 +4260,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/externalAudience/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err4];
@@ -4596,7 +4274,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/externalAudience/enum',
               keyword: 'enum',
               params: { allowedValues: schema26.properties.automaticRepliesSetting.properties.externalAudience.enum },
-              message: 'must be equal to one of the allowed values',
             };
             if (vErrors === null) {
               vErrors = [err5];
@@ -4613,7 +4290,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/internalReplyMessage/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -4630,7 +4306,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/externalReplyMessage/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -4649,7 +4324,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/required',
                 keyword: 'required',
                 params: { missingProperty: 'dateTime' },
-                message: "must have required property '" + 'dateTime' + "'",
               };
               if (vErrors === null) {
                 vErrors = [err8];
@@ -4664,7 +4338,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/required',
                 keyword: 'required',
                 params: { missingProperty: 'timeZone' },
-                message: "must have required property '" + 'timeZone' + "'",
               };
               if (vErrors === null) {
                 vErrors = [err9];
@@ -4681,7 +4354,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/additionalProperties',
                   keyword: 'additionalProperties',
                   params: { additionalProperty: key2 },
-                  message: 'must NOT have additional properties',
                 };
                 if (vErrors === null) {
                   vErrors = [err10];
@@ -4701,7 +4373,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                       '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/properties/dateTime/pattern',
                     keyword: 'pattern',
                     params: { pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?$' },
-                    message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?$' + '"',
                   };
                   if (vErrors === null) {
                     vErrors = [err11];
@@ -4717,7 +4388,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/properties/dateTime/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err12];
@@ -4737,7 +4407,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                       '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/properties/timeZone/minLength',
                     keyword: 'minLength',
                     params: { limit: 1 },
-                    message: 'must NOT have fewer than 1 characters',
                   };
                   if (vErrors === null) {
                     vErrors = [err13];
@@ -4753,7 +4422,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/properties/timeZone/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err14];
@@ -4769,7 +4437,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledStartDateTime/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err15];
@@ -4788,7 +4455,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/required',
                 keyword: 'required',
                 params: { missingProperty: 'dateTime' },
-                message: "must have required property '" + 'dateTime' + "'",
               };
               if (vErrors === null) {
                 vErrors = [err16];
@@ -4803,7 +4469,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/required',
                 keyword: 'required',
                 params: { missingProperty: 'timeZone' },
-                message: "must have required property '" + 'timeZone' + "'",
               };
               if (vErrors === null) {
                 vErrors = [err17];
@@ -4820,7 +4485,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/additionalProperties',
                   keyword: 'additionalProperties',
                   params: { additionalProperty: key3 },
-                  message: 'must NOT have additional properties',
                 };
                 if (vErrors === null) {
                   vErrors = [err18];
@@ -4840,7 +4504,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                       '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/properties/dateTime/pattern',
                     keyword: 'pattern',
                     params: { pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?$' },
-                    message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?$' + '"',
                   };
                   if (vErrors === null) {
                     vErrors = [err19];
@@ -4856,7 +4519,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/properties/dateTime/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err20];
@@ -4876,7 +4538,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                       '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/properties/timeZone/minLength',
                     keyword: 'minLength',
                     params: { limit: 1 },
-                    message: 'must NOT have fewer than 1 characters',
                   };
                   if (vErrors === null) {
                     vErrors = [err21];
@@ -4892,7 +4553,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/properties/timeZone/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err22];
@@ -4908,7 +4568,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/automaticRepliesSetting/properties/scheduledEndDateTime/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err23];
@@ -4924,7 +4583,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/automaticRepliesSetting/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err24];
@@ -4941,7 +4599,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/dateFormat/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err25];
@@ -4959,7 +4616,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/delegateMeetingMessageDeliveryOptions/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err26];
@@ -4978,7 +4634,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/delegateMeetingMessageDeliveryOptions/enum',
           keyword: 'enum',
           params: { allowedValues: schema26.properties.delegateMeetingMessageDeliveryOptions.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err27];
@@ -4998,7 +4653,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/language/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key4 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err28];
@@ -5017,7 +4671,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/language/properties/locale/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err29];
@@ -5032,7 +4685,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/language/properties/locale/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err30];
@@ -5049,7 +4701,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/language/properties/displayName/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err31];
@@ -5065,7 +4716,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/language/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err32];
@@ -5082,7 +4732,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/timeFormat/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err33];
@@ -5101,7 +4750,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/timeZone/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err34];
@@ -5116,7 +4764,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/timeZone/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err35];
@@ -5136,7 +4783,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/workingHours/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key5 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err36];
@@ -5158,7 +4804,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/workingHours/properties/daysOfWeek/items/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err37];
@@ -5181,7 +4826,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/workingHours/properties/daysOfWeek/items/enum',
                   keyword: 'enum',
                   params: { allowedValues: schema26.properties.workingHours.properties.daysOfWeek.items.enum },
-                  message: 'must be equal to one of the allowed values',
                 };
                 if (vErrors === null) {
                   vErrors = [err38];
@@ -5197,7 +4841,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/workingHours/properties/daysOfWeek/type',
               keyword: 'type',
               params: { type: 'array' },
-              message: 'must be array',
             };
             if (vErrors === null) {
               vErrors = [err39];
@@ -5216,7 +4859,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/workingHours/properties/startTime/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,7})?)?$' },
-                message: 'must match pattern "' + '^\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,7})?)?$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err40];
@@ -5231,7 +4873,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/workingHours/properties/startTime/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err41];
@@ -5250,7 +4891,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/workingHours/properties/endTime/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,7})?)?$' },
-                message: 'must match pattern "' + '^\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,7})?)?$' + '"',
               };
               if (vErrors === null) {
                 vErrors = [err42];
@@ -5265,7 +4905,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/workingHours/properties/endTime/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err43];
@@ -5287,7 +4926,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                     schemaPath: '#/properties/workingHours/properties/timeZone/properties/name/minLength',
                     keyword: 'minLength',
                     params: { limit: 1 },
-                    message: 'must NOT have fewer than 1 characters',
                   };
                   if (vErrors === null) {
                     vErrors = [err44];
@@ -5302,7 +4940,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
                   schemaPath: '#/properties/workingHours/properties/timeZone/properties/name/type',
                   keyword: 'type',
                   params: { type: 'string' },
-                  message: 'must be string',
                 };
                 if (vErrors === null) {
                   vErrors = [err45];
@@ -5318,7 +4955,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/workingHours/properties/timeZone/type',
               keyword: 'type',
               params: { type: 'object' },
-              message: 'must be object',
             };
             if (vErrors === null) {
               vErrors = [err46];
@@ -5334,7 +4970,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workingHours/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err47];
@@ -5345,13 +4980,7 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err48 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err48 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err48];
     } else {
@@ -5382,7 +5011,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'display_name' },
-        message: "must have required property '" + 'display_name' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5398,7 +5026,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5417,7 +5044,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/display_name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -5432,7 +5058,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/display_name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -5443,13 +5068,7 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -5480,7 +5099,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5496,7 +5114,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5515,7 +5132,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -5530,7 +5146,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -5541,13 +5156,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -5578,7 +5187,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5594,7 +5202,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5613,7 +5220,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -5628,7 +5234,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -5639,13 +5244,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -5675,7 +5274,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/additionalProperties',
         keyword: 'additionalProperties',
         params: { additionalProperty: key0 },
-        message: 'must NOT have additional properties',
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5685,13 +5283,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err1 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err1];
     } else {
@@ -5725,7 +5317,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5740,7 +5331,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'display_name' },
-        message: "must have required property '" + 'display_name' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -5756,7 +5346,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5775,7 +5364,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -5790,7 +5378,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5809,7 +5396,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/display_name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -5824,7 +5410,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/display_name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -5835,13 +5420,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -5908,7 +5487,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -5923,7 +5501,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'title' },
-        message: "must have required property '" + 'title' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -5939,7 +5516,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -5958,7 +5534,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -5973,7 +5548,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5992,7 +5566,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/title/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -6007,7 +5580,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/title/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -6024,7 +5596,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -6045,7 +5616,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/categories/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -6061,7 +5631,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/categories/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -6080,7 +5649,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/due_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err10];
@@ -6095,7 +5663,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/due_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -6113,7 +5680,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/due_time_zone/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -6128,7 +5694,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/due_time_zone/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err13];
@@ -6145,7 +5710,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -6160,7 +5724,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/enum',
           keyword: 'enum',
           params: { allowedValues: schema32.properties.importance.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -6179,10 +5742,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/reminder_date_time/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-            message:
-              'must match pattern "' +
-              '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err16];
@@ -6197,7 +5756,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/reminder_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -6215,7 +5773,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/reminder_time_zone/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -6230,7 +5787,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/reminder_time_zone/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err19];
@@ -6247,7 +5803,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err20];
@@ -6268,7 +5823,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
           params: { allowedValues: schema32.properties.status.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err21];
@@ -6279,13 +5833,7 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err22 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err22];
     } else {
@@ -6319,7 +5867,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -6334,7 +5881,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'task_id' },
-        message: "must have required property '" + 'task_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -6350,7 +5896,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -6369,7 +5914,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -6384,7 +5928,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -6403,7 +5946,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/task_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -6418,7 +5960,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/task_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -6429,13 +5970,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -6469,7 +6004,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -6484,7 +6018,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'task_id' },
-        message: "must have required property '" + 'task_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -6500,7 +6033,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -6519,7 +6051,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -6534,7 +6065,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -6553,7 +6083,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/task_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -6568,7 +6097,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/task_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -6579,13 +6107,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -6625,7 +6147,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -6641,7 +6162,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -6660,7 +6180,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -6675,7 +6194,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -6692,7 +6210,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24filter/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -6709,7 +6226,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24orderby/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -6727,7 +6243,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24skip/type',
           keyword: 'type',
           params: { type: 'integer' },
-          message: 'must be integer',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -6743,7 +6258,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/%24skip/minimum',
             keyword: 'minimum',
             params: { comparison: '>=', limit: 0 },
-            message: 'must be >= 0',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -6761,7 +6275,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/%24top/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err8];
@@ -6777,7 +6290,6 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/%24top/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -6788,13 +6300,7 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -6847,7 +6353,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'list_id' },
-        message: "must have required property '" + 'list_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -6862,7 +6367,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'task_id' },
-        message: "must have required property '" + 'task_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -6878,7 +6382,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -6897,7 +6400,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/list_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -6912,7 +6414,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/list_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -6931,7 +6432,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/task_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -6946,7 +6446,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/task_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -6965,7 +6464,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/title/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -6980,7 +6478,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/title/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -6997,7 +6494,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/body/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -7018,7 +6514,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/categories/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err10];
@@ -7034,7 +6529,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/categories/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -7053,7 +6547,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/due_date/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err12];
@@ -7068,7 +6561,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/due_date/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -7086,7 +6578,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/due_time_zone/minLength',
           keyword: 'minLength',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 characters',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -7101,7 +6592,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/due_time_zone/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err15];
@@ -7118,7 +6608,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -7133,7 +6622,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/importance/enum',
           keyword: 'enum',
           params: { allowedValues: schema36.properties.importance.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -7151,7 +6639,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -7172,7 +6659,6 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
           params: { allowedValues: schema36.properties.status.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err19];
@@ -7183,13 +6669,7 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err20 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err20 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err20];
     } else {

@@ -40,7 +40,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'meeting_id' },
-        message: "must have required property '" + 'meeting_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -56,7 +55,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -75,10 +73,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/meeting_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
-            message:
-              'must match pattern "' +
-              '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' +
-              '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -93,7 +87,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/meeting_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -111,7 +104,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -126,7 +118,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -144,7 +135,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -159,7 +149,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema11.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -170,13 +159,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err8 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err8];
     } else {
@@ -229,7 +212,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'meeting_ids' },
-        message: "must have required property '" + 'meeting_ids' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -245,7 +227,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -264,7 +245,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/meeting_ids/maxItems',
             keyword: 'maxItems',
             params: { limit: 10 },
-            message: 'must NOT have more than 10 items',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -279,7 +259,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/meeting_ids/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -298,10 +277,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/meeting_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
-                message:
-                  'must match pattern "' +
-                  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' +
-                  '"',
               };
               if (vErrors === null) {
                 vErrors = [err4];
@@ -316,7 +291,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/meeting_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err5];
@@ -332,7 +306,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/meeting_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -350,7 +323,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -365,7 +337,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -383,7 +354,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -398,7 +368,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema12.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -409,13 +378,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -481,7 +444,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -499,7 +461,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/time_range/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -514,7 +475,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/time_range/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.time_range.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -533,7 +493,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/custom_start/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -548,7 +507,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/custom_start/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -567,7 +525,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/custom_end/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -582,7 +539,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/custom_end/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -600,7 +556,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -615,7 +570,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -633,7 +587,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -648,7 +601,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema13.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -659,13 +611,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -718,7 +664,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'query' },
-        message: "must have required property '" + 'query' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -734,7 +679,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -753,7 +697,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -768,7 +711,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -791,10 +733,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/document_ids/items/pattern',
                 keyword: 'pattern',
                 params: { pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
-                message:
-                  'must match pattern "' +
-                  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' +
-                  '"',
               };
               if (vErrors === null) {
                 vErrors = [err4];
@@ -809,7 +747,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/document_ids/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err5];
@@ -825,7 +762,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/document_ids/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -843,7 +779,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -858,7 +793,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/schema_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema14.properties.schema_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -876,7 +810,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -891,7 +824,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/tool_version/enum',
           keyword: 'enum',
           params: { allowedValues: schema14.properties.tool_version.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -902,13 +834,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {

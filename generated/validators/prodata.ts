@@ -37,7 +37,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'scraper_token' },
-        message: "must have required property '" + 'scraper_token' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -52,7 +51,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'profile_urls' },
-        message: "must have required property '" + 'profile_urls' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -68,7 +66,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -87,7 +84,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/scraper_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -102,7 +98,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/scraper_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -121,7 +116,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_urls/minItems',
             keyword: 'minItems',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 items',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -140,7 +134,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/profile_urls/items/minLength',
                 keyword: 'minLength',
                 params: { limit: 1 },
-                message: 'must NOT have fewer than 1 characters',
               };
               if (vErrors === null) {
                 vErrors = [err6];
@@ -155,7 +148,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/profile_urls/items/type',
               keyword: 'type',
               params: { type: 'string' },
-              message: 'must be string',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -171,7 +163,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_urls/type',
           keyword: 'type',
           params: { type: 'array' },
-          message: 'must be array',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -188,7 +179,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/find_email/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -199,13 +189,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -239,7 +223,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -258,7 +241,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/ad_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -273,7 +255,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/ad_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -292,7 +273,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -307,7 +287,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -318,13 +297,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err5 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err5];
     } else {
@@ -356,13 +329,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     if (data.url === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'url' },
-        message: "must have required property '" + 'url' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'url' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -377,7 +344,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -396,7 +362,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -411,7 +376,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -428,7 +392,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -444,7 +407,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -455,13 +417,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -501,7 +457,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'account_id' },
-        message: "must have required property '" + 'account_id' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -517,7 +472,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -536,7 +490,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/account_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]+$' },
-            message: 'must match pattern "' + '^[0-9]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -551,7 +504,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/account_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -562,13 +514,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -610,7 +556,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -629,7 +574,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/company/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -644,7 +588,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -663,7 +606,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/company_universal_name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -678,7 +620,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_universal_name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -695,7 +636,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -711,7 +651,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -722,13 +661,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -763,7 +696,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -782,7 +714,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/group_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -797,7 +728,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/group_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -816,7 +746,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -831,7 +760,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -842,13 +770,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err5 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err5];
     } else {
@@ -874,13 +796,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     if (data.url === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'url' },
-        message: "must have required property '" + 'url' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'url' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -895,7 +811,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -914,7 +829,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -929,7 +843,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -940,13 +853,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -972,13 +879,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     if (data.post === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'post' },
-        message: "must have required property '" + 'post' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'post' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -993,7 +894,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1012,7 +912,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/post/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1027,7 +926,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/post/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1038,13 +936,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -1070,13 +962,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     if (data.post === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'post' },
-        message: "must have required property '" + 'post' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'post' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -1091,7 +977,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1110,7 +995,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/post/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1125,7 +1009,6 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/post/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1136,13 +1019,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -1197,7 +1074,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1216,7 +1092,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1231,7 +1106,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1250,7 +1124,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1265,7 +1138,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1282,7 +1154,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -1298,7 +1169,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1317,7 +1187,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/pagination_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1332,7 +1201,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/pagination_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1350,7 +1218,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -1365,7 +1232,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/enum',
           keyword: 'enum',
           params: { allowedValues: schema20.properties.posted_limit.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1376,13 +1242,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -1425,7 +1285,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1444,7 +1303,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1459,7 +1317,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1478,7 +1335,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1493,7 +1349,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1512,7 +1367,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_public_identifier/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1527,7 +1381,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_public_identifier/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1544,7 +1397,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err7];
@@ -1560,7 +1412,6 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1571,13 +1422,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -1621,7 +1466,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1640,7 +1484,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1655,7 +1498,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1674,7 +1516,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1689,7 +1530,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1706,7 +1546,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -1722,7 +1561,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1741,7 +1579,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/pagination_token/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err7];
@@ -1756,7 +1593,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/pagination_token/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1767,13 +1603,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err9 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err9];
     } else {
@@ -1813,7 +1643,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1832,7 +1661,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/company_url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -1847,7 +1675,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -1866,7 +1693,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/universal_name/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -1881,7 +1707,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/universal_name/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1900,7 +1725,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/search/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -1915,7 +1739,6 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1926,13 +1749,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -1966,7 +1783,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1985,7 +1801,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/job_url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -2000,7 +1815,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/job_url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2019,7 +1833,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/job_id/pattern',
             keyword: 'pattern',
             params: { pattern: '^[0-9]+$' },
-            message: 'must match pattern "' + '^[0-9]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2034,7 +1847,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/job_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2045,13 +1857,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err5 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err5];
     } else {
@@ -2103,7 +1909,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2122,7 +1927,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_url/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err1];
@@ -2137,7 +1941,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2156,7 +1959,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/public_identifier/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -2171,7 +1973,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/public_identifier/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2190,7 +1991,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/profile_id/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -2205,7 +2005,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2222,7 +2021,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/main/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -2239,7 +2037,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/find_email/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -2256,7 +2053,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/include_about_profile/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2273,7 +2069,6 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/skip_smtp/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2284,13 +2079,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -2340,7 +2129,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2357,7 +2145,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/keyword/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2374,7 +2161,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/account_owner/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2391,7 +2177,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/countries/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2409,7 +2194,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/date_option/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2430,7 +2214,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/date_option/enum',
           keyword: 'enum',
           params: { allowedValues: schema26.properties.date_option.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2449,7 +2232,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/startdate/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -2464,7 +2246,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/startdate/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -2483,7 +2264,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/enddate/pattern',
             keyword: 'pattern',
             params: { pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
-            message: 'must match pattern "' + '^\\d{4}-\\d{2}-\\d{2}$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -2498,7 +2278,6 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/enddate/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2509,13 +2288,7 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err10 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err10];
     } else {
@@ -2558,7 +2331,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2575,7 +2347,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2592,7 +2363,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/location/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2609,7 +2379,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_size/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2626,7 +2395,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -2642,7 +2410,6 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2653,13 +2420,7 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -2690,7 +2451,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'search' },
-        message: "must have required property '" + 'search' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2706,7 +2466,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2725,7 +2484,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/search/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2740,7 +2498,6 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2751,13 +2508,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -2794,7 +2545,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'search' },
-        message: "must have required property '" + 'search' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -2810,7 +2560,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2829,7 +2578,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/search/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -2844,7 +2592,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2861,7 +2608,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -2877,7 +2623,6 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2888,13 +2633,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err6 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err6];
     } else {
@@ -2955,7 +2694,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -2972,7 +2710,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2989,7 +2726,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/location/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3006,7 +2742,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3023,7 +2758,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/easy_apply/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3040,7 +2774,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/employment_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3057,7 +2790,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/experience_level/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3074,7 +2806,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/workplace_type/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3092,7 +2823,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3107,7 +2837,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/enum',
           keyword: 'enum',
           params: { allowedValues: schema30.properties.posted_limit.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3125,7 +2854,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/salary/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3150,7 +2878,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/salary/enum',
           keyword: 'enum',
           params: { allowedValues: schema30.properties.salary.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3168,7 +2895,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -3183,7 +2909,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/enum',
           keyword: 'enum',
           params: { allowedValues: schema30.properties.sort_by.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -3200,7 +2925,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err14];
@@ -3216,7 +2940,6 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -3227,13 +2950,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err16 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err16];
     } else {
@@ -3296,7 +3013,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3313,7 +3029,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3330,7 +3045,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sales_nav_url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3347,7 +3061,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_headcount/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3364,7 +3077,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/current_companies/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3381,7 +3093,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/current_job_titles/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3398,7 +3109,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/first_names/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3415,7 +3125,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/last_names/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3432,7 +3141,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/geo_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3449,7 +3157,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/industry_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3466,7 +3173,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/locations/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3483,7 +3189,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/past_companies/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3500,7 +3205,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/past_job_titles/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -3517,7 +3221,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/recently_changed_jobs/type',
           keyword: 'type',
           params: { type: 'boolean' },
-          message: 'must be boolean',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -3534,7 +3237,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/seniority_level_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -3551,7 +3253,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/years_of_experience_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -3568,7 +3269,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err16];
@@ -3584,7 +3284,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 100 },
-          message: 'must be <= 100',
         };
         if (vErrors === null) {
           vErrors = [err17];
@@ -3599,7 +3298,6 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -3610,13 +3308,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err19 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err19];
     } else {
@@ -3665,7 +3357,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3682,7 +3373,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3699,7 +3389,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_headcount/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3716,7 +3405,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/current_companies/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3733,7 +3421,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/current_job_titles/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3750,7 +3437,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/first_names/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3767,7 +3453,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/last_names/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3784,7 +3469,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/industry_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -3801,7 +3485,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/locations/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -3818,7 +3501,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/seniority_level_ids/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3835,7 +3517,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err10];
@@ -3851,7 +3532,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 100 },
-          message: 'must be <= 100',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3866,7 +3546,6 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -3877,13 +3556,7 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
@@ -3932,7 +3605,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -3949,7 +3621,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3966,7 +3637,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/authors_company/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -3983,7 +3653,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -4000,7 +3669,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/company_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4017,7 +3685,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/group/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -4034,7 +3701,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -4051,7 +3717,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/profile_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -4069,7 +3734,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -4091,7 +3755,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/posted_limit/enum',
           keyword: 'enum',
           params: { allowedValues: schema33.properties.posted_limit.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -4109,7 +3772,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -4124,7 +3786,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/sort_by/enum',
           keyword: 'enum',
           params: { allowedValues: schema33.properties.sort_by.enum },
-          message: 'must be equal to one of the allowed values',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -4141,7 +3802,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err12];
@@ -4157,7 +3817,6 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -4168,13 +3827,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -4213,7 +3866,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'search' },
-        message: "must have required property '" + 'search' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -4229,7 +3881,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4248,7 +3899,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/search/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
-            message: 'must NOT have fewer than 1 characters',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -4263,7 +3913,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/search/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -4280,7 +3929,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/location/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4297,7 +3945,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/geo_id/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -4314,7 +3961,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/page/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err6];
@@ -4330,7 +3976,6 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/page/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -4341,13 +3986,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err8 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err8];
     } else {

@@ -66,7 +66,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'actor' },
-        message: "must have required property '" + 'actor' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -81,7 +80,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'input' },
-        message: "must have required property '" + 'input' + "'",
       };
       if (vErrors === null) {
         vErrors = [err1];
@@ -103,7 +101,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -122,7 +119,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/actor/pattern',
             keyword: 'pattern',
             params: { pattern: '^[\\w.~-]+(/[\\w.-]+)?(:[^\\s:]+)?$' },
-            message: 'must match pattern "' + '^[\\w.~-]+(/[\\w.-]+)?(:[^\\s:]+)?$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -137,7 +133,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/actor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -155,7 +150,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/input/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -171,7 +165,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/async/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err6];
@@ -190,7 +183,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/callOptions/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key1 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -208,7 +200,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/callOptions/properties/memory/type',
               keyword: 'type',
               params: { type: 'integer' },
-              message: 'must be integer',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -233,7 +224,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/callOptions/properties/memory/enum',
               keyword: 'enum',
               params: { allowedValues: schema11.properties.callOptions.properties.memory.enum },
-              message: 'must be equal to one of the allowed values',
             };
             if (vErrors === null) {
               vErrors = [err9];
@@ -251,7 +241,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/callOptions/properties/timeout/type',
               keyword: 'type',
               params: { type: 'integer' },
-              message: 'must be integer',
             };
             if (vErrors === null) {
               vErrors = [err10];
@@ -267,7 +256,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
                 schemaPath: '#/properties/callOptions/properties/timeout/minimum',
                 keyword: 'minimum',
                 params: { comparison: '>=', limit: 0 },
-                message: 'must be >= 0',
               };
               if (vErrors === null) {
                 vErrors = [err11];
@@ -284,7 +272,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/callOptions/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -300,7 +287,6 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/previewOutput/type',
         keyword: 'type',
         params: { type: 'boolean' },
-        message: 'must be boolean',
       };
       if (vErrors === null) {
         vErrors = [err13];
@@ -310,13 +296,7 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err14 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err14];
     } else {
@@ -377,7 +357,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'actor' },
-        message: "must have required property '" + 'actor' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -393,7 +372,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -412,7 +390,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/actor/pattern',
             keyword: 'pattern',
             params: { pattern: '^[\\w.~-]+(/[\\w.-]+)?$' },
-            message: 'must match pattern "' + '^[\\w.~-]+(/[\\w.-]+)?$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -427,7 +404,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/actor/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -447,7 +423,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key1 },
-              message: 'must NOT have additional properties',
             };
             if (vErrors === null) {
               vErrors = [err4];
@@ -464,7 +439,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/description/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err5];
@@ -481,7 +455,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/inputSchema/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -498,7 +471,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/mcpTools/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -515,7 +487,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/metadata/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -532,7 +503,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/outputSchema/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err9];
@@ -549,7 +519,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/pricing/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err10];
@@ -566,7 +535,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/rating/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err11];
@@ -583,7 +551,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/readme/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err12];
@@ -600,7 +567,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
               schemaPath: '#/properties/output/properties/stats/type',
               keyword: 'type',
               params: { type: 'boolean' },
-              message: 'must be boolean',
             };
             if (vErrors === null) {
               vErrors = [err13];
@@ -616,7 +582,6 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/output/type',
           keyword: 'type',
           params: { type: 'object' },
-          message: 'must be object',
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -627,13 +592,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err15 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err15];
     } else {
@@ -666,13 +625,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     if (data.url === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'url' },
-        message: "must have required property '" + 'url' + "'",
-      };
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'url' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -687,7 +640,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -706,8 +658,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/url/pattern',
             keyword: 'pattern',
             params: { pattern: '^https://(docs\\.apify\\.com|crawlee\\.dev)/[^\\s?#/][^\\s?#]*(#\\S*)?$' },
-            message:
-              'must match pattern "' + '^https://(docs\\.apify\\.com|crawlee\\.dev)/[^\\s?#/][^\\s?#]*(#\\S*)?$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -722,7 +672,6 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/url/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -733,13 +682,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -790,7 +733,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'datasetId' },
-        message: "must have required property '" + 'datasetId' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -806,7 +748,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -825,7 +766,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/datasetId/pattern',
             keyword: 'pattern',
             params: { pattern: '^[\\w.~-]+$' },
-            message: 'must match pattern "' + '^[\\w.~-]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -840,7 +780,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/datasetId/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -857,7 +796,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/fields/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -875,7 +813,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -891,7 +828,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/multipleOf',
           keyword: 'multipleOf',
           params: { multipleOf: 1 },
-          message: 'must be multiple of 1',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -906,7 +842,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/limit/type',
         keyword: 'type',
         params: { type: 'number' },
-        message: 'must be number',
       };
       if (vErrors === null) {
         vErrors = [err7];
@@ -923,7 +858,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/offset/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 0 },
-          message: 'must be >= 0',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -939,7 +873,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/offset/multipleOf',
           keyword: 'multipleOf',
           params: { multipleOf: 1 },
-          message: 'must be multiple of 1',
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -954,7 +887,6 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/offset/type',
         keyword: 'type',
         params: { type: 'number' },
-        message: 'must be number',
       };
       if (vErrors === null) {
         vErrors = [err10];
@@ -964,13 +896,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -1001,7 +927,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'runId' },
-        message: "must have required property '" + 'runId' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1017,7 +942,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1036,7 +960,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/runId/pattern',
             keyword: 'pattern',
             params: { pattern: '^[\\w.~-]+$' },
-            message: 'must match pattern "' + '^[\\w.~-]+$' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1051,7 +974,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/runId/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1062,13 +984,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err4 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err4];
     } else {
@@ -1123,7 +1039,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'query' },
-        message: "must have required property '" + 'query' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1139,7 +1054,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1158,7 +1072,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/pattern',
             keyword: 'pattern',
             params: { pattern: '\\S' },
-            message: 'must match pattern "' + '\\S' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1173,7 +1086,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1190,7 +1102,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/maxResults/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -1206,7 +1117,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/maxResults/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 100 },
-          message: 'must be <= 100',
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -1221,7 +1131,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/maxResults/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1239,7 +1148,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/outputFormats/minItems',
           keyword: 'minItems',
           params: { limit: 1 },
-          message: 'must NOT have fewer than 1 items',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1257,7 +1165,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/outputFormats/items/type',
             keyword: 'type',
             params: { type: 'string' },
-            message: 'must be string',
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -1272,7 +1179,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/outputFormats/items/enum',
             keyword: 'enum',
             params: { allowedValues: schema16.properties.outputFormats.items.enum },
-            message: 'must be equal to one of the allowed values',
           };
           if (vErrors === null) {
             vErrors = [err9];
@@ -1288,7 +1194,6 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/outputFormats/type',
         keyword: 'type',
         params: { type: 'array' },
-        message: 'must be array',
       };
       if (vErrors === null) {
         vErrors = [err10];
@@ -1298,13 +1203,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err11 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err11];
     } else {
@@ -1351,7 +1250,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err0];
@@ -1368,7 +1266,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/keywords/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1385,7 +1282,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/limit/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err2];
@@ -1401,7 +1297,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 100 },
-          message: 'must be <= 100',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1416,7 +1311,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -1433,7 +1327,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/offset/type',
         keyword: 'type',
         params: { type: 'integer' },
-        message: 'must be integer',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -1449,7 +1342,6 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/offset/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 0 },
-          message: 'must be >= 0',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1460,13 +1352,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err7];
     } else {
@@ -1523,7 +1409,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/required',
         keyword: 'required',
         params: { missingProperty: 'query' },
-        message: "must have required property '" + 'query' + "'",
       };
       if (vErrors === null) {
         vErrors = [err0];
@@ -1539,7 +1424,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-          message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -1558,7 +1442,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
             schemaPath: '#/properties/query/pattern',
             keyword: 'pattern',
             params: { pattern: '\\S' },
-            message: 'must match pattern "' + '\\S' + '"',
           };
           if (vErrors === null) {
             vErrors = [err2];
@@ -1573,7 +1456,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/query/type',
           keyword: 'type',
           params: { type: 'string' },
-          message: 'must be string',
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -1590,7 +1472,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/docSource/type',
         keyword: 'type',
         params: { type: 'string' },
-        message: 'must be string',
       };
       if (vErrors === null) {
         vErrors = [err4];
@@ -1605,7 +1486,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/docSource/enum',
         keyword: 'enum',
         params: { allowedValues: schema18.properties.docSource.enum },
-        message: 'must be equal to one of the allowed values',
       };
       if (vErrors === null) {
         vErrors = [err5];
@@ -1622,7 +1502,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 20 },
-          message: 'must be <= 20',
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1637,7 +1516,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
-          message: 'must be >= 1',
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1653,7 +1531,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/limit/multipleOf',
           keyword: 'multipleOf',
           params: { multipleOf: 1 },
-          message: 'must be multiple of 1',
         };
         if (vErrors === null) {
           vErrors = [err8];
@@ -1668,7 +1545,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/limit/type',
         keyword: 'type',
         params: { type: 'number' },
-        message: 'must be number',
       };
       if (vErrors === null) {
         vErrors = [err9];
@@ -1685,7 +1561,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/offset/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 0 },
-          message: 'must be >= 0',
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -1701,7 +1576,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           schemaPath: '#/properties/offset/multipleOf',
           keyword: 'multipleOf',
           params: { multipleOf: 1 },
-          message: 'must be multiple of 1',
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -1716,7 +1590,6 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         schemaPath: '#/properties/offset/type',
         keyword: 'type',
         params: { type: 'number' },
-        message: 'must be number',
       };
       if (vErrors === null) {
         vErrors = [err12];
@@ -1726,13 +1599,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
   } else {
-    const err13 = {
-      instancePath,
-      schemaPath: '#/type',
-      keyword: 'type',
-      params: { type: 'object' },
-      message: 'must be object',
-    };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
       vErrors = [err13];
     } else {
