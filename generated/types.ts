@@ -187,6 +187,705 @@ export interface HelpdeskViewsListInput {
   sort_order?: 'asc' | 'desc';
 }
 
+/** Input of `mail_create_calendar_event`: Create a calendar event. Giving attendees sends them invitations; giving recurrence_type makes a recurring series. */
+export interface MailCreateCalendarEventInput {
+  /** Title. */
+  subject: string;
+  /** Start, as the local time in start_timezone (e.g. 2026-09-07T10:00:00); an offset or Z is dropped. */
+  start_datetime: string;
+  /** Time zone of the start (IANA such as Europe/Berlin, or Windows such as Pacific Standard Time). */
+  start_timezone: string;
+  /** End, as the local time in end_timezone; an offset or Z is dropped. */
+  end_datetime: string;
+  /** Time zone of the end. */
+  end_timezone: string;
+  /** Email addresses of required attendees: a JSON array string (["a@x.com","b@x.com"]) or comma-separated text. */
+  attendees_required?: string;
+  /** Email addresses of optional attendees (JSON array string or comma-separated). */
+  attendees_optional?: string;
+  /** Email addresses of resources such as rooms and equipment (JSON array string or comma-separated). */
+  attendees_resource?: string;
+  /** Event body. */
+  body_content?: string;
+  /** Content type of body_content. */
+  body_contentType?: 'text' | 'html';
+  /** Single location text (its display name). */
+  location?: string;
+  /** JSON array of location objects (displayName, address, coordinates), e.g. [{"displayName":"Room 4"}]. */
+  locations?: string;
+  /** When true each attendee sees only themselves. */
+  hideAttendees?: boolean;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Privacy level. */
+  sensitivity?: 'normal' | 'personal' | 'private' | 'confidential';
+  /** Free/busy status. */
+  showAs?: 'unknown' | 'free' | 'tentative' | 'busy' | 'oof' | 'workingElsewhere';
+  /** All-day event; start and end must then be midnight in the same time zone. */
+  isAllDay?: boolean;
+  /** Creates an online meeting. */
+  isOnlineMeeting?: boolean;
+  /** Online meeting provider (teamsForBusiness needs a work or school account). */
+  onlineMeetingProvider?: 'unknown' | 'skypeForBusiness' | 'skypeForConsumer' | 'teamsForBusiness';
+  /** Whether a reminder is set. */
+  isReminderOn?: boolean;
+  /** Minutes before the start that the reminder fires. */
+  reminderMinutesBeforeStart?: number;
+  /** Pattern type. absoluteMonthly repeats on the day of month of the series start; relativeMonthly on recurrence_days_of_week (first occurrence in the month); the yearly types do the same in the month of the series start. */
+  recurrence_type?: 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly';
+  /** Every N units (every 2 weeks = 2); 1 when not given. */
+  recurrence_interval?: number;
+  /** Comma-separated day names (monday,wednesday or Mon,Wed); required for weekly, relativeMonthly and relativeYearly. */
+  recurrence_days_of_week?: string;
+  /** First day of the series, YYYY-MM-DD; the date of start_datetime when not given. */
+  recurrence_start_date?: string;
+  /** How the recurrence ends; noEnd when not given. */
+  recurrence_range_type?: 'endDate' | 'noEnd' | 'numbered';
+  /** Last day of the series, YYYY-MM-DD; required when recurrence_range_type is endDate. */
+  recurrence_end_date?: string;
+  /** Number of occurrences; required when recurrence_range_type is numbered. */
+  recurrence_occurrences?: number;
+}
+
+/** Input of `mail_update_calendar_event`: Update a calendar event; only the fields given change. */
+export interface MailUpdateCalendarEventInput {
+  /** Event to update. */
+  event_id: string;
+  /** Title. */
+  subject?: string;
+  /** New start, RFC3339 (e.g. 2026-09-08T09:00:00Z); sent as the local time in start_timezone, so give both. */
+  start_datetime?: string;
+  /** Time zone of the start; required with start_datetime. */
+  start_timezone?: string;
+  /** New end, RFC3339; sent as the local time in end_timezone, so give both. */
+  end_datetime?: string;
+  /** Time zone of the end; required with end_datetime. */
+  end_timezone?: string;
+  /** Email addresses of required attendees, comma-separated (a JSON array string works too). Replaces all attendees. */
+  attendees_required?: string;
+  /** Email addresses of optional attendees (JSON array string or comma-separated). */
+  attendees_optional?: string;
+  /** Email addresses of resources such as rooms and equipment (JSON array string or comma-separated). */
+  attendees_resource?: string;
+  /** Event body. */
+  body_content?: string;
+  /** Content type of body_content. */
+  body_contentType?: 'text' | 'html';
+  /** Single location text (its display name). */
+  location?: string;
+  /** JSON array of location objects (displayName, address, coordinates); replaces the locations. */
+  locations?: string;
+  /** When true each attendee sees only themselves. */
+  hideAttendees?: boolean;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Privacy level. */
+  sensitivity?: 'normal' | 'personal' | 'private' | 'confidential';
+  /** Free/busy status. */
+  showAs?: 'unknown' | 'free' | 'tentative' | 'busy' | 'oof' | 'workingElsewhere';
+  /** All-day event; start and end must then be midnight in the same time zone. */
+  isAllDay?: boolean;
+  /** Creates an online meeting. */
+  isOnlineMeeting?: boolean;
+  /** Online meeting provider (teamsForBusiness needs a work or school account). */
+  onlineMeetingProvider?: 'unknown' | 'skypeForBusiness' | 'skypeForConsumer' | 'teamsForBusiness';
+  /** Whether a reminder is set. */
+  isReminderOn?: boolean;
+  /** Minutes before the start that the reminder fires. */
+  reminderMinutesBeforeStart?: number;
+  /** Pattern type. absoluteMonthly repeats on the day of month of the series start; relativeMonthly on recurrence_days_of_week (first occurrence in the month); the yearly types do the same in the month of the series start. */
+  recurrence_type?: 'daily' | 'weekly' | 'absoluteMonthly' | 'relativeMonthly' | 'absoluteYearly' | 'relativeYearly';
+  /** Every N units (every 2 weeks = 2); 1 when not given. */
+  recurrence_interval?: number;
+  /** Comma-separated day names (monday,wednesday or Mon,Wed); required for weekly, relativeMonthly and relativeYearly. */
+  recurrence_days_of_week?: string;
+  /** First day of the series, YYYY-MM-DD; the date of start_datetime when not given. */
+  recurrence_start_date?: string;
+  /** How the recurrence ends; noEnd when not given. */
+  recurrence_range_type?: 'endDate' | 'noEnd' | 'numbered';
+  /** Last day of the series, YYYY-MM-DD; required when recurrence_range_type is endDate. */
+  recurrence_end_date?: string;
+  /** Number of occurrences; required when recurrence_range_type is numbered. */
+  recurrence_occurrences?: number;
+  /** Comma-separated category names; replaces the event's categories. */
+  categories?: string;
+}
+
+/** Input of `mail_delete_calendar_event`: Delete a calendar event by ID. */
+export interface MailDeleteCalendarEventInput {
+  /** Event to delete. */
+  event_id: string;
+}
+
+/** Input of `mail_get_calendar_event`: Get a calendar event by ID. */
+export interface MailGetCalendarEventInput {
+  /** Event to get. */
+  event_id: string;
+}
+
+/** Input of `mail_list_calendar_events`: List calendar events with filter, sort, paging and field selection. */
+export interface MailListCalendarEventsInput {
+  /** OData filter, e.g. start/dateTime ge '2026-09-01T00:00:00'. */
+  filter?: string;
+  /** OData sort, e.g. start/dateTime desc. */
+  orderby?: string;
+  /** Comma-separated fields to return (e.g. subject,start,end). */
+  select?: string;
+  /** Number of events to skip. */
+  skip?: number;
+  /** Page size (Graph's default is 10). */
+  top?: number;
+}
+
+/** Input of `mail_create_contact`: Create a contact. */
+export interface MailCreateContactInput {
+  /** Given (first) name. */
+  givenName: string;
+  /** Surname. */
+  surname: string;
+  /** Business phone numbers. */
+  businessPhones?: string[];
+  /** Company name. */
+  companyName?: string;
+  /** Email addresses, each with an address and an optional display name. */
+  emailAddresses?: { address: string; name?: string }[];
+  /** Job title. */
+  jobTitle?: string;
+  /** Mobile phone number. */
+  mobilePhone?: string;
+}
+
+/** Input of `mail_list_contacts`: List contacts. */
+export interface MailListContactsInput {
+  /** OData filter, e.g. emailAddresses/any(a:a/address eq 'ada@engines.example'). */
+  $filter?: string;
+  /** OData sort, e.g. givenName. */
+  $orderby?: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of contacts to skip. */
+  $skip?: number;
+  /** Page size (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_get_message`: Get a message with its body, sender, recipients and attachment information. */
+export interface MailGetMessageInput {
+  /** ID of the message. */
+  message_id: string;
+}
+
+/** Input of `mail_list_messages`: List messages in all folders, 10 by default. */
+export interface MailListMessagesInput {
+  /** OData filter, e.g. isRead eq false. */
+  $filter?: string;
+  /** OData sort, e.g. receivedDateTime desc. */
+  $orderby?: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of messages to skip. */
+  $skip?: number;
+  /** Page size, 1-1000 (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_search_messages`: Keyword search across message subject, body, sender and recipients. */
+export interface MailSearchMessagesInput {
+  /** Search terms; KQL such as from:alice subject:report or to:bob is allowed. */
+  query: string;
+  /** Comma-separated fields to return. */
+  $select?: string;
+  /** Number of results to skip. */
+  $skip?: number;
+  /** Page size, 1-1000 (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_list_attachments`: List the attachment metadata (ID, name, size, content type) of a message. */
+export interface MailListAttachmentsInput {
+  /** ID of the message. */
+  message_id: string;
+}
+
+/** Input of `mail_get_attachment`: Download one attachment; returns the full attachment with its base64 `contentBytes`. */
+export interface MailGetAttachmentInput {
+  /** ID of the message. */
+  message_id: string;
+  /** ID of the attachment. */
+  attachment_id: string;
+}
+
+/** Input of `mail_send_message`: Send an email. */
+export interface MailSendMessageInput {
+  /** Email addresses of the To recipients. */
+  toRecipients: string[];
+  /** Subject. */
+  subject: string;
+  /** Body content. */
+  body: string;
+  /** Content type of the body (Text or HTML). */
+  bodyType?: 'Text' | 'HTML';
+  /** Email addresses of the Cc recipients. */
+  ccRecipients?: string[];
+  /** Email addresses of the Bcc recipients. */
+  bccRecipients?: string[];
+  /** Save a copy in Sent Items (default true). (default true) */
+  saveToSentItems?: boolean;
+}
+
+/** Input of `mail_reply_to_message`: Reply to a message; the reply goes to the original sender and is saved in Sent Items. */
+export interface MailReplyToMessageInput {
+  /** ID of the message to reply to. */
+  messageId: string;
+  /** Text of the reply, placed above the quoted original. */
+  comment: string;
+}
+
+/** Input of `mail_mailbox_settings_get`: Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery. */
+export interface MailMailboxSettingsGetInput {}
+
+/** Input of `mail_mailbox_settings_update`: Update the mailbox settings; only the fields given change. */
+export interface MailMailboxSettingsUpdateInput {
+  /** Automatic replies (out of office). */
+  automaticRepliesSetting?: {
+    status?: 'disabled' | 'alwaysEnabled' | 'scheduled';
+    externalAudience?: 'none' | 'contactsOnly' | 'all';
+    internalReplyMessage?: string;
+    externalReplyMessage?: string;
+    scheduledStartDateTime?: { dateTime: string; timeZone: string };
+    scheduledEndDateTime?: { dateTime: string; timeZone: string };
+  };
+  /** Date format (.NET short date pattern, e.g. MM/dd/yyyy). */
+  dateFormat?: string;
+  /** Who gets meeting messages when the mailbox has a delegate. */
+  delegateMeetingMessageDeliveryOptions?:
+    'sendToDelegateAndInformationToPrincipal' | 'sendToDelegateAndPrincipal' | 'sendToDelegateOnly';
+  /** Language of the mailbox. */
+  language?: { locale?: string; displayName?: string };
+  /** Time format (.NET short time pattern, e.g. hh:mm tt). */
+  timeFormat?: string;
+  /** Default time zone (Windows or IANA name). */
+  timeZone?: string;
+  /** Working days, hours and their time zone. */
+  workingHours?: {
+    daysOfWeek?: Array<'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday'>;
+    startTime?: string;
+    endTime?: string;
+    timeZone?: { name?: string; [key: string]: unknown };
+  };
+}
+
+/** Input of `mail_todo_lists_create`: Create a task list. */
+export interface MailTodoListsCreateInput {
+  /** Name of the list. */
+  display_name: string;
+}
+
+/** Input of `mail_todo_lists_delete`: Permanently delete a task list and all its tasks. */
+export interface MailTodoListsDeleteInput {
+  /** ID of the task list. */
+  list_id: string;
+}
+
+/** Input of `mail_todo_lists_get`: Get a task list. */
+export interface MailTodoListsGetInput {
+  /** ID of the task list. */
+  list_id: string;
+}
+
+/** Input of `mail_todo_lists_list`: List the user's task lists. */
+export interface MailTodoListsListInput {}
+
+/** Input of `mail_todo_lists_update`: Rename a task list. */
+export interface MailTodoListsUpdateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** New name of the list. */
+  display_name: string;
+}
+
+/** Input of `mail_todo_tasks_create`: Create a task in a task list. */
+export interface MailTodoTasksCreateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** Title of the task. */
+  title: string;
+  /** Notes of the task (plain text). */
+  body?: string;
+  /** Category names. */
+  categories?: string[];
+  /** Due date, YYYY-MM-DD. */
+  due_date?: string;
+  /** Time zone of the due date (default UTC). (default "UTC") */
+  due_time_zone?: string;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** When to remind, ISO 8601, read as the local time in reminder_time_zone (an offset or Z is dropped). */
+  reminder_date_time?: string;
+  /** Time zone of the reminder (default UTC). (default "UTC") */
+  reminder_time_zone?: string;
+  /** Status. */
+  status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
+}
+
+/** Input of `mail_todo_tasks_delete`: Permanently delete a task. */
+export interface MailTodoTasksDeleteInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+}
+
+/** Input of `mail_todo_tasks_get`: Get a task. */
+export interface MailTodoTasksGetInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+}
+
+/** Input of `mail_todo_tasks_list`: List the tasks of a task list. */
+export interface MailTodoTasksListInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** OData filter, e.g. status eq 'notStarted'. */
+  $filter?: string;
+  /** OData sort, e.g. createdDateTime desc. */
+  $orderby?: string;
+  /** Number of tasks to skip. */
+  $skip?: number;
+  /** Page size (default 10). (default 10) */
+  $top?: number;
+}
+
+/** Input of `mail_todo_tasks_update`: Update a task; only the fields given change. */
+export interface MailTodoTasksUpdateInput {
+  /** ID of the task list. */
+  list_id: string;
+  /** ID of the task. */
+  task_id: string;
+  /** Title of the task. */
+  title?: string;
+  /** Notes of the task (plain text); replaces the notes. */
+  body?: string;
+  /** Category names; replaces the categories. */
+  categories?: string[];
+  /** Due date, YYYY-MM-DD. */
+  due_date?: string;
+  /** Time zone of the due date (default UTC). (default "UTC") */
+  due_time_zone?: string;
+  /** Importance. */
+  importance?: 'low' | 'normal' | 'high';
+  /** Status. */
+  status?: 'notStarted' | 'inProgress' | 'completed' | 'waitingOnOthers' | 'deferred';
+}
+
+/** Input of `prodata_bulk_scrape_profiles`: Batch scrape profiles with the scraping platform's hosted profile-scraper Actor, in one synchronous run. Costs 4 USD per 1000 profiles, 10 USD per 1000 with find_email; billed to the scraping-platform account of scraper_token. */
+export interface ProdataBulkScrapeProfilesInput {
+  /** API token of the scraping platform. Sent only to the scraping platform; redacted in dry runs, never logged. */
+  scraper_token: string;
+  /** Profile URLs. */
+  profile_urls: string[];
+  /** Also search each profile's email address (10 USD instead of 4 USD per 1000 profiles). */
+  find_email?: boolean;
+}
+
+/** Input of `prodata_get_ad`: An ad of the ad library, by its ID or its URL (one of them is required). */
+export interface ProdataGetAdInput {
+  /** ID of the ad. */
+  ad_id?: string;
+  /** URL of the ad. */
+  url?: string;
+}
+
+/** Input of `prodata_get_comment_reactions`: Reactions on a comment, by the comment's URL. */
+export interface ProdataGetCommentReactionsInput {
+  /** URL of the comment. */
+  url: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_company`: Time-tracking account information (company name, base URI, plan type, clock format, currency, weekly capacity). */
+export interface ProdataGetCompanyInput {
+  /** ID of the time-tracking account (numeric), returned at authorization in the header Tracker-Account-Id; sent as the Harvest-Account-Id header. */
+  account_id: string;
+}
+
+/** Input of `prodata_get_company_posts`: Posts of a company page, by the company's URL or universal name (one of them is required). */
+export interface ProdataGetCompanyPostsInput {
+  /** Company URL. */
+  company?: string;
+  /** Universal name of the company (the slug of its URL). */
+  company_universal_name?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_group`: Group details (name, description, member count, activity), by group ID or URL (one of them is required). */
+export interface ProdataGetGroupInput {
+  /** ID of the group. */
+  group_id?: string;
+  /** URL of the group. */
+  url?: string;
+}
+
+/** Input of `prodata_get_post`: A post, by its URL. */
+export interface ProdataGetPostInput {
+  /** URL of the post. */
+  url: string;
+}
+
+/** Input of `prodata_get_post_comments`: Comments on a post, by the post's URL. */
+export interface ProdataGetPostCommentsInput {
+  /** URL of the post. */
+  post: string;
+}
+
+/** Input of `prodata_get_post_reactions`: Reactions on a post, by the post's URL. */
+export interface ProdataGetPostReactionsInput {
+  /** URL of the post. */
+  post: string;
+}
+
+/** Input of `prodata_get_profile_comments`: Comments made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`). */
+export interface ProdataGetProfileCommentsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID (faster than the URL). */
+  profile_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+  /** Required for pages above 1; from the previous page's response. */
+  pagination_token?: string;
+  /** Only comments posted within this period. */
+  posted_limit?: '24h' | 'week' | 'month';
+}
+
+/** Input of `prodata_get_profile_posts`: Posts by a profile, by profile URL, ID or public identifier (one of them is required). */
+export interface ProdataGetProfilePostsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Public identifier of the profile (the slug of its URL). */
+  profile_public_identifier?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_get_profile_reactions`: Reactions made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`). */
+export interface ProdataGetProfileReactionsInput {
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+  /** Required for pages above 1; from the previous page's response. */
+  pagination_token?: string;
+}
+
+/** Input of `prodata_scrape_company`: Company overview, headcount, follower count, locations, specialities, industries, funding; provide one of company_url, universal_name, search. */
+export interface ProdataScrapeCompanyInput {
+  /** URL of the company page. */
+  company_url?: string;
+  /** Universal name of the company (the slug of its URL). */
+  universal_name?: string;
+  /** Company name; the most relevant match is returned. */
+  search?: string;
+}
+
+/** Input of `prodata_scrape_job`: Full job listing; provide one of job_url, job_id. */
+export interface ProdataScrapeJobInput {
+  /** URL of the job listing. */
+  job_url?: string;
+  /** Numeric ID of the job listing. */
+  job_id?: string;
+}
+
+/** Input of `prodata_scrape_profile`: Profile with contact details, history, education, skills; provide one of profile_url, public_identifier, profile_id. Typical processing time is about 2.6 s with main, 4.9 s for the full profile. */
+export interface ProdataScrapeProfileInput {
+  /** Profile URL. */
+  profile_url?: string;
+  /** Public identifier (the slug of the profile URL). */
+  public_identifier?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Simplified profile, fewer credits. */
+  main?: boolean;
+  /** Also search the email address (extra credits). */
+  find_email?: boolean;
+  /** Include the About section. */
+  include_about_profile?: boolean;
+  /** Skip SMTP verification in the email search (faster, less accurate). */
+  skip_smtp?: boolean;
+}
+
+/** Input of `prodata_search_ads`: Search the ad library by keyword, advertiser, countries and date range. */
+export interface ProdataSearchAdsInput {
+  /** Keyword. */
+  keyword?: string;
+  /** URL of the advertiser's company page. */
+  account_owner?: string;
+  /** Comma-separated two-letter country codes, e.g. US,GB. */
+  countries?: string;
+  /** Date filter; custom-date-range uses startdate and enddate. */
+  date_option?: 'last-30-days' | 'current-month' | 'current-year' | 'last-year' | 'custom-date-range';
+  /** Start date (YYYY-MM-DD). */
+  startdate?: string;
+  /** End date (YYYY-MM-DD). */
+  enddate?: string;
+}
+
+/** Input of `prodata_search_companies`: Search companies by keyword, location and size. */
+export interface ProdataSearchCompaniesInput {
+  /** Keyword. */
+  search?: string;
+  /** Location. */
+  location?: string;
+  /** Size range, such as 1-10, 11-50, 51-200 (also 201-500, 501-1000, 1001-5000, 5001-10000, 10001+); comma-separated for several. */
+  company_size?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_geo`: Geo IDs by location name (for the geo_id / geo_ids filters of other tools). */
+export interface ProdataSearchGeoInput {
+  /** Location name. */
+  search: string;
+}
+
+/** Input of `prodata_search_groups`: Search groups by keyword. */
+export interface ProdataSearchGroupsInput {
+  /** Keyword. */
+  search: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_jobs`: Search job listings. */
+export interface ProdataSearchJobsInput {
+  /** Keyword. */
+  search?: string;
+  /** Location. */
+  location?: string;
+  /** Company IDs (numeric), comma-separated. */
+  company_id?: string;
+  /** One-click apply only. */
+  easy_apply?: boolean;
+  /** full-time, part-time, contract, temporary, internship; comma-separated. */
+  employment_type?: string;
+  /** internship, entry, associate, mid-senior, director, executive; comma-separated. */
+  experience_level?: string;
+  /** office, hybrid, remote; comma-separated. */
+  workplace_type?: string;
+  /** Only listings posted within this period. */
+  posted_limit?: '24h' | 'week' | 'month';
+  /** Minimum salary. */
+  salary?: '40k+' | '60k+' | '80k+' | '100k+' | '120k+' | '140k+' | '160k+' | '180k+' | '200k+';
+  /** Sort order. */
+  sort_by?: 'relevance' | 'date';
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_leads`: Lead search with the premium prospecting tool's filters; accepts a prospecting-tool search URL. Multiple values are comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100. */
+export interface ProdataSearchLeadsInput {
+  /** Keywords (supports search operators). */
+  search?: string;
+  /** Search URL of the premium prospecting tool (overrides search). */
+  sales_nav_url?: string;
+  /** Headcount ranges, comma-separated: self-employed, 1-10, 11-50, 51-200, 201-500, 501-1000, 1001-5000, 5001-10000, 10001+. */
+  company_headcount?: string;
+  /** Current companies (IDs or URLs), comma-separated, at most 50. */
+  current_companies?: string;
+  /** Current job titles, comma-separated, at most 70. */
+  current_job_titles?: string;
+  /** First names, comma-separated, at most 70. */
+  first_names?: string;
+  /** Last names, comma-separated, at most 70. */
+  last_names?: string;
+  /** Geo IDs, comma-separated (overrides locations). */
+  geo_ids?: string;
+  /** Industry IDs, comma-separated, at most 70. */
+  industry_ids?: string;
+  /** Locations, comma-separated, at most 70. */
+  locations?: string;
+  /** Past companies (IDs or URLs), comma-separated, at most 50. */
+  past_companies?: string;
+  /** Past job titles, comma-separated, at most 70. */
+  past_job_titles?: string;
+  /** Only people who changed jobs recently. */
+  recently_changed_jobs?: boolean;
+  /** Seniority level IDs, comma-separated: 100 in training, 110 entry, 120 senior, 130 strategic, 200 entry manager, 210 experienced manager, 220 director, 300 vice president, 310 CXO, 320 owner/partner. */
+  seniority_level_ids?: string;
+  /** Years-of-experience IDs, comma-separated: 1 (<1), 2 (1-2), 3 (3-5), 4 (6-10), 5 (>10). */
+  years_of_experience_ids?: string;
+  /** Page number (default 1, max 100). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_people`: People search; all parameters optional, multiple values comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100. */
+export interface ProdataSearchPeopleInput {
+  /** Keywords. */
+  search?: string;
+  /** Headcount ranges, comma-separated (e.g. 11-50,51-200). */
+  company_headcount?: string;
+  /** Current companies (IDs or URLs), comma-separated, at most 50. */
+  current_companies?: string;
+  /** Current job titles, comma-separated, at most 70. */
+  current_job_titles?: string;
+  /** First names, comma-separated, at most 70. */
+  first_names?: string;
+  /** Last names, comma-separated, at most 70. */
+  last_names?: string;
+  /** Industry IDs, comma-separated, at most 70. */
+  industry_ids?: string;
+  /** Locations, comma-separated, at most 70. */
+  locations?: string;
+  /** Seniority level IDs, comma-separated (see prodata_search_leads). */
+  seniority_level_ids?: string;
+  /** Page number (default 1, max 100). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_posts`: Search posts by keyword, author, company, group or profile. */
+export interface ProdataSearchPostsInput {
+  /** Keywords. */
+  search?: string;
+  /** URL of the authors' company. */
+  authors_company?: string;
+  /** Company URL. */
+  company?: string;
+  /** Company ID. */
+  company_id?: string;
+  /** Group URL. */
+  group?: string;
+  /** Profile URL. */
+  profile?: string;
+  /** Profile ID. */
+  profile_id?: string;
+  /** Only posts from this period, for example past-24h, past-week, past-month. */
+  posted_limit?: 'past-24h' | 'past-week' | 'past-month' | '24h' | 'week' | 'month';
+  /** Sort order. */
+  sort_by?: 'relevance' | 'date';
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
+/** Input of `prodata_search_services`: Search profiles that offer services. */
+export interface ProdataSearchServicesInput {
+  /** Keywords (the service sought). */
+  search: string;
+  /** Location. */
+  location?: string;
+  /** Geo ID (overrides location). */
+  geo_id?: string;
+  /** Page number (default 1). (default 1) */
+  page?: number;
+}
+
 /** Every tool name with its input type, for typed `executeTool` calls. */
 export interface ToolInputs {
   helpdesk_groups_list: HelpdeskGroupsListInput;
@@ -205,6 +904,56 @@ export interface ToolInputs {
   helpdesk_user_get: HelpdeskUserGetInput;
   helpdesk_users_list: HelpdeskUsersListInput;
   helpdesk_views_list: HelpdeskViewsListInput;
+  mail_create_calendar_event: MailCreateCalendarEventInput;
+  mail_update_calendar_event: MailUpdateCalendarEventInput;
+  mail_delete_calendar_event: MailDeleteCalendarEventInput;
+  mail_get_calendar_event: MailGetCalendarEventInput;
+  mail_list_calendar_events: MailListCalendarEventsInput;
+  mail_create_contact: MailCreateContactInput;
+  mail_list_contacts: MailListContactsInput;
+  mail_get_message: MailGetMessageInput;
+  mail_list_messages: MailListMessagesInput;
+  mail_search_messages: MailSearchMessagesInput;
+  mail_list_attachments: MailListAttachmentsInput;
+  mail_get_attachment: MailGetAttachmentInput;
+  mail_send_message: MailSendMessageInput;
+  mail_reply_to_message: MailReplyToMessageInput;
+  mail_mailbox_settings_get: MailMailboxSettingsGetInput;
+  mail_mailbox_settings_update: MailMailboxSettingsUpdateInput;
+  mail_todo_lists_create: MailTodoListsCreateInput;
+  mail_todo_lists_delete: MailTodoListsDeleteInput;
+  mail_todo_lists_get: MailTodoListsGetInput;
+  mail_todo_lists_list: MailTodoListsListInput;
+  mail_todo_lists_update: MailTodoListsUpdateInput;
+  mail_todo_tasks_create: MailTodoTasksCreateInput;
+  mail_todo_tasks_delete: MailTodoTasksDeleteInput;
+  mail_todo_tasks_get: MailTodoTasksGetInput;
+  mail_todo_tasks_list: MailTodoTasksListInput;
+  mail_todo_tasks_update: MailTodoTasksUpdateInput;
+  prodata_bulk_scrape_profiles: ProdataBulkScrapeProfilesInput;
+  prodata_get_ad: ProdataGetAdInput;
+  prodata_get_comment_reactions: ProdataGetCommentReactionsInput;
+  prodata_get_company: ProdataGetCompanyInput;
+  prodata_get_company_posts: ProdataGetCompanyPostsInput;
+  prodata_get_group: ProdataGetGroupInput;
+  prodata_get_post: ProdataGetPostInput;
+  prodata_get_post_comments: ProdataGetPostCommentsInput;
+  prodata_get_post_reactions: ProdataGetPostReactionsInput;
+  prodata_get_profile_comments: ProdataGetProfileCommentsInput;
+  prodata_get_profile_posts: ProdataGetProfilePostsInput;
+  prodata_get_profile_reactions: ProdataGetProfileReactionsInput;
+  prodata_scrape_company: ProdataScrapeCompanyInput;
+  prodata_scrape_job: ProdataScrapeJobInput;
+  prodata_scrape_profile: ProdataScrapeProfileInput;
+  prodata_search_ads: ProdataSearchAdsInput;
+  prodata_search_companies: ProdataSearchCompaniesInput;
+  prodata_search_geo: ProdataSearchGeoInput;
+  prodata_search_groups: ProdataSearchGroupsInput;
+  prodata_search_jobs: ProdataSearchJobsInput;
+  prodata_search_leads: ProdataSearchLeadsInput;
+  prodata_search_people: ProdataSearchPeopleInput;
+  prodata_search_posts: ProdataSearchPostsInput;
+  prodata_search_services: ProdataSearchServicesInput;
 }
 
 export type ToolName = keyof ToolInputs;

@@ -184,7 +184,8 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   if (t.$each !== undefined) {
     const itemVar = `item${scope.items.length}`;
     const inner = compileTemplate(t.$each, { ...scope, items: [...scope.items, itemVar] }, [...path, '$each']);
-    c = { code: `H.each(${c.code}, (${itemVar}: any) => ${inner.code})`, dynamic: true, optional: c.optional };
+    // Parenthesised: an object template compiles to `{ ... }`, which an arrow function would read as a block.
+    c = { code: `H.each(${c.code}, (${itemVar}: any) => (${inner.code}))`, dynamic: true, optional: c.optional };
   }
   if (t.$default !== undefined) {
     c = { code: `(${c.code} ?? ${JSON.stringify(t.$default)})`, dynamic: c.dynamic, optional: false };

@@ -109,8 +109,10 @@ function exampleRequest(tool: ToolSpec): string {
 
 export function emitConnectorDoc(connector: ConnectorSpec): string {
   const proxyExample = (() => {
-    const first = connector.tools.find((t) => (t.request ?? t.requests?.[0])?.path);
-    const p = (first?.request ?? first?.requests?.[0])?.path ?? '/';
+    // A path on the proxy root: requests sent to another host (`host:`) are not reachable through the proxy.
+    const onRoot = (t: ConnectorSpec['tools'][number]) => [t.request, ...(t.requests ?? [])].find((r) => r?.path && !r.host);
+    const first = connector.tools.find(onRoot);
+    const p = (first ? onRoot(first) : undefined)?.path ?? '/';
     return p.replace(/\{[^}]+\}/g, '123');
   })();
   return template('connector.md.hbs')({

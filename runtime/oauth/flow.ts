@@ -170,7 +170,7 @@ export class OAuthFlow {
     const verifier = this.sealer.open(stored.verifierSealed, aad.stateVerifier(stateHash));
     let tokens;
     try {
-      tokens = await exchangeCode(ep, code, redirectUriFor(this.config.publicUrl, connectionId), ep.pkce ? verifier : undefined);
+      tokens = await exchangeCode(ep, params, redirectUriFor(this.config.publicUrl, connectionId), ep.pkce ? verifier : undefined);
     } catch (e) {
       const message =
         e instanceof TokenRequestError ? `The provider refused the authorization code (${e.message})` : `The code exchange failed: ${(e as Error).message}`;

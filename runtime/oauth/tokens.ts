@@ -58,7 +58,7 @@ function toTokenSet(ep: OAuthEndpoints, r: oauth.TokenEndpointResponse): TokenSe
 
 function classify(e: unknown): TokenRequestError {
   if (e instanceof oauth.ResponseBodyError) {
-    if (e.error === 'invalid_grant') return new TokenRequestError('invalid_grant', e.error_description ?? 'invalid_grant', e.error);
+    if (e.error === 'invalid_grant') return new TokenRequestError('invalid_grant', `invalid_grant${e.error_description ? `: ${e.error_description}` : ''}`, e.error);
     if (e.status >= 500 || e.error === 'temporarily_unavailable' || e.error === 'server_error') {
       return new TokenRequestError('transient', `${e.error}: ${e.error_description ?? ''}`.trim(), e.error);
     }
@@ -91,9 +91,18 @@ export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state:
   return url.toString();
 }
 
-export async function exchangeCode(ep: OAuthEndpoints, code: string, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
+/**
+ * Exchanges the code of a callback. The state was already checked (and consumed) by the caller, so
+ * oauth4webapi validates the rest of the callback (error parameters, RFC 9207 `iss` when advertised).
+ */
+export async function exchangeCode(ep: OAuthEndpoints, callback: URLSearchParams, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
+  let params: URLSearchParams;
   try {
-    const params = new URLSearchParams({ code });
+    params = oauth.validateAuthResponse(ep.as, ep.client, callback, oauth.skipStateCheck);
+  } catch (e) {
+    throw new TokenRequestError('rejected', `the callback is not a valid authorization response: ${(e as Error).message}`);
+  }
+  try {
     const res = await oauth.authorizationCodeGrantRequest(ep.as, ep.client, ep.clientAuth, params, redirectUri, verifier ?? oauth.nopkce, {
       ...requestOptions(ep),
       signal: AbortSignal.timeout(30_000),

@@ -18,17 +18,25 @@ export const transforms = {
   csv: (v: unknown): string[] => splitCsv(v),
   /** ["a","b"] → "a,b" */
   join_csv: (v: unknown): string => (Array.isArray(v) ? v.map(String).join(',') : String(v)),
-  /** A JSON array of strings, or comma/semicolon-separated text → string[] */
+  /**
+   * A JSON array of strings, or comma/semicolon-separated text → string[]. Text that only looks like a JSON
+   * array (`["a@x.com", b@x.com`) is read as a list with its brackets and quotes dropped, never thrown on.
+   */
   list: (v: unknown): string[] => {
     if (Array.isArray(v)) return v.map(String);
     const s = String(v).trim();
     if (s.startsWith('[')) {
-      const parsed: unknown = JSON.parse(s);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(s);
+      } catch {
+        parsed = undefined;
+      }
       if (Array.isArray(parsed)) return parsed.map((x) => (typeof x === 'string' ? x : String((x as { address?: unknown })?.address ?? x)));
     }
     return s
       .split(/[;,]/)
-      .map((x) => x.trim())
+      .map((x) => x.trim().replace(/^\[?\s*"?|"?\s*\]?$/g, ''))
       .filter(Boolean);
   },
   /** Parses a JSON string (validated beforehand by the tool's rules). */
@@ -38,6 +46,10 @@ export const transforms = {
   string: (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v)),
   /** "2026-01-31T10:00:00Z" → "2026-01-31" */
   date: (v: unknown): string => String(v).slice(0, 10),
+  /** "2026-09-07" or "2026-09-07T10:00:00+02:00" → 7 (the day of the month as written, offset ignored) */
+  day_of_month: (v: unknown): number => Number(String(v).slice(8, 10)),
+  /** "2026-09-07" or "2026-09-07T10:00:00+02:00" → 9 (the month as written, offset ignored) */
+  month_of_year: (v: unknown): number => Number(String(v).slice(5, 7)),
   /** "2026-04-15" → "2026-04-15T00:00:00" */
   date_midnight: (v: unknown): string => `${String(v).slice(0, 10)}T00:00:00`,
   /** Drops a UTC offset or Z: "2026-04-15T09:00:00+02:00" → "2026-04-15T09:00:00" (the zone travels separately). */
