@@ -35,7 +35,8 @@ export function authLabel(a: AuthSpec): string {
     bearer: 'Bearer token',
     basic: 'Username and password',
   };
-  return a.title && a.title !== kind[a.kind] ? `${kind[a.kind] ?? a.kind} (${a.title})` : (kind[a.kind] ?? a.kind);
+  const name = kind[a.kind] ?? a.kind;
+  return a.title && a.title !== name ? `${name} · ${a.title}` : name;
 }
 
 function authKindLabel(connector: ConnectorDefinition | undefined, kind: string): string {

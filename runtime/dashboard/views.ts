@@ -14,7 +14,8 @@ function time(ms: unknown): string {
 
 /** A small, safe subset of Markdown for descriptions and provider notes: `code`, **bold**, paragraphs, links. */
 function inlineMarkdown(text: unknown): Handlebars.SafeString {
-  const escaped = Handlebars.escapeExpression(String(text ?? ''));
+  // Escapes like Handlebars but keeps backticks, which the code spans below need.
+  const escaped = String(text ?? '').replace(/[&<>"'=]/g, (c) => `&#${c.charCodeAt(0)};`);
   const html = escaped
     .split(/\n{2,}/)
     .map((para) =>
