@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { authorize, oauthConnection, startHarness, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { DashboardClient } from '../helpers/dashboard-client.ts';
-import { connectors } from '../../generated/registry.ts';
+import { connectors, tools } from '../../generated/registry.ts';
 import type { OAuth2AuthSpec } from '../../generator/model.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 
@@ -214,6 +214,73 @@ describe('CSRF and headers', () => {
   });
 });
 
+describe('connected accounts', () => {
+  it('pages through thousands of accounts by keyset, filtered by identifier and status', async () => {
+    const c = await signedIn();
+    expect((await c.submit('/dashboard/connections/new/helpdesk', '/dashboard/connections/new/helpdesk', { connection_name: 'paged' })).status).toBe(303);
+    const store = h.running.services.store;
+    const connection = (await store.getConnectionByName('paged'))!;
+    const base = Date.now();
+    for (let i = 0; i < 1200; i++) {
+      const { account } = await store.getOrCreateAccount({
+        id: `ca_paged_${String(i).padStart(4, '0')}`,
+        connectionId: connection.id,
+        identifier: `u-${String(i).padStart(4, '0')}`,
+        status: 'PENDING_AUTH',
+        fields: {},
+        secretsSealed: null,
+        tokenExpiresAt: null,
+        lastUsedAt: null,
+        lastError: null,
+        version: 0,
+        // Many accounts share a creation time: the cursor must still order them without gaps or repeats.
+        createdAt: base + Math.floor(i / 7),
+        updatedAt: base,
+      });
+      if (i % 100 === 0) await store.updateAccount(account.id, { status: 'ACTIVE' }, base);
+    }
+    const walk = async (start: string) => {
+      const seen: string[] = [];
+      let next: string | undefined = start;
+      let pages = 0;
+      while (next) {
+        const page = await c.get(next);
+        expect(page.status, next).toBe(200);
+        pages++;
+        seen.push(...[...page.html.matchAll(/<tr data-identifier="([^"]+)"/g)].map((m) => m[1]!));
+        const link = /<a href="([^"]+)" rel="next">/.exec(page.html)?.[1];
+        next = link ? unescapeHtml(link) : undefined;
+      }
+      return { seen, pages };
+    };
+    const all = await walk('/dashboard/connections/paged');
+    expect(all.pages).toBe(24);
+    expect(all.seen).toHaveLength(1200);
+    expect(new Set(all.seen).size).toBe(1200);
+
+    const filtered = await walk('/dashboard/connections/paged?q=u-01');
+    expect(filtered.seen).toHaveLength(100);
+    expect(filtered.seen.every((id) => id.startsWith('u-01'))).toBe(true);
+    const active = await walk('/dashboard/connections/paged?status=ACTIVE');
+    expect(active.seen).toEqual(Array.from({ length: 12 }, (_, i) => `u-${String(i * 100).padStart(4, '0')}`));
+    const both = await walk('/dashboard/connections/paged?q=u-05&status=ACTIVE');
+    expect(both.seen).toEqual(['u-0500']);
+
+    expect((await c.get('/dashboard/connections/paged?after=not-a-cursor')).status).toBe(400);
+    expect((await c.get('/dashboard/connections/paged?status=SLEEPING')).status).toBe(400);
+  });
+
+  it('deletes a connection after a confirmation that counts its accounts', async () => {
+    const c = await signedIn();
+    const confirm = await c.get('/dashboard/connections/paged/delete');
+    expect(confirm.html).toContain('its 1200 connected accounts');
+    const res = await c.post('/dashboard/connections/paged/delete', { _csrf: DashboardClient.csrf(confirm.html) });
+    expect(res.location).toBe('/dashboard/connections?done=connection-deleted');
+    expect(await h.running.services.store.getConnectionByName('paged')).toBeUndefined();
+    expect((await c.get('/dashboard/connections/paged')).status).toBe(404);
+  });
+});
+
 describe('secrets', () => {
   it('never shows a saved secret again, on any page', async () => {
     const c = await signedIn();
@@ -321,6 +388,7 @@ describe('secrets', () => {
     ]) {
       expect([...seen], p).toContain(p);
     }
+    for (const tool of tools.keys()) expect([...seen]).toContain(`/dashboard/tools/${tool}`);
     for (const { path, html } of pages) {
       for (const secret of secrets) expect(html.includes(secret), `${path} shows a secret`).toBe(false);
     }
