@@ -40,7 +40,6 @@ export class Views {
     hb.registerHelper('eq', (a: unknown, b: unknown) => a === b);
     hb.registerHelper('or', (...args: unknown[]) => args.slice(0, -1).some(Boolean));
     hb.registerHelper('time', time);
-    hb.registerHelper('json', (v: unknown) => JSON.stringify(v, null, 2));
     hb.registerHelper('md', inlineMarkdown);
     hb.registerHelper('lower', (v: unknown) => String(v ?? '').toLowerCase());
     for (const f of readdirSync(new URL('partials/', dir))) {

@@ -2,6 +2,9 @@
  * The dashboard at the HTTP level (no browser): sessions, CSRF, sign-in throttling, sign-out, security
  * headers, and a walk over every page after secrets were saved, checking that none of them shows up.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { authorize, oauthConnection, startHarness, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { DashboardClient } from '../helpers/dashboard-client.ts';
@@ -150,6 +153,41 @@ describe('sessions', () => {
     } finally {
       vi.useRealTimers();
       await t.close();
+    }
+  });
+});
+
+describe('the admin account', () => {
+  it('is created on first start with a password shown once; ADMIN_PASSWORD replaces it and ends old sessions', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-admin-'));
+    try {
+      const first = await startHarness({ dataDir });
+      const generated = first.running.services.firstAdminPassword!;
+      expect(generated.length).toBeGreaterThanOrEqual(20);
+      const browser = new DashboardClient(first.url);
+      expect((await browser.signIn(generated)).status).toBe(303);
+      await first.close();
+
+      // A restart keeps the account and the session, and prints nothing.
+      const second = await startHarness({ dataDir });
+      expect(second.running.services.firstAdminPassword).toBeUndefined();
+      const same = new DashboardClient(second.url);
+      for (const [k, v] of browser.cookies) same.cookies.set(k, v);
+      expect((await same.get('/dashboard/connections')).status).toBe(200);
+      await second.close();
+
+      const third = await startHarness({ dataDir, env: { ADMIN_PASSWORD: 'a-new-admin-password' } });
+      expect(third.running.services.firstAdminPassword).toBeUndefined();
+      const old = new DashboardClient(third.url);
+      for (const [k, v] of browser.cookies) old.cookies.set(k, v);
+      expect((await old.get('/dashboard/connections')).status).toBe(303);
+      expect((await new DashboardClient(third.url).signIn(generated)).status).toBe(401);
+      expect((await new DashboardClient(third.url).signIn('a-new-admin-password')).status).toBe(303);
+      await third.close();
+
+      await expect(startHarness({ dataDir, env: { ADMIN_PASSWORD: 'too-short' } })).rejects.toThrow(/ADMIN_PASSWORD must have at least 12 characters/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
