@@ -72,6 +72,9 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         if (p.default !== undefined && p.required) fail(['input', name, 'default'], 'a required parameter has no default');
         if (p.csv && p.type !== 'string') fail(['input', name, 'csv'], 'csv applies to string parameters');
         if (p.json && p.type !== 'string') fail(['input', name, 'json'], 'json applies to string parameters');
+        if (p.minProperties !== undefined && p.type !== 'object') {
+          fail(['input', name, 'minProperties'], 'minProperties applies to object parameters');
+        }
         if (p.enum && p.default !== undefined && !p.enum.includes(p.default as never)) {
           fail(['input', name, 'default'], 'must be one of the enum values');
         }
@@ -89,16 +92,22 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       if (tool.hook && !exportedHooks(spec.name).has(tool.hook)) {
         fail(['hook'], `specs/hooks/${spec.name}.ts exports no "${tool.hook}"`);
       }
+      const refused = new Set((tool.rules ?? []).flatMap((r) => ('unsupported' in r ? r.unsupported : [])));
+      for (const name of refused) {
+        if (build.used.has(name)) fail(['input', name], 'is refused by an `unsupported` rule, so the request may not use it');
+        if (tool.input[name]?.required) fail(['input', name], 'is required, so an `unsupported` rule would refuse every call');
+      }
       if (!tool.hook) {
         for (const name of Object.keys(tool.input)) {
-          if (!build.used.has(name)) {
-            fail(['input', name], 'is never used by the request; map it, or name a hook that uses it');
+          if (!build.used.has(name) && !refused.has(name)) {
+            fail(['input', name], 'is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it');
           }
         }
       }
       const { schema, messages } = toolInputSchema(spec, tool);
       const validate = ajv.compile(schema);
       tool.examples.forEach((example, i) => {
+        if (!example.requests.length && !tool.hook) fail(['examples', i, 'requests'], 'must list at least one request');
         const input = structuredClone(example.input);
         if (!validate(input)) {
           const e = validate.errors![0]!;

@@ -276,7 +276,7 @@ export function compileRequests(
     ? [[tool.request, ['request']]]
     : (tool.requests ?? []).map((r, i) => [r, ['requests', i]]);
   if (tool.request && tool.requests) fail(['requests'], 'give either request or requests, not both');
-  if (!specs.length) fail(['request'], 'is required');
+  if (!specs.length && !tool.hook) fail(['request'], 'is required (only a tool with a hook may send nothing)');
 
   const statements: string[] = [];
   for (const [req, path] of specs) {

@@ -26,6 +26,7 @@ function constraints(p: ParamSpec): string {
   if (p.pattern) c.push(`pattern \`${p.pattern}\``);
   if (p.minItems !== undefined) c.push(`≥ ${p.minItems} items`);
   if (p.maxItems !== undefined) c.push(`≤ ${p.maxItems} items`);
+  if (p.minProperties !== undefined) c.push(`≥ ${p.minProperties} properties`);
   if (p.csv) c.push(`comma-separated${p.csv.max_items ? `, ≤ ${p.csv.max_items} values` : ''}`);
   if (p.json) c.push(`JSON ${p.json.types.join(' or ')} in a string`);
   if (p.items?.enum) c.push(`items one of ${p.items.enum.map((v) => `\`${v}\``).join(', ')}`);
@@ -38,6 +39,9 @@ function ruleText(rule: RuleSpec): string {
       .map(([k, v]) => `\`${k}\` ${typeof v === 'object' ? JSON.stringify(v) : `= \`${v}\``}`)
       .join(' and ');
     return `${rule.requires.map((r) => `\`${r}\``).join(', ')} required when ${when}`;
+  }
+  if ('unsupported' in rule) {
+    return `${rule.unsupported.map((r) => `\`${r}\``).join(', ')} refused (400): ${rule.message ?? "the provider's API has no field for it"}`;
   }
   if ('at_least_one_of' in rule) return `at least one of ${rule.at_least_one_of.map((r) => `\`${r}\``).join(', ')}`;
   const m = rule.max_page;

@@ -28,6 +28,8 @@ export interface ParamSpec {
   /** For objects: known properties (the object stays open unless `additionalProperties: false`). */
   properties?: Record<string, ParamSpec>;
   additionalProperties?: boolean;
+  /** For objects: the least number of properties (e.g. 1 for "something to change"). */
+  minProperties?: number;
   /** A string holding comma-separated values; `max_items` bounds their count. */
   csv?: { max_items?: number; item_pattern?: string };
   /** A credential passed as a parameter (e.g. another service's token): redacted in dry runs, never logged. */
@@ -49,6 +51,8 @@ export type Condition =
 export type RuleSpec =
   | { requires: string[]; when: Record<string, Condition>; message?: string }
   | { at_least_one_of: string[]; message?: string }
+  /** Parameters the spec offers but the provider has no place for: giving one is a 400 naming it. */
+  | { unsupported: string[]; message?: string }
   | { max_page: { page: string; per_page: string; per_page_default: number; total: number }; message?: string };
 
 /** A transform applied to a value in a request template. */
@@ -107,7 +111,11 @@ export interface ToolSpec {
   rules?: RuleSpec[];
   /** Adds the spec's `schema_version` and `tool_version` selectors (never sent upstream). */
   versioned?: boolean;
-  /** The upstream request; or `requests` for a tool that sends several (each may carry `when` and `for_each`). */
+  /**
+   * The upstream request; or `requests` for a tool that sends several (each may carry `when` and `for_each`).
+   * Only a tool with a hook may have neither (a hook that refuses with a clear error because the provider
+   * offers no operation for it).
+   */
   request?: RequestSpec;
   requests?: RequestSpec[];
   /** A named function in `specs/hooks/<connector>.ts` for what a template cannot say. */

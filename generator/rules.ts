@@ -65,6 +65,12 @@ export function compileRules(
       out.push(
         `if (${cond}) { for (const f of ${JSON.stringify(rule.requires)}) if (!H.present(input[f as keyof typeof input])) errors.push({ field: f, message: ${JSON.stringify(message)} }); }`,
       );
+    } else if ('unsupported' in rule) {
+      rule.unsupported.forEach((f, j) => need(f, [...path, 'unsupported', j]));
+      const message = rule.message ?? "cannot be sent: the provider's API has no field for it";
+      out.push(
+        `for (const f of ${JSON.stringify(rule.unsupported)}) if (H.present(input[f as keyof typeof input])) errors.push({ field: f, message: ${JSON.stringify(message)} });`,
+      );
     } else if ('at_least_one_of' in rule) {
       rule.at_least_one_of.forEach((f, j) => need(f, [...path, 'at_least_one_of', j]));
       const fields = rule.at_least_one_of;

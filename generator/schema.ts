@@ -56,6 +56,11 @@ function paramSchema(p: ParamSpec, path: string, messages: Record<string, string
       if (required.length) s.required = required;
     }
     if (p.additionalProperties === false) s.additionalProperties = false;
+    if (p.minProperties !== undefined) {
+      s.minProperties = p.minProperties;
+      messages[`${path}/minProperties`] =
+        p.minProperties === 1 ? 'must not be empty' : `must have at least ${p.minProperties} properties`;
+    }
   }
   if (p.secret) s.writeOnly = true;
   if (p.examples) s.examples = p.examples;

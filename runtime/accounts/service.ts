@@ -7,7 +7,7 @@ import type { Account, Connection, Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
 import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
-import { endpointsFor, type OAuthEndpoints } from '../oauth/endpoints.ts';
+import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
 
 export type Secrets = Record<string, string>;
@@ -202,7 +202,7 @@ export class AccountService {
     ep = await endpointsFor(resolved.connector, resolved.connection, {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
-      updateRegistration: async (c, sealed) => (await this.store.updateConnection(c.id, { registrationSealed: sealed }, Date.now()))!,
+      updateRegistration: registrationWriter(this.store, (id) => this.invalidateConnection(id)),
     });
     this.refreshCount++;
     try {

@@ -46,6 +46,8 @@ export interface Connection {
   api_base_url: string | null;
   api_hosts: Record<string, string>;
   oauth: Record<string, string>;
+  /** MCP connections: whether the service has registered itself as a client at the authorization server. */
+  client_registered?: boolean;
   account_count?: number;
   created_at: string;
   updated_at: string;
@@ -309,7 +311,13 @@ export class AgentConnectorClient {
     const init: RequestInit & { duplex?: 'half' } = { headers };
     if (p.formData !== undefined) {
       init.body = p.formData as RequestInit['body'];
-      if (typeof ReadableStream !== 'undefined' && p.formData instanceof ReadableStream) init.duplex = 'half';
+      if (typeof ReadableStream !== 'undefined' && p.formData instanceof ReadableStream) {
+        init.duplex = 'half';
+        // fetch clones a request to be able to follow redirects, and cloning tees a stream body: the branch that is
+        // never read then buffers the whole upload in memory (nodejs/undici#4058). A stream cannot be replayed on a
+        // redirect anyway; with redirect 'error' there is no clone, so the upload streams with bounded memory.
+        init.redirect = 'error';
+      }
     }
     return this.send((p.method ?? 'GET').toUpperCase(), `/proxy${p.path}${q.size ? `?${q}` : ''}`, undefined, init);
   }

@@ -143,17 +143,28 @@ export function validateCredentials(
 }
 
 /**
+ * An MCP connector's endpoint is its OAuth protected resource, and tokens are issued for that resource alone:
+ * a connection that overrides the resource moves the endpoint with it (unless it also sets `api_base_url`).
+ */
+function mcpResourceOverride(connector: ConnectorDefinition, connection: Pick<Connection, 'authKind'> & { oauth?: Connection['oauth'] }): string | null {
+  const resource = connection.oauth?.resource;
+  if (connection.authKind !== 'oauth2_mcp' || !resource) return null;
+  const auth = connector.auth.find(isMcpAuth);
+  return auth && auth.resource === connector.api.base_url ? resource : null;
+}
+
+/**
  * The base URL for a host of a connector, for one account: the connection's override when set, else the
  * connector's own; `{field}` placeholders come from the account's non-secret fields. A templated host is
  * re-checked against the field's allowlist, so a stored value can never point the service elsewhere.
  */
 export function resolveBaseUrl(
   connector: ConnectorDefinition,
-  connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'>,
+  connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'> & { oauth?: Connection['oauth'] },
   fields: Record<string, string>,
   host?: string,
 ): string {
-  const override = host ? connection.apiHosts[host] : connection.apiBaseUrl;
+  const override = host ? connection.apiHosts[host] : (connection.apiBaseUrl ?? mcpResourceOverride(connector, connection));
   const template = override ?? (host ? connector.api.hosts?.[host] : connector.api.base_url);
   if (!template) throw new ServiceError(500, 'internal_error', `connector ${connector.name} has no host ${host}`);
   const auth = connector.auth.find((a) => a.kind === connection.authKind);

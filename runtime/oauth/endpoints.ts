@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../generator/model.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
-import type { Connection } from '../store/types.ts';
+import type { Connection, Store } from '../store/types.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { authFor, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
 import { ServiceError } from '../errors.ts';
@@ -35,7 +35,24 @@ export function requestOptions(ep: Pick<OAuthEndpoints, 'insecure'>): { [oauth.a
 export interface EndpointDeps {
   sealer: Sealer;
   publicUrl: string;
+  /** Stores a dynamic client registration; returns the connection as stored (see `registrationWriter`). */
   updateRegistration(connection: Connection, sealed: string): Promise<Connection>;
+}
+
+/**
+ * `updateRegistration` over a store. The first registration stored wins: one made from a connection read before
+ * another registration was stored is dropped, and the stored connection returned, so that concurrent
+ * authorizations end up using the same client.
+ */
+export function registrationWriter(store: Store, invalidate: (connectionId: string) => void): EndpointDeps['updateRegistration'] {
+  return async (c, sealed) => {
+    const fresh = await store.getConnection(c.id);
+    if (!fresh) return c;
+    if (fresh.registrationSealed !== c.registrationSealed) return fresh;
+    const updated = await store.updateConnection(c.id, { registrationSealed: sealed }, Date.now());
+    invalidate(c.id);
+    return updated ?? fresh;
+  };
 }
 
 export async function endpointsFor(

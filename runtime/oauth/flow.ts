@@ -9,7 +9,7 @@ import { newId, randomSecret } from '../ids.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
 import { ServiceError } from '../errors.ts';
 import type { AccountService } from '../accounts/service.ts';
-import { endpointsFor, redirectUriFor, type OAuthEndpoints } from './endpoints.ts';
+import { endpointsFor, redirectUriFor, registrationWriter, type OAuthEndpoints } from './endpoints.ts';
 import { authorizationUrl, exchangeCode, TokenRequestError } from './tokens.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
@@ -60,14 +60,7 @@ export class OAuthFlow {
     return {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
-      updateRegistration: async (c: Connection, sealed: string) => {
-        // First registration wins: a concurrent one that lost the race is discarded.
-        const fresh = await this.store.getConnection(c.id);
-        if (fresh?.registrationSealed) return fresh;
-        const updated = (await this.store.updateConnection(c.id, { registrationSealed: sealed }, Date.now()))!;
-        this.accounts.invalidateConnection(c.id);
-        return updated;
-      },
+      updateRegistration: registrationWriter(this.store, (id) => this.accounts.invalidateConnection(id)),
     };
   }
 

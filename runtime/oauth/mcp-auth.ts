@@ -17,7 +17,8 @@ interface Registration {
 interface Discovered {
   as: oauth.AuthorizationServer;
   resource: string;
-  scopesSupported?: string[];
+  /** Scopes from the 401 challenge, else the protected resource's scopes_supported. */
+  scopes?: string[];
   at: number;
 }
 
@@ -32,16 +33,78 @@ async function getJson(url: string, insecure: boolean): Promise<Record<string, u
   return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
 }
 
+/** The auth-params of a `WWW-Authenticate: Bearer …` challenge (quoted or token values). */
+export function bearerChallengeParams(header: string): Record<string, string> {
+  const bearer = /(?:^|,)\s*Bearer\b(.*)$/i.exec(header);
+  if (!bearer) return {};
+  const out: Record<string, string> = {};
+  const re = /([A-Za-z_][\w-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))/g;
+  for (let m = re.exec(bearer[1]!); m; m = re.exec(bearer[1]!)) {
+    const key = m[1]!.toLowerCase();
+    if (!(key in out)) out[key] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!;
+  }
+  return out;
+}
+
 /**
- * RFC 9728: the protected resource's metadata names its authorization server(s). Tries the path-inserted
- * well-known URL first (/.well-known/oauth-protected-resource/mcp), then the origin's.
+ * What an unauthenticated request to the MCP endpoint is told (MCP authorization, RFC 9728 §5.1): the 401's
+ * challenge names the protected-resource metadata and may name the scopes to request.
  */
-async function protectedResourceMetadata(resource: string, insecure: boolean) {
+async function challenge(resource: string, insecure: boolean): Promise<{ metadataUrl?: string; scope?: string }> {
+  if (!insecure && !resource.startsWith('https:')) return {};
+  try {
+    const res = await fetch(resource, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'agent-connector-service', version: '0.1.0' } },
+      }),
+      redirect: 'error',
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.body?.cancel();
+    if (res.status !== 401) return {};
+    const params = bearerChallengeParams(res.headers.get('www-authenticate') ?? '');
+    return { metadataUrl: params.resource_metadata, scope: params.scope };
+  } catch {
+    return {};
+  }
+}
+
+/** Metadata may name a resource at or above the endpoint (same origin, path prefix), never another one. */
+function coversEndpoint(metaResource: string, endpoint: string): boolean {
+  try {
+    const m = new URL(metaResource);
+    const e = new URL(endpoint);
+    const path = m.pathname.endsWith('/') ? m.pathname : `${m.pathname}/`;
+    return m.origin === e.origin && `${e.pathname.replace(/\/+$/, '')}/`.startsWith(path);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * RFC 9728: the protected resource's metadata names its authorization server(s). Tried in order: the URL the
+ * 401 challenge names, the path-inserted well-known URL (/.well-known/oauth-protected-resource/mcp), the origin's.
+ */
+async function protectedResourceMetadata(resource: string, insecure: boolean, metadataUrl: string | undefined) {
   const u = new URL(resource);
   const path = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
-  for (const candidate of [`${u.origin}/.well-known/oauth-protected-resource${path}`, `${u.origin}/.well-known/oauth-protected-resource`]) {
+  const candidates = [metadataUrl, `${u.origin}/.well-known/oauth-protected-resource${path}`, `${u.origin}/.well-known/oauth-protected-resource`];
+  for (const candidate of new Set(candidates.filter((c): c is string => !!c))) {
     const meta = await getJson(candidate, insecure).catch(() => undefined);
-    if (meta && Array.isArray(meta.authorization_servers) && meta.authorization_servers.length) return meta;
+    if (!meta || !Array.isArray(meta.authorization_servers) || !meta.authorization_servers.length) continue;
+    if (typeof meta.resource === 'string' && !coversEndpoint(meta.resource, resource)) {
+      throw new ServiceError(
+        502,
+        'mcp_discovery_failed',
+        `The protected-resource metadata at ${candidate} describes ${meta.resource}, not ${resource} (RFC 9728 §3.3); refusing to use it`,
+      );
+    }
+    return meta;
   }
   throw new ServiceError(
     502,
@@ -51,7 +114,8 @@ async function protectedResourceMetadata(resource: string, insecure: boolean) {
 }
 
 async function discover(resource: string, insecure: boolean): Promise<Discovered> {
-  const prm = await protectedResourceMetadata(resource, insecure);
+  const told = await challenge(resource, insecure);
+  const prm = await protectedResourceMetadata(resource, insecure, told.metadataUrl);
   const issuer = new URL(String((prm.authorization_servers as unknown[])[0]));
   const options = insecure ? { [oauth.allowInsecureRequests]: true, algorithm: 'oauth2' as const } : { algorithm: 'oauth2' as const };
   let as: oauth.AuthorizationServer;
@@ -67,10 +131,11 @@ async function discover(resource: string, insecure: boolean): Promise<Discovered
   if (Array.isArray(methods) && !methods.includes('S256')) {
     throw new ServiceError(502, 'mcp_discovery_failed', `Authorization server ${issuer.href} does not support PKCE S256`);
   }
+  const supported = Array.isArray(prm.scopes_supported) ? (prm.scopes_supported as unknown[]).filter((x): x is string => typeof x === 'string') : undefined;
   return {
     as,
     resource: typeof prm.resource === 'string' ? prm.resource : resource,
-    scopesSupported: Array.isArray(prm.scopes_supported) ? (prm.scopes_supported as string[]) : undefined,
+    scopes: told.scope ? told.scope.split(' ').filter(Boolean) : supported,
     at: Date.now(),
   };
 }
@@ -125,7 +190,13 @@ export async function discoverMcpAuthorization(
       issuer: d.as.issuer,
       redirect_uri: redirectUri,
     };
-    await deps.updateRegistration(connection, deps.sealer.seal(JSON.stringify(reg), aadText));
+    const sealed = deps.sealer.seal(JSON.stringify(reg), aadText);
+    const stored = await deps.updateRegistration(connection, sealed);
+    if (stored.registrationSealed && stored.registrationSealed !== sealed) {
+      // A concurrent authorization registered first: use its client, which the code exchange will use too.
+      const first = JSON.parse(deps.sealer.open(stored.registrationSealed, aadText)) as Registration;
+      if (first.issuer === d.as.issuer && first.redirect_uri === redirectUri) reg = first;
+    }
   }
   const clientAuth =
     reg.client_secret && reg.token_endpoint_auth_method === 'client_secret_basic'
@@ -133,7 +204,7 @@ export async function discoverMcpAuthorization(
       : reg.client_secret && reg.token_endpoint_auth_method === 'client_secret_post'
         ? oauth.ClientSecretPost(reg.client_secret)
         : oauth.None();
-  const scopes = connection.scopes.length ? connection.scopes : auth.scopes?.default.length ? auth.scopes.default : (d.scopesSupported ?? []);
+  const scopes = connection.scopes.length ? connection.scopes : auth.scopes?.default.length ? auth.scopes.default : (d.scopes ?? []);
   return {
     as: d.as,
     client: { client_id: reg.client_id, token_endpoint_auth_method: reg.token_endpoint_auth_method },

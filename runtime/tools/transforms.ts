@@ -74,6 +74,16 @@ export const transforms = {
     if (s === '*' || s.includes('files(') || s.includes('nextPageToken')) return s;
     return `nextPageToken,incompleteSearch,files(${s})`;
   },
+  /**
+   * A file-storage sort list ("folder, name asc,modifiedTime  desc") in the documented form: keys separated by
+   * commas, each optionally followed by " desc". Ascending is the default, so an explicit " asc" is dropped.
+   */
+  drive_order_by: (v: unknown): string =>
+    String(v)
+      .split(',')
+      .map((s) => s.trim().replace(/\s+/g, ' ').replace(/ asc$/, ''))
+      .filter((s) => s.length > 0)
+      .join(','),
   /** "username/name" → "username~name" (only the first slash), as Actor paths require. */
   actor_path: (v: unknown): string => String(v).replace('/', '~'),
   /** The part of an `actor:tool` value before the last colon. */

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { CancelError, TimeoutError } from 'got';
 import type { Config } from '../config.ts';
 import { credentialHeaders } from '../connectors/catalog.ts';
 import { ProviderError, UpstreamFailure } from '../errors.ts';
@@ -71,6 +72,7 @@ export class McpSessions {
   ): Promise<UpstreamResponse> {
     const timeoutMs = live.connector.api.timeouts?.response_ms ?? 60_000;
     let current = live;
+    let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
       const token = credentialHeaders(current.auth.apply, current.values).authorization ?? '';
       const key = `${current.account.id} ${r.url}`;
@@ -90,11 +92,13 @@ export class McpSessions {
             this.sessions.delete(key);
             continue;
           }
-          if (e.status === 401 && attempt < 2) {
+          if (e.status === 401 && !refreshed) {
+            // One refresh per call: a server that refuses the fresh token too has refused the account.
+            refreshed = true;
             this.sessions.delete(key);
-            const refreshed = await onUnauthorized(current);
-            if (refreshed) {
-              current = refreshed;
+            const next = await onUnauthorized(current);
+            if (next) {
+              current = next;
               continue;
             }
           }
@@ -171,6 +175,10 @@ export class McpSessions {
       });
       res = await promise;
     } catch (e) {
+      if (e instanceof CancelError) {
+        throw new UpstreamFailure('response_too_large', `The MCP server's answer is larger than ${maxBytes} bytes, the limit for tool results`);
+      }
+      if (e instanceof TimeoutError) throw new UpstreamFailure('upstream_timeout', `The MCP server did not answer in time (${e.event} timeout)`, 504);
       throw new UpstreamFailure('upstream_error', `The MCP server could not be reached: ${(e as Error).message}`);
     }
     const text = res.rawBody.toString('utf8');
