@@ -36,7 +36,9 @@ export function authLabel(a: AuthSpec): string {
     basic: 'Username and password',
   };
   const name = kind[a.kind] ?? a.kind;
-  return a.title && a.title !== name ? `${name} · ${a.title}` : name;
+  // A title that already names the mechanism ("OAuth 2.0 (Gong app)", "API token") stands alone.
+  if (!a.title || a.title === name) return name;
+  return /oauth|key|token|password/i.test(a.title) ? a.title : `${name} · ${a.title}`;
 }
 
 function authKindLabel(connector: ConnectorDefinition | undefined, kind: string): string {
@@ -190,6 +192,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         nav: 'connections',
         connector: { name: connector.name, title: connector.title, description: connector.description, auth: connector.auth.map(authLabel).join(' or ') },
         oauth: kinds.includes('oauth2'),
+        oauthOptional: kinds.includes('oauth2') && kinds.length > 1,
         mcp: kinds.length === 1 && kinds[0] === 'oauth2_mcp',
         fields,
         advanced,
