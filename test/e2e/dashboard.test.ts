@@ -252,6 +252,35 @@ describe('CSRF and headers', () => {
   });
 });
 
+describe('connections', () => {
+  it('asks each auth kind only what it needs: MCP nothing but the name, OAuth the app, keys nothing on the connection', async () => {
+    const c = await signedIn();
+    const mcp = [...connectors.values()].find((x) => x.auth.length === 1 && x.auth[0]!.kind === 'oauth2_mcp')!;
+    const form = await c.get(`/dashboard/connections/new/${mcp.name}`);
+    expect(form.html).not.toContain('name="client_id"');
+    expect(form.html).not.toContain('name="auth_kind"');
+    const created = await c.post(`/dashboard/connections/new/${mcp.name}`, { _csrf: DashboardClient.csrf(form.html), connection_name: 'mcp-conn' });
+    expect(created.location).toBe('/dashboard/connections/mcp-conn?done=connection-created');
+    const settings = await c.get('/dashboard/connections/mcp-conn/edit');
+    expect(settings.html).not.toContain('name="client_id"');
+    expect(settings.html).toContain('registered dynamically');
+    expect((await h.client.getConnection('mcp-conn')).auth_kind).toBe('oauth2_mcp');
+
+    // A connector with two auth kinds lets the user choose; the choice decides the next step.
+    const both = [...connectors.values()].find((x) => x.auth.some((a) => a.kind === 'oauth2') && x.auth.some((a) => a.kind === 'api_key'))!;
+    const choose = await c.get(`/dashboard/connections/new/${both.name}`);
+    expect(choose.html).toContain('name="auth_kind"');
+    const keyed = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'keyed', auth_kind: 'api_key' });
+    expect(keyed.location).toBe('/dashboard/connections/keyed?done=connection-created');
+    const oauthKind = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'oauthed', auth_kind: 'oauth2' });
+    expect(oauthKind.location).toBe('/dashboard/connections/oauthed/edit?step=2');
+    expect((await c.get('/dashboard/connections/oauthed/edit?step=2')).html).toContain('name="client_id"');
+    const wrong = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'odd', auth_kind: 'basic' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.html).toMatch(/<p class="error" id="f-auth_kind-error">must be one of/);
+  });
+});
+
 describe('connected accounts', () => {
   it('pages through thousands of accounts by keyset, filtered by identifier and status', async () => {
     const c = await signedIn();
