@@ -208,8 +208,8 @@ export interface CallintelEngageTaskCompleteInput {
   task_id: string;
   /** Not accepted: Gong's tasks have no notes field. */
   completion_notes?: string;
-  /** Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`. */
-  user_id: string;
+  /** Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`. */
+  user_id?: string;
 }
 
 /** Input of `callintel_engage_task_skip`: Skip task. */
@@ -218,8 +218,8 @@ export interface CallintelEngageTaskSkipInput {
   task_id: string;
   /** Not accepted: Gong's tasks have no reason field. */
   skip_reason?: string;
-  /** Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`. */
-  user_id: string;
+  /** Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`. */
+  user_id?: string;
 }
 
 /** Input of `callintel_engage_tasks_list`: Tasks of a user (call, email, social and other follow-ups). */

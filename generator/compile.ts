@@ -10,6 +10,7 @@
  *       {$template: "a {p} b"} string interpolation, `{p|transform}` allowed; absent when a value is absent
  *       {$join: [...], $sep}   joins the parts that are present
  *       {$concat: [...]}       concatenates the arrays that are present
+ *       {$merge: [...]}        shallow-merges the objects that are present, later ones winning
  *       {$uuid_from: [p...]}   a deterministic UUID from input values (idempotency keys)
  *     with modifiers, applied in this order: $pipe (transforms), $each (maps an array),
  *     $default (a literal when absent), $when (a condition on the input).
@@ -29,7 +30,7 @@ export interface Compiled {
 
 export type Fail = (path: Array<string | number>, problem: string) => never;
 
-const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$uuid_from'] as const;
+const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$merge', '$uuid_from'] as const;
 const MODIFIERS = ['$pipe', '$each', '$default', '$when', '$sep'] as const;
 const TRANSFORMS = new Set<string>(transformNames);
 
@@ -154,7 +155,8 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
       break;
     }
     case '$join':
-    case '$concat': {
+    case '$concat':
+    case '$merge': {
       if (!Array.isArray(arg)) scope.fail([...path, op], `${op} takes a list`);
       const items = (arg as unknown[]).map((x, i) => compileTemplate(x, scope, [...path, op, i]));
       const list = `[${items.map((i) => i.code).join(', ')}]`;
@@ -162,8 +164,10 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
         const sep = t.$sep ?? ',';
         if (typeof sep !== 'string') scope.fail([...path, '$sep'], '$sep must be a string');
         c = { code: `H.join(${list}, ${JSON.stringify(sep)})`, dynamic: items.some((i) => i.dynamic), optional: true };
-      } else {
+      } else if (op === '$concat') {
         c = { code: `H.concat(${list})`, dynamic: items.some((i) => i.dynamic), optional: true };
+      } else {
+        c = { code: `H.merge(${list})`, dynamic: items.some((i) => i.dynamic), optional: true };
       }
       break;
     }
@@ -199,6 +203,19 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
     c = { code: `(${cond} ? ${c.code} : undefined)`, dynamic: true, optional: true };
   }
   return c;
+}
+
+/**
+ * The root of a body or of the headers: never absent as a whole, so its literal members stay even when
+ * every input-derived member is absent (`{userId: {$in: user_id}, status: DONE}` without user_id is
+ * `{status: DONE}`, not `{}`).
+ */
+function compileRoot(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || isExpression(t)) return compileTemplate(t, scope, path);
+  const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
+  const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
+  if (!entries.some(([, c]) => c.optional)) return { code: `{ ${body} }`, dynamic: entries.some(([, c]) => c.dynamic), optional: false };
+  return { code: `H.obj({ ${body} }, [])!`, dynamic: true, optional: false };
 }
 
 export function compileTemplate(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
@@ -317,14 +334,14 @@ export function compileRequests(
     const queryCode = query.length ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]` : '';
     fields.push(`method: ${JSON.stringify(req.method)}`, `url: H.url(${base}, ${urlPath}${queryCode})`);
     if (req.headers) {
-      const h = compileTemplate(req.headers, itemScope, [...path, 'headers']);
+      const h = compileRoot(req.headers, itemScope, [...path, 'headers']);
       fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
     } else {
       fields.push('headers: {}');
     }
     if (req.body !== undefined) {
       if (req.method === 'GET' || req.method === 'DELETE') fail([...path, 'body'], `${req.method} requests carry no body`);
-      const b = compileTemplate(req.body, itemScope, [...path, 'body']);
+      const b = compileRoot(req.body, itemScope, [...path, 'body']);
       fields.push(`body: ${b.optional ? `(${b.code} ?? {})` : b.code}`);
       if (req.body_encoding === 'form') fields.push(`bodyEncoding: "form"`);
     }

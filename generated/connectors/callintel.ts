@@ -10,7 +10,12 @@ import type {
 } from '../../runtime/tools/types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/callintel.ts';
-import { flowContentOverrideUnavailable, listTasksByAssigneeEmail, registerCall } from '../../specs/hooks/callintel.ts';
+import {
+  changeTaskStatusAsOwner,
+  flowContentOverrideUnavailable,
+  listTasksByAssigneeEmail,
+  registerCall,
+} from '../../specs/hooks/callintel.ts';
 
 export const connector: ConnectorDefinition = {
   name: 'callintel',
@@ -244,62 +249,47 @@ function build_callintel_calls_create(input: I.CallintelCallsCreateInput, ctx: B
     method: 'POST',
     url: H.url(ctx.base(), `/v2/calls`),
     headers: {},
-    body:
-      H.obj(
-        {
-          clientUniqueId: H.join(
-            [
-              input['client_unique_id'],
-              !H.present(input['client_unique_id'])
-                ? H.uuidFrom([
-                    input['actual_start'],
-                    input['title'],
-                    input['direction'],
-                    input['parties'],
-                    input['call_provider_code'],
-                  ])
-                : undefined,
-            ],
-            '',
+    body: H.obj(
+      {
+        clientUniqueId: H.join(
+          [
+            input['client_unique_id'],
+            !H.present(input['client_unique_id'])
+              ? H.uuidFrom([
+                  input['actual_start'],
+                  input['title'],
+                  input['direction'],
+                  input['parties'],
+                  input['call_provider_code'],
+                ])
+              : undefined,
+          ],
+          '',
+        ),
+        actualStart: input['actual_start'],
+        title: input['title'],
+        purpose: input['purpose'],
+        scheduledStart: input['scheduled_start'],
+        scheduledEnd: input['scheduled_end'],
+        duration: input['duration'],
+        direction: input['direction'],
+        disposition: input['disposition'],
+        callProviderCode: input['call_provider_code'],
+        languageCode: input['language'],
+        workspaceId: input['workspace_id'],
+        parties: H.each(input['parties'], (item0: any) =>
+          H.obj(
+            {
+              userId: H.pick(item0, ['userId']),
+              emailAddress: H.pick(item0, ['emailAddress']),
+              name: H.pick(item0, ['name']),
+            },
+            ['userId', 'emailAddress', 'name'],
           ),
-          actualStart: input['actual_start'],
-          title: input['title'],
-          purpose: input['purpose'],
-          scheduledStart: input['scheduled_start'],
-          scheduledEnd: input['scheduled_end'],
-          duration: input['duration'],
-          direction: input['direction'],
-          disposition: input['disposition'],
-          callProviderCode: input['call_provider_code'],
-          languageCode: input['language'],
-          workspaceId: input['workspace_id'],
-          parties: H.each(input['parties'], (item0: any) =>
-            H.obj(
-              {
-                userId: H.pick(item0, ['userId']),
-                emailAddress: H.pick(item0, ['emailAddress']),
-                name: H.pick(item0, ['name']),
-              },
-              ['userId', 'emailAddress', 'name'],
-            ),
-          ),
-        },
-        [
-          'clientUniqueId',
-          'actualStart',
-          'title',
-          'purpose',
-          'scheduledStart',
-          'scheduledEnd',
-          'duration',
-          'direction',
-          'disposition',
-          'callProviderCode',
-          'languageCode',
-          'workspaceId',
-          'parties',
-        ],
-      ) ?? {},
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -314,30 +304,29 @@ function build_callintel_calls_get(input: I.CallintelCallsGetInput, ctx: BuildCo
     method: 'POST',
     url: H.url(ctx.base(), `/v2/calls/extensive`),
     headers: {},
-    body:
-      H.obj(
-        {
-          filter: H.obj(
-            {
-              callIds: input['call_ids'],
-              fromDateTime: input['from_date_time'],
-              toDateTime: input['to_date_time'],
-              workspaceId: input['workspace_id'],
-            },
-            ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
-          ),
-          contentSelector: {
-            context: 'Extended',
-            exposedFields: {
-              parties: true,
-              content: { topics: true, trackers: true },
-              interaction: { speakers: true, personInteractionStats: true, questions: true },
-            },
+    body: H.obj(
+      {
+        filter: H.obj(
+          {
+            callIds: input['call_ids'],
+            fromDateTime: input['from_date_time'],
+            toDateTime: input['to_date_time'],
+            workspaceId: input['workspace_id'],
           },
-          cursor: input['cursor'],
+          ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
+        ),
+        contentSelector: {
+          context: 'Extended',
+          exposedFields: {
+            parties: true,
+            content: { topics: true, trackers: true },
+            interaction: { speakers: true, personInteractionStats: true, questions: true },
+          },
         },
-        ['filter', 'cursor'],
-      ) ?? {},
+        cursor: input['cursor'],
+      },
+      [],
+    )!,
     emptyOn: [
       { status: 404, data: { calls: [], records: { totalRecords: 0, currentPageSize: 0, currentPageNumber: 0 } } },
     ],
@@ -368,22 +357,21 @@ function build_callintel_calls_list(input: I.CallintelCallsListInput, ctx: Build
       method: 'POST',
       url: H.url(ctx.base(), `/v2/calls/extensive`),
       headers: {},
-      body:
-        H.obj(
-          {
-            filter: H.obj(
-              {
-                callIds: H.map(input['call_ids'], (v: any) => T.csv(v)),
-                fromDateTime: input['from_date_time'],
-                toDateTime: input['to_date_time'],
-                workspaceId: input['workspace_id'],
-              },
-              ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
-            ),
-            cursor: input['cursor'],
-          },
-          ['filter', 'cursor'],
-        ) ?? {},
+      body: H.obj(
+        {
+          filter: H.obj(
+            {
+              callIds: H.map(input['call_ids'], (v: any) => T.csv(v)),
+              fromDateTime: input['from_date_time'],
+              toDateTime: input['to_date_time'],
+              workspaceId: input['workspace_id'],
+            },
+            ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
+          ),
+          cursor: input['cursor'],
+        },
+        [],
+      )!,
       emptyOn: [
         { status: 404, data: { calls: [], records: { totalRecords: 0, currentPageSize: 0, currentPageNumber: 0 } } },
       ],
@@ -416,22 +404,21 @@ function build_callintel_calls_transcript_get(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/calls/transcript`),
     headers: {},
-    body:
-      H.obj(
-        {
-          filter: H.obj(
-            {
-              callIds: input['call_ids'],
-              fromDateTime: input['from_date_time'],
-              toDateTime: input['to_date_time'],
-              workspaceId: input['workspace_id'],
-            },
-            ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
-          ),
-          cursor: input['cursor'],
-        },
-        ['filter', 'cursor'],
-      ) ?? {},
+    body: H.obj(
+      {
+        filter: H.obj(
+          {
+            callIds: input['call_ids'],
+            fromDateTime: input['from_date_time'],
+            toDateTime: input['to_date_time'],
+            workspaceId: input['workspace_id'],
+          },
+          ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId'],
+        ),
+        cursor: input['cursor'],
+      },
+      [],
+    )!,
     emptyOn: [
       {
         status: 404,
@@ -482,42 +469,38 @@ function build_callintel_engage_digital_interactions_create(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/digital-interaction`),
     headers: {},
-    body:
-      H.obj(
-        {
-          eventId: H.uuidFrom([
-            input['event_name'],
-            input['event_timestamp'],
-            input['prospect_email'],
-            input['crm_contact_id'],
-            input['crm_account_id'],
-            input['url'],
-          ]),
-          timestamp: input['event_timestamp'],
-          eventType: input['event_name'],
-          content: H.obj({ contentTitle: input['event_name'], contentUrl: input['url'] }, [
-            'contentTitle',
-            'contentUrl',
-          ]),
-          person: H.obj(
-            {
-              email: input['prospect_email'],
-              personBusinessContext: H.obj({ objectType: 'CONTACT', objectId: input['crm_contact_id'] }, ['objectId']),
-              company: H.obj(
-                {
-                  companyBusinessContexts: H.arr(
-                    [H.obj({ objectType: 'ACCOUNT', objectId: input['crm_account_id'] }, ['objectId'])],
-                    true,
-                  ),
-                },
-                ['companyBusinessContexts'],
-              ),
-            },
-            ['email', 'personBusinessContext', 'company'],
-          ),
-        },
-        ['eventId', 'timestamp', 'eventType', 'content', 'person'],
-      ) ?? {},
+    body: H.obj(
+      {
+        eventId: H.uuidFrom([
+          input['event_name'],
+          input['event_timestamp'],
+          input['prospect_email'],
+          input['crm_contact_id'],
+          input['crm_account_id'],
+          input['url'],
+        ]),
+        timestamp: input['event_timestamp'],
+        eventType: input['event_name'],
+        content: H.obj({ contentTitle: input['event_name'], contentUrl: input['url'] }, ['contentTitle', 'contentUrl']),
+        person: H.obj(
+          {
+            email: input['prospect_email'],
+            personBusinessContext: H.obj({ objectType: 'CONTACT', objectId: input['crm_contact_id'] }, ['objectId']),
+            company: H.obj(
+              {
+                companyBusinessContexts: H.arr(
+                  [H.obj({ objectType: 'ACCOUNT', objectId: input['crm_account_id'] }, ['objectId'])],
+                  true,
+                ),
+              },
+              ['companyBusinessContexts'],
+            ),
+          },
+          ['email', 'personBusinessContext', 'company'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -537,26 +520,25 @@ function build_callintel_engage_email_activity_report(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/digital-interaction`),
     headers: {},
-    body:
-      H.obj(
-        {
-          eventId: H.uuidFrom([
-            input['email_id'],
-            input['event_type'],
-            input['event_timestamp'],
-            input['prospect_email'],
-            input['link_url'],
-          ]),
-          timestamp: input['event_timestamp'],
-          eventType: input['event_type'],
-          content: H.obj({ contentTitle: H.tpl(['Email ', input['email_id'], '']), contentUrl: input['link_url'] }, [
-            'contentTitle',
-            'contentUrl',
-          ]),
-          person: { email: input['prospect_email'] },
-        },
-        ['eventId', 'timestamp', 'eventType', 'content', 'person'],
-      ) ?? {},
+    body: H.obj(
+      {
+        eventId: H.uuidFrom([
+          input['email_id'],
+          input['event_type'],
+          input['event_timestamp'],
+          input['prospect_email'],
+          input['link_url'],
+        ]),
+        timestamp: input['event_timestamp'],
+        eventType: input['event_type'],
+        content: H.obj({ contentTitle: H.tpl(['Email ', input['email_id'], '']), contentUrl: input['link_url'] }, [
+          'contentTitle',
+          'contentUrl',
+        ]),
+        person: { email: input['prospect_email'] },
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -651,15 +633,14 @@ function build_callintel_engage_prospects_assign_cool_off_override(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/flows/prospects/assign/cool-off-override`),
     headers: {},
-    body:
-      H.obj(
-        {
-          flowId: input['flow_id'],
-          crmProspectsIds: input['crm_prospect_ids'],
-          flowInstanceOwnerEmail: input['flow_instance_owner_email'],
-        },
-        ['flowId', 'crmProspectsIds', 'flowInstanceOwnerEmail'],
-      ) ?? {},
+    body: H.obj(
+      {
+        flowId: input['flow_id'],
+        crmProspectsIds: input['crm_prospect_ids'],
+        flowInstanceOwnerEmail: input['flow_instance_owner_email'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -679,15 +660,14 @@ function build_callintel_engage_prospects_bulk_assign(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/flows/prospects/bulk-assignments`),
     headers: {},
-    body:
-      H.obj(
-        {
-          flowId: input['flow_id'],
-          flowInstanceOwnerEmail: input['flow_instance_owner_email'],
-          prospects: H.each(input['crm_prospect_ids'], (item0: any) => ({ crmId: item0 })),
-        },
-        ['flowId', 'flowInstanceOwnerEmail', 'prospects'],
-      ) ?? {},
+    body: H.obj(
+      {
+        flowId: input['flow_id'],
+        flowInstanceOwnerEmail: input['flow_instance_owner_email'],
+        prospects: H.each(input['crm_prospect_ids'], (item0: any) => ({ crmId: item0 })),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -779,11 +759,14 @@ function build_callintel_engage_task_complete(
   ctx: BuildContext,
 ): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
+  if (!H.present(input['user_id'])) {
+    out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/users`), headers: {} });
+  }
   out.push({
     method: 'PATCH',
     url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'])}`),
     headers: {},
-    body: { userId: input['user_id'], status: 'DONE' },
+    body: H.obj({ userId: input['user_id'], status: 'DONE' }, [])!,
   });
   return out;
 }
@@ -802,11 +785,14 @@ function rules_callintel_engage_task_complete(input: I.CallintelEngageTaskComple
 
 function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
+  if (!H.present(input['user_id'])) {
+    out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/users`), headers: {} });
+  }
   out.push({
     method: 'PATCH',
     url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'])}`),
     headers: {},
-    body: { userId: input['user_id'], status: 'DISMISSED' },
+    body: H.obj({ userId: input['user_id'], status: 'DISMISSED' }, [])!,
   });
   return out;
 }
@@ -833,22 +819,21 @@ function build_callintel_engage_tasks_list(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/tasks`),
     headers: {},
-    body:
-      H.obj(
-        {
-          filter: H.obj(
-            {
-              userId: H.tpl(['<Gong user id of ', input['assignee_email'], '>']),
-              workspaceId: input['workspace_id'],
-              types: ['FLOW', 'MANUAL'],
-              taskAction: ['CALL'],
-              status: ['OPEN', 'DONE', 'DISMISSED'],
-            },
-            ['userId', 'workspaceId'],
-          ),
-        },
-        ['filter'],
-      ) ?? {},
+    body: H.obj(
+      {
+        filter: H.obj(
+          {
+            userId: H.tpl(['<Gong user id of ', input['assignee_email'], '>']),
+            workspaceId: input['workspace_id'],
+            types: ['FLOW', 'MANUAL'],
+            taskAction: ['CALL'],
+            status: ['OPEN', 'DONE', 'DISMISSED'],
+          },
+          ['userId', 'workspaceId'],
+        ),
+      },
+      [],
+    )!,
     emptyOn: [{ status: 404, data: { tasks: [] } }],
   });
   return out;
@@ -904,21 +889,20 @@ function build_callintel_users_get(input: I.CallintelUsersGetInput, ctx: BuildCo
     method: 'POST',
     url: H.url(ctx.base(), `/v2/users/extensive`),
     headers: {},
-    body:
-      H.obj(
-        {
-          filter: H.obj(
-            {
-              userIds: input['user_ids'],
-              createdFromDateTime: input['created_from_date_time'],
-              createdToDateTime: input['created_to_date_time'],
-            },
-            ['userIds', 'createdFromDateTime', 'createdToDateTime'],
-          ),
-          cursor: input['cursor'],
-        },
-        ['filter', 'cursor'],
-      ) ?? {},
+    body: H.obj(
+      {
+        filter: H.obj(
+          {
+            userIds: input['user_ids'],
+            createdFromDateTime: input['created_from_date_time'],
+            createdToDateTime: input['created_to_date_time'],
+          },
+          ['userIds', 'createdFromDateTime', 'createdToDateTime'],
+        ),
+        cursor: input['cursor'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -1008,14 +992,13 @@ function build_callintel_stats_interaction(
       method: 'POST',
       url: H.url(ctx.base(), `/v2/stats/interaction`),
       headers: {},
-      body:
-        H.obj(
-          {
-            filter: { fromDate: T.date(input['from_date_time']), toDate: T.date(input['to_date_time']) },
-            cursor: input['cursor'],
-          },
-          ['filter', 'cursor'],
-        ) ?? {},
+      body: H.obj(
+        {
+          filter: { fromDate: T.date(input['from_date_time']), toDate: T.date(input['to_date_time']) },
+          cursor: input['cursor'],
+        },
+        [],
+      )!,
     });
   }
   if (H.present(input['call_ids'])) {
@@ -1023,23 +1006,22 @@ function build_callintel_stats_interaction(
       method: 'POST',
       url: H.url(ctx.base(), `/v2/calls/extensive`),
       headers: {},
-      body:
-        H.obj(
-          {
-            filter: H.obj(
-              { callIds: input['call_ids'], fromDateTime: input['from_date_time'], toDateTime: input['to_date_time'] },
-              ['callIds', 'fromDateTime', 'toDateTime'],
-            ),
-            contentSelector: {
-              exposedFields: {
-                parties: true,
-                interaction: { personInteractionStats: true, speakers: true, questions: true },
-              },
+      body: H.obj(
+        {
+          filter: H.obj(
+            { callIds: input['call_ids'], fromDateTime: input['from_date_time'], toDateTime: input['to_date_time'] },
+            ['callIds', 'fromDateTime', 'toDateTime'],
+          ),
+          contentSelector: {
+            exposedFields: {
+              parties: true,
+              interaction: { personInteractionStats: true, speakers: true, questions: true },
             },
-            cursor: input['cursor'],
           },
-          ['filter', 'cursor'],
-        ) ?? {},
+          cursor: input['cursor'],
+        },
+        [],
+      )!,
       emptyOn: [
         { status: 404, data: { calls: [], records: { totalRecords: 0, currentPageSize: 0, currentPageNumber: 0 } } },
       ],
@@ -1062,21 +1044,20 @@ function build_callintel_stats_user_actions(
     method: 'POST',
     url: H.url(ctx.base(), `/v2/stats/activity/aggregate`),
     headers: {},
-    body:
-      H.obj(
-        {
-          filter: H.obj(
-            {
-              fromDate: T.date(input['from_date_time']),
-              toDate: T.date(input['to_date_time']),
-              userIds: input['user_ids'],
-            },
-            ['fromDate', 'toDate', 'userIds'],
-          ),
-          cursor: input['cursor'],
-        },
-        ['filter', 'cursor'],
-      ) ?? {},
+    body: H.obj(
+      {
+        filter: H.obj(
+          {
+            fromDate: T.date(input['from_date_time']),
+            toDate: T.date(input['to_date_time']),
+            userIds: input['user_ids'],
+          },
+          ['fromDate', 'toDate', 'userIds'],
+        ),
+        cursor: input['cursor'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -2132,19 +2113,20 @@ export const tools: readonly ToolDefinition[] = [
         user_id: {
           type: 'string',
           description:
-            "Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`.",
+            "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
           pattern: '^[0-9]{1,20}$',
         },
       },
       additionalProperties: false,
-      required: ['task_id', 'user_id'],
+      required: ['task_id'],
     },
     validate: V.callintel_engage_task_complete,
     messages: {},
     checkRules: rules_callintel_engage_task_complete,
     build: build_callintel_engage_task_complete,
+    hook: changeTaskStatusAsOwner,
     notes:
-      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks, so `user_id` is added and required; Gong has no field for notes, so `completion_notes` cannot be stored: it is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: it is refused with a 400 naming it (nothing is changed) rather than dropped.",
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2154,6 +2136,14 @@ export const tools: readonly ToolDefinition[] = [
             url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
             body: { userId: '234599484848423', status: 'DONE' },
           },
+        ],
+      },
+      {
+        title: 'owner found by the service',
+        input: { task_id: '1234361284629351' },
+        requests: [
+          { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
+          { method: 'PATCH', url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351', body: { status: 'DONE' } },
         ],
       },
     ],
@@ -2175,19 +2165,20 @@ export const tools: readonly ToolDefinition[] = [
         user_id: {
           type: 'string',
           description:
-            "Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`.",
+            "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
           pattern: '^[0-9]{1,20}$',
         },
       },
       additionalProperties: false,
-      required: ['task_id', 'user_id'],
+      required: ['task_id'],
     },
     validate: V.callintel_engage_task_skip,
     messages: {},
     checkRules: rules_callintel_engage_task_skip,
     build: build_callintel_engage_task_skip,
+    hook: changeTaskStatusAsOwner,
     notes:
-      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`, so `user_id` is added and required; Gong has no field for a reason, so `skip_reason` is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` is refused with a 400 naming it (nothing is changed) rather than dropped.",
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2196,6 +2187,18 @@ export const tools: readonly ToolDefinition[] = [
             method: 'PATCH',
             url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
             body: { userId: '234599484848423', status: 'DISMISSED' },
+          },
+        ],
+      },
+      {
+        title: 'owner found by the service',
+        input: { task_id: '1234361284629351' },
+        requests: [
+          { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
+          {
+            method: 'PATCH',
+            url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
+            body: { status: 'DISMISSED' },
           },
         ],
       },

@@ -10,7 +10,6 @@ import type {
 } from '../../runtime/tools/types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
-import { dealUpdate } from '../../specs/hooks/crm.ts';
 
 export const connector: ConnectorDefinition = {
   name: 'crm',
@@ -110,17 +109,16 @@ function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: Build
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/companies/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -155,38 +153,37 @@ function build_crm_company_create(input: I.CrmCompanyCreateInput, ctx: BuildCont
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/companies`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              name: input['name'],
-              annualrevenue: H.map(input['annualrevenue'], (v: any) => T.to_string(v)),
-              city: input['city'],
-              country: input['country'],
-              description: input['description'],
-              domain: input['domain'],
-              industry: input['industry'],
-              numberofemployees: H.map(input['numberofemployees'], (v: any) => T.to_string(v)),
-              phone: input['phone'],
-              state: input['state'],
-            },
-            [
-              'name',
-              'annualrevenue',
-              'city',
-              'country',
-              'description',
-              'domain',
-              'industry',
-              'numberofemployees',
-              'phone',
-              'state',
-            ],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            name: input['name'],
+            annualrevenue: H.map(input['annualrevenue'], (v: any) => T.to_string(v)),
+            city: input['city'],
+            country: input['country'],
+            description: input['description'],
+            domain: input['domain'],
+            industry: input['industry'],
+            numberofemployees: H.map(input['numberofemployees'], (v: any) => T.to_string(v)),
+            phone: input['phone'],
+            state: input['state'],
+          },
+          [
+            'name',
+            'annualrevenue',
+            'city',
+            'country',
+            'description',
+            'domain',
+            'industry',
+            'numberofemployees',
+            'phone',
+            'state',
+          ],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -222,36 +219,35 @@ function build_crm_contact_create(input: I.CrmContactCreateInput, ctx: BuildCont
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              email: input['email'],
-              company: input['company'],
-              firstname: input['firstname'],
-              hs_lead_status: input['crm_lead_status'],
-              jobtitle: input['jobtitle'],
-              lastname: input['lastname'],
-              lifecyclestage: input['lifecyclestage'],
-              phone: input['phone'],
-              website: input['website'],
-            },
-            [
-              'email',
-              'company',
-              'firstname',
-              'hs_lead_status',
-              'jobtitle',
-              'lastname',
-              'lifecyclestage',
-              'phone',
-              'website',
-            ],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            email: input['email'],
+            company: input['company'],
+            firstname: input['firstname'],
+            hs_lead_status: input['crm_lead_status'],
+            jobtitle: input['jobtitle'],
+            lastname: input['lastname'],
+            lifecyclestage: input['lifecyclestage'],
+            phone: input['phone'],
+            website: input['website'],
+          },
+          [
+            'email',
+            'company',
+            'firstname',
+            'hs_lead_status',
+            'jobtitle',
+            'lastname',
+            'lifecyclestage',
+            'phone',
+            'website',
+          ],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -287,7 +283,7 @@ function build_crm_contact_update(input: I.CrmContactUpdateInput, ctx: BuildCont
     method: 'PATCH',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'])}`),
     headers: {},
-    body: H.obj({ properties: input['props'] }, ['properties']) ?? {},
+    body: H.obj({ properties: input['props'] }, [])!,
   });
   return out;
 }
@@ -337,17 +333,16 @@ function build_crm_contacts_search(input: I.CrmContactsSearchInput, ctx: BuildCo
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/contacts/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -382,25 +377,24 @@ function build_crm_deal_create(input: I.CrmDealCreateInput, ctx: BuildContext): 
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/deals`),
     headers: {},
-    body:
-      H.obj(
-        {
-          properties: H.obj(
-            {
-              amount: T.to_string(input['amount']),
-              dealname: input['dealname'],
-              dealstage: input['dealstage'],
-              closedate: input['closedate'],
-              dealtype: input['dealtype'],
-              description: input['description'],
-              hs_priority: H.map(input['crm_priority'], (v: any) => T.lower(v)),
-              pipeline: input['pipeline'],
-            },
-            ['amount', 'dealname', 'dealstage', 'closedate', 'dealtype', 'description', 'hs_priority', 'pipeline'],
-          ),
-        },
-        ['properties'],
-      ) ?? {},
+    body: H.obj(
+      {
+        properties: H.obj(
+          {
+            amount: T.to_string(input['amount']),
+            dealname: input['dealname'],
+            dealstage: input['dealstage'],
+            closedate: input['closedate'],
+            dealtype: input['dealtype'],
+            description: input['description'],
+            hs_priority: H.map(input['crm_priority'], (v: any) => T.lower(v)),
+            pipeline: input['pipeline'],
+          },
+          ['amount', 'dealname', 'dealstage', 'closedate', 'dealtype', 'description', 'hs_priority', 'pipeline'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -415,13 +409,27 @@ function build_crm_deal_update(input: I.CrmDealUpdateInput, ctx: BuildContext): 
     method: 'PATCH',
     url: H.url(ctx.base(), `/crm/v3/objects/deals/${H.seg(input['deal_id'])}`),
     headers: {},
-    body: { properties: input['properties'] },
+    body: H.obj(
+      {
+        properties: H.merge([
+          input['properties'],
+          H.obj({ good_deal: H.map(input['good_deal'], (v: any) => T.to_string(v)) }, ['good_deal']),
+        ]),
+      },
+      [],
+    )!,
   });
   return out;
 }
 
-function rules_crm_deal_update(_input: I.CrmDealUpdateInput): FieldError[] {
-  return [];
+function rules_crm_deal_update(input: I.CrmDealUpdateInput): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!['properties', 'good_deal'].some((f) => H.present(input[f as keyof typeof input])))
+    errors.push({
+      field: 'properties',
+      message: 'must name at least one property to change (or give good_deal); an empty update would change nothing',
+    });
+  return errors;
 }
 
 function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext): UpstreamRequest[] {
@@ -430,17 +438,16 @@ function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext)
     method: 'POST',
     url: H.url(ctx.base(), `/crm/v3/objects/deals/search`),
     headers: {},
-    body:
-      H.obj(
-        {
-          query: input['query'],
-          filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
-          properties: H.map(input['properties'], (v: any) => T.csv(v)),
-          limit: input['limit'],
-          after: input['after'],
-        },
-        ['query', 'filterGroups', 'properties', 'limit', 'after'],
-      ) ?? {},
+    body: H.obj(
+      {
+        query: input['query'],
+        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        properties: H.map(input['properties'], (v: any) => T.csv(v)),
+        limit: input['limit'],
+        after: input['after'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -1015,7 +1022,6 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_crm_deal_update,
     build: build_crm_deal_update,
-    hook: dealUpdate,
     notes:
       '`good_deal` is not a HubSpot default deal property: it is a custom property of the portal the tool catalogue was made against. When given it is merged into the `properties` object as the string "true" or "false"; a portal without a custom deal property of that internal name answers 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), returned as a provider error rather than dropped silently. An update with no property at all (an empty `properties` and no `good_deal`) is refused with 400 naming `properties`, since HubSpot would change nothing. The keys of `properties` are HubSpot internal names (`hs_priority`, not `crm_priority`) and are sent unchanged.',
     examples: [

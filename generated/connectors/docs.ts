@@ -100,7 +100,7 @@ function build_docs_create_document(input: I.DocsCreateDocumentInput, ctx: Build
     method: 'POST',
     url: H.url(ctx.base(), `/v1/documents`),
     headers: {},
-    body: H.obj({ title: input['title'] }, ['title']) ?? {},
+    body: H.obj({ title: input['title'] }, [])!,
   });
   return out;
 }
@@ -169,8 +169,7 @@ function build_docs_update_document(input: I.DocsUpdateDocumentInput, ctx: Build
     method: 'POST',
     url: H.url(ctx.base(), `/v1/documents/${H.seg(input['document_id'])}:batchUpdate`),
     headers: {},
-    body:
-      H.obj({ requests: input['requests'], writeControl: input['write_control'] }, ['requests', 'writeControl']) ?? {},
+    body: H.obj({ requests: input['requests'], writeControl: input['write_control'] }, [])!,
   });
   return out;
 }

@@ -244,24 +244,23 @@ function build_helpdesk_ticket_create(input: I.HelpdeskTicketCreateInput, ctx: B
     method: 'POST',
     url: H.url(ctx.base(), `/v2/tickets`),
     headers: {},
-    body:
-      H.obj(
-        {
-          ticket: H.obj(
-            {
-              comment: { body: input['comment_body'] },
-              assignee_email: input['assignee_email'],
-              priority: input['priority'],
-              status: input['status'],
-              subject: input['subject'],
-              tags: input['tags'],
-              type: input['type'],
-            },
-            ['comment', 'assignee_email', 'priority', 'status', 'subject', 'tags', 'type'],
-          ),
-        },
-        ['ticket'],
-      ) ?? {},
+    body: H.obj(
+      {
+        ticket: H.obj(
+          {
+            comment: { body: input['comment_body'] },
+            assignee_email: input['assignee_email'],
+            priority: input['priority'],
+            status: input['status'],
+            subject: input['subject'],
+            tags: input['tags'],
+            type: input['type'],
+          },
+          ['comment', 'assignee_email', 'priority', 'status', 'subject', 'tags', 'type'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -305,25 +304,24 @@ function build_helpdesk_ticket_update(input: I.HelpdeskTicketUpdateInput, ctx: B
     method: 'PUT',
     url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`),
     headers: {},
-    body:
-      H.obj(
-        {
-          ticket: H.obj(
-            {
-              assignee_email: input['assignee_email'],
-              assignee_id: input['assignee_id'],
-              group_id: input['group_id'],
-              priority: input['priority'],
-              status: input['status'],
-              subject: input['subject'],
-              tags: input['tags'],
-              type: input['type'],
-            },
-            ['assignee_email', 'assignee_id', 'group_id', 'priority', 'status', 'subject', 'tags', 'type'],
-          ),
-        },
-        ['ticket'],
-      ) ?? {},
+    body: H.obj(
+      {
+        ticket: H.obj(
+          {
+            assignee_email: input['assignee_email'],
+            assignee_id: input['assignee_id'],
+            group_id: input['group_id'],
+            priority: input['priority'],
+            status: input['status'],
+            subject: input['subject'],
+            tags: input['tags'],
+            type: input['type'],
+          },
+          ['assignee_email', 'assignee_id', 'group_id', 'priority', 'status', 'subject', 'tags', 'type'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -357,23 +355,22 @@ function build_helpdesk_user_create(input: I.HelpdeskUserCreateInput, ctx: Build
     method: 'POST',
     url: H.url(ctx.base(), `/v2/users`),
     headers: {},
-    body:
-      H.obj(
-        {
-          user: H.obj(
-            {
-              name: input['name'],
-              email: input['email'],
-              organization_id: input['organization_id'],
-              phone: input['phone'],
-              role: input['role'],
-              verified: input['verified'],
-            },
-            ['name', 'email', 'organization_id', 'phone', 'role', 'verified'],
-          ),
-        },
-        ['user'],
-      ) ?? {},
+    body: H.obj(
+      {
+        user: H.obj(
+          {
+            name: input['name'],
+            email: input['email'],
+            organization_id: input['organization_id'],
+            phone: input['phone'],
+            role: input['role'],
+            verified: input['verified'],
+          },
+          ['name', 'email', 'organization_id', 'phone', 'role', 'verified'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }

@@ -148,121 +148,100 @@ function build_mail_create_calendar_event(input: I.MailCreateCalendarEventInput,
     method: 'POST',
     url: H.url(ctx.base(), `/v1.0/me/events`),
     headers: {},
-    body:
-      H.obj(
-        {
-          subject: input['subject'],
-          body: H.obj({ contentType: input['body_contentType'], content: input['body_content'] }, [
-            'contentType',
-            'content',
-          ]),
-          start: { dateTime: T.local_datetime(input['start_datetime']), timeZone: input['start_timezone'] },
-          end: { dateTime: T.local_datetime(input['end_datetime']), timeZone: input['end_timezone'] },
-          location: H.obj({ displayName: input['location'] }, ['displayName']),
-          locations: H.map(input['locations'], (v: any) => T.json(v)),
-          attendees: H.concat([
-            H.each(
-              H.map(input['attendees_required'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'required' }),
-            ),
-            H.each(
-              H.map(input['attendees_optional'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'optional' }),
-            ),
-            H.each(
-              H.map(input['attendees_resource'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'resource' }),
-            ),
-          ]),
-          hideAttendees: input['hideAttendees'],
-          importance: input['importance'],
-          sensitivity: input['sensitivity'],
-          showAs: input['showAs'],
-          isAllDay: input['isAllDay'],
-          isOnlineMeeting: input['isOnlineMeeting'],
-          onlineMeetingProvider: input['onlineMeetingProvider'],
-          isReminderOn: input['isReminderOn'],
-          reminderMinutesBeforeStart: input['reminderMinutesBeforeStart'],
-          recurrence: H.obj(
-            {
-              pattern: H.obj(
-                {
-                  type: input['recurrence_type'],
-                  interval: H.present(input['recurrence_type']) ? (input['recurrence_interval'] ?? 1) : undefined,
-                  daysOfWeek: ['weekly', 'relativeMonthly', 'relativeYearly'].includes(
-                    input['recurrence_type'] as never,
-                  )
-                    ? H.map(input['recurrence_days_of_week'], (v: any) => T.days_of_week(v))
-                    : undefined,
-                  dayOfMonth: ['absoluteMonthly', 'absoluteYearly'].includes(input['recurrence_type'] as never)
-                    ? H.map(
-                        H.join(
-                          [
-                            input['recurrence_start_date'],
-                            !H.present(input['recurrence_start_date']) ? T.date(input['start_datetime']) : undefined,
-                          ],
-                          '',
-                        ),
-                        (v: any) => T.day_of_month(v),
-                      )
-                    : undefined,
-                  month: ['absoluteYearly', 'relativeYearly'].includes(input['recurrence_type'] as never)
-                    ? H.map(
-                        H.join(
-                          [
-                            input['recurrence_start_date'],
-                            !H.present(input['recurrence_start_date']) ? T.date(input['start_datetime']) : undefined,
-                          ],
-                          '',
-                        ),
-                        (v: any) => T.month_of_year(v),
-                      )
-                    : undefined,
-                },
-                ['type', 'interval', 'daysOfWeek', 'dayOfMonth', 'month'],
-              ),
-              range: H.obj(
-                {
-                  type: H.present(input['recurrence_type']) ? (input['recurrence_range_type'] ?? 'noEnd') : undefined,
-                  startDate: H.present(input['recurrence_type'])
-                    ? H.join(
+    body: H.obj(
+      {
+        subject: input['subject'],
+        body: H.obj({ contentType: input['body_contentType'], content: input['body_content'] }, [
+          'contentType',
+          'content',
+        ]),
+        start: { dateTime: T.local_datetime(input['start_datetime']), timeZone: input['start_timezone'] },
+        end: { dateTime: T.local_datetime(input['end_datetime']), timeZone: input['end_timezone'] },
+        location: H.obj({ displayName: input['location'] }, ['displayName']),
+        locations: H.map(input['locations'], (v: any) => T.json(v)),
+        attendees: H.concat([
+          H.each(
+            H.map(input['attendees_required'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'required' }),
+          ),
+          H.each(
+            H.map(input['attendees_optional'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'optional' }),
+          ),
+          H.each(
+            H.map(input['attendees_resource'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'resource' }),
+          ),
+        ]),
+        hideAttendees: input['hideAttendees'],
+        importance: input['importance'],
+        sensitivity: input['sensitivity'],
+        showAs: input['showAs'],
+        isAllDay: input['isAllDay'],
+        isOnlineMeeting: input['isOnlineMeeting'],
+        onlineMeetingProvider: input['onlineMeetingProvider'],
+        isReminderOn: input['isReminderOn'],
+        reminderMinutesBeforeStart: input['reminderMinutesBeforeStart'],
+        recurrence: H.obj(
+          {
+            pattern: H.obj(
+              {
+                type: input['recurrence_type'],
+                interval: H.present(input['recurrence_type']) ? (input['recurrence_interval'] ?? 1) : undefined,
+                daysOfWeek: ['weekly', 'relativeMonthly', 'relativeYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(input['recurrence_days_of_week'], (v: any) => T.days_of_week(v))
+                  : undefined,
+                dayOfMonth: ['absoluteMonthly', 'absoluteYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(
+                      H.join(
                         [
                           input['recurrence_start_date'],
                           !H.present(input['recurrence_start_date']) ? T.date(input['start_datetime']) : undefined,
                         ],
                         '',
-                      )
-                    : undefined,
-                  endDate: input['recurrence_range_type'] === 'endDate' ? input['recurrence_end_date'] : undefined,
-                  numberOfOccurrences:
-                    input['recurrence_range_type'] === 'numbered' ? input['recurrence_occurrences'] : undefined,
-                },
-                ['type', 'startDate', 'endDate', 'numberOfOccurrences'],
-              ),
-            },
-            ['pattern', 'range'],
-          ),
-        },
-        [
-          'subject',
-          'body',
-          'start',
-          'end',
-          'location',
-          'locations',
-          'attendees',
-          'hideAttendees',
-          'importance',
-          'sensitivity',
-          'showAs',
-          'isAllDay',
-          'isOnlineMeeting',
-          'onlineMeetingProvider',
-          'isReminderOn',
-          'reminderMinutesBeforeStart',
-          'recurrence',
-        ],
-      ) ?? {},
+                      ),
+                      (v: any) => T.day_of_month(v),
+                    )
+                  : undefined,
+                month: ['absoluteYearly', 'relativeYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(
+                      H.join(
+                        [
+                          input['recurrence_start_date'],
+                          !H.present(input['recurrence_start_date']) ? T.date(input['start_datetime']) : undefined,
+                        ],
+                        '',
+                      ),
+                      (v: any) => T.month_of_year(v),
+                    )
+                  : undefined,
+              },
+              ['type', 'interval', 'daysOfWeek', 'dayOfMonth', 'month'],
+            ),
+            range: H.obj(
+              {
+                type: H.present(input['recurrence_type']) ? (input['recurrence_range_type'] ?? 'noEnd') : undefined,
+                startDate: H.present(input['recurrence_type'])
+                  ? H.join(
+                      [
+                        input['recurrence_start_date'],
+                        !H.present(input['recurrence_start_date']) ? T.date(input['start_datetime']) : undefined,
+                      ],
+                      '',
+                    )
+                  : undefined,
+                endDate: input['recurrence_range_type'] === 'endDate' ? input['recurrence_end_date'] : undefined,
+                numberOfOccurrences:
+                  input['recurrence_range_type'] === 'numbered' ? input['recurrence_occurrences'] : undefined,
+              },
+              ['type', 'startDate', 'endDate', 'numberOfOccurrences'],
+            ),
+          },
+          ['pattern', 'range'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -397,100 +376,61 @@ function build_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput,
     method: 'PATCH',
     url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'])}`),
     headers: {},
-    body:
-      H.obj(
-        {
-          subject: input['subject'],
-          body: H.obj({ contentType: input['body_contentType'], content: input['body_content'] }, [
-            'contentType',
-            'content',
-          ]),
-          start: H.obj(
-            {
-              dateTime: H.map(input['start_datetime'], (v: any) => T.local_datetime(v)),
-              timeZone: input['start_timezone'],
-            },
-            ['dateTime', 'timeZone'],
+    body: H.obj(
+      {
+        subject: input['subject'],
+        body: H.obj({ contentType: input['body_contentType'], content: input['body_content'] }, [
+          'contentType',
+          'content',
+        ]),
+        start: H.obj(
+          {
+            dateTime: H.map(input['start_datetime'], (v: any) => T.local_datetime(v)),
+            timeZone: input['start_timezone'],
+          },
+          ['dateTime', 'timeZone'],
+        ),
+        end: H.obj(
+          { dateTime: H.map(input['end_datetime'], (v: any) => T.local_datetime(v)), timeZone: input['end_timezone'] },
+          ['dateTime', 'timeZone'],
+        ),
+        location: H.obj({ displayName: input['location'] }, ['displayName']),
+        locations: H.map(input['locations'], (v: any) => T.json(v)),
+        attendees: H.concat([
+          H.each(
+            H.map(input['attendees_required'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'required' }),
           ),
-          end: H.obj(
-            {
-              dateTime: H.map(input['end_datetime'], (v: any) => T.local_datetime(v)),
-              timeZone: input['end_timezone'],
-            },
-            ['dateTime', 'timeZone'],
+          H.each(
+            H.map(input['attendees_optional'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'optional' }),
           ),
-          location: H.obj({ displayName: input['location'] }, ['displayName']),
-          locations: H.map(input['locations'], (v: any) => T.json(v)),
-          attendees: H.concat([
-            H.each(
-              H.map(input['attendees_required'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'required' }),
-            ),
-            H.each(
-              H.map(input['attendees_optional'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'optional' }),
-            ),
-            H.each(
-              H.map(input['attendees_resource'], (v: any) => T.list(v)),
-              (item0: any) => ({ emailAddress: { address: item0 }, type: 'resource' }),
-            ),
-          ]),
-          hideAttendees: input['hideAttendees'],
-          importance: input['importance'],
-          sensitivity: input['sensitivity'],
-          showAs: input['showAs'],
-          isAllDay: input['isAllDay'],
-          isOnlineMeeting: input['isOnlineMeeting'],
-          onlineMeetingProvider: input['onlineMeetingProvider'],
-          isReminderOn: input['isReminderOn'],
-          reminderMinutesBeforeStart: input['reminderMinutesBeforeStart'],
-          recurrence: H.obj(
-            {
-              pattern: H.obj(
-                {
-                  type: input['recurrence_type'],
-                  interval: H.present(input['recurrence_type']) ? (input['recurrence_interval'] ?? 1) : undefined,
-                  daysOfWeek: ['weekly', 'relativeMonthly', 'relativeYearly'].includes(
-                    input['recurrence_type'] as never,
-                  )
-                    ? H.map(input['recurrence_days_of_week'], (v: any) => T.days_of_week(v))
-                    : undefined,
-                  dayOfMonth: ['absoluteMonthly', 'absoluteYearly'].includes(input['recurrence_type'] as never)
-                    ? H.map(
-                        H.join(
-                          [
-                            input['recurrence_start_date'],
-                            !H.present(input['recurrence_start_date'])
-                              ? H.map(input['start_datetime'], (v: any) => T.date(v))
-                              : undefined,
-                          ],
-                          '',
-                        ),
-                        (v: any) => T.day_of_month(v),
-                      )
-                    : undefined,
-                  month: ['absoluteYearly', 'relativeYearly'].includes(input['recurrence_type'] as never)
-                    ? H.map(
-                        H.join(
-                          [
-                            input['recurrence_start_date'],
-                            !H.present(input['recurrence_start_date'])
-                              ? H.map(input['start_datetime'], (v: any) => T.date(v))
-                              : undefined,
-                          ],
-                          '',
-                        ),
-                        (v: any) => T.month_of_year(v),
-                      )
-                    : undefined,
-                },
-                ['type', 'interval', 'daysOfWeek', 'dayOfMonth', 'month'],
-              ),
-              range: H.obj(
-                {
-                  type: H.present(input['recurrence_type']) ? (input['recurrence_range_type'] ?? 'noEnd') : undefined,
-                  startDate: H.present(input['recurrence_type'])
-                    ? H.join(
+          H.each(
+            H.map(input['attendees_resource'], (v: any) => T.list(v)),
+            (item0: any) => ({ emailAddress: { address: item0 }, type: 'resource' }),
+          ),
+        ]),
+        hideAttendees: input['hideAttendees'],
+        importance: input['importance'],
+        sensitivity: input['sensitivity'],
+        showAs: input['showAs'],
+        isAllDay: input['isAllDay'],
+        isOnlineMeeting: input['isOnlineMeeting'],
+        onlineMeetingProvider: input['onlineMeetingProvider'],
+        isReminderOn: input['isReminderOn'],
+        reminderMinutesBeforeStart: input['reminderMinutesBeforeStart'],
+        recurrence: H.obj(
+          {
+            pattern: H.obj(
+              {
+                type: input['recurrence_type'],
+                interval: H.present(input['recurrence_type']) ? (input['recurrence_interval'] ?? 1) : undefined,
+                daysOfWeek: ['weekly', 'relativeMonthly', 'relativeYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(input['recurrence_days_of_week'], (v: any) => T.days_of_week(v))
+                  : undefined,
+                dayOfMonth: ['absoluteMonthly', 'absoluteYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(
+                      H.join(
                         [
                           input['recurrence_start_date'],
                           !H.present(input['recurrence_start_date'])
@@ -498,40 +438,54 @@ function build_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput,
                             : undefined,
                         ],
                         '',
-                      )
-                    : undefined,
-                  endDate: input['recurrence_range_type'] === 'endDate' ? input['recurrence_end_date'] : undefined,
-                  numberOfOccurrences:
-                    input['recurrence_range_type'] === 'numbered' ? input['recurrence_occurrences'] : undefined,
-                },
-                ['type', 'startDate', 'endDate', 'numberOfOccurrences'],
-              ),
-            },
-            ['pattern', 'range'],
-          ),
-          categories: H.map(input['categories'], (v: any) => T.csv(v)),
-        },
-        [
-          'subject',
-          'body',
-          'start',
-          'end',
-          'location',
-          'locations',
-          'attendees',
-          'hideAttendees',
-          'importance',
-          'sensitivity',
-          'showAs',
-          'isAllDay',
-          'isOnlineMeeting',
-          'onlineMeetingProvider',
-          'isReminderOn',
-          'reminderMinutesBeforeStart',
-          'recurrence',
-          'categories',
-        ],
-      ) ?? {},
+                      ),
+                      (v: any) => T.day_of_month(v),
+                    )
+                  : undefined,
+                month: ['absoluteYearly', 'relativeYearly'].includes(input['recurrence_type'] as never)
+                  ? H.map(
+                      H.join(
+                        [
+                          input['recurrence_start_date'],
+                          !H.present(input['recurrence_start_date'])
+                            ? H.map(input['start_datetime'], (v: any) => T.date(v))
+                            : undefined,
+                        ],
+                        '',
+                      ),
+                      (v: any) => T.month_of_year(v),
+                    )
+                  : undefined,
+              },
+              ['type', 'interval', 'daysOfWeek', 'dayOfMonth', 'month'],
+            ),
+            range: H.obj(
+              {
+                type: H.present(input['recurrence_type']) ? (input['recurrence_range_type'] ?? 'noEnd') : undefined,
+                startDate: H.present(input['recurrence_type'])
+                  ? H.join(
+                      [
+                        input['recurrence_start_date'],
+                        !H.present(input['recurrence_start_date'])
+                          ? H.map(input['start_datetime'], (v: any) => T.date(v))
+                          : undefined,
+                      ],
+                      '',
+                    )
+                  : undefined,
+                endDate: input['recurrence_range_type'] === 'endDate' ? input['recurrence_end_date'] : undefined,
+                numberOfOccurrences:
+                  input['recurrence_range_type'] === 'numbered' ? input['recurrence_occurrences'] : undefined,
+              },
+              ['type', 'startDate', 'endDate', 'numberOfOccurrences'],
+            ),
+          },
+          ['pattern', 'range'],
+        ),
+        categories: H.map(input['categories'], (v: any) => T.csv(v)),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -731,19 +685,18 @@ function build_mail_create_contact(input: I.MailCreateContactInput, ctx: BuildCo
     method: 'POST',
     url: H.url(ctx.base(), `/v1.0/me/contacts`),
     headers: {},
-    body:
-      H.obj(
-        {
-          givenName: input['givenName'],
-          surname: input['surname'],
-          businessPhones: input['businessPhones'],
-          companyName: input['companyName'],
-          emailAddresses: input['emailAddresses'],
-          jobTitle: input['jobTitle'],
-          mobilePhone: input['mobilePhone'],
-        },
-        ['givenName', 'surname', 'businessPhones', 'companyName', 'emailAddresses', 'jobTitle', 'mobilePhone'],
-      ) ?? {},
+    body: H.obj(
+      {
+        givenName: input['givenName'],
+        surname: input['surname'],
+        businessPhones: input['businessPhones'],
+        companyName: input['companyName'],
+        emailAddresses: input['emailAddresses'],
+        jobTitle: input['jobTitle'],
+        mobilePhone: input['mobilePhone'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -860,23 +813,22 @@ function build_mail_send_message(input: I.MailSendMessageInput, ctx: BuildContex
     method: 'POST',
     url: H.url(ctx.base(), `/v1.0/me/sendMail`),
     headers: {},
-    body:
-      H.obj(
-        {
-          message: H.obj(
-            {
-              subject: input['subject'],
-              body: H.obj({ contentType: input['bodyType'], content: input['body'] }, ['contentType', 'content']),
-              toRecipients: H.each(input['toRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
-              ccRecipients: H.each(input['ccRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
-              bccRecipients: H.each(input['bccRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
-            },
-            ['subject', 'body', 'toRecipients', 'ccRecipients', 'bccRecipients'],
-          ),
-          saveToSentItems: input['saveToSentItems'],
-        },
-        ['message', 'saveToSentItems'],
-      ) ?? {},
+    body: H.obj(
+      {
+        message: H.obj(
+          {
+            subject: input['subject'],
+            body: H.obj({ contentType: input['bodyType'], content: input['body'] }, ['contentType', 'content']),
+            toRecipients: H.each(input['toRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
+            ccRecipients: H.each(input['ccRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
+            bccRecipients: H.each(input['bccRecipients'], (item0: any) => ({ emailAddress: { address: item0 } })),
+          },
+          ['subject', 'body', 'toRecipients', 'ccRecipients', 'bccRecipients'],
+        ),
+        saveToSentItems: input['saveToSentItems'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -919,27 +871,18 @@ function build_mail_mailbox_settings_update(
     method: 'PATCH',
     url: H.url(ctx.base(), `/v1.0/me/mailboxSettings`),
     headers: {},
-    body:
-      H.obj(
-        {
-          automaticRepliesSetting: input['automaticRepliesSetting'],
-          dateFormat: input['dateFormat'],
-          delegateMeetingMessageDeliveryOptions: input['delegateMeetingMessageDeliveryOptions'],
-          language: input['language'],
-          timeFormat: input['timeFormat'],
-          timeZone: input['timeZone'],
-          workingHours: input['workingHours'],
-        },
-        [
-          'automaticRepliesSetting',
-          'dateFormat',
-          'delegateMeetingMessageDeliveryOptions',
-          'language',
-          'timeFormat',
-          'timeZone',
-          'workingHours',
-        ],
-      ) ?? {},
+    body: H.obj(
+      {
+        automaticRepliesSetting: input['automaticRepliesSetting'],
+        dateFormat: input['dateFormat'],
+        delegateMeetingMessageDeliveryOptions: input['delegateMeetingMessageDeliveryOptions'],
+        language: input['language'],
+        timeFormat: input['timeFormat'],
+        timeZone: input['timeZone'],
+        workingHours: input['workingHours'],
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -1014,32 +957,31 @@ function build_mail_todo_tasks_create(input: I.MailTodoTasksCreateInput, ctx: Bu
     method: 'POST',
     url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks`),
     headers: {},
-    body:
-      H.obj(
-        {
-          title: input['title'],
-          body: H.obj({ content: input['body'], contentType: 'text' }, ['content']),
-          categories: input['categories'],
-          importance: input['importance'],
-          status: input['status'],
-          dueDateTime: H.obj(
-            {
-              dateTime: H.map(input['due_date'], (v: any) => T.date_midnight(v)),
-              timeZone: H.present(input['due_date']) ? input['due_time_zone'] : undefined,
-            },
-            ['dateTime', 'timeZone'],
-          ),
-          isReminderOn: H.present(input['reminder_date_time']) ? true : undefined,
-          reminderDateTime: H.obj(
-            {
-              dateTime: H.map(input['reminder_date_time'], (v: any) => T.local_datetime(v)),
-              timeZone: H.present(input['reminder_date_time']) ? input['reminder_time_zone'] : undefined,
-            },
-            ['dateTime', 'timeZone'],
-          ),
-        },
-        ['title', 'body', 'categories', 'importance', 'status', 'dueDateTime', 'isReminderOn', 'reminderDateTime'],
-      ) ?? {},
+    body: H.obj(
+      {
+        title: input['title'],
+        body: H.obj({ content: input['body'], contentType: 'text' }, ['content']),
+        categories: input['categories'],
+        importance: input['importance'],
+        status: input['status'],
+        dueDateTime: H.obj(
+          {
+            dateTime: H.map(input['due_date'], (v: any) => T.date_midnight(v)),
+            timeZone: H.present(input['due_date']) ? input['due_time_zone'] : undefined,
+          },
+          ['dateTime', 'timeZone'],
+        ),
+        isReminderOn: H.present(input['reminder_date_time']) ? true : undefined,
+        reminderDateTime: H.obj(
+          {
+            dateTime: H.map(input['reminder_date_time'], (v: any) => T.local_datetime(v)),
+            timeZone: H.present(input['reminder_date_time']) ? input['reminder_time_zone'] : undefined,
+          },
+          ['dateTime', 'timeZone'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }
@@ -1101,24 +1043,23 @@ function build_mail_todo_tasks_update(input: I.MailTodoTasksUpdateInput, ctx: Bu
     method: 'PATCH',
     url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks/${H.seg(input['task_id'])}`),
     headers: {},
-    body:
-      H.obj(
-        {
-          title: input['title'],
-          body: H.obj({ content: input['body'], contentType: 'text' }, ['content']),
-          categories: input['categories'],
-          importance: input['importance'],
-          status: input['status'],
-          dueDateTime: H.obj(
-            {
-              dateTime: H.map(input['due_date'], (v: any) => T.date_midnight(v)),
-              timeZone: H.present(input['due_date']) ? input['due_time_zone'] : undefined,
-            },
-            ['dateTime', 'timeZone'],
-          ),
-        },
-        ['title', 'body', 'categories', 'importance', 'status', 'dueDateTime'],
-      ) ?? {},
+    body: H.obj(
+      {
+        title: input['title'],
+        body: H.obj({ content: input['body'], contentType: 'text' }, ['content']),
+        categories: input['categories'],
+        importance: input['importance'],
+        status: input['status'],
+        dueDateTime: H.obj(
+          {
+            dateTime: H.map(input['due_date'], (v: any) => T.date_midnight(v)),
+            timeZone: H.present(input['due_date']) ? input['due_time_zone'] : undefined,
+          },
+          ['dateTime', 'timeZone'],
+        ),
+      },
+      [],
+    )!,
   });
   return out;
 }

@@ -88,8 +88,7 @@ function build_prodata_bulk_scrape_profiles(
   out.push({
     method: 'POST',
     url: H.url(ctx.base('apify'), `/v2/acts/harvestapi~linkedin-profile-scraper/run-sync-get-dataset-items`),
-    headers: (H.obj({ Authorization: H.tpl(['Bearer ', input['scraper_token'], '']) }, ['Authorization']) ??
-      {}) as Record<string, string>,
+    headers: H.obj({ Authorization: H.tpl(['Bearer ', input['scraper_token'], '']) }, [])! as Record<string, string>,
     body: {
       urls: input['profile_urls'],
       profileScraperMode:

@@ -4125,12 +4125,12 @@ const schema29 = {
     user_id: {
       type: 'string',
       description:
-        "Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`.",
+        "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
       pattern: '^[0-9]{1,20}$',
     },
   },
   additionalProperties: false,
-  required: ['task_id', 'user_id'],
+  required: ['task_id'],
 };
 function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="callintel_engage_task_complete" */ let vErrors = null;
@@ -4151,24 +4151,9 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
-    if (data.user_id === undefined) {
-      const err1 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'user_id' },
-        message: "must have required property '" + 'user_id' + "'",
-      };
-      if (vErrors === null) {
-        vErrors = [err1];
-      } else {
-        vErrors.push(err1);
-      }
-      errors++;
-    }
     for (const key0 in data) {
       if (!(key0 === 'task_id' || key0 === 'completion_notes' || key0 === 'user_id')) {
-        const err2 = {
+        const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
@@ -4176,9 +4161,9 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
-          vErrors = [err2];
+          vErrors = [err1];
         } else {
-          vErrors.push(err2);
+          vErrors.push(err1);
         }
         errors++;
       }
@@ -4187,7 +4172,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       let data0 = data.task_id;
       if (typeof data0 === 'string') {
         if (!pattern3.test(data0)) {
-          const err3 = {
+          const err2 = {
             instancePath: instancePath + '/task_id',
             schemaPath: '#/properties/task_id/pattern',
             keyword: 'pattern',
@@ -4195,16 +4180,33 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
-            vErrors = [err3];
+            vErrors = [err2];
           } else {
-            vErrors.push(err3);
+            vErrors.push(err2);
           }
           errors++;
         }
       } else {
-        const err4 = {
+        const err3 = {
           instancePath: instancePath + '/task_id',
           schemaPath: '#/properties/task_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+          message: 'must be string',
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.completion_notes !== undefined) {
+      if (typeof data.completion_notes !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/completion_notes',
+          schemaPath: '#/properties/completion_notes/type',
           keyword: 'type',
           params: { type: 'string' },
           message: 'must be string',
@@ -4217,28 +4219,11 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.completion_notes !== undefined) {
-      if (typeof data.completion_notes !== 'string') {
-        const err5 = {
-          instancePath: instancePath + '/completion_notes',
-          schemaPath: '#/properties/completion_notes/type',
-          keyword: 'type',
-          params: { type: 'string' },
-          message: 'must be string',
-        };
-        if (vErrors === null) {
-          vErrors = [err5];
-        } else {
-          vErrors.push(err5);
-        }
-        errors++;
-      }
-    }
     if (data.user_id !== undefined) {
       let data2 = data.user_id;
       if (typeof data2 === 'string') {
         if (!pattern3.test(data2)) {
-          const err6 = {
+          const err5 = {
             instancePath: instancePath + '/user_id',
             schemaPath: '#/properties/user_id/pattern',
             keyword: 'pattern',
@@ -4246,14 +4231,14 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
             message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
-            vErrors = [err6];
+            vErrors = [err5];
           } else {
-            vErrors.push(err6);
+            vErrors.push(err5);
           }
           errors++;
         }
       } else {
-        const err7 = {
+        const err6 = {
           instancePath: instancePath + '/user_id',
           schemaPath: '#/properties/user_id/type',
           keyword: 'type',
@@ -4261,15 +4246,15 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           message: 'must be string',
         };
         if (vErrors === null) {
-          vErrors = [err7];
+          vErrors = [err6];
         } else {
-          vErrors.push(err7);
+          vErrors.push(err6);
         }
         errors++;
       }
     }
   } else {
-    const err8 = {
+    const err7 = {
       instancePath,
       schemaPath: '#/type',
       keyword: 'type',
@@ -4277,9 +4262,9 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       message: 'must be object',
     };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err7];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -4298,12 +4283,12 @@ const schema30 = {
     user_id: {
       type: 'string',
       description:
-        "Gong user id of the task's owner (required by Gong; not in the spec's interface). callintel_engage_tasks_list returns it as `assignee.userId`.",
+        "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
       pattern: '^[0-9]{1,20}$',
     },
   },
   additionalProperties: false,
-  required: ['task_id', 'user_id'],
+  required: ['task_id'],
 };
 function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="callintel_engage_task_skip" */ let vErrors = null;
@@ -4324,24 +4309,9 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
-    if (data.user_id === undefined) {
-      const err1 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'user_id' },
-        message: "must have required property '" + 'user_id' + "'",
-      };
-      if (vErrors === null) {
-        vErrors = [err1];
-      } else {
-        vErrors.push(err1);
-      }
-      errors++;
-    }
     for (const key0 in data) {
       if (!(key0 === 'task_id' || key0 === 'skip_reason' || key0 === 'user_id')) {
-        const err2 = {
+        const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
@@ -4349,9 +4319,9 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           message: 'must NOT have additional properties',
         };
         if (vErrors === null) {
-          vErrors = [err2];
+          vErrors = [err1];
         } else {
-          vErrors.push(err2);
+          vErrors.push(err1);
         }
         errors++;
       }
@@ -4360,7 +4330,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       let data0 = data.task_id;
       if (typeof data0 === 'string') {
         if (!pattern3.test(data0)) {
-          const err3 = {
+          const err2 = {
             instancePath: instancePath + '/task_id',
             schemaPath: '#/properties/task_id/pattern',
             keyword: 'pattern',
@@ -4368,16 +4338,33 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
             message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
-            vErrors = [err3];
+            vErrors = [err2];
           } else {
-            vErrors.push(err3);
+            vErrors.push(err2);
           }
           errors++;
         }
       } else {
-        const err4 = {
+        const err3 = {
           instancePath: instancePath + '/task_id',
           schemaPath: '#/properties/task_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+          message: 'must be string',
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.skip_reason !== undefined) {
+      if (typeof data.skip_reason !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/skip_reason',
+          schemaPath: '#/properties/skip_reason/type',
           keyword: 'type',
           params: { type: 'string' },
           message: 'must be string',
@@ -4390,28 +4377,11 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.skip_reason !== undefined) {
-      if (typeof data.skip_reason !== 'string') {
-        const err5 = {
-          instancePath: instancePath + '/skip_reason',
-          schemaPath: '#/properties/skip_reason/type',
-          keyword: 'type',
-          params: { type: 'string' },
-          message: 'must be string',
-        };
-        if (vErrors === null) {
-          vErrors = [err5];
-        } else {
-          vErrors.push(err5);
-        }
-        errors++;
-      }
-    }
     if (data.user_id !== undefined) {
       let data2 = data.user_id;
       if (typeof data2 === 'string') {
         if (!pattern3.test(data2)) {
-          const err6 = {
+          const err5 = {
             instancePath: instancePath + '/user_id',
             schemaPath: '#/properties/user_id/pattern',
             keyword: 'pattern',
@@ -4419,14 +4389,14 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
             message: 'must match pattern "' + '^[0-9]{1,20}$' + '"',
           };
           if (vErrors === null) {
-            vErrors = [err6];
+            vErrors = [err5];
           } else {
-            vErrors.push(err6);
+            vErrors.push(err5);
           }
           errors++;
         }
       } else {
-        const err7 = {
+        const err6 = {
           instancePath: instancePath + '/user_id',
           schemaPath: '#/properties/user_id/type',
           keyword: 'type',
@@ -4434,15 +4404,15 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           message: 'must be string',
         };
         if (vErrors === null) {
-          vErrors = [err7];
+          vErrors = [err6];
         } else {
-          vErrors.push(err7);
+          vErrors.push(err6);
         }
         errors++;
       }
     }
   } else {
-    const err8 = {
+    const err7 = {
       instancePath,
       schemaPath: '#/type',
       keyword: 'type',
@@ -4450,9 +4420,9 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       message: 'must be object',
     };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err7];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err7);
     }
     errors++;
   }

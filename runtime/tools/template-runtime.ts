@@ -73,6 +73,17 @@ export function concat(parts: readonly unknown[]): unknown[] | undefined {
   return present.flatMap((p) => (Array.isArray(p) ? p : [p]));
 }
 
+/** Shallow-merges the objects that are present (later ones win); absent when none is, or all are empty. */
+export function merge(parts: readonly unknown[]): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  for (const p of parts) {
+    if (p && typeof p === 'object' && !Array.isArray(p)) {
+      for (const [k, v] of Object.entries(p)) if (v !== undefined) out[k] = v;
+    }
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** A UUID derived from the given values, so a retried request carries the same id (idempotent upstream). */
 export function uuidFrom(values: readonly unknown[]): string {
   const h = createHash('sha256').update(JSON.stringify(values)).digest('hex');
@@ -80,8 +91,12 @@ export function uuidFrom(values: readonly unknown[]): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/** Given, for rules and `$when`: not absent, not empty text, not an empty list or object. */
 export function present(v: unknown): boolean {
-  return v !== undefined && v !== null && v !== '';
+  if (v === undefined || v === null || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
 }
 
 // Characters RFC 3986 allows unescaped in a query value, minus the ones that carry meaning in

@@ -2,10 +2,14 @@
  * Hooks of the call-intelligence connector (Gong), for what a request template cannot say:
  * - `registerCall`: Gong's required `primaryUser` comes from the parties, and the answer gains the upload URL;
  * - `listTasksByAssigneeEmail`: Gong lists tasks by user id, so the email is first resolved through the users list;
+ * - `changeTaskStatusAsOwner`: Gong changes a task's status only with its owner's user id, which the spec's
+ *   tools do not take; when the caller does not give it, the owner is found among the users' open tasks;
  * - `flowContentOverrideUnavailable`: Gong has no operation for it, so the tool refuses clearly and sends nothing.
  */
 import type {
   CallintelCallsCreateInput,
+  CallintelEngageTaskCompleteInput,
+  CallintelEngageTaskSkipInput,
   CallintelEngageFlowContentOverrideInput,
   CallintelEngageTasksListInput,
 } from '../../generated/types.ts';
@@ -105,5 +109,50 @@ export const flowContentOverrideUnavailable: ToolHook<CallintelEngageFlowContent
         'placeholder values can only be set when prospects are assigned to a flow (callintel_engage_prospects_assign). Nothing was sent.',
       [{ field: 'flow_instance_id', message: 'Gong offers no operation that overrides the placeholder values of a flow instance' }],
     );
+  },
+};
+
+/** How many users' open tasks are searched for a task's owner before the caller is asked for user_id. */
+export const OWNER_SEARCH_LIMIT = 200;
+
+async function* users(ctx: { call(r: UpstreamRequest): Promise<unknown> }, lookup: UpstreamRequest): AsyncGenerator<GongUser> {
+  let cursor: string | undefined;
+  const seen = new Set<string>();
+  do {
+    const page = (await ctx.call(cursor ? { ...lookup, url: url(lookup.url, '', [['cursor', cursor]]) } : lookup)) as UsersPage;
+    for (const u of page?.users ?? []) yield u;
+    cursor = page?.records?.cursor;
+    if (cursor !== undefined && seen.has(cursor)) cursor = undefined;
+    if (cursor !== undefined) seen.add(cursor);
+  } while (cursor);
+}
+
+export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput | CallintelEngageTaskSkipInput> = {
+  async run(ctx) {
+    const patch = ctx.planned.at(-1)!;
+    if (ctx.input.user_id) return ctx.call(patch);
+    const lookup = ctx.planned[0]!;
+    let searched = 0;
+    for await (const user of users(ctx, lookup)) {
+      if (!user.id) continue;
+      if (++searched > OWNER_SEARCH_LIMIT) {
+        throw new ServiceError(400, 'invalid_input', `The owner of task ${ctx.input.task_id} was not among the first ${OWNER_SEARCH_LIMIT} users' open tasks; give user_id`, [
+          { field: 'user_id', message: `is required for this task: its owner was not found among ${OWNER_SEARCH_LIMIT} users` },
+        ]);
+      }
+      const answer = (await ctx.call({
+        method: 'POST',
+        url: `${ctx.base()}/v2/tasks`,
+        headers: {},
+        body: { filter: { userId: user.id, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN'] } },
+        emptyOn: [{ status: 404, data: { tasks: [] } }],
+      })) as { tasks?: Array<{ id?: unknown }> };
+      if ((answer?.tasks ?? []).some((t) => String(t.id) === ctx.input.task_id)) {
+        return ctx.call({ ...patch, body: { ...(patch.body as Record<string, unknown>), userId: user.id } });
+      }
+    }
+    throw new ServiceError(404, 'task_not_found', `Task ${ctx.input.task_id} is not open under any Gong user`, [
+      { field: 'task_id', message: 'is not an open task of any user' },
+    ]);
   },
 };

@@ -544,6 +544,22 @@ describe('engagement tasks', () => {
     expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('OPEN');
   });
 
+  it('finds the owner when user_id is not given (the spec takes only task_id)', async () => {
+    const before = gong.requests.length;
+    await run('callintel_engage_task_skip', { task_id: TASK_UNDATED });
+    const sent = gong.requests.slice(before);
+    expect(sent[0]).toMatchObject({ method: 'GET', path: '/v2/users' });
+    expect(sent.filter((r) => r.method === 'POST' && r.path === '/v2/tasks').length).toBeGreaterThan(0);
+    expect(sent.at(-1)).toMatchObject({ method: 'PATCH', path: `/v2/tasks/${TASK_UNDATED}`, body: { userId: U_REP, status: 'DISMISSED' } });
+    expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('DISMISSED');
+    // A task that is open under nobody is a 404 naming task_id, and nothing is changed.
+    const e = await failure(run('callintel_engage_task_complete', { task_id: TASK_UNDATED }));
+    expect(e.status).toBe(404);
+    expect(e.details).toEqual([{ field: 'task_id', message: 'is not an open task of any user' }]);
+    expect(gong.requests.at(-1)!.method).not.toBe('PATCH');
+    gong.tasks.get(TASK_UNDATED)!.status = 'OPEN';
+  });
+
   it('refuses notes and reasons Gong cannot store, changing nothing', async () => {
     const before = gong.requests.length;
     const notes = await failure(run('callintel_engage_task_complete', { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'Left a voicemail' }));
@@ -628,7 +644,6 @@ describe('bad input is a 400 naming the field, before anything is sent', () => {
     ['callintel_engage_prospects_assign_cool_off_override', { flow_id: FLOW_REP_1, crm_prospect_ids: ids(201) }, 'crm_prospect_ids', 'must have at most 200 items'],
     ['callintel_engage_prospects_flows_list', { crm_prospect_ids: ids(201) }, 'crm_prospect_ids', 'must have at most 200 items'],
     ['callintel_engage_prospects_assign', { flow_id: FLOW_REP_1, crm_prospect_ids: ['x'] }, 'flow_instance_owner_email', 'is required'],
-    ['callintel_engage_task_complete', { task_id: TASK_UNDATED }, 'user_id', 'is required'],
     ['callintel_engage_task_complete', { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'x' }, 'completion_notes', /no notes field/],
     ['callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'x' }, 'skip_reason', /no reason field/],
     ['callintel_engage_task_skip', { task_id: 1234361284629354, user_id: U_REP }, 'task_id', 'must be a string'],

@@ -124,9 +124,39 @@ describe('template runtime', () => {
     expect(H.url('https://h', '/p', [['q', 'a&b=c+d']])).toBe('https://h/p?q=a%26b%3Dc%2Bd');
     expect(H.seg('../x/y?z')).toBe('..%2Fx%2Fy%3Fz');
   });
+  it('merges present objects, later ones winning, and treats empty values as not given', () => {
+    expect(H.merge([{ a: 1, b: 2 }, undefined, { b: 3, c: undefined }])).toEqual({ a: 1, b: 3 });
+    expect(H.merge([{}, undefined])).toBeUndefined();
+    expect([undefined, null, '', [], {}].map(H.present)).toEqual([false, false, false, false, false]);
+    expect([0, false, 'x', [1], { a: 1 }].map(H.present)).toEqual([true, true, true, true, true]);
+  });
   it('derives stable UUIDs for idempotency', () => {
     expect(H.uuidFrom(['a', 1])).toBe(H.uuidFrom(['a', 1]));
     expect(H.uuidFrom(['a', 1])).not.toBe(H.uuidFrom(['a', 2]));
     expect(H.uuidFrom(['a'])).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe('body roots', () => {
+  it('keep their literal members when every input-derived member is absent', async () => {
+    const dir = specDir(
+      header +
+        `  - name: demo_patch
+    description: Patch
+    input:
+      id: { type: string, required: true }
+      owner: { type: string }
+    request:
+      method: PATCH
+      path: "/items/{id}"
+      body: { owner: { $in: owner }, status: DONE, nested: { note: { $in: owner }, kind: x } }
+    examples:
+      - input: { id: "1" }
+        requests: [{ method: PATCH, url: "https://api.demo.example/items/1", body: { status: DONE } }]
+`,
+    );
+    const out = await generate(dir);
+    const code = out.files.get('generated/connectors/demo.ts')!;
+    expect(code).toMatch(/H\.obj\(\s*\{\s*owner: input\['owner'\],\s*status: 'DONE'/);
   });
 });

@@ -1,0 +1,28 @@
+/**
+ * Figures of the reliability and security suite. Each test file records what it tried and what failed
+ * under one of the summary's categories; the summary reporter prints the table when the run ends.
+ * Records are files under test-output/reliability/, so test files running in separate workers add up.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type Category = 'faults injected' | 'inputs fuzzed' | 'crashes survived' | 'attacks tried' | 'secrets scanned' | 'load';
+
+export const SUMMARY_DIR = join(process.cwd(), 'test-output', 'reliability');
+
+export interface Figure {
+  category: Category;
+  /** What was tried, e.g. "proxy path traversal (raw and encoded)". */
+  what: string;
+  tried: number;
+  failed: number;
+  /** Extra figures worth printing (latency, memory...). */
+  detail?: string;
+}
+
+/** Records a figure and prints it, so every group shows its numbers in the test output. */
+export function record(f: Figure): void {
+  mkdirSync(SUMMARY_DIR, { recursive: true });
+  appendFileSync(join(SUMMARY_DIR, `${process.pid}.jsonl`), `${JSON.stringify(f)}\n`);
+  console.log(`[${f.category}] ${f.what}: ${f.tried} tried, ${f.failed} failed${f.detail ? ` (${f.detail})` : ''}`);
+}
