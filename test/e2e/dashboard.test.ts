@@ -11,6 +11,7 @@ import { DashboardClient } from '../helpers/dashboard-client.ts';
 import { connectors, tools } from '../../generated/registry.ts';
 import type { OAuth2AuthSpec } from '../../generator/model.ts';
 import { FakeDesk } from '../fakes/desk.ts';
+import { record } from '../reliability/summary.ts';
 
 const ADMIN_PASSWORD = 'e2e-admin-password-5d1f';
 const DOMAIN = 'acme.zendesk.com';
@@ -50,8 +51,11 @@ const PAGES = ['/dashboard', '/dashboard/connections', '/dashboard/connections/n
 describe('sessions', () => {
   it('sends every page but sign-in to the sign-in page without a session', async () => {
     const anonymous = new DashboardClient(h.url);
-    for (const path of [...PAGES, '/dashboard/connections/new/helpdesk', '/dashboard/tools/helpdesk_ticket_get', '/dashboard/no-such-page']) {
-      const res = await anonymous.get(path);
+    const paths = [...PAGES, '/dashboard/connections/new/helpdesk', '/dashboard/tools/helpdesk_ticket_get', '/dashboard/no-such-page'];
+    const responses = await Promise.all(paths.map((path) => anonymous.get(path)));
+    record({ category: 'attacks tried', what: 'dashboard pages without a session', tried: paths.length, failed: responses.filter((r) => r.status !== 303).length });
+    for (const [i, path] of paths.entries()) {
+      const res = responses[i]!;
       expect(res.status, path).toBe(303);
       expect(res.location, path).toBe(`/dashboard/sign-in?next=${encodeURIComponent(path)}`);
       expect(res.html).not.toContain('<table');
@@ -83,21 +87,28 @@ describe('sessions', () => {
     expect(await h.running.services.store.getDashboardSession(id, Date.now())).toBeUndefined();
     expect(await h.running.services.store.getDashboardSession(createHash('sha256').update(id).digest('hex'), Date.now())).toBeDefined();
 
-    for (const next of ['https://evil.example/', '//evil.example/x', '/dashboard/../v1/connections', '/dashboard/%2E%2e/v1', '/\\evil.example']) {
+    const hostile = ['https://evil.example/', '//evil.example/x', '/dashboard/../v1/connections', '/dashboard/%2E%2e/v1', '/\\evil.example'];
+    const landed: Array<string | null> = [];
+    for (const next of hostile) {
       const other = new DashboardClient(h.url);
       const p = await other.get('/dashboard/sign-in');
-      const r = await other.post('/dashboard/sign-in', { _csrf: DashboardClient.csrf(p.html), username: 'admin', password: ADMIN_PASSWORD, next });
-      expect(r.location, next).toBe('/dashboard/connections');
+      landed.push((await other.post('/dashboard/sign-in', { _csrf: DashboardClient.csrf(p.html), username: 'admin', password: ADMIN_PASSWORD, next })).location);
     }
+    record({ category: 'attacks tried', what: 'open redirects through the sign-in return path', tried: hostile.length, failed: landed.filter((l) => l !== '/dashboard/connections').length });
+    expect(landed).toEqual(hostile.map(() => '/dashboard/connections'));
   });
 
   it('refuses a tampered session cookie', async () => {
     const c = await signedIn();
     const [id, mac] = c.cookies.get('acs_dashboard')!.split('.');
-    c.cookies.set('acs_dashboard', `${id}x.${mac}`);
-    expect((await c.get('/dashboard/connections')).status).toBe(303);
-    c.cookies.set('acs_dashboard', `${id}.${mac!.slice(0, -2)}AA`);
-    expect((await c.get('/dashboard/connections')).status).toBe(303);
+    const forged = [`${id}x.${mac}`, `${id}.${mac!.slice(0, -2)}AA`, id!, `${id}.`, `.${mac}`];
+    const statuses: number[] = [];
+    for (const value of forged) {
+      c.cookies.set('acs_dashboard', value);
+      statuses.push((await c.get('/dashboard/connections')).status);
+    }
+    record({ category: 'attacks tried', what: 'forged dashboard session cookies', tried: forged.length, failed: statuses.filter((x) => x !== 303).length });
+    expect(statuses).toEqual(forged.map(() => 303));
     c.cookies.set('acs_dashboard', `${id}.${mac}`);
     expect((await c.get('/dashboard/connections')).status).toBe(200);
   });
@@ -200,11 +211,14 @@ describe('CSRF and headers', () => {
     const store = h.running.services.store;
     const before = (await store.listApiCredentials()).length;
     const forms: Array<Record<string, string>> = [{ name: 'no token' }, { name: 'wrong token', _csrf: 'x'.repeat(43) }, { name: 'another session’s token', _csrf: otherToken }];
+    const refused: number[] = [];
     for (const form of forms) {
       const res = await c.post('/dashboard/api-credentials', form);
-      expect(res.status, form.name).toBe(403);
+      refused.push(res.status);
       expect(res.html).toContain('security token');
     }
+    record({ category: 'attacks tried', what: 'dashboard forms with a missing, wrong or foreign CSRF token', tried: forms.length, failed: refused.filter((x) => x !== 403).length });
+    expect(refused).toEqual(forms.map(() => 403));
     expect((await store.listApiCredentials()).length).toBe(before);
 
     const connections = await store.listConnections();
@@ -456,9 +470,9 @@ describe('secrets', () => {
       expect([...seen], p).toContain(p);
     }
     for (const tool of tools.keys()) expect([...seen]).toContain(`/dashboard/tools/${tool}`);
-    for (const { path, html } of pages) {
-      for (const secret of secrets) expect(html.includes(secret), `${path} shows a secret`).toBe(false);
-    }
+    const leaks = pages.flatMap(({ path, html }) => secrets.filter((secret) => html.includes(secret)).map(() => path));
+    record({ category: 'secrets scanned', what: `dashboard pages (${pages.length}) for saved secrets (${secrets.length})`, tried: pages.length * secrets.length, failed: leaks.length });
+    expect(leaks).toEqual([]);
     // What the pages say instead.
     const editPage = pages.find((p) => p.path === '/dashboard/connections/oauth-conn/edit')!.html;
     expect(editPage).toContain('Set. Leave empty to keep it');
