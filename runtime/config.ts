@@ -24,6 +24,8 @@ export interface Config {
   initialClientId?: string;
   initialClientSecret?: string;
   adminPassword?: string;
+  /** Lifetime of a dashboard session (signing in again after it). */
+  dashboardSessionTtlSeconds: number;
   /** Trust X-Forwarded-* from a reverse proxy. */
   trustProxy: boolean;
 }
@@ -66,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     initialClientId: env.INITIAL_CLIENT_ID || undefined,
     initialClientSecret: env.INITIAL_CLIENT_SECRET || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,
+    dashboardSessionTtlSeconds: int('DASHBOARD_SESSION_TTL_SECONDS', 8 * 3600, env) || 8 * 3600,
     trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
   };
 }

@@ -22,6 +22,18 @@ if (services.firstCredential) {
   );
 }
 
+if (services.firstAdminPassword) {
+  process.stdout.write(
+    [
+      '',
+      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
+      'set ADMIN_PASSWORD and restart to choose another).',
+      `admin_password=${services.firstAdminPassword}`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {

@@ -5,6 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Config } from './config.ts';
 import { createServices, type ServiceOptions, type Services } from './services.ts';
 import { apiRouter } from './api/routes.ts';
+import { dashboardRouter } from './dashboard/index.ts';
 import { ProviderError, ServiceError, unauthorized } from './errors.ts';
 import { toolCount } from '../generated/registry.ts';
 
@@ -131,6 +132,8 @@ export function createApp(s: Services): express.Express {
   });
 
   app.use('/v1', express.json({ limit: s.config.bodyLimitBytes, strict: true }), auth, apiRouter(s));
+
+  app.use('/dashboard', dashboardRouter(s));
 
   app.use((req, res) => {
     res.status(404).json(errorBody(req, 'not_found', `No route ${req.method} ${req.path}`));

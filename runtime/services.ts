@@ -11,6 +11,7 @@ import { ActivityRecorder } from './activity.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import { ProxyHandler } from './proxy/proxy.ts';
 import { OAuthFlow } from './oauth/flow.ts';
+import { DashboardAuth } from './dashboard/auth.ts';
 
 export interface Services {
   config: Config;
@@ -23,8 +24,11 @@ export interface Services {
   executor: ToolExecutor;
   proxy: ProxyHandler;
   oauth: OAuthFlow;
+  dashboard: DashboardAuth;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
+  /** Set when this start created the dashboard's admin account with a generated password: print it once. */
+  firstAdminPassword?: string;
   keyCreated: boolean;
   close(): Promise<void>;
 }
@@ -62,6 +66,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     }
   }
 
+  const { auth: dashboard, firstAdminPassword } = await DashboardAuth.init(store, sealer, config);
+
   const activity = new ActivityRecorder(store, log);
   const accounts = new AccountService(store, sealer, config, log);
   const executor = new ToolExecutor(accounts, activity, config, log);
@@ -88,7 +94,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     executor,
     proxy,
     oauth,
+    dashboard,
     firstCredential,
+    firstAdminPassword,
     keyCreated,
     async close() {
       clearInterval(touchTimer);

@@ -51,7 +51,7 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
   };
 }
 
-const connectionRules = {
+export const connectionRules = {
   connection_name: CONNECTION_NAME,
   connector: { kind: 'string' as const },
   auth_kind: { kind: 'string' as const },

@@ -8,6 +8,8 @@ import type {
   ApiCredential,
   Connection,
   ConnectionPatch,
+  DashboardSession,
+  DashboardUser,
   OAuthLink,
   OAuthState,
   SealedCell,
@@ -21,6 +23,8 @@ import {
   toActivity,
   toConnection,
   toCredential,
+  toDashboardSession,
+  toDashboardUser,
   toLink,
   toState,
 } from './rows.ts';
@@ -379,6 +383,48 @@ export class PostgresStore implements Store {
   }
   async pruneActivity(olderThan: number) {
     await this.q('DELETE FROM activity WHERE created_at < $1', [olderThan]);
+  }
+
+  async createDashboardUser(u: DashboardUser) {
+    const r = await this.pool.query(
+      'INSERT INTO dashboard_users (id, username, password_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (username) DO NOTHING',
+      [u.id, u.username, u.passwordHash, u.createdAt, u.updatedAt],
+    );
+    return r.rowCount === 1;
+  }
+  async getDashboardUserByName(username: string) {
+    const [r] = await this.q('SELECT * FROM dashboard_users WHERE username = $1', [username]);
+    return r ? toDashboardUser(r) : undefined;
+  }
+  async setDashboardPassword(userId: string, passwordHash: string, at: number) {
+    // One statement, so the new hash and the end of the old sessions commit together.
+    await this.q(
+      `WITH updated AS (UPDATE dashboard_users SET password_hash = $1, updated_at = $2 WHERE id = $3 RETURNING id)
+       DELETE FROM dashboard_sessions WHERE user_id IN (SELECT id FROM updated)`,
+      [passwordHash, at, userId],
+    );
+  }
+  async createDashboardSession(s: DashboardSession) {
+    await this.q('INSERT INTO dashboard_sessions (id_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
+      s.idHash,
+      s.userId,
+      s.createdAt,
+      s.expiresAt,
+    ]);
+  }
+  async getDashboardSession(idHash: string, now: number) {
+    const [r] = await this.q(
+      'SELECT s.*, u.username FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = $1 AND s.expires_at > $2',
+      [idHash, now],
+    );
+    return r ? toDashboardSession(r) : undefined;
+  }
+  async deleteDashboardSession(idHash: string) {
+    const r = await this.pool.query('DELETE FROM dashboard_sessions WHERE id_hash = $1', [idHash]);
+    return r.rowCount === 1;
+  }
+  async deleteExpiredDashboardSessions(now: number) {
+    await this.q('DELETE FROM dashboard_sessions WHERE expires_at <= $1', [now]);
   }
 
   async listSealed(): Promise<SealedCell[]> {

@@ -1,4 +1,4 @@
-import type { Account, AccountStatus, ActivityRecord, ApiCredential, Connection, OAuthLink, OAuthState } from './types.ts';
+import type { Account, AccountStatus, ActivityRecord, ApiCredential, Connection, DashboardSession, DashboardUser, OAuthLink, OAuthState } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
 type Row = Record<string, unknown>;
@@ -80,6 +80,22 @@ export const toActivity = (r: Row): ActivityRecord => ({
   createdAt: num(r.created_at),
 });
 
+export const toDashboardUser = (r: Row): DashboardUser => ({
+  id: str(r.id),
+  username: str(r.username),
+  passwordHash: str(r.password_hash),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toDashboardSession = (r: Row): DashboardSession & { username: string } => ({
+  idHash: str(r.id_hash),
+  userId: str(r.user_id),
+  username: str(r.username),
+  createdAt: num(r.created_at),
+  expiresAt: num(r.expires_at),
+});
+
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
 export const SEALED_COLUMNS: ReadonlyArray<readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]> = [
   ['connections', 'id', 'client_secret_sealed'],
@@ -89,7 +105,7 @@ export const SEALED_COLUMNS: ReadonlyArray<readonly ['connections' | 'connected_
 ];
 
 /** Meta keys whose values are sealed. */
-export const SEALED_META_KEYS = ['service_token_key'];
+export const SEALED_META_KEYS = ['service_token_key', 'dashboard_cookie_key'];
 
 export function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);

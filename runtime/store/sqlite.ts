@@ -10,6 +10,8 @@ import type {
   ApiCredential,
   Connection,
   ConnectionPatch,
+  DashboardSession,
+  DashboardUser,
   OAuthLink,
   OAuthState,
   SealedCell,
@@ -23,6 +25,8 @@ import {
   toActivity,
   toConnection,
   toCredential,
+  toDashboardSession,
+  toDashboardUser,
   toLink,
   toState,
 } from './rows.ts';
@@ -370,6 +374,44 @@ export class SqliteStore implements Store {
   }
   async pruneActivity(olderThan: number) {
     this.st('DELETE FROM activity WHERE created_at < ?').run(olderThan);
+  }
+
+  async createDashboardUser(u: DashboardUser) {
+    return (
+      this.st(
+        'INSERT INTO dashboard_users (id, username, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (username) DO NOTHING',
+      ).run(u.id, u.username, u.passwordHash, u.createdAt, u.updatedAt).changes === 1
+    );
+  }
+  async getDashboardUserByName(username: string) {
+    const r = this.st('SELECT * FROM dashboard_users WHERE username = ?').get(username);
+    return r ? toDashboardUser(r as never) : undefined;
+  }
+  async setDashboardPassword(userId: string, passwordHash: string, at: number) {
+    this.db.transaction(() => {
+      this.st('UPDATE dashboard_users SET password_hash = ?, updated_at = ? WHERE id = ?').run(passwordHash, at, userId);
+      this.st('DELETE FROM dashboard_sessions WHERE user_id = ?').run(userId);
+    })();
+  }
+  async createDashboardSession(s: DashboardSession) {
+    this.st('INSERT INTO dashboard_sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)').run(
+      s.idHash,
+      s.userId,
+      s.createdAt,
+      s.expiresAt,
+    );
+  }
+  async getDashboardSession(idHash: string, now: number) {
+    const r = this.st(
+      'SELECT s.*, u.username FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = ? AND s.expires_at > ?',
+    ).get(idHash, now);
+    return r ? toDashboardSession(r as never) : undefined;
+  }
+  async deleteDashboardSession(idHash: string) {
+    return this.st('DELETE FROM dashboard_sessions WHERE id_hash = ?').run(idHash).changes === 1;
+  }
+  async deleteExpiredDashboardSessions(now: number) {
+    this.st('DELETE FROM dashboard_sessions WHERE expires_at <= ?').run(now);
   }
 
   async listSealed(): Promise<SealedCell[]> {

@@ -84,6 +84,24 @@ export interface ActivityRecord {
   createdAt: number;
 }
 
+/** A person who signs in to the dashboard. */
+export interface DashboardUser {
+  id: string;
+  username: string;
+  /** scrypt hash with its parameters (runtime/dashboard/password.ts). */
+  passwordHash: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A dashboard session; only the SHA-256 of the random session id is stored. */
+export interface DashboardSession {
+  idHash: string;
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface AccountQuery {
   connectionId?: string;
   identifier?: string;
@@ -180,6 +198,17 @@ export interface Store {
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;
   pruneActivity(olderThan: number): Promise<void>;
+
+  /** Inserts the user unless the username is taken; true when inserted. */
+  createDashboardUser(u: DashboardUser): Promise<boolean>;
+  getDashboardUserByName(username: string): Promise<DashboardUser | undefined>;
+  /** Replaces the password hash and ends every session of the user, in one step. */
+  setDashboardPassword(userId: string, passwordHash: string, at: number): Promise<void>;
+  createDashboardSession(s: DashboardSession): Promise<void>;
+  /** The session with this id hash and its user's name, only while unexpired. */
+  getDashboardSession(idHash: string, now: number): Promise<(DashboardSession & { username: string }) | undefined>;
+  deleteDashboardSession(idHash: string): Promise<boolean>;
+  deleteExpiredDashboardSessions(now: number): Promise<void>;
 
   listSealed(): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */

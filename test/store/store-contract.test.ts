@@ -195,6 +195,33 @@ describe.each(factories)('%s store', (kind, make) => {
     expect((await store.getApiCredentialByClientId('cid'))!.revokedAt).toBe(5);
   });
 
+  it('keeps dashboard users unique by name and sessions until they expire, are deleted, or the password changes', async () => {
+    const now = Date.now();
+    const user = { id: 'du1', username: 'admin', passwordHash: 'scrypt$1', createdAt: now, updatedAt: now };
+    expect(await store.createDashboardUser(user)).toBe(true);
+    expect(await store.createDashboardUser({ ...user, id: 'du2', passwordHash: 'scrypt$2' })).toBe(false);
+    expect(await store.getDashboardUserByName('admin')).toEqual(user);
+    expect(await store.getDashboardUserByName('nobody')).toBeUndefined();
+
+    await store.createDashboardSession({ idHash: 's-live', userId: 'du1', createdAt: now, expiresAt: now + 60_000 });
+    await store.createDashboardSession({ idHash: 's-other', userId: 'du1', createdAt: now, expiresAt: now + 60_000 });
+    await store.createDashboardSession({ idHash: 's-old', userId: 'du1', createdAt: now - 10_000, expiresAt: now - 1 });
+    expect(await store.getDashboardSession('s-live', now)).toEqual({ idHash: 's-live', userId: 'du1', username: 'admin', createdAt: now, expiresAt: now + 60_000 });
+    expect(await store.getDashboardSession('s-live', now + 60_000)).toBeUndefined();
+    expect(await store.getDashboardSession('s-old', now)).toBeUndefined();
+    await store.deleteExpiredDashboardSessions(now);
+    expect(await store.getDashboardSession('s-old', now - 5_000)).toBeUndefined();
+    expect(await store.getDashboardSession('s-live', now)).toBeDefined();
+
+    expect(await store.deleteDashboardSession('s-live')).toBe(true);
+    expect(await store.deleteDashboardSession('s-live')).toBe(false);
+    expect(await store.getDashboardSession('s-live', now)).toBeUndefined();
+
+    await store.setDashboardPassword('du1', 'scrypt$3', now + 1);
+    expect(await store.getDashboardUserByName('admin')).toMatchObject({ passwordHash: 'scrypt$3', updatedAt: now + 1 });
+    expect(await store.getDashboardSession('s-other', now)).toBeUndefined();
+  });
+
   it('lists sealed cells and replaces them only when unchanged', async () => {
     const c = connection('c7');
     c.clientSecretSealed = 'v1.k1.a.b';

@@ -1,0 +1,196 @@
+/**
+ * Dashboard sign-in: the admin account, server-side sessions, signed cookies and CSRF tokens.
+ *
+ * - The session cookie holds `<id>.<mac>`: a random 256-bit id and an HMAC of it under the dashboard's
+ *   cookie key. The store keeps only SHA-256(id), with the session's expiry; sign-out deletes the row.
+ * - CSRF tokens are HMACs too: of the session id for signed-in forms, of a random pre-session nonce (its
+ *   own cookie) for the sign-in form. A page from another origin can neither read the cookie nor compute
+ *   the token, and nothing needs storing per form.
+ * - The cookie key (32 random bytes) lives sealed in the store's meta table, so every process behind one
+ *   store accepts the same cookies and key rotation re-encrypts it.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { Sealer } from '../crypto/sealer.ts';
+import { aad } from '../crypto/aad.ts';
+import type { Store } from '../store/types.ts';
+import { newId, randomSecret } from '../ids.ts';
+import { Throttle } from '../auth/throttle.ts';
+import { dummyHash, hashPassword, verifyPassword } from './password.ts';
+
+export const ADMIN_USERNAME = 'admin';
+export const MIN_PASSWORD_LENGTH = 12;
+const KEY_META = 'dashboard_cookie_key';
+const SIGN_IN_FORM_TTL_SECONDS = 3600;
+
+export interface SignedInSession {
+  id: string;
+  idHash: string;
+  username: string;
+  csrf: string;
+  expiresAt: number;
+}
+
+export type SignInResult = { ok: true; cookie: string } | { ok: false; retryAfterSeconds?: number };
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function parseCookies(header: string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of (header ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i <= 0) continue;
+    const name = part.slice(0, i).trim();
+    if (!out.has(name)) out.set(name, part.slice(i + 1).trim());
+  }
+  return out;
+}
+
+export class DashboardAuth {
+  /** Failed sign-ins per username, and more leniently per address. */
+  readonly userThrottle = new Throttle(5);
+  readonly addressThrottle = new Throttle(20);
+  readonly sessionCookie: string;
+  readonly signInCookie: string;
+  private readonly secure: boolean;
+
+  private constructor(
+    private store: Store,
+    private key: Buffer,
+    private sessionTtlMs: number,
+    publicUrl: string,
+  ) {
+    this.secure = publicUrl.startsWith('https:');
+    // The __Host- prefix makes browsers refuse the cookie unless it is Secure, host-only and Path=/.
+    this.sessionCookie = this.secure ? '__Host-acs_dashboard' : 'acs_dashboard';
+    this.signInCookie = this.secure ? '__Host-acs_dashboard_sign_in' : 'acs_dashboard_sign_in';
+  }
+
+  /**
+   * Loads (or creates) the cookie key and makes sure the admin account exists. Returns the generated admin
+   * password when this start created the account without ADMIN_PASSWORD, to be printed once.
+   */
+  static async init(store: Store, sealer: Sealer, config: Config): Promise<{ auth: DashboardAuth; firstAdminPassword?: string }> {
+    const sealed = await store.initMeta(KEY_META, sealer.seal(randomBytes(32).toString('base64'), aad.meta(KEY_META)));
+    const key = Buffer.from(sealer.open(sealed, aad.meta(KEY_META)), 'base64');
+    const auth = new DashboardAuth(store, key, config.dashboardSessionTtlSeconds * 1000, config.publicUrl);
+    const firstAdminPassword = await auth.ensureAdmin(config.adminPassword);
+    return { auth, firstAdminPassword };
+  }
+
+  private async ensureAdmin(configured: string | undefined): Promise<string | undefined> {
+    if (configured !== undefined && configured.length < MIN_PASSWORD_LENGTH) {
+      throw new Error(`ADMIN_PASSWORD must have at least ${MIN_PASSWORD_LENGTH} characters`);
+    }
+    const existing = await this.store.getDashboardUserByName(ADMIN_USERNAME);
+    const now = Date.now();
+    if (configured !== undefined) {
+      // ADMIN_PASSWORD is authoritative: changing it (to recover a lost password) signs the old sessions out.
+      if (!existing) {
+        await this.store.createDashboardUser({ id: newId('du'), username: ADMIN_USERNAME, passwordHash: await hashPassword(configured), createdAt: now, updatedAt: now });
+      } else if (!(await verifyPassword(configured, existing.passwordHash))) {
+        await this.store.setDashboardPassword(existing.id, await hashPassword(configured), now);
+      }
+      return undefined;
+    }
+    if (existing) return undefined;
+    const password = randomSecret(18);
+    const created = await this.store.createDashboardUser({
+      id: newId('du'),
+      username: ADMIN_USERNAME,
+      passwordHash: await hashPassword(password),
+      createdAt: now,
+      updatedAt: now,
+    });
+    // Another process sharing the store may have created it first; then that one prints its password.
+    return created ? password : undefined;
+  }
+
+  private mac(purpose: string, value: string): string {
+    return createHmac('sha256', this.key).update(`${purpose}:${value}`).digest('base64url');
+  }
+
+  private cookie(name: string, value: string, maxAgeSeconds: number): string {
+    const attrs = [`${name}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`];
+    if (this.secure) attrs.push('Secure');
+    return attrs.join('; ');
+  }
+
+  clearCookie(name: string): string {
+    return this.cookie(name, '', 0);
+  }
+
+  /** The sign-in form's nonce from its cookie, or a new one with the Set-Cookie header to send. */
+  signInNonce(cookieHeader: string | undefined): { nonce: string; setCookie?: string } {
+    const raw = parseCookies(cookieHeader).get(this.signInCookie);
+    const nonce = raw ? this.unsign('sign-in-cookie', raw) : undefined;
+    if (nonce) return { nonce };
+    const fresh = randomSecret(24);
+    return { nonce: fresh, setCookie: this.cookie(this.signInCookie, `${fresh}.${this.mac('sign-in-cookie', fresh)}`, SIGN_IN_FORM_TTL_SECONDS) };
+  }
+
+  signInCsrf(nonce: string): string {
+    return this.mac('sign-in-csrf', nonce);
+  }
+
+  /** True when the form's token belongs to the nonce in this browser's sign-in cookie. */
+  checkSignInCsrf(cookieHeader: string | undefined, token: unknown): boolean {
+    const raw = parseCookies(cookieHeader).get(this.signInCookie);
+    const nonce = raw ? this.unsign('sign-in-cookie', raw) : undefined;
+    return !!nonce && typeof token === 'string' && safeEqual(token, this.signInCsrf(nonce));
+  }
+
+  private unsign(purpose: string, raw: string): string | undefined {
+    const i = raw.lastIndexOf('.');
+    if (i <= 0) return undefined;
+    const value = raw.slice(0, i);
+    return safeEqual(raw.slice(i + 1), this.mac(purpose, value)) ? value : undefined;
+  }
+
+  /**
+   * Checks a username and password (throttled per username and per address) and opens a session.
+   * Unknown names cost the same scrypt work as known ones.
+   */
+  async signIn(username: string, password: string, remote: string, now = Date.now()): Promise<SignInResult> {
+    const userKey = username.toLowerCase();
+    const wait = Math.max(this.userThrottle.blockedFor(userKey, now), this.addressThrottle.blockedFor(remote, now));
+    if (wait > 0) return { ok: false, retryAfterSeconds: Math.ceil(wait / 1000) };
+    const user = await this.store.getDashboardUserByName(username);
+    const ok = user ? await verifyPassword(password, user.passwordHash) : (await verifyPassword(password, await dummyHash()), false);
+    if (!user || !ok) {
+      this.userThrottle.fail(userKey, now);
+      this.addressThrottle.fail(remote, now);
+      return { ok: false };
+    }
+    this.userThrottle.succeed(userKey);
+    await this.store.deleteExpiredDashboardSessions(now);
+    const id = randomSecret(32);
+    await this.store.createDashboardSession({ idHash: sha256(id), userId: user.id, createdAt: now, expiresAt: now + this.sessionTtlMs });
+    return { ok: true, cookie: this.cookie(this.sessionCookie, `${id}.${this.mac('session', id)}`, Math.floor(this.sessionTtlMs / 1000)) };
+  }
+
+  /** The signed-in session behind the request's cookie, if its signature holds and it is live in the store. */
+  async session(cookieHeader: string | undefined, now = Date.now()): Promise<SignedInSession | undefined> {
+    const raw = parseCookies(cookieHeader).get(this.sessionCookie);
+    const id = raw ? this.unsign('session', raw) : undefined;
+    if (!id) return undefined;
+    const idHash = sha256(id);
+    const stored = await this.store.getDashboardSession(idHash, now);
+    if (!stored) return undefined;
+    return { id, idHash, username: stored.username, csrf: this.mac('csrf', id), expiresAt: stored.expiresAt };
+  }
+
+  checkCsrf(session: SignedInSession, token: unknown): boolean {
+    return typeof token === 'string' && safeEqual(token, session.csrf);
+  }
+
+  async signOut(session: SignedInSession): Promise<void> {
+    await this.store.deleteDashboardSession(session.idHash);
+  }
+}

@@ -1,0 +1,70 @@
+import type { Request, Response } from 'express';
+import type { Services } from '../services.ts';
+import type { Management } from '../management.ts';
+import type { Views } from './views.ts';
+import type { SignedInSession } from './auth.ts';
+import { ServiceError } from '../errors.ts';
+import type { FieldError } from '../tools/types.ts';
+
+export interface DashboardContext {
+  s: Services;
+  m: Management;
+  views: Views;
+}
+
+export const BASE = '/dashboard';
+
+/** Messages shown after a redirect, chosen by a code in the URL (never text from the URL itself). */
+const NOTICES: Record<string, string> = {
+  'signed-out': 'You are signed out.',
+  'connection-created': 'Connection created.',
+  'connection-saved': 'Connection saved.',
+  'connection-deleted': 'Connection deleted, with its connected accounts.',
+  'account-saved': 'Connected account saved; its credentials are sealed and will not be shown again.',
+  'account-deleted': 'Connected account deleted.',
+  'credential-revoked': 'API credential revoked: its tokens no longer work.',
+};
+
+export function session(res: Response): SignedInSession | undefined {
+  return res.locals.session as SignedInSession | undefined;
+}
+
+export function render(ctx: DashboardContext, req: Request, res: Response, view: string, data: Record<string, unknown>, status = 200): void {
+  const done = typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined;
+  const s = session(res);
+  res
+    .status(status)
+    .type('html')
+    .send(ctx.views.render(view, { notice: done, ...data, session: s ? { username: s.username, csrf: s.csrf } : undefined }));
+}
+
+export function errorPage(ctx: DashboardContext, req: Request, res: Response, status: number, title: string, message: string): void {
+  render(ctx, req, res, 'error', { title, message }, status);
+}
+
+/** A string field of a urlencoded form (the first one when repeated); '' when absent. */
+export function formString(body: unknown, name: string): string {
+  const v = (body as Record<string, unknown> | undefined)?.[name];
+  if (Array.isArray(v)) return typeof v[0] === 'string' ? v[0] : '';
+  return typeof v === 'string' ? v : '';
+}
+
+/** Every value of a repeated form field (checkboxes). */
+export function formList(body: unknown, name: string): string[] {
+  const v = (body as Record<string, unknown> | undefined)?.[name];
+  if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string');
+  return typeof v === 'string' ? [v] : [];
+}
+
+export function queryValue(req: Request, name: string): string {
+  const v = req.query[name];
+  return typeof v === 'string' ? v : '';
+}
+
+/** The field errors of a validation failure, or undefined for any other error. */
+export function fieldErrorsOf(e: unknown): FieldError[] | undefined {
+  if (e instanceof ServiceError && e.status === 400 && Array.isArray(e.details)) return e.details as FieldError[];
+  return undefined;
+}
+
+export const connectionPath = (name: string) => `${BASE}/connections/${encodeURIComponent(name)}`;

@@ -1,0 +1,156 @@
+/**
+ * The dashboard, server-rendered under /dashboard: sign-in, connections and their accounts, API
+ * credentials, the tool explorer and recent activity. Every page but sign-in needs a session; every form
+ * carries a CSRF token; pages are never cached and cannot be framed; scripts come only from our own
+ * static file (no inline script), and the core flows work without JavaScript.
+ */
+import { fileURLToPath } from 'node:url';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Services } from '../services.ts';
+import { Management } from '../management.ts';
+import { ProviderError, ServiceError } from '../errors.ts';
+import { Views } from './views.ts';
+import { ADMIN_USERNAME } from './auth.ts';
+import { BASE, errorPage, formString, queryValue, render, session, type DashboardContext } from './context.ts';
+import { connectionRoutes } from './connections.ts';
+import { credentialRoutes } from './credentials.ts';
+import { toolRoutes } from './tools.ts';
+import { activityRoutes } from './activity.ts';
+
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+function securityHeaders(_req: Request, res: Response, next: NextFunction) {
+  res.setHeader('content-security-policy', CSP);
+  res.setHeader('x-frame-options', 'DENY');
+  res.setHeader('x-content-type-options', 'nosniff');
+  res.setHeader('referrer-policy', 'no-referrer');
+  res.setHeader('cross-origin-opener-policy', 'same-origin');
+  res.setHeader('permissions-policy', 'camera=(), microphone=(), geolocation=()');
+  // Pages carry CSRF tokens and, once, secrets: never stored by the browser or a proxy. Static files override this.
+  res.setHeader('cache-control', 'no-store');
+  next();
+}
+
+/** Where to go after signing in: only a dashboard path of this service, never another origin. */
+export function safeNext(v: string): string {
+  const path = v.split('?')[0]!;
+  return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(v) && !v.includes('//') && !/(^|\/)(\.|%2e){1,2}(\/|$)/i.test(path) ? v : `${BASE}/connections`;
+}
+
+export function dashboardRouter(s: Services): Router {
+  const r = express.Router();
+  const ctx: DashboardContext = { s, m: new Management(s), views: new Views() };
+
+  r.use(securityHeaders);
+  r.use('/static', express.static(fileURLToPath(new URL('./static/', import.meta.url)), { index: false, maxAge: '10m', redirect: false }));
+  r.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 2000 }));
+
+  const signInPage = (req: Request, res: Response, status: number, extra: Record<string, unknown>) => {
+    const { nonce, setCookie } = s.dashboard.signInNonce(req.headers.cookie);
+    if (setCookie) res.append('set-cookie', setCookie);
+    render(ctx, req, res, 'sign-in', { title: 'Sign in', csrf: s.dashboard.signInCsrf(nonce), username: ADMIN_USERNAME, ...extra }, status);
+  };
+
+  r.get('/sign-in', async (req, res) => {
+    if (await s.dashboard.session(req.headers.cookie)) {
+      res.redirect(303, safeNext(queryValue(req, 'next')));
+      return;
+    }
+    signInPage(req, res, 200, { next: safeNext(queryValue(req, 'next')) });
+  });
+
+  r.post('/sign-in', async (req, res) => {
+    const next = safeNext(formString(req.body, 'next'));
+    const username = formString(req.body, 'username').trim();
+    if (!s.dashboard.checkSignInCsrf(req.headers.cookie, formString(req.body, '_csrf'))) {
+      signInPage(req, res, 403, { next, username, error: 'The sign-in form expired or did not come from this page. Please try again.' });
+      return;
+    }
+    const result = await s.dashboard.signIn(username, formString(req.body, 'password'), req.ip ?? 'unknown');
+    if (!result.ok) {
+      if (result.retryAfterSeconds) {
+        res.setHeader('retry-after', String(result.retryAfterSeconds));
+        signInPage(req, res, 429, { next, username, error: `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.` });
+      } else {
+        signInPage(req, res, 401, { next, username, error: 'Wrong username or password.' });
+      }
+      return;
+    }
+    // A session that was open in this browser is ended: a new sign-in always gets a new session id.
+    const previous = await s.dashboard.session(req.headers.cookie);
+    if (previous) await s.dashboard.signOut(previous);
+    res.append('set-cookie', result.cookie);
+    res.append('set-cookie', s.dashboard.clearCookie(s.dashboard.signInCookie));
+    res.redirect(303, next);
+  });
+
+  r.use(async (req, res, next) => {
+    const current = await s.dashboard.session(req.headers.cookie);
+    if (!current) {
+      const back = req.method === 'GET' ? `?next=${encodeURIComponent(safeNext(req.originalUrl))}` : '';
+      res.redirect(303, `${BASE}/sign-in${back}`);
+      return;
+    }
+    res.locals.session = current;
+    next();
+  });
+
+  r.use((req, res, next) => {
+    if (req.method !== 'POST') return next();
+    if (!s.dashboard.checkCsrf(session(res)!, formString(req.body, '_csrf'))) {
+      errorPage(ctx, req, res, 403, 'Form refused', 'This form’s security token is missing or wrong, so nothing was changed. Go back, reload the page and try again.');
+      return;
+    }
+    next();
+  });
+
+  r.post('/sign-out', async (_req, res) => {
+    await s.dashboard.signOut(session(res)!);
+    res.append('set-cookie', s.dashboard.clearCookie(s.dashboard.sessionCookie));
+    res.redirect(303, `${BASE}/sign-in?done=signed-out`);
+  });
+
+  r.get('/', (_req, res) => res.redirect(303, `${BASE}/connections`));
+  connectionRoutes(r, ctx);
+  credentialRoutes(r, ctx);
+  toolRoutes(r, ctx);
+  activityRoutes(r, ctx);
+
+  r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
+
+  r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof ServiceError) {
+      errorPage(ctx, req, res, err.status, err.status === 404 ? 'Not found' : 'Something is not right', err.message);
+      return;
+    }
+    if (err instanceof ProviderError) {
+      errorPage(ctx, req, res, 502, 'The provider refused', `The provider answered HTTP ${err.status}.`);
+      return;
+    }
+    const e = err as { type?: string; status?: number };
+    if (e?.type === 'entity.too.large') {
+      errorPage(ctx, req, res, 413, 'Too large', 'The form was larger than the dashboard accepts.');
+      return;
+    }
+    if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+      errorPage(ctx, req, res, e.status, 'Bad request', 'The request could not be read.');
+      return;
+    }
+    s.log.error({ requestId: req.requestId, err: (err as Error)?.stack ?? String(err) }, 'dashboard error');
+    errorPage(ctx, req, res, 500, 'Internal error', `Something went wrong; quote request id ${req.requestId}.`);
+  });
+  return r;
+}
