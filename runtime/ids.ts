@@ -1,12 +1,41 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
-/** A random id with a readable prefix, e.g. `conn_0k3j5…`: 128 random bits in base 36. */
-export function newId(prefix: string): string {
-  const n = BigInt(`0x${randomBytes(16).toString('hex')}`);
-  return `${prefix}_${n.toString(36).padStart(25, '0')}`;
+// Ids are made on every request (request ids, execution ids); drawing their randomness from a pooled
+// buffer replaces a syscall-backed randomBytes() call per id with a slice of a 4 KiB refill.
+const POOL = Buffer.alloc(4096);
+let offset = POOL.length;
+
+function take(n: number): Buffer {
+  if (offset + n > POOL.length) {
+    randomFillSync(POOL);
+    offset = 0;
+  }
+  const out = POOL.subarray(offset, offset + n);
+  offset += n;
+  return out;
 }
 
-/** A URL-safe random secret of the given number of bytes. */
+const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** A random id with a readable prefix, e.g. `conn_0k3j5…`: 25 base-36 characters (about 129 random bits). */
+export function newId(prefix: string): string {
+  const bytes = take(25);
+  let out = `${prefix}_`;
+  // 252 is the largest multiple of 36 below 256: rejecting bytes above it keeps every character uniform.
+  for (let i = 0; i < 25; i++) {
+    let b = bytes[i]!;
+    while (b >= 252) b = take(1)[0]!;
+    out += ALPHABET[b % 36];
+  }
+  return out;
+}
+
+/** A short random request id (64 bits, hex). */
+export function requestId(): string {
+  return take(8).toString('hex');
+}
+
+/** A URL-safe random secret of the given number of bytes (not pooled: secrets get their own draw). */
 export function randomSecret(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }

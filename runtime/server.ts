@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -8,6 +7,7 @@ import { apiRouter } from './api/routes.ts';
 import { dashboardRouter } from './dashboard/index.ts';
 import { ProviderError, ServiceError, unauthorized } from './errors.ts';
 import { toolCount } from '../generated/registry.ts';
+import { requestId } from './ids.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -46,7 +46,7 @@ export function createApp(s: Services): express.Express {
 
   app.use((req, res, next) => {
     const given = req.headers['x-request-id'];
-    req.requestId = typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
+    req.requestId = typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : requestId();
     res.setHeader('x-request-id', req.requestId);
     next();
   });

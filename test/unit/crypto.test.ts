@@ -77,3 +77,17 @@ describe('keyring', () => {
     expect(() => parseKeyList(`k:${randomBytes(16).toString('base64')}`)).toThrow(/32 bytes/);
   });
 });
+
+describe('ids', () => {
+  it('are unique, prefixed, base 36, and evenly spread', async () => {
+    const { newId, requestId } = await import('../../runtime/ids.ts');
+    const ids = Array.from({ length: 20_000 }, () => newId('exe'));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => /^exe_[0-9a-z]{25}$/.test(id))).toBe(true);
+    const counts = new Map<string, number>();
+    for (const id of ids) for (const c of id.slice(4)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    const expected = (ids.length * 25) / 36;
+    for (const n of counts.values()) expect(Math.abs(n - expected) / expected).toBeLessThan(0.1);
+    expect(requestId()).toMatch(/^[0-9a-f]{16}$/);
+  });
+});
