@@ -98,7 +98,8 @@ export function sqliteFiles(dbPath: string): string[] {
 export function recordingFetch(into: string[], inner: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const res = await inner(input, init);
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    // The request's own query (an authorization code on a callback, say) is not part of the response.
+    const url = (typeof input === 'string' ? input : input instanceof URL ? input.href : input.url).split('?')[0];
     const head = `${res.status} ${url}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}`;
     if (res.body) {
       const copy = res.clone();
