@@ -96,7 +96,7 @@ function startChild(): Promise<Child> {
       } catch {
         // Not listening yet.
       }
-      if (i > 600) throw new Error(`the service did not start: ${c.output.join('')}`);
+      if (i > 1200) throw new Error(`the service did not start: ${c.output.join('')}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
@@ -117,7 +117,10 @@ async function stop(c: Child): Promise<void> {
 function api_(method: string, path: string, body?: unknown): Promise<Response> {
   return fetch(`${url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${serviceToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${serviceToken}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
@@ -141,7 +144,10 @@ async function upsert(identifier: string, apiToken: string): Promise<boolean> {
 
 /** Link → service → fake provider consent as `identifier` → callback. True when the callback said "connected". */
 async function authorizeFlow(identifier: string): Promise<boolean> {
-  const { link } = await json<{ link: string }>('POST', '/v1/connected-accounts/authorization-link', { connection_name: 'mail', identifier });
+  const { link } = await json<{ link: string }>('POST', '/v1/connected-accounts/authorization-link', {
+    connection_name: 'mail',
+    identifier,
+  });
   const start = await fetch(link, { redirect: 'manual' });
   await start.arrayBuffer();
   if (start.status !== 302) return false;
@@ -175,7 +181,7 @@ async function checkStore(): Promise<StoreCheck> {
     const sealer = new Sealer(loadKeyring({ dataDir, mayCreate: false }).keyring);
     const connections = new Map((await store.listConnections()).map((c) => [c.id, c.name]));
     const all: Account[] = [];
-    for (let after: string | undefined; ; ) {
+    for (let after: string | undefined; ;) {
       const page = await store.listAccounts({ limit: 1000, after });
       all.push(...page);
       if (page.length < 1000) break;
@@ -208,10 +214,13 @@ async function checkStore(): Promise<StoreCheck> {
       if (connection === 'helpdesk') {
         const known = sent.get(a.identifier);
         if (!known?.values.includes(s.api_token!)) problems.push(`${where}: holds an API token never sent for it`);
-        if (a.fields.domain !== DOMAIN || a.fields.email !== EMAIL) problems.push(`${where}: fields ${JSON.stringify(a.fields)}`);
+        if (a.fields.domain !== DOMAIN || a.fields.email !== EMAIL)
+          problems.push(`${where}: fields ${JSON.stringify(a.fields)}`);
       } else if (connection === 'mail') {
-        if (oauth.validate(s.access_token)?.subject !== a.identifier) problems.push(`${where}: access token not issued for this user`);
-        if (!tap.issuedTogether(s.access_token, s.refresh_token)) problems.push(`${where}: token pair not issued together`);
+        if (oauth.validate(s.access_token)?.subject !== a.identifier)
+          problems.push(`${where}: access token not issued for this user`);
+        if (!tap.issuedTogether(s.access_token, s.refresh_token))
+          problems.push(`${where}: token pair not issued together`);
       }
     }
     for (const [identifier, { values, acked }] of sent) {
@@ -222,13 +231,16 @@ async function checkStore(): Promise<StoreCheck> {
         problems.push(`helpdesk/${identifier}: acknowledged but ${a ? a.status : 'missing'}`);
         continue;
       }
-      const token = (JSON.parse(sealer.open(a.secretsSealed, aad.accountSecrets(a.id))) as Record<string, string>).api_token!;
-      if (!values.slice(acked).includes(token)) problems.push(`helpdesk/${identifier}: holds an older value than the acknowledged one`);
+      const token = (JSON.parse(sealer.open(a.secretsSealed, aad.accountSecrets(a.id))) as Record<string, string>)
+        .api_token!;
+      if (!values.slice(acked).includes(token))
+        problems.push(`helpdesk/${identifier}: holds an older value than the acknowledged one`);
     }
     for (const identifier of ackedOAuth) {
       ackedChecked++;
       const a = byIdentifier.get(`mail/${identifier}`);
-      if (!a || a.status !== 'ACTIVE') problems.push(`mail/${identifier}: acknowledged but ${a ? a.status : 'missing'}`);
+      if (!a || a.status !== 'ACTIVE')
+        problems.push(`mail/${identifier}: acknowledged but ${a ? a.status : 'missing'}`);
     }
     return { problems, accounts: all.length, ackedChecked };
   } finally {
@@ -249,7 +261,12 @@ async function round(r: number, killAt: number) {
   // Earlier accounts to re-upsert, each once: no two writes of this round race on one account, so the value
   // acknowledged last is the one that must be stored.
   const earlier = [...sent.keys()];
-  const previous = earlier.length ? Array.from({ length: Math.min(REUPSERTS, earlier.length) }, (_, k) => earlier[(r * 97 + k * 13) % earlier.length]!) : [];
+  const previous = earlier.length
+    ? Array.from(
+        { length: Math.min(REUPSERTS, earlier.length) },
+        (_, k) => earlier[(r * 97 + k * 13) % earlier.length]!,
+      )
+    : [];
   const reupserted = new Set<string>();
   for (let i = 0; i < UPSERTS; i++) {
     const identifier = `r${r}-u${i}`;
@@ -307,19 +324,36 @@ async function servesAgain(r: number): Promise<string[]> {
       'GET',
       `/v1/connected-accounts?connection_name=helpdesk&identifier=${encodeURIComponent(ackedHelpdesk)}`,
     );
-    if (list.connected_accounts[0]?.status !== 'ACTIVE') problems.push(`round ${r}: ${ackedHelpdesk} reads ${list.connected_accounts[0]?.status}`);
+    if (list.connected_accounts[0]?.status !== 'ACTIVE')
+      problems.push(`round ${r}: ${ackedHelpdesk} reads ${list.connected_accounts[0]?.status}`);
   }
   const oauthUser = [...ackedOAuth].at(-1);
   if (oauthUser) {
-    const res = await api_('POST', '/v1/tools/execute', { tool_name: 'mail_mailbox_settings_get', tool_input: {}, connection_name: 'mail', identifier: oauthUser });
+    const res = await api_('POST', '/v1/tools/execute', {
+      tool_name: 'mail_mailbox_settings_get',
+      tool_input: {},
+      connection_name: 'mail',
+      identifier: oauthUser,
+    });
     const body = (await res.json()) as { data?: { subject?: string } };
-    if (res.status !== 200 || body.data?.subject !== oauthUser) problems.push(`round ${r}: tool on ${oauthUser} answered ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 200 || body.data?.subject !== oauthUser)
+      problems.push(`round ${r}: tool on ${oauthUser} answered ${res.status} ${JSON.stringify(body)}`);
   }
-  const desked = await api_('PUT', '/v1/connected-accounts', { connection_name: 'helpdesk-desk', identifier: `check-${r}`, credentials: { domain: DOMAIN, email: EMAIL, api_token: DESK_TOKEN } });
+  const desked = await api_('PUT', '/v1/connected-accounts', {
+    connection_name: 'helpdesk-desk',
+    identifier: `check-${r}`,
+    credentials: { domain: DOMAIN, email: EMAIL, api_token: DESK_TOKEN },
+  });
   await desked.arrayBuffer();
-  const tickets = await api_('POST', '/v1/tools/execute', { tool_name: 'helpdesk_tickets_list', tool_input: { per_page: 1 }, connection_name: 'helpdesk-desk', identifier: `check-${r}` });
+  const tickets = await api_('POST', '/v1/tools/execute', {
+    tool_name: 'helpdesk_tickets_list',
+    tool_input: { per_page: 1 },
+    connection_name: 'helpdesk-desk',
+    identifier: `check-${r}`,
+  });
   const tbody = (await tickets.json()) as { data?: { tickets?: unknown[] } };
-  if (desked.status !== 200 || tickets.status !== 200 || tbody.data?.tickets?.length !== 1) problems.push(`round ${r}: helpdesk tool answered ${tickets.status}`);
+  if (desked.status !== 200 || tickets.status !== 200 || tbody.data?.tickets?.length !== 1)
+    problems.push(`round ${r}: helpdesk tool answered ${tickets.status}`);
   return problems;
 }
 
@@ -335,7 +369,12 @@ beforeAll(async () => {
   const app = express();
   app.get('/v1.0/me/mailboxSettings', (req, res) => {
     const grant = oauth.validate(req.headers.authorization);
-    if (!grant) res.status(401).json({ error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' } });
+    if (!grant)
+      res
+        .status(401)
+        .json({
+          error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+        });
     else res.json({ timeZone: 'UTC', subject: grant.subject });
   });
   api = await listen(app);
@@ -343,11 +382,19 @@ beforeAll(async () => {
   const res = await fetch(`${url}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: TEST_CLIENT_ID,
+      client_secret: TEST_CLIENT_SECRET,
+    }),
   });
   serviceToken = ((await res.json()) as { access_token: string }).access_token;
   await json('POST', '/v1/connections', { connection_name: 'helpdesk', connector: 'helpdesk' });
-  await json('POST', '/v1/connections', { connection_name: 'helpdesk-desk', connector: 'helpdesk', api_base_url: desk.baseUrlTemplate });
+  await json('POST', '/v1/connections', {
+    connection_name: 'helpdesk-desk',
+    connector: 'helpdesk',
+    api_base_url: desk.baseUrlTemplate,
+  });
   await json('POST', '/v1/connections', {
     connection_name: 'mail',
     connector: 'mail',
@@ -368,39 +415,43 @@ afterAll(async () => {
 });
 
 describe('SIGKILL during concurrent upserts and OAuth callbacks, restart on the same data directory', () => {
-  it(`keeps every acknowledged write, a sound store and no half-written account (${ROUNDS} crashes)`, { timeout: SOAK ? 1_800_000 : 600_000 }, async () => {
-    const lines: string[] = [];
-    let survived = 0;
-    let acknowledged = 0;
-    let accounts = 0;
-    const allProblems: string[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      const total = UPSERTS + REUPSERTS + OAUTH_FLOWS;
-      // After the first acknowledgement, then after 10 %, 20 % ... 90 % of the writes.
-      const killAt = r % 10 === 0 ? 1 : Math.floor((total * (r % 10)) / 10);
-      const outcome = await round(r, killAt);
-      const check = await checkStore();
-      child = await startChild();
-      const serving = await servesAgain(r);
-      const problems = [...check.problems, ...serving];
-      if (!problems.length) survived++;
-      allProblems.push(...problems.map((p) => `round ${r}: ${p}`));
-      acknowledged = check.ackedChecked;
-      accounts = check.accounts;
-      lines.push(
-        `round ${r}: killed after ${outcome.acks} of ${outcome.total} writes acknowledged (${outcome.unanswered} unanswered); ${check.accounts} accounts; ${problems.length} problems`,
-      );
-    }
-    console.log(lines.join('\n'));
-    record({
-      category: 'crashes survived',
-      what: `SIGKILL mid-way through ${UPSERTS} concurrent upserts + ${REUPSERTS} re-upserts + ${OAUTH_FLOWS} OAuth callbacks, restart on the same SQLite data dir`,
-      tried: ROUNDS,
-      failed: ROUNDS - survived,
-      detail: `${acknowledged} acknowledged writes (${ackedOAuth.size} OAuth callbacks) verified after the last crash, ${accounts} accounts checked for half-writes${allProblems.length ? `; first problems: ${allProblems.slice(0, 3).join(' | ')}` : ''}`,
-    });
-    expect(allProblems).toEqual([]);
-  });
+  it(
+    `keeps every acknowledged write, a sound store and no half-written account (${ROUNDS} crashes)`,
+    { timeout: SOAK ? 1_800_000 : 600_000 },
+    async () => {
+      const lines: string[] = [];
+      let survived = 0;
+      let acknowledged = 0;
+      let accounts = 0;
+      const allProblems: string[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const total = UPSERTS + REUPSERTS + OAUTH_FLOWS;
+        // After the first acknowledgement, then after 10 %, 20 % ... 90 % of the writes.
+        const killAt = r % 10 === 0 ? 1 : Math.floor((total * (r % 10)) / 10);
+        const outcome = await round(r, killAt);
+        const check = await checkStore();
+        child = await startChild();
+        const serving = await servesAgain(r);
+        const problems = [...check.problems, ...serving];
+        if (!problems.length) survived++;
+        allProblems.push(...problems.map((p) => `round ${r}: ${p}`));
+        acknowledged = check.ackedChecked;
+        accounts = check.accounts;
+        lines.push(
+          `round ${r}: killed after ${outcome.acks} of ${outcome.total} writes acknowledged (${outcome.unanswered} unanswered); ${check.accounts} accounts; ${problems.length} problems`,
+        );
+      }
+      console.log(lines.join('\n'));
+      record({
+        category: 'crashes survived',
+        what: `SIGKILL mid-way through ${UPSERTS} concurrent upserts + ${REUPSERTS} re-upserts + ${OAUTH_FLOWS} OAuth callbacks, restart on the same SQLite data dir`,
+        tried: ROUNDS,
+        failed: ROUNDS - survived,
+        detail: `${acknowledged} acknowledged writes (${ackedOAuth.size} OAuth callbacks) verified after the last crash, ${accounts} accounts checked for half-writes${allProblems.length ? `; first problems: ${allProblems.slice(0, 3).join(' | ')}` : ''}`,
+      });
+      expect(allProblems).toEqual([]);
+    },
+  );
 
   it('releases the refresh lock of a killed process: the account refreshes right after the restart', async () => {
     child ??= await startChild();
@@ -413,7 +464,12 @@ describe('SIGKILL during concurrent upserts and OAuth callbacks, restart on the 
     await store.close();
 
     tap.hold = true;
-    const inflight = api_('POST', '/v1/tools/execute', { tool_name: 'mail_mailbox_settings_get', tool_input: {}, connection_name: 'mail', identifier: who }).catch(() => undefined);
+    const inflight = api_('POST', '/v1/tools/execute', {
+      tool_name: 'mail_mailbox_settings_get',
+      tool_input: {},
+      connection_name: 'mail',
+      identifier: who,
+    }).catch(() => undefined);
     await tap.waitForHeld();
     await kill(child);
     child = undefined;
@@ -423,10 +479,21 @@ describe('SIGKILL during concurrent upserts and OAuth callbacks, restart on the 
 
     child = await startChild();
     const before = tap.refreshes;
-    const res = await api_('POST', '/v1/tools/execute', { tool_name: 'mail_mailbox_settings_get', tool_input: {}, connection_name: 'mail', identifier: who });
+    const res = await api_('POST', '/v1/tools/execute', {
+      tool_name: 'mail_mailbox_settings_get',
+      tool_input: {},
+      connection_name: 'mail',
+      identifier: who,
+    });
     const body = (await res.json()) as { data?: { subject?: string }; error?: { code: string } };
     const ok = res.status === 200 && body.data?.subject === who && tap.refreshes - before === 1;
-    record({ category: 'crashes survived', what: 'SIGKILL while holding an account refresh lock; the restarted service refreshes that account', tried: 1, failed: ok ? 0 : 1, detail: `answered ${res.status}` });
+    record({
+      category: 'crashes survived',
+      what: 'SIGKILL while holding an account refresh lock; the restarted service refreshes that account',
+      tried: 1,
+      failed: ok ? 0 : 1,
+      detail: `answered ${res.status}`,
+    });
     expect(body).toMatchObject({ data: { subject: who } });
     expect(tap.refreshes - before).toBe(1);
   });
@@ -443,8 +510,14 @@ describe('SIGKILL during concurrent upserts and OAuth callbacks, restart on the 
       secrets.add('access token', p.access_token);
       secrets.add('refresh token', p.refresh_token);
     }
-    secrets.addAll('PKCE verifier', oauth.tokenRequests.map((r) => r.code_verifier));
-    const findings = [...secrets.findInTexts(output.join('').split('\n'), 'service output line'), ...secrets.findInFiles(sqliteFiles(join(dataDir, 'acs.sqlite')))];
+    secrets.addAll(
+      'PKCE verifier',
+      oauth.tokenRequests.map((r) => r.code_verifier),
+    );
+    const findings = [
+      ...secrets.findInTexts(output.join('').split('\n'), 'service output line'),
+      ...secrets.findInFiles(sqliteFiles(join(dataDir, 'acs.sqlite'))),
+    ];
     recordScan('crash runs: service stdout/stderr and the SQLite files', secrets, findings, secrets.scanned);
     expect(findings).toEqual([]);
   });

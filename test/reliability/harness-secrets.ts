@@ -13,7 +13,17 @@ import type { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { recordScan, SecretRegistry, sqliteFiles, type Finding } from './secret-registry.ts';
 
 /** Fields of request bodies whose values are secrets (credentials of every connector, OAuth tokens, client secrets). */
-const SECRET_FIELDS = new Set(['access_token', 'refresh_token', 'client_secret', 'api_token', 'api_key', 'token', 'password', 'access_key_secret', 'scraper_token']);
+const SECRET_FIELDS = new Set([
+  'access_token',
+  'refresh_token',
+  'client_secret',
+  'api_token',
+  'api_key',
+  'token',
+  'password',
+  'access_key_secret',
+  'scraper_token',
+]);
 /** Shorter values are test placeholders ("secret", "tok") that would match anywhere. */
 const MIN_LENGTH = 12;
 
@@ -48,7 +58,9 @@ export function watchSecrets(): Watched {
     // Proxy answers are the provider's bytes; the service token and a new API credential's secret are shown by design.
     const byDesign = path === '/oauth/token' || (path === '/v1/api-credentials' && init?.method === 'POST');
     if (!path.startsWith('/proxy/') && !byDesign && res.body) {
-      responses.push(`${res.status} ${path}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${await res.clone().text()}`);
+      responses.push(
+        `${res.status} ${path}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${await res.clone().text()}`,
+      );
     }
     return res;
   };
@@ -56,10 +68,17 @@ export function watchSecrets(): Watched {
 }
 
 async function pgRows(store: PostgresStore): Promise<string[]> {
-  const tables = await store.pool.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [store.schema]);
+  const tables = await store.pool.query<{ table_name: string }>(
+    'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+    [store.schema],
+  );
   const rows: string[] = [];
   for (const { table_name } of tables.rows) {
-    rows.push(...(await store.pool.query<{ j: string }>(`SELECT row_to_json(t)::text AS j FROM ${table_name} t`)).rows.map((r) => r.j));
+    rows.push(
+      ...(await store.pool.query<{ j: string }>(`SELECT row_to_json(t)::text AS j FROM ${table_name} t`)).rows.map(
+        (r) => r.j,
+      ),
+    );
   }
   return rows;
 }
@@ -93,7 +112,10 @@ export async function scanHarnessSecrets(h: {
   const sqlite = h.running.services.store.kind === 'sqlite';
   const db = join(h.dataDir, 'acs.sqlite');
   if (registry.size) {
-    findings.push(...registry.findInTexts(h.logs, 'log line'), ...registry.findInTexts(h.watched.responses, 'response'));
+    findings.push(
+      ...registry.findInTexts(h.logs, 'log line'),
+      ...registry.findInTexts(h.watched.responses, 'response'),
+    );
     if (sqlite) findings.push(...registry.findInFiles(sqliteFiles(db)));
     else if (h.store) findings.push(...registry.findInTexts(await pgRows(h.store), 'database row'));
   }
@@ -104,7 +126,12 @@ export async function scanHarnessSecrets(h: {
     },
     assertClean() {
       const file = (expect.getState().testPath ?? '').replace(`${process.cwd()}/`, '');
-      recordScan(`harness of ${file || 'a test'}: service logs, API answers, store`, registry, findings, registry.scanned);
+      recordScan(
+        `harness of ${file || 'a test'}: service logs, API answers, store`,
+        registry,
+        findings,
+        registry.scanned,
+      );
       if (findings.length) {
         throw new Error(`secrets leaked: ${findings.map((f) => `${f.kind} ${f.preview} in ${f.where}`).join('; ')}`);
       }

@@ -16,7 +16,15 @@
 import express from 'express';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorize, freePort, PG_URL, startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import {
+  authorize,
+  freePort,
+  PG_URL,
+  startHarness,
+  TEST_CLIENT_ID,
+  TEST_CLIENT_SECRET,
+  type Harness,
+} from '../helpers/harness.ts';
 import { listen, type Listening } from '../fakes/listen.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
@@ -66,22 +74,41 @@ async function startPair(kind: 'sqlite' | 'postgres'): Promise<Pair> {
     },
   });
   const schema = kind === 'postgres' ? (h.running.services.store as PostgresStore).schema : undefined;
-  const b = await startServer(config, { logDestination: sink, store: schema ? new PostgresStore(PG_URL, schema) : undefined });
+  const b = await startServer(config, {
+    logDestination: sink,
+    store: schema ? new PostgresStore(PG_URL, schema) : undefined,
+  });
   const responses: string[] = [];
-  const clientB = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: b.url, fetch: recordingFetch(responses) });
-  h.client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: h.url, fetch: recordingFetch(responses) });
+  const clientB = new AgentConnectorClient({
+    clientId: TEST_CLIENT_ID,
+    clientSecret: TEST_CLIENT_SECRET,
+    envUrl: b.url,
+    fetch: recordingFetch(responses),
+  });
+  h.client = new AgentConnectorClient({
+    clientId: TEST_CLIENT_ID,
+    clientSecret: TEST_CLIENT_SECRET,
+    envUrl: h.url,
+    fetch: recordingFetch(responses),
+  });
   const side: Store = schema ? new PostgresStore(PG_URL, schema, 2) : new SqliteStore(join(h.dataDir, 'acs.sqlite'));
 
   const tap = await new TokenTap(h.oauth.tokenUrl).start();
   const app = express();
   app.use((req, res, next) => {
     if (!h.oauth.validate(req.headers.authorization)) {
-      res.status(401).json({ error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' } });
+      res
+        .status(401)
+        .json({
+          error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+        });
       return;
     }
     next();
   });
-  app.get('/v1.0/me/mailboxSettings', (req, res) => res.json({ timeZone: 'UTC', subject: h.oauth.validate(req.headers.authorization)!.subject }));
+  app.get('/v1.0/me/mailboxSettings', (req, res) =>
+    res.json({ timeZone: 'UTC', subject: h.oauth.validate(req.headers.authorization)!.subject }),
+  );
   const api = await listen(app);
   const clientSecret = `secret-race-${Math.random().toString(36).slice(2)}`;
   h.oauth.addClient({ client_id: 'client-race', client_secret: clientSecret, auth: 'client_secret_post' });
@@ -106,13 +133,19 @@ async function stopPair(p: Pair | undefined): Promise<void> {
 }
 
 function settings(client: AgentConnectorClient, identifier: string) {
-  return client.executeTool({ toolName: 'mail_mailbox_settings_get' as never, toolInput: {} as never, connectionName: 'mail', identifier });
+  return client.executeTool({
+    toolName: 'mail_mailbox_settings_get' as never,
+    toolInput: {} as never,
+    connectionName: 'mail',
+    identifier,
+  });
 }
 
 /** Both instances, interleaved, all at once. */
 function burst(p: Pair, identifier: string) {
   const calls: Array<Promise<unknown>> = [];
-  for (let i = 0; i < CALLS_PER_INSTANCE; i++) calls.push(settings(p.h.client, identifier), settings(p.clientB, identifier));
+  for (let i = 0; i < CALLS_PER_INSTANCE; i++)
+    calls.push(settings(p.h.client, identifier), settings(p.clientB, identifier));
   return Promise.allSettled(calls);
 }
 
@@ -130,7 +163,12 @@ async function refreshElsewhere(p: Pair, refreshToken: string) {
   const res = await fetch(p.h.oauth.tokenUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'client-race', client_secret: p.clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: 'client-race',
+      client_secret: p.clientSecret,
+    }),
   });
   expect(res.status).toBe(200);
   const t = (await res.json()) as { access_token: string; refresh_token: string; expires_in: number };
@@ -140,7 +178,10 @@ async function refreshElsewhere(p: Pair, refreshToken: string) {
 
 /** Every row of every table of the schema, as JSON text. */
 async function tableRows(store: PostgresStore): Promise<string[]> {
-  const tables = await store.pool.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [store.schema]);
+  const tables = await store.pool.query<{ table_name: string }>(
+    'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+    [store.schema],
+  );
   const rows: string[] = [];
   for (const { table_name } of tables.rows) {
     const r = await store.pool.query<{ j: string }>(`SELECT row_to_json(t)::text AS j FROM ${table_name} t`);
@@ -165,7 +206,10 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           secrets.add('access token', t.access_token);
           secrets.add('refresh token', t.refresh_token);
         }
-        secrets.addAll('PKCE verifier', p.h.oauth.tokenRequests.map((r) => r.code_verifier));
+        secrets.addAll(
+          'PKCE verifier',
+          p.h.oauth.tokenRequests.map((r) => r.code_verifier),
+        );
         const logs = [...p.h.logs, ...p.logsB];
         const findings = [
           ...secrets.findInTexts(logs, 'log line'),
@@ -174,7 +218,12 @@ for (const kind of ['sqlite', 'postgres'] as const) {
             ? secrets.findInFiles(sqliteFiles(join(p.h.dataDir, 'acs.sqlite')))
             : secrets.findInTexts(await tableRows(p.side as PostgresStore), 'database row')),
         ];
-        recordScan(`token lifecycle, two instances (${kind}): logs, responses, database`, secrets, findings, secrets.scanned);
+        recordScan(
+          `token lifecycle, two instances (${kind}): logs, responses, database`,
+          secrets,
+          findings,
+          secrets.scanned,
+        );
         await stopPair(p);
         expect(findings).toEqual([]);
       }
@@ -246,22 +295,31 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       p.tap.beforeRefresh = async (rt) => {
         p.tap.beforeRefresh = undefined;
         stored = await refreshElsewhere(p, rt);
-        const sealed = p.h.running.services.accounts.sealSecrets(id, { access_token: stored.access_token, refresh_token: stored.refresh_token, token_type: 'Bearer' });
+        const sealed = p.h.running.services.accounts.sealSecrets(id, {
+          access_token: stored.access_token,
+          refresh_token: stored.refresh_token,
+          token_type: 'Bearer',
+        });
         await p.side.updateAccount(id, { secretsSealed: sealed, tokenExpiresAt: Date.now() + 3_600_000 }, Date.now());
       };
       const before = p.h.oauth.counts.refresh_token;
       const results = await burst(p, 'outside');
-      const rejected = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+      const rejected = results
+        .filter((r) => r.status === 'rejected')
+        .map((r) => String((r as PromiseRejectedResult).reason));
       expect(stored).toBeDefined();
       // The outside refresh and the service's refused one; the instance that lost the lock re-read instead.
       expect(p.h.oauth.counts.refresh_token - before).toBe(2);
       const account = (await p.side.getAccount(id))!;
-      const raceOk = rejected.length === 0 && account.status === 'ACTIVE' && storedSecrets(p, account.secretsSealed, id).access_token === stored!.access_token;
+      const raceOk =
+        rejected.length === 0 &&
+        account.status === 'ACTIVE' &&
+        storedSecrets(p, account.secretsSealed, id).access_token === stored!.access_token;
       expect(rejected).toEqual([]);
       expect(account.status).toBe('ACTIVE');
       expect(account.lastError).toBeNull();
       expect(storedSecrets(p, account.secretsSealed, id).refresh_token).toBe(stored!.refresh_token);
-      const after = results.map((r) => ((r as PromiseFulfilledResult<{ data: { subject: string } }>).value.data.subject));
+      const after = results.map((r) => (r as PromiseFulfilledResult<{ data: { subject: string } }>).value.data.subject);
       expect(new Set(after)).toEqual(new Set(['outside']));
 
       // The control: the token was consumed elsewhere but nothing new was stored — a revocation, not a race.
@@ -274,7 +332,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const control = await burst(p, 'revoked');
       const expired = (await p.side.getAccount(id2))!;
       const controlOk =
-        control.every((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'account_expired') && expired.status === 'EXPIRED';
+        control.every((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'account_expired') &&
+        expired.status === 'EXPIRED';
       expect(expired.status).toBe('EXPIRED');
       expect(expired.lastError).toContain('invalid_grant');
       expect(controlOk).toBe(true);

@@ -29,7 +29,8 @@ export class SecretRegistry {
 
   add(kind: string, value: string | undefined | null): void {
     if (!value || this.all.has(value)) return;
-    if (value.length < PREFIX) throw new Error(`a registered ${kind} must have at least ${PREFIX} characters to be found reliably`);
+    if (value.length < PREFIX)
+      throw new Error(`a registered ${kind} must have at least ${PREFIX} characters to be found reliably`);
     this.all.add(value);
     const key = value.slice(0, PREFIX);
     const list = this.byPrefix.get(key) ?? [];
@@ -116,7 +117,14 @@ export function recordScan(what: string, registry: SecretRegistry, findings: Fin
     what,
     tried: registry.size,
     failed: new Set(findings.map((f) => f.preview)).size,
-    detail: `${haystacks} log lines, bodies and files searched${findings.length ? `; found: ${findings.slice(0, 5).map((f) => `${f.kind} in ${f.where}`).join('; ')}` : ''}`,
+    detail: `${haystacks} log lines, bodies and files searched${
+      findings.length
+        ? `; found: ${findings
+            .slice(0, 5)
+            .map((f) => `${f.kind} in ${f.where}`)
+            .join('; ')}`
+        : ''
+    }`,
   });
   return findings;
 }

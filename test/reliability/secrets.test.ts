@@ -128,8 +128,20 @@ async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
   return e as ConnectorServiceError;
 }
 
-function run(toolName: string, identifier: string, connectionName: string, toolInput: Record<string, unknown> = {}, dryRun = false) {
-  return client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, connectionName, identifier, dryRun });
+function run(
+  toolName: string,
+  identifier: string,
+  connectionName: string,
+  toolInput: Record<string, unknown> = {},
+  dryRun = false,
+) {
+  return client.executeTool({
+    toolName: toolName as never,
+    toolInput: toolInput as never,
+    connectionName,
+    identifier,
+    dryRun,
+  });
 }
 
 /** A user following an authorization link: service → fake provider → service callback. */
@@ -181,12 +193,22 @@ beforeAll(async () => {
   const app = express();
   app.get('/v1.0/me/mailboxSettings', (req, res) => {
     const grant = oauth.validate(req.headers.authorization);
-    if (!grant) res.status(401).json({ error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' } });
+    if (!grant)
+      res
+        .status(401)
+        .json({
+          error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+        });
     else res.json({ timeZone: 'UTC', subject: grant.subject });
   });
   api = await listen(app);
   service = await startService();
-  client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: url, fetch: rec });
+  client = new AgentConnectorClient({
+    clientId: TEST_CLIENT_ID,
+    clientSecret: TEST_CLIENT_SECRET,
+    envUrl: url,
+    fetch: rec,
+  });
   registry.add('API client secret', TEST_CLIENT_SECRET);
   registry.add('provider client secret', MAIL_SECRET_1);
   registry.add('provider client secret', MAIL_SECRET_2);
@@ -205,7 +227,11 @@ afterAll(async () => {
 describe('secrets', () => {
   it('every surface a client reaches: connections, accounts, tools, dry runs, proxy, refresh, errors', async () => {
     // Connections.
-    await client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk', api_base_url: desk.baseUrlTemplate });
+    await client.createConnection({
+      connection_name: 'helpdesk',
+      connector: 'helpdesk',
+      api_base_url: desk.baseUrlTemplate,
+    });
     await client.createConnection({
       connection_name: 'mail',
       connector: 'mail',
@@ -226,7 +252,11 @@ describe('secrets', () => {
 
     // Accounts with API keys and Basic credentials.
     for (const [identifier, t] of Object.entries(tenants)) {
-      await client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier, credentials: { domain: t.domain, email: EMAIL, api_token: t.token } });
+      await client.upsertConnectedAccount({
+        connectionName: 'helpdesk',
+        identifier,
+        credentials: { domain: t.domain, email: EMAIL, api_token: t.token },
+      });
     }
     const scraperToken = secret('apify_api');
     const prodataKey = secret('prodata-key');
@@ -234,34 +264,67 @@ describe('secrets', () => {
     registry.add('API key', scraperToken);
     registry.add('API key', prodataKey);
     registry.addBasic('API key', 'QWERTY1234567890', accessKeySecret);
-    await client.upsertConnectedAccount({ connectionName: 'scraper', identifier: 'u1', credentials: { token: scraperToken } });
-    await client.upsertConnectedAccount({ connectionName: 'prodata', identifier: 'u1', credentials: { api_key: prodataKey } });
-    await client.upsertConnectedAccount({ connectionName: 'callintel-key', identifier: 'u1', credentials: { access_key: 'QWERTY1234567890', access_key_secret: accessKeySecret } });
+    await client.upsertConnectedAccount({
+      connectionName: 'scraper',
+      identifier: 'u1',
+      credentials: { token: scraperToken },
+    });
+    await client.upsertConnectedAccount({
+      connectionName: 'prodata',
+      identifier: 'u1',
+      credentials: { api_key: prodataKey },
+    });
+    await client.upsertConnectedAccount({
+      connectionName: 'callintel-key',
+      identifier: 'u1',
+      credentials: { access_key: 'QWERTY1234567890', access_key_secret: accessKeySecret },
+    });
     // OAuth: tokens imported from elsewhere (unknown to the provider), and an authorization through the flow.
     const imported = { access_token: secret('imported-at'), refresh_token: secret('imported-rt') };
     registry.add('access token', imported.access_token);
     registry.add('refresh token', imported.refresh_token);
-    await client.upsertConnectedAccount({ connectionName: 'mail', identifier: 'imported', credentials: { ...imported, expires_in: 3600 } });
+    await client.upsertConnectedAccount({
+      connectionName: 'mail',
+      identifier: 'imported',
+      credentials: { ...imported, expires_in: 3600 },
+    });
     await authorizeUser('mail-user');
     await client.listConnectedAccounts({ limit: 50 });
     for (const a of (await client.listConnectedAccounts()).connected_accounts) await client.getConnectedAccount(a.id);
 
     // Tools, dry runs, proxy.
-    expect(((await run('helpdesk_tickets_list', 'desk-user', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] }).tickets).toHaveLength(1);
-    await run('helpdesk_ticket_create', 'desk-user', 'helpdesk', { comment_body: 'Printer on fire', subject: 'Help' }, true);
+    expect(
+      ((await run('helpdesk_tickets_list', 'desk-user', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] })
+        .tickets,
+    ).toHaveLength(1);
+    await run(
+      'helpdesk_ticket_create',
+      'desk-user',
+      'helpdesk',
+      { comment_body: 'Printer on fire', subject: 'Help' },
+      true,
+    );
     await run('mail_mailbox_settings_get', 'mail-user', 'mail', {}, true);
     await run('scraper_fetch_actor_details', 'u1', 'scraper', { actor: 'apify/web-scraper' }, true);
     await run('prodata_get_ad', 'u1', 'prodata', { ad_id: '123' }, true);
     await run('callintel_users_list', 'u1', 'callintel-key', {}, true);
     const toolSecret = secret('apify_api');
     registry.add('API key (tool input)', toolSecret);
-    const plan = await run('prodata_bulk_scrape_profiles', 'u1', 'prodata', { scraper_token: toolSecret, profile_urls: ['https://www.linkedin.com/in/x'] }, true);
+    const plan = await run(
+      'prodata_bulk_scrape_profiles',
+      'u1',
+      'prodata',
+      { scraper_token: toolSecret, profile_urls: ['https://www.linkedin.com/in/x'] },
+      true,
+    );
     expect(JSON.stringify(plan.data)).toContain('[REDACTED]');
     const proxied = await client.request({ connectionName: 'helpdesk', identifier: 'desk-user', path: '/v2/tickets' });
     expect(proxied.status).toBe(200);
 
     // Refresh: proactive, then reactive, then a revocation (EXPIRED, with the provider's reason).
-    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe('mail-user');
+    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe(
+      'mail-user',
+    );
     await expireStoredToken(await accountId('mail', 'mail-user'));
     await run('mail_mailbox_settings_get', 'mail-user', 'mail');
     oauth.expireAccessTokens();
@@ -278,27 +341,80 @@ describe('secrets', () => {
     registry.add('API key', stray);
     const errors = [
       // A domain outside the allowlist, with a valid-looking token.
-      failure(client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'bad', credentials: { domain: 'evil.example.com', email: EMAIL, api_token: stray } })),
+      failure(
+        client.upsertConnectedAccount({
+          connectionName: 'helpdesk',
+          identifier: 'bad',
+          credentials: { domain: 'evil.example.com', email: EMAIL, api_token: stray },
+        }),
+      ),
       // The token under a field name the connector does not have.
-      failure(client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'bad', credentials: { domain: 'desk.zendesk.com', email: EMAIL, token: stray } })),
+      failure(
+        client.upsertConnectedAccount({
+          connectionName: 'helpdesk',
+          identifier: 'bad',
+          credentials: { domain: 'desk.zendesk.com', email: EMAIL, token: stray },
+        }),
+      ),
       // A token with a control character.
-      failure(client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'bad', credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: `${stray}\u0001` } })),
+      failure(
+        client.upsertConnectedAccount({
+          connectionName: 'helpdesk',
+          identifier: 'bad',
+          credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: `${stray}\u0001` },
+        }),
+      ),
       // Checked at the provider, which refuses it.
-      failure(client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'bad', credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: stray }, verify: true })),
+      failure(
+        client.upsertConnectedAccount({
+          connectionName: 'helpdesk',
+          identifier: 'bad',
+          credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: stray },
+          verify: true,
+        }),
+      ),
       // OAuth tokens with an unknown extra field and a bad expiry.
-      failure(client.upsertConnectedAccount({ connectionName: 'mail', identifier: 'bad', credentials: { access_token: stray, id_token: stray, expires_in: -1 } })),
+      failure(
+        client.upsertConnectedAccount({
+          connectionName: 'mail',
+          identifier: 'bad',
+          credentials: { access_token: stray, id_token: stray, expires_in: -1 },
+        }),
+      ),
       // A tool input with a secret and an invalid other field; then the same call to an unreachable provider.
       failure(run('prodata_bulk_scrape_profiles', 'u1', 'prodata', { scraper_token: toolSecret, profile_urls: [] })),
-      failure(run('prodata_bulk_scrape_profiles', 'u1', 'prodata', { scraper_token: toolSecret, profile_urls: ['https://www.linkedin.com/in/x'] })),
+      failure(
+        run('prodata_bulk_scrape_profiles', 'u1', 'prodata', {
+          scraper_token: toolSecret,
+          profile_urls: ['https://www.linkedin.com/in/x'],
+        }),
+      ),
     ];
     const codes = (await Promise.all(errors)).map((e) => e.code);
-    expect(codes).toEqual(['invalid_input', 'invalid_input', 'invalid_input', 'invalid_credentials', 'invalid_input', 'invalid_input', 'upstream_unreachable']);
+    expect(codes).toEqual([
+      'invalid_input',
+      'invalid_input',
+      'invalid_input',
+      'invalid_credentials',
+      'invalid_input',
+      'invalid_input',
+      'upstream_unreachable',
+    ]);
     // A provider refusing the stored credentials (the tenant's token changed at the desk).
-    await client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'stale', credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: stray } });
+    await client.upsertConnectedAccount({
+      connectionName: 'helpdesk',
+      identifier: 'stale',
+      credentials: { domain: 'desk.zendesk.com', email: EMAIL, api_token: stray },
+    });
     expect((await failure(run('helpdesk_tickets_list', 'stale', 'helpdesk'))).code).toBe('provider_error');
 
     // Malformed JSON around a secret: the parser quotes the body near the error.
-    const token = await (await rec(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json() as { access_token: string };
+    const token = (await (
+      await rec(`${url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+      })
+    ).json()) as { access_token: string };
     const malformed = await rec(`${url}/v1/connected-accounts`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
@@ -307,17 +423,34 @@ describe('secrets', () => {
     const malformedText = await malformed.text();
     expect(malformed.status).toBe(400);
     expect(malformedText).not.toContain(stray.slice(0, 6));
-    const badJsonToken = await rec(`${url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"client_id":"${TEST_CLIENT_ID}","client_secret":${TEST_CLIENT_SECRET}}` });
+    const badJsonToken = await rec(`${url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"client_id":"${TEST_CLIENT_ID}","client_secret":${TEST_CLIENT_SECRET}}`,
+    });
     expect(badJsonToken.status).toBe(400);
     expect(await badJsonToken.text()).not.toContain(TEST_CLIENT_SECRET.slice(0, 6));
     // Wrong service credentials, and a forged callback.
-    expect((await rec(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: stray }) })).status).toBe(401);
+    expect(
+      (
+        await rec(`${url}/oauth/token`, {
+          method: 'POST',
+          body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: stray }),
+        })
+      ).status,
+    ).toBe(401);
     const mail = await client.getConnection('mail');
     expect((await rec(`${url}/sso/v1/oauth/${mail.id}/callback?code=${stray}&state=${stray}`)).status).toBe(400);
 
     // A new API credential: its secret is shown once, in that response only.
     const before = responses.length;
-    const created = (await (await rec(`${url}/v1/api-credentials`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: '{"name":"second"}' })).json()) as { client_secret: string };
+    const created = (await (
+      await rec(`${url}/v1/api-credentials`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
+        body: '{"name":"second"}',
+      })
+    ).json()) as { client_secret: string };
     registry.add('API client secret', created.client_secret);
     byDesign.add(responses[before]!);
     await rec(`${url}/v1/api-credentials`, { headers: { authorization: `Bearer ${token.access_token}` } });
@@ -341,10 +474,16 @@ describe('secrets', () => {
     expect(early.out).toMatch(/still use/);
 
     await restart();
-    await client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'after-add', credentials: { domain: tenants['desk-user'].domain, email: EMAIL, api_token: tenants['desk-user'].token } });
+    await client.upsertConnectedAccount({
+      connectionName: 'helpdesk',
+      identifier: 'after-add',
+      credentials: { domain: tenants['desk-user'].domain, email: EMAIL, api_token: tenants['desk-user'].token },
+    });
     const rotated = await keys('rotate');
     expect(rotated.code).toBe(0);
-    const [, done, total, current] = /rotated (\d+) of (\d+) sealed value\(s\); (\d+) already/.exec(rotated.out)!.map(Number);
+    const [, done, total, current] = /rotated (\d+) of (\d+) sealed value\(s\); (\d+) already/
+      .exec(rotated.out)!
+      .map(Number);
     expect(done).toBeGreaterThan(10);
     const verified = await keys('verify');
     expect(verified.code).toBe(0);
@@ -352,7 +491,10 @@ describe('secrets', () => {
     expect(after.out).toContain(`${oldKid}: 0 sealed value(s)`);
     const removed = await keys('remove', oldKid);
     expect(removed.code).toBe(0);
-    const file = JSON.parse(readFileSync(join(dataDir, 'keys.json'), 'utf8')) as { active: string; keys: Record<string, string> };
+    const file = JSON.parse(readFileSync(join(dataDir, 'keys.json'), 'utf8')) as {
+      active: string;
+      keys: Record<string, string>;
+    };
     expect(Object.keys(file.keys)).toEqual([newKid]);
 
     await restart();
@@ -415,18 +557,39 @@ describe('secrets', () => {
     const outcomes: string[] = [];
     const clear = async (what: string, p: Promise<unknown>, id: string) => {
       const e = await failure(p);
-      const ok = e.status < 500 && e.code === 'credentials_unreadable' && e.message.includes(id) && !/at .*\.ts:\d+/.test(e.message);
+      const ok =
+        e.status < 500 &&
+        e.code === 'credentials_unreadable' &&
+        e.message.includes(id) &&
+        !/at .*\.ts:\d+/.test(e.message);
       if (!ok) outcomes.push(`${what}: ${e.status} ${e.code} ${e.message}`);
       return e;
     };
-    const tool = await clear('tool on the tampered account', run('helpdesk_tickets_list', 'tamper-a', 'helpdesk'), ids.a);
-    await clear('proxy on the tampered account', client.request({ connectionName: 'helpdesk', identifier: 'tamper-a', path: '/v2/tickets' }), ids.a);
-    await clear('tool on the account given another account’s ciphertext', run('helpdesk_tickets_list', 'tamper-c', 'helpdesk'), ids.c);
+    const tool = await clear(
+      'tool on the tampered account',
+      run('helpdesk_tickets_list', 'tamper-a', 'helpdesk'),
+      ids.a,
+    );
+    await clear(
+      'proxy on the tampered account',
+      client.request({ connectionName: 'helpdesk', identifier: 'tamper-a', path: '/v2/tickets' }),
+      ids.a,
+    );
+    await clear(
+      'tool on the account given another account’s ciphertext',
+      run('helpdesk_tickets_list', 'tamper-c', 'helpdesk'),
+      ids.c,
+    );
     // The connection's sealed client secret altered: the next refresh cannot authenticate to the provider.
     await withStore(async (store) => {
       const cell = (await store.listSealed()).find((c) => c.column === 'client_secret_sealed')!;
       const i = cell.value.length - 3;
-      expect(await store.replaceSealed({ ...cell, value: `${cell.value.slice(0, i)}${cell.value[i] === 'A' ? 'B' : 'A'}${cell.value.slice(i + 1)}` }, cell.value)).toBe(true);
+      expect(
+        await store.replaceSealed(
+          { ...cell, value: `${cell.value.slice(0, i)}${cell.value[i] === 'A' ? 'B' : 'A'}${cell.value.slice(i + 1)}` },
+          cell.value,
+        ),
+      ).toBe(true);
     });
     await expireStoredToken(await accountId('mail', 'mail-user'));
     const refresh = await failure(run('mail_mailbox_settings_get', 'mail-user', 'mail'));
@@ -437,26 +600,46 @@ describe('secrets', () => {
     expect(tool.message).toMatch(/upsert|authorization link/i);
     expect(refresh.message).toMatch(/PATCH/);
     await client.updateConnection('mail', { client_secret: MAIL_SECRET_2 });
-    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe('mail-user');
+    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe(
+      'mail-user',
+    );
     // The raw answer: a service error, no stack.
     const raw = await rec(`${url}/v1/tools/execute`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${(await (await rec(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json() as { access_token: string }).access_token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ tool_name: 'helpdesk_tickets_list', tool_input: {}, connection_name: 'helpdesk', identifier: 'tamper-a' }),
+      headers: {
+        authorization: `Bearer ${((await (await rec(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json()) as { access_token: string }).access_token}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        tool_name: 'helpdesk_tickets_list',
+        tool_input: {},
+        connection_name: 'helpdesk',
+        identifier: 'tamper-a',
+      }),
     });
     expect(raw.headers.get('x-error-source')).toBe('service');
     expect(await raw.text()).not.toMatch(/\.ts:\d+|node:internal|DecryptError/);
 
     // The source account is untouched, and the account reads fine without its secrets.
-    expect(((await run('helpdesk_tickets_list', 'tamper-b', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] }).tickets).toHaveLength(1);
+    expect(
+      ((await run('helpdesk_tickets_list', 'tamper-b', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] })
+        .tickets,
+    ).toHaveLength(1);
     expect((await client.getConnectedAccount(ids.a)).status).toBe('ACTIVE');
     const verify = await keys('verify');
     expect(verify.code).not.toBe(0);
     expect(verify.out).toContain(ids.a);
     expect(verify.out).toContain(ids.c);
     // Re-entering the credentials repairs the account.
-    await client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'tamper-a', credentials: { domain: tenants['tamper-a'].domain, email: EMAIL, api_token: tenants['tamper-a'].token } });
-    expect(((await run('helpdesk_tickets_list', 'tamper-a', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] }).tickets).toHaveLength(1);
+    await client.upsertConnectedAccount({
+      connectionName: 'helpdesk',
+      identifier: 'tamper-a',
+      credentials: { domain: tenants['tamper-a'].domain, email: EMAIL, api_token: tenants['tamper-a'].token },
+    });
+    expect(
+      ((await run('helpdesk_tickets_list', 'tamper-a', 'helpdesk', { per_page: 1 })).data as { tickets: unknown[] })
+        .tickets,
+    ).toHaveLength(1);
     record({
       category: 'attacks tried',
       what: 'tampered ciphertext and ciphertext moved to another record (account secrets, connection client secret), used through tools, the proxy and a refresh: clear service error, not a 500',
@@ -470,8 +653,14 @@ describe('secrets', () => {
       registry.add('access token', p.access_token);
       registry.add('refresh token', p.refresh_token);
     }
-    registry.addAll('PKCE verifier', oauth.tokenRequests.map((r) => r.code_verifier));
-    registry.addAll('authorization code', oauth.tokenRequests.map((r) => r.code));
+    registry.addAll(
+      'PKCE verifier',
+      oauth.tokenRequests.map((r) => r.code_verifier),
+    );
+    registry.addAll(
+      'authorization code',
+      oauth.tokenRequests.map((r) => r.code),
+    );
     const db = join(dataDir, 'acs.sqlite');
     // The database with its write-ahead log while the service runs, then the checkpointed file after it stopped.
     const running = registry.findInFiles(sqliteFiles(db));
@@ -481,10 +670,18 @@ describe('secrets', () => {
       ...running,
       ...registry.findInFiles(sqliteFiles(db)),
       ...registry.findInTexts(logs, 'log line'),
-      ...registry.findInTexts(responses.filter((r) => !byDesign.has(r)), 'response'),
+      ...registry.findInTexts(
+        responses.filter((r) => !byDesign.has(r)),
+        'response',
+      ),
       ...registry.findInTexts(commandOutput, 'keys command output'),
     ];
-    recordScan('logs, API responses (accounts, connections, dry runs, errors), keys command output, SQLite database and -wal', registry, findings, registry.scanned);
+    recordScan(
+      'logs, API responses (accounts, connections, dry runs, errors), keys command output, SQLite database and -wal',
+      registry,
+      findings,
+      registry.scanned,
+    );
     expect(logs.length).toBeGreaterThan(10);
     expect(responses.length).toBeGreaterThan(50);
     expect(findings).toEqual([]);

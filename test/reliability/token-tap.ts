@@ -90,12 +90,16 @@ export class TokenTap {
     if (upstream.ok) {
       try {
         const t = JSON.parse(text) as IssuedPair;
-        if (typeof t.access_token === 'string') this.pairs.push({ access_token: t.access_token, refresh_token: t.refresh_token });
+        if (typeof t.access_token === 'string')
+          this.pairs.push({ access_token: t.access_token, refresh_token: t.refresh_token });
       } catch {
         // Not JSON: nothing issued.
       }
     }
-    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json', 'cache-control': 'no-store' });
+    res.writeHead(upstream.status, {
+      'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      'cache-control': 'no-store',
+    });
     res.end(text);
   }
 }
