@@ -8,15 +8,19 @@ const { services } = running;
 services.log.info({ url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind }, 'agent connector service started');
 
 if (services.firstCredential) {
-  // Printed once, on stdout and not through the logger, so a newcomer or a script can pick it up.
+  // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
+  // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
   const { credential, clientSecret } = services.firstCredential;
+  const generated = config.initialClientSecret === undefined;
   process.stdout.write(
     [
       '',
-      'First start: created an API credential. The secret is shown only this once; store it now.',
+      generated
+        ? 'First start: created an API credential. The secret is shown only this once; store it now.'
+        : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
       `env_url=${config.publicUrl}`,
       `client_id=${credential.clientId}`,
-      `client_secret=${clientSecret}`,
+      ...(generated ? [`client_secret=${clientSecret}`] : []),
       '',
     ].join('\n') + '\n',
   );

@@ -169,7 +169,11 @@ export function createApp(s: Services): express.Express {
       return;
     }
     if (e?.type === 'entity.parse.failed') {
-      res.status(400).json(errorBody(req, 'invalid_json', `The request body is not valid JSON: ${e.message}`));
+      // The parser's message may quote the body around the error, and the body may carry credentials: only the
+      // position of the error goes back to the client.
+      const at = /at position (\d+)/.exec(e.message ?? '');
+      const where = at ? ` (error at position ${at[1]})` : /end of JSON input/.test(e.message ?? '') ? ' (it ends too early)' : '';
+      res.status(400).json(errorBody(req, 'invalid_json', `The request body is not valid JSON${where}`));
       return;
     }
     if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {

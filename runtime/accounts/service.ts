@@ -1,7 +1,7 @@
 import type { AuthSpec } from '../../generator/model.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import type { Sealer } from '../crypto/sealer.ts';
+import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import type { Account, Connection, Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
@@ -117,7 +117,18 @@ export class AccountService {
     if (!account.secretsSealed) return {};
     const cached = this.secretsCache.get(account.id);
     if (cached && cached.version === account.version) return cached.secrets;
-    const secrets = JSON.parse(this.sealer.open(account.secretsSealed, aad.accountSecrets(account.id))) as Secrets;
+    let secrets: Secrets;
+    try {
+      secrets = JSON.parse(this.sealer.open(account.secretsSealed, aad.accountSecrets(account.id))) as Secrets;
+    } catch (e) {
+      if (!(e instanceof DecryptError)) throw e;
+      this.log.error({ account: account.id, reason: e.message }, 'stored credentials do not decrypt');
+      throw new ServiceError(
+        409,
+        'credentials_unreadable',
+        `The stored credentials of connected account ${account.id} cannot be decrypted: they were altered, copied from another record, or sealed with a key this service does not have. Upsert its credentials or send the user a new authorization link; an operator can list affected records with "npm run keys -- verify".`,
+      );
+    }
     if (this.secretsCache.size > 50_000) this.secretsCache.clear();
     this.secretsCache.set(account.id, { version: account.version, secrets });
     return secrets;

@@ -2,7 +2,7 @@ import * as oauth from 'oauth4webapi';
 import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../generator/model.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
 import type { Connection, Store } from '../store/types.ts';
-import type { Sealer } from '../crypto/sealer.ts';
+import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { authFor, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
 import { ServiceError } from '../errors.ts';
 import { discoverMcpAuthorization } from './mcp-auth.ts';
@@ -72,9 +72,17 @@ function staticEndpoints(auth: OAuth2AuthSpec, connection: Connection, sealer: S
   }
   const authorizeUrl = connection.oauth.authorize_url ?? auth.authorize_url;
   const tokenUrl = connection.oauth.token_url ?? auth.token_url;
-  const secret = connection.clientSecretSealed
-    ? sealer.open(connection.clientSecretSealed, aad.clientSecret(connection.id))
-    : undefined;
+  let secret: string | undefined;
+  try {
+    secret = connection.clientSecretSealed ? sealer.open(connection.clientSecretSealed, aad.clientSecret(connection.id)) : undefined;
+  } catch (e) {
+    if (!(e instanceof DecryptError)) throw e;
+    throw new ServiceError(
+      409,
+      'credentials_unreadable',
+      `The stored client secret of connection ${connection.name} cannot be decrypted: it was altered, copied from another record, or sealed with a key this service does not have. Set it again (PATCH /v1/connections/${connection.name}); an operator can list affected records with "npm run keys -- verify".`,
+    );
+  }
   if (!secret) {
     throw new ServiceError(409, 'connection_incomplete', `Connection ${connection.name} has no client_secret; set it on the connection first`);
   }

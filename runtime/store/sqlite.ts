@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import Database from 'better-sqlite3';
 import type {
   Account,
@@ -33,6 +34,28 @@ import {
 
 const LEASE_MS = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Names this process in lease rows: host, pid, and a nonce per process start (a restarted service may get the same pid). */
+const HOST = hostname();
+const INCARNATION = randomBytes(4).toString('hex');
+
+/**
+ * Whether a lease owner (`host:pid:incarnation:nonce`) is a process of this host that no longer runs. SQLite is
+ * shared only between processes of one host, so a lease of a killed process can be taken over at once instead of
+ * blocking the account until it expires. Anything uncertain (another host name, a live or foreign pid) is not gone.
+ */
+export function leaseOwnerGone(owner: string | null): boolean {
+  const m = /^(.+):(\d+):([0-9a-f]+):[0-9a-f]+$/.exec(owner ?? '');
+  if (!m || m[1] !== HOST) return false;
+  const pid = Number(m[2]);
+  if (pid === process.pid) return m[3] !== INCARNATION;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
 
 export function decodeCursor(cursor: string | undefined): { createdAt: number; id: string } | undefined {
   if (!cursor) return undefined;
@@ -307,15 +330,18 @@ export class SqliteStore implements Store {
     })();
   }
   async withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs = 30_000): Promise<T> {
-    const owner = randomBytes(8).toString('hex');
+    const owner = `${HOST}:${process.pid}:${INCARNATION}:${randomBytes(8).toString('hex')}`;
     const deadline = Date.now() + waitMs;
     const acquire = this.st(
       'UPDATE connected_accounts SET lock_until = ?, lock_owner = ? WHERE id = ? AND (lock_until IS NULL OR lock_until < ?)',
     );
+    const takeOver = this.st('UPDATE connected_accounts SET lock_until = ?, lock_owner = ? WHERE id = ? AND lock_owner = ?');
     for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
       const now = Date.now();
       if (acquire.run(now + LEASE_MS, owner, id, now).changes === 1) break;
-      if (!(await this.getAccount(id))) throw new Error(`account ${id} does not exist`);
+      const row = this.st('SELECT lock_owner FROM connected_accounts WHERE id = ?').get(id) as { lock_owner: string | null } | undefined;
+      if (!row) throw new Error(`account ${id} does not exist`);
+      if (leaseOwnerGone(row.lock_owner) && takeOver.run(now + LEASE_MS, owner, id, row.lock_owner).changes === 1) break;
       if (now > deadline) throw new Error(`timed out waiting for the lock on account ${id}`);
       await sleep(delay);
     }

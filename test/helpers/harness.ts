@@ -13,6 +13,7 @@ import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { AgentConnectorClient } from '../../runtime/client/index.ts';
 import { PostgresStore } from '../../runtime/store/postgres.ts';
 import { FakeOAuthServer, type FakeOAuthOptions } from '../fakes/oauth-server.ts';
+import { scanHarnessSecrets, watchSecrets } from '../reliability/harness-secrets.ts';
 
 export const TEST_CLIENT_ID = 'acs_test_client';
 export const TEST_CLIENT_SECRET = 'acs_sk_test_secret_0123456789abcdef';
@@ -46,6 +47,12 @@ export interface HarnessOptions {
   store?: 'sqlite' | 'postgres';
   oauth?: FakeOAuthOptions;
   dataDir?: string;
+  /**
+   * Search the logs, the service's answers and the store for the secrets the test sent or the fake provider
+   * issued when the harness closes, and fail on a find (default true). Turn off only for a test that plants
+   * secrets on purpose, and say why.
+   */
+  scanSecrets?: boolean;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -75,7 +82,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   }
   const running = await startServer(config, { logDestination: sink, store });
   const oauth = await new FakeOAuthServer(opts.oauth).start();
-  const client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: running.url });
+  const watched = watchSecrets();
+  const client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: running.url, fetch: watched.fetch });
   return {
     url: running.url,
     config,
@@ -85,7 +93,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logs,
     dataDir,
     async close() {
+      // Every secret this test sent or the fake provider issued, searched for in the logs, the service's answers
+      // and the store; a leak fails the test file.
+      const scan = await scanHarnessSecrets({ watched, logs, oauth, running, store, dataDir: config.dataDir, clientSecret: TEST_CLIENT_SECRET, enabled: opts.scanSecrets ?? true });
       await running.close();
+      await scan.afterClose();
       await oauth.close();
       if (store) {
         const cleanup = new PostgresStore(PG_URL);
@@ -93,6 +105,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
         await cleanup.close();
       }
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      scan.assertClean();
     },
   };
 }
