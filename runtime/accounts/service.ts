@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
-import type { Account, Connection, Store } from '../store/types.ts';
+import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
 import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
@@ -189,6 +189,12 @@ export class AccountService {
     if (inflight) return inflight;
     const p = this.store
       .withAccountLock(seen.id, () => this.refreshLocked(resolved, seen, reason))
+      .catch((e: unknown) => {
+        if (e instanceof LockTimeout) {
+          throw new UpstreamFailure('account_busy', `Another token refresh of account ${seen.id} is still running; try again shortly`, 503);
+        }
+        throw e;
+      })
       .finally(() => this.refreshing.delete(seen.id));
     this.refreshing.set(seen.id, p);
     return p;
@@ -225,19 +231,31 @@ export class AccountService {
       };
       if (tokens.token_type) next.token_type = tokens.token_type;
       if (tokens.scope) next.scope = tokens.scope;
-      // The new refresh token, access token and expiry are written in one compare-and-set update.
-      const updated = await this.store.updateAccount(
-        current.id,
-        {
-          secretsSealed: this.sealSecrets(current.id, next),
-          tokenExpiresAt: tokens.expiresAt,
-          fields: { ...current.fields, ...tokens.fields },
-          lastError: null,
-        },
-        Date.now(),
-        current.version,
-      );
-      if (!updated) return (await this.store.getAccount(current.id))!;
+      // The new refresh token, access token and expiry are written in one compare-and-set update. If the
+      // write is refused because something unrelated changed the account meanwhile (a last_error, a field),
+      // the tokens are written again on top of it: a rotated refresh token must never be lost. Only when the
+      // stored credentials themselves changed does the other writer win.
+      let base = current;
+      let updated: Account | undefined;
+      for (let attempt = 0; attempt < 5 && !updated; attempt++) {
+        updated = await this.store.updateAccount(
+          base.id,
+          {
+            secretsSealed: this.sealSecrets(base.id, next),
+            tokenExpiresAt: tokens.expiresAt,
+            fields: { ...base.fields, ...tokens.fields },
+            lastError: null,
+          },
+          Date.now(),
+          base.version,
+        );
+        if (updated) break;
+        const again = await this.store.getAccount(base.id);
+        if (!again) throw new ServiceError(404, 'account_not_found', `Connected account ${base.id} was deleted during its token refresh`);
+        if (again.secretsSealed !== current.secretsSealed || again.status !== 'ACTIVE') return again;
+        base = again;
+      }
+      if (!updated) throw new UpstreamFailure('refresh_conflict', `The refreshed tokens of account ${current.id} could not be stored; try again`, 503);
       this.log.info({ account: current.id, reason }, 'refreshed access token');
       return updated;
     } catch (e) {

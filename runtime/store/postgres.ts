@@ -15,6 +15,7 @@ import type {
   SealedCell,
   Store,
 } from './types.ts';
+import { LockTimeout } from './types.ts';
 import {
   escapeLike,
   SEALED_COLUMNS,
@@ -320,7 +321,7 @@ export class PostgresStore implements Store {
       for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
         const r = await client.query('SELECT pg_try_advisory_lock(hashtextextended($1, 7)) AS ok', [id]);
         if (r.rows[0].ok) break;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for the lock on account ${id}`);
+        if (Date.now() > deadline) throw new LockTimeout(id);
         await sleep(delay);
       }
       try {

@@ -18,6 +18,7 @@ import type {
   SealedCell,
   Store,
 } from './types.ts';
+import { LockTimeout } from './types.ts';
 import {
   escapeLike,
   SEALED_COLUMNS,
@@ -342,7 +343,7 @@ export class SqliteStore implements Store {
       const row = this.st('SELECT lock_owner FROM connected_accounts WHERE id = ?').get(id) as { lock_owner: string | null } | undefined;
       if (!row) throw new Error(`account ${id} does not exist`);
       if (leaseOwnerGone(row.lock_owner) && takeOver.run(now + LEASE_MS, owner, id, row.lock_owner).changes === 1) break;
-      if (now > deadline) throw new Error(`timed out waiting for the lock on account ${id}`);
+      if (now > deadline) throw new LockTimeout(id);
       await sleep(delay);
     }
     try {

@@ -1,3 +1,11 @@
+/** The account lock could not be taken in time (another holder is still working). */
+export class LockTimeout extends Error {
+  constructor(readonly accountId: string) {
+    super(`timed out waiting for the lock on account ${accountId}`);
+    this.name = 'LockTimeout';
+  }
+}
+
 export type AccountStatus = 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
 export const ACCOUNT_STATUSES: readonly AccountStatus[] = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'];
 

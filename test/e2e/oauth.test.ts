@@ -167,6 +167,25 @@ describe('token refresh', () => {
     );
   });
 
+  it('keeps the rotated tokens when an unrelated change lands during the refresh', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    await expireStoredToken(id);
+    h.oauth.refreshDelayMs = 300;
+    const call = settings('alice');
+    // While the provider is answering, something else writes the account (bumping its version).
+    await new Promise((r) => setTimeout(r, 100));
+    const a = (await services().store.getAccount(id))!;
+    await services().store.updateAccount(id, { lastError: 'an unrelated note' }, Date.now(), a.version);
+    expect((await call).data).toMatchObject({ timeZone: 'UTC' });
+    h.oauth.refreshDelayMs = 0;
+    const stored = JSON.parse(services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`));
+    expect(h.oauth.liveRefreshTokens()).toContain(stored.refresh_token);
+    // The next refresh works with what was stored (the provider rotates: a lost token would be invalid_grant).
+    await expireStoredToken(id);
+    expect((await settings('alice')).data).toMatchObject({ timeZone: 'UTC' });
+    expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
+  });
+
   it('refreshes reactively after an upstream 401 and retries once', async () => {
     h.oauth.expireAccessTokens();
     const before = h.oauth.counts.refresh_token;
