@@ -57,6 +57,7 @@ export function notActiveError(account: Account): ServiceError {
  */
 export class AccountService {
   private connections = new Map<string, { connection: Connection; at: number }>();
+  private connectionsByName = new Map<string, { connection: Connection; at: number }>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
@@ -73,6 +74,7 @@ export class AccountService {
 
   invalidateConnection(id: string): void {
     this.connections.delete(id);
+    for (const [name, c] of this.connectionsByName) if (c.connection.id === id) this.connectionsByName.delete(name);
   }
 
   async connectionById(id: string): Promise<Connection | undefined> {
@@ -83,9 +85,18 @@ export class AccountService {
     return connection;
   }
 
+  /**
+   * Connections change rarely, and every change made through this process invalidates them at once;
+   * a change made by another process sharing the store is seen within `connectionCacheMs`. Accounts are
+   * always read from the store, so a status change anywhere is seen by the next call.
+   */
   async connectionByName(name: string): Promise<Connection> {
+    const cached = this.connectionsByName.get(name);
+    if (cached && Date.now() - cached.at < this.connectionCacheMs) return cached.connection;
     const connection = await this.store.getConnectionByName(name);
     if (!connection) throw new ServiceError(404, 'connection_not_found', `No connection named "${name}"`);
+    if (this.connectionsByName.size > 10_000) this.connectionsByName.clear();
+    this.connectionsByName.set(name, { connection, at: Date.now() });
     return connection;
   }
 
