@@ -116,7 +116,9 @@ function build_helpdesk_organization_get(input: I.HelpdeskOrganizationGetInput, 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/organizations/${H.seg(input['organization_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/organizations/${H.seg(input['organization_id'], 'organization_id')}`, [
+      ['include', input['include']],
+    ]),
     headers: {},
   });
   return out;
@@ -186,7 +188,7 @@ function build_helpdesk_side_conversation_get(
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v2/tickets/${H.seg(input['ticket_id'])}/side_conversations/${H.seg(input['side_conversation_id'])}`,
+      `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/side_conversations/${H.seg(input['side_conversation_id'], 'side_conversation_id')}`,
       [['include', input['include']]],
     ),
     headers: {},
@@ -205,7 +207,7 @@ function build_helpdesk_side_conversations_list(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}/side_conversations`, [
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/side_conversations`, [
       ['include', input['include']],
     ]),
     headers: {},
@@ -224,7 +226,7 @@ function build_helpdesk_ticket_comments_list(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}/comments`, [
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/comments`, [
       ['include', input['include']],
       ['include_inline_images', input['include_inline_images']],
       ['sort_order', input['sort_order']],
@@ -273,7 +275,7 @@ function build_helpdesk_ticket_get(input: I.HelpdeskTicketGetInput, ctx: BuildCo
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`, [['include', input['include']]]),
     headers: {},
   });
   return out;
@@ -287,7 +289,7 @@ function build_helpdesk_ticket_reply(input: I.HelpdeskTicketReplyInput, ctx: Bui
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PUT',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`),
     headers: {},
     body: { ticket: { comment: { body: input['body'], public: input['public'] } } },
   });
@@ -302,7 +304,7 @@ function build_helpdesk_ticket_update(input: I.HelpdeskTicketUpdateInput, ctx: B
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PUT',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`),
     headers: {},
     body: H.obj(
       {
@@ -390,7 +392,7 @@ function build_helpdesk_user_get(input: I.HelpdeskUserGetInput, ctx: BuildContex
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/users/${H.seg(input['user_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/users/${H.seg(input['user_id'], 'user_id')}`, [['include', input['include']]]),
     headers: {},
   });
   return out;

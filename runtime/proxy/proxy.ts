@@ -28,6 +28,7 @@ const DROP_REQUEST = new Set([
   'identifier',
   'x-connection-name',
   'x-identifier',
+  'x-identifier-encoded',
   'x-request-id',
   'forwarded',
   'x-forwarded-for',
@@ -43,6 +44,27 @@ export function header(req: IncomingMessage, ...names: string[]): string | undef
     if (typeof v === 'string' && v !== '') return v;
   }
   return undefined;
+}
+
+/**
+ * The connected account's identifier. Header values are Latin-1 text on the wire, so an identifier that is not
+ * printable ASCII (any other script, emoji, leading or trailing spaces) comes as `x-identifier-encoded`:
+ * its UTF-8 bytes percent-encoded.
+ */
+export function proxyIdentifier(req: IncomingMessage): string | undefined {
+  const plain = header(req, 'identifier', 'x-identifier');
+  const encoded = header(req, 'x-identifier-encoded');
+  if (encoded === undefined) return plain;
+  if (plain !== undefined) {
+    throw new ServiceError(400, 'invalid_input', 'Give the identifier once: identifier (or x-identifier), or x-identifier-encoded', [
+      { field: 'x-identifier-encoded', message: 'must not be combined with identifier' },
+    ]);
+  }
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    throw new ServiceError(400, 'invalid_input', 'x-identifier-encoded must be percent-encoded UTF-8', [{ field: 'x-identifier-encoded', message: 'is not percent-encoded UTF-8' }]);
+  }
 }
 
 /**
@@ -82,7 +104,7 @@ export class ProxyHandler {
   async handle(req: IncomingMessage, res: ServerResponse, rawPathAndQuery: string): Promise<void> {
     const started = performance.now();
     const connectionName = header(req, 'connection_name', 'x-connection-name');
-    const identifier = header(req, 'identifier', 'x-identifier');
+    const identifier = proxyIdentifier(req);
     const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(Boolean) as string[];
     if (missing.length) {
       throw new ServiceError(
