@@ -47,6 +47,13 @@ export function createApp(s: Services): express.Express {
     const given = req.headers['x-request-id'];
     req.requestId = typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
     res.setHeader('x-request-id', req.requestId);
+    // Node reads a request line without a version as HTTP/0.9, yet still parses header lines after it: a raw line
+    // break in the target ("GET /proxy/x?q=a<CR><LF>X-Evil: 1") would turn the rest of the target into a header
+    // the proxy forwards. HTTP/0.9 has no headers at all, so such a request can only be an attack.
+    if (req.httpVersionMajor !== 1) {
+      res.status(400).json(errorBody(req, 'bad_request', 'Only HTTP/1.0 and HTTP/1.1 requests are accepted'));
+      return;
+    }
     next();
   });
 
