@@ -277,7 +277,8 @@ describe('identifiers in any script round-trip', () => {
       expect((e as ConnectorServiceError).details[0]!.field).toBe('identifier');
     }
     const base = { ...auth(), connection_name: 'data' };
-    for (const headers of [{ 'x-identifier-encoded': '%E2%9C' }, { 'x-identifier-encoded': '%ED%A0%80' }, { 'x-identifier-encoded': 'plain-user', identifier: 'plain-user' }]) {
+    const attempts: Array<Record<string, string>> = [{ 'x-identifier-encoded': '%E2%9C' }, { 'x-identifier-encoded': '%ED%A0%80' }, { 'x-identifier-encoded': 'plain-user', identifier: 'plain-user' }];
+    for (const headers of attempts) {
       const before = sentinel.requests.length;
       const res = await fetch(`${h.url}/proxy/echo`, { headers: { ...base, ...headers } });
       expect(res.status).toBe(400);
