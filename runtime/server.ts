@@ -51,6 +51,7 @@ export function createApp(s: Services): express.Express {
     // break in the target ("GET /proxy/x?q=a<CR><LF>X-Evil: 1") would turn the rest of the target into a header
     // the proxy forwards. HTTP/0.9 has no headers at all, so such a request can only be an attack.
     if (req.httpVersionMajor !== 1) {
+      res.setHeader('x-error-source', 'service');
       res.status(400).json(errorBody(req, 'bad_request', 'Only HTTP/1.0 and HTTP/1.1 requests are accepted'));
       return;
     }
@@ -134,12 +135,17 @@ export function createApp(s: Services): express.Express {
 
   const auth = bearer(s);
   app.all('/proxy/{*path}', auth, async (req, res) => {
+    // An absolute-form target (GET http://host/proxy/...) still routes here; only the origin form names a path.
+    if (!req.originalUrl.startsWith('/proxy/')) {
+      throw new ServiceError(400, 'invalid_proxy_path', 'The request target must be a path starting with /proxy/', [{ field: 'path', message: 'must be a path, not an absolute URL' }]);
+    }
     await s.proxy.handle(req, res, req.originalUrl.slice('/proxy'.length));
   });
 
   app.use('/v1', express.json({ limit: s.config.bodyLimitBytes, strict: true }), auth, apiRouter(s));
 
   app.use((req, res) => {
+    res.setHeader('x-error-source', 'service');
     res.status(404).json(errorBody(req, 'not_found', `No route ${req.method} ${req.path}`));
   });
 
@@ -161,9 +167,10 @@ export function createApp(s: Services): express.Express {
       });
       return;
     }
+    // Everything below is the service's own answer: marked so, or a client could take it for the provider's.
+    res.setHeader('x-error-source', 'service');
     if (err instanceof ServiceError) {
       for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-      res.setHeader('x-error-source', 'service');
       res.status(err.status).json(errorBody(req, err.code, err.message, err.details, extra));
       return;
     }

@@ -19,6 +19,8 @@ export class Sentinel {
   readonly requests: SeenRequest[] = [];
   /** TCP connections accepted, whether or not a request followed. */
   connections = 0;
+  /** Answers instead of the default 200 (e.g. a redirect), for a malicious upstream. */
+  respond?: (req: SeenRequest) => { status: number; headers?: Record<string, string>; body?: string } | undefined;
   private server?: http.Server;
   private sockets = new Set<Socket>();
 
@@ -37,9 +39,11 @@ export class Sentinel {
       req.on('end', () => {
         const headers: Array<[string, string]> = [];
         for (let i = 0; i < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!]);
-        this.requests.push({ method: req.method ?? '', url: req.url ?? '', headers, body: Buffer.concat(chunks) });
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ sentinel: true }));
+        const seen = { method: req.method ?? '', url: req.url ?? '', headers, body: Buffer.concat(chunks) };
+        this.requests.push(seen);
+        const custom = this.respond?.(seen);
+        res.writeHead(custom?.status ?? 200, { 'content-type': 'application/json', ...custom?.headers });
+        res.end(custom?.body ?? JSON.stringify({ sentinel: true }));
       });
     });
     this.server.on('connection', (s: Socket) => {
