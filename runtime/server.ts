@@ -77,8 +77,14 @@ export function createApp(s: Services): express.Express {
         const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
         const i = decoded.indexOf(':');
         if (i > 0) {
-          clientId = decodeURIComponent(decoded.slice(0, i));
-          clientSecret = decodeURIComponent(decoded.slice(i + 1));
+          try {
+            clientId = decodeURIComponent(decoded.slice(0, i));
+            clientSecret = decodeURIComponent(decoded.slice(i + 1));
+          } catch {
+            // RFC 6749 §2.3.1 form-encodes both parts; a malformed escape is a bad request, not a server error.
+            res.status(400).json({ error: 'invalid_request', error_description: 'The HTTP Basic credentials are not form-encoded correctly' });
+            return;
+          }
         }
       }
       const grant = body.grant_type ?? 'client_credentials';
