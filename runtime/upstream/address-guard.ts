@@ -47,17 +47,9 @@ for (const [net, bits] of [
 export function isPublicAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '');
   const family = isIP(bare);
-  if (family === 0) return false;
-  if (family === 4) return !blocked.check(bare, 'ipv4');
-  // An IPv4-mapped address (::ffff:127.0.0.1, ::ffff:7f00:1) is the IPv4 address it carries.
-  const mapped = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(bare)?.[1];
-  if (mapped) {
-    if (isIP(mapped) === 4) return !blocked.check(mapped, 'ipv4');
-    if (!/^[0-9a-f]{1,4}:[0-9a-f]{1,4}$/i.test(mapped)) return false;
-    const [hi, lo] = mapped.split(':').map((x) => parseInt(x, 16)) as [number, number];
-    return !blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
-  }
-  return !blocked.check(bare, 'ipv6');
+  // BlockList checks an IPv4-mapped IPv6 address (::ffff:127.0.0.1) against the IPv4 rules, which is also why
+  // ::ffff:0:0/96 is not in the list above: it would match every IPv4 address.
+  return family !== 0 && !blocked.check(bare, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** The resolver the guarded lookup asks; tests swap `lookup` for one they control. */

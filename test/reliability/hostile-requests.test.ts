@@ -197,6 +197,16 @@ describe('deeply nested values', () => {
     expect((e as ServiceError).status).toBe(400);
   });
 
+  it('reports at most 50 problems, however many a large input has', async () => {
+    const tags = Array.from({ length: 8_000 }, (_, i) => i);
+    const body = JSON.stringify({ tool_name: 'helpdesk_ticket_create', tool_input: { comment_body: 'x', tags }, connection_name: 'data', identifier: 'plain-user', dry_run: true });
+    expect(body.length).toBeLessThan(LIMIT);
+    const r = await post('/v1/tools/execute', body);
+    expect(r.status).toBe(400);
+    expect(r.json!.error!.details!.length).toBe(50);
+    expect(r.text.length).toBeLessThan(body.length);
+  });
+
   it('answers deep values on every other JSON endpoint with a 4xx', async () => {
     const deepValue = nestedArrays(25_000);
     const bodies: Record<string, string> = {

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import fc from 'fast-check';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { Sentinel } from './sentinel.ts';
 import { record } from './summary.ts';
 
@@ -70,9 +71,11 @@ describe('state', () => {
     await attack(6, async () => {
       const flow = await startFlow('concurrent');
       const callback = await consent(flow.authorize, 'concurrent');
+      const exchanges = h.oauth.counts.authorization_code;
       const results = await Promise.all(Array.from({ length: 6 }, () => fetch(callback, { redirect: 'manual' })));
       expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
-      expect(h.oauth.counts.authorization_code).toBeGreaterThan(0);
+      // The replays were refused for their state: only one of them ever presented the code to the provider.
+      expect(h.oauth.counts.authorization_code - exchanges).toBe(1);
       expect(await status(flow.accountId)).toBe('ACTIVE');
     });
   });
@@ -81,12 +84,15 @@ describe('state', () => {
     await attack(2, async () => {
       const flow = await startFlow('late');
       const callback = await consent(flow.authorize, 'late');
+      const exchanges = h.oauth.counts.authorization_code;
       const now = Date.now();
       vi.spyOn(Date, 'now').mockReturnValue(now + 11 * 60_000);
       const res = await fetch(callback, { redirect: 'manual' });
       vi.restoreAllMocks();
       expect(res.status).toBe(400);
-      expect(await res.text()).toMatch(/expired|unknown|already used/);
+      // Refused for its state, before the code went anywhere.
+      expect(await res.text()).toMatch(/authorization state is unknown, expired/);
+      expect(h.oauth.counts.authorization_code).toBe(exchanges);
       expect(await status(flow.accountId)).toBe('PENDING_AUTH');
 
       const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'late-link' });
@@ -102,8 +108,11 @@ describe('state', () => {
       const flow = await startFlow('crossed');
       const callback = await consent(flow.authorize, 'crossed');
       const other = await h.client.getConnection('mail-b');
+      const exchanges = h.oauth.counts.authorization_code;
       const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, { redirect: 'manual' });
       expect(crossed.status).toBe(400);
+      expect(await crossed.text()).toMatch(/belongs to another connection/);
+      expect(h.oauth.counts.authorization_code).toBe(exchanges);
       expect(await status(flow.accountId)).toBe('PENDING_AUTH');
     });
     const c = await h.client.getConnection('mail');
@@ -127,9 +136,14 @@ describe('state', () => {
 
   it("cannot carry a code from one account's flow into another's", async () => {
     await attack(1, async () => {
-      const victim = await startFlow('victim');
+      // At a provider that does not insist on PKCE, only the service's own challenge binds a code to its flow.
+      const lenient = await new FakeOAuthServer({ requirePkce: false }).start();
+      lenient.addClient({ client_id: 'lenient-client', client_secret: 'lenient-secret', auth: 'client_secret_post' });
+      await h.client.createConnection({ connection_name: 'mail-lenient', connector: 'mail', client_id: 'lenient-client', client_secret: 'lenient-secret', api_base_url: api.url, oauth: { authorize_url: lenient.authorizeUrl, token_url: lenient.tokenUrl } });
+      const victim = await startFlow('victim', 'mail-lenient');
+      expect(victim.authorize.searchParams.get('code_challenge_method')).toBe('S256');
       const victimCallback = await consent(victim.authorize, 'victim-user');
-      const attacker = await startFlow('attacker');
+      const attacker = await startFlow('attacker', 'mail-lenient');
       // The attacker's state with the victim's code: the service exchanges it with the attacker's PKCE verifier.
       const mixed = new URL(victimCallback);
       mixed.searchParams.set('state', attacker.state);
@@ -137,7 +151,8 @@ describe('state', () => {
       expect(res.status).toBe(400);
       expect(await res.text()).toMatch(/refused the authorization code/);
       expect(await status(attacker.accountId)).toBe('PENDING_AUTH');
-      expect(h.oauth.issuedAccessTokens().map((t) => h.oauth.validate(t)?.subject)).not.toContain('victim-user');
+      expect(lenient.issuedAccessTokens().map((t) => lenient.validate(t)?.subject)).not.toContain('victim-user');
+      await lenient.close();
     });
   });
 });
