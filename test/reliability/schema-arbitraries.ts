@@ -9,7 +9,7 @@
  * short strings and arrays, values outside an enum, strings that miss their pattern, and broken nesting.
  */
 import fc from 'fast-check';
-import type { ParamSpec, ToolSpec } from '../../generator/model.ts';
+import type { Condition, ParamSpec, ToolSpec } from '../../generator/model.ts';
 
 export interface Schema {
   type?: string;
@@ -135,6 +135,8 @@ export interface SpecHints {
   csv: Map<string, { item_pattern?: string; max_items?: number }>;
   /** Groups of which one parameter must be given. */
   atLeastOne: string[][];
+  /** Parameters required when a condition on others holds. */
+  requires: Array<{ requires: string[]; when: Record<string, Condition> }>;
   /** Every parameter a cross-field rule or parameter check may name. */
   ruleFields: Set<string>;
   /** Parameters placed as segments of a request path. */
@@ -144,7 +146,7 @@ export interface SpecHints {
 }
 
 export function hintsOf(tool: ToolSpec | undefined): SpecHints {
-  const hints: SpecHints = { unsupported: new Set(), json: new Map(), csv: new Map(), atLeastOne: [], ruleFields: new Set(), pathParams: new Set(), headerParams: new Set() };
+  const hints: SpecHints = { unsupported: new Set(), json: new Map(), csv: new Map(), atLeastOne: [], requires: [], ruleFields: new Set(), pathParams: new Set(), headerParams: new Set() };
   if (!tool) return hints;
   for (const r of tool.request ? [tool.request] : (tool.requests ?? [])) {
     for (const m of (r.path ?? '').matchAll(/\{([^{}|]+)/g)) hints.pathParams.add(m[1]!.trim());
@@ -164,7 +166,7 @@ export function hintsOf(tool: ToolSpec | undefined): SpecHints {
   for (const r of tool.rules ?? []) {
     if ('unsupported' in r) r.unsupported.forEach((f) => (hints.unsupported.add(f), hints.ruleFields.add(f)));
     if ('at_least_one_of' in r) (hints.atLeastOne.push(r.at_least_one_of), r.at_least_one_of.forEach((f) => hints.ruleFields.add(f)));
-    if ('requires' in r) r.requires.forEach((f) => hints.ruleFields.add(f));
+    if ('requires' in r) (hints.requires.push({ requires: r.requires, when: r.when }), r.requires.forEach((f) => hints.ruleFields.add(f)));
     if ('max_page' in r) hints.ruleFields.add(r.max_page.page);
   }
   return hints;
@@ -216,6 +218,22 @@ function freeObject(depth: number): fc.Arbitrary<Record<string, unknown>> {
   });
 }
 
+/** "Given", as the rules mean it: not absent, not empty text, not an empty list or object. */
+function given(v: unknown): boolean {
+  if (v === undefined || v === null || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v as object).length > 0;
+  return true;
+}
+
+function holds(c: Condition, v: unknown): boolean {
+  if (c === null || typeof c !== 'object') return v === c;
+  if ('equals' in c) return v === c.equals;
+  if ('in' in c) return c.in.includes(v as never);
+  if ('gt' in c) return typeof v === 'number' && v > c.gt;
+  return given(v) === c.present;
+}
+
 function csvArb(c: { item_pattern?: string; max_items?: number }): fc.Arbitrary<string> {
   const item = c.item_pattern ? fc.stringMatching(new RegExp(c.item_pattern)).filter((v) => !v.includes(',') && v.trim() === v && v !== '') : fc.stringMatching(/^[a-z_][a-z0-9_]{0,15}$/);
   return fc.array(item, { minLength: 1, maxLength: Math.min(c.max_items ?? 5, 5) }).map((xs) => xs.join(','));
@@ -247,6 +265,18 @@ function objectArb(s: Schema, depth: number, hints: SpecHints | undefined): fc.A
         const e = values[i]!;
         if (e.present || oneOfEach.includes(name)) own(o, name, e.x);
       });
+      // Give what a rule requires once its condition holds (a few rounds: one addition may trigger another rule).
+      for (let round = 0; round < 4 && hints?.requires.length; round++) {
+        let changed = false;
+        for (const r of hints.requires) {
+          if (!Object.entries(r.when).every(([k, c]) => holds(c, o[k]))) continue;
+          for (const f of r.requires) {
+            const i = entryArbs.findIndex((e) => e.name === f);
+            if (i >= 0 && !given(o[f]) && given(values[i]!.x)) (own(o, f, values[i]!.x), (changed = true));
+          }
+        }
+        if (!changed) break;
+      }
       for (const [k, v] of extra) if (!(k in props)) own(o, k, v);
       return o;
     })

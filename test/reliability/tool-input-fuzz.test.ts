@@ -36,7 +36,7 @@ const specTools = new Map<string, ToolSpec>();
 const hostsOf = new Map<string, Set<string>>();
 const oracle = new Map<string, (data: unknown) => boolean>();
 const ajv = new Ajv({ allErrors: true, strict: false });
-const tally = { tried: 0, failed: 0, valid: 0, planned: 0, ruleRefusals: 0, invalid: 0, http: 0, httpFailed: 0 };
+const tally = { tried: 0, failed: 0, valid: 0, planned: 0, ruleRefusals: 0, invalid: 0, http: 0, httpFailed: 0, fewestPlanned: Infinity, fewestTool: '' };
 
 function fieldValue(f: AccountFieldSpec, exampleFields: Record<string, string>): string {
   if (exampleFields[f.name]) return exampleFields[f.name]!;
@@ -88,7 +88,7 @@ afterAll(async () => {
     what: `tool inputs through ToolExecutor.execute (dry run), ${tools.size} tools`,
     tried: tally.tried,
     failed: tally.failed,
-    detail: `${tally.valid} schema-valid (${tally.planned} planned, ${tally.ruleRefusals} refused by a rule), ${tally.invalid} invalid; seed ${SEED ?? 'random'}`,
+    detail: `${tally.valid} valid (${tally.planned} planned, ${tally.ruleRefusals} refused by a cross-field rule), ${tally.invalid} invalid; fewest planned for one tool: ${tally.fewestPlanned} (${tally.fewestTool}); seed ${SEED ?? 'random'}`,
   });
   record({ category: 'inputs fuzzed', what: 'tool inputs through POST /v1/tools/execute (dry run)', tried: tally.http, failed: tally.httpFailed });
   await h?.close();
@@ -270,6 +270,7 @@ describe.each(toolsByConnector)('%s', (_connector, toolNames) => {
         { ...params, examples },
       );
       // Not vacuous: the generated valid inputs do reach the request builder.
+      if (planned < tally.fewestPlanned) [tally.fewestPlanned, tally.fewestTool] = [planned, toolName];
       expect(planned, 'valid inputs planned').toBeGreaterThan(RUNS / 50);
     } catch (e) {
       tally.failed++;
