@@ -10,6 +10,9 @@
  *   `invalid_input` naming a parameter the spec's rules are about;
  * - an input the schema refuses is a 400 `invalid_input` whose details name the field that was broken;
  * - nothing else: no 5xx, no other exception, no prototype pollution.
+ *
+ * FUZZ_RUNS (default 1,000; 10,000 with RELIABILITY_SOAK=1) and FUZZ_HTTP_RUNS (16) set the counts per tool;
+ * FUZZ_SEED replays a run (the summary prints the seed of each run).
  */
 import http from 'node:http';
 import { join } from 'node:path';
@@ -27,7 +30,8 @@ import { record } from './summary.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? (process.env.RELIABILITY_SOAK === '1' ? 10_000 : 1_000));
 const HTTP_RUNS = Number(process.env.FUZZ_HTTP_RUNS ?? 16);
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
+/** One seed for the run, printed in the summary: FUZZ_SEED=<it> replays the run exactly. */
+const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 const SECRET = 'fuzz-secret-value-never-shown';
 const IDENTIFIER = 'fuzz';
 
@@ -88,7 +92,7 @@ afterAll(async () => {
     what: `tool inputs through ToolExecutor.execute (dry run), ${tools.size} tools`,
     tried: tally.tried,
     failed: tally.failed,
-    detail: `${tally.valid} valid (${tally.planned} planned, ${tally.ruleRefusals} refused by a cross-field rule), ${tally.invalid} invalid; fewest planned for one tool: ${tally.fewestPlanned} (${tally.fewestTool}); seed ${SEED ?? 'random'}`,
+    detail: `${tally.valid} valid (${tally.planned} planned, ${tally.ruleRefusals} refused by a cross-field rule), ${tally.invalid} invalid; fewest planned for one tool: ${tally.fewestPlanned} (${tally.fewestTool}); FUZZ_SEED=${SEED} replays this run`,
   });
   record({ category: 'inputs fuzzed', what: 'tool inputs through POST /v1/tools/execute (dry run)', tried: tally.http, failed: tally.httpFailed });
   await h?.close();
@@ -256,7 +260,7 @@ describe.each(toolsByConnector)('%s', (_connector, toolNames) => {
     const arb = toolCase(tool.inputSchema as Schema, hints);
     const validate = oracle.get(toolName)!;
     const examples = (REGRESSIONS[toolName] ?? []).map((c) => [c] as [ToolCase]);
-    const params = { numRuns: RUNS, ...(SEED !== undefined ? { seed: SEED } : {}) };
+    const params = { numRuns: RUNS, seed: SEED };
     let planned = 0;
     try {
       await fc.assert(
