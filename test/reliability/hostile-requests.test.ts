@@ -126,6 +126,62 @@ describe('malformed JSON bodies', () => {
     }
   });
 
+  it("answers generated values for each endpoint's own fields, and generated query strings, without a 5xx", async () => {
+    const hostile = fc.oneof(
+      fc.constantFrom('data', 'prodata', 'plain-user', 'api_key', 'oauth2', '__proto__', 'constructor', '', ' ', 'javascript:alert(1)', 'http://169.254.169.254/', 'https://{domain}/x', '\ud800', 'a\u0000b', '../..'),
+      fc.string({ maxLength: 12 }),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.integer()), { maxLength: 3 }),
+      fc.dictionary(fc.constantFrom('api_key', 'domain', 'authorize_url', 'token_url', 'resource', 'access_token', '__proto__', 'x'), fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.constant('https://evil.example')), { maxKeys: 3 }),
+    );
+    const FIELDS: Record<string, { method: string; path: string; fields: string[] }> = {
+      connection: { method: 'POST', path: '/v1/connections', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_base_url', 'api_hosts', 'oauth'] },
+      'connection update': { method: 'PATCH', path: '/v1/connections/data', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_hosts', 'oauth'] },
+      account: { method: 'POST', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier'] },
+      upsert: { method: 'PUT', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier', 'credentials', 'verify'] },
+      link: { method: 'POST', path: '/v1/connected-accounts/authorization-link', fields: ['connection_name', 'identifier', 'redirect_url'] },
+      execute: { method: 'POST', path: '/v1/tools/execute', fields: ['tool_name', 'tool_input', 'connected_account_id', 'connection_name', 'identifier', 'dry_run'] },
+      credential: { method: 'POST', path: '/v1/api-credentials', fields: ['name'] },
+    };
+    const bodyCase = fc.constantFrom(...Object.keys(FIELDS)).chain((kind) =>
+      fc.tuple(fc.constant(kind), fc.subarray(FIELDS[kind]!.fields), fc.array(hostile, { minLength: 9, maxLength: 9 })),
+    );
+    const queryCase = fc.tuple(
+      fc.constantFrom('/v1/connected-accounts', '/v1/tools', '/v1/connections/data', '/v1/connected-accounts/x', '/v1/tools/x'),
+      fc.array(fc.tuple(fc.constantFrom('connection_name', 'identifier', 'status', 'limit', 'cursor', 'connector'), fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('0', '-1', '1e3', 'NaN', '99999999999', 'MDo', 'eA', '%ZZ', 'ACTIVE', 'data'))), { maxLength: 4 }),
+    );
+    let tried = 0;
+    let failed = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(bodyCase, async ([kind, fields, values]) => {
+          tried++;
+          const body: Record<string, unknown> = {};
+          fields.forEach((f, i) => (body[f] = values[i]));
+          const { method, path } = FIELDS[kind]!;
+          const res = await fetch(`${h.url}${path}`, { method, headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          expect(res.status, `${method} ${path} ${JSON.stringify(body).slice(0, 300)}: ${(await res.clone().text()).slice(0, 200)}`).toBeLessThan(500);
+        }),
+        { numRuns: 300 },
+      );
+      await fc.assert(
+        fc.asyncProperty(queryCase, async ([path, pairs]) => {
+          tried++;
+          const res = await fetch(`${h.url}${path}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`, { headers: auth() });
+          expect(res.status, `${path} ${JSON.stringify(pairs)}`).toBeLessThan(500);
+        }),
+        { numRuns: 150 },
+      );
+    } catch (e) {
+      failed++;
+      throw e;
+    } finally {
+      record({ category: 'inputs fuzzed', what: "management API: each endpoint's own fields and query strings, generated values", tried, failed });
+    }
+  });
+
   it('refuses bodies that are not JSON objects, and unsupported encodings, with 4xx', async () => {
     for (const [body, headers] of [
       ['[]', { 'content-type': 'application/json' }],
