@@ -24,6 +24,7 @@ beforeAll(async () => {
   sentinel = await new Sentinel().start();
   await h.client.createConnection({ connection_name: 'data', connector: 'prodata', api_base_url: sentinel.url });
   await h.client.upsertConnectedAccount({ connectionName: 'data', identifier: 'plain-user', credentials: { api_key: 'key-plain-user' } });
+  await h.client.createConnection({ connection_name: 'mailbox', connector: 'mail', client_id: 'mail-client', client_secret: 'mail-client-secret' });
   token = ((await (await fetch(`${h.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json()) as { access_token: string }).access_token;
 });
 afterAll(async () => {
@@ -128,7 +129,7 @@ describe('malformed JSON bodies', () => {
 
   it("answers generated values for each endpoint's own fields, and generated query strings, without a 5xx", async () => {
     const hostile = fc.oneof(
-      fc.constantFrom('data', 'prodata', 'plain-user', 'api_key', 'oauth2', '__proto__', 'constructor', '', ' ', 'javascript:alert(1)', 'http://169.254.169.254/', 'https://{domain}/x', '\ud800', 'a\u0000b', '../..'),
+      fc.constantFrom('data', 'prodata', 'mail', 'mailbox', 'plain-user', 'api_key', 'oauth2', '__proto__', 'constructor', '', ' ', 'javascript:alert(1)', 'http://169.254.169.254/', 'https://{domain}/x', '\ud800', 'a\u0000b', '../..'),
       fc.string({ maxLength: 12 }),
       fc.integer(),
       fc.boolean(),
@@ -138,7 +139,7 @@ describe('malformed JSON bodies', () => {
     );
     const FIELDS: Record<string, { method: string; path: string; fields: string[] }> = {
       connection: { method: 'POST', path: '/v1/connections', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_base_url', 'api_hosts', 'oauth'] },
-      'connection update': { method: 'PATCH', path: '/v1/connections/data', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_hosts', 'oauth'] },
+      'connection update': { method: 'PATCH', path: '/v1/connections/mailbox', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_hosts', 'oauth'] },
       account: { method: 'POST', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier'] },
       upsert: { method: 'PUT', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier', 'credentials', 'verify'] },
       link: { method: 'POST', path: '/v1/connected-accounts/authorization-link', fields: ['connection_name', 'identifier', 'redirect_url'] },
@@ -149,7 +150,7 @@ describe('malformed JSON bodies', () => {
       fc.tuple(fc.constant(kind), fc.subarray(FIELDS[kind]!.fields), fc.array(hostile, { minLength: 9, maxLength: 9 })),
     );
     const queryCase = fc.tuple(
-      fc.constantFrom('/v1/connected-accounts', '/v1/tools', '/v1/connections/data', '/v1/connected-accounts/x', '/v1/tools/x'),
+      fc.constantFrom('/v1/connected-accounts', '/v1/tools', '/v1/connections/data', '/v1/connections/mailbox', '/v1/connected-accounts/x', '/v1/tools/x'),
       fc.array(fc.tuple(fc.constantFrom('connection_name', 'identifier', 'status', 'limit', 'cursor', 'connector'), fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('0', '-1', '1e3', 'NaN', '99999999999', 'MDo', 'eA', '%ZZ', 'ACTIVE', 'data'))), { maxLength: 4 }),
     );
     let tried = 0;
