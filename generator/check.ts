@@ -91,7 +91,7 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       }
       const params = toolParams(spec, tool);
       const build = compileRequests(tool, params, fail, { transport, hosts });
-      const rules = compileRules(params, tool.rules ?? [], fail);
+      const rules = compileRules(params, tool.rules ?? [], fail, build.headerParams);
       if (tool.hook && !exportedHooks(spec.name).has(tool.hook)) {
         fail(['hook'], `specs/hooks/${spec.name}.ts exports no "${tool.hook}"`);
       }

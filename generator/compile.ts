@@ -38,6 +38,8 @@ interface Scope {
   params: Record<string, ParamSpec>;
   /** Variable names of enclosing `$each` items, innermost last. */
   items: string[];
+  /** The array parameter a request's `for_each` walks, named when one of its items is refused. */
+  forEach?: string;
   used: Set<string>;
   fail: Fail;
 }
@@ -260,7 +262,9 @@ function compilePath(pathTemplate: string, scope: Scope, path: Array<string | nu
     out += pathTemplate.slice(last, m.index).replace(/[`$\\]/g, '\\$&');
     const [name, ...pipes] = m[1]!.split('|').map((s) => s.trim());
     let value: string;
+    let field: string | undefined;
     if (name === '$item') {
+      field = scope.forEach;
       const item = scope.items.at(-1);
       if (!item) scope.fail(path, '{$item} in a path needs for_each');
       value = item!;
@@ -268,8 +272,9 @@ function compilePath(pathTemplate: string, scope: Scope, path: Array<string | nu
       const ref = paramRef(name!, scope, path);
       if (ref.optional) scope.fail(path, `path parameter "${name}" must be a required input parameter`);
       value = ref.code;
+      field = name;
     }
-    out += '${H.seg(' + (pipes.length ? pipeCode(value, pipes, scope, path) : value) + ')}';
+    out += '${H.seg(' + (pipes.length ? pipeCode(value, pipes, scope, path) : value) + (field ? `, ${JSON.stringify(field)}` : '') + ')}';
     last = m.index + m[0].length;
   }
   out += pathTemplate.slice(last).replace(/[`$\\]/g, '\\$&') + '`';
@@ -287,7 +292,7 @@ export function compileRequests(
   params: Record<string, ParamSpec>,
   fail: Fail,
   opts: CompileOptions,
-): { code: string; used: Set<string> } {
+): { code: string; used: Set<string>; headerParams: Set<string> } {
   const used = new Set<string>();
   const specs: Array<[RequestSpec, Array<string | number>]> = tool.request
     ? [[tool.request, ['request']]]
@@ -296,6 +301,7 @@ export function compileRequests(
   if (!specs.length && !tool.hook) fail(['request'], 'is required (only a tool with a hook may send nothing)');
 
   const statements: string[] = [];
+  const headerParams = new Set<string>();
   for (const [req, path] of specs) {
     const scope: Scope = { params, items: [], used, fail };
     if (req.host !== undefined && !opts.hosts.includes(req.host)) {
@@ -307,7 +313,7 @@ export function compileRequests(
       if (!p) fail([...path, 'for_each'], `"${req.for_each}" is not an input parameter`);
       if (p!.type !== 'array') fail([...path, 'for_each'], `"${req.for_each}" must be an array parameter`);
       used.add(req.for_each);
-      itemScope = { ...scope, items: ['item'] };
+      itemScope = { ...scope, items: ['item'], forEach: req.for_each };
     }
     const fields: string[] = [];
     const base = `ctx.base(${req.host ? JSON.stringify(req.host) : ''})`;
@@ -334,7 +340,9 @@ export function compileRequests(
     const queryCode = query.length ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]` : '';
     fields.push(`method: ${JSON.stringify(req.method)}`, `url: H.url(${base}, ${urlPath}${queryCode})`);
     if (req.headers) {
-      const h = compileRoot(req.headers, itemScope, [...path, 'headers']);
+      const headerScope = { ...itemScope, used: new Set<string>() };
+      const h = compileRoot(req.headers, headerScope, [...path, 'headers']);
+      for (const name of headerScope.used) (used.add(name), headerParams.add(name));
       fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
     } else {
       fields.push('headers: {}');
@@ -358,7 +366,7 @@ export function compileRequests(
     }
     statements.push(wrapRequest(push, req, params, fail, path, used));
   }
-  return { code: statements.join('\n'), used };
+  return { code: statements.join('\n'), used, headerParams };
 }
 
 function wrapRequest(

@@ -301,7 +301,8 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
         parameters: [
           { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: "Upstream path relative to the provider's API root" },
           { name: 'connection_name', in: 'header', required: true, schema: { type: 'string' } },
-          { name: 'identifier', in: 'header', required: true, schema: { type: 'string' } },
+          { name: 'identifier', in: 'header', required: false, schema: { type: 'string' }, description: 'The identifier, when it is printable ASCII; else x-identifier-encoded' },
+          { name: 'x-identifier-encoded', in: 'header', required: false, schema: { type: 'string' }, description: 'The identifier as percent-encoded UTF-8 (any text)' },
         ],
         get: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
         post: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },

@@ -16,13 +16,14 @@ function describeCondition(when: Record<string, unknown>): string {
 
 /**
  * Compiles the cross-field rules and the parameter-level checks that JSON Schema cannot express well
- * (comma-separated value counts, JSON-in-a-string) into the body of `checkRules(input)`.
- * The code is defensive about types: it also runs when schema validation already failed.
+ * (comma-separated value counts, JSON-in-a-string, text that goes into an HTTP header) into the body of
+ * `checkRules(input)`. The code is defensive about types: it also runs when schema validation already failed.
  */
 export function compileRules(
   params: Record<string, ParamSpec>,
   rules: RuleSpec[],
   fail: Fail,
+  headerParams: ReadonlySet<string> = new Set(),
 ): { code: string; used: Set<string> } {
   const used = new Set<string>();
   const out: string[] = [];
@@ -54,6 +55,14 @@ export function compileRules(
           `if (ok) { const kind = Array.isArray(parsed) ? "array" : parsed === null ? "null" : typeof parsed; if (!${types}.includes(kind)) errors.push({ field: ${JSON.stringify(name)}, message: \`must be a JSON ${p.json.types.join(' or ')}, got \${kind}\` }); } }`,
       );
     }
+  }
+
+  // A header value with a line break, a control character or a non-ASCII character cannot be sent (Node refuses it,
+  // and the call would fail as an upstream error): refused up front, naming the parameter.
+  for (const name of headerParams) {
+    out.push(
+      `if (typeof ${ref(name)} === "string" && !/^[\\t\\x20-\\x7e]*$/.test(${ref(name)})) errors.push({ field: ${JSON.stringify(name)}, message: "must be printable ASCII text without line breaks (it is sent in an HTTP header)" });`,
+    );
   }
 
   rules.forEach((rule, i) => {

@@ -7,13 +7,14 @@ import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverride
 import { ACCOUNT_STATUSES } from './store/types.ts';
 import { newId } from './ids.ts';
 import { aad } from './crypto/aad.ts';
-import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind, validateCredentials } from './connectors/catalog.ts';
+import { allowlistedFields, authFor, checkField, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind, validateCredentials } from './connectors/catalog.ts';
+import type { AccountFieldSpec } from '../generator/model.ts';
 import { invalidInput, ServiceError } from './errors.ts';
 import { redirectUriFor } from './oauth/endpoints.ts';
 import { forgetDiscovery } from './oauth/mcp-auth.ts';
 import type { FieldError } from './tools/types.ts';
 import { send } from './upstream/http.ts';
-import { credentialHeaderNames, credentialHeaders, resolveBaseUrl } from './connectors/catalog.ts';
+import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from './connectors/catalog.ts';
 
 export interface ConnectionInput {
   connection_name?: string;
@@ -244,7 +245,7 @@ export class Management {
       if ('errors' in checked) throw invalidInput(checked.errors, 'credentials');
       ({ fields, secrets } = checked);
     } else {
-      ({ fields, secrets, expiresAt } = this.checkTokenCredentials(credentials, isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : []));
+      ({ fields, secrets, expiresAt } = this.checkTokenCredentials(credentials, isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : [], allowlistedFields(connector)));
     }
     const { account } = await this.getOrCreateAccount(connectionName, identifier);
     if (verify && isKeyAuth(auth) && auth.verify) {
@@ -259,7 +260,7 @@ export class Management {
     return { account: updated, connection };
   }
 
-  private checkTokenCredentials(credentials: unknown, extraFields: string[]) {
+  private checkTokenCredentials(credentials: unknown, extraFields: string[], allowlisted: AccountFieldSpec[]) {
     const errors: FieldError[] = [];
     if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
       throw invalidInput([{ field: 'credentials', message: 'must be an object with access_token (and refresh_token, expires_in or expires_at)' }], 'credentials');
@@ -279,7 +280,14 @@ export class Management {
       if (Number.isNaN(t)) errors.push({ field: 'credentials.expires_at', message: 'must be an ISO 8601 date-time' });
       else expiresAt = t;
     }
-    for (const f of extraFields) if (c[f] !== undefined) checkUrl(c[f], `credentials.${f}`, errors);
+    for (const f of extraFields) {
+      if (c[f] === undefined) continue;
+      // A field the connector's other auth kind declares with a host allowlist (callintel's api_base_url) gets the same check.
+      const spec = allowlisted.find((a) => a.name === f);
+      const problem = spec ? checkField(spec, c[f]) : undefined;
+      if (problem) errors.push({ field: `credentials.${f}`, message: problem });
+      else if (!spec) checkUrl(c[f], `credentials.${f}`, errors);
+    }
     if (errors.length) throw invalidInput(errors, 'credentials');
     const secrets: Record<string, string> = { access_token: c.access_token as string };
     if (c.refresh_token) secrets.refresh_token = c.refresh_token as string;
@@ -299,7 +307,14 @@ export class Management {
     const base = resolveBaseUrl(connector, connection, fields);
     const res = await send(
       { method: auth.verify!.method, url: `${base}${auth.verify!.path}`, headers: { accept: 'application/json', ...credentialHeaders(auth.apply, values) } },
-      { connectTimeoutMs: 10_000, responseTimeoutMs: 20_000, maxBytes: 1024 * 1024, credentialHeaders: credentialHeaderNames(auth.apply), retry: { statuses: [], max_attempts: 1 } },
+      {
+        connectTimeoutMs: 10_000,
+        responseTimeoutMs: 20_000,
+        maxBytes: 1024 * 1024,
+        credentialHeaders: credentialHeaderNames(auth.apply),
+        retry: { statuses: [], max_attempts: 1 },
+        configuredHosts: configuredHosts(connector, connection, fields),
+      },
     );
     if (res.status === 401 || res.status === 403) {
       throw new ServiceError(400, 'invalid_credentials', `The provider refused these credentials (HTTP ${res.status}); nothing was saved`, [

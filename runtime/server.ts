@@ -48,6 +48,14 @@ export function createApp(s: Services): express.Express {
     const given = req.headers['x-request-id'];
     req.requestId = typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : requestId();
     res.setHeader('x-request-id', req.requestId);
+    // Node reads a request line without a version as HTTP/0.9, yet still parses header lines after it: a raw line
+    // break in the target ("GET /proxy/x?q=a<CR><LF>X-Evil: 1") would turn the rest of the target into a header
+    // the proxy forwards. HTTP/0.9 has no headers at all, so such a request can only be an attack.
+    if (req.httpVersionMajor !== 1) {
+      res.setHeader('x-error-source', 'service');
+      res.status(400).json(errorBody(req, 'bad_request', 'Only HTTP/1.0 and HTTP/1.1 requests are accepted'));
+      return;
+    }
     next();
   });
 
@@ -70,8 +78,14 @@ export function createApp(s: Services): express.Express {
         const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
         const i = decoded.indexOf(':');
         if (i > 0) {
-          clientId = decodeURIComponent(decoded.slice(0, i));
-          clientSecret = decodeURIComponent(decoded.slice(i + 1));
+          try {
+            clientId = decodeURIComponent(decoded.slice(0, i));
+            clientSecret = decodeURIComponent(decoded.slice(i + 1));
+          } catch {
+            // RFC 6749 §2.3.1 form-encodes both parts; a malformed escape is a bad request, not a server error.
+            res.status(400).json({ error: 'invalid_request', error_description: 'The HTTP Basic credentials are not form-encoded correctly' });
+            return;
+          }
         }
       }
       const grant = body.grant_type ?? 'client_credentials';
@@ -128,6 +142,10 @@ export function createApp(s: Services): express.Express {
 
   const auth = bearer(s);
   app.all('/proxy/{*path}', auth, async (req, res) => {
+    // An absolute-form target (GET http://host/proxy/...) still routes here; only the origin form names a path.
+    if (!req.originalUrl.startsWith('/proxy/')) {
+      throw new ServiceError(400, 'invalid_proxy_path', 'The request target must be a path starting with /proxy/', [{ field: 'path', message: 'must be a path, not an absolute URL' }]);
+    }
     await s.proxy.handle(req, res, req.originalUrl.slice('/proxy'.length));
   });
 
@@ -136,6 +154,7 @@ export function createApp(s: Services): express.Express {
   app.use('/dashboard', dashboardRouter(s));
 
   app.use((req, res) => {
+    res.setHeader('x-error-source', 'service');
     res.status(404).json(errorBody(req, 'not_found', `No route ${req.method} ${req.path}`));
   });
 
@@ -157,9 +176,10 @@ export function createApp(s: Services): express.Express {
       });
       return;
     }
+    // Everything below is the service's own answer: marked so, or a client could take it for the provider's.
+    res.setHeader('x-error-source', 'service');
     if (err instanceof ServiceError) {
       for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
-      res.setHeader('x-error-source', 'service');
       res.status(err.status).json(errorBody(req, err.code, err.message, err.details, extra));
       return;
     }

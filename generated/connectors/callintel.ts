@@ -682,7 +682,7 @@ function build_callintel_engage_prospects_bulk_assign_status(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/flows/prospects/bulk-assignments/${H.seg(input['assignment_id'])}`),
+    url: H.url(ctx.base(), `/v2/flows/prospects/bulk-assignments/${H.seg(input['assignment_id'], 'assignment_id')}`),
     headers: {},
   });
   return out;
@@ -763,7 +763,7 @@ function build_callintel_engage_task_complete(
   }
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'])}`),
+    url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'], 'task_id')}`),
     headers: {},
     body: H.obj({ userId: input['user_id'], status: 'DONE' }, [])!,
   });
@@ -789,7 +789,7 @@ function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput,
   }
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'])}`),
+    url: H.url(ctx.base(), `/v2/tasks/${H.seg(input['task_id'], 'task_id')}`),
     headers: {},
     body: H.obj({ userId: input['user_id'], status: 'DISMISSED' }, [])!,
   });

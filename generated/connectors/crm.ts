@@ -195,7 +195,7 @@ function build_crm_company_get(input: I.CrmCompanyGetInput, ctx: BuildContext): 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/crm/v3/objects/companies/${H.seg(input['company_id'])}`, [
+    url: H.url(ctx.base(), `/crm/v3/objects/companies/${H.seg(input['company_id'], 'company_id')}`, [
       ['properties', H.map(input['properties'], (v: any) => T.join_csv(T.csv(v)))],
     ]),
     headers: {},
@@ -259,7 +259,7 @@ function build_crm_contact_get(input: I.CrmContactGetInput, ctx: BuildContext): 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'])}`, [
+    url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'], 'contact_id')}`, [
       ['properties', H.map(input['properties'], (v: any) => T.join_csv(T.csv(v)))],
     ]),
     headers: {},
@@ -280,7 +280,7 @@ function build_crm_contact_update(input: I.CrmContactUpdateInput, ctx: BuildCont
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'])}`),
+    url: H.url(ctx.base(), `/crm/v3/objects/contacts/${H.seg(input['contact_id'], 'contact_id')}`),
     headers: {},
     body: H.obj({ properties: input['props'] }, [])!,
   });
@@ -406,7 +406,7 @@ function build_crm_deal_update(input: I.CrmDealUpdateInput, ctx: BuildContext): 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/crm/v3/objects/deals/${H.seg(input['deal_id'])}`),
+    url: H.url(ctx.base(), `/crm/v3/objects/deals/${H.seg(input['deal_id'], 'deal_id')}`),
     headers: {},
     body: H.obj(
       {

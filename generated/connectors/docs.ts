@@ -150,7 +150,7 @@ function build_docs_read_document(input: I.DocsReadDocumentInput, ctx: BuildCont
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v1/documents/${H.seg(input['document_id'])}`, [
+    url: H.url(ctx.base(), `/v1/documents/${H.seg(input['document_id'], 'document_id')}`, [
       ['suggestionsViewMode', input['suggestions_view_mode']],
     ]),
     headers: {},
@@ -166,7 +166,7 @@ function build_docs_update_document(input: I.DocsUpdateDocumentInput, ctx: Build
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'POST',
-    url: H.url(ctx.base(), `/v1/documents/${H.seg(input['document_id'])}:batchUpdate`),
+    url: H.url(ctx.base(), `/v1/documents/${H.seg(input['document_id'], 'document_id')}:batchUpdate`),
     headers: {},
     body: H.obj({ requests: input['requests'], writeControl: input['write_control'] }, [])!,
   });

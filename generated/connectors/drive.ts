@@ -87,7 +87,7 @@ function build_drive_get_file_metadata(input: I.DriveGetFileMetadataInput, ctx: 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/drive/v3/files/${H.seg(input['file_id'])}`, [
+    url: H.url(ctx.base(), `/drive/v3/files/${H.seg(input['file_id'], 'file_id')}`, [
       ['fields', input['fields']],
       ['supportsAllDrives', input['supports_all_drives']],
     ]),

@@ -115,7 +115,9 @@ function build_helpdesk_organization_get(input: I.HelpdeskOrganizationGetInput, 
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/organizations/${H.seg(input['organization_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/organizations/${H.seg(input['organization_id'], 'organization_id')}`, [
+      ['include', input['include']],
+    ]),
     headers: {},
   });
   return out;
@@ -185,7 +187,7 @@ function build_helpdesk_side_conversation_get(
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v2/tickets/${H.seg(input['ticket_id'])}/side_conversations/${H.seg(input['side_conversation_id'])}`,
+      `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/side_conversations/${H.seg(input['side_conversation_id'], 'side_conversation_id')}`,
       [['include', input['include']]],
     ),
     headers: {},
@@ -204,7 +206,7 @@ function build_helpdesk_side_conversations_list(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}/side_conversations`, [
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/side_conversations`, [
       ['include', input['include']],
     ]),
     headers: {},
@@ -223,7 +225,7 @@ function build_helpdesk_ticket_comments_list(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}/comments`, [
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}/comments`, [
       ['include', input['include']],
       ['include_inline_images', input['include_inline_images']],
       ['sort_order', input['sort_order']],
@@ -272,7 +274,7 @@ function build_helpdesk_ticket_get(input: I.HelpdeskTicketGetInput, ctx: BuildCo
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`, [['include', input['include']]]),
     headers: {},
   });
   return out;
@@ -286,7 +288,7 @@ function build_helpdesk_ticket_reply(input: I.HelpdeskTicketReplyInput, ctx: Bui
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PUT',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`),
     headers: {},
     body: { ticket: { comment: { body: input['body'], public: input['public'] } } },
   });
@@ -301,7 +303,7 @@ function build_helpdesk_ticket_update(input: I.HelpdeskTicketUpdateInput, ctx: B
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PUT',
-    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'])}`),
+    url: H.url(ctx.base(), `/v2/tickets/${H.seg(input['ticket_id'], 'ticket_id')}`),
     headers: {},
     body: H.obj(
       {
@@ -389,7 +391,7 @@ function build_helpdesk_user_get(input: I.HelpdeskUserGetInput, ctx: BuildContex
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/users/${H.seg(input['user_id'])}`, [['include', input['include']]]),
+    url: H.url(ctx.base(), `/v2/users/${H.seg(input['user_id'], 'user_id')}`, [['include', input['include']]]),
     headers: {},
   });
   return out;

@@ -373,7 +373,7 @@ function build_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput,
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'])}`),
+    url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'], 'event_id')}`),
     headers: {},
     body: H.obj(
       {
@@ -640,7 +640,11 @@ function rules_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput)
 
 function build_mail_delete_calendar_event(input: I.MailDeleteCalendarEventInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'DELETE', url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'])}`), headers: {} });
+  out.push({
+    method: 'DELETE',
+    url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'], 'event_id')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -650,7 +654,11 @@ function rules_mail_delete_calendar_event(_input: I.MailDeleteCalendarEventInput
 
 function build_mail_get_calendar_event(input: I.MailGetCalendarEventInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'GET', url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'])}`), headers: {} });
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/v1.0/me/events/${H.seg(input['event_id'], 'event_id')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -726,7 +734,11 @@ function rules_mail_list_contacts(_input: I.MailListContactsInput): FieldError[]
 
 function build_mail_get_message(input: I.MailGetMessageInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'GET', url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['message_id'])}`), headers: {} });
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['message_id'], 'message_id')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -777,7 +789,7 @@ function build_mail_list_attachments(input: I.MailListAttachmentsInput, ctx: Bui
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['message_id'])}/attachments`, [
+    url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['message_id'], 'message_id')}/attachments`, [
       ['$select', 'id,name,size,contentType,isInline'],
     ]),
     headers: {},
@@ -795,7 +807,7 @@ function build_mail_get_attachment(input: I.MailGetAttachmentInput, ctx: BuildCo
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v1.0/me/messages/${H.seg(input['message_id'])}/attachments/${H.seg(input['attachment_id'])}`,
+      `/v1.0/me/messages/${H.seg(input['message_id'], 'message_id')}/attachments/${H.seg(input['attachment_id'], 'attachment_id')}`,
     ),
     headers: {},
   });
@@ -840,7 +852,7 @@ function build_mail_reply_to_message(input: I.MailReplyToMessageInput, ctx: Buil
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'POST',
-    url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['messageId'])}/reply`),
+    url: H.url(ctx.base(), `/v1.0/me/messages/${H.seg(input['messageId'], 'messageId')}/reply`),
     headers: {},
     body: { comment: input['comment'] },
   });
@@ -907,7 +919,11 @@ function rules_mail_todo_lists_create(_input: I.MailTodoListsCreateInput): Field
 
 function build_mail_todo_lists_delete(input: I.MailTodoListsDeleteInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'DELETE', url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}`), headers: {} });
+  out.push({
+    method: 'DELETE',
+    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -917,7 +933,11 @@ function rules_mail_todo_lists_delete(_input: I.MailTodoListsDeleteInput): Field
 
 function build_mail_todo_lists_get(input: I.MailTodoListsGetInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'GET', url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}`), headers: {} });
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -939,7 +959,7 @@ function build_mail_todo_lists_update(input: I.MailTodoListsUpdateInput, ctx: Bu
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}`),
+    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}`),
     headers: {},
     body: { displayName: input['display_name'] },
   });
@@ -954,7 +974,7 @@ function build_mail_todo_tasks_create(input: I.MailTodoTasksCreateInput, ctx: Bu
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'POST',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks`),
+    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}/tasks`),
     headers: {},
     body: H.obj(
       {
@@ -993,7 +1013,10 @@ function build_mail_todo_tasks_delete(input: I.MailTodoTasksDeleteInput, ctx: Bu
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'DELETE',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks/${H.seg(input['task_id'])}`),
+    url: H.url(
+      ctx.base(),
+      `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}/tasks/${H.seg(input['task_id'], 'task_id')}`,
+    ),
     headers: {},
   });
   return out;
@@ -1007,7 +1030,10 @@ function build_mail_todo_tasks_get(input: I.MailTodoTasksGetInput, ctx: BuildCon
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks/${H.seg(input['task_id'])}`),
+    url: H.url(
+      ctx.base(),
+      `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}/tasks/${H.seg(input['task_id'], 'task_id')}`,
+    ),
     headers: {},
   });
   return out;
@@ -1021,7 +1047,7 @@ function build_mail_todo_tasks_list(input: I.MailTodoTasksListInput, ctx: BuildC
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks`, [
+    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}/tasks`, [
       ['$filter', input['$filter']],
       ['$orderby', input['$orderby']],
       ['$skip', input['$skip']],
@@ -1040,7 +1066,10 @@ function build_mail_todo_tasks_update(input: I.MailTodoTasksUpdateInput, ctx: Bu
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'PATCH',
-    url: H.url(ctx.base(), `/v1.0/me/todo/lists/${H.seg(input['list_id'])}/tasks/${H.seg(input['task_id'])}`),
+    url: H.url(
+      ctx.base(),
+      `/v1.0/me/todo/lists/${H.seg(input['list_id'], 'list_id')}/tasks/${H.seg(input['task_id'], 'task_id')}`,
+    ),
     headers: {},
     body: H.obj(
       {

@@ -104,8 +104,14 @@ function build_prodata_bulk_scrape_profiles(
   return out;
 }
 
-function rules_prodata_bulk_scrape_profiles(_input: I.ProdataBulkScrapeProfilesInput): FieldError[] {
-  return [];
+function rules_prodata_bulk_scrape_profiles(input: I.ProdataBulkScrapeProfilesInput): FieldError[] {
+  const errors: FieldError[] = [];
+  if (typeof input['scraper_token'] === 'string' && !/^[\t\x20-\x7e]*$/.test(input['scraper_token']))
+    errors.push({
+      field: 'scraper_token',
+      message: 'must be printable ASCII text without line breaks (it is sent in an HTTP header)',
+    });
+  return errors;
 }
 
 function build_prodata_get_ad(input: I.ProdataGetAdInput, ctx: BuildContext): UpstreamRequest[] {
@@ -163,8 +169,14 @@ function build_prodata_get_company(input: I.ProdataGetCompanyInput, ctx: BuildCo
   return out;
 }
 
-function rules_prodata_get_company(_input: I.ProdataGetCompanyInput): FieldError[] {
-  return [];
+function rules_prodata_get_company(input: I.ProdataGetCompanyInput): FieldError[] {
+  const errors: FieldError[] = [];
+  if (typeof input['account_id'] === 'string' && !/^[\t\x20-\x7e]*$/.test(input['account_id']))
+    errors.push({
+      field: 'account_id',
+      message: 'must be printable ASCII text without line breaks (it is sent in an HTTP header)',
+    });
+  return errors;
 }
 
 function build_prodata_get_company_posts(input: I.ProdataGetCompanyPostsInput, ctx: BuildContext): UpstreamRequest[] {

@@ -85,7 +85,10 @@ function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildCont
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(T.before_last_colon(input['actor'])))}/builds/default`),
+    url: H.url(
+      ctx.base(),
+      `/v2/acts/${H.seg(T.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
+    ),
     headers: {},
   });
   return out;
@@ -100,7 +103,11 @@ function build_scraper_fetch_actor_details(
   ctx: BuildContext,
 ): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(input['actor']))}`), headers: {} });
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(input['actor']), 'actor')}`),
+    headers: {},
+  });
   return out;
 }
 
@@ -131,7 +138,7 @@ function build_scraper_get_actor_output(input: I.ScraperGetActorOutputInput, ctx
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/datasets/${H.seg(input['datasetId'])}/items`, [
+    url: H.url(ctx.base(), `/v2/datasets/${H.seg(input['datasetId'], 'datasetId')}/items`, [
       ['offset', input['offset']],
       ['limit', input['limit']],
       ['clean', true],
@@ -157,7 +164,7 @@ function rules_scraper_get_actor_output(input: I.ScraperGetActorOutputInput): Fi
 
 function build_scraper_get_actor_run(input: I.ScraperGetActorRunInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
-  out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/actor-runs/${H.seg(input['runId'])}`), headers: {} });
+  out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/actor-runs/${H.seg(input['runId'], 'runId')}`), headers: {} });
   return out;
 }
 

@@ -65,13 +65,17 @@ function checkValue(v: unknown, rule: FieldRule): string | undefined {
   }
 }
 
-/** An end user's identifier: any text the client chooses, 1–255 characters, no control characters. */
+/**
+ * An end user's identifier: any text the client chooses, 1–255 characters, no control characters, and
+ * well-formed Unicode (the store keeps UTF-8, where every lone surrogate becomes U+FFFD: two identifiers would
+ * become one account).
+ */
 export const IDENTIFIER: FieldRule = {
   kind: 'string',
   required: true,
   maxLength: 255,
-  pattern: /^[^\u0000-\u001f\u007f]+$/u,
-  patternMessage: 'must be 1-255 characters without control characters',
+  pattern: /^[^\u0000-\u001f\u007f\uD800-\uDFFF]+$/u,
+  patternMessage: 'must be 1-255 characters of well-formed text without control characters',
 };
 
 export const CONNECTION_NAME: FieldRule = {

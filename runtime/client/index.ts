@@ -307,7 +307,9 @@ export class AgentConnectorClient {
     for (const [k, v] of Object.entries(p.queryParams ?? {})) q.set(k, String(v));
     const headers = new Headers(p.headers);
     headers.set('connection_name', p.connectionName);
-    headers.set('identifier', p.identifier);
+    // A header value is Latin-1 and loses leading and trailing spaces: any other identifier goes percent-encoded.
+    if (/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(p.identifier)) headers.set('identifier', p.identifier);
+    else headers.set('x-identifier-encoded', encodeURIComponent(p.identifier));
     const init: RequestInit & { duplex?: 'half' } = { headers };
     if (p.formData !== undefined) {
       init.body = p.formData as RequestInit['body'];

@@ -4,6 +4,7 @@ import type { AccountFieldSpec, AuthSpec, CredentialApply, KeyAuthSpec, OAuth2Au
 import type { ConnectorDefinition, FieldError, ToolDefinition } from '../tools/types.ts';
 import type { Connection } from '../store/types.ts';
 import { ServiceError } from '../errors.ts';
+import { hostAndPort } from '../upstream/address-guard.ts';
 
 export { connectors, tools };
 
@@ -79,7 +80,7 @@ export function hostAllowed(host: string, allowlist: readonly string[]): boolean
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-function checkField(spec: AccountFieldSpec, raw: unknown): string | undefined {
+export function checkField(spec: AccountFieldSpec, raw: unknown): string | undefined {
   if (typeof raw !== 'string') return 'must be a string';
   const value = raw.trim();
   if (!value) return 'must not be empty';
@@ -153,10 +154,18 @@ function mcpResourceOverride(connector: ConnectorDefinition, connection: Pick<Co
   return auth && auth.resource === connector.api.base_url ? resource : null;
 }
 
+/** The account fields, of any auth kind of the connector, that come with a host allowlist. */
+export function allowlistedFields(connector: ConnectorDefinition): AccountFieldSpec[] {
+  return connector.auth.filter(isKeyAuth).flatMap((a) => a.fields.filter((f) => f.host_allowlist));
+}
+
 /**
  * The base URL for a host of a connector, for one account: the connection's override when set, else the
  * connector's own; `{field}` placeholders come from the account's non-secret fields. A templated host is
- * re-checked against the field's allowlist, so a stored value can never point the service elsewhere.
+ * re-checked against the field's allowlist (and a URL field must be https), so a stored value can never point
+ * the service elsewhere — whichever auth kind filled it: OAuth accounts get such fields from the provider's
+ * token response (callintel's per-customer API host), trusted as they are only when the operator pointed the
+ * connection at its own token endpoint.
  */
 export function resolveBaseUrl(
   connector: ConnectorDefinition,
@@ -167,24 +176,56 @@ export function resolveBaseUrl(
   const override = host ? connection.apiHosts[host] : (connection.apiBaseUrl ?? mcpResourceOverride(connector, connection));
   const template = override ?? (host ? connector.api.hosts?.[host] : connector.api.base_url);
   if (!template) throw new ServiceError(500, 'internal_error', `connector ${connector.name} has no host ${host}`);
-  const auth = connector.auth.find((a) => a.kind === connection.authKind);
-  if (!override && auth && isKeyAuth(auth)) {
-    for (const f of auth.fields) {
-      if (f.host_allowlist && template.includes(`{${f.name}}`)) {
-        const raw = fields[f.name];
-        let v = raw;
-        if (raw !== undefined && f.format === 'url') {
-          try {
-            v = new URL(raw).hostname;
-          } catch {
-            v = '';
-          }
+  const operatorTokenServer = isOAuthKind(connection.authKind) && !!connection.oauth?.token_url;
+  if (!override && !operatorTokenServer) {
+    for (const f of allowlistedFields(connector)) {
+      if (!template.includes(`{${f.name}}`)) continue;
+      const raw = fields[f.name];
+      let v = raw;
+      if (raw !== undefined && f.format === 'url') {
+        try {
+          const u = new URL(raw);
+          v = u.protocol === 'https:' && !u.username && !u.password ? u.hostname : '';
+        } catch {
+          v = '';
         }
-        if (v !== undefined && !hostAllowed(v, f.host_allowlist)) {
-          throw new ServiceError(400, 'host_not_allowed', `The account's ${f.name} "${v}" is not under ${f.host_allowlist.join(', ')}`);
-        }
+      }
+      if (v !== undefined && !hostAllowed(v, f.host_allowlist!)) {
+        throw new ServiceError(400, 'host_not_allowed', `The account's ${f.name} "${raw}" is not ${f.format === 'url' ? 'an https URL ' : ''}under ${f.host_allowlist!.join(', ')}`);
       }
     }
   }
   return fill(template, fields, 'the API base URL').replace(/\/+$/, '');
+}
+
+/** `host:port` of a URL template, or undefined when a placeholder (an account field) fills its authority. */
+function fixedHost(template: string | null | undefined): string | undefined {
+  if (!template) return undefined;
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(template)?.[1];
+  if (authority === undefined || authority.includes('{')) return undefined;
+  try {
+    return hostAndPort(new URL(template.replace(/\{[a-z_][a-z0-9_]*\}/gi, 'x')));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The hosts (`host:port`) the operator (a connection's overrides) or the connector itself configured. These,
+ * and their subdomains on the same port (Standby Actors answer at `<actorId>.<standby host>`), may resolve to
+ * any address; every other host — one an account field names, or a provider's redirect — must be public
+ * (see upstream/address-guard).
+ */
+export function configuredHosts(
+  connector: ConnectorDefinition,
+  connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'> & { oauth?: Connection['oauth'] },
+  fields: Record<string, string>,
+): string[] {
+  const templates = [connector.api.base_url, ...Object.values(connector.api.hosts ?? {}), connection.apiBaseUrl, ...Object.values(connection.apiHosts ?? {}), connection.oauth?.resource];
+  const hosts = templates.map(fixedHost);
+  // What the operator's own token server answered is as trusted as the operator (see resolveBaseUrl).
+  if (isOAuthKind(connection.authKind) && connection.oauth?.token_url) {
+    for (const f of allowlistedFields(connector)) if (fields[f.name]) hosts.push(fixedHost(f.format === 'url' ? fields[f.name] : `https://${fields[f.name]}`));
+  }
+  return [...new Set(hosts.filter((h): h is string => !!h))];
 }

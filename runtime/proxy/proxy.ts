@@ -7,8 +7,9 @@ import { newId } from '../ids.ts';
 import { ServiceError } from '../errors.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { credentialHeaderNames, credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
-import { upstreamClient } from '../upstream/http.ts';
+import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
+import { notPublicFailure, upstreamClient } from '../upstream/http.ts';
+import { addressPolicy, guardedAgents, NOT_PUBLIC } from '../upstream/address-guard.ts';
 
 /** Headers that describe one hop, or that belong to the client's session with this service. */
 const DROP_REQUEST = new Set([
@@ -28,6 +29,7 @@ const DROP_REQUEST = new Set([
   'identifier',
   'x-connection-name',
   'x-identifier',
+  'x-identifier-encoded',
   'x-request-id',
   'forwarded',
   'x-forwarded-for',
@@ -46,25 +48,65 @@ export function header(req: IncomingMessage, ...names: string[]): string | undef
 }
 
 /**
+ * The connected account's identifier. Header values are Latin-1 text on the wire, so an identifier that is not
+ * printable ASCII (any other script, emoji, leading or trailing spaces) comes as `x-identifier-encoded`:
+ * its UTF-8 bytes percent-encoded.
+ */
+export function proxyIdentifier(req: IncomingMessage): string | undefined {
+  const plain = header(req, 'identifier', 'x-identifier');
+  const encoded = header(req, 'x-identifier-encoded');
+  if (encoded === undefined) return plain;
+  if (plain !== undefined) {
+    throw new ServiceError(400, 'invalid_input', 'Give the identifier once: identifier (or x-identifier), or x-identifier-encoded', [
+      { field: 'x-identifier-encoded', message: 'must not be combined with identifier' },
+    ]);
+  }
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    throw new ServiceError(400, 'invalid_input', 'x-identifier-encoded must be percent-encoded UTF-8', [{ field: 'x-identifier-encoded', message: 'is not percent-encoded UTF-8' }]);
+  }
+}
+
+/** Decodes the percent-encoded ASCII bytes of a string, leaving anything else as it is. */
+const decodeAscii = (s: string) => s.replace(/%([0-7][0-9a-f])/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+
+/** What makes a path (raw, or after some decodings) unfit to append to the provider's API root. */
+function pathProblem(text: string): string | undefined {
+  if (/^\/?[a-z][a-z0-9+.-]*:/i.test(text) || text.includes('://')) return 'must be a path, not an absolute URL';
+  if (/[\u0000-\u001f\u007f]/.test(text)) return 'must not contain control characters (raw or percent-encoded)';
+  if (text.includes('\\') || /%5c/i.test(text)) return 'must not contain backslashes (raw or percent-encoded)';
+  if (/%2f/i.test(text)) return 'must not contain encoded slashes (%2F)';
+  // "." and ".." segments, also with a ";parameter" (servlet containers read "..;" as "..").
+  if (text.split('/').some((s) => /^\.\.?(;.*)?$/.test(s))) return 'must not contain . or .. segments (raw or percent-encoded)';
+  return undefined;
+}
+
+/**
  * Checks an upstream path from the client. It must be a plain path relative to the provider's API root:
- * no scheme or host, no dot segments (raw or percent-encoded), no encoded slashes or backslashes.
+ * no scheme or host, no dot segments, no encoded slashes or backslashes, no control characters — raw or
+ * percent-encoded, once or several times over (an upstream, or a server behind it, may decode again:
+ * %252e%252e is ".." two decodings away).
  */
 export function checkProxyPath(path: string): string | undefined {
   if (!path.startsWith('/')) return 'must start with /';
   if (path.startsWith('//')) return 'must not start with // (a host change)';
-  if (/[\u0000-\u001f\u007f\s]/.test(path)) return 'must not contain whitespace or control characters';
-  if (path.includes('\\') || /%5c/i.test(path)) return 'must not contain backslashes';
-  if (/%2f/i.test(path)) return 'must not contain encoded slashes (%2F)';
-  if (/^[a-z][a-z0-9+.-]*:/i.test(path.slice(1)) || path.includes('://')) return 'must be a path, not an absolute URL';
+  if (/\s/.test(path)) return 'must not contain whitespace';
   if (/^\/[^/]*@/.test(path)) return 'must not contain @ in its first segment';
-  let decoded: string;
   try {
-    decoded = decodeURIComponent(path);
+    decodeURIComponent(path);
   } catch {
     return 'has malformed percent-encoding';
   }
-  if (decoded.split('/').some((s) => s === '..' || s === '.')) return 'must not contain . or .. segments';
-  return undefined;
+  let text = path;
+  for (let decodings = 0; decodings <= 3; decodings++) {
+    const problem = pathProblem(text);
+    if (problem) return problem;
+    const decoded = decodeAscii(text);
+    if (decoded === text) return undefined;
+    text = decoded;
+  }
+  return 'is percent-encoded too many times over';
 }
 
 /**
@@ -82,7 +124,7 @@ export class ProxyHandler {
   async handle(req: IncomingMessage, res: ServerResponse, rawPathAndQuery: string): Promise<void> {
     const started = performance.now();
     const connectionName = header(req, 'connection_name', 'x-connection-name');
-    const identifier = header(req, 'identifier', 'x-identifier');
+    const identifier = proxyIdentifier(req);
     const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(Boolean) as string[];
     if (missing.length) {
       throw new ServiceError(
@@ -181,6 +223,8 @@ export class ProxyHandler {
     live: LiveAccount,
   ): Promise<{ response: IncomingMessage; stream: NodeJS.ReadableStream & { resume(): void } }> {
     const api = live.connector.api;
+    const policy = addressPolicy(url, configuredHosts(live.connector, live.connection, live.account.fields));
+    if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
     return new Promise((resolve, reject) => {
       // The client's body goes through a PassThrough: piping an IncomingMessage straight into got makes
       // got copy that message's headers — the client's Authorization and Cookie — onto the upstream request.
@@ -191,12 +235,14 @@ export class ProxyHandler {
         decompress: false,
         timeout: { connect: api.timeouts?.connect_ms ?? 10_000, response: api.timeouts?.response_ms ?? 120_000 },
         allowGetBody: true,
+        ...(policy === 'guard' ? { agent: guardedAgents } : {}),
         ...(bodyStream ? { body: bodyStream } : {}),
       });
       stream.once('response', (r: IncomingMessage) => resolve({ response: r, stream }));
       stream.once('error', (e: Error & { code?: string; event?: string }) => {
         const code = e.code ?? '';
-        if (e.name === 'TimeoutError') reject(new ServiceError(504, 'upstream_timeout', `The provider did not answer in time (${e.event ?? 'timeout'})`));
+        if (code === NOT_PUBLIC) reject(notPublicFailure(e.message));
+        else if (e.name === 'TimeoutError') reject(new ServiceError(504, 'upstream_timeout', `The provider did not answer in time (${e.event ?? 'timeout'})`));
         else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
         else reject(new ServiceError(502, 'upstream_unreachable', `The provider could not be reached (${code || e.message})`));
       });

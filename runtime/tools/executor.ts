@@ -4,12 +4,18 @@ import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
+import { configuredHosts, credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
 import { send, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
 import { baseHeaders, describeRequest, encodeBody, lowerKeys, secretValuesOf } from './plan.ts';
+import { TemplateValueError } from './template-runtime.ts';
+
+/** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
+function templateInputError(e: unknown, tool: ToolDefinition): unknown {
+  return e instanceof TemplateValueError ? invalidInput([{ field: e.field, message: e.message }], `input for ${tool.name}`) : e;
+}
 
 export interface ExecuteRequest {
   toolName: string;
@@ -89,10 +95,20 @@ export class ToolExecutor {
     }
     if (!req.dryRun && resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
     const base = (host?: string) => resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
-    const planned = tool.build(input as never, { base });
+    let planned: UpstreamRequest[];
+    try {
+      planned = tool.build(input as never, { base });
+    } catch (e) {
+      throw templateInputError(e, tool);
+    }
 
     if (req.dryRun) {
-      const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+      let shown: UpstreamRequest[];
+      try {
+        shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+      } catch (e) {
+        throw templateInputError(e, tool);
+      }
       const target = { connector: resolved.connector, connection: resolved.connection, fields: resolved.account.fields, auth: resolved.auth };
       const secrets = secretValuesOf(tool, input);
       return { data: { requests: shown.map((r) => describeRequest(target, r, secrets)) }, executionId };
@@ -119,7 +135,8 @@ export class ToolExecutor {
         data = planned.length === 1 ? results[0] : results;
       }
       return { data: data ?? null, executionId };
-    } catch (e) {
+    } catch (caught) {
+      const e = templateInputError(caught, tool);
       status = e instanceof ProviderError ? e.status : e instanceof ServiceError ? e.status : 500;
       errorCode = e instanceof ProviderError ? 'provider_error' : e instanceof ServiceError ? e.code : 'internal_error';
       if (e instanceof ProviderError || e instanceof ServiceError) Object.assign(e, { executionId });
@@ -165,6 +182,7 @@ export class ToolExecutor {
         retry: api.retry,
         maxBytes: this.config.toolResponseLimitBytes,
         credentialHeaders: credentialHeaderNames(apply),
+        configuredHosts: configuredHosts(live.connector, live.connection, live.account.fields),
         onRetry: (attempt, wait, reason) => this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
       },
     );

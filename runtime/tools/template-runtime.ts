@@ -132,7 +132,25 @@ export function url(base: string, path: string, query?: ReadonlyArray<readonly [
   return out;
 }
 
-/** A path segment: percent-encoded so an id can never add segments or a query. */
-export function seg(v: unknown): string {
-  return encodeURIComponent(String(v));
+/** An input value a request template cannot use where it goes; the executor answers 400 naming the field. */
+export class TemplateValueError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A path segment: percent-encoded so an id can never add segments or a query. "." and ".." cannot be
+ * encoded away (URL parsers resolve them, and their %2e forms, as dot segments, so `/files/..` would reach
+ * another endpoint with the account's credentials), and "" would drop the segment: all three are refused.
+ */
+export function seg(v: unknown, field = 'input'): string {
+  const s = String(v);
+  if (s === '' || s === '.' || s === '..') {
+    throw new TemplateValueError(field, s === '' ? 'must not be empty (it is a segment of the request path)' : `must not be "${s}" (as a segment of the request path it would lead to another endpoint)`);
+  }
+  return encodeURIComponent(s);
 }

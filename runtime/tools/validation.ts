@@ -86,19 +86,62 @@ function message(tool: ToolDefinition, e: AjvError): FieldError {
   }
 }
 
+/** Deeper than any tool's schema goes; deeper values are refused before anything walks them recursively. */
+export const MAX_INPUT_DEPTH = 32;
+/** Problems reported at most, so that a large bad input cannot make a much larger error response. */
+export const MAX_INPUT_ERRORS = 50;
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function childPath(parent: string, key: string | number): string {
+  if (typeof key === 'number') return `${parent || '(input)'}[${key}]`;
+  return parent ? `${parent}.${key}` : key;
+}
+
+/**
+ * What a schema cannot say about any input: nesting within MAX_INPUT_DEPTH (checked iteratively, so a deep
+ * value cannot overflow the stack here or in the recursive code after it) and text that is well-formed
+ * Unicode (a lone surrogate cannot be percent-encoded into a URL or encoded as UTF-8).
+ */
+function checkShape(input: object): FieldError[] {
+  const errors: FieldError[] = [];
+  const stack: Array<[unknown, string, number]> = [[input, '', 0]];
+  while (stack.length && errors.length < MAX_INPUT_ERRORS) {
+    const [value, path, depth] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) errors.push({ field: path || '(input)', message: 'must be well-formed Unicode text (it contains a lone surrogate)' });
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_INPUT_DEPTH) {
+      errors.push({ field: path || '(input)', message: `nests deeper than ${MAX_INPUT_DEPTH} levels` });
+      continue;
+    }
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], childPath(path, i), depth + 1]);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      if (LONE_SURROGATE.test(key)) errors.push({ field: childPath(path, key), message: 'is a name that is not well-formed Unicode text' });
+      stack.push([(value as Record<string, unknown>)[key], childPath(path, key), depth + 1]);
+    }
+  }
+  return errors;
+}
+
 /**
  * Validates (and fills defaults into) a tool input with the tool's precompiled validator, then its
- * cross-field rules. Returns every problem, one per field.
+ * cross-field rules. Returns every problem, one per field (at most MAX_INPUT_ERRORS).
  */
 export function validateToolInput(tool: ToolDefinition, input: unknown): FieldError[] {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return [{ field: 'tool_input', message: 'must be an object' }];
   }
-  const errors: FieldError[] = [];
+  const errors = checkShape(input);
+  if (errors.some((e) => e.message.startsWith('nests deeper'))) return errors;
   if (!tool.validate(input)) {
     for (const e of tool.validate.errors ?? []) errors.push(message(tool, e));
   }
   for (const e of tool.checkRules(input)) errors.push(e);
   const seen = new Set<string>();
-  return errors.filter((e) => (seen.has(e.field) ? false : (seen.add(e.field), true)));
+  return errors.filter((e) => (seen.has(e.field) ? false : (seen.add(e.field), true))).slice(0, MAX_INPUT_ERRORS);
 }

@@ -3,6 +3,7 @@ import https from 'node:https';
 import got, { CancelError, RequestError, TimeoutError, type Got, type Method } from 'got';
 import type { RetrySpec } from '../../generator/model.ts';
 import { UpstreamFailure } from '../errors.ts';
+import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';
 
 export const keepAliveAgents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
@@ -49,6 +50,16 @@ export interface SendOptions {
   maxRedirects?: number;
   /** Called before each wait, for tests and metrics. */
   onRetry?: (attempt: number, waitMs: number, reason: string) => void;
+  /**
+   * Hosts the operator or connector configured (see `configuredHosts`); any other host, first or after a
+   * redirect, must resolve to public addresses. Undefined: no restriction (for callers whose every URL is configured).
+   */
+  configuredHosts?: readonly string[];
+}
+
+/** The host of an upstream URL may not be contacted (see address-guard). */
+export function notPublicFailure(detail: string): UpstreamFailure {
+  return new UpstreamFailure('upstream_host_not_public', `The provider host was refused: ${detail}; requests go only to public addresses unless the connection configures the host`, 502);
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
@@ -66,10 +77,13 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
+  const policy = addressPolicy(req.url, opts.configuredHosts);
+  if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const promise = upstreamClient(req.url, {
     method: req.method as Method,
     headers: req.headers,
     body: req.body,
+    ...(policy === 'guard' ? { agent: guardedAgents } : {}),
     timeout: { connect: opts.connectTimeoutMs, secureConnect: opts.connectTimeoutMs, response: opts.responseTimeoutMs, socket: opts.responseTimeoutMs },
   });
   let tooLarge = false;
@@ -90,6 +104,7 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
     const res = await promise;
     return { status: res.statusCode, headers: res.headers, body: res.rawBody ?? Buffer.alloc(0), url: req.url };
   } catch (e) {
+    if ((e as { code?: string }).code === NOT_PUBLIC) throw notPublicFailure((e as Error).message);
     if (tooLarge || e instanceof CancelError) {
       throw new UpstreamFailure(
         'response_too_large',

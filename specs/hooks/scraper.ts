@@ -6,7 +6,7 @@
  */
 import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '../../runtime/tools/types.ts';
 import type * as I from '../../generated/types.ts';
-import { encodeQueryPart, url as buildUrl } from '../../runtime/tools/template-runtime.ts';
+import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../runtime/tools/template-runtime.ts';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
 
 type Json = Record<string, unknown>;
@@ -70,7 +70,7 @@ function get(url: string): UpstreamRequest {
 
 /** `username/name` → `username~name` as a path segment (only the first slash, as the API client does). */
 export function actorSegment(actor: string): string {
-  return encodeURIComponent(actor.replace('/', '~'));
+  return seg(actor.replace('/', '~'), 'actor');
 }
 
 /** `name:tool` → {name, tool}; the last colon splits, as upstream's `/^(.+):(.+)$/` does. */
@@ -551,6 +551,9 @@ function docsPlan(input: I.ScraperFetchPlatformDocsInput, planned: UpstreamReque
   const page = new URL(input.url);
   const host = page.hostname === 'crawlee.dev' ? 'crawler_docs' : 'platform_docs';
   const path = page.pathname.replace(/\/+$/, '');
+  // A path of a backslash or ".." passes the pattern but parses to the site's root: with no path, "<base>.md" would
+  // name another host (crawlee.dev.md).
+  if (!path) throw new TemplateValueError('url', 'must name a page of the docs site, not the site itself');
   return [{ ...planned[0]!, host, url: `${base(host)}${path.endsWith('.md') ? path : `${path}.md`}` }];
 }
 
