@@ -51,6 +51,19 @@ export interface SendOptions {
   onRetry?: (attempt: number, waitMs: number, reason: string) => void;
 }
 
+/**
+ * A connector's connect and response timeouts, or the defaults it leaves out, each capped by the
+ * operator's UPSTREAM_TIMEOUT_MAX_MS (0: no cap) — e.g. to answer before a load balancer gives up.
+ */
+export function upstreamTimeouts(
+  timeouts: { connect_ms?: number; response_ms?: number } | undefined,
+  maxMs: number,
+  defaults: { connectMs: number; responseMs: number },
+): { connectMs: number; responseMs: number } {
+  const cap = (ms: number) => (maxMs > 0 ? Math.min(ms, maxMs) : ms);
+  return { connectMs: cap(timeouts?.connect_ms ?? defaults.connectMs), responseMs: cap(timeouts?.response_ms ?? defaults.responseMs) };
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const DEFAULT_RETRY: RetrySpec = { statuses: [429, 502, 503, 504], max_attempts: 3, retry_after_header: 'retry-after', max_wait_ms: 30_000 };
 
@@ -96,7 +109,7 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
         `The provider's response is larger than ${opts.maxBytes} bytes, the limit for tool results; fetch it through /proxy, which streams`,
       );
     }
-    throw classify(e);
+    throw classify(e, { connectMs: opts.connectTimeoutMs, responseMs: opts.responseTimeoutMs });
   }
 }
 
@@ -112,10 +125,15 @@ export class NetworkFailure extends UpstreamFailure {
   }
 }
 
-function classify(e: unknown): NetworkFailure {
+/**
+ * A failed exchange with the provider, as the service's own error: timeout (naming the limit that ran
+ * out, so a client can tell the connector's timeout from its own), unreachable, reset, or other.
+ */
+export function classify(e: unknown, limits?: { connectMs: number; responseMs: number }): NetworkFailure {
   if (e instanceof TimeoutError) {
     const before = e.event === 'lookup' || e.event === 'connect' || e.event === 'secureConnect';
-    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout)`, 504, before);
+    const ms = limits ? ` after ${before ? limits.connectMs : limits.responseMs} ms` : '';
+    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout${ms})`, 504, before);
   }
   if (e instanceof RequestError) {
     const code = e.code ?? 'ERR';

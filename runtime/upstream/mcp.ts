@@ -5,7 +5,7 @@ import { credentialHeaders } from '../connectors/catalog.ts';
 import { ProviderError, UpstreamFailure } from '../errors.ts';
 import type { LiveAccount } from '../accounts/service.ts';
 import type { UpstreamRequest, UpstreamResponse } from '../tools/types.ts';
-import { upstreamClient } from './http.ts';
+import { upstreamClient, upstreamTimeouts } from './http.ts';
 
 const PROTOCOL_VERSION = '2025-06-18';
 const CLIENT_INFO = { name: 'agent-connector-service', version: '0.1.0' };
@@ -70,7 +70,7 @@ export class McpSessions {
     config: Config,
     onUnauthorized: (live: LiveAccount) => Promise<LiveAccount | undefined>,
   ): Promise<UpstreamResponse> {
-    const timeoutMs = live.connector.api.timeouts?.response_ms ?? 60_000;
+    const timeoutMs = upstreamTimeouts(live.connector.api.timeouts, config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 }).responseMs;
     let current = live;
     let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -169,7 +169,7 @@ export class McpSessions {
     if (body.method !== 'initialize') headers['mcp-protocol-version'] = session.protocolVersion;
     let res;
     try {
-      const promise = upstreamClient.post(url, { body: JSON.stringify(body), headers, timeout: { connect: 10_000, response: timeoutMs } });
+      const promise = upstreamClient.post(url, { body: JSON.stringify(body), headers, timeout: { connect: Math.min(10_000, timeoutMs), response: timeoutMs } });
       promise.on('downloadProgress', (p: { transferred: number }) => {
         if (p.transferred > maxBytes) promise.cancel();
       });
