@@ -124,7 +124,8 @@ export class FaultyUpstream {
         return;
       case 'stall':
       case 'reset_mid_body': {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(fault.bytes * 4) });
+        // Chunked, so that only a broken connection (never a terminating chunk) can tell the reader the body is cut.
+        res.writeHead(200, { 'content-type': 'application/json' });
         const part = Buffer.alloc(fault.bytes, ' ');
         part[0] = '['.charCodeAt(0);
         res.write(part);
