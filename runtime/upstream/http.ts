@@ -4,9 +4,14 @@ import got, { CancelError, RequestError, TimeoutError, type Got, type Method } f
 import type { RetrySpec } from '../../generator/model.ts';
 import { UpstreamFailure } from '../errors.ts';
 
+/**
+ * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
+ * are open, and a cap only queues calls behind it (2,000 users on one provider host, the 513th waiting
+ * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
+ */
 export const keepAliveAgents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
 };
 
 /**
