@@ -88,7 +88,15 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
     method: req.method as Method,
     headers: req.headers,
     body: req.body,
-    timeout: { connect: opts.connectTimeoutMs, secureConnect: opts.connectTimeoutMs, response: opts.responseTimeoutMs, socket: opts.responseTimeoutMs },
+    // request: a deadline for the whole answer, so a provider that drips a byte at a time (never idle)
+    // cannot hold a tool call forever.
+    timeout: {
+      connect: opts.connectTimeoutMs,
+      secureConnect: opts.connectTimeoutMs,
+      response: opts.responseTimeoutMs,
+      socket: opts.responseTimeoutMs,
+      request: opts.connectTimeoutMs + opts.responseTimeoutMs,
+    },
   });
   let tooLarge = false;
   promise.on('response', (res: http.IncomingMessage) => {
@@ -137,7 +145,8 @@ export class NetworkFailure extends UpstreamFailure {
 export function classify(e: unknown, limits?: { connectMs: number; responseMs: number }): NetworkFailure {
   if (e instanceof TimeoutError) {
     const before = e.event === 'lookup' || e.event === 'connect' || e.event === 'secureConnect';
-    const ms = limits ? ` after ${before ? limits.connectMs : limits.responseMs} ms` : '';
+    const limit = !limits ? undefined : before ? limits.connectMs : e.event === 'request' ? limits.connectMs + limits.responseMs : limits.responseMs;
+    const ms = limit === undefined ? '' : ` after ${limit} ms`;
     return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout${ms})`, 504, before);
   }
   if (e instanceof RequestError) {
@@ -147,6 +156,9 @@ export function classify(e: unknown, limits?: { connectMs: number; responseMs: n
     }
     if (code === 'ECONNRESET' || code === 'EPIPE') {
       return new NetworkFailure('upstream_connection_reset', 'The provider closed the connection before answering', 502, false);
+    }
+    if (code.startsWith('HPE_') || code.startsWith('Z_') || code === 'ERR_CONTENT_DECODING_FAILED') {
+      return new NetworkFailure('provider_malformed_response', `The provider's answer is not valid HTTP or its compression is broken (${code})`, 502, false);
     }
     return new NetworkFailure('upstream_error', `The request to the provider failed (${code})`, 502, false);
   }

@@ -28,7 +28,13 @@ export type Fault =
   /** A 200 of `bytes` bytes, with or without content-length; `gzip` compresses it on the wire (a "zip bomb"). */
   | { kind: 'huge'; bytes: number; contentLength: boolean; gzip?: boolean }
   /** A good JSON answer after `ms`. */
-  | { kind: 'slow'; ms: number; body: unknown };
+  | { kind: 'slow'; ms: number; body: unknown }
+  /** Headers, then one byte of body every `everyMs`, never idle long enough for an idle timeout. */
+  | { kind: 'dribble'; everyMs: number }
+  /** Bytes that are not HTTP at all instead of an answer. */
+  | { kind: 'garbage' }
+  /** A 200 that claims content-encoding gzip but is not compressed. */
+  | { kind: 'bad_gzip' };
 
 export interface Received {
   method: string;
@@ -145,6 +151,23 @@ export class FaultyUpstream {
         await new Promise((r) => setTimeout(r, fault.ms));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(fault.body));
+        return;
+      case 'dribble': {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('[');
+        const timer = setInterval(() => {
+          res.write(' ');
+          this.bytesWritten++;
+        }, fault.everyMs);
+        res.once('close', () => clearInterval(timer));
+        return;
+      }
+      case 'garbage':
+        req.socket.end('SSH-2.0-OpenSSH_9.6\r\nnot http at all\r\n\r\n');
+        return;
+      case 'bad_gzip':
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end('{"ticket": {"id": 1}}');
         return;
       case 'huge':
         await this.huge(fault, res);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDesk } from '../fakes/desk.ts';
 import { FaultyUpstream, type Fault } from '../fakes/faulty-upstream.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { record } from './summary.ts';
 
 const SOAK = process.env.RELIABILITY_SOAK === '1';
@@ -265,6 +266,35 @@ describe('tool calls against a faulty provider', () => {
     }
   });
 
+  scenario('tool', 'what the client library makes of them: a provider error and a service error, told apart', async () => {
+    const viaClient = () =>
+      h.client.executeTool({ toolName: 'helpdesk_ticket_get', toolInput: { ticket_id: 42 }, connectionName: 'faulty', identifier: 'user-1' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    up.plan([], status(404, undefined, { error: 'RecordNotFound', description: 'Not found' }));
+    const notFound = (await held(viaClient)) as ConnectorServiceError;
+    expect(notFound).toBeInstanceOf(ConnectorServiceError);
+    expect(notFound).toMatchObject({ isProviderError: true, status: 404, providerStatus: 404, providerBody: { error: 'RecordNotFound', description: 'Not found' } });
+    up.reset();
+    up.plan([], { kind: 'hang' });
+    const pending = viaClient();
+    await stillServing();
+    const timedOut = (await pending) as ConnectorServiceError;
+    expect(timedOut).toBeInstanceOf(ConnectorServiceError);
+    expect(timedOut).toMatchObject({ isProviderError: false, status: 504, code: 'upstream_timeout', providerStatus: undefined });
+  });
+
+  scenario('tool', '503 with Retry-After as an HTTP date on a POST: retried once, as the provider asked', async () => {
+    up.plan([status(503, { 'retry-after': new Date(Date.now() + 1500).toUTCString() })], { kind: 'status', status: 201, body: { ticket: { id: 8 } } });
+    const pending = createTicket();
+    await stillServing();
+    const a = await pending;
+    expect(a.status).toBe(200);
+    expect(a.body.data.ticket.id).toBe(8);
+    expect(up.count('POST')).toBe(2);
+  });
+
   scenario('tool', '503 without Retry-After: a GET is retried, a POST is not', async () => {
     up.plan([], status(503));
     expectProviderError(await held(getTicket), 503, { error: 'Boom', description: 'provider said 503' });
@@ -301,6 +331,15 @@ describe('tool calls against a faulty provider', () => {
     details.tool.push('timeouts capped at 1 s by UPSTREAM_TIMEOUT_MAX_MS');
   });
 
+  scenario('tool', 'a provider that drips one byte at a time, never idle: upstream_timeout, not a call held forever', async () => {
+    up.plan([], { kind: 'dribble', everyMs: 100 });
+    const post = createTicket();
+    await stillServing();
+    const a = await post;
+    expectServiceError(a, 504, 'upstream_timeout');
+    expect(up.count('POST')).toBe(1);
+  });
+
   scenario('tool', 'connection reset before the headers: upstream_connection_reset, the POST sent once', async () => {
     up.plan([], { kind: 'reset' });
     expectServiceError(await held(getTicket), 502, 'upstream_connection_reset');
@@ -324,16 +363,35 @@ describe('tool calls against a faulty provider', () => {
     expect(up.count('GET')).toBe(1);
   });
 
+  scenario('tool', 'not HTTP at all, or gzip that is not: provider_malformed_response, the POST sent once', async () => {
+    for (const kind of ['garbage', 'bad_gzip'] as const) {
+      up.reset();
+      up.plan([], { kind });
+      const a = await held(createTicket);
+      expectServiceError(a, 502, 'provider_malformed_response');
+      expect(up.count('POST')).toBe(1);
+    }
+  });
+
   scenario('tool', 'redirect to another host: followed for a GET without the credential', async () => {
-    up.plan([{ kind: 'redirect', location: `${other.url}/api/v2/tickets/42` }]);
+    // A hop on the same host keeps the credential; the hop to another host drops it.
+    up.plan([{ kind: 'redirect', location: '/api/v2/tickets/42/moved' }, { kind: 'redirect', location: `${other.url}/api/v2/tickets/42` }]);
     other.plan([], { kind: 'status', status: 200, body: { ticket: { id: 42, moved: true } } });
     const a = await held(getTicket);
     expect(a.status).toBe(200);
     expect(a.body.data.ticket.moved).toBe(true);
-    expect(up.received[0]!.headers.authorization).toBe(BASIC);
+    expect(up.received.map((r) => r.headers.authorization)).toEqual([BASIC, BASIC]);
     expect(other.received).toHaveLength(1);
     expect(other.received[0]!.headers.authorization).toBeUndefined();
     expect(JSON.stringify(other.received[0]!.headers)).not.toContain(Buffer.from(`${EMAIL}/token:${API_TOKEN}`).toString('base64'));
+  });
+
+  scenario('tool', 'a redirect loop: followed five times, then the provider\'s redirect is the answer', async () => {
+    up.plan([], { kind: 'redirect', location: '/api/v2/tickets/42' });
+    const a = await held(getTicket);
+    expect(a.headers.get('x-error-source')).toBe('provider');
+    expect(a.body.error.provider_status).toBe(302);
+    expect(up.count('GET')).toBe(6);
   });
 
   scenario('tool', 'redirect of a POST: not followed, nothing sent to the other host', async () => {
@@ -432,6 +490,46 @@ describe('the proxy against a faulty provider', () => {
     expect(a.status).toBe(200);
     expect(a.bytes).toBe(1000);
     expect(a.complete).toBe(false);
+  });
+
+  scenario('proxy', 'not HTTP at all: 502 provider_malformed_response, sent once', async () => {
+    up.plan([], { kind: 'garbage' });
+    const a = await held(() => proxy('POST', '/v2/tickets.json'));
+    expect(a.status).toBe(502);
+    expect(a.headers['x-error-source']).toBe('service');
+    expect(JSON.parse(a.body).error.code).toBe('provider_malformed_response');
+    expect(up.count('POST')).toBe(1);
+  });
+
+  scenario('proxy', 'a client that goes away mid-download: the service stops reading from the provider', async () => {
+    up.plan([], { kind: 'huge', bytes: TOOL_OFFER_BYTES, contentLength: true });
+    const inFlightBefore = up.inFlight;
+    const u = new URL(h.url);
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        { host: u.hostname, port: u.port, path: '/proxy/v2/attachments/big.bin', headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' }, agent: false },
+        (res) => {
+          let n = 0;
+          res.on('data', (c: Buffer) => {
+            n += c.length;
+            if (n >= 8 * MB) {
+              req.destroy();
+              resolve(n);
+            }
+          });
+          res.on('error', () => {});
+        },
+      );
+      req.on('error', () => {});
+      req.on('close', () => reject(new Error('closed before 8 MB')));
+      req.end();
+    });
+    expect(got).toBeGreaterThanOrEqual(8 * MB);
+    // The provider's answer is abandoned (its connection closed), not read to the end into nowhere.
+    await until(() => up.inFlight === inFlightBefore, 'the provider\'s answer to be abandoned');
+    expect(up.bytesWritten).toBeLessThan(256 * MB);
+    await stillServing();
+    details.proxy.push(`client gone after 8 MB of 2 GB: provider wrote ${(up.bytesWritten / MB).toFixed(0)} MB`);
   });
 
   scenario('proxy', 'malformed JSON passes through byte for byte (the proxy does not parse)', async () => {
