@@ -34,13 +34,21 @@ export type Fault =
   /** Bytes that are not HTTP at all instead of an answer. */
   | { kind: 'garbage' }
   /** A 200 that claims content-encoding gzip but is not compressed. */
-  | { kind: 'bad_gzip' };
+  | { kind: 'bad_gzip' }
+  /**
+   * An MCP server (Streamable HTTP, JSON answers) whose `tools/call` meets the fault `call` (or, without
+   * one, gets a good result); `initialize` (answered with a session id) and notifications (202) go well,
+   * however often the client sends them.
+   */
+  | { kind: 'mcp'; call?: Fault };
 
 export interface Received {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
   bodyBytes: number;
+  /** The body as text, when it is small (64 KB at most). */
+  body: string;
 }
 
 const CHUNK = Buffer.alloc(64 * 1024, 'a');
@@ -102,20 +110,46 @@ export class FaultyUpstream {
     return this.received.filter((r) => r.method === method).length;
   }
 
+  /** How many JSON-RPC messages with this method were received. */
+  rpcCount(method: string): number {
+    return this.received.filter((r) => r.body.includes(`"method":"${method}"`)).length;
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.inFlight++;
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
     res.once('close', () => this.inFlight--);
     let bodyBytes = 0;
-    for await (const chunk of req) bodyBytes += (chunk as Buffer).length;
-    this.received.push({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, bodyBytes });
+    const kept: Buffer[] = [];
+    for await (const chunk of req) {
+      bodyBytes += (chunk as Buffer).length;
+      if (bodyBytes <= 64 * 1024) kept.push(chunk as Buffer);
+    }
+    const body = bodyBytes <= 64 * 1024 ? Buffer.concat(kept).toString('utf8') : '';
+    this.received.push({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, bodyBytes, body });
     const fault = this.script.shift() ?? this.fallback;
     if (this.held) await new Promise<void>((go) => this.held!.push(go));
-    await this.answer(fault, req, res);
+    await this.answer(fault, req, res, body);
   }
 
-  private async answer(fault: Fault, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  private async answer(fault: Fault, req: http.IncomingMessage, res: http.ServerResponse, body: string): Promise<void> {
     switch (fault.kind) {
+      case 'mcp': {
+        const message = JSON.parse(body) as { id?: unknown; method?: string };
+        if (message.method === 'tools/call' && fault.call) return this.answer(fault.call, req, res, body);
+        if (message.id === undefined) {
+          res.writeHead(202).end();
+          return;
+        }
+        const result =
+          message.method === 'tools/call'
+            ? { content: [{ type: 'text', text: '<meeting id="m-1" title="Launch review" />' }] }
+            : { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'faulty', version: '1' } };
+        const answer = JSON.stringify({ jsonrpc: '2.0', id: message.id, result });
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1', 'content-length': Buffer.byteLength(answer) });
+        res.end(answer);
+        return;
+      }
       case 'status': {
         const json = fault.body !== undefined && typeof fault.body !== 'string';
         const body = fault.body === undefined ? '' : json ? JSON.stringify(fault.body) : String(fault.body);

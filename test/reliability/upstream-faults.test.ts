@@ -28,6 +28,7 @@ const TIMEOUT_CAP_MS = 1000;
 const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';
 const API_TOKEN = 'zd-fault-token-5c2e8a71d9';
+const MCP_TOKEN = 'mcp-access-token-3f9a0c';
 const BASIC = `Basic ${Buffer.from(`${EMAIL}/token:${API_TOKEN}`).toString('base64')}`;
 
 let h: Harness;
@@ -36,11 +37,11 @@ let up: FaultyUpstream;
 let other: FaultyUpstream;
 let token: string;
 
-const tally = { tool: { tried: 0, failed: 0 }, proxy: { tried: 0, failed: 0 }, serving: { tried: 0, failed: 0 } };
-const details = { tool: [] as string[], proxy: [] as string[] };
+const tally = { tool: { tried: 0, failed: 0 }, mcp: { tried: 0, failed: 0 }, proxy: { tried: 0, failed: 0 }, serving: { tried: 0, failed: 0 } };
+const details = { tool: [] as string[], mcp: [] as string[], proxy: [] as string[] };
 
 /** An `it` whose outcome is counted in the reliability summary. */
-function scenario(group: 'tool' | 'proxy', name: string, fn: () => Promise<void>, timeout?: number) {
+function scenario(group: 'tool' | 'mcp' | 'proxy', name: string, fn: () => Promise<void>, timeout?: number) {
   it(
     name,
     async ({ onTestFailed }) => {
@@ -196,6 +197,9 @@ beforeAll(async () => {
   await h.client.createConnection({ connection_name: 'faulty', connector: 'helpdesk', api_base_url: `${up.url}/api` });
   await h.client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'user-1', credentials: creds });
   await h.client.upsertConnectedAccount({ connectionName: 'faulty', identifier: 'user-1', credentials: creds });
+  // The meeting-notes connector speaks MCP (JSON-RPC over HTTP) to its provider: the same faults on that transport.
+  await h.client.createConnection({ connection_name: 'notes-faulty', connector: 'notes', oauth: { resource: `${up.url}/mcp` } });
+  await h.client.upsertConnectedAccount({ connectionName: 'notes-faulty', identifier: 'user-1', credentials: { access_token: MCP_TOKEN } });
   const res = await fetch(`${h.url}/oauth/token`, {
     method: 'POST',
     body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
@@ -205,6 +209,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   record({ category: 'faults injected', what: 'upstream faults on tool calls', ...tally.tool, detail: details.tool.join('; ') });
+  record({ category: 'faults injected', what: 'upstream faults on MCP tool calls', ...tally.mcp, detail: details.mcp.join('; ') });
   record({ category: 'faults injected', what: 'upstream faults on the proxy', ...tally.proxy, detail: details.proxy.join('; ') });
   record({ category: 'faults injected', what: '/health and a normal tool call while a fault was in progress', ...tally.serving });
   await up?.close();
@@ -422,6 +427,91 @@ describe('tool calls against a faulty provider', () => {
       details.tool.push(`2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: provider produced ${(up.bytesWritten / MB).toFixed(1)} MB, RSS +${(growth / MB).toFixed(0)} MB`);
     });
   }
+});
+
+describe('MCP tool calls against a faulty MCP server', () => {
+  const listMeetings = () => exec('notes_list_meetings', { time_range: 'this_week' }, 'notes-faulty');
+  const mcp = (call: Fault): Fault => ({ kind: 'mcp', call });
+  const calls = () => up.rpcCount('tools/call');
+
+  scenario('mcp', 'a good answer first (the way there works), then one without the call\'s id: provider_malformed_response', async () => {
+    up.plan([], { kind: 'mcp' });
+    const good = await held(listMeetings);
+    expect(good.status).toBe(200);
+    expect(good.body.data.content[0].text).toContain('Launch review');
+    expect(up.rpcCount('initialize')).toBeGreaterThanOrEqual(1);
+    expect(up.received.every((r) => r.headers.authorization === `Bearer ${MCP_TOKEN}`)).toBe(true);
+    up.reset();
+    up.plan([], mcp({ kind: 'status', status: 200, body: { jsonrpc: '2.0', id: 'not-the-call', result: { content: [] } } }));
+    expectServiceError(await held(listMeetings), 502, 'provider_malformed_response');
+    expect(calls()).toBe(1);
+  });
+
+  scenario('mcp', '429 and 503 on tools/call: the provider\'s error, the call sent once', async () => {
+    for (const s of [429, 503]) {
+      up.reset();
+      up.plan([], mcp(status(s, { 'retry-after': '1' })));
+      const a = await listMeetings();
+      expectProviderError(a, s, { error: 'Boom', description: `provider said ${s}` });
+      expect(calls()).toBe(1);
+    }
+  });
+
+  scenario('mcp', 'timeout before the headers: upstream_timeout, the call sent once', async () => {
+    up.plan([], mcp({ kind: 'hang' }));
+    const pending = listMeetings();
+    await stillServing();
+    const a = await pending;
+    expectServiceError(a, 504, 'upstream_timeout');
+    expect(a.body.error.message).toContain(`after ${TIMEOUT_CAP_MS} ms`);
+    expect(calls()).toBe(1);
+  });
+
+  scenario('mcp', 'stall in the middle of the body: upstream_timeout, not a call held forever', async () => {
+    up.plan([], mcp({ kind: 'stall', bytes: 1000 }));
+    const pending = listMeetings();
+    await stillServing();
+    expectServiceError(await pending, 504, 'upstream_timeout');
+    expect(calls()).toBe(1);
+  });
+
+  scenario('mcp', 'a server that drips one byte at a time: upstream_timeout, not a call held forever', async () => {
+    up.plan([], mcp({ kind: 'dribble', everyMs: 100 }));
+    const pending = listMeetings();
+    await stillServing();
+    expectServiceError(await pending, 504, 'upstream_timeout');
+    expect(calls()).toBe(1);
+  });
+
+  scenario('mcp', 'connection reset, before the headers and mid-body: upstream_connection_reset, the call sent once', async () => {
+    for (const call of [{ kind: 'reset' }, { kind: 'reset_mid_body', bytes: 1000 }] as const) {
+      up.reset();
+      up.plan([], mcp(call));
+      expectServiceError(await held(listMeetings), 502, 'upstream_connection_reset');
+      expect(calls()).toBe(1);
+    }
+  });
+
+  scenario('mcp', 'malformed JSON, or not HTTP at all: provider_malformed_response', async () => {
+    for (const call of [{ kind: 'malformed_json' }, { kind: 'garbage' }] as const) {
+      up.reset();
+      up.plan([], mcp(call));
+      expectServiceError(await held(listMeetings), 502, 'provider_malformed_response');
+      expect(calls()).toBe(1);
+    }
+  });
+
+  scenario('mcp', 'a 2 GB answer (sized, chunked, gzip): response_too_large, without reading it', async () => {
+    for (const shape of [{ contentLength: true }, { contentLength: false }, { contentLength: false, gzip: true }]) {
+      up.reset();
+      up.plan([], mcp({ kind: 'huge', bytes: TOOL_OFFER_BYTES, ...shape }));
+      const { result: a, growth } = await rssGrowth(listMeetings);
+      expectServiceError(a, 502, 'response_too_large');
+      expect(up.bytesWritten).toBeLessThan(256 * MB);
+      expect(growth).toBeLessThan(256 * MB);
+      details.mcp.push(`2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: server produced ${(up.bytesWritten / MB).toFixed(1)} MB`);
+    }
+  });
 });
 
 describe('the proxy against a faulty provider', () => {
