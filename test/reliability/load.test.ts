@@ -153,7 +153,7 @@ it(`${CONCURRENCY} tool calls in flight against a slow provider: all succeed, bo
   for (let round = 0; round < ROUNDS; round++) {
     up.reset();
     up.plan([], { kind: 'slow', ms: UPSTREAM_DELAY_MS, body: { ticket: { id: 42, subject: 'Slow but sure' } } });
-    // The provider holds every answer until all the calls have reached it (or none has arrived for a few
+    // The provider holds every answer until all the calls have reached it (or none has arrived for ten
     // seconds, when the service queues them: then the check below fails), then answers each after 1 s.
     const release = up.hold();
     const overflowsBefore = listenOverflows();
@@ -192,7 +192,7 @@ it(`${CONCURRENCY} tool calls in flight against a slow provider: all succeed, bo
     })();
     let seen = 0;
     let quietSince = Date.now();
-    while (up.received.length < CONCURRENCY && Date.now() - quietSince < 5_000 && pending > 0) {
+    while (up.received.length < CONCURRENCY && Date.now() - quietSince < 10_000 && pending > 0) {
       if (up.received.length !== seen) [seen, quietSince] = [up.received.length, Date.now()];
       await new Promise((r) => setTimeout(r, 20));
     }
