@@ -273,10 +273,12 @@ describe('tool calls against a faulty provider', () => {
 
   scenario('tool', 'what the client library makes of them: a provider error and a service error, told apart', async () => {
     const viaClient = () =>
-      h.client.executeTool({ toolName: 'helpdesk_ticket_get', toolInput: { ticket_id: 42 }, connectionName: 'faulty', identifier: 'user-1' }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      h.client
+        .executeTool({ toolName: 'helpdesk_ticket_create', toolInput: { comment_body: 'Printer on fire' }, connectionName: 'faulty', identifier: 'user-1' })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
     up.plan([], status(404, undefined, { error: 'RecordNotFound', description: 'Not found' }));
     const notFound = (await held(viaClient)) as ConnectorServiceError;
     expect(notFound).toBeInstanceOf(ConnectorServiceError);
