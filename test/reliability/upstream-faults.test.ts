@@ -1,6 +1,7 @@
 /**
  * Upstream faults, injected by a misbehaving provider (test/fakes/faulty-upstream.ts) behind a real
- * support-desk connection, for tool execution and for the proxy. For every fault the test checks what
+ * support-desk connection (REST tool calls and the proxy) and a meeting-notes connection (MCP tool calls,
+ * JSON-RPC over HTTP). For every fault the test checks what
  * the client sees (provider errors kept apart from the service's own), how many requests the provider
  * received (retries only where safe: never a duplicated POST), and that /health and a normal tool call
  * on another connection succeed while the fault is in progress.
@@ -656,4 +657,12 @@ describe('the proxy against a faulty provider', () => {
     },
     SOAK ? 600_000 : 120_000,
   );
+});
+
+it('no credential in any log line the service wrote while the faults were injected', () => {
+  const secrets = [API_TOKEN, BASIC.slice('Basic '.length), MCP_TOKEN];
+  const leaking = h.logs.filter((line) => secrets.some((secret) => line.includes(secret)));
+  record({ category: 'secrets scanned', what: 'service log lines written during upstream faults', tried: h.logs.length, failed: leaking.length });
+  expect(h.logs.some((line) => line.includes('retrying upstream request'))).toBe(true);
+  expect(leaking).toEqual([]);
 });
