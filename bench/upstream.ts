@@ -72,7 +72,7 @@ function upstream(port: number) {
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'host']);
 
 function bare(port: number, target: string) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
   const t = new URL(target);
   const server = http.createServer((req, res) => {
     const headers: http.OutgoingHttpHeaders = {};

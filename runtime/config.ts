@@ -17,6 +17,8 @@ export interface Config {
   allowedRedirectOrigins: string[];
   bodyLimitBytes: number;
   toolResponseLimitBytes: number;
+  /** Upper bound on every connector's upstream connect and response timeouts, in ms; 0 keeps the connectors' own. */
+  upstreamTimeoutMaxMs: number;
   /** Refresh an access token this long before it expires. */
   refreshMarginSeconds: number;
   logLevel: string;
@@ -63,6 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, env),
     toolResponseLimitBytes: int('TOOL_RESPONSE_LIMIT_BYTES', 10 * 1024 * 1024, env),
+    upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),
     logLevel: env.LOG_LEVEL || 'info',
     initialClientId: env.INITIAL_CLIENT_ID || undefined,

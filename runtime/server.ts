@@ -221,7 +221,9 @@ export interface RunningServer {
 export async function startServer(config: Config, opts: ServiceOptions = {}): Promise<RunningServer> {
   const services = await createServices(config, opts);
   const app = createApp(services);
-  const server = app.listen(config.port, config.host);
+  // A burst of new connections (thousands of clients at once) waits in the accept queue instead of having
+  // its SYNs dropped and retried seconds later; Node's default is 511, the kernel caps it at somaxconn.
+  const server = app.listen(config.port, config.host, 4096);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

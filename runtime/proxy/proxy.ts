@@ -8,7 +8,7 @@ import { ServiceError } from '../errors.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
-import { notPublicFailure, upstreamClient } from '../upstream/http.ts';
+import { classify, notPublicFailure, upstreamClient, upstreamTimeouts } from '../upstream/http.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from '../upstream/address-guard.ts';
 
 /** Headers that describe one hop, or that belong to the client's session with this service. */
@@ -37,7 +37,8 @@ const DROP_REQUEST = new Set([
   'x-forwarded-proto',
   'x-real-ip',
 ]);
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie']);
+// x-error-source is the service's to set: a provider must not pass its answer off as a service error.
+const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie', 'x-error-source']);
 
 export function header(req: IncomingMessage, ...names: string[]): string | undefined {
   for (const n of names) {
@@ -186,6 +187,9 @@ export class ProxyHandler {
         status = upstream.statusCode ?? 502;
         const out: Record<string, string | string[]> = {};
         for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
+        // A provider's error, passed through as it is, marked as the provider's (the client library and
+        // the client's own retry logic tell it from the service's errors by this header).
+        if (status >= 400) out['x-error-source'] = 'provider';
         res.writeHead(status, out);
         await pipeline(stream, res);
         return;
@@ -222,9 +226,9 @@ export class ProxyHandler {
     body: IncomingMessage | undefined,
     live: LiveAccount,
   ): Promise<{ response: IncomingMessage; stream: NodeJS.ReadableStream & { resume(): void } }> {
-    const api = live.connector.api;
     const policy = addressPolicy(url, configuredHosts(live.connector, live.connection, live.account.fields));
     if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
+    const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 120_000 });
     return new Promise((resolve, reject) => {
       // The client's body goes through a PassThrough: piping an IncomingMessage straight into got makes
       // got copy that message's headers — the client's Authorization and Cookie — onto the upstream request.
@@ -233,18 +237,19 @@ export class ProxyHandler {
         method: method as never,
         headers,
         decompress: false,
-        timeout: { connect: api.timeouts?.connect_ms ?? 10_000, response: api.timeouts?.response_ms ?? 120_000 },
+        // socket: an idle limit that also covers the body, so a provider that stalls mid-body cuts the
+        // client's response instead of holding it open forever.
+        timeout: { connect: connectMs, response: responseMs, socket: responseMs },
         allowGetBody: true,
         ...(policy === 'guard' ? { agent: guardedAgents } : {}),
         ...(bodyStream ? { body: bodyStream } : {}),
       });
       stream.once('response', (r: IncomingMessage) => resolve({ response: r, stream }));
-      stream.once('error', (e: Error & { code?: string; event?: string }) => {
+      stream.once('error', (e: Error & { code?: string }) => {
         const code = e.code ?? '';
         if (code === NOT_PUBLIC) reject(notPublicFailure(e.message));
-        else if (e.name === 'TimeoutError') reject(new ServiceError(504, 'upstream_timeout', `The provider did not answer in time (${e.event ?? 'timeout'})`));
         else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
-        else reject(new ServiceError(502, 'upstream_unreachable', `The provider could not be reached (${code || e.message})`));
+        else reject(classify(e, { connectMs, responseMs }));
       });
       // Bytes flow through got's duplex stream without buffering, in both directions.
       if (body && bodyStream) {

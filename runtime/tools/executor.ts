@@ -5,7 +5,7 @@ import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../e
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { configuredHosts, credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
-import { send, type HttpResponse } from '../upstream/http.ts';
+import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
@@ -174,11 +174,12 @@ export class ToolExecutor {
     const apply = r.apply ?? live.auth.apply;
     if (!r.anonymous) Object.assign(headers, credentialHeaders(apply, live.values));
     const api = live.connector.api;
+    const { connectMs, responseMs } = upstreamTimeouts(api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 });
     const res = await send(
       { method: r.method, url: r.url, headers, body },
       {
-        connectTimeoutMs: api.timeouts?.connect_ms ?? 10_000,
-        responseTimeoutMs: api.timeouts?.response_ms ?? 60_000,
+        connectTimeoutMs: connectMs,
+        responseTimeoutMs: responseMs,
         retry: api.retry,
         maxBytes: this.config.toolResponseLimitBytes,
         credentialHeaders: credentialHeaderNames(apply),

@@ -79,8 +79,8 @@ export function guardedLookup(hostname: string, options: LookupOptions | number 
 
 /** Keep-alive agents whose sockets connect only to public addresses. */
 export const guardedAgents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
 };
 
 /** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */

@@ -5,9 +5,14 @@ import type { RetrySpec } from '../../generator/model.ts';
 import { UpstreamFailure } from '../errors.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';
 
+/**
+ * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
+ * are open, and a cap only queues calls behind it (2,000 users on one provider host, the 513th waiting
+ * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
+ */
 export const keepAliveAgents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
 };
 
 /**
@@ -62,6 +67,19 @@ export function notPublicFailure(detail: string): UpstreamFailure {
   return new UpstreamFailure('upstream_host_not_public', `The provider host was refused: ${detail}; requests go only to public addresses unless the connection configures the host`, 502);
 }
 
+/**
+ * A connector's connect and response timeouts, or the defaults it leaves out, each capped by the
+ * operator's UPSTREAM_TIMEOUT_MAX_MS (0: no cap) — e.g. to answer before a load balancer gives up.
+ */
+export function upstreamTimeouts(
+  timeouts: { connect_ms?: number; response_ms?: number } | undefined,
+  maxMs: number,
+  defaults: { connectMs: number; responseMs: number },
+): { connectMs: number; responseMs: number } {
+  const cap = (ms: number) => (maxMs > 0 ? Math.min(ms, maxMs) : ms);
+  return { connectMs: cap(timeouts?.connect_ms ?? defaults.connectMs), responseMs: cap(timeouts?.response_ms ?? defaults.responseMs) };
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const DEFAULT_RETRY: RetrySpec = { statuses: [429, 502, 503, 504], max_attempts: 3, retry_after_header: 'retry-after', max_wait_ms: 30_000 };
 
@@ -84,7 +102,15 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
     headers: req.headers,
     body: req.body,
     ...(policy === 'guard' ? { agent: guardedAgents } : {}),
-    timeout: { connect: opts.connectTimeoutMs, secureConnect: opts.connectTimeoutMs, response: opts.responseTimeoutMs, socket: opts.responseTimeoutMs },
+    // request: a deadline for the whole answer, so a provider that drips a byte at a time (never idle)
+    // cannot hold a tool call forever.
+    timeout: {
+      connect: opts.connectTimeoutMs,
+      secureConnect: opts.connectTimeoutMs,
+      response: opts.responseTimeoutMs,
+      socket: opts.responseTimeoutMs,
+      request: opts.connectTimeoutMs + opts.responseTimeoutMs,
+    },
   });
   let tooLarge = false;
   promise.on('response', (res: http.IncomingMessage) => {
@@ -111,7 +137,7 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
         `The provider's response is larger than ${opts.maxBytes} bytes, the limit for tool results; fetch it through /proxy, which streams`,
       );
     }
-    throw classify(e);
+    throw classify(e, { connectMs: opts.connectTimeoutMs, responseMs: opts.responseTimeoutMs });
   }
 }
 
@@ -127,10 +153,16 @@ export class NetworkFailure extends UpstreamFailure {
   }
 }
 
-function classify(e: unknown): NetworkFailure {
+/**
+ * A failed exchange with the provider, as the service's own error: timeout (naming the limit that ran
+ * out, so a client can tell the connector's timeout from its own), unreachable, reset, or other.
+ */
+export function classify(e: unknown, limits?: { connectMs: number; responseMs: number }): NetworkFailure {
   if (e instanceof TimeoutError) {
     const before = e.event === 'lookup' || e.event === 'connect' || e.event === 'secureConnect';
-    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout)`, 504, before);
+    const limit = !limits ? undefined : before ? limits.connectMs : e.event === 'request' ? limits.connectMs + limits.responseMs : limits.responseMs;
+    const ms = limit === undefined ? '' : ` after ${limit} ms`;
+    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout${ms})`, 504, before);
   }
   if (e instanceof RequestError) {
     const code = e.code ?? 'ERR';
@@ -139,6 +171,9 @@ function classify(e: unknown): NetworkFailure {
     }
     if (code === 'ECONNRESET' || code === 'EPIPE') {
       return new NetworkFailure('upstream_connection_reset', 'The provider closed the connection before answering', 502, false);
+    }
+    if (code.startsWith('HPE_') || code.startsWith('Z_') || code === 'ERR_CONTENT_DECODING_FAILED') {
+      return new NetworkFailure('provider_malformed_response', `The provider's answer is not valid HTTP or its compression is broken (${code})`, 502, false);
     }
     return new NetworkFailure('upstream_error', `The request to the provider failed (${code})`, 502, false);
   }

@@ -1,11 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { CancelError, TimeoutError } from 'got';
+import { CancelError } from 'got';
 import type { Config } from '../config.ts';
 import { credentialHeaders } from '../connectors/catalog.ts';
 import { ProviderError, UpstreamFailure } from '../errors.ts';
 import type { LiveAccount } from '../accounts/service.ts';
 import type { UpstreamRequest, UpstreamResponse } from '../tools/types.ts';
-import { upstreamClient } from './http.ts';
+import { classify, upstreamClient, upstreamTimeouts } from './http.ts';
 
 const PROTOCOL_VERSION = '2025-06-18';
 const CLIENT_INFO = { name: 'agent-connector-service', version: '0.1.0' };
@@ -70,7 +70,7 @@ export class McpSessions {
     config: Config,
     onUnauthorized: (live: LiveAccount) => Promise<LiveAccount | undefined>,
   ): Promise<UpstreamResponse> {
-    const timeoutMs = live.connector.api.timeouts?.response_ms ?? 60_000;
+    const timeoutMs = upstreamTimeouts(live.connector.api.timeouts, config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 }).responseMs;
     let current = live;
     let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -168,8 +168,14 @@ export class McpSessions {
     if (session.id) headers['mcp-session-id'] = session.id;
     if (body.method !== 'initialize') headers['mcp-protocol-version'] = session.protocolVersion;
     let res;
+    const limits = { connectMs: Math.min(10_000, timeoutMs), responseMs: timeoutMs };
     try {
-      const promise = upstreamClient.post(url, { body: JSON.stringify(body), headers, timeout: { connect: 10_000, response: timeoutMs } });
+      // Idle and whole-answer limits too: a server that stalls or drips mid-answer must not hold the call forever.
+      const promise = upstreamClient.post(url, {
+        body: JSON.stringify(body),
+        headers,
+        timeout: { connect: limits.connectMs, response: timeoutMs, socket: timeoutMs, request: limits.connectMs + timeoutMs },
+      });
       promise.on('downloadProgress', (p: { transferred: number }) => {
         if (p.transferred > maxBytes) promise.cancel();
       });
@@ -178,8 +184,7 @@ export class McpSessions {
       if (e instanceof CancelError) {
         throw new UpstreamFailure('response_too_large', `The MCP server's answer is larger than ${maxBytes} bytes, the limit for tool results`);
       }
-      if (e instanceof TimeoutError) throw new UpstreamFailure('upstream_timeout', `The MCP server did not answer in time (${e.event} timeout)`, 504);
-      throw new UpstreamFailure('upstream_error', `The MCP server could not be reached: ${(e as Error).message}`);
+      throw classify(e, limits);
     }
     const text = res.rawBody.toString('utf8');
     const type = String(res.headers['content-type'] ?? '');
