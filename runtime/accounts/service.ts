@@ -1,11 +1,11 @@
-import type { AuthSpec } from '../../generator/model.ts';
+import type { AuthSpec, CredentialApply } from '../../generator/model.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
-import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
+import { authFor, credentialHeaders, getConnector, isOAuthKind, resolveBaseUrl } from '../connectors/catalog.ts';
 import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
 import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
@@ -58,6 +58,8 @@ export function notActiveError(account: Account): ServiceError {
 export class AccountService {
   private connections = new Map<string, { connection: Connection; at: number }>();
   private connectionsByName = new Map<string, { connection: Connection; at: number }>();
+  private headerCache = new Map<string, WeakMap<CredentialApply, Record<string, string>>>();
+  private baseUrls = new Map<string, string>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
@@ -150,6 +152,7 @@ export class AccountService {
   }
 
   forgetAccount(id: string): void {
+    for (const k of this.headerCache.keys()) if (k.startsWith(`${id}:`)) this.headerCache.delete(k);
     this.secretsCache.delete(id);
   }
 
@@ -189,6 +192,38 @@ export class AccountService {
   withSecrets(resolved: ResolvedAccount): LiveAccount {
     const secrets = this.openSecrets(resolved.account);
     return { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+  }
+
+  /**
+   * The headers carrying an account's credentials, computed once per account version and way of applying
+   * them (a Basic header is a base64 encoding; there is no need to redo it on every call).
+   */
+  credentialHeadersFor(live: LiveAccount, apply: CredentialApply = live.auth.apply): Record<string, string> {
+    const key = `${live.account.id}:${live.account.version}`;
+    let byApply = this.headerCache.get(key);
+    if (!byApply) {
+      if (this.headerCache.size > 50_000) this.headerCache.clear();
+      byApply = new WeakMap();
+      this.headerCache.set(key, byApply);
+    }
+    let headers = byApply.get(apply);
+    if (!headers) {
+      headers = credentialHeaders(apply, live.values);
+      byApply.set(apply, headers);
+    }
+    return headers;
+  }
+
+  /** An account's resolved base URL for a host, cached per account and connection version. */
+  baseUrlFor(resolved: ResolvedAccount, host?: string): string {
+    const key = `${resolved.account.id}:${resolved.account.version}:${resolved.connection.id}:${resolved.connection.updatedAt}:${host ?? ''}`;
+    let url = this.baseUrls.get(key);
+    if (url === undefined) {
+      url = resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
+      if (this.baseUrls.size > 50_000) this.baseUrls.clear();
+      this.baseUrls.set(key, url);
+    }
+    return url;
   }
 
   /**

@@ -1,15 +1,39 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PassThrough } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import { ServiceError } from '../errors.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
-import { classify, notPublicFailure, upstreamClient, upstreamTimeouts } from '../upstream/http.ts';
+import { configuredHosts, credentialHeaderNames } from '../connectors/catalog.ts';
+import { classify, keepAliveAgents, notPublicFailure, upstreamTimeouts } from '../upstream/http.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from '../upstream/address-guard.ts';
+
+/**
+ * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
+ * a provider that breaks mid-body destroys the client's response (a truncated answer, never a clean end),
+ * and a client that goes away destroys the provider's response (its socket is not reused). Plain `pipe`
+ * with listeners, rather than stream.pipeline, which allocates an AbortController per call.
+ */
+function relay(from: IncomingMessage, to: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (e: Error) => {
+      to.destroy(e);
+      reject(e);
+    };
+    from.once('error', onError);
+    from.once('aborted', () => onError(Object.assign(new Error('the provider closed the connection mid-response'), { code: 'ECONNRESET' })));
+    to.once('close', () => {
+      if (!to.writableFinished) {
+        from.destroy();
+        reject(Object.assign(new Error('the client went away'), { code: 'ECONNRESET' }));
+      }
+    });
+    to.once('finish', () => resolve());
+    from.pipe(to);
+  });
+}
 
 /** Headers that describe one hop, or that belong to the client's session with this service. */
 const DROP_REQUEST = new Set([
@@ -156,7 +180,7 @@ export class ProxyHandler {
     }
 
     let live = await this.accounts.live(resolved);
-    const base = resolveBaseUrl(live.connector, live.connection, live.account.fields);
+    const base = this.accounts.baseUrlFor(live);
     const target = `${base}${path}${query ? `?${query}` : ''}`;
     const baseUrl = new URL(base);
     const targetUrl = new URL(target);
@@ -177,7 +201,7 @@ export class ProxyHandler {
 
     try {
       for (let attempt = 0; ; attempt++) {
-        const { response: upstream, stream } = await this.open(method, target, { ...headers, ...credentialHeaders(live.auth.apply, live.values) }, hasBody ? req : undefined, live);
+        const { response: upstream, stream } = await this.open(method, target, { ...headers, ...this.accounts.credentialHeadersFor(live) }, hasBody ? req : undefined, live);
         if (upstream.statusCode === 401 && attempt === 0 && !hasBody && (live.auth.kind === 'oauth2' || live.auth.kind === 'oauth2_mcp')) {
           stream.resume();
           const account = await this.accounts.refresh(live, live.account, 'unauthorized');
@@ -191,7 +215,7 @@ export class ProxyHandler {
         // the client's own retry logic tell it from the service's errors by this header).
         if (status >= 400) out['x-error-source'] = 'provider';
         res.writeHead(status, out);
-        await pipeline(stream, res);
+        await relay(stream, res);
         return;
       }
     } catch (e) {
@@ -219,43 +243,76 @@ export class ProxyHandler {
     }
   }
 
+  /**
+   * Opens the upstream request with node:http and the service's keep-alive agents (address-guarded for hosts
+   * the connection does not configure). Measured in bench/RESULTS.md: got's stream API cost about four times
+   * the CPU of node:http per proxied request, however tuned; tools keep got. Timeouts: `connectMs` to connect,
+   * then `responseMs` of idleness at any point — waiting for the headers or mid-body — so a provider that
+   * stalls cuts the client's response instead of holding it open.
+   */
   private open(
     method: string,
     url: string,
     headers: Record<string, string | string[]>,
     body: IncomingMessage | undefined,
     live: LiveAccount,
-  ): Promise<{ response: IncomingMessage; stream: NodeJS.ReadableStream & { resume(): void } }> {
+  ): Promise<{ response: IncomingMessage; stream: IncomingMessage }> {
     const policy = addressPolicy(url, configuredHosts(live.connector, live.connection, live.account.fields));
     if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
     const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 120_000 });
+    const u = new URL(url);
+    const secure = u.protocol === 'https:';
+    const agents = policy === 'guard' ? guardedAgents : keepAliveAgents;
     return new Promise((resolve, reject) => {
-      // The client's body goes through a PassThrough: piping an IncomingMessage straight into got makes
-      // got copy that message's headers — the client's Authorization and Cookie — onto the upstream request.
-      const bodyStream = body ? new PassThrough() : undefined;
-      const stream = upstreamClient.stream(url, {
-        method: method as never,
-        headers,
-        decompress: false,
-        // socket: an idle limit that also covers the body, so a provider that stalls mid-body cuts the
-        // client's response instead of holding it open forever.
-        timeout: { connect: connectMs, response: responseMs, socket: responseMs },
-        allowGetBody: true,
-        ...(policy === 'guard' ? { agent: guardedAgents } : {}),
-        ...(bodyStream ? { body: bodyStream } : {}),
-      });
-      stream.once('response', (r: IncomingMessage) => resolve({ response: r, stream }));
-      stream.once('error', (e: Error & { code?: string }) => {
+      let settled = false;
+      const fail = (e: Error & { code?: string }) => {
+        if (settled) return;
+        settled = true;
         const code = e.code ?? '';
         if (code === NOT_PUBLIC) reject(notPublicFailure(e.message));
         else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
         else reject(classify(e, { connectMs, responseMs }));
+      };
+      const timeout = (event: string, ms: number) => Object.assign(new Error(`timed out (${event}, ${ms} ms)`), { name: 'TimeoutError', event, code: 'ETIMEDOUT' });
+      let req: http.ClientRequest;
+      try {
+        req = (secure ? https : http).request({
+          protocol: u.protocol,
+          hostname: u.hostname.replace(/^\[|\]$/g, ''),
+          port: u.port || (secure ? 443 : 80),
+          path: `${u.pathname}${u.search}`,
+          method,
+          headers,
+          agent: secure ? agents.https : agents.http,
+        });
+      } catch (e) {
+        fail(e as Error);
+        return;
+      }
+      let headersIn = false;
+      const connectTimer = setTimeout(() => req.destroy(timeout('connect', connectMs)), connectMs);
+      req.once('socket', (socket) => {
+        if ((socket as { connecting?: boolean }).connecting) socket.once('connect', () => clearTimeout(connectTimer));
+        else clearTimeout(connectTimer);
       });
-      // Bytes flow through got's duplex stream without buffering, in both directions.
-      if (body && bodyStream) {
-        body.pipe(bodyStream);
-        body.once('error', (e) => bodyStream.destroy(e));
-      } else stream.end();
+      req.setTimeout(responseMs, () => req.destroy(timeout(headersIn ? 'socket' : 'response', responseMs)));
+      req.once('response', (response) => {
+        headersIn = true;
+        clearTimeout(connectTimer);
+        if (settled) return void response.resume();
+        settled = true;
+        resolve({ response, stream: response });
+      });
+      req.once('error', (e) => {
+        clearTimeout(connectTimer);
+        fail(e);
+      });
+      if (body) {
+        // Bytes flow without buffering: the client's body is piped straight into the upstream request.
+        body.pipe(req);
+        body.once('error', (e) => req.destroy(e));
+        body.once('aborted', () => req.destroy(Object.assign(new Error('the client aborted its upload'), { code: 'ECONNRESET' })));
+      } else req.end();
     });
   }
 }

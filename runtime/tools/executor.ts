@@ -4,7 +4,7 @@ import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { configuredHosts, credentialHeaderNames, credentialHeaders, getTool, resolveBaseUrl, tools } from '../connectors/catalog.ts';
+import { configuredHosts, credentialHeaderNames, getTool, tools } from '../connectors/catalog.ts';
 import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
@@ -94,7 +94,7 @@ export class ToolExecutor {
       );
     }
     if (!req.dryRun && resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
-    const base = (host?: string) => resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
+    const base = (host?: string) => this.accounts.baseUrlFor(resolved, host);
     let planned: UpstreamRequest[];
     try {
       planned = tool.build(input as never, { base });
@@ -172,7 +172,7 @@ export class ToolExecutor {
     const headers: Record<string, string> = { ...baseHeaders(live.connector), ...lowerKeys(r.headers) };
     if (contentType) headers['content-type'] = contentType;
     const apply = r.apply ?? live.auth.apply;
-    if (!r.anonymous) Object.assign(headers, credentialHeaders(apply, live.values));
+    if (!r.anonymous) Object.assign(headers, this.accounts.credentialHeadersFor(live, apply));
     const api = live.connector.api;
     const { connectMs, responseMs } = upstreamTimeouts(api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 });
     const res = await send(

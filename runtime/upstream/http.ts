@@ -158,14 +158,17 @@ export class NetworkFailure extends UpstreamFailure {
  * out, so a client can tell the connector's timeout from its own), unreachable, reset, or other.
  */
 export function classify(e: unknown, limits?: { connectMs: number; responseMs: number }): NetworkFailure {
-  if (e instanceof TimeoutError) {
-    const before = e.event === 'lookup' || e.event === 'connect' || e.event === 'secureConnect';
-    const limit = !limits ? undefined : before ? limits.connectMs : e.event === 'request' ? limits.connectMs + limits.responseMs : limits.responseMs;
+  // Structural, so errors from node:http (the proxy) and from got (tools) classify alike.
+  const err = (e ?? {}) as { name?: string; event?: string; code?: string; message?: string };
+  if (e instanceof TimeoutError || err.name === 'TimeoutError') {
+    const event = err.event ?? 'response';
+    const before = event === 'lookup' || event === 'connect' || event === 'secureConnect';
+    const limit = !limits ? undefined : before ? limits.connectMs : event === 'request' ? limits.connectMs + limits.responseMs : limits.responseMs;
     const ms = limit === undefined ? '' : ` after ${limit} ms`;
-    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${e.event} timeout${ms})`, 504, before);
+    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${event} timeout${ms})`, 504, before);
   }
-  if (e instanceof RequestError) {
-    const code = e.code ?? 'ERR';
+  if (typeof err.code === 'string') {
+    const code = err.code;
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
       return new NetworkFailure('upstream_unreachable', `The provider could not be reached (${code})`, 502, true);
     }
@@ -177,7 +180,7 @@ export function classify(e: unknown, limits?: { connectMs: number; responseMs: n
     }
     return new NetworkFailure('upstream_error', `The request to the provider failed (${code})`, 502, false);
   }
-  return new NetworkFailure('upstream_error', `The request to the provider failed (${(e as Error)?.message ?? 'unknown'})`, 502, false);
+  return new NetworkFailure('upstream_error', `The request to the provider failed (${err.message ?? 'unknown'})`, 502, false);
 }
 
 /**
