@@ -117,7 +117,11 @@ export function apiRouter(s: Services): Router {
       dryRun: body.dry_run === true,
       account: { connectedAccountId: body.connected_account_id, connectionName: body.connection_name, identifier: body.identifier },
     });
-    res.json({ data: result.data, execution_id: result.executionId });
+    if (result.dataJson !== undefined) {
+      res.type('application/json').send(`{"data":${result.dataJson},"execution_id":${JSON.stringify(result.executionId)}}`);
+    } else {
+      res.json({ data: result.data, execution_id: result.executionId });
+    }
   });
 
   r.get('/connections', async (_req, res) => {

@@ -27,26 +27,34 @@ export interface ExecuteRequest {
 export interface ExecuteResult {
   data: unknown;
   executionId: string;
+  /** `data` as the provider's own JSON text, when it passes through unchanged (no re-serialization needed). */
+  dataJson?: string;
 }
 
 
 /** Parses an upstream body: JSON when declared (or when it looks like JSON), text otherwise. */
 export function parseBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean): unknown {
-  if (!res.body.length) return undefined;
+  return readBody(res, strict).value;
+}
+
+/** The parsed body, and the JSON text it came from when the provider declared JSON. */
+function readBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean): { value: unknown; json?: string } {
+  if (!res.body.length) return { value: undefined };
   const type = String(res.headers['content-type'] ?? '').toLowerCase();
   const text = res.body.toString('utf8');
   if (type.includes('json') || (!type && /^\s*[[{]/.test(text))) {
     try {
-      return JSON.parse(text);
+      const value: unknown = JSON.parse(text);
+      return type.includes('json') && value !== null && typeof value === 'object' ? { value, json: text } : { value };
     } catch {
       if (strict) {
         throw new UpstreamFailure('provider_malformed_response', `The provider sent malformed JSON (${res.body.length} bytes, content-type ${type || 'none'})`);
       }
-      return text;
+      return { value: text };
     }
   }
-  if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded')) return text;
-  return { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') };
+  if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded')) return { value: text };
+  return { value: { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') } };
 }
 
 /**
@@ -129,10 +137,15 @@ export class ToolExecutor {
           call: async (r) => this.check(r, await this.sendOne(live, r)),
         };
         data = await tool.hook.run(ctx);
+      } else if (planned.length === 1) {
+        const res = await this.sendOne(live, planned[0]!);
+        data = this.check(planned[0]!, res);
+        // The provider's JSON passes through as it came: the route writes its text rather than serializing it again.
+        if (res.json !== undefined && data === res.body) return { data, executionId, dataJson: res.json };
       } else {
         const results: unknown[] = [];
         for (const r of planned) results.push(this.check(r, await this.sendOne(live, r)));
-        data = planned.length === 1 ? results[0] : results;
+        data = results;
       }
       return { data: data ?? null, executionId };
     } catch (caught) {
@@ -192,7 +205,8 @@ export class ToolExecutor {
       if (refreshed) return this.sendOne(refreshed, r, true);
     }
     const ok = res.status >= 200 && res.status < 300;
-    return { status: res.status, headers: res.headers, body: parseBody(res, ok) };
+    const { value, json } = readBody(res, ok);
+    return { status: res.status, headers: res.headers, body: value, ...(json !== undefined ? { json } : {}) };
   }
 
   /** After an upstream 401: refresh an OAuth token (once per account at a time); undefined for key auth. */

@@ -47,6 +47,8 @@ export interface UpstreamResponse {
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON when the response is JSON, else text; undefined when empty. */
   body: unknown;
+  /** The JSON text `body` was parsed from, so a result can be written out without serializing it again. */
+  json?: string;
 }
 
 export interface HookContext<I> {
