@@ -5,7 +5,7 @@ import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
-import { authFor, credentialHeaders, getConnector, isOAuthKind, resolveBaseUrl } from '../connectors/catalog.ts';
+import { authFor, configuredHosts, credentialHeaders, getConnector, isOAuthKind, resolveBaseUrl } from '../connectors/catalog.ts';
 import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
 import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
@@ -60,6 +60,7 @@ export class AccountService {
   private connectionsByName = new Map<string, { connection: Connection; at: number }>();
   private headerCache = new Map<string, WeakMap<CredentialApply, Record<string, string>>>();
   private baseUrls = new Map<string, string>();
+  private hostLists = new Map<string, string[]>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
@@ -212,6 +213,18 @@ export class AccountService {
       byApply.set(apply, headers);
     }
     return headers;
+  }
+
+  /** The hosts an account's requests may reach without the public-address guard, cached like base URLs. */
+  configuredHostsFor(resolved: ResolvedAccount): string[] {
+    const key = `${resolved.account.id}:${resolved.account.version}:${resolved.connection.id}:${resolved.connection.updatedAt}`;
+    let hosts = this.hostLists.get(key);
+    if (!hosts) {
+      hosts = configuredHosts(resolved.connector, resolved.connection, resolved.account.fields);
+      if (this.hostLists.size > 50_000) this.hostLists.clear();
+      this.hostLists.set(key, hosts);
+    }
+    return hosts;
   }
 
   /** An account's resolved base URL for a host, cached per account and connection version. */

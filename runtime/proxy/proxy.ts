@@ -6,7 +6,7 @@ import { newId } from '../ids.ts';
 import { ServiceError } from '../errors.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { configuredHosts, credentialHeaderNames } from '../connectors/catalog.ts';
+import { credentialHeaderNames } from '../connectors/catalog.ts';
 import { classify, keepAliveAgents, notPublicFailure, upstreamTimeouts } from '../upstream/http.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from '../upstream/address-guard.ts';
 
@@ -257,7 +257,7 @@ export class ProxyHandler {
     body: IncomingMessage | undefined,
     live: LiveAccount,
   ): Promise<{ response: IncomingMessage; stream: IncomingMessage }> {
-    const policy = addressPolicy(url, configuredHosts(live.connector, live.connection, live.account.fields));
+    const policy = addressPolicy(url, this.accounts.configuredHostsFor(live));
     if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
     const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 120_000 });
     const u = new URL(url);

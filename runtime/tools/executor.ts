@@ -4,7 +4,7 @@ import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { configuredHosts, credentialHeaderNames, getTool, tools } from '../connectors/catalog.ts';
+import { credentialHeaderNames, getTool, tools } from '../connectors/catalog.ts';
 import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
@@ -196,7 +196,7 @@ export class ToolExecutor {
         retry: api.retry,
         maxBytes: this.config.toolResponseLimitBytes,
         credentialHeaders: credentialHeaderNames(apply),
-        configuredHosts: configuredHosts(live.connector, live.connection, live.account.fields),
+        configuredHosts: this.accounts.configuredHostsFor(live),
         onRetry: (attempt, wait, reason) => this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
       },
     );
