@@ -91,39 +91,6 @@ export function apiRouter(s: Services): Router {
     res.json(toolView(t, connectors.get(t.connector)!));
   });
 
-  r.post('/tools/execute', async (req: Request, res: Response) => {
-    const body = checkBody<{
-      tool_name: string;
-      tool_input?: unknown;
-      connected_account_id?: string;
-      connection_name?: string;
-      identifier?: string;
-      dry_run?: boolean;
-    }>(
-      req.body,
-      {
-        tool_name: { kind: 'string', required: true, maxLength: 200 },
-        tool_input: { kind: 'object' },
-        connected_account_id: { kind: 'string', maxLength: 200 },
-        connection_name: { kind: 'string', maxLength: 200 },
-        identifier: { kind: 'string', maxLength: 255 },
-        dry_run: { kind: 'boolean' },
-      },
-      'a tool execution',
-    );
-    const result = await s.executor.execute({
-      toolName: body.tool_name,
-      input: body.tool_input ?? {},
-      dryRun: body.dry_run === true,
-      account: { connectedAccountId: body.connected_account_id, connectionName: body.connection_name, identifier: body.identifier },
-    });
-    if (result.dataJson !== undefined) {
-      res.type('application/json').send(`{"data":${result.dataJson},"execution_id":${JSON.stringify(result.executionId)}}`);
-    } else {
-      res.json({ data: result.data, execution_id: result.executionId });
-    }
-  });
-
   r.get('/connections', async (_req, res) => {
     const list = await s.store.listConnections();
     res.json({ connections: list.map((c) => m.connectionView(c, c.accountCount)) });
