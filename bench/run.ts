@@ -44,6 +44,12 @@ async function waitHealthy(url: string, timeoutMs = 60_000): Promise<number> {
   throw new Error(`${url} did not become healthy`);
 }
 
+/** User + system CPU time of a process, in microseconds (from /proc; clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;
@@ -86,11 +92,15 @@ interface LoadResult {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU of the process under test (service or bare pass-through) per request, µs. */
+  cpuPerRequest: number;
 }
 
-async function load(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string }): Promise<LoadResult> {
+async function load(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string }, pid: number): Promise<LoadResult> {
+  const cpu0 = cpuMicros(pid);
   const r = await autocannon({ ...opts, method: (opts.method ?? 'GET') as 'GET', connections: CONNECTIONS, duration: DURATION, pipelining: 1 });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx + r.timeouts };
+  const cpu = cpuMicros(pid) - cpu0;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx + r.timeouts, cpuPerRequest: cpu / Math.max(1, r.requests.total) };
 }
 
 /** Alternates baseline and service runs; returns medians of each. */
@@ -108,7 +118,13 @@ async function compare(name: string, baseline: () => Promise<LoadResult>, servic
       b.push(await baseline());
     }
   }
-  const m = (xs: LoadResult[]) => ({ rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)), errors: xs.reduce((n, x) => n + x.errors, 0) });
+  const m = (xs: LoadResult[]) => ({
+    rps: median(xs.map((x) => x.rps)),
+    p50: median(xs.map((x) => x.p50)),
+    p99: median(xs.map((x) => x.p99)),
+    errors: xs.reduce((n, x) => n + x.errors, 0),
+    cpuPerRequest: median(xs.map((x) => x.cpuPerRequest)),
+  });
   const res = { name, baseline: m(b), service: m(s) };
   console.error(`  ${name}: service ${res.service.rps.toFixed(0)} req/s p99 ${res.service.p99} ms | baseline ${res.baseline.rps.toFixed(0)} req/s p99 ${res.baseline.p99} ms`);
   return res;
@@ -219,6 +235,8 @@ async function main() {
   const svc = await startService(upstreamUrl);
   procs.push(svc.proc);
   const auth = { authorization: `Bearer ${svc.token}` };
+  const svcPid = svc.proc.pid!;
+  const barePid = procs[1]!.pid!;
   const proxyHeaders = { ...auth, connection_name: 'helpdesk', identifier: 'bench' };
   const small = JSON.stringify({ ticket: { comment: { body: 'x'.repeat(10 * 1024 - 40) } } });
   const sendMail = { toRecipients: ['a@x.com', 'b@x.com'], ccRecipients: ['c@x.com'], subject: 'Hi', body: '<b>Hello</b>', bodyType: 'HTML', saveToSentItems: false };
@@ -237,30 +255,30 @@ async function main() {
   rows.push(
     await compare(
       'proxy GET',
-      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets/1` }),
-      () => load({ url: `${svc.url}/proxy/v2/tickets/1`, headers: proxyHeaders }),
+      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets/1` }, barePid),
+      () => load({ url: `${svc.url}/proxy/v2/tickets/1`, headers: proxyHeaders }, svcPid),
     ),
   );
   rows.push(
     await compare(
       'proxy POST 10 KB',
-      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets`, method: 'POST', headers: { 'content-type': 'application/json' }, body: small }),
-      () => load({ url: `${svc.url}/proxy/v2/tickets`, method: 'POST', headers: { ...proxyHeaders, 'content-type': 'application/json' }, body: small }),
+      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets`, method: 'POST', headers: { 'content-type': 'application/json' }, body: small }, barePid),
+      () => load({ url: `${svc.url}/proxy/v2/tickets`, method: 'POST', headers: { ...proxyHeaders, 'content-type': 'application/json' }, body: small }, svcPid),
     ),
   );
   const exec = (body: unknown) => ({ url: `${svc.url}/v1/tools/execute`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   rows.push(
     await compare(
       'tool read (helpdesk_ticket_get)',
-      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets/123?include=users` }),
-      () => load(exec({ tool_name: 'helpdesk_ticket_get', connection_name: 'helpdesk', identifier: 'bench', tool_input: { ticket_id: 123, include: 'users' } })),
+      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets/123?include=users` }, barePid),
+      () => load(exec({ tool_name: 'helpdesk_ticket_get', connection_name: 'helpdesk', identifier: 'bench', tool_input: { ticket_id: 123, include: 'users' } }), svcPid),
     ),
   );
   rows.push(
     await compare(
       'tool write (mail_send_message)',
-      () => load({ url: `${bareUrl}/v1.0/me/sendMail`, method: 'POST', headers: { 'content-type': 'application/json' }, body: graphBody }),
-      () => load(exec({ tool_name: 'mail_send_message', connection_name: 'mail', identifier: 'bench', tool_input: sendMail })),
+      () => load({ url: `${bareUrl}/v1.0/me/sendMail`, method: 'POST', headers: { 'content-type': 'application/json' }, body: graphBody }, barePid),
+      () => load(exec({ tool_name: 'mail_send_message', connection_name: 'mail', identifier: 'bench', tool_input: sendMail }), svcPid),
     ),
   );
 
@@ -322,6 +340,7 @@ async function main() {
     const isProxy = r.name.startsWith('proxy');
     row(`${r.name}: throughput (req/s)`, fmt(r.service.rps), fmt(r.baseline.rps), fmt(tput, 2), isProxy ? '≥ 0.5' : '≥ 0.4', tput >= (isProxy ? 0.5 : 0.4));
     row(`${r.name}: latency p50 / p99 (ms)`, `${r.service.p50} / ${r.service.p99}`, `${r.baseline.p50} / ${r.baseline.p99}`, fmt(p99, 2), isProxy ? 'p99 ≤ 2×' : '—', isProxy ? p99 <= 2 : '—');
+    row(`${r.name}: CPU per request (µs), service / bare process`, fmt(r.service.cpuPerRequest), fmt(r.baseline.cpuPerRequest), fmt(ratio(r.service.cpuPerRequest, r.baseline.cpuPerRequest), 2), '—', '—');
     if (r.service.errors || r.baseline.errors) row(`${r.name}: errors`, String(r.service.errors), String(r.baseline.errors), '', '0', r.service.errors === 0);
   }
   row('dry run helpdesk_ticket_get (µs/call, median)', fmt(dry.read, 1), '—', '—', '≤ 50', dry.read <= 50);

@@ -155,6 +155,15 @@ describe('token refresh', () => {
     expect(h.oauth.counts.refresh_token - before).toBe(1);
   });
 
+  it('refreshes once for 500 concurrent calls (the count the benchmark also reports)', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    await expireStoredToken(id);
+    const before = h.oauth.counts.refresh_token;
+    const results = await Promise.allSettled(Array.from({ length: 500 }, () => settings('alice')));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(h.oauth.counts.refresh_token - before).toBe(1);
+  });
+
   it('stores the rotated refresh token: the next refresh uses the new one', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
     const used = new Set(h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.refresh_token));
