@@ -4,7 +4,7 @@
  */
 import type { Services } from './services.ts';
 import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverrides } from './store/types.ts';
-import { ACCOUNT_STATUSES } from './store/types.ts';
+import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
 import { newId } from './ids.ts';
 import { aad } from './crypto/aad.ts';
 import { allowlistedFields, authFor, checkField, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind, validateCredentials } from './connectors/catalog.ts';
@@ -210,21 +210,7 @@ export class Management {
 
   async getOrCreateAccount(connectionName: string, identifier: string): Promise<{ account: Account; connection: Connection; created: boolean }> {
     const connection = await this.s.accounts.connectionByName(connectionName);
-    const now = Date.now();
-    const { account, created } = await this.s.store.getOrCreateAccount({
-      id: newId('ca'),
-      connectionId: connection.id,
-      identifier,
-      status: 'PENDING_AUTH',
-      fields: {},
-      secretsSealed: null,
-      tokenExpiresAt: null,
-      lastUsedAt: null,
-      lastError: null,
-      version: 0,
-      createdAt: now,
-      updatedAt: now,
-    });
+    const { account, created } = await this.s.store.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
     return { account, connection, created };
   }
 

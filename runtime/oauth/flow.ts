@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
-import type { Account, Connection, Store } from '../store/types.ts';
+import { pendingAccount, type Account, type Connection, type Store } from '../store/types.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
 import { ServiceError } from '../errors.ts';
@@ -83,20 +83,7 @@ export class OAuthFlow {
     }
     const returnTo = this.checkReturnUrl(redirectUrl);
     const now = Date.now();
-    const { account } = await this.store.getOrCreateAccount({
-      id: newId('ca'),
-      connectionId: connection.id,
-      identifier,
-      status: 'PENDING_AUTH',
-      fields: {},
-      secretsSealed: null,
-      tokenExpiresAt: null,
-      lastUsedAt: null,
-      lastError: null,
-      version: 0,
-      createdAt: now,
-      updatedAt: now,
-    });
+    const { account } = await this.store.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
     const token = randomSecret(32);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
     await this.store.createOAuthLink({ tokenHash: sha256(token), connectionId: connection.id, accountId: account.id, redirectUrl: returnTo, expiresAt });

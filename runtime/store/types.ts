@@ -222,3 +222,21 @@ export interface Store {
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
 }
+
+/** A new connected account that has no credentials yet. */
+export function pendingAccount(id: string, connectionId: string, identifier: string, now = Date.now()): Account {
+  return {
+    id,
+    connectionId,
+    identifier,
+    status: 'PENDING_AUTH',
+    fields: {},
+    secretsSealed: null,
+    tokenExpiresAt: null,
+    lastUsedAt: null,
+    lastError: null,
+    version: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+}

@@ -8,6 +8,7 @@ import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '.
 import type * as I from '../../generated/types.ts';
 import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../runtime/tools/template-runtime.ts';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
+import { parseSse } from '../../runtime/upstream/mcp.ts';
 
 type Json = Record<string, unknown>;
 type Base = (host?: string) => string;
@@ -281,25 +282,10 @@ export function mcpServerUrl(base: Base, actorId: string | undefined, path: stri
   return `${root.protocol}//${actorId}.${root.host}${path}`;
 }
 
-/** JSON-RPC messages of a JSON or text/event-stream answer. */
+/** JSON-RPC messages of a JSON or text/event-stream answer (SSE parsed as the service's own MCP client does). */
 export function rpcMessages(body: unknown): Json[] {
-  if (typeof body !== 'string') return Array.isArray(body) ? (body as Json[]) : body && typeof body === 'object' ? [body as Json] : [];
-  const out: Json[] = [];
-  for (const event of body.split(/\r?\n\r?\n/)) {
-    const payload = event
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).replace(/^ /, ''))
-      .join('\n');
-    if (!payload) continue;
-    try {
-      const parsed = JSON.parse(payload) as Json | Json[];
-      out.push(...(Array.isArray(parsed) ? parsed : [parsed]));
-    } catch {
-      // an event that is not JSON carries no JSON-RPC message
-    }
-  }
-  return out;
+  if (typeof body === 'string') return parseSse(body) as unknown as Json[];
+  return Array.isArray(body) ? (body as Json[]) : body && typeof body === 'object' ? [body as Json] : [];
 }
 
 function rpcResult(res: UpstreamResponse, id: number): Json {
