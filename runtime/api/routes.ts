@@ -1,4 +1,4 @@
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Router } from 'express';
 import type { Services } from '../services.ts';
 import { Management, type ConnectionInput } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';

@@ -221,6 +221,8 @@ export class ProxyHandler {
     } catch (e) {
       errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
       if (!status) status = e instanceof ServiceError ? e.status : 502;
+      // The path only: a query string may carry provider parameters the operator's logs have no use for.
+      this.log.warn({ connection: live.connection.name, method, path, code: errorCode, afterHeaders: res.headersSent }, 'proxied request failed');
       if (res.headersSent) {
         // The stream broke after the headers left: the client sees a truncated response, never a silent success.
         res.destroy(e as Error);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import got, { CancelError, RequestError, TimeoutError, type Got, type Method } from 'got';
+import got, { CancelError, TimeoutError, type Got, type Method } from 'got';
 import type { RetrySpec } from '../../generator/model.ts';
 import { UpstreamFailure } from '../errors.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';

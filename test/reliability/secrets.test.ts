@@ -32,7 +32,6 @@ import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { AgentConnectorClient, ConnectorServiceError } from '../../runtime/client/index.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
-import { aad } from '../../runtime/crypto/aad.ts';
 import { TokenTap } from './token-tap.ts';
 import { record } from './summary.ts';
 import { recordScan, recordingFetch, SecretRegistry, sqliteFiles } from './secret-registry.ts';
