@@ -16,10 +16,17 @@ server.keepAliveTimeout = 60_000;
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v2/tickets/1`;
 
-const viaGot = () => upstreamClient(url, { headers: { accept: 'application/json' }, timeout: { connect: 5000, response: 5000 } }).then((r) => r.rawBody.length);
+const viaGot = () =>
+  upstreamClient(url, { headers: { accept: 'application/json' }, timeout: { connect: 5000, response: 5000 } }).then(
+    (r) => r.rawBody.length,
+  );
 const viaGotStream = () =>
   new Promise<number>((resolve, reject) => {
-    const s = upstreamClient.stream(url, { headers: { accept: 'application/json' }, decompress: false, timeout: { connect: 5000, response: 5000 } });
+    const s = upstreamClient.stream(url, {
+      headers: { accept: 'application/json' },
+      decompress: false,
+      timeout: { connect: 5000, response: 5000 },
+    });
     let n = 0;
     s.on('data', (c: Buffer) => (n += c.length));
     s.on('end', () => resolve(n));
@@ -41,12 +48,14 @@ async function measure(name: string, fn: () => Promise<number>) {
   const inflight = 64;
   const run = async () => {
     let done = 0;
-    await Promise.all(Array.from({ length: inflight }, async () => {
-      while (done < total) {
-        done++;
-        await fn();
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: inflight }, async () => {
+        while (done < total) {
+          done++;
+          await fn();
+        }
+      }),
+    );
   };
   await run();
   const cpu0 = process.cpuUsage();
@@ -54,7 +63,9 @@ async function measure(name: string, fn: () => Promise<number>) {
   await run();
   const cpu = process.cpuUsage(cpu0);
   const ms = performance.now() - t0;
-  console.log(`${name.padEnd(12)} ${(total / (ms / 1000)).toFixed(0).padStart(6)} req/s  ${(((cpu.user + cpu.system) / total)).toFixed(1).padStart(6)} µs CPU/request (client and server in this process)`);
+  console.log(
+    `${name.padEnd(12)} ${(total / (ms / 1000)).toFixed(0).padStart(6)} req/s  ${((cpu.user + cpu.system) / total).toFixed(1).padStart(6)} µs CPU/request (client and server in this process)`,
+  );
 }
 for (let i = 0; i < 2; i++) {
   await measure('node:http', viaHttp);

@@ -27,7 +27,11 @@ const median = (xs: number[]) => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function child(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  return spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
 }
 
 async function waitHealthy(url: string, timeoutMs = 60_000): Promise<number> {
@@ -46,7 +50,9 @@ async function waitHealthy(url: string, timeoutMs = 60_000): Promise<number> {
 
 /** User + system CPU time of a process, in microseconds (from /proc; clock ticks of 10 ms). */
 function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
@@ -71,8 +77,16 @@ async function startService(upstreamUrl: string) {
   await waitHealthy(url);
   const coldStartMs = performance.now() - started;
   const client = new AgentConnectorClient({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, envUrl: url });
-  await client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk', api_base_url: `${upstreamUrl}/desks/{domain}/api` });
-  await client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'bench', credentials: { domain: 'acme.zendesk.com', email: 'bench@acme.com', api_token: 'bench-token-123456' } });
+  await client.createConnection({
+    connection_name: 'helpdesk',
+    connector: 'helpdesk',
+    api_base_url: `${upstreamUrl}/desks/{domain}/api`,
+  });
+  await client.upsertConnectedAccount({
+    connectionName: 'helpdesk',
+    identifier: 'bench',
+    credentials: { domain: 'acme.zendesk.com', email: 'bench@acme.com', api_token: 'bench-token-123456' },
+  });
   await client.createConnection({
     connection_name: 'mail',
     connector: 'mail',
@@ -81,8 +95,15 @@ async function startService(upstreamUrl: string) {
     api_base_url: upstreamUrl,
     oauth: { authorize_url: `${upstreamUrl}/oauth/authorize`, token_url: `${upstreamUrl}/oauth/token` },
   });
-  await client.upsertConnectedAccount({ connectionName: 'mail', identifier: 'bench', credentials: { access_token: 'bench-access', refresh_token: 'bench-refresh', expires_in: 3600 } });
-  const tokenRes = await fetch(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET }) });
+  await client.upsertConnectedAccount({
+    connectionName: 'mail',
+    identifier: 'bench',
+    credentials: { access_token: 'bench-access', refresh_token: 'bench-refresh', expires_in: 3600 },
+  });
+  const tokenRes = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
+  });
   const token = ((await tokenRes.json()) as { access_token: string }).access_token;
   return { proc, url, client, token, dataDir, coldStartMs };
 }
@@ -96,11 +117,26 @@ interface LoadResult {
   cpuPerRequest: number;
 }
 
-async function load(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string }, pid: number): Promise<LoadResult> {
+async function load(
+  opts: { url: string; method?: string; headers?: Record<string, string>; body?: string },
+  pid: number,
+): Promise<LoadResult> {
   const cpu0 = cpuMicros(pid);
-  const r = await autocannon({ ...opts, method: (opts.method ?? 'GET') as 'GET', connections: CONNECTIONS, duration: DURATION, pipelining: 1 });
+  const r = await autocannon({
+    ...opts,
+    method: (opts.method ?? 'GET') as 'GET',
+    connections: CONNECTIONS,
+    duration: DURATION,
+    pipelining: 1,
+  });
   const cpu = cpuMicros(pid) - cpu0;
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx + r.timeouts, cpuPerRequest: cpu / Math.max(1, r.requests.total) };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx + r.timeouts,
+    cpuPerRequest: cpu / Math.max(1, r.requests.total),
+  };
 }
 
 /** Alternates baseline and service runs; returns medians of each. */
@@ -126,7 +162,9 @@ async function compare(name: string, baseline: () => Promise<LoadResult>, servic
     cpuPerRequest: median(xs.map((x) => x.cpuPerRequest)),
   });
   const res = { name, baseline: m(b), service: m(s) };
-  console.error(`  ${name}: service ${res.service.rps.toFixed(0)} req/s p99 ${res.service.p99} ms | baseline ${res.baseline.rps.toFixed(0)} req/s p99 ${res.baseline.p99} ms`);
+  console.error(
+    `  ${name}: service ${res.service.rps.toFixed(0)} req/s p99 ${res.service.p99} ms | baseline ${res.baseline.rps.toFixed(0)} req/s p99 ${res.baseline.p99} ms`,
+  );
   return res;
 }
 
@@ -138,7 +176,16 @@ async function transfer(kind: 'download' | 'upload', url: string, headers: Recor
   const bytes = await new Promise<number>((resolve, reject) => {
     const u = new URL(url);
     const req = http.request(
-      { host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method: kind === 'download' ? 'GET' : 'POST', headers: kind === 'upload' ? { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(STREAM_BYTES) } : headers },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: `${u.pathname}${u.search}`,
+        method: kind === 'download' ? 'GET' : 'POST',
+        headers:
+          kind === 'upload'
+            ? { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(STREAM_BYTES) }
+            : headers,
+      },
       (res) => {
         let n = 0;
         const answer: Buffer[] = [];
@@ -146,7 +193,11 @@ async function transfer(kind: 'download' | 'upload', url: string, headers: Recor
           n += c.length;
           if (kind === 'upload') answer.push(c);
         });
-        res.on('end', () => resolve(kind === 'download' ? n : (JSON.parse(Buffer.concat(answer).toString()) as { received: number }).received));
+        res.on('end', () =>
+          resolve(
+            kind === 'download' ? n : (JSON.parse(Buffer.concat(answer).toString()) as { received: number }).received,
+          ),
+        );
         res.on('error', reject);
       },
     );
@@ -180,11 +231,16 @@ async function dryRunMicros(): Promise<{ read: number; write: number }> {
   const s = await createServices(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'warn' }));
   const m = new Management(s);
   await m.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk' });
-  await m.upsertAccount('helpdesk', 'u', { domain: 'acme.zendesk.com', email: 'a@acme.com', api_token: 'x'.repeat(20) });
+  await m.upsertAccount('helpdesk', 'u', {
+    domain: 'acme.zendesk.com',
+    email: 'a@acme.com',
+    api_token: 'x'.repeat(20),
+  });
   await m.createConnection({ connection_name: 'mail', connector: 'mail', client_id: 'c', client_secret: 's' });
   await m.upsertAccount('mail', 'u', { access_token: 'a', refresh_token: 'r', expires_in: 3600 });
   const measure = async (toolName: string, input: () => Record<string, unknown>, connectionName: string) => {
-    const run = () => s.executor.execute({ toolName, input: input(), dryRun: true, account: { connectionName, identifier: 'u' } });
+    const run = () =>
+      s.executor.execute({ toolName, input: input(), dryRun: true, account: { connectionName, identifier: 'u' } });
     for (let i = 0; i < 2000; i++) await run();
     const batches: number[] = [];
     for (let b = 0; b < 5; b++) {
@@ -198,7 +254,14 @@ async function dryRunMicros(): Promise<{ read: number; write: number }> {
   const read = await measure('helpdesk_ticket_get', () => ({ ticket_id: 123, include: 'users' }), 'helpdesk');
   const write = await measure(
     'mail_send_message',
-    () => ({ toRecipients: ['a@x.com', 'b@x.com'], ccRecipients: ['c@x.com'], subject: 'Hi', body: '<b>Hello</b>', bodyType: 'HTML', saveToSentItems: false }),
+    () => ({
+      toRecipients: ['a@x.com', 'b@x.com'],
+      ccRecipients: ['c@x.com'],
+      subject: 'Hi',
+      body: '<b>Hello</b>',
+      bodyType: 'HTML',
+      saveToSentItems: false,
+    }),
     'mail',
   );
   await s.close();
@@ -212,7 +275,10 @@ async function main() {
   const barePort = await freePort();
   const upstreamUrl = `http://127.0.0.1:${upPort}`;
   const bareUrl = `http://127.0.0.1:${barePort}`;
-  const procs: ChildProcess[] = [child(['bench/upstream.ts', 'upstream', String(upPort)]), child(['bench/upstream.ts', 'bare', String(barePort), upstreamUrl])];
+  const procs: ChildProcess[] = [
+    child(['bench/upstream.ts', 'upstream', String(upPort)]),
+    child(['bench/upstream.ts', 'bare', String(barePort), upstreamUrl]),
+  ];
   await Promise.all(procs.map((p) => new Promise((r) => p.once('message', r))));
 
   console.error('cold start and idle memory');
@@ -222,7 +288,12 @@ async function main() {
     const port = await freePort();
     const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-cold-'));
     const started = performance.now();
-    const p = child(['runtime/main.ts'], { PORT: String(port), DATA_DIR: dataDir, PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' });
+    const p = child(['runtime/main.ts'], {
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: 'warn',
+    });
     await waitHealthy(`http://127.0.0.1:${port}`);
     coldStarts.push(performance.now() - started);
     await sleep(500);
@@ -239,7 +310,14 @@ async function main() {
   const barePid = procs[1]!.pid!;
   const proxyHeaders = { ...auth, connection_name: 'helpdesk', identifier: 'bench' };
   const small = JSON.stringify({ ticket: { comment: { body: 'x'.repeat(10 * 1024 - 40) } } });
-  const sendMail = { toRecipients: ['a@x.com', 'b@x.com'], ccRecipients: ['c@x.com'], subject: 'Hi', body: '<b>Hello</b>', bodyType: 'HTML', saveToSentItems: false };
+  const sendMail = {
+    toRecipients: ['a@x.com', 'b@x.com'],
+    ccRecipients: ['c@x.com'],
+    subject: 'Hi',
+    body: '<b>Hello</b>',
+    bodyType: 'HTML',
+    saveToSentItems: false,
+  };
   const graphBody = JSON.stringify({
     message: {
       subject: 'Hi',
@@ -262,46 +340,111 @@ async function main() {
   rows.push(
     await compare(
       'proxy POST 10 KB',
-      () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets`, method: 'POST', headers: { 'content-type': 'application/json' }, body: small }, barePid),
-      () => load({ url: `${svc.url}/proxy/v2/tickets`, method: 'POST', headers: { ...proxyHeaders, 'content-type': 'application/json' }, body: small }, svcPid),
+      () =>
+        load(
+          {
+            url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets`,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: small,
+          },
+          barePid,
+        ),
+      () =>
+        load(
+          {
+            url: `${svc.url}/proxy/v2/tickets`,
+            method: 'POST',
+            headers: { ...proxyHeaders, 'content-type': 'application/json' },
+            body: small,
+          },
+          svcPid,
+        ),
     ),
   );
-  const exec = (body: unknown) => ({ url: `${svc.url}/v1/tools/execute`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const exec = (body: unknown) => ({
+    url: `${svc.url}/v1/tools/execute`,
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   rows.push(
     await compare(
       'tool read (helpdesk_ticket_get)',
       () => load({ url: `${bareUrl}/desks/acme.zendesk.com/api/v2/tickets/123?include=users` }, barePid),
-      () => load(exec({ tool_name: 'helpdesk_ticket_get', connection_name: 'helpdesk', identifier: 'bench', tool_input: { ticket_id: 123, include: 'users' } }), svcPid),
+      () =>
+        load(
+          exec({
+            tool_name: 'helpdesk_ticket_get',
+            connection_name: 'helpdesk',
+            identifier: 'bench',
+            tool_input: { ticket_id: 123, include: 'users' },
+          }),
+          svcPid,
+        ),
     ),
   );
   rows.push(
     await compare(
       'tool write (mail_send_message)',
-      () => load({ url: `${bareUrl}/v1.0/me/sendMail`, method: 'POST', headers: { 'content-type': 'application/json' }, body: graphBody }, barePid),
-      () => load(exec({ tool_name: 'mail_send_message', connection_name: 'mail', identifier: 'bench', tool_input: sendMail }), svcPid),
+      () =>
+        load(
+          {
+            url: `${bareUrl}/v1.0/me/sendMail`,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: graphBody,
+          },
+          barePid,
+        ),
+      () =>
+        load(
+          exec({ tool_name: 'mail_send_message', connection_name: 'mail', identifier: 'bench', tool_input: sendMail }),
+          svcPid,
+        ),
     ),
   );
 
   console.error('token refresh under load: 500 concurrent calls on an expired token');
-  await svc.client.upsertConnectedAccount({ connectionName: 'mail', identifier: 'expired', credentials: { access_token: 'old', refresh_token: 'old-refresh', expires_at: new Date(Date.now() - 60_000).toISOString() } });
+  await svc.client.upsertConnectedAccount({
+    connectionName: 'mail',
+    identifier: 'expired',
+    credentials: {
+      access_token: 'old',
+      refresh_token: 'old-refresh',
+      expires_at: new Date(Date.now() - 60_000).toISOString(),
+    },
+  });
   const refreshBefore = ((await (await fetch(`${upstreamUrl}/stats`)).json()) as { refreshes: number }).refreshes;
   const latencies: number[] = [];
   let refreshErrors = 0;
   await Promise.all(
     Array.from({ length: 500 }, async () => {
       const t = performance.now();
-      const res = await fetch(`${svc.url}/v1/tools/execute`, exec({ tool_name: 'mail_mailbox_settings_get', connection_name: 'mail', identifier: 'expired', tool_input: {} }) as RequestInit);
+      const res = await fetch(
+        `${svc.url}/v1/tools/execute`,
+        exec({
+          tool_name: 'mail_mailbox_settings_get',
+          connection_name: 'mail',
+          identifier: 'expired',
+          tool_input: {},
+        }) as RequestInit,
+      );
       await res.arrayBuffer();
       if (!res.ok) refreshErrors++;
       latencies.push(performance.now() - t);
     }),
   );
-  const refreshes = ((await (await fetch(`${upstreamUrl}/stats`)).json()) as { refreshes: number }).refreshes - refreshBefore;
+  const refreshes =
+    ((await (await fetch(`${upstreamUrl}/stats`)).json()) as { refreshes: number }).refreshes - refreshBefore;
   latencies.sort((a, b) => a - b);
   const refreshP99 = latencies[Math.floor(latencies.length * 0.99) - 1]!;
 
   console.error(`streaming ${STREAM_BYTES / 1024 / 1024} MB each way`);
-  const stream = { service: { download: [] as number[], upload: [] as number[], rss: [] as number[] }, baseline: { download: [] as number[], upload: [] as number[] } };
+  const stream = {
+    service: { download: [] as number[], upload: [] as number[], rss: [] as number[] },
+    baseline: { download: [] as number[], upload: [] as number[] },
+  };
   for (let i = 0; i < 2; i++) {
     stream.baseline.download.push((await transfer('download', `${bareUrl}/big?bytes=${STREAM_BYTES}`, {})).mbps);
     const d = await transfer('download', `${svc.url}/proxy/big?bytes=${STREAM_BYTES}`, proxyHeaders, svc.proc.pid);
@@ -338,34 +481,91 @@ async function main() {
     const tput = ratio(r.service.rps, r.baseline.rps);
     const p99 = ratio(r.service.p99, Math.max(r.baseline.p99, 1));
     const isProxy = r.name.startsWith('proxy');
-    row(`${r.name}: throughput (req/s)`, fmt(r.service.rps), fmt(r.baseline.rps), fmt(tput, 2), isProxy ? '≥ 0.5' : '≥ 0.4', tput >= (isProxy ? 0.5 : 0.4));
-    row(`${r.name}: latency p50 / p99 (ms)`, `${r.service.p50} / ${r.service.p99}`, `${r.baseline.p50} / ${r.baseline.p99}`, fmt(p99, 2), isProxy ? 'p99 ≤ 2×' : '—', isProxy ? p99 <= 2 : '—');
-    row(`${r.name}: CPU per request (µs), service / bare process`, fmt(r.service.cpuPerRequest), fmt(r.baseline.cpuPerRequest), fmt(ratio(r.service.cpuPerRequest, r.baseline.cpuPerRequest), 2), '—', '—');
-    if (r.service.errors || r.baseline.errors) row(`${r.name}: errors`, String(r.service.errors), String(r.baseline.errors), '', '0', r.service.errors === 0);
+    row(
+      `${r.name}: throughput (req/s)`,
+      fmt(r.service.rps),
+      fmt(r.baseline.rps),
+      fmt(tput, 2),
+      isProxy ? '≥ 0.5' : '≥ 0.4',
+      tput >= (isProxy ? 0.5 : 0.4),
+    );
+    row(
+      `${r.name}: latency p50 / p99 (ms)`,
+      `${r.service.p50} / ${r.service.p99}`,
+      `${r.baseline.p50} / ${r.baseline.p99}`,
+      fmt(p99, 2),
+      isProxy ? 'p99 ≤ 2×' : '—',
+      isProxy ? p99 <= 2 : '—',
+    );
+    row(
+      `${r.name}: CPU per request (µs), service / bare process`,
+      fmt(r.service.cpuPerRequest),
+      fmt(r.baseline.cpuPerRequest),
+      fmt(ratio(r.service.cpuPerRequest, r.baseline.cpuPerRequest), 2),
+      '—',
+      '—',
+    );
+    if (r.service.errors || r.baseline.errors)
+      row(`${r.name}: errors`, String(r.service.errors), String(r.baseline.errors), '', '0', r.service.errors === 0);
   }
   row('dry run helpdesk_ticket_get (µs/call, median)', fmt(dry.read, 1), '—', '—', '≤ 50', dry.read <= 50);
   row('dry run mail_send_message (µs/call, median)', fmt(dry.write, 1), '—', '—', '≤ 50', dry.write <= 50);
-  row('refresh: requests for 500 concurrent calls on an expired token', String(refreshes), '—', '—', 'exactly 1', refreshes === 1 && refreshErrors === 0);
+  row(
+    'refresh: requests for 500 concurrent calls on an expired token',
+    String(refreshes),
+    '—',
+    '—',
+    'exactly 1',
+    refreshes === 1 && refreshErrors === 0,
+  );
   row('refresh: p99 of those calls (ms)', fmt(refreshP99), '—', '—', '—', '—');
   const dl = median(stream.service.download);
   const ul = median(stream.service.upload);
   const bdl = median(stream.baseline.download);
   const bul = median(stream.baseline.upload);
   const rss = Math.max(...stream.service.rss);
-  row(`proxy download ${STREAM_BYTES >> 20} MB (MB/s)`, fmt(dl), fmt(bdl), fmt(ratio(dl, bdl), 2), '≥ 0.8', ratio(dl, bdl) >= 0.8);
-  row(`proxy upload ${STREAM_BYTES >> 20} MB (MB/s)`, fmt(ul), fmt(bul), fmt(ratio(ul, bul), 2), '≥ 0.8', ratio(ul, bul) >= 0.8);
+  row(
+    `proxy download ${STREAM_BYTES >> 20} MB (MB/s)`,
+    fmt(dl),
+    fmt(bdl),
+    fmt(ratio(dl, bdl), 2),
+    '≥ 0.8',
+    ratio(dl, bdl) >= 0.8,
+  );
+  row(
+    `proxy upload ${STREAM_BYTES >> 20} MB (MB/s)`,
+    fmt(ul),
+    fmt(bul),
+    fmt(ratio(ul, bul), 2),
+    '≥ 0.8',
+    ratio(ul, bul) >= 0.8,
+  );
   row('service peak RSS growth while streaming (MB)', fmt(rss, 1), '—', '—', '< 50', rss < 50);
   row('cold start to first /health (ms, median of 3)', fmt(median(coldStarts)), '—', '—', '—', '—');
   row('idle RSS (MB)', fmt(median(idle), 1), '—', '—', '—', '—');
   row('generate, all connectors (ms)', fmt(median(genTimes)), '—', '—', '—', '—');
 
   const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-  const md = table.map((r, i) => `| ${r.map((c, j) => c.padEnd(widths[j]!)).join(' | ')} |${i === 0 ? `\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|` : ''}`).join('\n');
+  const md = table
+    .map(
+      (r, i) =>
+        `| ${r.map((c, j) => c.padEnd(widths[j]!)).join(' | ')} |${i === 0 ? `\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|` : ''}`,
+    )
+    .join('\n');
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
-  console.log(`\nAgent connector service vs bare node:http pass-through — ${new Date().toISOString()}\nMachine: ${machine}\nLoad: ${CONNECTIONS} connections, ${DURATION} s runs, median of ${ROUNDS} alternating rounds\n\n${md}\n`);
+  console.log(
+    `\nAgent connector service vs bare node:http pass-through — ${new Date().toISOString()}\nMachine: ${machine}\nLoad: ${CONNECTIONS} connections, ${DURATION} s runs, median of ${ROUNDS} alternating rounds\n\n${md}\n`,
+  );
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  writeFileSync(join(ROOT, `bench/results/${stamp}.json`), JSON.stringify({ machine, rows, dry, refreshes, refreshErrors, refreshP99, stream, coldStarts, idle, genTimes }, null, 2));
+  writeFileSync(
+    join(ROOT, `bench/results/${stamp}.json`),
+    JSON.stringify(
+      { machine, rows, dry, refreshes, refreshErrors, refreshP99, stream, coldStarts, idle, genTimes },
+      null,
+      2,
+    ),
+  );
   writeFileSync(join(ROOT, 'bench/results/latest.md'), `Machine: ${machine}\n\n${md}\n`);
   console.error(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   process.exit(0);

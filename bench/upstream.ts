@@ -7,7 +7,9 @@
 import http from 'node:http';
 import { pipeline } from 'node:stream';
 
-const SMALL = JSON.stringify({ ticket: { id: 1, subject: 'Benchmark ticket', status: 'open', priority: 'normal', tags: ['bench'] } });
+const SMALL = JSON.stringify({
+  ticket: { id: 1, subject: 'Benchmark ticket', status: 'open', priority: 'normal', tags: ['bench'] },
+});
 const CHUNK = Buffer.alloc(64 * 1024, 97);
 
 function upstream(port: number) {
@@ -22,7 +24,14 @@ function upstream(port: number) {
         // A token endpoint is slow compared with an API read; this widens the single-flight window.
         setTimeout(() => {
           res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-          res.end(JSON.stringify({ access_token: `at-${refreshes}-${Date.now()}`, token_type: 'Bearer', expires_in: 3600, refresh_token: `rt-${refreshes}` }));
+          res.end(
+            JSON.stringify({
+              access_token: `at-${refreshes}-${Date.now()}`,
+              token_type: 'Bearer',
+              expires_in: 3600,
+              refresh_token: `rt-${refreshes}`,
+            }),
+          );
         }, 50);
       });
       return;
@@ -69,7 +78,16 @@ function upstream(port: number) {
   server.listen(port, '127.0.0.1');
 }
 
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'host']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'host',
+]);
 
 function bare(port: number, target: string) {
   const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
@@ -77,12 +95,15 @@ function bare(port: number, target: string) {
   const server = http.createServer((req, res) => {
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k)) headers[k] = v;
-    const up = http.request({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers, agent }, (r) => {
-      const out: http.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(r.headers)) if (!HOP.has(k)) out[k] = v;
-      res.writeHead(r.statusCode ?? 502, out);
-      pipeline(r, res, () => {});
-    });
+    const up = http.request(
+      { host: t.hostname, port: t.port, method: req.method, path: req.url, headers, agent },
+      (r) => {
+        const out: http.OutgoingHttpHeaders = {};
+        for (const [k, v] of Object.entries(r.headers)) if (!HOP.has(k)) out[k] = v;
+        res.writeHead(r.statusCode ?? 502, out);
+        pipeline(r, res, () => {});
+      },
+    );
     up.on('error', () => {
       if (!res.headersSent) res.writeHead(502);
       res.end();

@@ -29,7 +29,8 @@ function exportedHooks(connector: string): Set<string> {
       const project = new Project({ useInMemoryFileSystem: true });
       const file = project.createSourceFile(path, readFileSync(path, 'utf8'));
       for (const f of file.getFunctions()) if (f.isExported() && f.getName()) names.add(f.getName()!);
-      for (const v of file.getVariableStatements()) if (v.isExported()) for (const d of v.getDeclarations()) names.add(d.getName());
+      for (const v of file.getVariableStatements())
+        if (v.isExported()) for (const d of v.getDeclarations()) names.add(d.getName());
     }
     hookExports.set(connector, names);
   }
@@ -72,7 +73,8 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         if (tool.versioned && (name === 'schema_version' || name === 'tool_version')) {
           fail(['input', name], 'is added by `versioned: true`; do not declare it');
         }
-        if (p.default !== undefined && p.required) fail(['input', name, 'default'], 'a required parameter has no default');
+        if (p.default !== undefined && p.required)
+          fail(['input', name, 'default'], 'a required parameter has no default');
         if (p.csv && p.type !== 'string') fail(['input', name, 'csv'], 'csv applies to string parameters');
         if (p.json && p.type !== 'string') fail(['input', name, 'json'], 'json applies to string parameters');
         if (p.minProperties !== undefined && p.type !== 'object') {
@@ -97,13 +99,18 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       }
       const refused = new Set((tool.rules ?? []).flatMap((r) => ('unsupported' in r ? r.unsupported : [])));
       for (const name of refused) {
-        if (build.used.has(name)) fail(['input', name], 'is refused by an `unsupported` rule, so the request may not use it');
-        if (tool.input[name]?.required) fail(['input', name], 'is required, so an `unsupported` rule would refuse every call');
+        if (build.used.has(name))
+          fail(['input', name], 'is refused by an `unsupported` rule, so the request may not use it');
+        if (tool.input[name]?.required)
+          fail(['input', name], 'is required, so an `unsupported` rule would refuse every call');
       }
       if (!tool.hook) {
         for (const name of Object.keys(tool.input)) {
           if (!build.used.has(name) && !refused.has(name)) {
-            fail(['input', name], 'is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it');
+            fail(
+              ['input', name],
+              'is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',
+            );
           }
         }
       }

@@ -126,7 +126,10 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   const keys = Object.keys(t);
   for (const k of keys) {
     if (!(OPERATORS as readonly string[]).includes(k) && !(MODIFIERS as readonly string[]).includes(k)) {
-      scope.fail([...path, k], `unknown template key; operators: ${OPERATORS.join(', ')}; modifiers: ${MODIFIERS.join(', ')}`);
+      scope.fail(
+        [...path, k],
+        `unknown template key; operators: ${OPERATORS.join(', ')}; modifiers: ${MODIFIERS.join(', ')}`,
+      );
     }
   }
   const ops = keys.filter((k) => (OPERATORS as readonly string[]).includes(k));
@@ -143,7 +146,8 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
       const item = scope.items.at(-1);
       if (!item) scope.fail([...path, op], '$item is only valid inside $each or a request with for_each');
       if (arg === true) c = { code: item!, dynamic: true, optional: false };
-      else if (typeof arg === 'string') c = { code: `H.pick(${item}, ${JSON.stringify(arg.split('.'))})`, dynamic: true, optional: true };
+      else if (typeof arg === 'string')
+        c = { code: `H.pick(${item}, ${JSON.stringify(arg.split('.'))})`, dynamic: true, optional: true };
       else scope.fail([...path, op], '$item takes true or a dotted field path');
       break;
     }
@@ -185,7 +189,9 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   if (t.$sep !== undefined && op !== '$join') scope.fail([...path, '$sep'], '$sep only goes with $join');
   if (t.$pipe !== undefined) {
     const piped = pipeCode('v', t.$pipe, scope, [...path, '$pipe']);
-    c = c.optional ? { ...c, code: `H.map(${c.code}, (v: any) => ${piped})` } : { ...c, code: pipeCode(c.code, t.$pipe, scope, [...path, '$pipe']) };
+    c = c.optional
+      ? { ...c, code: `H.map(${c.code}, (v: any) => ${piped})` }
+      : { ...c, code: pipeCode(c.code, t.$pipe, scope, [...path, '$pipe']) };
   }
   if (t.$each !== undefined) {
     const itemVar = `item${scope.items.length}`;
@@ -213,10 +219,12 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
  * `{status: DONE}`, not `{}`).
  */
 function compileRoot(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
-  if (t === null || typeof t !== 'object' || Array.isArray(t) || isExpression(t)) return compileTemplate(t, scope, path);
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || isExpression(t))
+    return compileTemplate(t, scope, path);
   const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
   const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
-  if (!entries.some(([, c]) => c.optional)) return { code: `{ ${body} }`, dynamic: entries.some(([, c]) => c.dynamic), optional: false };
+  if (!entries.some(([, c]) => c.optional))
+    return { code: `{ ${body} }`, dynamic: entries.some(([, c]) => c.dynamic), optional: false };
   return { code: `H.obj({ ${body} }, [])!`, dynamic: true, optional: false };
 }
 
@@ -225,14 +233,16 @@ export function compileTemplate(t: unknown, scope: Scope, path: Array<string | n
   if (Array.isArray(t)) {
     const items = t.map((x, i) => compileTemplate(x, scope, [...path, i]));
     const dynamic = items.some((i) => i.dynamic);
-    if (!items.some((i) => i.optional)) return { code: `[${items.map((i) => i.code).join(', ')}]`, dynamic, optional: false };
+    if (!items.some((i) => i.optional))
+      return { code: `[${items.map((i) => i.code).join(', ')}]`, dynamic, optional: false };
     return { code: `H.arr([${items.map((i) => i.code).join(', ')}], ${dynamic})`, dynamic, optional: dynamic };
   }
   if (isExpression(t)) return compileExpression(t, scope, path);
   const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
   const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
   const dynamicKeys = entries.filter(([, c]) => c.dynamic).map(([k]) => k);
-  if (!entries.some(([, c]) => c.optional)) return { code: `{ ${body} }`, dynamic: dynamicKeys.length > 0, optional: false };
+  if (!entries.some(([, c]) => c.optional))
+    return { code: `{ ${body} }`, dynamic: dynamicKeys.length > 0, optional: false };
   if (dynamicKeys.length === 0) return { code: `H.obj({ ${body} }, [])!`, dynamic: false, optional: false };
   return { code: `H.obj({ ${body} }, ${JSON.stringify(dynamicKeys)})`, dynamic: true, optional: true };
 }
@@ -246,7 +256,10 @@ function compileParamMap(
   return Object.entries(map).map(([key, v]) => {
     if (typeof v === 'string') {
       if (!scope.params[v]) {
-        scope.fail([...path, key], `"${v}" is not an input parameter; write {$const: ${JSON.stringify(v)}} for a literal`);
+        scope.fail(
+          [...path, key],
+          `"${v}" is not an input parameter; write {$const: ${JSON.stringify(v)}} for a literal`,
+        );
       }
       return [key, paramRef(v, scope, [...path, key])] as const;
     }
@@ -274,7 +287,11 @@ function compilePath(pathTemplate: string, scope: Scope, path: Array<string | nu
       value = ref.code;
       field = name;
     }
-    out += '${H.seg(' + (pipes.length ? pipeCode(value, pipes, scope, path) : value) + (field ? `, ${JSON.stringify(field)}` : '') + ')}';
+    out +=
+      '${H.seg(' +
+      (pipes.length ? pipeCode(value, pipes, scope, path) : value) +
+      (field ? `, ${JSON.stringify(field)}` : '') +
+      ')}';
     last = m.index + m[0].length;
   }
   out += pathTemplate.slice(last).replace(/[`$\\]/g, '\\$&') + '`';
@@ -326,7 +343,9 @@ export function compileRequests(
       const argsCode = `H.obj({ ${args.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ')} }, [])!`;
       fields.push(`method: "POST"`, `url: ${base}`, `headers: {}`);
       fields.push(`mcp: { tool: ${JSON.stringify(req.mcp_tool)}, arguments: args }`);
-      fields.push(`body: { jsonrpc: "2.0", method: "tools/call", params: { name: ${JSON.stringify(req.mcp_tool)}, arguments: args } }`);
+      fields.push(
+        `body: { jsonrpc: "2.0", method: "tools/call", params: { name: ${JSON.stringify(req.mcp_tool)}, arguments: args } }`,
+      );
       const push = `{ const args = ${argsCode}; out.push({ ${fields.join(', ')} }); }`;
       statements.push(wrapRequest(push, req, params, fail, path, used));
       continue;
@@ -337,7 +356,9 @@ export function compileRequests(
     if (req.arguments) fail([...path, 'arguments'], 'arguments only go with mcp_tool');
     const urlPath = compilePath(req.path!, itemScope, [...path, 'path']);
     const query = compileParamMap(req.query ?? {}, itemScope, [...path, 'query']);
-    const queryCode = query.length ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]` : '';
+    const queryCode = query.length
+      ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]`
+      : '';
     fields.push(`method: ${JSON.stringify(req.method)}`, `url: H.url(${base}, ${urlPath}${queryCode})`);
     if (req.headers) {
       const headerScope = { ...itemScope, used: new Set<string>() };
@@ -348,7 +369,8 @@ export function compileRequests(
       fields.push('headers: {}');
     }
     if (req.body !== undefined) {
-      if (req.method === 'GET' || req.method === 'DELETE') fail([...path, 'body'], `${req.method} requests carry no body`);
+      if (req.method === 'GET' || req.method === 'DELETE')
+        fail([...path, 'body'], `${req.method} requests carry no body`);
       const b = compileRoot(req.body, itemScope, [...path, 'body']);
       fields.push(`body: ${b.optional ? `(${b.code} ?? {})` : b.code}`);
       if (req.body_encoding === 'form') fields.push(`bodyEncoding: "form"`);

@@ -5,7 +5,14 @@ import standaloneModule from 'ajv/dist/standalone/index.js';
 type StandaloneFn = (ajv: Ajv, refsOrFuncs?: Record<string, string>) => string;
 const standaloneCode: StandaloneFn =
   (standaloneModule as unknown as { default?: StandaloneFn }).default ?? (standaloneModule as unknown as StandaloneFn);
-import { Project, StructureKind, VariableDeclarationKind, type SourceFile, type StatementStructures, type VariableStatementStructure } from 'ts-morph';
+import {
+  Project,
+  StructureKind,
+  VariableDeclarationKind,
+  type SourceFile,
+  type StatementStructures,
+  type VariableStatementStructure,
+} from 'ts-morph';
 import type { ConnectorSpec, ToolSpec } from './model.ts';
 import { paramTsType, pascal, toolInputSchema, toolParams } from './schema.ts';
 import type { CheckedTool } from './check.ts';
@@ -61,7 +68,10 @@ function connectorDefinition(connector: ConnectorSpec) {
     ...(connector.versions ? { versions: connector.versions } : {}),
     exampleFields: {
       ...Object.fromEntries(
-        connector.auth.flatMap((a) => ('fields' in a ? a.fields : [])).filter((f) => f.example !== undefined).map((f) => [f.name, f.example!]),
+        connector.auth
+          .flatMap((a) => ('fields' in a ? a.fields : []))
+          .filter((f) => f.example !== undefined)
+          .map((f) => [f.name, f.example!]),
       ),
       ...(connector.example_fields ?? {}),
     },
@@ -88,8 +98,16 @@ function printed(project: Project, path: string, source: string, statements: Sta
 
 export function emitConnector(project: Project, connector: ConnectorSpec, checked: CheckedTool[]): SourceFile {
   const statements: StatementStructures[] = [
-    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../../runtime/tools/template-runtime.ts', namespaceImport: 'H' },
-    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../../runtime/tools/template-runtime.ts', namedImports: ['T', 'mapValue'] },
+    {
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: '../../runtime/tools/template-runtime.ts',
+      namespaceImport: 'H',
+    },
+    {
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: '../../runtime/tools/template-runtime.ts',
+      namedImports: ['T', 'mapValue'],
+    },
     {
       kind: StructureKind.ImportDeclaration,
       moduleSpecifier: '../../runtime/tools/types.ts',
@@ -97,13 +115,23 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       namedImports: ['BuildContext', 'ConnectorDefinition', 'FieldError', 'ToolDefinition', 'UpstreamRequest'],
     },
     { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../types.ts', isTypeOnly: true, namespaceImport: 'I' },
-    { kind: StructureKind.ImportDeclaration, moduleSpecifier: `../validators/${connector.name}.ts`, namespaceImport: 'V' },
+    {
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: `../validators/${connector.name}.ts`,
+      namespaceImport: 'V',
+    },
   ];
   const hooks = [...new Set(connector.tools.map((t) => t.hook).filter((h): h is string => !!h))].sort();
   if (hooks.length) {
-    statements.push({ kind: StructureKind.ImportDeclaration, moduleSpecifier: `../../specs/hooks/${connector.name}.ts`, namedImports: hooks });
+    statements.push({
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: `../../specs/hooks/${connector.name}.ts`,
+      namedImports: hooks,
+    });
   }
-  statements.push(exportedConst('connector', 'ConnectorDefinition', JSON.stringify(connectorDefinition(connector), null, 2)));
+  statements.push(
+    exportedConst('connector', 'ConnectorDefinition', JSON.stringify(connectorDefinition(connector), null, 2)),
+  );
 
   for (const { tool, buildCode, rulesCode } of checked) {
     const type = `I.${inputTypeName(tool)}`;
@@ -127,14 +155,20 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
   }
 
   const toolEntries = checked.map(({ tool, messages, schema }) => {
-    const secretInputs = Object.entries(tool.input).filter(([, p]) => p.secret).map(([n]) => n);
+    const secretInputs = Object.entries(tool.input)
+      .filter(([, p]) => p.secret)
+      .map(([n]) => n);
     const optional = [
       secretInputs.length ? `secretInputs: ${JSON.stringify(secretInputs)},` : '',
       tool.versioned ? `versionFields: ["schema_version", "tool_version"],` : '',
       tool.hook ? `hook: ${tool.hook},` : '',
       tool.notes ? `notes: ${JSON.stringify(tool.notes.trim())},` : '',
     ].filter(Boolean);
-    const examples = tool.examples.map((e) => ({ ...(e.title ? { title: e.title } : {}), input: e.input, requests: e.requests }));
+    const examples = tool.examples.map((e) => ({
+      ...(e.title ? { title: e.title } : {}),
+      input: e.input,
+      requests: e.requests,
+    }));
     return `{
       name: ${JSON.stringify(tool.name)},
       connector: ${JSON.stringify(connector.name)},
@@ -171,7 +205,9 @@ export function emitTypes(project: Project, connectors: ConnectorSpec[]): Source
           hasQuestionToken: !p.required,
           docs:
             p.description || p.default !== undefined
-              ? [`${p.description ?? ''}${p.default !== undefined ? ` (default ${JSON.stringify(p.default)})` : ''}`.trim()]
+              ? [
+                  `${p.description ?? ''}${p.default !== undefined ? ` (default ${JSON.stringify(p.default)})` : ''}`.trim(),
+                ]
               : [],
         })),
       });
@@ -191,8 +227,17 @@ export function emitTypes(project: Project, connectors: ConnectorSpec[]): Source
 
 export function emitRegistry(project: Project, connectors: ConnectorSpec[]): SourceFile {
   const statements: StatementStructures[] = [
-    { kind: StructureKind.ImportDeclaration, moduleSpecifier: '../runtime/tools/types.ts', isTypeOnly: true, namedImports: ['ConnectorDefinition', 'ToolDefinition'] },
-    ...connectors.map((c): StatementStructures => ({ kind: StructureKind.ImportDeclaration, moduleSpecifier: `./connectors/${c.name}.ts`, namespaceImport: c.name })),
+    {
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: '../runtime/tools/types.ts',
+      isTypeOnly: true,
+      namedImports: ['ConnectorDefinition', 'ToolDefinition'],
+    },
+    ...connectors.map((c): StatementStructures => ({
+      kind: StructureKind.ImportDeclaration,
+      moduleSpecifier: `./connectors/${c.name}.ts`,
+      namespaceImport: c.name,
+    })),
     exportedConst(
       'connectors',
       'ReadonlyMap<string, ConnectorDefinition>',

@@ -67,10 +67,22 @@ function authLines(a: AuthSpec): { title: string; lines: string[] } {
           `Token: \`${a.token_url}\` (${a.token_auth ?? 'client_secret_post'})`,
           `PKCE: ${a.pkce === false ? 'off' : 'S256'}`,
           `Default scopes: ${a.scopes.default.map((s) => `\`${s}\``).join(', ') || '(none)'}`,
-          ...(a.scopes.available?.length ? [`Known scopes: ${a.scopes.available.map((s) => `\`${s.name}\``).join(', ')}`] : []),
-          ...(a.authorize_params ? [`Extra authorize parameters: ${Object.entries(a.authorize_params).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`] : []),
+          ...(a.scopes.available?.length
+            ? [`Known scopes: ${a.scopes.available.map((s) => `\`${s.name}\``).join(', ')}`]
+            : []),
+          ...(a.authorize_params
+            ? [
+                `Extra authorize parameters: ${Object.entries(a.authorize_params)
+                  .map(([k, v]) => `\`${k}=${v}\``)
+                  .join(', ')}`,
+              ]
+            : []),
           ...(a.token_response_fields
-            ? [`Kept from the token response: ${Object.entries(a.token_response_fields).map(([k, v]) => `\`${v}\` as \`${k}\``).join(', ')}`]
+            ? [
+                `Kept from the token response: ${Object.entries(a.token_response_fields)
+                  .map(([k, v]) => `\`${v}\` as \`${k}\``)
+                  .join(', ')}`,
+              ]
             : []),
           'Redirect URI to register at the provider: `https://<ENV_URL>/sso/v1/oauth/<CONNECTION_ID>/callback` (shown on the connection)',
         ],
@@ -101,20 +113,19 @@ function authLines(a: AuthSpec): { title: string; lines: string[] } {
 }
 
 function exampleRequest(tool: ToolSpec): string {
-  return tool.examples[0]!.requests
-    .map((r) => {
-      const lines = [`${r.method} ${r.url}`];
-      for (const [k, v] of Object.entries(r.headers ?? {})) lines.push(`${k}: ${v}`);
-      if (r.body !== undefined) lines.push('', JSON.stringify(r.body, null, 2));
-      return lines.join('\n');
-    })
-    .join('\n\n');
+  return tool.examples[0]!.requests.map((r) => {
+    const lines = [`${r.method} ${r.url}`];
+    for (const [k, v] of Object.entries(r.headers ?? {})) lines.push(`${k}: ${v}`);
+    if (r.body !== undefined) lines.push('', JSON.stringify(r.body, null, 2));
+    return lines.join('\n');
+  }).join('\n\n');
 }
 
 export function emitConnectorDoc(connector: ConnectorSpec): string {
   const proxyExample = (() => {
     // A path on the proxy root: requests sent to another host (`host:`) are not reachable through the proxy.
-    const onRoot = (t: ConnectorSpec['tools'][number]) => [t.request, ...(t.requests ?? [])].find((r) => r?.path && !r.host);
+    const onRoot = (t: ConnectorSpec['tools'][number]) =>
+      [t.request, ...(t.requests ?? [])].find((r) => r?.path && !r.host);
     const first = connector.tools.find(onRoot);
     const p = (first ? onRoot(first) : undefined)?.path ?? '/';
     return p.replace(/\{[^}]+\}/g, '123');
@@ -146,7 +157,7 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
           description: cell(p.description ?? ''),
         })),
         rules: (tool.rules ?? []).map(ruleText),
-        upstream: (tool.request ? [tool.request] : tool.requests ?? []).map((r) => upstreamLine(connector, r)),
+        upstream: (tool.request ? [tool.request] : (tool.requests ?? [])).map((r) => upstreamLine(connector, r)),
         hook: tool.hook,
         notes: tool.notes?.trim(),
         exampleInput: JSON.stringify(tool.examples[0]!.input, null, 2),

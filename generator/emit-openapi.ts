@@ -86,7 +86,10 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
       client_id: { type: 'string' },
       client_secret: { type: 'string', writeOnly: true },
       scopes: { type: 'array', items: { type: 'string' } },
-      api_base_url: { type: 'string', description: "Overrides the connector's API base URL (self-hosted providers, tests)" },
+      api_base_url: {
+        type: 'string',
+        description: "Overrides the connector's API base URL (self-hosted providers, tests)",
+      },
       api_hosts: { type: 'object', additionalProperties: { type: 'string' } },
       oauth: {
         type: 'object',
@@ -124,7 +127,10 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
                   type: 'array',
                   items: { type: 'object', properties: { field: { type: 'string' }, message: { type: 'string' } } },
                 },
-                provider_status: { type: 'integer', description: 'For provider errors: the status the provider answered' },
+                provider_status: {
+                  type: 'integer',
+                  description: 'For provider errors: the status the provider answered',
+                },
                 provider_body: { description: 'For provider errors: the body the provider answered' },
               },
             },
@@ -150,7 +156,9 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
       },
     },
     paths: {
-      '/health': { get: { summary: 'Liveness and readiness', responses: { '200': ok('Healthy', { type: 'object' }) } } },
+      '/health': {
+        get: { summary: 'Liveness and readiness', responses: { '200': ok('Healthy', { type: 'object' }) } },
+      },
       '/oauth/token': {
         post: {
           summary: 'Exchange an API credential for a short-lived bearer token (client_credentials)',
@@ -160,13 +168,21 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
               'application/x-www-form-urlencoded': {
                 schema: {
                   type: 'object',
-                  properties: { grant_type: { const: 'client_credentials' }, client_id: { type: 'string' }, client_secret: { type: 'string' } },
+                  properties: {
+                    grant_type: { const: 'client_credentials' },
+                    client_id: { type: 'string' },
+                    client_secret: { type: 'string' },
+                  },
                 },
               },
               'application/json': {
                 schema: {
                   type: 'object',
-                  properties: { grant_type: { const: 'client_credentials' }, client_id: { type: 'string' }, client_secret: { type: 'string' } },
+                  properties: {
+                    grant_type: { const: 'client_credentials' },
+                    client_id: { type: 'string' },
+                    client_secret: { type: 'string' },
+                  },
                 },
               },
             },
@@ -174,7 +190,11 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
           responses: {
             '200': ok('Token', {
               type: 'object',
-              properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } },
+              properties: {
+                access_token: { type: 'string' },
+                token_type: { const: 'Bearer' },
+                expires_in: { type: 'integer' },
+              },
             }),
             '400': { description: 'unsupported_grant_type or invalid_request' },
             '401': { description: 'invalid_client' },
@@ -183,7 +203,11 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
         },
       },
       '/v1/connectors': {
-        get: { summary: 'List connectors', security: auth, responses: { '200': ok('Connectors', { type: 'object' }), '401': errors['401'] } },
+        get: {
+          summary: 'List connectors',
+          security: auth,
+          responses: { '200': ok('Connectors', { type: 'object' }), '401': errors['401'] },
+        },
       },
       '/v1/tools': {
         get: {
@@ -209,13 +233,20 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
           responses: {
             '200': ok('The provider payload in `data`', ref('ExecuteToolResponse')),
             ...errors,
-            '409': { description: 'Account not ACTIVE (PENDING_AUTH, EXPIRED: send a new authorization link)', content: json(ref('Error')) },
+            '409': {
+              description: 'Account not ACTIVE (PENDING_AUTH, EXPIRED: send a new authorization link)',
+              content: json(ref('Error')),
+            },
             '502': { description: 'Provider unreachable or answered malformed data', content: json(ref('Error')) },
           },
         },
       },
       '/v1/connections': {
-        get: { summary: 'List connections', security: auth, responses: { '200': ok('Connections', { type: 'object' }), '401': errors['401'] } },
+        get: {
+          summary: 'List connections',
+          security: auth,
+          responses: { '200': ok('Connections', { type: 'object' }), '401': errors['401'] },
+        },
         post: {
           summary: 'Create a connection',
           security: auth,
@@ -225,14 +256,22 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
       },
       '/v1/connections/{connection_name}': {
         parameters: [nameParam],
-        get: { summary: 'Get a connection', security: auth, responses: { '200': ok('Connection', ref('Connection')), ...errors } },
+        get: {
+          summary: 'Get a connection',
+          security: auth,
+          responses: { '200': ok('Connection', ref('Connection')), ...errors },
+        },
         patch: {
           summary: 'Update a connection (only the fields given change)',
           security: auth,
           requestBody: { required: true, content: json(ref('ConnectionInput')) },
           responses: { '200': ok('Updated', ref('Connection')), ...errors },
         },
-        delete: { summary: 'Delete a connection and its accounts', security: auth, responses: { '200': ok('Deleted', { type: 'object' }), ...errors } },
+        delete: {
+          summary: 'Delete a connection and its accounts',
+          security: auth,
+          responses: { '200': ok('Deleted', { type: 'object' }), ...errors },
+        },
       },
       '/v1/connected-accounts': {
         get: {
@@ -248,7 +287,11 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
           security: auth,
           requestBody: {
             required: true,
-            content: json({ type: 'object', required: ['connection_name', 'identifier'], properties: { connection_name: { type: 'string' }, identifier: { type: 'string' } } }),
+            content: json({
+              type: 'object',
+              required: ['connection_name', 'identifier'],
+              properties: { connection_name: { type: 'string' }, identifier: { type: 'string' } },
+            }),
           },
           responses: { '200': ok('Existing', { type: 'object' }), '201': ok('Created', { type: 'object' }), ...errors },
         },
@@ -260,7 +303,11 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
             content: json({
               type: 'object',
               required: ['connection_name', 'identifier', 'credentials'],
-              properties: { connection_name: { type: 'string' }, identifier: { type: 'string' }, credentials: { type: 'object' } },
+              properties: {
+                connection_name: { type: 'string' },
+                identifier: { type: 'string' },
+                credentials: { type: 'object' },
+              },
             }),
           },
           responses: { '200': ok('Saved', { type: 'object' }), ...errors },
@@ -268,8 +315,16 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
       },
       '/v1/connected-accounts/{id}': {
         parameters: [idParam],
-        get: { summary: 'Get a connected account', security: auth, responses: { '200': ok('Account', { type: 'object' }), ...errors } },
-        delete: { summary: 'Delete a connected account', security: auth, responses: { '200': ok('Deleted', { type: 'object' }), ...errors } },
+        get: {
+          summary: 'Get a connected account',
+          security: auth,
+          responses: { '200': ok('Account', { type: 'object' }), ...errors },
+        },
+        delete: {
+          summary: 'Delete a connected account',
+          security: auth,
+          responses: { '200': ok('Deleted', { type: 'object' }), ...errors },
+        },
       },
       '/v1/connected-accounts/authorization-link': {
         post: {
@@ -283,32 +338,83 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
               properties: {
                 connection_name: { type: 'string' },
                 identifier: { type: 'string' },
-                redirect_url: { type: 'string', description: 'Where the user lands after authorizing; its origin must be allowed' },
+                redirect_url: {
+                  type: 'string',
+                  description: 'Where the user lands after authorizing; its origin must be allowed',
+                },
               },
             }),
           },
-          responses: { '200': ok('Link', { type: 'object', properties: { link: { type: 'string' }, expires_at: { type: 'string' } } }), ...errors },
+          responses: {
+            '200': ok('Link', {
+              type: 'object',
+              properties: { link: { type: 'string' }, expires_at: { type: 'string' } },
+            }),
+            ...errors,
+          },
         },
       },
       '/sso/v1/oauth/{connection_id}/callback': {
         get: {
           summary: "The provider's redirect target; exchanges the code and activates the account",
           parameters: [{ name: 'connection_id', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { '200': { description: 'Success page' }, '302': { description: 'Redirect to the client-given URL' }, '400': { description: 'Forged, expired or replayed state' } },
+          responses: {
+            '200': { description: 'Success page' },
+            '302': { description: 'Redirect to the client-given URL' },
+            '400': { description: 'Forged, expired or replayed state' },
+          },
         },
       },
       '/proxy/{path}': {
         parameters: [
-          { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: "Upstream path relative to the provider's API root" },
+          {
+            name: 'path',
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            description: "Upstream path relative to the provider's API root",
+          },
           { name: 'connection_name', in: 'header', required: true, schema: { type: 'string' } },
-          { name: 'identifier', in: 'header', required: false, schema: { type: 'string' }, description: 'The identifier, when it is printable ASCII; else x-identifier-encoded' },
-          { name: 'x-identifier-encoded', in: 'header', required: false, schema: { type: 'string' }, description: 'The identifier as percent-encoded UTF-8 (any text)' },
+          {
+            name: 'identifier',
+            in: 'header',
+            required: false,
+            schema: { type: 'string' },
+            description: 'The identifier, when it is printable ASCII; else x-identifier-encoded',
+          },
+          {
+            name: 'x-identifier-encoded',
+            in: 'header',
+            required: false,
+            schema: { type: 'string' },
+            description: 'The identifier as percent-encoded UTF-8 (any text)',
+          },
         ],
-        get: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
-        post: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
-        put: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
-        patch: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
-        delete: { summary: 'Proxy a request with credentials injected', security: auth, responses: { default: { description: "The provider's response, streamed" } } },
+        get: {
+          summary: 'Proxy a request with credentials injected',
+          security: auth,
+          responses: { default: { description: "The provider's response, streamed" } },
+        },
+        post: {
+          summary: 'Proxy a request with credentials injected',
+          security: auth,
+          responses: { default: { description: "The provider's response, streamed" } },
+        },
+        put: {
+          summary: 'Proxy a request with credentials injected',
+          security: auth,
+          responses: { default: { description: "The provider's response, streamed" } },
+        },
+        patch: {
+          summary: 'Proxy a request with credentials injected',
+          security: auth,
+          responses: { default: { description: "The provider's response, streamed" } },
+        },
+        delete: {
+          summary: 'Proxy a request with credentials injected',
+          security: auth,
+          responses: { default: { description: "The provider's response, streamed" } },
+        },
       },
     },
   };

@@ -23,7 +23,11 @@ const CACHE_DIR = 'node_modules/.cache/acs-generator';
  * formatted again). The cache lives in node_modules/.cache and can be deleted at any time.
  */
 async function formatCached(content: string, options: prettier.Options): Promise<string> {
-  const key = createHash('sha256').update(prettier.version).update(JSON.stringify(options)).update(content).digest('hex');
+  const key = createHash('sha256')
+    .update(prettier.version)
+    .update(JSON.stringify(options))
+    .update(content)
+    .digest('hex');
   const path = join(CACHE_DIR, `${key}.txt`);
   if (existsSync(path)) return readFileSync(path, 'utf8');
   const formatted = await prettier.format(content, options);
@@ -55,7 +59,8 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
     } catch (e) {
       if (e instanceof AggregateSpecError) errors.push(...e.errors.map((x) => x.message));
       else if (e instanceof SpecError) errors.push(e.message);
-      else if ((e as { specErrors?: SpecError[] }).specErrors) errors.push(...(e as { specErrors: SpecError[] }).specErrors.map((x) => x.message));
+      else if ((e as { specErrors?: SpecError[] }).specErrors)
+        errors.push(...(e as { specErrors: SpecError[] }).specErrors.map((x) => x.message));
       else throw e;
     }
   }
@@ -115,7 +120,9 @@ async function main() {
       for (const p of stale) console.error(`  stale:   ${p}`);
       process.exit(1);
     }
-    console.log(`generated/ is up to date (${result.connectors.length} connectors, ${result.toolCount} tools, ${ms} ms)`);
+    console.log(
+      `generated/ is up to date (${result.connectors.length} connectors, ${result.toolCount} tools, ${ms} ms)`,
+    );
     return;
   }
   for (const path of changed) {

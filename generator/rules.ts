@@ -94,7 +94,9 @@ export function compileRules(
       out.push(
         `{ const pp = typeof ${ref(m.per_page)} === "number" && ${ref(m.per_page)} > 0 ? ${ref(m.per_page)} : ${m.per_page_default}; const max = Math.floor(${m.total} / pp); ` +
           `if (typeof ${ref(m.page)} === "number" && ${ref(m.page)} > max) errors.push({ field: ${JSON.stringify(m.page)}, message: ${
-            rule.message ? JSON.stringify(rule.message) : `\`must be at most \${max} when ${m.per_page} is \${pp}: results stop at ${m.total} in total, so the largest page is floor(${m.total} / ${m.per_page})\``
+            rule.message
+              ? JSON.stringify(rule.message)
+              : `\`must be at most \${max} when ${m.per_page} is \${pp}: results stop at ${m.total} in total, so the largest page is floor(${m.total} / ${m.per_page})\``
           } }); }`,
       );
     }

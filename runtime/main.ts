@@ -5,7 +5,10 @@ import { startServer } from './server.ts';
 const config = loadConfig();
 const running = await startServer(config);
 const { services } = running;
-services.log.info({ url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind }, 'agent connector service started');
+services.log.info(
+  { url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind },
+  'agent connector service started',
+);
 
 if (services.firstCredential) {
   // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick

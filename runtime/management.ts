@@ -7,7 +7,17 @@ import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverride
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
 import { newId } from './ids.ts';
 import { aad } from './crypto/aad.ts';
-import { allowlistedFields, authFor, checkField, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind, validateCredentials } from './connectors/catalog.ts';
+import {
+  allowlistedFields,
+  authFor,
+  checkField,
+  connectors,
+  getConnector,
+  isKeyAuth,
+  isOAuth2,
+  isOAuthKind,
+  validateCredentials,
+} from './connectors/catalog.ts';
 import type { AccountFieldSpec } from '../generator/model.ts';
 import { invalidInput, ServiceError } from './errors.ts';
 import { redirectUriFor } from './oauth/endpoints.ts';
@@ -89,7 +99,12 @@ export class Management {
     };
   }
 
-  private validateConnection(input: ConnectionInput, connector: NonNullable<ReturnType<typeof getConnector>>, authKind: string, creating: boolean): ConnectionPatch {
+  private validateConnection(
+    input: ConnectionInput,
+    connector: NonNullable<ReturnType<typeof getConnector>>,
+    authKind: string,
+    creating: boolean,
+  ): ConnectionPatch {
     const errors: FieldError[] = [];
     const oauth2 = authKind === 'oauth2';
     if (!oauth2) {
@@ -97,31 +112,51 @@ export class Management {
         if (input[f] !== undefined && input[f] !== null) {
           errors.push({
             field: f,
-            message: authKind === 'oauth2_mcp' ? 'is not needed: the client is registered dynamically' : `applies to OAuth connections only (this one uses ${authKind})`,
+            message:
+              authKind === 'oauth2_mcp'
+                ? 'is not needed: the client is registered dynamically'
+                : `applies to OAuth connections only (this one uses ${authKind})`,
           });
         }
       }
     }
-    if (!isOAuthKind(authKind) && input.scopes !== undefined) errors.push({ field: 'scopes', message: 'applies to OAuth connections only' });
-    if (input.client_id !== undefined && (typeof input.client_id !== 'string' || !input.client_id.trim())) errors.push({ field: 'client_id', message: 'must be a non-empty string' });
-    if (input.client_secret !== undefined && (typeof input.client_secret !== 'string' || !input.client_secret)) errors.push({ field: 'client_secret', message: 'must be a non-empty string' });
-    if (input.scopes !== undefined && !Array.isArray(input.scopes) && typeof input.scopes !== 'string') errors.push({ field: 'scopes', message: 'must be a list of strings' });
-    if (input.api_base_url !== undefined && input.api_base_url !== null) checkUrl(input.api_base_url, 'api_base_url', errors);
+    if (!isOAuthKind(authKind) && input.scopes !== undefined)
+      errors.push({ field: 'scopes', message: 'applies to OAuth connections only' });
+    if (input.client_id !== undefined && (typeof input.client_id !== 'string' || !input.client_id.trim()))
+      errors.push({ field: 'client_id', message: 'must be a non-empty string' });
+    if (input.client_secret !== undefined && (typeof input.client_secret !== 'string' || !input.client_secret))
+      errors.push({ field: 'client_secret', message: 'must be a non-empty string' });
+    if (input.scopes !== undefined && !Array.isArray(input.scopes) && typeof input.scopes !== 'string')
+      errors.push({ field: 'scopes', message: 'must be a list of strings' });
+    if (input.api_base_url !== undefined && input.api_base_url !== null)
+      checkUrl(input.api_base_url, 'api_base_url', errors);
     if (input.api_hosts !== undefined) {
-      if (!input.api_hosts || typeof input.api_hosts !== 'object') errors.push({ field: 'api_hosts', message: 'must be an object of host name to URL' });
+      if (!input.api_hosts || typeof input.api_hosts !== 'object')
+        errors.push({ field: 'api_hosts', message: 'must be an object of host name to URL' });
       else {
         for (const [name, url] of Object.entries(input.api_hosts)) {
-          if (!connector.api.hosts?.[name]) errors.push({ field: `api_hosts.${name}`, message: `is not a host of ${connector.name} (hosts: ${Object.keys(connector.api.hosts ?? {}).join(', ') || 'none'})` });
+          if (!connector.api.hosts?.[name])
+            errors.push({
+              field: `api_hosts.${name}`,
+              message: `is not a host of ${connector.name} (hosts: ${Object.keys(connector.api.hosts ?? {}).join(', ') || 'none'})`,
+            });
           else checkUrl(url, `api_hosts.${name}`, errors);
         }
       }
     }
     if (input.oauth !== undefined) {
-      if (!input.oauth || typeof input.oauth !== 'object') errors.push({ field: 'oauth', message: 'must be an object' });
+      if (!input.oauth || typeof input.oauth !== 'object')
+        errors.push({ field: 'oauth', message: 'must be an object' });
       else {
         const allowed = oauth2 ? ['authorize_url', 'token_url'] : authKind === 'oauth2_mcp' ? ['resource'] : [];
         for (const [k, v] of Object.entries(input.oauth)) {
-          if (!allowed.includes(k)) errors.push({ field: `oauth.${k}`, message: allowed.length ? `is not an OAuth override here (allowed: ${allowed.join(', ')})` : 'applies to OAuth connections only' });
+          if (!allowed.includes(k))
+            errors.push({
+              field: `oauth.${k}`,
+              message: allowed.length
+                ? `is not an OAuth override here (allowed: ${allowed.join(', ')})`
+                : 'applies to OAuth connections only',
+            });
           else checkUrl(v, `oauth.${k}`, errors);
         }
       }
@@ -130,8 +165,10 @@ export class Management {
     const patch: ConnectionPatch = {};
     if (input.client_id !== undefined) patch.clientId = input.client_id.trim();
     if (input.scopes !== undefined) patch.scopes = scopesOf(input.scopes)!;
-    if (input.api_base_url !== undefined) patch.apiBaseUrl = input.api_base_url ? input.api_base_url.replace(/\/+$/, '') : null;
-    if (input.api_hosts !== undefined) patch.apiHosts = Object.fromEntries(Object.entries(input.api_hosts).map(([k, v]) => [k, v.replace(/\/+$/, '')]));
+    if (input.api_base_url !== undefined)
+      patch.apiBaseUrl = input.api_base_url ? input.api_base_url.replace(/\/+$/, '') : null;
+    if (input.api_hosts !== undefined)
+      patch.apiHosts = Object.fromEntries(Object.entries(input.api_hosts).map(([k, v]) => [k, v.replace(/\/+$/, '')]));
     if (input.oauth !== undefined) patch.oauth = input.oauth;
     if (creating && patch.scopes === undefined) {
       const auth = authFor(connector, authKind);
@@ -143,11 +180,24 @@ export class Management {
   async createConnection(input: ConnectionInput): Promise<Connection> {
     const connector = input.connector ? getConnector(input.connector) : undefined;
     if (!connector) {
-      throw invalidInput([{ field: 'connector', message: input.connector ? `is not a known connector (known: ${[...connectors.keys()].join(', ')})` : 'is required' }], 'connection');
+      throw invalidInput(
+        [
+          {
+            field: 'connector',
+            message: input.connector
+              ? `is not a known connector (known: ${[...connectors.keys()].join(', ')})`
+              : 'is required',
+          },
+        ],
+        'connection',
+      );
     }
     const authKind = input.auth_kind ?? connector.auth[0]!.kind;
     if (!connector.auth.some((a) => a.kind === authKind)) {
-      throw invalidInput([{ field: 'auth_kind', message: `must be one of: ${connector.auth.map((a) => a.kind).join(', ')}` }], 'connection');
+      throw invalidInput(
+        [{ field: 'auth_kind', message: `must be one of: ${connector.auth.map((a) => a.kind).join(', ')}` }],
+        'connection',
+      );
     }
     const patch = this.validateConnection(input, connector, authKind, true);
     if (await this.s.store.getConnectionByName(input.connection_name!)) {
@@ -185,12 +235,16 @@ export class Management {
     const connection = await this.s.accounts.connectionByName(name);
     const connector = getConnector(connection.connector)!;
     const immutable: FieldError[] = [];
-    if (input.connector !== undefined && input.connector !== connection.connector) immutable.push({ field: 'connector', message: 'cannot change; create a new connection' });
-    if (input.connection_name !== undefined && input.connection_name !== connection.name) immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
-    if (input.auth_kind !== undefined && input.auth_kind !== connection.authKind) immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
+    if (input.connector !== undefined && input.connector !== connection.connector)
+      immutable.push({ field: 'connector', message: 'cannot change; create a new connection' });
+    if (input.connection_name !== undefined && input.connection_name !== connection.name)
+      immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
+    if (input.auth_kind !== undefined && input.auth_kind !== connection.authKind)
+      immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);
-    if (input.client_secret !== undefined) patch.clientSecretSealed = this.s.sealer.seal(input.client_secret, aad.clientSecret(connection.id));
+    if (input.client_secret !== undefined)
+      patch.clientSecretSealed = this.s.sealer.seal(input.client_secret, aad.clientSecret(connection.id));
     if (input.oauth !== undefined && connection.authKind === 'oauth2_mcp') {
       patch.registrationSealed = null;
       forgetDiscovery(connection.id);
@@ -208,9 +262,14 @@ export class Management {
     return n ?? 0;
   }
 
-  async getOrCreateAccount(connectionName: string, identifier: string): Promise<{ account: Account; connection: Connection; created: boolean }> {
+  async getOrCreateAccount(
+    connectionName: string,
+    identifier: string,
+  ): Promise<{ account: Account; connection: Connection; created: boolean }> {
     const connection = await this.s.accounts.connectionByName(connectionName);
-    const { account, created } = await this.s.store.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+    const { account, created } = await this.s.store.getOrCreateAccount(
+      pendingAccount(newId('ca'), connection.id, identifier),
+    );
     return { account, connection, created };
   }
 
@@ -231,7 +290,11 @@ export class Management {
       if ('errors' in checked) throw invalidInput(checked.errors, 'credentials');
       ({ fields, secrets } = checked);
     } else {
-      ({ fields, secrets, expiresAt } = this.checkTokenCredentials(credentials, isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : [], allowlistedFields(connector)));
+      ({ fields, secrets, expiresAt } = this.checkTokenCredentials(
+        credentials,
+        isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : [],
+        allowlistedFields(connector),
+      ));
     }
     const { account } = await this.getOrCreateAccount(connectionName, identifier);
     if (verify && isKeyAuth(auth) && auth.verify) {
@@ -239,7 +302,13 @@ export class Management {
     }
     const updated = (await this.s.store.updateAccount(
       account.id,
-      { status: 'ACTIVE', fields, secretsSealed: this.s.accounts.sealSecrets(account.id, secrets), tokenExpiresAt: expiresAt, lastError: null },
+      {
+        status: 'ACTIVE',
+        fields,
+        secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
+        tokenExpiresAt: expiresAt,
+        lastError: null,
+      },
       Date.now(),
     ))!;
     this.s.accounts.forgetAccount(account.id);
@@ -249,16 +318,37 @@ export class Management {
   private checkTokenCredentials(credentials: unknown, extraFields: string[], allowlisted: AccountFieldSpec[]) {
     const errors: FieldError[] = [];
     if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
-      throw invalidInput([{ field: 'credentials', message: 'must be an object with access_token (and refresh_token, expires_in or expires_at)' }], 'credentials');
+      throw invalidInput(
+        [
+          {
+            field: 'credentials',
+            message: 'must be an object with access_token (and refresh_token, expires_in or expires_at)',
+          },
+        ],
+        'credentials',
+      );
     }
     const c = credentials as Record<string, unknown>;
-    const allowed = ['access_token', 'refresh_token', 'expires_in', 'expires_at', 'scope', 'token_type', ...extraFields];
-    for (const k of Object.keys(c)) if (!allowed.includes(k)) errors.push({ field: `credentials.${k}`, message: `is not accepted (allowed: ${allowed.join(', ')})` });
-    if (typeof c.access_token !== 'string' || !c.access_token) errors.push({ field: 'credentials.access_token', message: 'is required' });
-    if (c.refresh_token !== undefined && typeof c.refresh_token !== 'string') errors.push({ field: 'credentials.refresh_token', message: 'must be a string' });
+    const allowed = [
+      'access_token',
+      'refresh_token',
+      'expires_in',
+      'expires_at',
+      'scope',
+      'token_type',
+      ...extraFields,
+    ];
+    for (const k of Object.keys(c))
+      if (!allowed.includes(k))
+        errors.push({ field: `credentials.${k}`, message: `is not accepted (allowed: ${allowed.join(', ')})` });
+    if (typeof c.access_token !== 'string' || !c.access_token)
+      errors.push({ field: 'credentials.access_token', message: 'is required' });
+    if (c.refresh_token !== undefined && typeof c.refresh_token !== 'string')
+      errors.push({ field: 'credentials.refresh_token', message: 'must be a string' });
     let expiresAt: number | null = null;
     if (c.expires_in !== undefined) {
-      if (typeof c.expires_in !== 'number' || c.expires_in <= 0) errors.push({ field: 'credentials.expires_in', message: 'must be a positive number of seconds' });
+      if (typeof c.expires_in !== 'number' || c.expires_in <= 0)
+        errors.push({ field: 'credentials.expires_in', message: 'must be a positive number of seconds' });
       else expiresAt = Date.now() + c.expires_in * 1000;
     }
     if (c.expires_at !== undefined) {
@@ -292,7 +382,11 @@ export class Management {
   ): Promise<void> {
     const base = resolveBaseUrl(connector, connection, fields);
     const res = await send(
-      { method: auth.verify!.method, url: `${base}${auth.verify!.path}`, headers: { accept: 'application/json', ...credentialHeaders(auth.apply, values) } },
+      {
+        method: auth.verify!.method,
+        url: `${base}${auth.verify!.path}`,
+        headers: { accept: 'application/json', ...credentialHeaders(auth.apply, values) },
+      },
       {
         connectTimeoutMs: 10_000,
         responseTimeoutMs: 20_000,
@@ -303,19 +397,30 @@ export class Management {
       },
     );
     if (res.status === 401 || res.status === 403) {
-      throw new ServiceError(400, 'invalid_credentials', `The provider refused these credentials (HTTP ${res.status}); nothing was saved`, [
-        { field: 'credentials', message: `were refused by the provider (HTTP ${res.status})` },
-      ]);
+      throw new ServiceError(
+        400,
+        'invalid_credentials',
+        `The provider refused these credentials (HTTP ${res.status}); nothing was saved`,
+        [{ field: 'credentials', message: `were refused by the provider (HTTP ${res.status})` }],
+      );
     }
     if (res.status >= 400) {
-      throw new ServiceError(502, 'verification_failed', `Checking the credentials failed: the provider answered HTTP ${res.status}; nothing was saved`);
+      throw new ServiceError(
+        502,
+        'verification_failed',
+        `Checking the credentials failed: the provider answered HTTP ${res.status}; nothing was saved`,
+      );
     }
   }
 
   async disconnectAccount(id: string) {
     const account = await this.s.store.getAccount(id);
     if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
-    const updated = (await this.s.store.updateAccount(id, { status: 'DISCONNECTED', secretsSealed: null, tokenExpiresAt: null, lastError: null }, Date.now()))!;
+    const updated = (await this.s.store.updateAccount(
+      id,
+      { status: 'DISCONNECTED', secretsSealed: null, tokenExpiresAt: null, lastError: null },
+      Date.now(),
+    ))!;
     this.s.accounts.forgetAccount(id);
     return updated;
   }

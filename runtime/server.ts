@@ -17,7 +17,8 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 export function resultPage(title: string, message: string, ok: boolean): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -30,7 +31,8 @@ type AnyRequest = IncomingMessage & { requestId?: string; credentialId?: string 
 /** The bearer token check of every API route: signature, audience, expiry, credential not revoked. */
 async function authenticate(s: Services, req: AnyRequest): Promise<void> {
   const h = req.headers.authorization;
-  if (!h || !/^Bearer\s+\S+$/i.test(h)) throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
+  if (!h || !/^Bearer\s+\S+$/i.test(h))
+    throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
   const claims = await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
   req.credentialId = claims.credentialId;
 }
@@ -51,19 +53,31 @@ function startRequest(req: AnyRequest, res: ServerResponse): boolean {
   // break in the target ("GET /proxy/x?q=a<CR><LF>X-Evil: 1") would turn the rest of the target into a header
   // the proxy forwards. HTTP/0.9 has no headers at all, so such a request can only be an attack.
   if (req.httpVersionMajor !== 1) {
-    sendJson(res, 400, errorBody(req, 'bad_request', 'Only HTTP/1.0 and HTTP/1.1 requests are accepted'), { 'x-error-source': 'service' });
+    sendJson(res, 400, errorBody(req, 'bad_request', 'Only HTTP/1.0 and HTTP/1.1 requests are accepted'), {
+      'x-error-source': 'service',
+    });
     return false;
   }
   return true;
 }
 
-function errorBody(req: AnyRequest, code: string, message: string, details?: unknown, extra: Record<string, unknown> = {}) {
+function errorBody(
+  req: AnyRequest,
+  code: string,
+  message: string,
+  details?: unknown,
+  extra: Record<string, unknown> = {},
+) {
   return { error: { code, message, ...(details ? { details } : {}) }, request_id: req.requestId, ...extra };
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -88,7 +102,12 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
       status,
       {
         ...errorBody(req, 'provider_error', `The provider answered HTTP ${err.status}`, undefined, extra),
-        error: { code: 'provider_error', message: `The provider answered HTTP ${err.status}`, provider_status: err.status, provider_body: err.body ?? null },
+        error: {
+          code: 'provider_error',
+          message: `The provider answered HTTP ${err.status}`,
+          provider_status: err.status,
+          provider_body: err.body ?? null,
+        },
       },
       headers,
     );
@@ -97,19 +116,31 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
   // Everything below is the service's own answer: marked so, or a client could take it for the provider's.
   const service = { 'x-error-source': 'service' };
   if (err instanceof ServiceError) {
-    sendJson(res, err.status, errorBody(req, err.code, err.message, err.details, extra), { ...service, ...(err.headers ?? {}) });
+    sendJson(res, err.status, errorBody(req, err.code, err.message, err.details, extra), {
+      ...service,
+      ...(err.headers ?? {}),
+    });
     return;
   }
   const e = err as { type?: string; status?: number; message?: string };
   if (e?.type === 'entity.too.large') {
-    sendJson(res, 413, errorBody(req, 'payload_too_large', `The request body is larger than ${s.config.bodyLimitBytes} bytes`), service);
+    sendJson(
+      res,
+      413,
+      errorBody(req, 'payload_too_large', `The request body is larger than ${s.config.bodyLimitBytes} bytes`),
+      service,
+    );
     return;
   }
   if (e?.type === 'entity.parse.failed') {
     // The parser's message may quote the body around the error, and the body may carry credentials: only the
     // position of the error goes back to the client.
     const at = /at position (\d+)/.exec(e.message ?? '');
-    const where = at ? ` (error at position ${at[1]})` : /end of JSON input/.test(e.message ?? '') ? ' (it ends too early)' : '';
+    const where = at
+      ? ` (error at position ${at[1]})`
+      : /end of JSON input/.test(e.message ?? '')
+        ? ' (it ends too early)'
+        : '';
     sendJson(res, 400, errorBody(req, 'invalid_json', `The request body is not valid JSON${where}`), service);
     return;
   }
@@ -122,7 +153,12 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
     return;
   }
   s.log.error({ requestId: req.requestId, err: (err as Error)?.stack ?? String(err) }, 'unhandled error');
-  sendJson(res, 500, errorBody(req, 'internal_error', `Internal error; quote request id ${req.requestId}`, undefined, extra), service);
+  sendJson(
+    res,
+    500,
+    errorBody(req, 'internal_error', `Internal error; quote request id ${req.requestId}`, undefined, extra),
+    service,
+  );
 }
 
 /**
@@ -135,7 +171,9 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
   const app = createApp(s);
   const parseJson = express.json({ limit: s.config.bodyLimitBytes, strict: true });
   const parse = (req: IncomingMessage, res: ServerResponse) =>
-    new Promise<void>((resolve, reject) => parseJson(req as never, res as never, (err?: unknown) => (err ? reject(err) : resolve())));
+    new Promise<void>((resolve, reject) =>
+      parseJson(req as never, res as never, (err?: unknown) => (err ? reject(err) : resolve())),
+    );
   return (req: AnyRequest, res) => {
     const url = req.url ?? '';
     const proxy = url.startsWith('/proxy/');
@@ -195,18 +233,26 @@ export function createApp(s: Services): express.Express {
             clientSecret = decodeURIComponent(decoded.slice(i + 1));
           } catch {
             // RFC 6749 §2.3.1 form-encodes both parts; a malformed escape is a bad request, not a server error.
-            res.status(400).json({ error: 'invalid_request', error_description: 'The HTTP Basic credentials are not form-encoded correctly' });
+            res.status(400).json({
+              error: 'invalid_request',
+              error_description: 'The HTTP Basic credentials are not form-encoded correctly',
+            });
             return;
           }
         }
       }
       const grant = body.grant_type ?? 'client_credentials';
       if (grant !== 'client_credentials') {
-        res.status(400).json({ error: 'unsupported_grant_type', error_description: 'Only client_credentials is supported' });
+        res
+          .status(400)
+          .json({ error: 'unsupported_grant_type', error_description: 'Only client_credentials is supported' });
         return;
       }
       if (!clientId || !clientSecret) {
-        res.status(400).json({ error: 'invalid_request', error_description: 'client_id and client_secret are required (form fields, JSON, or HTTP Basic)' });
+        res.status(400).json({
+          error: 'invalid_request',
+          error_description: 'client_id and client_secret are required (form fields, JSON, or HTTP Basic)',
+        });
         return;
       }
       try {
@@ -215,7 +261,9 @@ export function createApp(s: Services): express.Express {
       } catch (e) {
         if (e instanceof ServiceError) {
           for (const [k, v] of Object.entries(e.headers ?? {})) res.setHeader(k, v);
-          res.status(e.status).json({ error: e.code === 'too_many_attempts' ? 'slow_down' : e.code, error_description: e.message });
+          res
+            .status(e.status)
+            .json({ error: e.code === 'too_many_attempts' ? 'slow_down' : e.code, error_description: e.message });
           return;
         }
         throw e;
@@ -231,13 +279,19 @@ export function createApp(s: Services): express.Express {
       res.redirect(302, url);
     } catch (e) {
       if (!(e instanceof ServiceError)) throw e;
-      res.status(e.status).type('html').send(resultPage('Authorization could not start', e.message, false));
+      res
+        .status(e.status)
+        .type('html')
+        .send(resultPage('Authorization could not start', e.message, false));
     }
   });
   app.get('/sso/v1/oauth/:connectionId/callback', async (req, res) => {
     res.setHeader('cache-control', 'no-store');
     try {
-      const outcome = await s.oauth.callback(req.params.connectionId!, new URLSearchParams(req.url.split('?')[1] ?? ''));
+      const outcome = await s.oauth.callback(
+        req.params.connectionId!,
+        new URLSearchParams(req.url.split('?')[1] ?? ''),
+      );
       if (outcome.redirectTo) {
         res.redirect(302, outcome.redirectTo);
         return;
@@ -248,7 +302,10 @@ export function createApp(s: Services): express.Express {
         .send(resultPage(outcome.ok ? 'Account connected' : 'Authorization failed', outcome.message, outcome.ok));
     } catch (e) {
       if (!(e instanceof ServiceError)) throw e;
-      res.status(e.status).type('html').send(resultPage('Authorization failed', e.message, false));
+      res
+        .status(e.status)
+        .type('html')
+        .send(resultPage('Authorization failed', e.message, false));
     }
   });
 
@@ -256,7 +313,9 @@ export function createApp(s: Services): express.Express {
   // Origin-form /proxy/ requests never reach Express (see createHandler); an absolute-form target
   // (GET http://host/proxy/...) would, and is refused: only a path names what to proxy.
   app.all('/proxy/{*path}', auth, async () => {
-    throw new ServiceError(400, 'invalid_proxy_path', 'The request target must be a path starting with /proxy/', [{ field: 'path', message: 'must be a path, not an absolute URL' }]);
+    throw new ServiceError(400, 'invalid_proxy_path', 'The request target must be a path starting with /proxy/', [
+      { field: 'path', message: 'must be a path, not an absolute URL' },
+    ]);
   });
 
   app.use('/v1', express.json({ limit: s.config.bodyLimitBytes, strict: true }), auth, apiRouter(s));
@@ -264,7 +323,9 @@ export function createApp(s: Services): express.Express {
   app.use('/dashboard', dashboardRouter(s));
 
   app.use((req, res) => {
-    sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), { 'x-error-source': 'service' });
+    sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {
+      'x-error-source': 'service',
+    });
   });
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => renderError(s, err, req, res));

@@ -42,7 +42,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const log = createLogger(config.logLevel, opts.logDestination);
   const store = opts.store ?? openStore(config);
   await store.migrate();
-  const { keyring, created: keyCreated, source } = loadKeyring({
+  const {
+    keyring,
+    created: keyCreated,
+    source,
+  } = loadKeyring({
     dataDir: config.dataDir,
     encryptionKeys: config.encryptionKeys,
     mayCreate: await store.isEmpty(),

@@ -53,7 +53,11 @@ const { link } = await client.getAuthorizationLink({ connectionName: 'mail', ide
 const callback = await followAuthorizationLink(link, 'demo-user');
 if (callback.status !== 200) throw new Error(`demo authorization failed: ${callback.status} ${await callback.text()}`);
 
-await client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk', api_base_url: desk.baseUrlTemplate });
+await client.createConnection({
+  connection_name: 'helpdesk',
+  connector: 'helpdesk',
+  api_base_url: desk.baseUrlTemplate,
+});
 await client.upsertConnectedAccount({
   connectionName: 'helpdesk',
   identifier: 'demo-user',

@@ -5,7 +5,14 @@ import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
 import type { ConnectorDefinition } from '../tools/types.ts';
-import { authFor, configuredHosts, credentialHeaders, getConnector, isOAuthKind, resolveBaseUrl } from '../connectors/catalog.ts';
+import {
+  authFor,
+  configuredHosts,
+  credentialHeaders,
+  getConnector,
+  isOAuthKind,
+  resolveBaseUrl,
+} from '../connectors/catalog.ts';
 import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
 import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
@@ -46,7 +53,11 @@ export function notActiveError(account: Account): ServiceError {
         `Connected account ${account.id} is EXPIRED${account.lastError ? ` (${account.lastError})` : ''}. Send the user a new authorization link to reconnect it.`,
       );
     default:
-      return new ServiceError(409, 'account_disconnected', `Connected account ${account.id} is ${account.status}; reconnect it before use.`);
+      return new ServiceError(
+        409,
+        'account_disconnected',
+        `Connected account ${account.id} is ${account.status}; reconnect it before use.`,
+      );
   }
 }
 
@@ -108,13 +119,18 @@ export class AccountService {
     let connection: Connection | undefined;
     if (ref.connectedAccountId) {
       account = await this.store.getAccount(ref.connectedAccountId);
-      if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
+      if (!account)
+        throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
       connection = await this.connectionById(account.connectionId);
     } else if (ref.connectionName && ref.identifier !== undefined) {
       connection = await this.connectionByName(ref.connectionName);
       account = await this.store.findAccount(connection.id, ref.identifier);
       if (!account) {
-        throw new ServiceError(404, 'account_not_found', `No connected account "${ref.identifier}" on connection "${ref.connectionName}"`);
+        throw new ServiceError(
+          404,
+          'account_not_found',
+          `No connected account "${ref.identifier}" on connection "${ref.connectionName}"`,
+        );
       }
     } else {
       throw new ServiceError(400, 'invalid_input', 'Give connected_account_id, or connection_name and identifier', [
@@ -123,7 +139,8 @@ export class AccountService {
     }
     if (!connection) throw notFound('Connection');
     const connector = getConnector(connection.connector);
-    if (!connector) throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
+    if (!connector)
+      throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
     return { account, connection, connector, auth: authFor(connector, connection.authKind) };
   }
 
@@ -170,7 +187,9 @@ export class AccountService {
   }
 
   private needsRefresh(account: Account): boolean {
-    return account.tokenExpiresAt !== null && account.tokenExpiresAt - this.config.refreshMarginSeconds * 1000 <= Date.now();
+    return (
+      account.tokenExpiresAt !== null && account.tokenExpiresAt - this.config.refreshMarginSeconds * 1000 <= Date.now()
+    );
   }
 
   /** An ACTIVE account with usable credentials; refreshes an OAuth token that is (nearly) expired. */
@@ -184,7 +203,10 @@ export class AccountService {
         // A token that has not actually expired yet is still usable when the provider is briefly down.
         const stillValid = account.tokenExpiresAt !== null && account.tokenExpiresAt > Date.now() + 5_000;
         if (!(e instanceof UpstreamFailure) || !stillValid) throw e;
-        this.log.warn({ account: account.id, code: e.code }, 'proactive refresh failed; using the current token until it expires');
+        this.log.warn(
+          { account: account.id, code: e.code },
+          'proactive refresh failed; using the current token until it expires',
+        );
       }
     }
     return this.withSecrets({ ...resolved, account });
@@ -250,7 +272,11 @@ export class AccountService {
       .withAccountLock(seen.id, () => this.refreshLocked(resolved, seen, reason))
       .catch((e: unknown) => {
         if (e instanceof LockTimeout) {
-          throw new UpstreamFailure('account_busy', `Another token refresh of account ${seen.id} is still running; try again shortly`, 503);
+          throw new UpstreamFailure(
+            'account_busy',
+            `Another token refresh of account ${seen.id} is still running; try again shortly`,
+            503,
+          );
         }
         throw e;
       })
@@ -259,7 +285,11 @@ export class AccountService {
     return p;
   }
 
-  private async refreshLocked(resolved: ResolvedAccount, seen: Account, reason: 'expiry' | 'unauthorized'): Promise<Account> {
+  private async refreshLocked(
+    resolved: ResolvedAccount,
+    seen: Account,
+    reason: 'expiry' | 'unauthorized',
+  ): Promise<Account> {
     const current = await this.store.getAccount(seen.id);
     if (!current) throw new ServiceError(404, 'account_not_found', `Connected account ${seen.id} was deleted`);
     if (current.status !== 'ACTIVE') throw notActiveError(current);
@@ -313,11 +343,21 @@ export class AccountService {
         );
         if (updated) break;
         const again = await this.store.getAccount(base.id);
-        if (!again) throw new ServiceError(404, 'account_not_found', `Connected account ${base.id} was deleted during its token refresh`);
+        if (!again)
+          throw new ServiceError(
+            404,
+            'account_not_found',
+            `Connected account ${base.id} was deleted during its token refresh`,
+          );
         if (again.secretsSealed !== current.secretsSealed || again.status !== 'ACTIVE') return again;
         base = again;
       }
-      if (!updated) throw new UpstreamFailure('refresh_conflict', `The refreshed tokens of account ${current.id} could not be stored; try again`, 503);
+      if (!updated)
+        throw new UpstreamFailure(
+          'refresh_conflict',
+          `The refreshed tokens of account ${current.id} could not be stored; try again`,
+          503,
+        );
       this.log.info({ account: current.id, reason }, 'refreshed access token');
       return updated;
     } catch (e) {
@@ -327,15 +367,33 @@ export class AccountService {
         const again = await this.store.getAccount(current.id);
         if (again && again.version !== current.version) return again;
         const message = `The provider refused the refresh token (${e.message})`;
-        const expired = await this.store.updateAccount(current.id, { status: 'EXPIRED', lastError: message }, Date.now(), current.version);
+        const expired = await this.store.updateAccount(
+          current.id,
+          { status: 'EXPIRED', lastError: message },
+          Date.now(),
+          current.version,
+        );
         this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
         throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });
       }
-      await this.store.updateAccount(current.id, { lastError: `Token refresh failed: ${e.message}` }, Date.now(), current.version);
+      await this.store.updateAccount(
+        current.id,
+        { lastError: `Token refresh failed: ${e.message}` },
+        Date.now(),
+        current.version,
+      );
       if (e.kind === 'rejected') {
-        throw new UpstreamFailure('refresh_rejected', `The provider's token endpoint rejected the refresh request (${e.message}); check the connection's client credentials`, 502);
+        throw new UpstreamFailure(
+          'refresh_rejected',
+          `The provider's token endpoint rejected the refresh request (${e.message}); check the connection's client credentials`,
+          502,
+        );
       }
-      throw new UpstreamFailure('refresh_failed', `Token refresh failed and will be retried on the next call: ${e.message}`, 503);
+      throw new UpstreamFailure(
+        'refresh_failed',
+        `Token refresh failed and will be retried on the next call: ${e.message}`,
+        503,
+      );
     }
   }
 }

@@ -30,13 +30,20 @@ export async function executeTool(s: Services, rawBody: unknown, res: ServerResp
     toolName: body.tool_name,
     input: body.tool_input ?? {},
     dryRun: body.dry_run === true,
-    account: { connectedAccountId: body.connected_account_id, connectionName: body.connection_name, identifier: body.identifier },
+    account: {
+      connectedAccountId: body.connected_account_id,
+      connectionName: body.connection_name,
+      identifier: body.identifier,
+    },
   });
   // The provider's JSON passes through as it came when it can; otherwise the result is serialized.
   const payload =
     result.dataJson !== undefined
       ? `{"data":${result.dataJson},"execution_id":${JSON.stringify(result.executionId)}}`
       : JSON.stringify({ data: result.data, execution_id: result.executionId });
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+  });
   res.end(payload);
 }

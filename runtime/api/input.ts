@@ -18,14 +18,21 @@ export interface FieldRule {
  * Checks a JSON request body against a small field table and returns it typed. Unknown fields, wrong
  * types and missing required fields are all reported at once as a 400 naming each field.
  */
-export function checkBody<T extends Record<string, unknown>>(body: unknown, rules: Record<keyof T & string, FieldRule>, what: string): T {
+export function checkBody<T extends Record<string, unknown>>(
+  body: unknown,
+  rules: Record<keyof T & string, FieldRule>,
+  what: string,
+): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ServiceError(400, 'invalid_input', `The request body must be a JSON object (${what})`, [{ field: '(body)', message: 'must be a JSON object' }]);
+    throw new ServiceError(400, 'invalid_input', `The request body must be a JSON object (${what})`, [
+      { field: '(body)', message: 'must be a JSON object' },
+    ]);
   }
   const b = body as Record<string, unknown>;
   const errors: FieldError[] = [];
   for (const key of Object.keys(b)) {
-    if (!(key in rules)) errors.push({ field: key, message: `is not a field of ${what} (fields: ${Object.keys(rules).join(', ')})` });
+    if (!(key in rules))
+      errors.push({ field: key, message: `is not a field of ${what} (fields: ${Object.keys(rules).join(', ')})` });
   }
   for (const [field, rule] of Object.entries(rules) as Array<[string, FieldRule]>) {
     const v = b[field];
@@ -37,7 +44,12 @@ export function checkBody<T extends Record<string, unknown>>(body: unknown, rule
     if (problem) errors.push({ field, message: problem });
   }
   if (errors.length) {
-    throw new ServiceError(400, 'invalid_input', `Invalid ${what}: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+    throw new ServiceError(
+      400,
+      'invalid_input',
+      `Invalid ${what}: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`,
+      errors,
+    );
   }
   return b as T;
 }
@@ -46,7 +58,8 @@ function checkValue(v: unknown, rule: FieldRule): string | undefined {
   switch (rule.kind) {
     case 'string':
       if (typeof v !== 'string') return 'must be a string';
-      if (rule.maxLength !== undefined && v.length > rule.maxLength) return `must have at most ${rule.maxLength} characters`;
+      if (rule.maxLength !== undefined && v.length > rule.maxLength)
+        return `must have at most ${rule.maxLength} characters`;
       if (rule.required && v.length === 0) return 'must not be empty';
       if (rule.oneOf && !rule.oneOf.includes(v)) return `must be one of: ${rule.oneOf.join(', ')}`;
       if (rule.pattern && !rule.pattern.test(v)) return rule.patternMessage ?? `must match ${rule.pattern}`;
@@ -87,6 +100,9 @@ export const CONNECTION_NAME: FieldRule = {
 
 export function queryString(v: unknown, field: string): string | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new ServiceError(400, 'invalid_input', `${field} must be given once`, [{ field, message: 'must be a single value' }]);
+  if (typeof v !== 'string')
+    throw new ServiceError(400, 'invalid_input', `${field} must be given once`, [
+      { field, message: 'must be a single value' },
+    ]);
   return v;
 }

@@ -37,12 +37,24 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
     docs_url: c.docsUrl ?? null,
     auth: c.auth.map((a) => {
       if (a.kind === 'oauth2') {
-        return { kind: a.kind, default_scopes: a.scopes.default, available_scopes: a.scopes.available ?? [], pkce: a.pkce !== false };
+        return {
+          kind: a.kind,
+          default_scopes: a.scopes.default,
+          available_scopes: a.scopes.available ?? [],
+          pkce: a.pkce !== false,
+        };
       }
       if (a.kind === 'oauth2_mcp') return { kind: a.kind, resource: a.resource, dynamic_client_registration: true };
       return {
         kind: a.kind,
-        fields: a.fields.map((f) => ({ name: f.name, title: f.title, description: f.description ?? null, secret: !!f.secret, required: f.required !== false, ...(f.host_allowlist ? { host_allowlist: f.host_allowlist } : {}) })),
+        fields: a.fields.map((f) => ({
+          name: f.name,
+          title: f.title,
+          description: f.description ?? null,
+          secret: !!f.secret,
+          required: f.required !== false,
+          ...(f.host_allowlist ? { host_allowlist: f.host_allowlist } : {}),
+        })),
       };
     }),
     api_base_url: c.api.base_url,
@@ -80,7 +92,9 @@ export function apiRouter(s: Services): Router {
   r.get('/tools', (req, res) => {
     const connector = queryString(req.query.connector, 'connector');
     if (connector !== undefined && !connectors.has(connector)) {
-      throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [{ field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` }]);
+      throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
+        { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
+      ]);
     }
     const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
     res.json({ tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length });
@@ -96,7 +110,11 @@ export function apiRouter(s: Services): Router {
     res.json({ connections: list.map((c) => m.connectionView(c, c.accountCount)) });
   });
   r.post('/connections', async (req, res) => {
-    const body = checkBody<ConnectionInput & Record<string, unknown>>(req.body, { ...connectionRules, connector: { kind: 'string', required: true } }, 'a connection');
+    const body = checkBody<ConnectionInput & Record<string, unknown>>(
+      req.body,
+      { ...connectionRules, connector: { kind: 'string', required: true } },
+      'a connection',
+    );
     const c = await m.createConnection(body);
     res.status(201).json(m.connectionView(c, 0));
   });
@@ -105,7 +123,11 @@ export function apiRouter(s: Services): Router {
     res.json(m.connectionView(c, await s.store.countAccounts(c.id)));
   });
   r.patch('/connections/:name', async (req, res) => {
-    const body = checkBody<ConnectionInput & Record<string, unknown>>(req.body, { ...connectionRules, connection_name: { kind: 'string' } }, 'a connection update');
+    const body = checkBody<ConnectionInput & Record<string, unknown>>(
+      req.body,
+      { ...connectionRules, connection_name: { kind: 'string' } },
+      'a connection update',
+    );
     const c = await m.updateConnection(req.params.name!, body);
     res.json(m.connectionView(c, await s.store.countAccounts(c.id)));
   });
@@ -121,15 +143,26 @@ export function apiRouter(s: Services): Router {
     const limitText = queryString(req.query.limit, 'limit');
     const limit = limitText === undefined ? 100 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new ServiceError(400, 'invalid_input', 'limit must be 1-1000', [{ field: 'limit', message: 'must be an integer from 1 to 1000' }]);
+      throw new ServiceError(400, 'invalid_input', 'limit must be 1-1000', [
+        { field: 'limit', message: 'must be an integer from 1 to 1000' },
+      ]);
     }
     const cursor = queryString(req.query.cursor, 'cursor');
     const connection = connectionName ? await s.accounts.connectionByName(connectionName) : undefined;
     let list;
     try {
-      list = await s.store.listAccounts({ connectionId: connection?.id, identifier, status, limit: limit + 1, after: cursor });
+      list = await s.store.listAccounts({
+        connectionId: connection?.id,
+        identifier,
+        status,
+        limit: limit + 1,
+        after: cursor,
+      });
     } catch (e) {
-      if ((e as Error).message === 'invalid cursor') throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [{ field: 'cursor', message: 'is not a cursor from a previous page' }]);
+      if ((e as Error).message === 'invalid cursor')
+        throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
+          { field: 'cursor', message: 'is not a cursor from a previous page' },
+        ]);
       throw e;
     }
     const page = list.slice(0, limit);
@@ -141,23 +174,41 @@ export function apiRouter(s: Services): Router {
     });
   });
   r.post('/connected-accounts', async (req, res) => {
-    const body = checkBody<{ connection_name: string; identifier: string }>(req.body, { connection_name: { kind: 'string', required: true }, identifier: IDENTIFIER }, 'a connected account');
+    const body = checkBody<{ connection_name: string; identifier: string }>(
+      req.body,
+      { connection_name: { kind: 'string', required: true }, identifier: IDENTIFIER },
+      'a connected account',
+    );
     const { account, connection, created } = await m.getOrCreateAccount(body.connection_name, body.identifier);
     res.status(created ? 201 : 200).json({ connected_account: m.accountView(account, connection), created });
   });
   r.put('/connected-accounts', async (req, res) => {
     const body = checkBody<{ connection_name: string; identifier: string; credentials: unknown; verify?: boolean }>(
       req.body,
-      { connection_name: { kind: 'string', required: true }, identifier: IDENTIFIER, credentials: { kind: 'object', required: true }, verify: { kind: 'boolean' } },
+      {
+        connection_name: { kind: 'string', required: true },
+        identifier: IDENTIFIER,
+        credentials: { kind: 'object', required: true },
+        verify: { kind: 'boolean' },
+      },
       'a connected account upsert',
     );
-    const { account, connection } = await m.upsertAccount(body.connection_name, body.identifier, body.credentials, body.verify === true);
+    const { account, connection } = await m.upsertAccount(
+      body.connection_name,
+      body.identifier,
+      body.credentials,
+      body.verify === true,
+    );
     res.json({ connected_account: m.accountView(account, connection) });
   });
   r.post('/connected-accounts/authorization-link', async (req, res) => {
     const body = checkBody<{ connection_name: string; identifier: string; redirect_url?: string }>(
       req.body,
-      { connection_name: { kind: 'string', required: true }, identifier: IDENTIFIER, redirect_url: { kind: 'string', maxLength: 2048 } },
+      {
+        connection_name: { kind: 'string', required: true },
+        identifier: IDENTIFIER,
+        redirect_url: { kind: 'string', maxLength: 2048 },
+      },
       'an authorization link request',
     );
     const connection = await s.accounts.connectionByName(body.connection_name);
@@ -196,9 +247,15 @@ export function apiRouter(s: Services): Router {
     });
   });
   r.post('/api-credentials', async (req, res) => {
-    const body = checkBody<{ name?: string }>(req.body ?? {}, { name: { kind: 'string', maxLength: 200 } }, 'an API credential');
+    const body = checkBody<{ name?: string }>(
+      req.body ?? {},
+      { name: { kind: 'string', maxLength: 200 } },
+      'an API credential',
+    );
     const { credential, clientSecret } = await createApiCredential(s.store, body.name || 'API credential');
-    res.status(201).json({ id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name });
+    res
+      .status(201)
+      .json({ id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name });
   });
   r.delete('/api-credentials/:id', async (req, res) => {
     const ok = await s.store.revokeApiCredential(req.params.id!, Date.now());

@@ -82,7 +82,11 @@ export class ServiceTokens {
   }
 
   /** Checks client credentials (throttled) and issues a token. */
-  async exchange(clientId: string, clientSecret: string, remote: string): Promise<{ token: string; expiresIn: number }> {
+  async exchange(
+    clientId: string,
+    clientSecret: string,
+    remote: string,
+  ): Promise<{ token: string; expiresIn: number }> {
     const now = Date.now();
     const wait = Math.max(this.addressThrottle.blockedFor(remote, now), this.clientThrottle.blockedFor(clientId, now));
     if (wait > 0) {
@@ -92,7 +96,9 @@ export class ServiceTokens {
     }
     const credential = clientId ? await this.store.getApiCredentialByClientId(clientId) : undefined;
     // Hash even when the client is unknown so timing does not reveal which client ids exist.
-    const ok = credential ? secretMatches(clientSecret, credential.secretHash) : (secretMatches(clientSecret, '00'.repeat(32)), false);
+    const ok = credential
+      ? secretMatches(clientSecret, credential.secretHash)
+      : (secretMatches(clientSecret, '00'.repeat(32)), false);
     if (!credential || !ok || credential.revokedAt) {
       this.addressThrottle.fail(remote, now);
       this.clientThrottle.fail(clientId, now);
@@ -125,9 +131,14 @@ export class ServiceTokens {
           audience: TOKEN_AUDIENCE,
           requiredClaims: ['sub', 'exp', 'iat'],
         });
-        claims = { credentialId: String(payload.sub), clientId: String(payload.cid ?? ''), expiresAt: payload.exp! * 1000 };
+        claims = {
+          credentialId: String(payload.sub),
+          clientId: String(payload.cid ?? ''),
+          expiresAt: payload.exp! * 1000,
+        };
       } catch (e) {
-        if (e instanceof joseErrors.JWTExpired) throw unauthorized('The bearer token has expired; request a new one at /oauth/token');
+        if (e instanceof joseErrors.JWTExpired)
+          throw unauthorized('The bearer token has expired; request a new one at /oauth/token');
         throw unauthorized('The bearer token is invalid');
       }
       if (this.verified.size > 10_000) this.verified.clear();

@@ -38,6 +38,7 @@ export class Throttle {
   }
 
   private sweep(now: number) {
-    for (const [k, f] of this.failures) if (f.blockedUntil < now && now - f.first > this.windowMs) this.failures.delete(k);
+    for (const [k, f] of this.failures)
+      if (f.blockedUntil < now && now - f.first > this.windowMs) this.failures.delete(k);
   }
 }

@@ -26,7 +26,11 @@ async function withStore<T>(fn: (store: ReturnType<typeof openStore>, sealer: Se
   const store = openStore(config);
   await store.migrate();
   try {
-    const { keyring } = loadKeyring({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys, mayCreate: false });
+    const { keyring } = loadKeyring({
+      dataDir: config.dataDir,
+      encryptionKeys: config.encryptionKeys,
+      mayCreate: false,
+    });
     return await fn(store, new Sealer(keyring));
   } finally {
     await store.close();
@@ -42,11 +46,16 @@ switch (command) {
   case 'list': {
     await withStore(async (store, sealer) => {
       const report = await verifySealed(store, sealer);
-      const { keyring } = loadKeyring({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys, mayCreate: false });
+      const { keyring } = loadKeyring({
+        dataDir: config.dataDir,
+        encryptionKeys: config.encryptionKeys,
+        mayCreate: false,
+      });
       for (const kid of keyring.keys.keys()) {
         console.log(`${kid}${kid === keyring.activeKid ? ' (active)' : ''}: ${report.byKey[kid] ?? 0} sealed value(s)`);
       }
-      for (const [kid, n] of Object.entries(report.byKey)) if (!keyring.keys.has(kid)) console.log(`${kid} (MISSING): ${n} sealed value(s)`);
+      for (const [kid, n] of Object.entries(report.byKey))
+        if (!keyring.keys.has(kid)) console.log(`${kid} (MISSING): ${n} sealed value(s)`);
     });
     break;
   }
@@ -54,7 +63,9 @@ switch (command) {
     const key = randomBytes(32).toString('base64');
     const kid = newKeyId();
     if (config.encryptionKeys) {
-      console.log(`ENCRYPTION_KEYS is set, so keys live in the environment. Put this key first:\nENCRYPTION_KEYS=${kid}:${key},${config.encryptionKeys}`);
+      console.log(
+        `ENCRYPTION_KEYS is set, so keys live in the environment. Put this key first:\nENCRYPTION_KEYS=${kid}:${key},${config.encryptionKeys}`,
+      );
       break;
     }
     if (!existsSync(path)) fail(`${path} does not exist; start the service once to create it`);
@@ -67,7 +78,9 @@ switch (command) {
   }
   case 'rotate': {
     const report = await withStore((store, sealer) => rotateSealed(store, sealer));
-    console.log(`rotated ${report.rotated} of ${report.total} sealed value(s); ${report.alreadyCurrent} already used the active key`);
+    console.log(
+      `rotated ${report.rotated} of ${report.total} sealed value(s); ${report.alreadyCurrent} already used the active key`,
+    );
     for (const f of report.failed) console.error(`  failed: ${f.where}: ${f.error}`);
     if (report.failed.length) process.exit(1);
     break;

@@ -117,7 +117,8 @@ export class AgentConnectorClient {
   private pendingToken?: Promise<string>;
 
   constructor(private readonly opts: ClientOptions) {
-    if (!opts.clientId || !opts.clientSecret || !opts.envUrl) throw new Error('clientId, clientSecret and envUrl are required');
+    if (!opts.clientId || !opts.clientSecret || !opts.envUrl)
+      throw new Error('clientId, clientSecret and envUrl are required');
     this.base = opts.envUrl.replace(/\/+$/, '');
     this.doFetch = opts.fetch ?? fetch;
   }
@@ -130,12 +131,25 @@ export class AgentConnectorClient {
         const res = await this.doFetch(`${this.base}/oauth/token`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.opts.clientId, client_secret: this.opts.clientSecret }),
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: this.opts.clientId,
+            client_secret: this.opts.clientSecret,
+          }),
           signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
         });
-        const body = (await res.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string; error_description?: string };
+        const body = (await res.json().catch(() => ({}))) as {
+          access_token?: string;
+          expires_in?: number;
+          error?: string;
+          error_description?: string;
+        };
         if (!res.ok || !body.access_token) {
-          throw new ConnectorServiceError(res.status, body.error ?? 'token_error', body.error_description ?? `Could not get a service token (HTTP ${res.status})`);
+          throw new ConnectorServiceError(
+            res.status,
+            body.error ?? 'token_error',
+            body.error_description ?? `Could not get a service token (HTTP ${res.status})`,
+          );
         }
         this.token = { value: body.access_token, expiresAt: Date.now() + (body.expires_in ?? 300) * 1000 };
         return body.access_token;
@@ -146,7 +160,13 @@ export class AgentConnectorClient {
     return this.pendingToken;
   }
 
-  private async send(method: string, path: string, body?: unknown, init: RequestInit = {}, retried = false): Promise<Response> {
+  private async send(
+    method: string,
+    path: string,
+    body?: unknown,
+    init: RequestInit = {},
+    retried = false,
+  ): Promise<Response> {
     const token = await this.serviceToken();
     const headers = new Headers(init.headers);
     headers.set('authorization', `Bearer ${token}`);
@@ -175,7 +195,11 @@ export class AgentConnectorClient {
 
   // Connected accounts and authorization
 
-  async getAuthorizationLink(p: { connectionName: string; identifier: string; redirectUrl?: string }): Promise<{ link: string; expires_at: string; connected_account_id: string }> {
+  async getAuthorizationLink(p: {
+    connectionName: string;
+    identifier: string;
+    redirectUrl?: string;
+  }): Promise<{ link: string; expires_at: string; connected_account_id: string }> {
     return this.json('POST', '/v1/connected-accounts/authorization-link', {
       connection_name: p.connectionName,
       identifier: p.identifier,
@@ -184,11 +208,19 @@ export class AgentConnectorClient {
   }
 
   async getOrCreateConnectedAccount(p: { connectionName: string; identifier: string }): Promise<ConnectedAccount> {
-    const r = await this.json<{ connected_account: ConnectedAccount }>('POST', '/v1/connected-accounts', { connection_name: p.connectionName, identifier: p.identifier });
+    const r = await this.json<{ connected_account: ConnectedAccount }>('POST', '/v1/connected-accounts', {
+      connection_name: p.connectionName,
+      identifier: p.identifier,
+    });
     return r.connected_account;
   }
 
-  async upsertConnectedAccount(p: { connectionName: string; identifier: string; credentials: Record<string, unknown>; verify?: boolean }): Promise<ConnectedAccount> {
+  async upsertConnectedAccount(p: {
+    connectionName: string;
+    identifier: string;
+    credentials: Record<string, unknown>;
+    verify?: boolean;
+  }): Promise<ConnectedAccount> {
     const r = await this.json<{ connected_account: ConnectedAccount }>('PUT', '/v1/connected-accounts', {
       connection_name: p.connectionName,
       identifier: p.identifier,
@@ -199,10 +231,17 @@ export class AgentConnectorClient {
   }
 
   async getConnectedAccount(id: string): Promise<ConnectedAccount> {
-    return (await this.json<{ connected_account: ConnectedAccount }>('GET', `/v1/connected-accounts/${encodeURIComponent(id)}`)).connected_account;
+    return (
+      await this.json<{ connected_account: ConnectedAccount }>(
+        'GET',
+        `/v1/connected-accounts/${encodeURIComponent(id)}`,
+      )
+    ).connected_account;
   }
 
-  async listConnectedAccounts(q: { connectionName?: string; identifier?: string; status?: AccountStatus; limit?: number; cursor?: string } = {}): Promise<{
+  async listConnectedAccounts(
+    q: { connectionName?: string; identifier?: string; status?: AccountStatus; limit?: number; cursor?: string } = {},
+  ): Promise<{
     connected_accounts: ConnectedAccount[];
     next_cursor: string | null;
   }> {
@@ -220,7 +259,12 @@ export class AgentConnectorClient {
   }
 
   async disconnectConnectedAccount(id: string): Promise<ConnectedAccount> {
-    return (await this.json<{ connected_account: ConnectedAccount }>('POST', `/v1/connected-accounts/${encodeURIComponent(id)}/disconnect`)).connected_account;
+    return (
+      await this.json<{ connected_account: ConnectedAccount }>(
+        'POST',
+        `/v1/connected-accounts/${encodeURIComponent(id)}/disconnect`,
+      )
+    ).connected_account;
   }
 
   // Connections
@@ -243,8 +287,15 @@ export class AgentConnectorClient {
 
   // Tools
 
-  async listTools(connector?: string): Promise<Array<{ name: string; connector: string; description: string; input_schema: Record<string, unknown> }>> {
-    return (await this.json<{ tools: never[] }>('GET', `/v1/tools${connector ? `?connector=${encodeURIComponent(connector)}` : ''}`)).tools;
+  async listTools(
+    connector?: string,
+  ): Promise<Array<{ name: string; connector: string; description: string; input_schema: Record<string, unknown> }>> {
+    return (
+      await this.json<{ tools: never[] }>(
+        'GET',
+        `/v1/tools${connector ? `?connector=${encodeURIComponent(connector)}` : ''}`,
+      )
+    ).tools;
   }
 
   async listConnectors(): Promise<Array<{ name: string; title: string; tool_count: number }>> {
@@ -256,7 +307,9 @@ export class AgentConnectorClient {
     const r = await this.json<{ data: unknown; execution_id: string }>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
-      ...('connectedAccountId' in p ? { connected_account_id: p.connectedAccountId } : { connection_name: p.connectionName, identifier: p.identifier }),
+      ...('connectedAccountId' in p
+        ? { connected_account_id: p.connectedAccountId }
+        : { connection_name: p.connectionName, identifier: p.identifier }),
       ...(p.dryRun ? { dry_run: true } : {}),
     });
     return { data: r.data, executionId: r.execution_id };
@@ -288,7 +341,8 @@ export class AgentConnectorClient {
         data = undefined;
       }
     }
-    if (res.status >= 400 && res.headers.get('x-error-source') === 'service') throw toError(res.status, data as Record<string, unknown>);
+    if (res.status >= 400 && res.headers.get('x-error-source') === 'service')
+      throw toError(res.status, data as Record<string, unknown>);
     return { status: res.status, headers: res.headers, content, data, text };
   }
 

@@ -1,6 +1,13 @@
 import { isIP } from 'node:net';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { AccountFieldSpec, AuthSpec, CredentialApply, KeyAuthSpec, OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../generator/model.ts';
+import type {
+  AccountFieldSpec,
+  AuthSpec,
+  CredentialApply,
+  KeyAuthSpec,
+  OAuth2AuthSpec,
+  OAuth2McpAuthSpec,
+} from '../../generator/model.ts';
 import type { ConnectorDefinition, FieldError, ToolDefinition } from '../tools/types.ts';
 import type { Connection } from '../store/types.ts';
 import { ServiceError } from '../errors.ts';
@@ -23,7 +30,8 @@ export function authFor(connector: ConnectorDefinition, kind: string): AuthSpec 
 }
 
 export const isOAuthKind = (kind: string): boolean => kind === 'oauth2' || kind === 'oauth2_mcp';
-export const isKeyAuth = (a: AuthSpec): a is KeyAuthSpec => a.kind === 'api_key' || a.kind === 'bearer' || a.kind === 'basic';
+export const isKeyAuth = (a: AuthSpec): a is KeyAuthSpec =>
+  a.kind === 'api_key' || a.kind === 'bearer' || a.kind === 'basic';
 export const isOAuth2 = (a: AuthSpec): a is OAuth2AuthSpec => a.kind === 'oauth2';
 export const isMcpAuth = (a: AuthSpec): a is OAuth2McpAuthSpec => a.kind === 'oauth2_mcp';
 
@@ -71,7 +79,11 @@ export function hostAllowed(host: string, allowlist: readonly string[]): boolean
     const p = pattern.toLowerCase();
     if (p.startsWith('*.')) {
       const suffix = p.slice(1);
-      return h.endsWith(suffix) && h.length > suffix.length && /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(h.slice(0, -suffix.length));
+      return (
+        h.endsWith(suffix) &&
+        h.length > suffix.length &&
+        /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(h.slice(0, -suffix.length))
+      );
     }
     return h === p;
   });
@@ -96,11 +108,13 @@ export function checkField(spec: AccountFieldSpec, raw: unknown): string | undef
     }
     if (u.protocol !== 'https:') return 'must be an https URL';
     if (u.username || u.password) return 'must not contain credentials';
-    if (spec.host_allowlist && !hostAllowed(u.hostname, spec.host_allowlist)) return `must be a URL on ${spec.host_allowlist.join(' or ')}`;
+    if (spec.host_allowlist && !hostAllowed(u.hostname, spec.host_allowlist))
+      return `must be a URL on ${spec.host_allowlist.join(' or ')}`;
     return undefined;
   }
   if (spec.format === 'hostname') {
-    if (/^[a-z]+:\/\//i.test(value) || value.includes('/')) return 'must be a bare domain such as acme.zendesk.com, without scheme or path';
+    if (/^[a-z]+:\/\//i.test(value) || value.includes('/'))
+      return 'must be a bare domain such as acme.zendesk.com, without scheme or path';
     if (isIP(value.replace(/^\[|\]$/g, ''))) return 'must be a domain name, not an IP address';
     if (!HOSTNAME.test(value)) return 'must be a domain name such as acme.zendesk.com';
   }
@@ -120,7 +134,11 @@ export function validateCredentials(
   credentials: unknown,
 ): { fields: Record<string, string>; secrets: Record<string, string> } | { errors: FieldError[] } {
   if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
-    return { errors: [{ field: 'credentials', message: `must be an object with ${auth.fields.map((f) => f.name).join(', ')}` }] };
+    return {
+      errors: [
+        { field: 'credentials', message: `must be an object with ${auth.fields.map((f) => f.name).join(', ')}` },
+      ],
+    };
   }
   const given = credentials as Record<string, unknown>;
   const errors: FieldError[] = [];
@@ -128,7 +146,11 @@ export function validateCredentials(
   const secrets: Record<string, string> = {};
   const known = new Set(auth.fields.map((f) => f.name));
   for (const key of Object.keys(given)) {
-    if (!known.has(key)) errors.push({ field: `credentials.${key}`, message: `is not a credential field of this connector (expected ${[...known].join(', ')})` });
+    if (!known.has(key))
+      errors.push({
+        field: `credentials.${key}`,
+        message: `is not a credential field of this connector (expected ${[...known].join(', ')})`,
+      });
   }
   for (const spec of auth.fields) {
     const raw = given[spec.name] ?? spec.default;
@@ -147,7 +169,10 @@ export function validateCredentials(
  * An MCP connector's endpoint is its OAuth protected resource, and tokens are issued for that resource alone:
  * a connection that overrides the resource moves the endpoint with it (unless it also sets `api_base_url`).
  */
-function mcpResourceOverride(connector: ConnectorDefinition, connection: Pick<Connection, 'authKind'> & { oauth?: Connection['oauth'] }): string | null {
+function mcpResourceOverride(
+  connector: ConnectorDefinition,
+  connection: Pick<Connection, 'authKind'> & { oauth?: Connection['oauth'] },
+): string | null {
   const resource = connection.oauth?.resource;
   if (connection.authKind !== 'oauth2_mcp' || !resource) return null;
   const auth = connector.auth.find(isMcpAuth);
@@ -173,7 +198,9 @@ export function resolveBaseUrl(
   fields: Record<string, string>,
   host?: string,
 ): string {
-  const override = host ? connection.apiHosts[host] : (connection.apiBaseUrl ?? mcpResourceOverride(connector, connection));
+  const override = host
+    ? connection.apiHosts[host]
+    : (connection.apiBaseUrl ?? mcpResourceOverride(connector, connection));
   const template = override ?? (host ? connector.api.hosts?.[host] : connector.api.base_url);
   if (!template) throw new ServiceError(500, 'internal_error', `connector ${connector.name} has no host ${host}`);
   const operatorTokenServer = isOAuthKind(connection.authKind) && !!connection.oauth?.token_url;
@@ -191,7 +218,11 @@ export function resolveBaseUrl(
         }
       }
       if (v !== undefined && !hostAllowed(v, f.host_allowlist!)) {
-        throw new ServiceError(400, 'host_not_allowed', `The account's ${f.name} "${raw}" is not ${f.format === 'url' ? 'an https URL ' : ''}under ${f.host_allowlist!.join(', ')}`);
+        throw new ServiceError(
+          400,
+          'host_not_allowed',
+          `The account's ${f.name} "${raw}" is not ${f.format === 'url' ? 'an https URL ' : ''}under ${f.host_allowlist!.join(', ')}`,
+        );
       }
     }
   }
@@ -221,11 +252,18 @@ export function configuredHosts(
   connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'> & { oauth?: Connection['oauth'] },
   fields: Record<string, string>,
 ): string[] {
-  const templates = [connector.api.base_url, ...Object.values(connector.api.hosts ?? {}), connection.apiBaseUrl, ...Object.values(connection.apiHosts ?? {}), connection.oauth?.resource];
+  const templates = [
+    connector.api.base_url,
+    ...Object.values(connector.api.hosts ?? {}),
+    connection.apiBaseUrl,
+    ...Object.values(connection.apiHosts ?? {}),
+    connection.oauth?.resource,
+  ];
   const hosts = templates.map(fixedHost);
   // What the operator's own token server answered is as trusted as the operator (see resolveBaseUrl).
   if (isOAuthKind(connection.authKind) && connection.oauth?.token_url) {
-    for (const f of allowlistedFields(connector)) if (fields[f.name]) hosts.push(fixedHost(f.format === 'url' ? fields[f.name] : `https://${fields[f.name]}`));
+    for (const f of allowlistedFields(connector))
+      if (fields[f.name]) hosts.push(fixedHost(f.format === 'url' ? fields[f.name] : `https://${fields[f.name]}`));
   }
   return [...new Set(hosts.filter((h): h is string => !!h))];
 }

@@ -16,7 +16,10 @@ export function keyFilePath(dataDir: string): string {
 export function parseKeyList(text: string): Keyring {
   const keys = new Map<string, Buffer>();
   let activeKid: string | undefined;
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const idx = part.indexOf(':');
     if (idx <= 0) throw new Error('ENCRYPTION_KEYS must look like "kid:base64key[,kid2:base64key]"');
     const kid = part.slice(0, idx);

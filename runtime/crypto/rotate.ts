@@ -45,9 +45,16 @@ export async function rotateSealed(store: Store, sealer: Sealer): Promise<Rotati
     try {
       const plain = sealer.open(cell.value, aad);
       if (await store.replaceSealed({ ...cell, value: sealer.seal(plain, aad) }, cell.value)) report.rotated++;
-      else report.failed.push({ where: `${cell.table}.${cell.column} ${cell.id}`, error: 'changed during rotation; run rotate again' });
+      else
+        report.failed.push({
+          where: `${cell.table}.${cell.column} ${cell.id}`,
+          error: 'changed during rotation; run rotate again',
+        });
     } catch (e) {
-      report.failed.push({ where: `${cell.table}.${cell.column} ${cell.id}`, error: e instanceof DecryptError ? e.message : String(e) });
+      report.failed.push({
+        where: `${cell.table}.${cell.column} ${cell.id}`,
+        error: e instanceof DecryptError ? e.message : String(e),
+      });
     }
   }
   return report;

@@ -26,7 +26,8 @@ export class Sealer {
     if (!active) throw new Error(`active key "${keyring.activeKid}" is not in the keyring`);
     for (const [kid, key] of keyring.keys) {
       if (key.length !== 32) throw new Error(`key "${kid}" must be 32 bytes (AES-256), got ${key.length}`);
-      if (!/^[A-Za-z0-9_-]{1,32}$/.test(kid)) throw new Error(`key id "${kid}" must be 1-32 characters of [A-Za-z0-9_-]`);
+      if (!/^[A-Za-z0-9_-]{1,32}$/.test(kid))
+        throw new Error(`key id "${kid}" must be 1-32 characters of [A-Za-z0-9_-]`);
     }
   }
 
@@ -51,7 +52,9 @@ export class Sealer {
     const [, kid, ivText, dataText] = parts as [string, string, string, string];
     const key = this.keyring.keys.get(kid);
     if (!key) {
-      throw new DecryptError(`sealed value for ${aad} uses key "${kid}", which is not configured (known: ${[...this.keyring.keys.keys()].join(', ')})`);
+      throw new DecryptError(
+        `sealed value for ${aad} uses key "${kid}", which is not configured (known: ${[...this.keyring.keys.keys()].join(', ')})`,
+      );
     }
     const iv = Buffer.from(ivText, 'base64url');
     const data = Buffer.from(dataText, 'base64url');

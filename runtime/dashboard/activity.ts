@@ -10,7 +10,8 @@ export function activityRoutes(r: Router, ctx: DashboardContext): void {
   r.get('/activity', async (req, res) => {
     const beforeText = queryValue(req, 'before');
     const before = beforeText ? Number(beforeText) : undefined;
-    if (before !== undefined && !(Number.isInteger(before) && before > 0)) throw new ServiceError(400, 'invalid_input', 'This page link is not valid.');
+    if (before !== undefined && !(Number.isInteger(before) && before > 0))
+      throw new ServiceError(400, 'invalid_input', 'This page link is not valid.');
     // Records are written in batches; flushing first makes the calls just made show up.
     await s.activity.flush();
     const list = await s.store.listActivity(PAGE_SIZE, before);

@@ -76,7 +76,11 @@ export class DashboardAuth {
    * Loads (or creates) the cookie key and makes sure the admin account exists. Returns the generated admin
    * password when this start created the account without ADMIN_PASSWORD, to be printed once.
    */
-  static async init(store: Store, sealer: Sealer, config: Config): Promise<{ auth: DashboardAuth; firstAdminPassword?: string }> {
+  static async init(
+    store: Store,
+    sealer: Sealer,
+    config: Config,
+  ): Promise<{ auth: DashboardAuth; firstAdminPassword?: string }> {
     const sealed = await store.initMeta(KEY_META, sealer.seal(randomBytes(32).toString('base64'), aad.meta(KEY_META)));
     const key = Buffer.from(sealer.open(sealed, aad.meta(KEY_META)), 'base64');
     const auth = new DashboardAuth(store, key, config.dashboardSessionTtlSeconds * 1000, config.publicUrl);
@@ -93,7 +97,13 @@ export class DashboardAuth {
     if (configured !== undefined) {
       // ADMIN_PASSWORD is authoritative: changing it (to recover a lost password) signs the old sessions out.
       if (!existing) {
-        await this.store.createDashboardUser({ id: newId('du'), username: ADMIN_USERNAME, passwordHash: await hashPassword(configured), createdAt: now, updatedAt: now });
+        await this.store.createDashboardUser({
+          id: newId('du'),
+          username: ADMIN_USERNAME,
+          passwordHash: await hashPassword(configured),
+          createdAt: now,
+          updatedAt: now,
+        });
       } else if (!(await verifyPassword(configured, existing.passwordHash))) {
         await this.store.setDashboardPassword(existing.id, await hashPassword(configured), now);
       }
@@ -132,7 +142,14 @@ export class DashboardAuth {
     const nonce = raw ? this.unsign('sign-in-cookie', raw) : undefined;
     if (nonce) return { nonce };
     const fresh = randomSecret(24);
-    return { nonce: fresh, setCookie: this.cookie(this.signInCookie, `${fresh}.${this.mac('sign-in-cookie', fresh)}`, SIGN_IN_FORM_TTL_SECONDS) };
+    return {
+      nonce: fresh,
+      setCookie: this.cookie(
+        this.signInCookie,
+        `${fresh}.${this.mac('sign-in-cookie', fresh)}`,
+        SIGN_IN_FORM_TTL_SECONDS,
+      ),
+    };
   }
 
   signInCsrf(nonce: string): string {
@@ -162,7 +179,9 @@ export class DashboardAuth {
     const wait = Math.max(this.userThrottle.blockedFor(userKey, now), this.addressThrottle.blockedFor(remote, now));
     if (wait > 0) return { ok: false, retryAfterSeconds: Math.ceil(wait / 1000) };
     const user = await this.store.getDashboardUserByName(username);
-    const ok = user ? await verifyPassword(password, user.passwordHash) : (await verifyPassword(password, await dummyHash()), false);
+    const ok = user
+      ? await verifyPassword(password, user.passwordHash)
+      : (await verifyPassword(password, await dummyHash()), false);
     if (!user || !ok) {
       this.userThrottle.fail(userKey, now);
       this.addressThrottle.fail(remote, now);
@@ -171,8 +190,16 @@ export class DashboardAuth {
     this.userThrottle.succeed(userKey);
     await this.store.deleteExpiredDashboardSessions(now);
     const id = randomSecret(32);
-    await this.store.createDashboardSession({ idHash: sha256(id), userId: user.id, createdAt: now, expiresAt: now + this.sessionTtlMs });
-    return { ok: true, cookie: this.cookie(this.sessionCookie, `${id}.${this.mac('session', id)}`, Math.floor(this.sessionTtlMs / 1000)) };
+    await this.store.createDashboardSession({
+      idHash: sha256(id),
+      userId: user.id,
+      createdAt: now,
+      expiresAt: now + this.sessionTtlMs,
+    });
+    return {
+      ok: true,
+      cookie: this.cookie(this.sessionCookie, `${id}.${this.mac('session', id)}`, Math.floor(this.sessionTtlMs / 1000)),
+    };
   }
 
   /** The signed-in session behind the request's cookie, if its signature holds and it is live in the store. */

@@ -73,8 +73,20 @@ function overrideFields(connector: ConnectorDefinition, kinds: string[], values:
   if (kinds.includes('oauth2')) {
     const auth = connector.auth.find(isOAuth2)!;
     const only = kinds.length > 1 ? ' (OAuth only)' : '';
-    out.push(field('oauth.authorize_url', `Authorization endpoint${only}`, { value: values['oauth.authorize_url'] ?? '', placeholder: auth.authorize_url, mono: true }));
-    out.push(field('oauth.token_url', `Token endpoint${only}`, { value: values['oauth.token_url'] ?? '', placeholder: auth.token_url, mono: true }));
+    out.push(
+      field('oauth.authorize_url', `Authorization endpoint${only}`, {
+        value: values['oauth.authorize_url'] ?? '',
+        placeholder: auth.authorize_url,
+        mono: true,
+      }),
+    );
+    out.push(
+      field('oauth.token_url', `Token endpoint${only}`, {
+        value: values['oauth.token_url'] ?? '',
+        placeholder: auth.token_url,
+        mono: true,
+      }),
+    );
   }
   if (kinds.includes('oauth2_mcp')) {
     const auth = connector.auth.find((a) => a.kind === 'oauth2_mcp') as { resource: string };
@@ -98,7 +110,12 @@ function overridesFromForm(
   connector: ConnectorDefinition,
   body: unknown,
   current?: Connection,
-): { api_base_url: string | null; api_hosts: Record<string, string>; oauth: Record<string, string>; values: Record<string, string> } {
+): {
+  api_base_url: string | null;
+  api_hosts: Record<string, string>;
+  oauth: Record<string, string>;
+  values: Record<string, string>;
+} {
   const values: Record<string, string> = {};
   const sent = (name: string) => typeof (body as Record<string, unknown> | undefined)?.[name] === 'string';
   const read = (name: string, fallback = '') => (values[name] = sent(name) ? formString(body, name).trim() : fallback);
@@ -116,10 +133,13 @@ function overridesFromForm(
   return { api_base_url: apiBase || null, api_hosts: hosts, oauth, values };
 }
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a, Object.keys((a ?? {}) as object).sort()) === JSON.stringify(b, Object.keys((b ?? {}) as object).sort());
+const sameJson = (a: unknown, b: unknown) =>
+  JSON.stringify(a, Object.keys((a ?? {}) as object).sort()) ===
+  JSON.stringify(b, Object.keys((b ?? {}) as object).sort());
 
 /** Connection and account errors name API fields (`credentials.domain`); the forms use the same names. */
-const errorField = (e: FieldError) => (e.field.startsWith('credentials.') ? `cred.${e.field.slice('credentials.'.length)}` : e.field);
+const errorField = (e: FieldError) =>
+  e.field.startsWith('credentials.') ? `cred.${e.field.slice('credentials.'.length)}` : e.field;
 
 export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   const { s, m } = ctx;
@@ -162,7 +182,14 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     });
   });
 
-  const createForm = async (req: Request, res: Response, connector: ConnectorDefinition, values: Record<string, string>, errors: FieldError[] = [], status = 200) => {
+  const createForm = async (
+    req: Request,
+    res: Response,
+    connector: ConnectorDefinition,
+    values: Record<string, string>,
+    errors: FieldError[] = [],
+    status = 200,
+  ) => {
     const kinds = connector.auth.map((a) => a.kind);
     const defaultName = (await s.store.getConnectionByName(connector.name)) ? '' : connector.name;
     const fields: Field[] = [
@@ -177,7 +204,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       fields.push({
         ...field('auth_kind', 'Authentication'),
         kind: 'select',
-        options: connector.auth.map((a) => ({ value: a.kind, label: authLabel(a), selected: (values.auth_kind ?? kinds[0]) === a.kind })),
+        options: connector.auth.map((a) => ({
+          value: a.kind,
+          label: authLabel(a),
+          selected: (values.auth_kind ?? kinds[0]) === a.kind,
+        })),
       });
     }
     const advanced = overrideFields(connector, kinds, values);
@@ -190,7 +221,12 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       {
         title: `New ${connector.title} connection`,
         nav: 'connections',
-        connector: { name: connector.name, title: connector.title, description: connector.description, auth: connector.auth.map(authLabel).join(' or ') },
+        connector: {
+          name: connector.name,
+          title: connector.title,
+          description: connector.description,
+          auth: connector.auth.map(authLabel).join(' or '),
+        },
         oauth: kinds.includes('oauth2'),
         oauthOptional: kinds.includes('oauth2') && kinds.length > 1,
         mcp: kinds.length === 1 && kinds[0] === 'oauth2_mcp',
@@ -222,17 +258,32 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       checkBody(input as Record<string, unknown>, connectionRules, 'a connection');
       created = await m.createConnection(input);
     } catch (e) {
-      const errors = fieldErrorsOf(e) ?? (e instanceof ServiceError && e.code === 'connection_exists' ? [{ field: 'connection_name', message: e.message }] : undefined);
+      const errors =
+        fieldErrorsOf(e) ??
+        (e instanceof ServiceError && e.code === 'connection_exists'
+          ? [{ field: 'connection_name', message: e.message }]
+          : undefined);
       if (!errors) throw e;
       await createForm(req, res, connector, values, errors, e instanceof ServiceError ? e.status : 400);
       return;
     }
     // An OAuth app needs the redirect URI (which contains the new id) before it gives a client id and secret.
-    const next = created.authKind === 'oauth2' ? `${connectionPath(created.name)}/edit?step=2` : `${connectionPath(created.name)}?done=connection-created`;
+    const next =
+      created.authKind === 'oauth2'
+        ? `${connectionPath(created.name)}/edit?step=2`
+        : `${connectionPath(created.name)}?done=connection-created`;
     res.redirect(303, next);
   });
 
-  const editForm = async (req: Request, res: Response, c: Connection, submitted?: Record<string, string>, errors: FieldError[] = [], status = 200, checkedScopes?: string[]) => {
+  const editForm = async (
+    req: Request,
+    res: Response,
+    c: Connection,
+    submitted?: Record<string, string>,
+    errors: FieldError[] = [],
+    status = 200,
+    checkedScopes?: string[],
+  ) => {
     const connector = connectorOrThrow(c.connector);
     const auth = authFor(connector, c.authKind);
     const view = m.connectionView(c);
@@ -252,12 +303,19 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           type: 'password',
           value: '',
           autocomplete: 'new-password',
-          hint: c.clientSecretSealed ? 'Set. Leave empty to keep it; the saved value is never shown again.' : 'Not set.',
+          hint: c.clientSecretSealed
+            ? 'Set. Leave empty to keep it; the saved value is never shown again.'
+            : 'Not set.',
         }),
       );
       const chosen = new Set(checkedScopes ?? c.scopes);
       const available = auth.scopes.available ?? [];
-      scopes = available.map((a) => ({ name: a.name, description: a.description, checked: chosen.has(a.name), id: fieldId(`scope-${a.name}`) }));
+      scopes = available.map((a) => ({
+        name: a.name,
+        description: a.description,
+        checked: chosen.has(a.name),
+        id: fieldId(`scope-${a.name}`),
+      }));
       const known = new Set(available.map((a) => a.name));
       scopesExtra = field('scopes_extra', available.length ? 'Other scopes' : 'Scopes', {
         value: submitted ? (submitted.scopes_extra ?? '') : c.scopes.filter((x) => !known.has(x)).join(' '),
@@ -317,7 +375,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     // Only a real change is sent: for MCP connections a new resource means registering the client again.
     if (!sameJson(overrides.oauth, c.oauth)) input.oauth = overrides.oauth;
     try {
-      checkBody(input as Record<string, unknown>, { ...connectionRules, connection_name: { kind: 'string' } }, 'a connection update');
+      checkBody(
+        input as Record<string, unknown>,
+        { ...connectionRules, connection_name: { kind: 'string' } },
+        'a connection update',
+      );
       await m.updateConnection(c.name, input);
     } catch (e) {
       const errors = fieldErrorsOf(e);
@@ -346,7 +408,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     res.redirect(303, `${BASE}/connections?done=connection-deleted`);
   });
 
-  const connectionPage = async (req: Request, res: Response, c: Connection, linkForm: { identifier?: string; errors?: FieldError[] } = {}, status = 200) => {
+  const connectionPage = async (
+    req: Request,
+    res: Response,
+    c: Connection,
+    linkForm: { identifier?: string; errors?: FieldError[] } = {},
+    status = 200,
+  ) => {
     const connector = connectorOrThrow(c.connector);
     const auth = authFor(connector, c.authKind);
     const q = queryValue(req, 'q');
@@ -354,9 +422,20 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     const after = queryValue(req, 'after') || undefined;
     let list: Account[];
     try {
-      list = await s.store.listAccounts({ connectionId: c.id, identifierContains: q || undefined, status: status_, limit: PAGE_SIZE + 1, after });
+      list = await s.store.listAccounts({
+        connectionId: c.id,
+        identifierContains: q || undefined,
+        status: status_,
+        limit: PAGE_SIZE + 1,
+        after,
+      });
     } catch (e) {
-      if ((e as Error).message === 'invalid cursor') throw new ServiceError(400, 'invalid_input', 'This page link is not valid any more; start again from the first page.');
+      if ((e as Error).message === 'invalid cursor')
+        throw new ServiceError(
+          400,
+          'invalid_input',
+          'This page link is not valid any more; start again from the first page.',
+        );
       throw e;
     }
     const page = list.slice(0, PAGE_SIZE);
@@ -396,7 +475,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         oauth: isOAuthKind(c.authKind),
         identifierField,
         linkErrors,
-        filter: { q, status: status_ ?? '', statuses: ACCOUNT_STATUSES.map((x) => ({ value: x, selected: x === status_ })) },
+        filter: {
+          q,
+          status: status_ ?? '',
+          statuses: ACCOUNT_STATUSES.map((x) => ({ value: x, selected: x === status_ })),
+        },
         filtered: !!(q || status_),
         accounts: page.map((a) => ({
           id: a.id,
@@ -444,11 +527,22 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     }
   });
 
-  const accountForm = async (req: Request, res: Response, c: Connection, values: Record<string, string>, errors: FieldError[] = [], status = 200) => {
+  const accountForm = async (
+    req: Request,
+    res: Response,
+    c: Connection,
+    values: Record<string, string>,
+    errors: FieldError[] = [],
+    status = 200,
+  ) => {
     const connector = connectorOrThrow(c.connector);
     const auth = authFor(connector, c.authKind);
     if (!isKeyAuth(auth)) {
-      throw new ServiceError(400, 'not_key_auth', `Connection "${c.name}" uses OAuth: create an authorization link on its page instead.`);
+      throw new ServiceError(
+        400,
+        'not_key_auth',
+        `Connection "${c.name}" uses OAuth: create an authorization link on its page instead.`,
+      );
     }
     const fields: Field[] = [
       field('identifier', 'Identifier', {
@@ -463,7 +557,9 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           value: f.secret ? '' : (values[`cred.${f.name}`] ?? ''),
           type: f.secret ? 'password' : f.format === 'email' ? 'email' : f.format === 'url' ? 'url' : 'text',
           required: f.required !== false && f.default === undefined,
-          hint: [f.description, f.secret ? 'Secret: sealed at rest and never shown again.' : ''].filter(Boolean).join(' '),
+          hint: [f.description, f.secret ? 'Secret: sealed at rest and never shown again.' : '']
+            .filter(Boolean)
+            .join(' '),
           placeholder: f.default ?? f.example,
           autocomplete: f.secret ? 'new-password' : 'off',
           mono: f.secret,
@@ -479,9 +575,16 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       {
         title: `Add an account to ${c.name}`,
         nav: 'connections',
-        connection: { name: c.name, href: connectionPath(c.name), connectorTitle: connector.title, auth: authLabel(auth) },
+        connection: {
+          name: c.name,
+          href: connectionPath(c.name),
+          connectorTitle: connector.title,
+          auth: authLabel(auth),
+        },
         fields,
-        verify: auth.verify ? { method: auth.verify.method, path: auth.verify.path, checked: values.verify === '1' } : undefined,
+        verify: auth.verify
+          ? { method: auth.verify.method, path: auth.verify.path, checked: values.verify === '1' }
+          : undefined,
         errors: general,
         action: `${connectionPath(c.name)}/accounts/new`,
       },
@@ -496,7 +599,10 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   r.post('/connections/:name/accounts/new', async (req, res) => {
     const c = await s.accounts.connectionByName(req.params.name!);
     const auth = authFor(connectorOrThrow(c.connector), c.authKind);
-    const values: Record<string, string> = { identifier: formString(req.body, 'identifier'), verify: formString(req.body, 'verify') };
+    const values: Record<string, string> = {
+      identifier: formString(req.body, 'identifier'),
+      verify: formString(req.body, 'verify'),
+    };
     const credentials: Record<string, string> = {};
     if (isKeyAuth(auth)) {
       for (const f of auth.fields) {
@@ -510,10 +616,20 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       await m.upsertAccount(c.name, values.identifier!, credentials, values.verify === '1');
     } catch (e) {
       if (!(e instanceof ServiceError) || (e.status >= 500 && e.code !== 'verification_failed')) throw e;
-      await accountForm(req, res, c, values, fieldErrorsOf(e) ?? [{ field: 'credentials', message: e.message }], e.status);
+      await accountForm(
+        req,
+        res,
+        c,
+        values,
+        fieldErrorsOf(e) ?? [{ field: 'credentials', message: e.message }],
+        e.status,
+      );
       return;
     }
-    res.redirect(303, `${connectionPath(c.name)}?${new URLSearchParams({ done: 'account-saved', q: values.identifier! })}`);
+    res.redirect(
+      303,
+      `${connectionPath(c.name)}?${new URLSearchParams({ done: 'account-saved', q: values.identifier! })}`,
+    );
   });
 
   const accountOrThrow = async (id: string) => {

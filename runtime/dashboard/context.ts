@@ -29,16 +29,36 @@ export function session(res: Response): SignedInSession | undefined {
   return res.locals.session as SignedInSession | undefined;
 }
 
-export function render(ctx: DashboardContext, req: Request, res: Response, view: string, data: Record<string, unknown>, status = 200): void {
+export function render(
+  ctx: DashboardContext,
+  req: Request,
+  res: Response,
+  view: string,
+  data: Record<string, unknown>,
+  status = 200,
+): void {
   const done = typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined;
   const s = session(res);
   res
     .status(status)
     .type('html')
-    .send(ctx.views.render(view, { notice: done, ...data, session: s ? { username: s.username, csrf: s.csrf } : undefined }));
+    .send(
+      ctx.views.render(view, {
+        notice: done,
+        ...data,
+        session: s ? { username: s.username, csrf: s.csrf } : undefined,
+      }),
+    );
 }
 
-export function errorPage(ctx: DashboardContext, req: Request, res: Response, status: number, title: string, message: string): void {
+export function errorPage(
+  ctx: DashboardContext,
+  req: Request,
+  res: Response,
+  status: number,
+  title: string,
+  message: string,
+): void {
   render(ctx, req, res, 'error', { title, message }, status);
 }
 

@@ -12,7 +12,16 @@ export function credentialRoutes(r: Router, ctx: DashboardContext): void {
 
   const listPage = async (req: Request, res: Response, name = '', errors: FieldError[] = [], status = 200) => {
     const list = await s.store.listApiCredentials();
-    const nameField: Field = { id: fieldId('name'), name: 'name', label: 'Name', kind: 'input', type: 'text', value: name, hint: 'What uses it, e.g. “production app”.', autocomplete: 'off' };
+    const nameField: Field = {
+      id: fieldId('name'),
+      name: 'name',
+      label: 'Name',
+      kind: 'input',
+      type: 'text',
+      value: name,
+      hint: 'What uses it, e.g. “production app”.',
+      autocomplete: 'off',
+    };
     const general = attachErrors([nameField], errors, (e) => e.field);
     render(
       ctx,
@@ -74,7 +83,8 @@ export function credentialRoutes(r: Router, ctx: DashboardContext): void {
 
   r.get('/api-credentials/:id/revoke', async (req, res) => {
     const c = await credentialOrThrow(req.params.id!);
-    if (c.revokedAt) throw new ServiceError(409, 'already_revoked', `The API credential “${c.name}” is already revoked.`);
+    if (c.revokedAt)
+      throw new ServiceError(409, 'already_revoked', `The API credential “${c.name}” is already revoked.`);
     render(ctx, req, res, 'confirm', {
       title: `Revoke ${c.name}?`,
       nav: 'credentials',

@@ -36,10 +36,15 @@ export interface Field {
   list?: string;
 }
 
-export const fieldId = (name: string) => `f-${name.replace(/[^A-Za-z0-9_-]/g, (c) => `_${c.charCodeAt(0).toString(16)}`)}`;
+export const fieldId = (name: string) =>
+  `f-${name.replace(/[^A-Za-z0-9_-]/g, (c) => `_${c.charCodeAt(0).toString(16)}`)}`;
 
 /** Puts each error next to its field; returns the errors that belong to no field of the form. */
-export function attachErrors(fields: Field[], errors: readonly FieldError[], fieldOf: (error: FieldError) => string | undefined): FieldError[] {
+export function attachErrors(
+  fields: Field[],
+  errors: readonly FieldError[],
+  fieldOf: (error: FieldError) => string | undefined,
+): FieldError[] {
   const general: FieldError[] = [];
   for (const e of errors) {
     const name = fieldOf(e);
@@ -128,28 +133,51 @@ export function toolFields(tool: ToolDefinition, values: Record<string, string>)
     const s = p.schema;
     const name = `${INPUT_PREFIX}${p.name}`;
     const value = p.secret ? '' : (values[name] ?? '');
-    const facts = [p.type, p.constraints, s.default !== undefined ? `default ${JSON.stringify(s.default)}` : ''].filter(Boolean).join(' · ');
-    const base: Field = { id: fieldId(name), name, label: p.name, kind: 'input', required: p.required, hint: s.description, facts, value };
+    const facts = [p.type, p.constraints, s.default !== undefined ? `default ${JSON.stringify(s.default)}` : '']
+      .filter(Boolean)
+      .join(' · ');
+    const base: Field = {
+      id: fieldId(name),
+      name,
+      label: p.name,
+      kind: 'input',
+      required: p.required,
+      hint: s.description,
+      facts,
+      value,
+    };
     if (s.enum) {
-      const options: FieldOption[] = [{ value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' }];
+      const options: FieldOption[] = [
+        { value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' },
+      ];
       for (const v of s.enum) options.push({ value: String(v), label: String(v), selected: value === String(v) });
       return { ...base, kind: 'select', options };
     }
     if (s.type === 'boolean') {
-      const options: FieldOption[] = [{ value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' }];
+      const options: FieldOption[] = [
+        { value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' },
+      ];
       for (const v of ['true', 'false']) options.push({ value: v, label: v, selected: value === v });
       return { ...base, kind: 'select', options };
     }
     if (isNumberType(s)) {
       const whole = s.type === 'integer' || s.multipleOf === 1;
-      return { ...base, type: 'number', step: whole ? '1' : 'any', min: s.minimum, max: s.maximum, inputmode: whole ? 'numeric' : 'decimal' };
+      return {
+        ...base,
+        type: 'number',
+        step: whole ? '1' : 'any',
+        min: s.minimum,
+        max: s.maximum,
+        inputmode: whole ? 'numeric' : 'decimal',
+      };
     }
     if (isJsonType(s)) {
       const example = s.type === 'array' ? (s.items?.type === 'string' ? '["a", "b"]' : '[{ … }]') : '{ … }';
       return { ...base, kind: 'textarea', mono: true, placeholder: `JSON, e.g. ${example}` };
     }
     if (p.secret) return { ...base, type: 'password', autocomplete: 'off' };
-    if ((s.maxLength ?? 0) > 200 || /body|content|description|text|html|notes?$/i.test(p.name)) return { ...base, kind: 'textarea' };
+    if ((s.maxLength ?? 0) > 200 || /body|content|description|text|html|notes?$/i.test(p.name))
+      return { ...base, kind: 'textarea' };
     return { ...base, type: 'text' };
   });
 }
@@ -159,7 +187,10 @@ export function toolFields(tool: ToolDefinition, values: Record<string, string>)
  * a number that does not parse stays a string so the validator names the field; JSON that does not
  * parse is reported here, next to its field.
  */
-export function toolInputFromForm(tool: ToolDefinition, body: Record<string, unknown>): { input: Record<string, unknown>; errors: FieldError[] } {
+export function toolInputFromForm(
+  tool: ToolDefinition,
+  body: Record<string, unknown>,
+): { input: Record<string, unknown>; errors: FieldError[] } {
   const input: Record<string, unknown> = {};
   const errors: FieldError[] = [];
   for (const p of toolParams(tool)) {

@@ -43,7 +43,9 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction) {
 /** Where to go after signing in: only a dashboard path of this service, never another origin. */
 export function safeNext(v: string): string {
   const path = v.split('?')[0]!;
-  return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(v) && !v.includes('//') && !/(^|\/)(\.|%2e){1,2}(\/|$)/i.test(path) ? v : `${BASE}/connections`;
+  return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(v) && !v.includes('//') && !/(^|\/)(\.|%2e){1,2}(\/|$)/i.test(path)
+    ? v
+    : `${BASE}/connections`;
 }
 
 export function dashboardRouter(s: Services): Router {
@@ -51,13 +53,27 @@ export function dashboardRouter(s: Services): Router {
   const ctx: DashboardContext = { s, m: new Management(s), views: new Views() };
 
   r.use(securityHeaders);
-  r.use('/static', express.static(fileURLToPath(new URL('./static/', import.meta.url)), { index: false, maxAge: '10m', redirect: false }));
+  r.use(
+    '/static',
+    express.static(fileURLToPath(new URL('./static/', import.meta.url)), {
+      index: false,
+      maxAge: '10m',
+      redirect: false,
+    }),
+  );
   r.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 2000 }));
 
   const signInPage = (req: Request, res: Response, status: number, extra: Record<string, unknown>) => {
     const { nonce, setCookie } = s.dashboard.signInNonce(req.headers.cookie);
     if (setCookie) res.append('set-cookie', setCookie);
-    render(ctx, req, res, 'sign-in', { title: 'Sign in', csrf: s.dashboard.signInCsrf(nonce), username: ADMIN_USERNAME, ...extra }, status);
+    render(
+      ctx,
+      req,
+      res,
+      'sign-in',
+      { title: 'Sign in', csrf: s.dashboard.signInCsrf(nonce), username: ADMIN_USERNAME, ...extra },
+      status,
+    );
   };
 
   r.get('/sign-in', async (req, res) => {
@@ -72,14 +88,22 @@ export function dashboardRouter(s: Services): Router {
     const next = safeNext(formString(req.body, 'next'));
     const username = formString(req.body, 'username').trim();
     if (!s.dashboard.checkSignInCsrf(req.headers.cookie, formString(req.body, '_csrf'))) {
-      signInPage(req, res, 403, { next, username, error: 'The sign-in form expired or did not come from this page. Please try again.' });
+      signInPage(req, res, 403, {
+        next,
+        username,
+        error: 'The sign-in form expired or did not come from this page. Please try again.',
+      });
       return;
     }
     const result = await s.dashboard.signIn(username, formString(req.body, 'password'), req.ip ?? 'unknown');
     if (!result.ok) {
       if (result.retryAfterSeconds) {
         res.setHeader('retry-after', String(result.retryAfterSeconds));
-        signInPage(req, res, 429, { next, username, error: `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.` });
+        signInPage(req, res, 429, {
+          next,
+          username,
+          error: `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
+        });
       } else {
         signInPage(req, res, 401, { next, username, error: 'Wrong username or password.' });
       }
@@ -107,7 +131,14 @@ export function dashboardRouter(s: Services): Router {
   r.use((req, res, next) => {
     if (req.method !== 'POST') return next();
     if (!s.dashboard.checkCsrf(session(res)!, formString(req.body, '_csrf'))) {
-      errorPage(ctx, req, res, 403, 'Form refused', 'This form’s security token is missing or wrong, so nothing was changed. Go back, reload the page and try again.');
+      errorPage(
+        ctx,
+        req,
+        res,
+        403,
+        'Form refused',
+        'This form’s security token is missing or wrong, so nothing was changed. Go back, reload the page and try again.',
+      );
       return;
     }
     next();

@@ -9,7 +9,15 @@ import { connectors, getConnector, getTool } from '../connectors/catalog.ts';
 import { ProviderError, ServiceError } from '../errors.ts';
 import { validateToolInput } from '../tools/validation.ts';
 import { BASE, formString, queryValue, render, type DashboardContext } from './context.ts';
-import { attachErrors, fieldId, toolErrorField, toolFields, toolInputFromForm, toolParams, type Field } from './fields.ts';
+import {
+  attachErrors,
+  fieldId,
+  toolErrorField,
+  toolFields,
+  toolInputFromForm,
+  toolParams,
+  type Field,
+} from './fields.ts';
 
 const SHOWN_BYTES = 256 * 1024;
 
@@ -24,7 +32,10 @@ function pretty(value: unknown): { text: string; truncated: boolean } {
 }
 
 type Result =
-  | { dryRun: true; requests: Array<{ method: string; url: string; headers: Array<{ k: string; v: string }>; body?: string }> }
+  | {
+      dryRun: true;
+      requests: Array<{ method: string; url: string; headers: Array<{ k: string; v: string }>; body?: string }>;
+    }
   | { data: string; truncated: boolean; executionId: string }
   | { providerError: true; status: number; body: string; executionId?: string }
   | { serviceError: true; status: number; code: string; message: string };
@@ -47,10 +58,22 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
         docsUrl: c.docsUrl,
         tools: c.toolNames.map((n) => {
           const t = getTool(n)!;
-          return { name: t.name, title: t.title, summary: firstSentence(t.description), readOnly: t.readOnly, href: `${BASE}/tools/${encodeURIComponent(t.name)}${carry.size ? `?${carry}` : ''}` };
+          return {
+            name: t.name,
+            title: t.title,
+            summary: firstSentence(t.description),
+            readOnly: t.readOnly,
+            href: `${BASE}/tools/${encodeURIComponent(t.name)}${carry.size ? `?${carry}` : ''}`,
+          };
         }),
       }));
-    render(ctx, req, res, 'tools', { title: 'Tool explorer', nav: 'tools', connectors: list, filtered: !!only, toolCount: list.reduce((n, c) => n + c.tools.length, 0) });
+    render(ctx, req, res, 'tools', {
+      title: 'Tool explorer',
+      nav: 'tools',
+      connectors: list,
+      filtered: !!only,
+      toolCount: list.reduce((n, c) => n + c.tools.length, 0),
+    });
   });
 
   const toolOrThrow = (name: string): ToolDefinition => {
@@ -70,7 +93,9 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
     const connector = getConnector(tool.connector)!;
     const connections = (await s.store.listConnections()).filter((c) => c.connector === tool.connector);
     const chosen = connections.find((c) => c.name === values.connection) ?? connections[0];
-    const identifiers = chosen ? (await s.store.listAccounts({ connectionId: chosen.id, status: 'ACTIVE', limit: 50 })).map((a) => a.identifier) : [];
+    const identifiers = chosen
+      ? (await s.store.listAccounts({ connectionId: chosen.id, status: 'ACTIVE', limit: 50 })).map((a) => a.identifier)
+      : [];
     const accountFields: Field[] = [
       {
         id: fieldId('connection'),
@@ -78,7 +103,11 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
         label: 'Connection',
         kind: 'select',
         required: true,
-        options: connections.map((c) => ({ value: c.name, label: `${c.name} (${c.accountCount} account${c.accountCount === 1 ? '' : 's'})`, selected: c === chosen })),
+        options: connections.map((c) => ({
+          value: c.name,
+          label: `${c.name} (${c.accountCount} account${c.accountCount === 1 ? '' : 's'})`,
+          selected: c === chosen,
+        })),
       },
       {
         id: fieldId('identifier'),
@@ -94,7 +123,9 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
       },
     ];
     const inputFields = toolFields(tool, values);
-    const general = attachErrors([...accountFields, ...inputFields], outcome.errors ?? [], (e) => (e.field === 'connection' || e.field === 'identifier' ? e.field : toolErrorField(e)));
+    const general = attachErrors([...accountFields, ...inputFields], outcome.errors ?? [], (e) =>
+      e.field === 'connection' || e.field === 'identifier' ? e.field : toolErrorField(e),
+    );
     render(
       ctx,
       req,
@@ -113,10 +144,18 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
           examples: tool.examples.map((e) => ({
             title: e.title,
             input: JSON.stringify(e.input, null, 2),
-            requests: e.requests.map((q) => ({ method: q.method, url: q.url, body: q.body === undefined ? undefined : JSON.stringify(q.body, null, 2) })),
+            requests: e.requests.map((q) => ({
+              method: q.method,
+              url: q.url,
+              body: q.body === undefined ? undefined : JSON.stringify(q.body, null, 2),
+            })),
           })),
         },
-        connector: { name: connector.name, title: connector.title, href: `${BASE}/tools?connector=${encodeURIComponent(connector.name)}` },
+        connector: {
+          name: connector.name,
+          title: connector.title,
+          href: `${BASE}/tools?connector=${encodeURIComponent(connector.name)}`,
+        },
         params: toolParams(tool).map((p) => ({
           name: p.name,
           type: p.type,
@@ -141,17 +180,23 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
 
   r.get('/tools/:tool', async (req, res) => {
     const tool = toolOrThrow(req.params.tool!);
-    await toolPage(req, res, tool, { connection: queryValue(req, 'connection'), identifier: queryValue(req, 'identifier') });
+    await toolPage(req, res, tool, {
+      connection: queryValue(req, 'connection'),
+      identifier: queryValue(req, 'identifier'),
+    });
   });
 
   r.post('/tools/:tool', async (req, res) => {
     const tool = toolOrThrow(req.params.tool!);
     const values: Record<string, string> = {};
-    for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) if (typeof v === 'string' && k !== '_csrf') values[k] = v;
+    for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
+      if (typeof v === 'string' && k !== '_csrf') values[k] = v;
     const dryRun = formString(req.body, 'action') === 'dry_run';
     const { input, errors: parseErrors } = toolInputFromForm(tool, req.body);
     // Without an account the executor cannot start; the input is still checked so every problem shows at once.
-    const accountErrors: FieldError[] = ['connection', 'identifier'].filter((f) => !values[f]).map((field) => ({ field, message: 'is required' }));
+    const accountErrors: FieldError[] = ['connection', 'identifier']
+      .filter((f) => !values[f])
+      .map((field) => ({ field, message: 'is required' }));
     if (parseErrors.length || accountErrors.length) {
       const errors = [...parseErrors, ...accountErrors];
       if (!parseErrors.length) errors.push(...validateToolInput(tool, structuredClone(input)));
@@ -168,7 +213,11 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
       const result: Result = dryRun
         ? {
             dryRun: true,
-            requests: (out.data as { requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }> }).requests.map((q) => ({
+            requests: (
+              out.data as {
+                requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+              }
+            ).requests.map((q) => ({
               method: q.method,
               url: q.url,
               headers: Object.entries(q.headers).map(([k, v]) => ({ k, v })),
@@ -180,7 +229,14 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
     } catch (e) {
       const executionId = (e as { executionId?: string }).executionId;
       if (e instanceof ProviderError) {
-        await toolPage(req, res, tool, values, { result: { providerError: true, status: e.status, body: pretty(e.body).text, executionId } }, 502);
+        await toolPage(
+          req,
+          res,
+          tool,
+          values,
+          { result: { providerError: true, status: e.status, body: pretty(e.body).text, executionId } },
+          502,
+        );
         return;
       }
       if (!(e instanceof ServiceError)) throw e;
@@ -188,13 +244,16 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
         await toolPage(req, res, tool, values, { errors: e.details as FieldError[] }, 400);
         return;
       }
-      const where = e.code === 'account_not_found' ? 'identifier' : e.code === 'connection_not_found' ? 'connection' : undefined;
+      const where =
+        e.code === 'account_not_found' ? 'identifier' : e.code === 'connection_not_found' ? 'connection' : undefined;
       await toolPage(
         req,
         res,
         tool,
         values,
-        where ? { errors: [{ field: where, message: e.message }] } : { result: { serviceError: true, status: e.status, code: e.code, message: e.message } },
+        where
+          ? { errors: [{ field: where, message: e.message }] }
+          : { result: { serviceError: true, status: e.status, code: e.code, message: e.message } },
         e.status,
       );
     }

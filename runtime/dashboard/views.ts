@@ -9,7 +9,10 @@ const dir = new URL('./views/', import.meta.url);
 
 function time(ms: unknown): string {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) return '—';
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
 }
 
 /** A small, safe subset of Markdown for descriptions and provider notes: `code`, **bold**, paragraphs, links. */

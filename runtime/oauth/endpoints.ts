@@ -44,7 +44,10 @@ export interface EndpointDeps {
  * another registration was stored is dropped, and the stored connection returned, so that concurrent
  * authorizations end up using the same client.
  */
-export function registrationWriter(store: Store, invalidate: (connectionId: string) => void): EndpointDeps['updateRegistration'] {
+export function registrationWriter(
+  store: Store,
+  invalidate: (connectionId: string) => void,
+): EndpointDeps['updateRegistration'] {
   return async (c, sealed) => {
     const fresh = await store.getConnection(c.id);
     if (!fresh) return c;
@@ -68,13 +71,19 @@ export async function endpointsFor(
 
 function staticEndpoints(auth: OAuth2AuthSpec, connection: Connection, sealer: Sealer): OAuthEndpoints {
   if (!connection.clientId) {
-    throw new ServiceError(409, 'connection_incomplete', `Connection ${connection.name} has no client_id; set it on the connection first`);
+    throw new ServiceError(
+      409,
+      'connection_incomplete',
+      `Connection ${connection.name} has no client_id; set it on the connection first`,
+    );
   }
   const authorizeUrl = connection.oauth.authorize_url ?? auth.authorize_url;
   const tokenUrl = connection.oauth.token_url ?? auth.token_url;
   let secret: string | undefined;
   try {
-    secret = connection.clientSecretSealed ? sealer.open(connection.clientSecretSealed, aad.clientSecret(connection.id)) : undefined;
+    secret = connection.clientSecretSealed
+      ? sealer.open(connection.clientSecretSealed, aad.clientSecret(connection.id))
+      : undefined;
   } catch (e) {
     if (!(e instanceof DecryptError)) throw e;
     throw new ServiceError(
@@ -84,12 +93,17 @@ function staticEndpoints(auth: OAuth2AuthSpec, connection: Connection, sealer: S
     );
   }
   if (!secret) {
-    throw new ServiceError(409, 'connection_incomplete', `Connection ${connection.name} has no client_secret; set it on the connection first`);
+    throw new ServiceError(
+      409,
+      'connection_incomplete',
+      `Connection ${connection.name} has no client_secret; set it on the connection first`,
+    );
   }
   return {
     as: { issuer: new URL(authorizeUrl).origin, authorization_endpoint: authorizeUrl, token_endpoint: tokenUrl },
     client: { client_id: connection.clientId },
-    clientAuth: auth.token_auth === 'client_secret_basic' ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret),
+    clientAuth:
+      auth.token_auth === 'client_secret_basic' ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret),
     insecure: authorizeUrl.startsWith('http:') || tokenUrl.startsWith('http:'),
     scopes: connection.scopes.length ? connection.scopes : auth.scopes.default,
     scopeSeparator: auth.scopes.separator ?? ' ',

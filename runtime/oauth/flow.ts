@@ -45,13 +45,21 @@ export class OAuthFlow {
     try {
       u = new URL(url);
     } catch {
-      throw new ServiceError(400, 'invalid_input', 'redirect_url must be an absolute URL', [{ field: 'redirect_url', message: 'must be an absolute http(s) URL' }]);
-    }
-    const allowed = new Set([new URL(this.config.publicUrl).origin, ...this.config.allowedRedirectOrigins.map((o) => new URL(o).origin)]);
-    if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !allowed.has(u.origin) || u.username || u.password) {
-      throw new ServiceError(400, 'invalid_input', `redirect_url origin ${u.origin} is not allowed (set ALLOWED_REDIRECT_ORIGINS)`, [
-        { field: 'redirect_url', message: `origin ${u.origin} is not an allowed redirect origin` },
+      throw new ServiceError(400, 'invalid_input', 'redirect_url must be an absolute URL', [
+        { field: 'redirect_url', message: 'must be an absolute http(s) URL' },
       ]);
+    }
+    const allowed = new Set([
+      new URL(this.config.publicUrl).origin,
+      ...this.config.allowedRedirectOrigins.map((o) => new URL(o).origin),
+    ]);
+    if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !allowed.has(u.origin) || u.username || u.password) {
+      throw new ServiceError(
+        400,
+        'invalid_input',
+        `redirect_url origin ${u.origin} is not allowed (set ALLOWED_REDIRECT_ORIGINS)`,
+        [{ field: 'redirect_url', message: `origin ${u.origin} is not an allowed redirect origin` }],
+      );
     }
     return u.toString();
   }
@@ -69,7 +77,11 @@ export class OAuthFlow {
     return endpointsFor(connector, connection, this.deps());
   }
 
-  async createLink(connection: Connection, identifier: string, redirectUrl?: string): Promise<{ link: string; expiresAt: number; account: Account }> {
+  async createLink(
+    connection: Connection,
+    identifier: string,
+    redirectUrl?: string,
+  ): Promise<{ link: string; expiresAt: number; account: Account }> {
     const connector = getConnector(connection.connector)!;
     if (!isOAuthKind(connection.authKind)) {
       throw new ServiceError(
@@ -79,22 +91,42 @@ export class OAuthFlow {
       );
     }
     if (connection.authKind === 'oauth2' && (!connection.clientId || !connection.clientSecretSealed)) {
-      throw new ServiceError(409, 'connection_incomplete', `Connection "${connection.name}" needs client_id and client_secret before authorization links work`);
+      throw new ServiceError(
+        409,
+        'connection_incomplete',
+        `Connection "${connection.name}" needs client_id and client_secret before authorization links work`,
+      );
     }
     const returnTo = this.checkReturnUrl(redirectUrl);
     const now = Date.now();
-    const { account } = await this.store.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
+    const { account } = await this.store.getOrCreateAccount(
+      pendingAccount(newId('ca'), connection.id, identifier, now),
+    );
     const token = randomSecret(32);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
-    await this.store.createOAuthLink({ tokenHash: sha256(token), connectionId: connection.id, accountId: account.id, redirectUrl: returnTo, expiresAt });
-    return { link: `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`, expiresAt, account };
+    await this.store.createOAuthLink({
+      tokenHash: sha256(token),
+      connectionId: connection.id,
+      accountId: account.id,
+      redirectUrl: returnTo,
+      expiresAt,
+    });
+    return {
+      link: `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`,
+      expiresAt,
+      account,
+    };
   }
 
   /** Opening a link: a fresh state and PKCE verifier, then the provider's authorization URL. */
   async start(connectionId: string, linkToken: string): Promise<string> {
     const link = linkToken ? await this.store.getOAuthLink(sha256(linkToken), Date.now()) : undefined;
     if (!link || link.connectionId !== connectionId) {
-      throw new ServiceError(400, 'invalid_link', 'This authorization link is invalid or has expired; ask for a new one');
+      throw new ServiceError(
+        400,
+        'invalid_link',
+        'This authorization link is invalid or has expired; ask for a new one',
+      );
     }
     const connection = await this.store.getConnection(connectionId);
     if (!connection) throw new ServiceError(400, 'invalid_link', 'The connection of this link no longer exists');
@@ -121,11 +153,16 @@ export class OAuthFlow {
     const stateHash = sha256(state);
     const stored = state ? await this.store.consumeOAuthState(stateHash, Date.now()) : undefined;
     if (!stored || stored.connectionId !== connectionId) {
-      throw new ServiceError(400, 'invalid_state', 'The authorization state is unknown, expired, already used, or belongs to another connection; start again from a new link');
+      throw new ServiceError(
+        400,
+        'invalid_state',
+        'The authorization state is unknown, expired, already used, or belongs to another connection; start again from a new link',
+      );
     }
     const connection = await this.store.getConnection(connectionId);
     const account = await this.store.getAccount(stored.accountId);
-    if (!connection || !account) throw new ServiceError(400, 'invalid_state', 'The connection or account of this authorization no longer exists');
+    if (!connection || !account)
+      throw new ServiceError(400, 'invalid_state', 'The connection or account of this authorization no longer exists');
     const redirect = (ok: boolean, extra: Record<string, string>) => {
       if (!stored.redirectUrl) return undefined;
       const u = new URL(stored.redirectUrl);
@@ -150,13 +187,26 @@ export class OAuthFlow {
     const verifier = this.sealer.open(stored.verifierSealed, aad.stateVerifier(stateHash));
     let tokens;
     try {
-      tokens = await exchangeCode(ep, params, redirectUriFor(this.config.publicUrl, connectionId), ep.pkce ? verifier : undefined);
+      tokens = await exchangeCode(
+        ep,
+        params,
+        redirectUriFor(this.config.publicUrl, connectionId),
+        ep.pkce ? verifier : undefined,
+      );
     } catch (e) {
       const message =
-        e instanceof TokenRequestError ? `The provider refused the authorization code (${e.message})` : `The code exchange failed: ${(e as Error).message}`;
+        e instanceof TokenRequestError
+          ? `The provider refused the authorization code (${e.message})`
+          : `The code exchange failed: ${(e as Error).message}`;
       await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
       this.log.warn({ account: account.id, connection: connection.name }, 'authorization code exchange failed');
-      return { ok: false, account, connection, message, redirectTo: redirect(false, { error: 'token_exchange_failed' }) };
+      return {
+        ok: false,
+        account,
+        connection,
+        message,
+        redirectTo: redirect(false, { error: 'token_exchange_failed' }),
+      };
     }
     const secrets: Record<string, string> = { access_token: tokens.access_token };
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;

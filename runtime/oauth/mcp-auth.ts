@@ -27,7 +27,11 @@ const discovered = new Map<string, Discovered>();
 
 async function getJson(url: string, insecure: boolean): Promise<Record<string, unknown> | undefined> {
   if (!insecure && !url.startsWith('https:')) return undefined;
-  const res = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'error', signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(url, {
+    headers: { accept: 'application/json' },
+    redirect: 'error',
+    signal: AbortSignal.timeout(10_000),
+  });
   if (!res.ok) return undefined;
   const body: unknown = await res.json().catch(() => undefined);
   return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
@@ -60,7 +64,11 @@ async function challenge(resource: string, insecure: boolean): Promise<{ metadat
         jsonrpc: '2.0',
         id: 0,
         method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'agent-connector-service', version: '0.1.0' } },
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'agent-connector-service', version: '0.1.0' },
+        },
       }),
       redirect: 'error',
       signal: AbortSignal.timeout(10_000),
@@ -93,7 +101,11 @@ function coversEndpoint(metaResource: string, endpoint: string): boolean {
 async function protectedResourceMetadata(resource: string, insecure: boolean, metadataUrl: string | undefined) {
   const u = new URL(resource);
   const path = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
-  const candidates = [metadataUrl, `${u.origin}/.well-known/oauth-protected-resource${path}`, `${u.origin}/.well-known/oauth-protected-resource`];
+  const candidates = [
+    metadataUrl,
+    `${u.origin}/.well-known/oauth-protected-resource${path}`,
+    `${u.origin}/.well-known/oauth-protected-resource`,
+  ];
   for (const candidate of new Set(candidates.filter((c): c is string => !!c))) {
     const meta = await getJson(candidate, insecure).catch(() => undefined);
     if (!meta || !Array.isArray(meta.authorization_servers) || !meta.authorization_servers.length) continue;
@@ -117,21 +129,37 @@ async function discover(resource: string, insecure: boolean): Promise<Discovered
   const told = await challenge(resource, insecure);
   const prm = await protectedResourceMetadata(resource, insecure, told.metadataUrl);
   const issuer = new URL(String((prm.authorization_servers as unknown[])[0]));
-  const options = insecure ? { [oauth.allowInsecureRequests]: true, algorithm: 'oauth2' as const } : { algorithm: 'oauth2' as const };
+  const options = insecure
+    ? { [oauth.allowInsecureRequests]: true, algorithm: 'oauth2' as const }
+    : { algorithm: 'oauth2' as const };
   let as: oauth.AuthorizationServer;
   try {
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, options));
   } catch (e) {
-    throw new ServiceError(502, 'mcp_discovery_failed', `Authorization server metadata of ${issuer.href} is unusable: ${(e as Error).message}`);
+    throw new ServiceError(
+      502,
+      'mcp_discovery_failed',
+      `Authorization server metadata of ${issuer.href} is unusable: ${(e as Error).message}`,
+    );
   }
   if (!as.authorization_endpoint || !as.token_endpoint) {
-    throw new ServiceError(502, 'mcp_discovery_failed', `Authorization server ${issuer.href} lists no authorization or token endpoint`);
+    throw new ServiceError(
+      502,
+      'mcp_discovery_failed',
+      `Authorization server ${issuer.href} lists no authorization or token endpoint`,
+    );
   }
   const methods = as.code_challenge_methods_supported;
   if (Array.isArray(methods) && !methods.includes('S256')) {
-    throw new ServiceError(502, 'mcp_discovery_failed', `Authorization server ${issuer.href} does not support PKCE S256`);
+    throw new ServiceError(
+      502,
+      'mcp_discovery_failed',
+      `Authorization server ${issuer.href} does not support PKCE S256`,
+    );
   }
-  const supported = Array.isArray(prm.scopes_supported) ? (prm.scopes_supported as unknown[]).filter((x): x is string => typeof x === 'string') : undefined;
+  const supported = Array.isArray(prm.scopes_supported)
+    ? (prm.scopes_supported as unknown[]).filter((x): x is string => typeof x === 'string')
+    : undefined;
   return {
     as,
     resource: typeof prm.resource === 'string' ? prm.resource : resource,
@@ -159,11 +187,17 @@ export async function discoverMcpAuthorization(
   }
   const redirectUri = redirectUriFor(deps.publicUrl, connection.id);
   const aadText = aad.registration(connection.id);
-  let reg = connection.registrationSealed ? (JSON.parse(deps.sealer.open(connection.registrationSealed, aadText)) as Registration) : undefined;
+  let reg = connection.registrationSealed
+    ? (JSON.parse(deps.sealer.open(connection.registrationSealed, aadText)) as Registration)
+    : undefined;
   if (reg && (reg.issuer !== d.as.issuer || reg.redirect_uri !== redirectUri)) reg = undefined;
   if (!reg) {
     if (!d.as.registration_endpoint) {
-      throw new ServiceError(502, 'mcp_registration_unsupported', `Authorization server ${d.as.issuer} offers no dynamic client registration`);
+      throw new ServiceError(
+        502,
+        'mcp_registration_unsupported',
+        `Authorization server ${d.as.issuer} offers no dynamic client registration`,
+      );
     }
     const opts = insecure ? { [oauth.allowInsecureRequests]: true } : {};
     let client: oauth.Client;
@@ -181,7 +215,11 @@ export async function discoverMcpAuthorization(
       );
       client = await oauth.processDynamicClientRegistrationResponse(res);
     } catch (e) {
-      throw new ServiceError(502, 'mcp_registration_failed', `Dynamic client registration at ${d.as.issuer} failed: ${(e as Error).message}`);
+      throw new ServiceError(
+        502,
+        'mcp_registration_failed',
+        `Dynamic client registration at ${d.as.issuer} failed: ${(e as Error).message}`,
+      );
     }
     reg = {
       client_id: client.client_id,
@@ -204,7 +242,11 @@ export async function discoverMcpAuthorization(
       : reg.client_secret && reg.token_endpoint_auth_method === 'client_secret_post'
         ? oauth.ClientSecretPost(reg.client_secret)
         : oauth.None();
-  const scopes = connection.scopes.length ? connection.scopes : auth.scopes?.default.length ? auth.scopes.default : (d.scopes ?? []);
+  const scopes = connection.scopes.length
+    ? connection.scopes
+    : auth.scopes?.default.length
+      ? auth.scopes.default
+      : (d.scopes ?? []);
   return {
     as: d.as,
     client: { client_id: reg.client_id, token_endpoint_auth_method: reg.token_endpoint_auth_method },

@@ -58,23 +58,40 @@ function toTokenSet(ep: OAuthEndpoints, r: oauth.TokenEndpointResponse): TokenSe
 
 function classify(e: unknown): TokenRequestError {
   if (e instanceof oauth.ResponseBodyError) {
-    if (e.error === 'invalid_grant') return new TokenRequestError('invalid_grant', `invalid_grant${e.error_description ? `: ${e.error_description}` : ''}`, e.error);
+    if (e.error === 'invalid_grant')
+      return new TokenRequestError(
+        'invalid_grant',
+        `invalid_grant${e.error_description ? `: ${e.error_description}` : ''}`,
+        e.error,
+      );
     if (e.status >= 500 || e.error === 'temporarily_unavailable' || e.error === 'server_error') {
       return new TokenRequestError('transient', `${e.error}: ${e.error_description ?? ''}`.trim(), e.error);
     }
-    return new TokenRequestError('rejected', `${e.error}${e.error_description ? `: ${e.error_description}` : ''}`, e.error);
+    return new TokenRequestError(
+      'rejected',
+      `${e.error}${e.error_description ? `: ${e.error_description}` : ''}`,
+      e.error,
+    );
   }
   if (e instanceof oauth.OperationProcessingError) {
     const status = (e.cause as { status?: number } | undefined)?.status;
     if (status === undefined || status >= 500 || status === 429) {
-      return new TokenRequestError('transient', `the token endpoint answered unusably${status ? ` (HTTP ${status})` : ''}: ${e.message}`);
+      return new TokenRequestError(
+        'transient',
+        `the token endpoint answered unusably${status ? ` (HTTP ${status})` : ''}: ${e.message}`,
+      );
     }
     return new TokenRequestError('rejected', `the token endpoint answered HTTP ${status}: ${e.message}`);
   }
   return new TokenRequestError('transient', `the token endpoint could not be reached: ${(e as Error)?.message ?? e}`);
 }
 
-export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state: string, codeChallenge?: string): string {
+export function authorizationUrl(
+  ep: OAuthEndpoints,
+  redirectUri: string,
+  state: string,
+  codeChallenge?: string,
+): string {
   const url = new URL(ep.as.authorization_endpoint!);
   const p = url.searchParams;
   p.set('client_id', ep.client.client_id);
@@ -95,19 +112,35 @@ export function authorizationUrl(ep: OAuthEndpoints, redirectUri: string, state:
  * Exchanges the code of a callback. The state was already checked (and consumed) by the caller, so
  * oauth4webapi validates the rest of the callback (error parameters, RFC 9207 `iss` when advertised).
  */
-export async function exchangeCode(ep: OAuthEndpoints, callback: URLSearchParams, redirectUri: string, verifier: string | undefined): Promise<TokenSet> {
+export async function exchangeCode(
+  ep: OAuthEndpoints,
+  callback: URLSearchParams,
+  redirectUri: string,
+  verifier: string | undefined,
+): Promise<TokenSet> {
   let params: URLSearchParams;
   try {
     params = oauth.validateAuthResponse(ep.as, ep.client, callback, oauth.skipStateCheck);
   } catch (e) {
-    throw new TokenRequestError('rejected', `the callback is not a valid authorization response: ${(e as Error).message}`);
+    throw new TokenRequestError(
+      'rejected',
+      `the callback is not a valid authorization response: ${(e as Error).message}`,
+    );
   }
   try {
-    const res = await oauth.authorizationCodeGrantRequest(ep.as, ep.client, ep.clientAuth, params, redirectUri, verifier ?? oauth.nopkce, {
-      ...requestOptions(ep),
-      signal: AbortSignal.timeout(30_000),
-      ...(ep.resource ? { additionalParameters: { resource: ep.resource } } : {}),
-    });
+    const res = await oauth.authorizationCodeGrantRequest(
+      ep.as,
+      ep.client,
+      ep.clientAuth,
+      params,
+      redirectUri,
+      verifier ?? oauth.nopkce,
+      {
+        ...requestOptions(ep),
+        signal: AbortSignal.timeout(30_000),
+        ...(ep.resource ? { additionalParameters: { resource: ep.resource } } : {}),
+      },
+    );
     return toTokenSet(ep, await oauth.processAuthorizationCodeResponse(ep.as, ep.client, await withoutIdToken(res)));
   } catch (e) {
     throw classify(e);

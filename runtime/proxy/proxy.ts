@@ -23,7 +23,9 @@ function relay(from: IncomingMessage, to: ServerResponse): Promise<void> {
       reject(e);
     };
     from.once('error', onError);
-    from.once('aborted', () => onError(Object.assign(new Error('the provider closed the connection mid-response'), { code: 'ECONNRESET' })));
+    from.once('aborted', () =>
+      onError(Object.assign(new Error('the provider closed the connection mid-response'), { code: 'ECONNRESET' })),
+    );
     to.once('close', () => {
       if (!to.writableFinished) {
         from.destroy();
@@ -62,7 +64,17 @@ const DROP_REQUEST = new Set([
   'x-real-ip',
 ]);
 // x-error-source is the service's to set: a provider must not pass its answer off as a service error.
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie', 'x-error-source']);
+const DROP_RESPONSE = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'set-cookie',
+  'x-error-source',
+]);
 
 export function header(req: IncomingMessage, ...names: string[]): string | undefined {
   for (const n of names) {
@@ -82,19 +94,25 @@ export function proxyIdentifier(req: IncomingMessage): string | undefined {
   const encoded = header(req, 'x-identifier-encoded');
   if (encoded === undefined) return plain;
   if (plain !== undefined) {
-    throw new ServiceError(400, 'invalid_input', 'Give the identifier once: identifier (or x-identifier), or x-identifier-encoded', [
-      { field: 'x-identifier-encoded', message: 'must not be combined with identifier' },
-    ]);
+    throw new ServiceError(
+      400,
+      'invalid_input',
+      'Give the identifier once: identifier (or x-identifier), or x-identifier-encoded',
+      [{ field: 'x-identifier-encoded', message: 'must not be combined with identifier' }],
+    );
   }
   try {
     return decodeURIComponent(encoded);
   } catch {
-    throw new ServiceError(400, 'invalid_input', 'x-identifier-encoded must be percent-encoded UTF-8', [{ field: 'x-identifier-encoded', message: 'is not percent-encoded UTF-8' }]);
+    throw new ServiceError(400, 'invalid_input', 'x-identifier-encoded must be percent-encoded UTF-8', [
+      { field: 'x-identifier-encoded', message: 'is not percent-encoded UTF-8' },
+    ]);
   }
 }
 
 /** Decodes the percent-encoded ASCII bytes of a string, leaving anything else as it is. */
-const decodeAscii = (s: string) => s.replace(/%([0-7][0-9a-f])/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+const decodeAscii = (s: string) =>
+  s.replace(/%([0-7][0-9a-f])/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 
 /** What makes a path (raw, or after some decodings) unfit to append to the provider's API root. */
 function pathProblem(text: string): string | undefined {
@@ -103,7 +121,8 @@ function pathProblem(text: string): string | undefined {
   if (text.includes('\\') || /%5c/i.test(text)) return 'must not contain backslashes (raw or percent-encoded)';
   if (/%2f/i.test(text)) return 'must not contain encoded slashes (%2F)';
   // "." and ".." segments, also with a ";parameter" (servlet containers read "..;" as "..").
-  if (text.split('/').some((s) => /^\.\.?(;.*)?$/.test(s))) return 'must not contain . or .. segments (raw or percent-encoded)';
+  if (text.split('/').some((s) => /^\.\.?(;.*)?$/.test(s)))
+    return 'must not contain . or .. segments (raw or percent-encoded)';
   return undefined;
 }
 
@@ -150,7 +169,9 @@ export class ProxyHandler {
     const started = performance.now();
     const connectionName = header(req, 'connection_name', 'x-connection-name');
     const identifier = proxyIdentifier(req);
-    const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(Boolean) as string[];
+    const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(
+      Boolean,
+    ) as string[];
     if (missing.length) {
       throw new ServiceError(
         400,
@@ -163,16 +184,23 @@ export class ProxyHandler {
     const path = q < 0 ? rawPathAndQuery : rawPathAndQuery.slice(0, q);
     const query = q < 0 ? '' : rawPathAndQuery.slice(q + 1);
     const problem = checkProxyPath(path);
-    if (problem) throw new ServiceError(400, 'invalid_proxy_path', `The upstream path ${problem}`, [{ field: 'path', message: problem }]);
-    if (/[\r\n]/.test(query)) throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
+    if (problem)
+      throw new ServiceError(400, 'invalid_proxy_path', `The upstream path ${problem}`, [
+        { field: 'path', message: problem },
+      ]);
+    if (/[\r\n]/.test(query))
+      throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
 
     const resolved = await this.accounts.resolve({ connectionName, identifier });
     const credentialNames = credentialHeaderNames(resolved.auth.apply);
     for (const name of credentialNames) {
       if (name !== 'authorization' && req.headers[name] !== undefined) {
-        throw new ServiceError(400, 'credential_header_not_allowed', `The ${name} header carries the account's credentials; the service sets it`, [
-          { field: name, message: 'header may not be set by the client' },
-        ]);
+        throw new ServiceError(
+          400,
+          'credential_header_not_allowed',
+          `The ${name} header carries the account's credentials; the service sets it`,
+          [{ field: name, message: 'header may not be set by the client' }],
+        );
       }
     }
     if (req.headers['x-upstream-authorization'] !== undefined) {
@@ -193,7 +221,10 @@ export class ProxyHandler {
       if (v === undefined || DROP_REQUEST.has(k) || credentialNames.includes(k)) continue;
       headers[k] = v;
     }
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    const hasBody =
+      req.headers['content-length'] !== undefined
+        ? req.headers['content-length'] !== '0'
+        : req.headers['transfer-encoding'] !== undefined;
     const method = (req.method ?? 'GET').toUpperCase();
     let status = 0;
     let errorCode: string | null = null;
@@ -201,8 +232,19 @@ export class ProxyHandler {
 
     try {
       for (let attempt = 0; ; attempt++) {
-        const { response: upstream, stream } = await this.open(method, target, { ...headers, ...this.accounts.credentialHeadersFor(live) }, hasBody ? req : undefined, live);
-        if (upstream.statusCode === 401 && attempt === 0 && !hasBody && (live.auth.kind === 'oauth2' || live.auth.kind === 'oauth2_mcp')) {
+        const { response: upstream, stream } = await this.open(
+          method,
+          target,
+          { ...headers, ...this.accounts.credentialHeadersFor(live) },
+          hasBody ? req : undefined,
+          live,
+        );
+        if (
+          upstream.statusCode === 401 &&
+          attempt === 0 &&
+          !hasBody &&
+          (live.auth.kind === 'oauth2' || live.auth.kind === 'oauth2_mcp')
+        ) {
           stream.resume();
           const account = await this.accounts.refresh(live, live.account, 'unauthorized');
           live = this.accounts.withSecrets({ ...live, account });
@@ -222,7 +264,10 @@ export class ProxyHandler {
       errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
       if (!status) status = e instanceof ServiceError ? e.status : 502;
       // The path only: a query string may carry provider parameters the operator's logs have no use for.
-      this.log.warn({ connection: live.connection.name, method, path, code: errorCode, afterHeaders: res.headersSent }, 'proxied request failed');
+      this.log.warn(
+        { connection: live.connection.name, method, path, code: errorCode, afterHeaders: res.headersSent },
+        'proxied request failed',
+      );
       if (res.headersSent) {
         // The stream broke after the headers left: the client sees a truncated response, never a silent success.
         res.destroy(e as Error);
@@ -261,7 +306,10 @@ export class ProxyHandler {
   ): Promise<{ response: IncomingMessage; stream: IncomingMessage }> {
     const policy = addressPolicy(url, this.accounts.configuredHostsFor(live));
     if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
-    const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 120_000 });
+    const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, {
+      connectMs: 10_000,
+      responseMs: 120_000,
+    });
     const u = new URL(url);
     const secure = u.protocol === 'https:';
     const agents = policy === 'guard' ? guardedAgents : keepAliveAgents;
@@ -272,10 +320,12 @@ export class ProxyHandler {
         settled = true;
         const code = e.code ?? '';
         if (code === NOT_PUBLIC) reject(notPublicFailure(e.message));
-        else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
+        else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN')
+          reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
         else reject(classify(e, { connectMs, responseMs }));
       };
-      const timeout = (event: string, ms: number) => Object.assign(new Error(`timed out (${event}, ${ms} ms)`), { name: 'TimeoutError', event, code: 'ETIMEDOUT' });
+      const timeout = (event: string, ms: number) =>
+        Object.assign(new Error(`timed out (${event}, ${ms} ms)`), { name: 'TimeoutError', event, code: 'ETIMEDOUT' });
       let req: http.ClientRequest;
       try {
         req = (secure ? https : http).request({
@@ -313,7 +363,9 @@ export class ProxyHandler {
         // Bytes flow without buffering: the client's body is piped straight into the upstream request.
         body.pipe(req);
         body.once('error', (e) => req.destroy(e));
-        body.once('aborted', () => req.destroy(Object.assign(new Error('the client aborted its upload'), { code: 'ECONNRESET' })));
+        body.once('aborted', () =>
+          req.destroy(Object.assign(new Error('the client aborted its upload'), { code: 'ECONNRESET' })),
+        );
       } else req.end();
     });
   }

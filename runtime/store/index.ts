@@ -6,7 +6,8 @@ import type { Store } from './types.ts';
 
 /** PostgreSQL when DATABASE_URL is set, else SQLite under the data directory. */
 export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>, pgSchema?: string): Store {
-  if (config.databaseUrl) return new PostgresStore(config.databaseUrl, pgSchema ?? (process.env.DATABASE_SCHEMA || undefined));
+  if (config.databaseUrl)
+    return new PostgresStore(config.databaseUrl, pgSchema ?? (process.env.DATABASE_SCHEMA || undefined));
   return new SqliteStore(join(config.dataDir, 'acs.sqlite'));
 }
 

@@ -35,7 +35,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // BIGINT columns hold epoch milliseconds and versions, well within Number's exact range.
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
+    oid === 20
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
 };
 
 /** The scale-out store: PostgreSQL, optionally inside its own schema (tests use one schema per run). */
@@ -67,10 +69,16 @@ export class PostgresStore implements Store {
     try {
       if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
       await client.query('SELECT pg_advisory_lock(424242)');
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)');
-      const done = new Set((await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string));
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)',
+      );
+      const done = new Set(
+        (await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string),
+      );
       const dir = new URL('./migrations/postgres/', import.meta.url);
-      for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+      for (const file of readdirSync(dir)
+        .filter((f) => f.endsWith('.sql'))
+        .sort()) {
         if (done.has(file)) continue;
         await client.query('BEGIN');
         try {
@@ -117,7 +125,10 @@ export class PostgresStore implements Store {
     return (await this.getMeta(key))!;
   }
   async setMeta(key: string, value: string) {
-    await this.q('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
+    await this.q(
+      'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      [key, value],
+    );
   }
 
   async createApiCredential(c: ApiCredential) {
@@ -138,7 +149,10 @@ export class PostgresStore implements Store {
     return (await this.q('SELECT * FROM api_credentials ORDER BY created_at, id')).map(toCredential);
   }
   async revokeApiCredential(id: string, at: number) {
-    const r = await this.pool.query('UPDATE api_credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id]);
+    const r = await this.pool.query('UPDATE api_credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+      at,
+      id,
+    ]);
     return r.rowCount === 1;
   }
   async countApiCredentials() {
@@ -208,7 +222,9 @@ export class PostgresStore implements Store {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const n = Number((await client.query('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = $1', [id])).rows[0].n);
+      const n = Number(
+        (await client.query('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = $1', [id])).rows[0].n,
+      );
       const r = await client.query('DELETE FROM connections WHERE id = $1', [id]);
       await client.query('COMMIT');
       return r.rowCount ? n : undefined;
@@ -220,7 +236,9 @@ export class PostgresStore implements Store {
     }
   }
   async countAccounts(connectionId: string) {
-    const [r] = await this.q<{ n: number }>('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = $1', [connectionId]);
+    const [r] = await this.q<{ n: number }>('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = $1', [
+      connectionId,
+    ]);
     return Number(r!.n);
   }
 
@@ -251,7 +269,10 @@ export class PostgresStore implements Store {
     return r ? toAccount(r) : undefined;
   }
   async findAccount(connectionId: string, identifier: string) {
-    const [r] = await this.q('SELECT * FROM connected_accounts WHERE connection_id = $1 AND identifier = $2', [connectionId, identifier]);
+    const [r] = await this.q('SELECT * FROM connected_accounts WHERE connection_id = $1 AND identifier = $2', [
+      connectionId,
+      identifier,
+    ]);
     return r ? toAccount(r) : undefined;
   }
   async listAccounts(q: AccountQuery) {
@@ -268,7 +289,9 @@ export class PostgresStore implements Store {
     const after = decodeCursor(q.after);
     if (after) {
       values.push(after.createdAt, after.id);
-      where.push(`(created_at > $${values.length - 1} OR (created_at = $${values.length - 1} AND id > $${values.length}))`);
+      where.push(
+        `(created_at > $${values.length - 1} OR (created_at = $${values.length - 1} AND id > $${values.length}))`,
+      );
     }
     values.push(q.limit);
     const rows = await this.q(
@@ -335,13 +358,10 @@ export class PostgresStore implements Store {
   }
 
   async createOAuthLink(l: OAuthLink) {
-    await this.q('INSERT INTO oauth_links (token_hash, connection_id, account_id, redirect_url, expires_at) VALUES ($1, $2, $3, $4, $5)', [
-      l.tokenHash,
-      l.connectionId,
-      l.accountId,
-      l.redirectUrl,
-      l.expiresAt,
-    ]);
+    await this.q(
+      'INSERT INTO oauth_links (token_hash, connection_id, account_id, redirect_url, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      [l.tokenHash, l.connectionId, l.accountId, l.redirectUrl, l.expiresAt],
+    );
   }
   async getOAuthLink(tokenHash: string, now: number) {
     const [r] = await this.q('SELECT * FROM oauth_links WHERE token_hash = $1 AND expires_at > $2', [tokenHash, now]);
@@ -367,18 +387,43 @@ export class PostgresStore implements Store {
 
   async recordActivity(records: readonly ActivityRecord[]) {
     if (!records.length) return;
-    const cols = ['id', 'kind', 'name', 'connection_name', 'account_id', 'identifier', 'status', 'error_code', 'latency_ms', 'created_at'];
+    const cols = [
+      'id',
+      'kind',
+      'name',
+      'connection_name',
+      'account_id',
+      'identifier',
+      'status',
+      'error_code',
+      'latency_ms',
+      'created_at',
+    ];
     const values: unknown[] = [];
     const tuples = records.map((r) => {
       const start = values.length;
-      values.push(r.id, r.kind, r.name, r.connectionName, r.accountId, r.identifier, r.status, r.errorCode, r.latencyMs, r.createdAt);
+      values.push(
+        r.id,
+        r.kind,
+        r.name,
+        r.connectionName,
+        r.accountId,
+        r.identifier,
+        r.status,
+        r.errorCode,
+        r.latencyMs,
+        r.createdAt,
+      );
       return `(${cols.map((_, i) => `$${start + i + 1}`).join(', ')})`;
     });
     await this.q(`INSERT INTO activity (${cols.join(', ')}) VALUES ${tuples.join(', ')}`, values);
   }
   async listActivity(limit: number, before?: number) {
     const rows = before
-      ? await this.q('SELECT * FROM activity WHERE created_at < $1 ORDER BY created_at DESC, id DESC LIMIT $2', [before, limit])
+      ? await this.q('SELECT * FROM activity WHERE created_at < $1 ORDER BY created_at DESC, id DESC LIMIT $2', [
+          before,
+          limit,
+        ])
       : await this.q('SELECT * FROM activity ORDER BY created_at DESC, id DESC LIMIT $1', [limit]);
     return rows.map(toActivity);
   }
@@ -431,7 +476,9 @@ export class PostgresStore implements Store {
   async listSealed(): Promise<SealedCell[]> {
     const out: SealedCell[] = [];
     for (const [table, idCol, col] of SEALED_COLUMNS) {
-      const rows = await this.q<{ id: string; value: string }>(`SELECT ${idCol} AS id, ${col} AS value FROM ${table} WHERE ${col} IS NOT NULL`);
+      const rows = await this.q<{ id: string; value: string }>(
+        `SELECT ${idCol} AS id, ${col} AS value FROM ${table} WHERE ${col} IS NOT NULL`,
+      );
       for (const r of rows) out.push({ table, column: col, id: r.id, value: r.value });
     }
     for (const key of SEALED_META_KEYS) {
@@ -442,11 +489,10 @@ export class PostgresStore implements Store {
   }
   async replaceSealed(cell: SealedCell, previous: string) {
     const idCol = cell.table === 'meta' ? 'key' : cell.table === 'oauth_states' ? 'state_hash' : 'id';
-    const r = await this.pool.query(`UPDATE ${cell.table} SET ${cell.column} = $1 WHERE ${idCol} = $2 AND ${cell.column} = $3`, [
-      cell.value,
-      cell.id,
-      previous,
-    ]);
+    const r = await this.pool.query(
+      `UPDATE ${cell.table} SET ${cell.column} = $1 WHERE ${idCol} = $2 AND ${cell.column} = $3`,
+      [cell.value, cell.id, previous],
+    );
     return r.rowCount === 1;
   }
 }

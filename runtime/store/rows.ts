@@ -1,4 +1,14 @@
-import type { Account, AccountStatus, ActivityRecord, ApiCredential, Connection, DashboardSession, DashboardUser, OAuthLink, OAuthState } from './types.ts';
+import type {
+  Account,
+  AccountStatus,
+  ActivityRecord,
+  ApiCredential,
+  Connection,
+  DashboardSession,
+  DashboardUser,
+  OAuthLink,
+  OAuthState,
+} from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
 type Row = Record<string, unknown>;
@@ -97,7 +107,9 @@ export const toDashboardSession = (r: Row): DashboardSession & { username: strin
 });
 
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
-export const SEALED_COLUMNS: ReadonlyArray<readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]> = [
+export const SEALED_COLUMNS: ReadonlyArray<
+  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]
+> = [
   ['connections', 'id', 'client_secret_sealed'],
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],

@@ -100,12 +100,18 @@ export class SqliteStore implements Store {
   }
 
   async migrate(): Promise<void> {
-    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)',
+    );
     const dir = new URL('./migrations/sqlite/', import.meta.url);
     const done = new Set(
-      (this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: string }>).map((r) => r.version),
+      (this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: string }>).map(
+        (r) => r.version,
+      ),
     );
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const file of readdirSync(dir)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()) {
       if (done.has(file)) continue;
       const sql = readFileSync(new URL(file, dir), 'utf8');
       this.db.transaction(() => {
@@ -143,7 +149,10 @@ export class SqliteStore implements Store {
     return (await this.getMeta(key))!;
   }
   async setMeta(key: string, value: string) {
-    this.st('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.st('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+      key,
+      value,
+    );
   }
 
   async createApiCredential(c: ApiCredential) {
@@ -163,7 +172,9 @@ export class SqliteStore implements Store {
     return (this.st('SELECT * FROM api_credentials ORDER BY created_at, id').all() as never[]).map(toCredential);
   }
   async revokeApiCredential(id: string, at: number) {
-    return this.st('UPDATE api_credentials SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
+    return (
+      this.st('UPDATE api_credentials SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1
+    );
   }
   async countApiCredentials() {
     return (this.st('SELECT COUNT(*) AS n FROM api_credentials').get() as { n: number }).n;
@@ -227,13 +238,17 @@ export class SqliteStore implements Store {
   }
   async deleteConnection(id: string) {
     return this.db.transaction(() => {
-      const n = (this.st('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = ?').get(id) as { n: number }).n;
+      const n = (
+        this.st('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = ?').get(id) as { n: number }
+      ).n;
       const changes = this.st('DELETE FROM connections WHERE id = ?').run(id).changes;
       return changes ? n : undefined;
     })();
   }
   async countAccounts(connectionId: string) {
-    return (this.st('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = ?').get(connectionId) as { n: number }).n;
+    return (
+      this.st('SELECT COUNT(*) AS n FROM connected_accounts WHERE connection_id = ?').get(connectionId) as { n: number }
+    ).n;
   }
 
   async getOrCreateAccount(a: Account) {
@@ -262,7 +277,10 @@ export class SqliteStore implements Store {
     return r ? toAccount(r as never) : undefined;
   }
   async findAccount(connectionId: string, identifier: string) {
-    const r = this.st('SELECT * FROM connected_accounts WHERE connection_id = ? AND identifier = ?').get(connectionId, identifier);
+    const r = this.st('SELECT * FROM connected_accounts WHERE connection_id = ? AND identifier = ?').get(
+      connectionId,
+      identifier,
+    );
     return r ? toAccount(r as never) : undefined;
   }
   async listAccounts(q: AccountQuery) {
@@ -318,14 +336,18 @@ export class SqliteStore implements Store {
     const guard = expectedVersion === undefined ? '' : ' AND version = ?';
     if (expectedVersion !== undefined) values.push(id, expectedVersion);
     else values.push(id);
-    const changes = this.st(`UPDATE connected_accounts SET ${sets.join(', ')} WHERE id = ?${guard}`).run(...values).changes;
+    const changes = this.st(`UPDATE connected_accounts SET ${sets.join(', ')} WHERE id = ?${guard}`).run(
+      ...values,
+    ).changes;
     return changes ? this.getAccount(id) : undefined;
   }
   async deleteAccount(id: string) {
     return this.st('DELETE FROM connected_accounts WHERE id = ?').run(id).changes === 1;
   }
   async touchAccounts(lastUsed: ReadonlyMap<string, number>) {
-    const st = this.st('UPDATE connected_accounts SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
+    const st = this.st(
+      'UPDATE connected_accounts SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+    );
     this.db.transaction(() => {
       for (const [id, at] of lastUsed) st.run(at, id, at);
     })();
@@ -336,31 +358,34 @@ export class SqliteStore implements Store {
     const acquire = this.st(
       'UPDATE connected_accounts SET lock_until = ?, lock_owner = ? WHERE id = ? AND (lock_until IS NULL OR lock_until < ?)',
     );
-    const takeOver = this.st('UPDATE connected_accounts SET lock_until = ?, lock_owner = ? WHERE id = ? AND lock_owner = ?');
+    const takeOver = this.st(
+      'UPDATE connected_accounts SET lock_until = ?, lock_owner = ? WHERE id = ? AND lock_owner = ?',
+    );
     for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
       const now = Date.now();
       if (acquire.run(now + LEASE_MS, owner, id, now).changes === 1) break;
-      const row = this.st('SELECT lock_owner FROM connected_accounts WHERE id = ?').get(id) as { lock_owner: string | null } | undefined;
+      const row = this.st('SELECT lock_owner FROM connected_accounts WHERE id = ?').get(id) as
+        { lock_owner: string | null } | undefined;
       if (!row) throw new Error(`account ${id} does not exist`);
-      if (leaseOwnerGone(row.lock_owner) && takeOver.run(now + LEASE_MS, owner, id, row.lock_owner).changes === 1) break;
+      if (leaseOwnerGone(row.lock_owner) && takeOver.run(now + LEASE_MS, owner, id, row.lock_owner).changes === 1)
+        break;
       if (now > deadline) throw new LockTimeout(id);
       await sleep(delay);
     }
     try {
       return await fn();
     } finally {
-      this.st('UPDATE connected_accounts SET lock_until = NULL, lock_owner = NULL WHERE id = ? AND lock_owner = ?').run(id, owner);
+      this.st('UPDATE connected_accounts SET lock_until = NULL, lock_owner = NULL WHERE id = ? AND lock_owner = ?').run(
+        id,
+        owner,
+      );
     }
   }
 
   async createOAuthLink(l: OAuthLink) {
-    this.st('INSERT INTO oauth_links (token_hash, connection_id, account_id, redirect_url, expires_at) VALUES (?, ?, ?, ?, ?)').run(
-      l.tokenHash,
-      l.connectionId,
-      l.accountId,
-      l.redirectUrl,
-      l.expiresAt,
-    );
+    this.st(
+      'INSERT INTO oauth_links (token_hash, connection_id, account_id, redirect_url, expires_at) VALUES (?, ?, ?, ?, ?)',
+    ).run(l.tokenHash, l.connectionId, l.accountId, l.redirectUrl, l.expiresAt);
   }
   async getOAuthLink(tokenHash: string, now: number) {
     const r = this.st('SELECT * FROM oauth_links WHERE token_hash = ? AND expires_at > ?').get(tokenHash, now);
@@ -389,13 +414,27 @@ export class SqliteStore implements Store {
     );
     this.db.transaction(() => {
       for (const r of records) {
-        st.run(r.id, r.kind, r.name, r.connectionName, r.accountId, r.identifier, r.status, r.errorCode, r.latencyMs, r.createdAt);
+        st.run(
+          r.id,
+          r.kind,
+          r.name,
+          r.connectionName,
+          r.accountId,
+          r.identifier,
+          r.status,
+          r.errorCode,
+          r.latencyMs,
+          r.createdAt,
+        );
       }
     })();
   }
   async listActivity(limit: number, before?: number) {
     const rows = before
-      ? this.st('SELECT * FROM activity WHERE created_at < ? ORDER BY created_at DESC, id DESC LIMIT ?').all(before, limit)
+      ? this.st('SELECT * FROM activity WHERE created_at < ? ORDER BY created_at DESC, id DESC LIMIT ?').all(
+          before,
+          limit,
+        )
       : this.st('SELECT * FROM activity ORDER BY created_at DESC, id DESC LIMIT ?').all(limit);
     return (rows as never[]).map(toActivity);
   }
@@ -416,7 +455,11 @@ export class SqliteStore implements Store {
   }
   async setDashboardPassword(userId: string, passwordHash: string, at: number) {
     this.db.transaction(() => {
-      this.st('UPDATE dashboard_users SET password_hash = ?, updated_at = ? WHERE id = ?').run(passwordHash, at, userId);
+      this.st('UPDATE dashboard_users SET password_hash = ?, updated_at = ? WHERE id = ?').run(
+        passwordHash,
+        at,
+        userId,
+      );
       this.st('DELETE FROM dashboard_sessions WHERE user_id = ?').run(userId);
     })();
   }
@@ -444,7 +487,9 @@ export class SqliteStore implements Store {
   async listSealed(): Promise<SealedCell[]> {
     const out: SealedCell[] = [];
     for (const [table, idCol, col] of SEALED_COLUMNS) {
-      const rows = this.db.prepare(`SELECT ${idCol} AS id, ${col} AS value FROM ${table} WHERE ${col} IS NOT NULL`).all() as Array<{
+      const rows = this.db
+        .prepare(`SELECT ${idCol} AS id, ${col} AS value FROM ${table} WHERE ${col} IS NOT NULL`)
+        .all() as Array<{
         id: string;
         value: string;
       }>;
@@ -459,8 +504,9 @@ export class SqliteStore implements Store {
   async replaceSealed(cell: SealedCell, previous: string) {
     const idCol = cell.table === 'meta' ? 'key' : cell.table === 'oauth_states' ? 'state_hash' : 'id';
     return (
-      this.db.prepare(`UPDATE ${cell.table} SET ${cell.column} = ? WHERE ${idCol} = ? AND ${cell.column} = ?`).run(cell.value, cell.id, previous)
-        .changes === 1
+      this.db
+        .prepare(`UPDATE ${cell.table} SET ${cell.column} = ? WHERE ${idCol} = ? AND ${cell.column} = ?`)
+        .run(cell.value, cell.id, previous).changes === 1
     );
   }
 }

@@ -14,7 +14,9 @@ import { TemplateValueError } from './template-runtime.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
 function templateInputError(e: unknown, tool: ToolDefinition): unknown {
-  return e instanceof TemplateValueError ? invalidInput([{ field: e.field, message: e.message }], `input for ${tool.name}`) : e;
+  return e instanceof TemplateValueError
+    ? invalidInput([{ field: e.field, message: e.message }], `input for ${tool.name}`)
+    : e;
 }
 
 export interface ExecuteRequest {
@@ -30,7 +32,6 @@ export interface ExecuteResult {
   /** `data` as the provider's own JSON text, when it passes through unchanged (no re-serialization needed). */
   dataJson?: string;
 }
-
 
 /** Parses an upstream body: JSON when declared (or when it looks like JSON), text otherwise. */
 export function parseBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean): unknown {
@@ -48,12 +49,16 @@ function readBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean):
       return type.includes('json') && value !== null && typeof value === 'object' ? { value, json: text } : { value };
     } catch {
       if (strict) {
-        throw new UpstreamFailure('provider_malformed_response', `The provider sent malformed JSON (${res.body.length} bytes, content-type ${type || 'none'})`);
+        throw new UpstreamFailure(
+          'provider_malformed_response',
+          `The provider sent malformed JSON (${res.body.length} bytes, content-type ${type || 'none'})`,
+        );
       }
       return { value: text };
     }
   }
-  if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded')) return { value: text };
+  if (!type || type.startsWith('text/') || type.includes('xml') || type.includes('x-www-form-urlencoded'))
+    return { value: text };
   return { value: { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') } };
 }
 
@@ -74,7 +79,9 @@ export class ToolExecutor {
 
   private tool(name: unknown): ToolDefinition {
     if (typeof name !== 'string' || !name) {
-      throw new ServiceError(400, 'invalid_input', 'tool_name is required', [{ field: 'tool_name', message: 'is required' }]);
+      throw new ServiceError(400, 'invalid_input', 'tool_name is required', [
+        { field: 'tool_name', message: 'is required' },
+      ]);
     }
     const tool = getTool(name);
     if (!tool) {
@@ -117,7 +124,12 @@ export class ToolExecutor {
       } catch (e) {
         throw templateInputError(e, tool);
       }
-      const target = { connector: resolved.connector, connection: resolved.connection, fields: resolved.account.fields, auth: resolved.auth };
+      const target = {
+        connector: resolved.connector,
+        connection: resolved.connection,
+        fields: resolved.account.fields,
+        auth: resolved.auth,
+      };
       const secrets = secretValuesOf(tool, input);
       return { data: { requests: shown.map((r) => describeRequest(target, r, secrets)) }, executionId };
     }
@@ -187,7 +199,10 @@ export class ToolExecutor {
     const apply = r.apply ?? live.auth.apply;
     if (!r.anonymous) Object.assign(headers, this.accounts.credentialHeadersFor(live, apply));
     const api = live.connector.api;
-    const { connectMs, responseMs } = upstreamTimeouts(api.timeouts, this.config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 });
+    const { connectMs, responseMs } = upstreamTimeouts(api.timeouts, this.config.upstreamTimeoutMaxMs, {
+      connectMs: 10_000,
+      responseMs: 60_000,
+    });
     const res = await send(
       { method: r.method, url: r.url, headers, body },
       {
@@ -197,7 +212,8 @@ export class ToolExecutor {
         maxBytes: this.config.toolResponseLimitBytes,
         credentialHeaders: credentialHeaderNames(apply),
         configuredHosts: this.accounts.configuredHostsFor(live),
-        onRetry: (attempt, wait, reason) => this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
+        onRetry: (attempt, wait, reason) =>
+          this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
       },
     );
     if (res.status === 401 && !retried && !r.anonymous) {

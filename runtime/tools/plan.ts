@@ -54,7 +54,11 @@ export function redactValues<T>(value: T, secrets: readonly string[]): T {
 }
 
 /** A request as a dry run shows it: every header that would be sent, credential values redacted. */
-export function describeRequest(target: PlanTarget, r: UpstreamRequest, secretValues: readonly string[] = []): PlannedRequest {
+export function describeRequest(
+  target: PlanTarget,
+  r: UpstreamRequest,
+  secretValues: readonly string[] = [],
+): PlannedRequest {
   const headers: Record<string, string> = { ...baseHeaders(target.connector), ...lowerKeys(r.headers) };
   if (r.mcp) {
     headers['content-type'] = 'application/json';
@@ -63,7 +67,10 @@ export function describeRequest(target: PlanTarget, r: UpstreamRequest, secretVa
   if (!r.anonymous) Object.assign(headers, credentialHeaders(r.apply ?? target.auth.apply, {}, true));
   const { contentType } = encodeBody(r);
   if (contentType) headers['content-type'] = contentType;
-  return redactValues({ method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) }, secretValues);
+  return redactValues(
+    { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) },
+    secretValues,
+  );
 }
 
 /** The values of a tool's secret inputs, to redact. */
@@ -75,7 +82,11 @@ export function secretValuesOf(tool: ToolDefinition, input: Record<string, unkno
  * What a tool would send for a validated input, without sending anything: the generated builder's
  * requests (or the hook's plan), with base URLs resolved for the account and credentials redacted.
  */
-export function planRequests(tool: ToolDefinition, input: Record<string, unknown>, target: PlanTarget): PlannedRequest[] {
+export function planRequests(
+  tool: ToolDefinition,
+  input: Record<string, unknown>,
+  target: PlanTarget,
+): PlannedRequest[] {
   const base = (host?: string) => resolveBaseUrl(target.connector, target.connection, target.fields, host);
   const planned = tool.build(input as never, { base });
   const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;

@@ -102,7 +102,17 @@ export function present(v: unknown): boolean {
 // Characters RFC 3986 allows unescaped in a query value, minus the ones that carry meaning in
 // application/x-www-form-urlencoded (&, =, +) so every provider parses the value the same way.
 const QUERY_SAFE: Record<string, string> = {
-  '%24': '$', '%27': "'", '%28': '(', '%29': ')', '%2A': '*', '%2C': ',', '%3A': ':', '%40': '@', '%2F': '/', '%3B': ';', '%21': '!',
+  '%24': '$',
+  '%27': "'",
+  '%28': '(',
+  '%29': ')',
+  '%2A': '*',
+  '%2C': ',',
+  '%3A': ':',
+  '%40': '@',
+  '%2F': '/',
+  '%3B': ';',
+  '%21': '!',
 };
 
 export function encodeQueryPart(s: string): string {
@@ -150,7 +160,12 @@ export class TemplateValueError extends Error {
 export function seg(v: unknown, field = 'input'): string {
   const s = String(v);
   if (s === '' || s === '.' || s === '..') {
-    throw new TemplateValueError(field, s === '' ? 'must not be empty (it is a segment of the request path)' : `must not be "${s}" (as a segment of the request path it would lead to another endpoint)`);
+    throw new TemplateValueError(
+      field,
+      s === ''
+        ? 'must not be empty (it is a segment of the request path)'
+        : `must not be "${s}" (as a segment of the request path it would lead to another endpoint)`,
+    );
   }
   return encodeURIComponent(s);
 }

@@ -32,7 +32,8 @@ export const transforms = {
       } catch {
         parsed = undefined;
       }
-      if (Array.isArray(parsed)) return parsed.map((x) => (typeof x === 'string' ? x : String((x as { address?: unknown })?.address ?? x)));
+      if (Array.isArray(parsed))
+        return parsed.map((x) => (typeof x === 'string' ? x : String((x as { address?: unknown })?.address ?? x)));
     }
     return s
       .split(/[;,]/)

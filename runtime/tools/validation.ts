@@ -58,9 +58,15 @@ function message(tool: ToolDefinition, e: AjvError): FieldError {
       return { field: fieldPath(e.instancePath, name), message: 'is not an allowed field here' };
     }
     case 'type':
-      return { field: fieldPath(e.instancePath), message: `must be ${p.type === 'integer' ? 'an integer' : `a ${p.type}`}` };
+      return {
+        field: fieldPath(e.instancePath),
+        message: `must be ${p.type === 'integer' ? 'an integer' : `a ${p.type}`}`,
+      };
     case 'enum':
-      return { field: fieldPath(e.instancePath), message: `must be one of: ${(p.allowedValues as unknown[]).map(String).join(', ')}` };
+      return {
+        field: fieldPath(e.instancePath),
+        message: `must be one of: ${(p.allowedValues as unknown[]).map(String).join(', ')}`,
+      };
     case 'minimum':
       return { field: fieldPath(e.instancePath), message: `must be at least ${p.limit}` };
     case 'maximum':
@@ -70,7 +76,10 @@ function message(tool: ToolDefinition, e: AjvError): FieldError {
     case 'exclusiveMaximum':
       return { field: fieldPath(e.instancePath), message: `must be less than ${p.limit}` };
     case 'minLength':
-      return { field: fieldPath(e.instancePath), message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit} characters` };
+      return {
+        field: fieldPath(e.instancePath),
+        message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit} characters`,
+      };
     case 'maxLength':
       return { field: fieldPath(e.instancePath), message: `must have at most ${p.limit} characters` };
     case 'minItems':
@@ -108,7 +117,11 @@ function checkShape(input: object): FieldError[] {
   while (stack.length && errors.length < MAX_INPUT_ERRORS) {
     const [value, path, depth] = stack.pop()!;
     if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) errors.push({ field: path || '(input)', message: 'must be well-formed Unicode text (it contains a lone surrogate)' });
+      if (LONE_SURROGATE.test(value))
+        errors.push({
+          field: path || '(input)',
+          message: 'must be well-formed Unicode text (it contains a lone surrogate)',
+        });
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
@@ -121,7 +134,8 @@ function checkShape(input: object): FieldError[] {
       continue;
     }
     for (const key of Object.keys(value)) {
-      if (LONE_SURROGATE.test(key)) errors.push({ field: childPath(path, key), message: 'is a name that is not well-formed Unicode text' });
+      if (LONE_SURROGATE.test(key))
+        errors.push({ field: childPath(path, key), message: 'is a name that is not well-formed Unicode text' });
       stack.push([(value as Record<string, unknown>)[key], childPath(path, key), depth + 1]);
     }
   }

@@ -60,15 +60,22 @@ export const NOT_PUBLIC = 'EADDRNOTPUBLIC';
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** `dns.lookup` for sockets to untrusted hosts: every address the name resolves to must be public. */
-export function guardedLookup(hostname: string, options: LookupOptions | number | LookupCallback, callback?: LookupCallback): void {
+export function guardedLookup(
+  hostname: string,
+  options: LookupOptions | number | LookupCallback,
+  callback?: LookupCallback,
+): void {
   const cb = (typeof options === 'function' ? options : callback)!;
-  const opts: LookupOptions = typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
+  const opts: LookupOptions =
+    typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
   upstreamDns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
     if (err) return cb(err, []);
     const list = addresses as LookupAddress[];
     const bad = list.find((a) => !isPublicAddress(a.address));
     if (bad || !list.length) {
-      const e: NodeJS.ErrnoException = new Error(`${hostname} resolves to ${bad?.address ?? 'no address'}, which is not a public address`);
+      const e: NodeJS.ErrnoException = new Error(
+        `${hostname} resolves to ${bad?.address ?? 'no address'}, which is not a public address`,
+      );
       e.code = NOT_PUBLIC;
       return cb(e, []);
     }
@@ -86,7 +93,10 @@ export const guardedAgents = {
 /** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */
 export function hostAndPort(u: URL): string {
   const port = u.port || (u.protocol === 'https:' ? '443' : u.protocol === 'http:' ? '80' : '');
-  return `${u.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')}:${port}`;
+  return `${u.hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')}:${port}`;
 }
 
 /** Whether `host:port` is a configured one, or on a subdomain of one with the same port. */
@@ -105,7 +115,10 @@ export function isConfiguredHost(target: string, configured: readonly string[]):
  * reason it may not be contacted at all (an IP literal outside the public internet, which no lookup would
  * catch), else 'guard' (contact it through the guarded agents).
  */
-export function addressPolicy(url: string, configured: readonly string[] | undefined): undefined | 'guard' | { refused: string } {
+export function addressPolicy(
+  url: string,
+  configured: readonly string[] | undefined,
+): undefined | 'guard' | { refused: string } {
   if (!configured) return undefined;
   const u = new URL(url);
   if (isConfiguredHost(hostAndPort(u), configured)) return undefined;

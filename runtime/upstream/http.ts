@@ -64,7 +64,11 @@ export interface SendOptions {
 
 /** The host of an upstream URL may not be contacted (see address-guard). */
 export function notPublicFailure(detail: string): UpstreamFailure {
-  return new UpstreamFailure('upstream_host_not_public', `The provider host was refused: ${detail}; requests go only to public addresses unless the connection configures the host`, 502);
+  return new UpstreamFailure(
+    'upstream_host_not_public',
+    `The provider host was refused: ${detail}; requests go only to public addresses unless the connection configures the host`,
+    502,
+  );
 }
 
 /**
@@ -77,11 +81,19 @@ export function upstreamTimeouts(
   defaults: { connectMs: number; responseMs: number },
 ): { connectMs: number; responseMs: number } {
   const cap = (ms: number) => (maxMs > 0 ? Math.min(ms, maxMs) : ms);
-  return { connectMs: cap(timeouts?.connect_ms ?? defaults.connectMs), responseMs: cap(timeouts?.response_ms ?? defaults.responseMs) };
+  return {
+    connectMs: cap(timeouts?.connect_ms ?? defaults.connectMs),
+    responseMs: cap(timeouts?.response_ms ?? defaults.responseMs),
+  };
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
-const DEFAULT_RETRY: RetrySpec = { statuses: [429, 502, 503, 504], max_attempts: 3, retry_after_header: 'retry-after', max_wait_ms: 30_000 };
+const DEFAULT_RETRY: RetrySpec = {
+  statuses: [429, 502, 503, 504],
+  max_attempts: 3,
+  retry_after_header: 'retry-after',
+  max_wait_ms: 30_000,
+};
 
 /** Seconds, or an HTTP date; undefined when absent or unparseable. */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
@@ -163,9 +175,20 @@ export function classify(e: unknown, limits?: { connectMs: number; responseMs: n
   if (e instanceof TimeoutError || err.name === 'TimeoutError') {
     const event = err.event ?? 'response';
     const before = event === 'lookup' || event === 'connect' || event === 'secureConnect';
-    const limit = !limits ? undefined : before ? limits.connectMs : event === 'request' ? limits.connectMs + limits.responseMs : limits.responseMs;
+    const limit = !limits
+      ? undefined
+      : before
+        ? limits.connectMs
+        : event === 'request'
+          ? limits.connectMs + limits.responseMs
+          : limits.responseMs;
     const ms = limit === undefined ? '' : ` after ${limit} ms`;
-    return new NetworkFailure('upstream_timeout', `The provider did not answer in time (${event} timeout${ms})`, 504, before);
+    return new NetworkFailure(
+      'upstream_timeout',
+      `The provider did not answer in time (${event} timeout${ms})`,
+      504,
+      before,
+    );
   }
   if (typeof err.code === 'string') {
     const code = err.code;
@@ -173,14 +196,29 @@ export function classify(e: unknown, limits?: { connectMs: number; responseMs: n
       return new NetworkFailure('upstream_unreachable', `The provider could not be reached (${code})`, 502, true);
     }
     if (code === 'ECONNRESET' || code === 'EPIPE') {
-      return new NetworkFailure('upstream_connection_reset', 'The provider closed the connection before answering', 502, false);
+      return new NetworkFailure(
+        'upstream_connection_reset',
+        'The provider closed the connection before answering',
+        502,
+        false,
+      );
     }
     if (code.startsWith('HPE_') || code.startsWith('Z_') || code === 'ERR_CONTENT_DECODING_FAILED') {
-      return new NetworkFailure('provider_malformed_response', `The provider's answer is not valid HTTP or its compression is broken (${code})`, 502, false);
+      return new NetworkFailure(
+        'provider_malformed_response',
+        `The provider's answer is not valid HTTP or its compression is broken (${code})`,
+        502,
+        false,
+      );
     }
     return new NetworkFailure('upstream_error', `The request to the provider failed (${code})`, 502, false);
   }
-  return new NetworkFailure('upstream_error', `The request to the provider failed (${err.message ?? 'unknown'})`, 502, false);
+  return new NetworkFailure(
+    'upstream_error',
+    `The request to the provider failed (${err.message ?? 'unknown'})`,
+    502,
+    false,
+  );
 }
 
 /**
@@ -207,7 +245,12 @@ export async function send(req: HttpRequest, opts: SendOptions): Promise<HttpRes
       await sleep(wait);
       continue;
     }
-    if (res.status >= 300 && res.status < 400 && res.headers.location && (current.method === 'GET' || current.method === 'HEAD')) {
+    if (
+      res.status >= 300 &&
+      res.status < 400 &&
+      res.headers.location &&
+      (current.method === 'GET' || current.method === 'HEAD')
+    ) {
       if (++redirects > (opts.maxRedirects ?? 5)) return res;
       const next = new URL(String(res.headers.location), current.url);
       if (next.protocol !== 'https:' && next.protocol !== 'http:') return res;

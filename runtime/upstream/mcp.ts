@@ -70,7 +70,10 @@ export class McpSessions {
     config: Config,
     onUnauthorized: (live: LiveAccount) => Promise<LiveAccount | undefined>,
   ): Promise<UpstreamResponse> {
-    const timeoutMs = upstreamTimeouts(live.connector.api.timeouts, config.upstreamTimeoutMaxMs, { connectMs: 10_000, responseMs: 60_000 }).responseMs;
+    const timeoutMs = upstreamTimeouts(live.connector.api.timeouts, config.upstreamTimeoutMaxMs, {
+      connectMs: 10_000,
+      responseMs: 60_000,
+    }).responseMs;
     let current = live;
     let refreshed = false;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -79,10 +82,24 @@ export class McpSessions {
       try {
         const session = await this.session(key, r.url, token, timeoutMs);
         const id = this.nextId++;
-        const msg = await this.post(r.url, token, session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: r.mcp!.tool, arguments: r.mcp!.arguments } }, timeoutMs, config.toolResponseLimitBytes);
+        const msg = await this.post(
+          r.url,
+          token,
+          session,
+          { jsonrpc: '2.0', id, method: 'tools/call', params: { name: r.mcp!.tool, arguments: r.mcp!.arguments } },
+          timeoutMs,
+          config.toolResponseLimitBytes,
+        );
         const reply = msg.find((m) => m.id === id && (m.result !== undefined || m.error !== undefined));
-        if (!reply) throw new UpstreamFailure('provider_malformed_response', 'The MCP server answered without a result for the tool call');
-        if (reply.error) throw new ProviderError([-32600, -32601, -32602].includes(reply.error.code) ? 400 : 502, { error: reply.error });
+        if (!reply)
+          throw new UpstreamFailure(
+            'provider_malformed_response',
+            'The MCP server answered without a result for the tool call',
+          );
+        if (reply.error)
+          throw new ProviderError([-32600, -32601, -32602].includes(reply.error.code) ? 400 : 502, {
+            error: reply.error,
+          });
         const result = reply.result as { isError?: boolean };
         if (result?.isError) throw new ProviderError(502, result);
         return { status: 200, headers: {}, body: result };
@@ -127,19 +144,34 @@ export class McpSessions {
         url,
         token,
         session,
-        { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: CLIENT_INFO } },
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'initialize',
+          params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: CLIENT_INFO },
+        },
         timeoutMs,
         1024 * 1024,
       );
       const reply = messages.find((m) => m.id === id);
       if (!reply || reply.error) {
-        throw new UpstreamFailure('mcp_initialize_failed', `MCP initialize failed: ${reply?.error?.message ?? 'no result'}`);
+        throw new UpstreamFailure(
+          'mcp_initialize_failed',
+          `MCP initialize failed: ${reply?.error?.message ?? 'no result'}`,
+        );
       }
       const sid = headers['mcp-session-id'];
       if (typeof sid === 'string' && sid) session.id = sid;
       const negotiated = (reply.result as { protocolVersion?: string })?.protocolVersion;
       if (negotiated) session.protocolVersion = negotiated;
-      await this.exchange(url, token, session, { jsonrpc: '2.0', method: 'notifications/initialized' }, timeoutMs, 64 * 1024);
+      await this.exchange(
+        url,
+        token,
+        session,
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        timeoutMs,
+        64 * 1024,
+      );
       return session;
     })();
     this.sessions.set(key, p);
@@ -147,7 +179,14 @@ export class McpSessions {
     return p;
   }
 
-  private async post(url: string, token: string, session: Session, body: RpcMessage & { params?: unknown }, timeoutMs: number, maxBytes: number) {
+  private async post(
+    url: string,
+    token: string,
+    session: Session,
+    body: RpcMessage & { params?: unknown },
+    timeoutMs: number,
+    maxBytes: number,
+  ) {
     return (await this.exchange(url, token, session, body, timeoutMs, maxBytes)).messages;
   }
 
@@ -174,7 +213,12 @@ export class McpSessions {
       const promise = upstreamClient.post(url, {
         body: JSON.stringify(body),
         headers,
-        timeout: { connect: limits.connectMs, response: timeoutMs, socket: timeoutMs, request: limits.connectMs + timeoutMs },
+        timeout: {
+          connect: limits.connectMs,
+          response: timeoutMs,
+          socket: timeoutMs,
+          request: limits.connectMs + timeoutMs,
+        },
       });
       promise.on('downloadProgress', (p: { transferred: number }) => {
         if (p.transferred > maxBytes) promise.cancel();
@@ -182,7 +226,10 @@ export class McpSessions {
       res = await promise;
     } catch (e) {
       if (e instanceof CancelError) {
-        throw new UpstreamFailure('response_too_large', `The MCP server's answer is larger than ${maxBytes} bytes, the limit for tool results`);
+        throw new UpstreamFailure(
+          'response_too_large',
+          `The MCP server's answer is larger than ${maxBytes} bytes, the limit for tool results`,
+        );
       }
       throw classify(e, limits);
     }

@@ -30,7 +30,10 @@ export const registerCall: ToolHook<CallintelCallsCreateInput> = {
     const answer = (await ctx.call(withPrimaryUser(ctx.input, ctx.planned[0]!))) as Record<string, unknown> | undefined;
     const callId = answer?.callId;
     if (typeof callId !== 'string' && typeof callId !== 'number') {
-      throw new UpstreamFailure('provider_malformed_response', 'Gong registered the call but its answer carries no callId');
+      throw new UpstreamFailure(
+        'provider_malformed_response',
+        'Gong registered the call but its answer carries no callId',
+      );
     }
     const mediaUploadPath = `/v2/calls/${encodeURIComponent(String(callId))}/media`;
     return { ...answer, mediaUploadUrl: `${ctx.base()}${mediaUploadPath}`, mediaUploadPath };
@@ -74,7 +77,9 @@ export const listTasksByAssigneeEmail: ToolHook<CallintelEngageTasksListInput> =
     let cursor: string | undefined;
     const seen = new Set<string>();
     do {
-      const page = (await ctx.call(cursor ? { ...lookup, url: url(lookup.url, '', [['cursor', cursor]]) } : lookup)) as UsersPage;
+      const page = (await ctx.call(
+        cursor ? { ...lookup, url: url(lookup.url, '', [['cursor', cursor]]) } : lookup,
+      )) as UsersPage;
       user = page?.users?.find(matches);
       cursor = page?.records?.cursor;
       // A provider that repeated a cursor would otherwise be paged forever.
@@ -82,9 +87,12 @@ export const listTasksByAssigneeEmail: ToolHook<CallintelEngageTasksListInput> =
       if (cursor !== undefined) seen.add(cursor);
     } while (!user && cursor);
     if (!user?.id) {
-      throw new ServiceError(404, 'assignee_not_found', `No Gong user has the email address ${ctx.input.assignee_email}`, [
-        { field: 'assignee_email', message: 'matches no Gong user (email address or alias)' },
-      ]);
+      throw new ServiceError(
+        404,
+        'assignee_not_found',
+        `No Gong user has the email address ${ctx.input.assignee_email}`,
+        [{ field: 'assignee_email', message: 'matches no Gong user (email address or alias)' }],
+      );
     }
     const body = structuredClone(list.body) as { filter: Record<string, unknown> };
     body.filter.userId = user.id;
@@ -107,7 +115,12 @@ export const flowContentOverrideUnavailable: ToolHook<CallintelEngageFlowContent
       'not_supported_by_provider',
       `Gong's API cannot change the placeholder values of an existing flow instance (${ctx.input.flow_instance_id}): ` +
         'placeholder values can only be set when prospects are assigned to a flow (callintel_engage_prospects_assign). Nothing was sent.',
-      [{ field: 'flow_instance_id', message: 'Gong offers no operation that overrides the placeholder values of a flow instance' }],
+      [
+        {
+          field: 'flow_instance_id',
+          message: 'Gong offers no operation that overrides the placeholder values of a flow instance',
+        },
+      ],
     );
   },
 };
@@ -115,11 +128,16 @@ export const flowContentOverrideUnavailable: ToolHook<CallintelEngageFlowContent
 /** How many users' open tasks are searched for a task's owner before the caller is asked for user_id. */
 export const OWNER_SEARCH_LIMIT = 200;
 
-async function* users(ctx: { call(r: UpstreamRequest): Promise<unknown> }, lookup: UpstreamRequest): AsyncGenerator<GongUser> {
+async function* users(
+  ctx: { call(r: UpstreamRequest): Promise<unknown> },
+  lookup: UpstreamRequest,
+): AsyncGenerator<GongUser> {
   let cursor: string | undefined;
   const seen = new Set<string>();
   do {
-    const page = (await ctx.call(cursor ? { ...lookup, url: url(lookup.url, '', [['cursor', cursor]]) } : lookup)) as UsersPage;
+    const page = (await ctx.call(
+      cursor ? { ...lookup, url: url(lookup.url, '', [['cursor', cursor]]) } : lookup,
+    )) as UsersPage;
     for (const u of page?.users ?? []) yield u;
     cursor = page?.records?.cursor;
     if (cursor !== undefined && seen.has(cursor)) cursor = undefined;
@@ -136,9 +154,17 @@ export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput 
     for await (const user of users(ctx, lookup)) {
       if (!user.id) continue;
       if (++searched > OWNER_SEARCH_LIMIT) {
-        throw new ServiceError(400, 'invalid_input', `The owner of task ${ctx.input.task_id} was not among the first ${OWNER_SEARCH_LIMIT} users' open tasks; give user_id`, [
-          { field: 'user_id', message: `is required for this task: its owner was not found among ${OWNER_SEARCH_LIMIT} users` },
-        ]);
+        throw new ServiceError(
+          400,
+          'invalid_input',
+          `The owner of task ${ctx.input.task_id} was not among the first ${OWNER_SEARCH_LIMIT} users' open tasks; give user_id`,
+          [
+            {
+              field: 'user_id',
+              message: `is required for this task: its owner was not found among ${OWNER_SEARCH_LIMIT} users`,
+            },
+          ],
+        );
       }
       const answer = (await ctx.call({
         method: 'POST',

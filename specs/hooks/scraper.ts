@@ -52,7 +52,11 @@ interface Build {
     input?: Json;
     readme?: string;
     webServerMcpPath?: string;
-    storages?: { dataset?: Json & { views?: Record<string, { display?: { properties?: Json }; transformation?: { fields?: unknown[] } }> } };
+    storages?: {
+      dataset?: Json & {
+        views?: Record<string, { display?: { properties?: Json }; transformation?: { fields?: unknown[] } }>;
+      };
+    };
   } | null;
 }
 
@@ -110,7 +114,11 @@ function totalOf(res: UpstreamResponse, fallback: number): number {
 }
 
 function itemsOf(body: unknown): Json[] {
-  if (!Array.isArray(body)) throw new UpstreamFailure('provider_malformed_response', 'The platform answered dataset items with something other than an array');
+  if (!Array.isArray(body))
+    throw new UpstreamFailure(
+      'provider_malformed_response',
+      'The platform answered dataset items with something other than an array',
+    );
   return body as Json[];
 }
 
@@ -170,7 +178,11 @@ export function viewFields(build: Build): string[] {
 }
 
 /** Items within `limit` characters of JSON: all of them, else only the important fields, else fewer items. */
-export function previewWithinLimit(items: Json[], importantFields: readonly string[], limit = OUTPUT_CHAR_LIMIT): Json[] {
+export function previewWithinLimit(
+  items: Json[],
+  importantFields: readonly string[],
+  limit = OUTPUT_CHAR_LIMIT,
+): Json[] {
   if (JSON.stringify(items).length <= limit) return items;
   let source = items;
   if (importantFields.length) {
@@ -190,7 +202,12 @@ export function previewWithinLimit(items: Json[], importantFields: readonly stri
 // ---------------------------------------------------------------------------------------------------------
 // Runs
 
-function startRunRequest(base: Base, actor: string, body: unknown, options?: { memory?: number; timeout?: number }): UpstreamRequest {
+function startRunRequest(
+  base: Base,
+  actor: string,
+  body: unknown,
+  options?: { memory?: number; timeout?: number },
+): UpstreamRequest {
   return {
     method: 'POST',
     url: buildUrl(base(), `/v2/acts/${actorSegment(actor)}/runs`, [
@@ -218,23 +235,45 @@ export async function waitForRun(ctx: Ctx, started: Run, actor: string): Promise
         { runId: run.id, datasetId: run.defaultDatasetId, status: run.status },
       );
     }
-    run = data<Run>(await ctx.call(get(buildUrl(ctx.base(), `/v2/actor-runs/${encodeURIComponent(run.id)}`, [['waitForFinish', WAIT_FOR_FINISH_SECS]]))));
+    run = data<Run>(
+      await ctx.call(
+        get(
+          buildUrl(ctx.base(), `/v2/actor-runs/${encodeURIComponent(run.id)}`, [
+            ['waitForFinish', WAIT_FOR_FINISH_SECS],
+          ]),
+        ),
+      ),
+    );
   }
   return run;
 }
 
 /** A finished run with its dataset preview (or only the dataset's item count). */
-async function finishedRun(ctx: Ctx, run: Run, actorName: string, preview: boolean, importantFields: readonly string[]) {
+async function finishedRun(
+  ctx: Ctx,
+  run: Run,
+  actorName: string,
+  preview: boolean,
+  importantFields: readonly string[],
+) {
   const datasetId = run.defaultDatasetId!;
   let items: Json[] = [];
   let total: number;
   if (preview) {
-    const res = await sendOk(ctx, get(buildUrl(ctx.base(), `/v2/datasets/${encodeURIComponent(datasetId)}/items`, [['limit', PREVIEW_FETCH_LIMIT]])));
+    const res = await sendOk(
+      ctx,
+      get(
+        buildUrl(ctx.base(), `/v2/datasets/${encodeURIComponent(datasetId)}/items`, [['limit', PREVIEW_FETCH_LIMIT]]),
+      ),
+    );
     const fetched = itemsOf(res.body);
     total = totalOf(res, fetched.length);
     items = previewWithinLimit(fetched, importantFields);
   } else {
-    total = Number(data<{ itemCount?: number }>(await ctx.call(get(`${ctx.base()}/v2/datasets/${encodeURIComponent(datasetId)}`))).itemCount ?? 0);
+    total = Number(
+      data<{ itemCount?: number }>(await ctx.call(get(`${ctx.base()}/v2/datasets/${encodeURIComponent(datasetId)}`)))
+        .itemCount ?? 0,
+    );
   }
   return {
     runId: run.id,
@@ -264,11 +303,17 @@ async function finishedRun(ctx: Ctx, run: Run, actorName: string, preview: boole
 export function mcpServerPath(build: Build): string | undefined {
   const raw = build.actorDefinition?.webServerMcpPath;
   if (typeof raw !== 'string' || !raw.trim()) return undefined;
-  const paths = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  const paths = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const path = paths.includes('/mcp') ? '/mcp' : paths[0]!;
   // The path comes from the Actor's author: it must stay a path, so the token can never go to another host.
   if (!/^\/(?!\/)[\w\-./~]*$/.test(path)) {
-    throw new UpstreamFailure('provider_malformed_response', `The Actor declares an MCP path that is not a plain path: ${JSON.stringify(path)}`);
+    throw new UpstreamFailure(
+      'provider_malformed_response',
+      `The Actor declares an MCP path that is not a plain path: ${JSON.stringify(path)}`,
+    );
   }
   return path;
 }
@@ -276,7 +321,10 @@ export function mcpServerPath(build: Build): string | undefined {
 /** `https://<actorId>.apify.actor<path>`: the Actor's Standby host under the connector's `standby` host. */
 export function mcpServerUrl(base: Base, actorId: string | undefined, path: string): string {
   if (!actorId || !/^[A-Za-z0-9]+$/.test(actorId)) {
-    throw new UpstreamFailure('provider_malformed_response', `The Actor's build carries no usable Actor ID (${JSON.stringify(actorId)})`);
+    throw new UpstreamFailure(
+      'provider_malformed_response',
+      `The Actor's build carries no usable Actor ID (${JSON.stringify(actorId)})`,
+    );
   }
   const root = new URL(base('standby'));
   return `${root.protocol}//${actorId}.${root.host}${path}`;
@@ -290,7 +338,8 @@ export function rpcMessages(body: unknown): Json[] {
 
 function rpcResult(res: UpstreamResponse, id: number): Json {
   const reply = rpcMessages(res.body).find((m) => m.id === id);
-  if (!reply) throw new UpstreamFailure('provider_malformed_response', `The MCP server answered request ${id} without a result`);
+  if (!reply)
+    throw new UpstreamFailure('provider_malformed_response', `The MCP server answered request ${id} without a result`);
   if (reply.error) throw new ProviderError(502, { error: reply.error });
   return (reply.result ?? {}) as Json;
 }
@@ -302,17 +351,36 @@ async function listMcpTools(ctx: Ctx, url: string): Promise<Json[]> {
     method: 'POST',
     url,
     headers,
-    body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'agent-connector-service', version: '0.1.0' } } },
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: MCP_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'agent-connector-service', version: '0.1.0' },
+      },
+    },
   });
   const version = String(rpcResult(init, 1).protocolVersion ?? MCP_PROTOCOL_VERSION);
   const session = header(init, 'mcp-session-id');
   const inSession = { ...headers, 'mcp-protocol-version': version, ...(session ? { 'mcp-session-id': session } : {}) };
-  await sendOk(ctx, { method: 'POST', url, headers: inSession, body: { jsonrpc: '2.0', method: 'notifications/initialized' } });
+  await sendOk(ctx, {
+    method: 'POST',
+    url,
+    headers: inSession,
+    body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+  });
   const tools: Json[] = [];
   let cursor: unknown;
   for (let page = 0; page < MAX_MCP_TOOL_PAGES; page++) {
     const id = 2 + page;
-    const res = await sendOk(ctx, { method: 'POST', url, headers: inSession, body: { jsonrpc: '2.0', id, method: 'tools/list', params: cursor ? { cursor } : {} } });
+    const res = await sendOk(ctx, {
+      method: 'POST',
+      url,
+      headers: inSession,
+      body: { jsonrpc: '2.0', id, method: 'tools/list', params: cursor ? { cursor } : {} },
+    });
     const result = rpcResult(res, id);
     tools.push(...((result.tools as Json[] | undefined) ?? []));
     cursor = result.nextCursor;
@@ -325,22 +393,46 @@ async function listMcpTools(ctx: Ctx, url: string): Promise<Json[]> {
 // ---------------------------------------------------------------------------------------------------------
 // Actor details
 
-const PARTS = ['description', 'stats', 'pricing', 'rating', 'metadata', 'inputSchema', 'readme', 'outputSchema', 'mcpTools'] as const;
+const PARTS = [
+  'description',
+  'stats',
+  'pricing',
+  'rating',
+  'metadata',
+  'inputSchema',
+  'readme',
+  'outputSchema',
+  'mcpTools',
+] as const;
 type Part = (typeof PARTS)[number];
 
 /** Omitted (or all flags unset): everything but mcpTools. Any flag given: only the flags set to true. */
 export function detailParts(output: Partial<Record<Part, boolean>> | undefined): Record<Part, boolean> {
   const given = !!output && PARTS.some((p) => output[p] !== undefined);
-  return Object.fromEntries(PARTS.map((p) => [p, given ? output![p] === true : p !== 'mcpTools'])) as Record<Part, boolean>;
+  return Object.fromEntries(PARTS.map((p) => [p, given ? output![p] === true : p !== 'mcpTools'])) as Record<
+    Part,
+    boolean
+  >;
 }
 
 function detailNeeds(parts: Record<Part, boolean>) {
   const build = parts.inputSchema || parts.outputSchema || parts.mcpTools || parts.readme;
-  const actor = parts.description || parts.stats || parts.pricing || parts.rating || parts.metadata || parts.readme || !build;
+  const actor =
+    parts.description || parts.stats || parts.pricing || parts.rating || parts.metadata || parts.readme || !build;
   return { actor, build, store: parts.metadata };
 }
 
-const SCHEMA_KEYS = new Set(['title', 'description', 'enum', 'type', 'default', 'prefill', 'properties', 'items', 'required']);
+const SCHEMA_KEYS = new Set([
+  'title',
+  'description',
+  'enum',
+  'type',
+  'default',
+  'prefill',
+  'properties',
+  'items',
+  'required',
+]);
 const DESCRIPTION_MAX = 500;
 const ENUM_MAX_CHARS = 2000;
 
@@ -350,7 +442,9 @@ export function compactInputSchema(schema: unknown): unknown {
   const out: Json = {};
   for (const [key, value] of Object.entries(schema as Json)) {
     if (key === 'properties' && value && typeof value === 'object') {
-      out.properties = Object.fromEntries(Object.entries(value as Json).map(([name, prop]) => [name, compactProperty(prop)]));
+      out.properties = Object.fromEntries(
+        Object.entries(value as Json).map(([name, prop]) => [name, compactProperty(prop)]),
+      );
     } else if (key !== 'properties') {
       out[key] = value;
     }
@@ -363,7 +457,8 @@ function compactProperty(prop: unknown): unknown {
   const out: Json = {};
   for (const [key, value] of Object.entries(prop as Json)) {
     if (!SCHEMA_KEYS.has(key)) continue;
-    if (key === 'description' && typeof value === 'string' && value.length > DESCRIPTION_MAX) out[key] = `${value.slice(0, DESCRIPTION_MAX)}…`;
+    if (key === 'description' && typeof value === 'string' && value.length > DESCRIPTION_MAX)
+      out[key] = `${value.slice(0, DESCRIPTION_MAX)}…`;
     else if (key === 'enum' && Array.isArray(value)) out[key] = shortenEnum(value);
     else if (key === 'properties' && value && typeof value === 'object') {
       out[key] = Object.fromEntries(Object.entries(value as Json).map(([name, p]) => [name, compactProperty(p)]));
@@ -422,14 +517,23 @@ export const callActor: ToolHook<I.ScraperCallActorInput> = {
     if (tool) {
       if (!mcpPath) {
         const message = `is "${name}:${tool}", but Actor "${name}" is not an MCP server: call it without ":${tool}"`;
-        throw new ServiceError(400, 'invalid_input', `Invalid input for scraper_call_actor: actor ${message}`, [{ field: 'actor', message }]);
+        throw new ServiceError(400, 'invalid_input', `Invalid input for scraper_call_actor: actor ${message}`, [
+          { field: 'actor', message },
+        ]);
       }
-      const result = await ctx.call({ method: 'POST', url: mcpServerUrl(ctx.base, build.actId, mcpPath), headers: {}, mcp: { tool, arguments: input.input } });
+      const result = await ctx.call({
+        method: 'POST',
+        url: mcpServerUrl(ctx.base, build.actId, mcpPath),
+        headers: {},
+        mcp: { tool, arguments: input.input },
+      });
       return { actor: name, tool, ...(result as Json) };
     }
     if (mcpPath) {
       const message = `names Actor "${name}", which is an MCP server: give the tool to call as "${name}:toolName" (scraper_fetch_actor_details with output {mcpTools: true} lists them)`;
-      throw new ServiceError(400, 'invalid_input', `Invalid input for scraper_call_actor: actor ${message}`, [{ field: 'actor', message }]);
+      throw new ServiceError(400, 'invalid_input', `Invalid input for scraper_call_actor: actor ${message}`, [
+        { field: 'actor', message },
+      ]);
     }
     const [, start] = callActorPlan(input, ctx.planned, ctx.base);
     const started = data<Run>(await ctx.call(start!));
@@ -454,10 +558,19 @@ export const ragWebBrowser: ToolHook<I.ScraperRagWebBrowserInput> = {
     const actor = data<{ defaultRunOptions?: { memoryMbytes?: number } }>(await ctx.call(ctx.planned[0]!));
     const memory = Math.min(actor.defaultRunOptions?.memoryMbytes || RAG_MAX_MEMORY_MB, RAG_MAX_MEMORY_MB);
     const { query, maxResults, outputFormats } = ctx.input;
-    const started = data<Run>(await ctx.call(startRunRequest(ctx.base, RAG_ACTOR, { query, maxResults, outputFormats }, { memory })));
+    const started = data<Run>(
+      await ctx.call(startRunRequest(ctx.base, RAG_ACTOR, { query, maxResults, outputFormats }, { memory })),
+    );
     const run = await waitForRun(ctx, started, RAG_ACTOR);
     const out = await finishedRun(ctx, run, RAG_ACTOR, true, []);
-    return { runId: out.runId, datasetId: out.datasetId, status: out.status, statusMessage: out.statusMessage, totalItemCount: out.totalItemCount, items: out.items };
+    return {
+      runId: out.runId,
+      datasetId: out.datasetId,
+      status: out.status,
+      statusMessage: out.statusMessage,
+      totalItemCount: out.totalItemCount,
+      items: out.items,
+    };
   },
 };
 
@@ -468,14 +581,27 @@ export const getActorRun: ToolHook<I.ScraperGetActorRunInput> = {
     if (run.actId) {
       // Best effort, as upstream: a run of an Actor the token cannot read still has its details.
       const res = await ctx.send(get(`${ctx.base()}/v2/acts/${encodeURIComponent(run.actId)}`)).catch(() => undefined);
-      const actor = res?.status === 200 ? (res.body as { data?: { username?: string; name?: string } }).data : undefined;
+      const actor =
+        res?.status === 200 ? (res.body as { data?: { username?: string; name?: string } }).data : undefined;
       if (actor?.username && actor.name) actorName = `${actor.username}/${actor.name}`;
     }
     let dataset: Json | undefined;
     if (run.status === 'SUCCEEDED' && run.defaultDatasetId) {
-      const res = await sendOk(ctx, get(buildUrl(ctx.base(), `/v2/datasets/${encodeURIComponent(run.defaultDatasetId)}/items`, [['limit', RUN_PREVIEW_ITEMS]])));
+      const res = await sendOk(
+        ctx,
+        get(
+          buildUrl(ctx.base(), `/v2/datasets/${encodeURIComponent(run.defaultDatasetId)}/items`, [
+            ['limit', RUN_PREVIEW_ITEMS],
+          ]),
+        ),
+      );
       const items = itemsOf(res.body);
-      dataset = { datasetId: run.defaultDatasetId, totalItemCount: totalOf(res, items.length), previewItemCount: items.length, previewItems: items };
+      dataset = {
+        datasetId: run.defaultDatasetId,
+        totalItemCount: totalOf(res, items.length),
+        previewItemCount: items.length,
+        previewItems: items,
+      };
     }
     return {
       runId: run.id,
@@ -511,7 +637,14 @@ export const getActorOutput: ToolHook<I.ScraperGetActorOutputInput> = {
     const total = totalOf(res, items.length);
     if (fields.some((f) => f.includes('.'))) items = items.map((item) => valuesByDotKeys(item, fields));
     items = items.map(cleanEmpty).filter((item) => item !== undefined);
-    return { datasetId: input.datasetId, items, itemCount: items.length, totalItemCount: total, offset: input.offset, limit: input.limit };
+    return {
+      datasetId: input.datasetId,
+      items,
+      itemCount: items.length,
+      totalItemCount: total,
+      offset: input.offset,
+      limit: input.limit,
+    };
   },
 };
 
@@ -526,7 +659,9 @@ export const searchActors: ToolHook<I.ScraperSearchActorsInput> = {
     const limit = input.limit ?? 5;
     const page = data<{ items?: Json[]; total?: number }>(await ctx.call(storePlan(input, ctx.planned)[0]!));
     const actors = (page.items ?? [])
-      .filter((a) => (a.currentPricingInfo as { pricingModel?: string } | undefined)?.pricingModel !== 'FLAT_PRICE_PER_MONTH')
+      .filter(
+        (a) => (a.currentPricingInfo as { pricingModel?: string } | undefined)?.pricingModel !== 'FLAT_PRICE_PER_MONTH',
+      )
       .slice(0, limit);
     return { actors, query: input.keywords ?? '', count: actors.length, offset: input.offset ?? 0, limit };
   },
@@ -552,7 +687,11 @@ export const fetchPlatformDocs: ToolHook<I.ScraperFetchPlatformDocsInput> = {
   },
 };
 
-function detailsPlan(input: I.ScraperFetchActorDetailsInput, planned: UpstreamRequest[], base: Base): UpstreamRequest[] {
+function detailsPlan(
+  input: I.ScraperFetchActorDetailsInput,
+  planned: UpstreamRequest[],
+  base: Base,
+): UpstreamRequest[] {
   const needs = detailNeeds(detailParts(input.output));
   const out: UpstreamRequest[] = [];
   if (needs.actor) out.push(planned[0]!);
@@ -560,7 +699,14 @@ function detailsPlan(input: I.ScraperFetchActorDetailsInput, planned: UpstreamRe
   if (needs.store) {
     // Only to pick up the Actor's picture: the store search by its name finds it.
     const slug = input.actor.split('/').pop()!;
-    out.push(get(buildUrl(base(), '/v2/store', [['search', slug], ['limit', 5]])));
+    out.push(
+      get(
+        buildUrl(base(), '/v2/store', [
+          ['search', slug],
+          ['limit', 5],
+        ]),
+      ),
+    );
   }
   return out;
 }
@@ -597,7 +743,9 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
     if (parts.pricing) out.pricing = currentPricing(actor!.pricingInfos);
     if (parts.rating) {
       const stats = (actor!.stats ?? {}) as Json;
-      out.rating = stats.actorReviewRating ? { average: Number(Number(stats.actorReviewRating).toFixed(2)), count: Number(stats.actorReviewCount ?? 0) } : null;
+      out.rating = stats.actorReviewRating
+        ? { average: Number(Number(stats.actorReviewRating).toFixed(2)), count: Number(stats.actorReviewCount ?? 0) }
+        : null;
     }
     if (parts.metadata) {
       const picture = store?.find((s) => s.id === actor!.id)?.pictureUrl;
@@ -611,7 +759,8 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
       };
     }
     const definition = build?.actorDefinition ?? undefined;
-    if (parts.inputSchema) out.inputSchema = compactInputSchema(definition?.input ?? { type: 'object', properties: {} });
+    if (parts.inputSchema)
+      out.inputSchema = compactInputSchema(definition?.input ?? { type: 'object', properties: {} });
     if (parts.readme) {
       const summary = typeof actor!.readmeSummary === 'string' ? actor!.readmeSummary.trim() : '';
       out.readme = summary || definition?.readme || 'No README provided.';
@@ -619,7 +768,8 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
     if (parts.outputSchema) out.outputSchema = definition?.storages?.dataset ?? null;
     if (parts.mcpTools) {
       const path = mcpServerPath(build!);
-      if (!path) out.mcpTools = { isMcpServer: false, note: 'This Actor is not an MCP server and exposes no MCP tools.' };
+      if (!path)
+        out.mcpTools = { isMcpServer: false, note: 'This Actor is not an MCP server and exposes no MCP tools.' };
       else {
         const url = mcpServerUrl(ctx.base, build!.actId, path);
         try {
@@ -627,12 +777,20 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
           out.mcpTools = {
             isMcpServer: true,
             callAs: `${fullName}:{toolName}`,
-            tools: tools.map((t) => ({ name: t.name, description: t.description ?? null, inputSchema: t.inputSchema ?? null })),
+            tools: tools.map((t) => ({
+              name: t.name,
+              description: t.description ?? null,
+              inputSchema: t.inputSchema ?? null,
+            })),
           };
         } catch (e) {
           // Upstream reports this part's failure and still returns the others.
           const reason = e instanceof ProviderError ? `HTTP ${e.status}` : (e as Error).message;
-          out.mcpTools = { isMcpServer: true, callAs: `${fullName}:{toolName}`, error: `Could not list the MCP tools (${reason})` };
+          out.mcpTools = {
+            isMcpServer: true,
+            callAs: `${fullName}:{toolName}`,
+            error: `Could not list the MCP tools (${reason})`,
+          };
         }
       }
     }

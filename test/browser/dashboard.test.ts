@@ -31,7 +31,9 @@ let userDataDir: string;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`The browser tests need Debian's Chromium at ${CHROMIUM} (apt-get install chromium); it is not installed.`);
+    throw new Error(
+      `The browser tests need Debian's Chromium at ${CHROMIUM} (apt-get install chromium); it is not installed.`,
+    );
   }
   mkdirSync(SCREENSHOTS, { recursive: true });
   h = await startHarness({ env: { ADMIN_PASSWORD } });
@@ -41,7 +43,14 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
     viewport: { width: 1280, height: 860 },
     permissions: ['clipboard-read', 'clipboard-write'],
   });
@@ -125,11 +134,17 @@ describe('dashboard in a browser', () => {
     const { id } = await h.client.getConnection('mail');
     expect(redirectUri).toBe(`${h.config.publicUrl}/sso/v1/oauth/${id}/callback`);
     // Registered at the provider exactly as copied: the fake refuses any other redirect URI.
-    h.oauth.addClient({ client_id: OAUTH_CLIENT_ID, client_secret: OAUTH_CLIENT_SECRET, auth: mailAuth.token_auth ?? 'client_secret_post', redirect_uris: [redirectUri] });
+    h.oauth.addClient({
+      client_id: OAUTH_CLIENT_ID,
+      client_secret: OAUTH_CLIENT_SECRET,
+      auth: mailAuth.token_auth ?? 'client_secret_post',
+      redirect_uris: [redirectUri],
+    });
 
     await page.fill('[name="client_id"]', OAUTH_CLIENT_ID);
     await page.fill('[name="client_secret"]', OAUTH_CLIENT_SECRET);
-    for (const scope of mailAuth.scopes.default) expect(await page.isChecked(`input[name="scopes"][value="${scope}"]`)).toBe(true);
+    for (const scope of mailAuth.scopes.default)
+      expect(await page.isChecked(`input[name="scopes"][value="${scope}"]`)).toBe(true);
     await page.uncheck('input[name="scopes"][value="Contacts.ReadWrite"]');
     await page.check('input[name="scopes"][value="Contacts.Read"]');
     await page.fill('[name="scopes_extra"]', 'openid');
@@ -156,7 +171,11 @@ describe('dashboard in a browser', () => {
     // The user opens the link: service → fake provider (consents as user-1) → service callback.
     await page.goto(link);
     expect(await page.locator('h1').textContent()).toBe('Account connected');
-    expect(h.oauth.tokenRequests.at(-1)).toMatchObject({ grant_type: 'authorization_code', client_id: OAUTH_CLIENT_ID, redirect_uri: redirectUri });
+    expect(h.oauth.tokenRequests.at(-1)).toMatchObject({
+      grant_type: 'authorization_code',
+      client_id: OAUTH_CLIENT_ID,
+      redirect_uri: redirectUri,
+    });
 
     await page.goto(url('/dashboard/connections/mail'));
     const row = page.locator('tr[data-identifier="alice@example.com"]');
@@ -184,8 +203,15 @@ describe('dashboard in a browser', () => {
 
     await page.getByRole('button', { name: 'Execute' }).click();
     const data = await page.locator('#result pre').textContent();
-    expect(JSON.parse(data!).tickets.map((t: { subject: string }) => t.subject)).toEqual(['Seed ticket 1', 'Seed ticket 2']);
-    expect(desk.requests.at(-1)).toMatchObject({ method: 'GET', path: '/tickets', query: { per_page: '2', sort_order: 'asc' } });
+    expect(JSON.parse(data!).tickets.map((t: { subject: string }) => t.subject)).toEqual([
+      'Seed ticket 1',
+      'Seed ticket 2',
+    ]);
+    expect(desk.requests.at(-1)).toMatchObject({
+      method: 'GET',
+      path: '/tickets',
+      query: { per_page: '2', sort_order: 'asc' },
+    });
     await shot('04-tool-explorer');
   });
 

@@ -9,7 +9,12 @@ import { planRequests } from '../../runtime/tools/plan.ts';
 
 describe.each([...connectors.values()].map((c) => [c.name, c] as const))('%s', (_name, connector) => {
   const auth = connector.auth[0]!;
-  const target = { connector, connection: { apiBaseUrl: null, apiHosts: {}, authKind: auth.kind }, fields: { ...connector.exampleFields }, auth };
+  const target = {
+    connector,
+    connection: { apiBaseUrl: null, apiHosts: {}, authKind: auth.kind },
+    fields: { ...connector.exampleFields },
+    auth,
+  };
   it.each(connector.toolNames.map((n) => [n]))('%s', (toolName) => {
     const tool = tools.get(toolName)!;
     expect(tool.examples.length).toBeGreaterThan(0);
@@ -21,7 +26,8 @@ describe.each([...connectors.values()].map((c) => [c.name, c] as const))('%s', (
       example.requests.forEach((want, i) => {
         const got = planned[i]!;
         expect(got.body, `body of request ${i} of ${toolName}`).toEqual(want.body);
-        for (const [k, v] of Object.entries(want.headers ?? {})) expect(got.headers[k.toLowerCase()], `header ${k}`).toBe(v);
+        for (const [k, v] of Object.entries(want.headers ?? {}))
+          expect(got.headers[k.toLowerCase()], `header ${k}`).toBe(v);
       });
     }
   });

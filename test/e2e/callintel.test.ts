@@ -47,7 +47,8 @@ type Who = { connectionName: string; identifier: string };
 
 async function run(toolName: string, toolInput: Record<string, unknown>, who: Who = oauthWho) {
   executed.add(toolName);
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who })).data as any;
+  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
+    .data as any;
 }
 
 async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
@@ -71,10 +72,18 @@ beforeAll(async () => {
   h = await startHarness({ oauth: { requirePkce: false, extraTokenFields: { api_base_url_for_customer: gong.url } } });
   gong.bearerScopes = (token) => h.oauth.validate(token)?.scope.split(' ');
   // OAuth: no API base override — the host comes from the token response, as for a real Gong customer.
-  await oauthConnection(h, 'callintel', 'callintel', gong.url, { authMethod: 'client_secret_basic', extra: { api_base_url: undefined } });
+  await oauthConnection(h, 'callintel', 'callintel', gong.url, {
+    authMethod: 'client_secret_basic',
+    extra: { api_base_url: undefined },
+  });
   await authorize(h, 'callintel', 'rep-1');
   // Access key: the connection points at the fake (the account's own field must stay on *.gong.io).
-  await h.client.createConnection({ connection_name: 'callintel-key', connector: 'callintel', auth_kind: 'api_key', api_base_url: gong.url });
+  await h.client.createConnection({
+    connection_name: 'callintel-key',
+    connector: 'callintel',
+    auth_kind: 'api_key',
+    api_base_url: gong.url,
+  });
   await h.client.upsertConnectedAccount({ ...keyWho, credentials: { access_key: KEY, access_key_secret: SECRET } });
 });
 afterAll(async () => {
@@ -136,7 +145,11 @@ describe('two ways to authenticate on one connector', () => {
       expect((await run('callintel_engage_workspaces_list', {}, keyWho)).workspaces).toHaveLength(2);
       const transcripts = await run('callintel_calls_transcript_get', { call_ids: [CALL_1] }, keyWho);
       expect(transcripts.callTranscripts[0].callId).toBe(CALL_1);
-      const assigned = await run('callintel_engage_prospects_assign', { flow_id: FLOW_SDR, crm_prospect_ids: ['00Q-KEY-1'], flow_instance_owner_email: 'sdr@acme.com' }, keyWho);
+      const assigned = await run(
+        'callintel_engage_prospects_assign',
+        { flow_id: FLOW_SDR, crm_prospect_ids: ['00Q-KEY-1'], flow_instance_owner_email: 'sdr@acme.com' },
+        keyWho,
+      );
       expect(assigned.prospectsAssigned).toHaveLength(1);
       const tasks = await run('callintel_engage_tasks_list', { assignee_email: 'sdr@acme.com' }, keyWho);
       expect(tasks.tasks.map((t: { id: string }) => t.id)).toEqual([TASK_SDR]);
@@ -147,20 +160,46 @@ describe('two ways to authenticate on one connector', () => {
 
   it('access key: the account base URL must be an https URL on *.gong.io; a stored one is where tools go', async () => {
     for (const api_base_url of ['https://gong.io.evil.example', 'http://us-1.api.gong.io', 'https://127.0.0.1']) {
-      const e = await failure(h.client.upsertConnectedAccount({ ...keyWho, identifier: 'bad', credentials: { access_key: KEY, access_key_secret: SECRET, api_base_url } }));
+      const e = await failure(
+        h.client.upsertConnectedAccount({
+          ...keyWho,
+          identifier: 'bad',
+          credentials: { access_key: KEY, access_key_secret: SECRET, api_base_url },
+        }),
+      );
       expect(e.status).toBe(400);
       expect(e.details.map((d) => d.field)).toEqual(['credentials.api_base_url']);
     }
     // Without a connection override, the account's host is used (a dry run, so nothing leaves the machine).
-    await h.client.createConnection({ connection_name: 'callintel-direct', connector: 'callintel', auth_kind: 'api_key' });
+    await h.client.createConnection({
+      connection_name: 'callintel-direct',
+      connector: 'callintel',
+      auth_kind: 'api_key',
+    });
     const direct = { connectionName: 'callintel-direct', identifier: 'us' };
-    await h.client.upsertConnectedAccount({ ...direct, credentials: { access_key: KEY, access_key_secret: SECRET, api_base_url: 'https://us-12345.api.gong.io' } });
-    const { data } = await h.client.executeTool({ toolName: 'callintel_users_list', toolInput: {}, ...direct, dryRun: true });
-    expect((data as DryRunData).requests[0]).toMatchObject({ method: 'GET', url: 'https://us-12345.api.gong.io/v2/users', headers: { authorization: 'Basic [REDACTED]' } });
+    await h.client.upsertConnectedAccount({
+      ...direct,
+      credentials: { access_key: KEY, access_key_secret: SECRET, api_base_url: 'https://us-12345.api.gong.io' },
+    });
+    const { data } = await h.client.executeTool({
+      toolName: 'callintel_users_list',
+      toolInput: {},
+      ...direct,
+      dryRun: true,
+    });
+    expect((data as DryRunData).requests[0]).toMatchObject({
+      method: 'GET',
+      url: 'https://us-12345.api.gong.io/v2/users',
+      headers: { authorization: 'Basic [REDACTED]' },
+    });
   });
 
   it('access key: a wrong secret is Gong 401, returned as the provider error', async () => {
-    await h.client.upsertConnectedAccount({ ...keyWho, identifier: 'wrong', credentials: { access_key: KEY, access_key_secret: 'nope-nope' } });
+    await h.client.upsertConnectedAccount({
+      ...keyWho,
+      identifier: 'wrong',
+      credentials: { access_key: KEY, access_key_secret: 'nope-nope' },
+    });
     const e = await failure(run('callintel_users_list', {}, { ...keyWho, identifier: 'wrong' }));
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);
@@ -168,11 +207,23 @@ describe('two ways to authenticate on one connector', () => {
 
     // Checked on save when asked: GET /v2/workspaces with the new credentials, nothing stored on refusal.
     const before = gong.requests.length;
-    const refused = await failure(h.client.upsertConnectedAccount({ ...keyWho, identifier: 'checked', credentials: { access_key: KEY, access_key_secret: 'nope-nope' }, verify: true }));
+    const refused = await failure(
+      h.client.upsertConnectedAccount({
+        ...keyWho,
+        identifier: 'checked',
+        credentials: { access_key: KEY, access_key_secret: 'nope-nope' },
+        verify: true,
+      }),
+    );
     expect(refused.status).toBe(400);
     expect(refused.code).toBe('invalid_credentials');
     expect(gong.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v2/workspaces']);
-    const saved = await h.client.upsertConnectedAccount({ ...keyWho, identifier: 'checked', credentials: { access_key: KEY, access_key_secret: SECRET }, verify: true });
+    const saved = await h.client.upsertConnectedAccount({
+      ...keyWho,
+      identifier: 'checked',
+      credentials: { access_key: KEY, access_key_secret: SECRET },
+      verify: true,
+    });
     expect(saved.status).toBe('ACTIVE');
   });
 
@@ -192,10 +243,17 @@ describe('two ways to authenticate on one connector', () => {
 describe('calls', () => {
   it('lists calls with GET and query parameters, following records.cursor', async () => {
     const seen = await received(async () => {
-      const first = await run('callintel_calls_list', { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-12-31T00:00:00Z' });
+      const first = await run('callintel_calls_list', {
+        from_date_time: '2026-01-01T00:00:00Z',
+        to_date_time: '2026-12-31T00:00:00Z',
+      });
       expect(first.calls.map((c: { id: string }) => c.id)).toEqual([CALL_1, CALL_2]);
       expect(first.records).toMatchObject({ totalRecords: 3, currentPageSize: 2, currentPageNumber: 0 });
-      const next = await run('callintel_calls_list', { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-12-31T00:00:00Z', cursor: first.records.cursor });
+      const next = await run('callintel_calls_list', {
+        from_date_time: '2026-01-01T00:00:00Z',
+        to_date_time: '2026-12-31T00:00:00Z',
+        cursor: first.records.cursor,
+      });
       expect(next.calls.map((c: { id: string }) => c.id)).toEqual([CALL_3]);
       expect(next.records.cursor).toBeUndefined();
       const sales = await run('callintel_calls_list', { workspace_id: WS_SUPPORT });
@@ -218,17 +276,30 @@ describe('calls', () => {
       const none = await run('callintel_calls_list', { call_ids: '1' });
       expect(none).toEqual({ calls: [], records: { totalRecords: 0, currentPageSize: 0, currentPageNumber: 0 } });
     });
-    expect(seen[0]).toMatchObject({ method: 'POST', path: '/v2/calls/extensive', body: { filter: { callIds: [CALL_3, CALL_1] } } });
+    expect(seen[0]).toMatchObject({
+      method: 'POST',
+      path: '/v2/calls/extensive',
+      body: { filter: { callIds: [CALL_3, CALL_1] } },
+    });
     expect(seen[1]!.body).toEqual({ filter: { callIds: ['1'] } });
   });
 
   it('gets extensive call details with the content selector the purpose names', async () => {
     const seen = await received(async () => {
-      const got = await run('callintel_calls_get', { call_ids: [CALL_1], workspace_id: WS_SALES, from_date_time: '2026-01-01T00:00:00Z' });
+      const got = await run('callintel_calls_get', {
+        call_ids: [CALL_1],
+        workspace_id: WS_SALES,
+        from_date_time: '2026-01-01T00:00:00Z',
+      });
       const call = got.calls[0];
       expect(call.metaData.id).toBe(CALL_1);
-      expect(call.parties.map((p: { emailAddress: string }) => p.emailAddress)).toEqual(['rep@acme.com', 'buyer@customer.com']);
-      expect(call.interaction.personInteractionStats[0].personInteractionStats.map((s: { name: string }) => s.name)).toContain('Talk Ratio');
+      expect(call.parties.map((p: { emailAddress: string }) => p.emailAddress)).toEqual([
+        'rep@acme.com',
+        'buyer@customer.com',
+      ]);
+      expect(
+        call.interaction.personInteractionStats[0].personInteractionStats.map((s: { name: string }) => s.name),
+      ).toContain('Talk Ratio');
       expect(call.content.topics[0].name).toBe('Pricing');
       expect(call.context[0].objects[0]).toMatchObject({ objectType: 'Account', objectId: '001A000001' });
       expect(await run('callintel_calls_get', { call_ids: ['42'] })).toMatchObject({ calls: [] });
@@ -237,23 +308,36 @@ describe('calls', () => {
       filter: { callIds: [CALL_1], fromDateTime: '2026-01-01T00:00:00Z', workspaceId: WS_SALES },
       contentSelector: {
         context: 'Extended',
-        exposedFields: { parties: true, content: { topics: true, trackers: true }, interaction: { speakers: true, personInteractionStats: true, questions: true } },
+        exposedFields: {
+          parties: true,
+          content: { topics: true, trackers: true },
+          interaction: { speakers: true, personInteractionStats: true, questions: true },
+        },
       },
     });
   });
 
   it('reads transcripts: speaker-attributed sentences with offsets; 404 "No calls found" is empty', async () => {
     const seen = await received(async () => {
-      const t = await run('callintel_calls_transcript_get', { call_ids: [CALL_1, CALL_2], from_date_time: '2026-01-15T00:00:00Z', to_date_time: '2026-02-01T00:00:00Z' });
+      const t = await run('callintel_calls_transcript_get', {
+        call_ids: [CALL_1, CALL_2],
+        from_date_time: '2026-01-15T00:00:00Z',
+        to_date_time: '2026-02-01T00:00:00Z',
+      });
       expect(t.callTranscripts.map((x: { callId: string }) => x.callId)).toEqual([CALL_2]);
-      expect(t.callTranscripts[0].transcript[0]).toMatchObject({ speakerId: expect.any(String), sentences: [{ start: 1000, end: 4200 }] });
+      expect(t.callTranscripts[0].transcript[0]).toMatchObject({
+        speakerId: expect.any(String),
+        sentences: [{ start: 1000, end: 4200 }],
+      });
       expect(await run('callintel_calls_transcript_get', { call_ids: [CALL_3], workspace_id: WS_SALES })).toEqual({
         callTranscripts: [],
         records: { totalRecords: 0, currentPageSize: 0, currentPageNumber: 0 },
       });
     });
     expect(seen.map((r) => r.body)).toEqual([
-      { filter: { callIds: [CALL_1, CALL_2], fromDateTime: '2026-01-15T00:00:00Z', toDateTime: '2026-02-01T00:00:00Z' } },
+      {
+        filter: { callIds: [CALL_1, CALL_2], fromDateTime: '2026-01-15T00:00:00Z', toDateTime: '2026-02-01T00:00:00Z' },
+      },
       { filter: { callIds: [CALL_3], workspaceId: WS_SALES } },
     ]);
   });
@@ -273,7 +357,14 @@ describe('calls', () => {
       ],
     });
     const call = gong.calls.get(created.callId)!;
-    expect(call).toMatchObject({ clientUniqueId: 'pbx-7781', primaryUserId: U_REP, languageCode: 'en-US', direction: 'Outbound', duration: 1740, workspaceId: WS_SALES });
+    expect(call).toMatchObject({
+      clientUniqueId: 'pbx-7781',
+      primaryUserId: U_REP,
+      languageCode: 'en-US',
+      direction: 'Outbound',
+      duration: 1740,
+      workspaceId: WS_SALES,
+    });
     expect((gong.requests.at(-1)!.body as { parties: unknown[] }).parties).toEqual([
       { emailAddress: 'buyer@x.com', name: 'Buyer' },
       { userId: U_REP, emailAddress: 'rep@acme.com', name: 'Rep' },
@@ -284,23 +375,45 @@ describe('calls', () => {
     const boundary = 'acsboundary42';
     const audio = Buffer.alloc(3000, 7);
     const multipart = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="mediaFile"; filename="call.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="mediaFile"; filename="call.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`,
+      ),
       audio,
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
-    const up = await h.client.request({ ...oauthWho, path: created.mediaUploadPath, method: 'PUT', formData: new Uint8Array(multipart), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const up = await h.client.request({
+      ...oauthWho,
+      path: created.mediaUploadPath,
+      method: 'PUT',
+      formData: new Uint8Array(multipart),
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
     expect(up.status).toBe(200);
     expect(gong.uploads.get(created.callId)).toEqual({ contentType: 'audio/mpeg', bytes: 3000, fileName: 'call.mp3' });
   });
 
   it('refuses a duplicate client id, derives a stable one when none is given, and keeps Gong 400s', async () => {
-    const dup = await failure(run('callintel_calls_create', { actual_start: '2026-06-15T14:00:00Z', client_unique_id: 'pbx-7781', direction: 'Inbound', parties: [{ userId: U_REP }] }));
+    const dup = await failure(
+      run('callintel_calls_create', {
+        actual_start: '2026-06-15T14:00:00Z',
+        client_unique_id: 'pbx-7781',
+        direction: 'Inbound',
+        parties: [{ userId: U_REP }],
+      }),
+    );
     expect(dup.status).toBe(409);
     expect(dup.isProviderError).toBe(true);
 
-    const input = { actual_start: '2026-06-16T09:00:00Z', direction: 'Inbound', title: 'Walk-in', parties: [{ userId: U_SDR }] };
+    const input = {
+      actual_start: '2026-06-16T09:00:00Z',
+      direction: 'Inbound',
+      title: 'Walk-in',
+      parties: [{ userId: U_SDR }],
+    };
     const first = await run('callintel_calls_create', input);
-    expect(gong.calls.get(first.callId)!.clientUniqueId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(gong.calls.get(first.callId)!.clientUniqueId).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(gong.calls.get(first.callId)!.primaryUserId).toBe(U_SDR);
     const again = await failure(run('callintel_calls_create', input));
     expect(again.status).toBe(409);
@@ -308,7 +421,9 @@ describe('calls', () => {
     // The spec leaves direction and parties optional; Gong requires them (and a primary user).
     const bare = await failure(run('callintel_calls_create', { actual_start: '2026-06-17T09:00:00Z' }));
     expect(bare.status).toBe(400);
-    expect(bare.providerBody).toMatchObject({ errors: ['direction is required', 'parties is required', 'primaryUser is required'] });
+    expect(bare.providerBody).toMatchObject({
+      errors: ['direction is required', 'parties is required', 'primaryUser is required'],
+    });
   });
 });
 
@@ -324,12 +439,20 @@ describe('users, workspaces, settings and library', () => {
       const engage = await run('callintel_engage_users_list', { include_avatars: false });
       expect(engage.users.every((u: { active: boolean }) => typeof u.active === 'boolean')).toBe(true);
     });
-    expect(seen.map((r) => r.query)).toEqual([{}, { cursor: expect.any(String) }, { includeAvatars: 'true' }, { includeAvatars: 'false' }]);
+    expect(seen.map((r) => r.query)).toEqual([
+      {},
+      { cursor: expect.any(String) },
+      { includeAvatars: 'true' },
+      { includeAvatars: 'false' },
+    ]);
   });
 
   it('gets detailed users by id and creation date, with the cursor in the body', async () => {
     const seen = await received(async () => {
-      const got = await run('callintel_users_get', { user_ids: [U_REP, U_SDR], created_from_date_time: '2025-05-01T00:00:00Z' });
+      const got = await run('callintel_users_get', {
+        user_ids: [U_REP, U_SDR],
+        created_from_date_time: '2025-05-01T00:00:00Z',
+      });
       expect(got.users.map((u: { id: string }) => u.id)).toEqual([U_SDR]);
       expect(got.users[0]).toMatchObject({ managerId: U_MANAGER, settings: { webConferencesRecorded: true } });
       const all = await run('callintel_users_get', {});
@@ -346,12 +469,20 @@ describe('users, workspaces, settings and library', () => {
 
   it('reads workspaces, call outcomes, scorecards, trackers, library folders and folder content', async () => {
     const seen = await received(async () => {
-      expect((await run('callintel_engage_workspaces_list', {})).workspaces.map((w: { id: string }) => w.id)).toEqual([WS_SALES, WS_SUPPORT]);
-      expect((await run('callintel_call_outcomes_list', {})).callOutcomes[0]).toMatchObject({ id: '9001', name: 'Meeting booked' });
+      expect((await run('callintel_engage_workspaces_list', {})).workspaces.map((w: { id: string }) => w.id)).toEqual([
+        WS_SALES,
+        WS_SUPPORT,
+      ]);
+      expect((await run('callintel_call_outcomes_list', {})).callOutcomes[0]).toMatchObject({
+        id: '9001',
+        name: 'Meeting booked',
+      });
       expect((await run('callintel_scorecards_list', {})).scorecards[0].questions).toHaveLength(1);
       expect((await run('callintel_trackers_list', {})).keywordTrackers).toHaveLength(2);
       const folders = await run('callintel_library_folders_list', { workspace_id: WS_SALES });
-      expect(folders.folders.map((f: { id: string; parentFolderId: string | null }) => [f.id, f.parentFolderId])).toEqual([
+      expect(
+        folders.folders.map((f: { id: string; parentFolderId: string | null }) => [f.id, f.parentFolderId]),
+      ).toEqual([
         [LIBRARY_ROOT, null],
         [LIBRARY_CHILD, LIBRARY_ROOT],
       ]);
@@ -377,7 +508,10 @@ describe('users, workspaces, settings and library', () => {
 describe('stats and coaching', () => {
   it('interaction stats: times cut to dates for the stats endpoint; per call through calls/extensive', async () => {
     const seen = await received(async () => {
-      const stats = await run('callintel_stats_interaction', { from_date_time: '2026-01-01T10:00:00Z', to_date_time: '2026-02-01T08:30:00Z' });
+      const stats = await run('callintel_stats_interaction', {
+        from_date_time: '2026-01-01T10:00:00Z',
+        to_date_time: '2026-02-01T08:30:00Z',
+      });
       expect(stats.peopleInteractionStats[0].personInteractionStats.map((s: { name: string }) => s.name)).toEqual([
         'Talk Ratio',
         'Longest Monologue',
@@ -385,36 +519,81 @@ describe('stats and coaching', () => {
         'Question Rate',
         'Interactivity',
       ]);
-      const more = await run('callintel_stats_interaction', { from_date_time: '2026-01-01T10:00:00Z', to_date_time: '2026-02-01T08:30:00Z', cursor: stats.records.cursor });
+      const more = await run('callintel_stats_interaction', {
+        from_date_time: '2026-01-01T10:00:00Z',
+        to_date_time: '2026-02-01T08:30:00Z',
+        cursor: stats.records.cursor,
+      });
       expect(more.records.currentPageNumber).toBe(1);
-      const perCall = await run('callintel_stats_interaction', { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-02-01T00:00:00Z', call_ids: [CALL_1] });
+      const perCall = await run('callintel_stats_interaction', {
+        from_date_time: '2026-01-01T00:00:00Z',
+        to_date_time: '2026-02-01T00:00:00Z',
+        call_ids: [CALL_1],
+      });
       expect(perCall.calls[0].interaction.personInteractionStats[0]).toMatchObject({ userId: U_REP });
     });
-    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v2/stats/interaction', 'POST /v2/stats/interaction', 'POST /v2/calls/extensive']);
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /v2/stats/interaction',
+      'POST /v2/stats/interaction',
+      'POST /v2/calls/extensive',
+    ]);
     expect(seen[0]!.body).toEqual({ filter: { fromDate: '2026-01-01', toDate: '2026-02-01' } });
-    expect(seen[1]!.body).toEqual({ filter: { fromDate: '2026-01-01', toDate: '2026-02-01' }, cursor: expect.any(String) });
-    expect(seen[2]!.body).toMatchObject({ filter: { callIds: [CALL_1] }, contentSelector: { exposedFields: { interaction: { personInteractionStats: true } } } });
+    expect(seen[1]!.body).toEqual({
+      filter: { fromDate: '2026-01-01', toDate: '2026-02-01' },
+      cursor: expect.any(String),
+    });
+    expect(seen[2]!.body).toMatchObject({
+      filter: { callIds: [CALL_1] },
+      contentSelector: { exposedFields: { interaction: { personInteractionStats: true } } },
+    });
   });
 
   it('user activity stats by user over whole days; Gong refuses a period ending after today', async () => {
     const seen = await received(async () => {
-      const stats = await run('callintel_stats_user_actions', { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-02-01T00:00:00Z', user_ids: [U_REP] });
+      const stats = await run('callintel_stats_user_actions', {
+        from_date_time: '2026-01-01T00:00:00Z',
+        to_date_time: '2026-02-01T00:00:00Z',
+        user_ids: [U_REP],
+      });
       const hosted = [...gong.calls.values()].filter((c) => c.primaryUserId === U_REP).length;
-      expect(stats.usersAggregateActivityStats).toEqual([expect.objectContaining({ userId: U_REP, userAggregateActivity: expect.objectContaining({ callsAsHost: hosted }) })]);
+      expect(stats.usersAggregateActivityStats).toEqual([
+        expect.objectContaining({
+          userId: U_REP,
+          userAggregateActivity: expect.objectContaining({ callsAsHost: hosted }),
+        }),
+      ]);
     });
     expect(seen[0]!.body).toEqual({ filter: { fromDate: '2026-01-01', toDate: '2026-02-01', userIds: [U_REP] } });
-    const future = await failure(run('callintel_stats_user_actions', { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2099-01-01T00:00:00Z' }));
+    const future = await failure(
+      run('callintel_stats_user_actions', {
+        from_date_time: '2026-01-01T00:00:00Z',
+        to_date_time: '2099-01-01T00:00:00Z',
+      }),
+    );
     expect(future.status).toBe(400);
     expect(future.providerBody).toMatchObject({ errors: ['filter.toDate must not be after today'] });
   });
 
   it('coaching with the parameters Gong requires, under their hyphenated names', async () => {
     const seen = await received(async () => {
-      const c = await run('callintel_coaching_get', { workspace_id: WS_SALES, manager_id: U_MANAGER, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z' });
+      const c = await run('callintel_coaching_get', {
+        workspace_id: WS_SALES,
+        manager_id: U_MANAGER,
+        from_date_time: '2026-06-01T00:00:00Z',
+        to_date_time: '2026-07-01T00:00:00Z',
+      });
       expect(c.coachingData[0].manager.id).toBe(U_MANAGER);
-      expect(c.coachingData[0].directReportsMetrics.map((m: { report: { id: string } }) => m.report.id)).toEqual([U_SDR, U_REP]);
+      expect(c.coachingData[0].directReportsMetrics.map((m: { report: { id: string } }) => m.report.id)).toEqual([
+        U_SDR,
+        U_REP,
+      ]);
     });
-    expect(seen[0]!.query).toEqual({ 'workspace-id': WS_SALES, 'manager-id': U_MANAGER, from: '2026-06-01T00:00:00Z', to: '2026-07-01T00:00:00Z' });
+    expect(seen[0]!.query).toEqual({
+      'workspace-id': WS_SALES,
+      'manager-id': U_MANAGER,
+      from: '2026-06-01T00:00:00Z',
+      to: '2026-07-01T00:00:00Z',
+    });
   });
 });
 
@@ -422,16 +601,32 @@ describe('engagement flows and prospects', () => {
   it('lists flows and flow folders of a user, with the case-sensitive owner parameters', async () => {
     const seen = await received(async () => {
       const p1 = await run('callintel_engage_flows_list', { flow_owner_email: 'rep@acme.com' });
-      const p2 = await run('callintel_engage_flows_list', { flow_owner_email: 'rep@acme.com', cursor: p1.records.cursor });
-      expect([...p1.flows, ...p2.flows].map((f: { id: string }) => f.id)).toEqual([FLOW_REP_1, FLOW_REP_2, '1695493301223590794']);
-      const inSupport = await run('callintel_engage_flows_list', { flow_owner_email: 'rep@acme.com', workspace_id: WS_SUPPORT });
+      const p2 = await run('callintel_engage_flows_list', {
+        flow_owner_email: 'rep@acme.com',
+        cursor: p1.records.cursor,
+      });
+      expect([...p1.flows, ...p2.flows].map((f: { id: string }) => f.id)).toEqual([
+        FLOW_REP_1,
+        FLOW_REP_2,
+        '1695493301223590794',
+      ]);
+      const inSupport = await run('callintel_engage_flows_list', {
+        flow_owner_email: 'rep@acme.com',
+        workspace_id: WS_SUPPORT,
+      });
       expect(inSupport.flows).toHaveLength(1);
-      const folders = await run('callintel_engage_flow_folders_list', { flow_owner_email: 'rep@acme.com', workspace_id: WS_SALES });
+      const folders = await run('callintel_engage_flow_folders_list', {
+        flow_owner_email: 'rep@acme.com',
+        workspace_id: WS_SALES,
+      });
       expect(folders.flows.map((f: { id: string }) => f.id)).toEqual([FOLDER_REP]);
     });
     expect(seen[0]!.query).toEqual({ flowOwnerEmail: 'rep@acme.com' });
     expect(seen[2]!.query).toEqual({ flowOwnerEmail: 'rep@acme.com', workspaceId: WS_SUPPORT });
-    expect(seen[3]).toMatchObject({ path: '/v2/flows/folders', query: { flowFolderOwnerEmail: 'rep@acme.com', workspaceId: WS_SALES } });
+    expect(seen[3]).toMatchObject({
+      path: '/v2/flows/folders',
+      query: { flowFolderOwnerEmail: 'rep@acme.com', workspaceId: WS_SALES },
+    });
   });
 
   it('assigns prospects (crmProspectsIds), the cool-off override assigns the ones plain assignment refuses', async () => {
@@ -440,28 +635,50 @@ describe('engagement flows and prospects', () => {
       crm_prospect_ids: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF],
       flow_instance_owner_email: 'rep@acme.com',
     });
-    expect(gong.requests.at(-1)!.body).toEqual({ flowId: FLOW_REP_1, crmProspectsIds: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF], flowInstanceOwnerEmail: 'rep@acme.com' });
-    expect(plain.prospectsAssigned.map((p: { crmProspectId: string }) => p.crmProspectId)).toEqual(['a5V1Q00A120DP4CVAW']);
-    expect(plain.prospectsNotAssigned).toEqual([expect.objectContaining({ crmProspectId: PROSPECT_IN_COOL_OFF, errorCode: 'CoolOffPeriod' })]);
+    expect(gong.requests.at(-1)!.body).toEqual({
+      flowId: FLOW_REP_1,
+      crmProspectsIds: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF],
+      flowInstanceOwnerEmail: 'rep@acme.com',
+    });
+    expect(plain.prospectsAssigned.map((p: { crmProspectId: string }) => p.crmProspectId)).toEqual([
+      'a5V1Q00A120DP4CVAW',
+    ]);
+    expect(plain.prospectsNotAssigned).toEqual([
+      expect.objectContaining({ crmProspectId: PROSPECT_IN_COOL_OFF, errorCode: 'CoolOffPeriod' }),
+    ]);
 
-    const override = await run('callintel_engage_prospects_assign_cool_off_override', { flow_id: FLOW_REP_1, crm_prospect_ids: [PROSPECT_IN_COOL_OFF], flow_instance_owner_email: 'rep@acme.com' });
+    const override = await run('callintel_engage_prospects_assign_cool_off_override', {
+      flow_id: FLOW_REP_1,
+      crm_prospect_ids: [PROSPECT_IN_COOL_OFF],
+      flow_instance_owner_email: 'rep@acme.com',
+    });
     expect(gong.requests.at(-1)!.path).toBe('/v2/flows/prospects/assign/cool-off-override');
     expect(override.prospectsAssigned).toHaveLength(1);
     expect(gong.instancesOf(PROSPECT_IN_COOL_OFF).map((i) => i.flowInstanceStatus)).toEqual(['Running']);
 
     // Optional in the spec, required by Gong.
-    const noOwner = await failure(run('callintel_engage_prospects_assign_cool_off_override', { flow_id: FLOW_REP_1, crm_prospect_ids: ['x'] }));
+    const noOwner = await failure(
+      run('callintel_engage_prospects_assign_cool_off_override', { flow_id: FLOW_REP_1, crm_prospect_ids: ['x'] }),
+    );
     expect(noOwner.status).toBe(400);
     expect(noOwner.providerBody).toMatchObject({ errors: ['flowInstanceOwnerEmail is required'] });
   });
 
   it('lists the flows of prospects, unassigns by CRM id (one request per id) and by flow instance', async () => {
-    const listed = await run('callintel_engage_prospects_flows_list', { crm_prospect_ids: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF] });
+    const listed = await run('callintel_engage_prospects_flows_list', {
+      crm_prospect_ids: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF],
+    });
     expect(gong.requests.at(-1)!.body).toEqual({ crmProspectsIds: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF] });
-    expect(listed.prospectsAssigned.map((p: { flowName: string }) => p.flowName)).toEqual(['Outbound Q3', 'Outbound Q3']);
+    expect(listed.prospectsAssigned.map((p: { flowName: string }) => p.flowName)).toEqual([
+      'Outbound Q3',
+      'Outbound Q3',
+    ]);
 
     const seen = await received(async () => {
-      const out = await run('callintel_engage_prospects_unassign', { flow_id: FLOW_REP_1, crm_prospect_ids: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF] });
+      const out = await run('callintel_engage_prospects_unassign', {
+        flow_id: FLOW_REP_1,
+        crm_prospect_ids: ['a5V1Q00A120DP4CVAW', PROSPECT_IN_COOL_OFF],
+      });
       expect(out).toHaveLength(2);
       expect(out[0].unassignedFlowInstanceIds).toHaveLength(1);
     });
@@ -471,7 +688,11 @@ describe('engagement flows and prospects', () => {
     ]);
     expect(gong.instancesOf('a5V1Q00A120DP4CVAW').every((i) => i.flowInstanceStatus === 'Unassigned')).toBe(true);
 
-    const assigned = await run('callintel_engage_prospects_assign', { flow_id: FLOW_REP_2, crm_prospect_ids: ['003-INST-1', '003-INST-2'], flow_instance_owner_email: 'rep@acme.com' });
+    const assigned = await run('callintel_engage_prospects_assign', {
+      flow_id: FLOW_REP_2,
+      crm_prospect_ids: ['003-INST-1', '003-INST-2'],
+      flow_instance_owner_email: 'rep@acme.com',
+    });
     const ids = assigned.prospectsAssigned.map((p: { flowInstanceId: string }) => p.flowInstanceId);
     const removed = await run('callintel_engage_prospects_unassign_by_instance', { flow_instance_ids: ids });
     expect(gong.requests.at(-1)!.body).toEqual({ flowInstanceIds: ids });
@@ -480,12 +701,23 @@ describe('engagement flows and prospects', () => {
   });
 
   it('bulk assignment is asynchronous: an id with PENDING status, then the result once Gong has run it', async () => {
-    const submitted = await run('callintel_engage_prospects_bulk_assign', { flow_id: FLOW_REP_2, crm_prospect_ids: ['003-BULK-1', '003-BULK-2'], flow_instance_owner_email: 'rep@acme.com' });
-    expect(gong.requests.at(-1)!.body).toEqual({ flowId: FLOW_REP_2, flowInstanceOwnerEmail: 'rep@acme.com', prospects: [{ crmId: '003-BULK-1' }, { crmId: '003-BULK-2' }] });
+    const submitted = await run('callintel_engage_prospects_bulk_assign', {
+      flow_id: FLOW_REP_2,
+      crm_prospect_ids: ['003-BULK-1', '003-BULK-2'],
+      flow_instance_owner_email: 'rep@acme.com',
+    });
+    expect(gong.requests.at(-1)!.body).toEqual({
+      flowId: FLOW_REP_2,
+      flowInstanceOwnerEmail: 'rep@acme.com',
+      prospects: [{ crmId: '003-BULK-1' }, { crmId: '003-BULK-2' }],
+    });
     expect(submitted).toMatchObject({ id: expect.stringMatching(/^\d+$/), status: 'PENDING', totalCount: 2 });
     expect(gong.instancesOf('003-BULK-1')).toEqual([]);
 
-    expect(await run('callintel_engage_prospects_bulk_assign_status', { assignment_id: submitted.id })).toMatchObject({ status: 'PENDING', totalCount: 2 });
+    expect(await run('callintel_engage_prospects_bulk_assign_status', { assignment_id: submitted.id })).toMatchObject({
+      status: 'PENDING',
+      totalCount: 2,
+    });
     gong.processBulkAssignments();
     const done = await run('callintel_engage_prospects_bulk_assign_status', { assignment_id: submitted.id });
     expect(done).toMatchObject({ status: 'COMPLETED', successCount: 2, failureCount: 0 });
@@ -493,8 +725,16 @@ describe('engagement flows and prospects', () => {
 
     // Gong takes at most 50 per bulk request and needs the owner email; the spec states neither.
     const many = Array.from({ length: 51 }, (_, i) => `003-MANY-${i}`);
-    const tooMany = await failure(run('callintel_engage_prospects_bulk_assign', { flow_id: FLOW_REP_2, crm_prospect_ids: many, flow_instance_owner_email: 'rep@acme.com' }));
-    expect(tooMany.providerBody).toMatchObject({ errors: ['prospects may hold at most 50 prospects per bulk assignment'] });
+    const tooMany = await failure(
+      run('callintel_engage_prospects_bulk_assign', {
+        flow_id: FLOW_REP_2,
+        crm_prospect_ids: many,
+        flow_instance_owner_email: 'rep@acme.com',
+      }),
+    );
+    expect(tooMany.providerBody).toMatchObject({
+      errors: ['prospects may hold at most 50 prospects per bulk assignment'],
+    });
   });
 });
 
@@ -503,15 +743,24 @@ describe('engagement tasks', () => {
     const seen = await received(async () => {
       const all = await run('callintel_engage_tasks_list', { assignee_email: 'Rep@Acme.com' });
       expect(all.assignee).toEqual({ userId: U_REP, emailAddress: 'rep@acme.com' });
-      expect(all.tasks.map((t: { id: string }) => t.id).sort()).toEqual([TASK_OPEN_FLOW, TASK_OPEN_MANUAL, TASK_DONE, TASK_UNDATED].sort());
+      expect(all.tasks.map((t: { id: string }) => t.id).sort()).toEqual(
+        [TASK_OPEN_FLOW, TASK_OPEN_MANUAL, TASK_DONE, TASK_UNDATED].sort(),
+      );
     });
     expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v2/users', 'GET /v2/users', 'POST /v2/tasks']);
     expect(seen[1]!.query).toEqual({ cursor: expect.any(String) });
-    expect(seen[2]!.body).toEqual({ filter: { userId: U_REP, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN', 'DONE', 'DISMISSED'] } });
+    expect(seen[2]!.body).toEqual({
+      filter: { userId: U_REP, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN', 'DONE', 'DISMISSED'] },
+    });
   });
 
   it('applies the due-date window and the workspace, matches aliases, and answers an unknown email with 404', async () => {
-    const window = await run('callintel_engage_tasks_list', { assignee_email: 'r.ep@acme.com', from_date: '2026-07-01', to_date: '2026-07-06', workspace_id: WS_SALES });
+    const window = await run('callintel_engage_tasks_list', {
+      assignee_email: 'r.ep@acme.com',
+      from_date: '2026-07-01',
+      to_date: '2026-07-06',
+      workspace_id: WS_SALES,
+    });
     expect(window.tasks.map((t: { id: string }) => t.id)).toEqual([TASK_OPEN_FLOW]);
     expect(gong.requests.at(-1)!.body).toMatchObject({ filter: { userId: U_REP, workspaceId: WS_SALES } });
 
@@ -528,7 +777,11 @@ describe('engagement tasks', () => {
 
   it('completes (DONE) and skips (DISMISSED) tasks with the owner id Gong requires', async () => {
     const done = await run('callintel_engage_task_complete', { task_id: TASK_OPEN_FLOW, user_id: U_REP });
-    expect(gong.requests.at(-1)).toMatchObject({ method: 'PATCH', path: `/v2/tasks/${TASK_OPEN_FLOW}`, body: { userId: U_REP, status: 'DONE' } });
+    expect(gong.requests.at(-1)).toMatchObject({
+      method: 'PATCH',
+      path: `/v2/tasks/${TASK_OPEN_FLOW}`,
+      body: { userId: U_REP, status: 'DONE' },
+    });
     expect(done.tasks[0].status).toBe('DONE');
     expect(gong.tasks.get(TASK_OPEN_FLOW)!.status).toBe('DONE');
 
@@ -538,7 +791,9 @@ describe('engagement tasks', () => {
 
     const again = await failure(run('callintel_engage_task_complete', { task_id: TASK_OPEN_FLOW, user_id: U_REP }));
     expect(again.status).toBe(400);
-    expect(again.providerBody).toMatchObject({ errors: [`Task ${TASK_OPEN_FLOW} is DONE; only an OPEN task can change status`] });
+    expect(again.providerBody).toMatchObject({
+      errors: [`Task ${TASK_OPEN_FLOW} is DONE; only an OPEN task can change status`],
+    });
     const notOwner = await failure(run('callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_SDR }));
     expect(notOwner.status).toBe(403);
     expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('OPEN');
@@ -550,7 +805,11 @@ describe('engagement tasks', () => {
     const sent = gong.requests.slice(before);
     expect(sent[0]).toMatchObject({ method: 'GET', path: '/v2/users' });
     expect(sent.filter((r) => r.method === 'POST' && r.path === '/v2/tasks').length).toBeGreaterThan(0);
-    expect(sent.at(-1)).toMatchObject({ method: 'PATCH', path: `/v2/tasks/${TASK_UNDATED}`, body: { userId: U_REP, status: 'DISMISSED' } });
+    expect(sent.at(-1)).toMatchObject({
+      method: 'PATCH',
+      path: `/v2/tasks/${TASK_UNDATED}`,
+      body: { userId: U_REP, status: 'DISMISSED' },
+    });
     expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('DISMISSED');
     // A task that is open under nobody is a 404 naming task_id, and nothing is changed.
     const e = await failure(run('callintel_engage_task_complete', { task_id: TASK_UNDATED }));
@@ -562,10 +821,18 @@ describe('engagement tasks', () => {
 
   it('refuses notes and reasons Gong cannot store, changing nothing', async () => {
     const before = gong.requests.length;
-    const notes = await failure(run('callintel_engage_task_complete', { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'Left a voicemail' }));
+    const notes = await failure(
+      run('callintel_engage_task_complete', {
+        task_id: TASK_UNDATED,
+        user_id: U_REP,
+        completion_notes: 'Left a voicemail',
+      }),
+    );
     expect(notes.status).toBe(400);
     expect(notes.details).toEqual([{ field: 'completion_notes', message: expect.stringContaining('no notes field') }]);
-    const reason = await failure(run('callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'Duplicate' }));
+    const reason = await failure(
+      run('callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'Duplicate' }),
+    );
     expect(reason.details).toEqual([{ field: 'skip_reason', message: expect.stringContaining('no reason field') }]);
     expect(gong.requests.length).toBe(before);
     expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('OPEN');
@@ -584,7 +851,9 @@ describe('engagement events', () => {
     };
     await run('callintel_engage_digital_interactions_create', input);
     await run('callintel_engage_digital_interactions_create', input);
-    const sent = gong.requests.filter((r) => r.path === '/v2/digital-interaction').map((r) => r.body as { eventId: string });
+    const sent = gong.requests
+      .filter((r) => r.path === '/v2/digital-interaction')
+      .map((r) => r.body as { eventId: string });
     expect(sent[0]!.eventId).toBe(sent[1]!.eventId);
     expect(gong.digitalInteractions.filter((d) => d.eventId === sent[0]!.eventId)).toEqual([
       {
@@ -599,7 +868,10 @@ describe('engagement events', () => {
         },
       },
     ]);
-    await run('callintel_engage_digital_interactions_create', { event_name: 'Webinar attended', event_timestamp: '2026-06-16T10:00:00Z' });
+    await run('callintel_engage_digital_interactions_create', {
+      event_name: 'Webinar attended',
+      event_timestamp: '2026-06-16T10:00:00Z',
+    });
     expect(gong.requests.at(-1)!.body).toEqual({
       eventId: expect.any(String),
       timestamp: '2026-06-16T10:00:00Z',
@@ -627,7 +899,12 @@ describe('engagement events', () => {
 
   it('flow content override: 501 with the reason, nothing sent, and a dry run shows no request', async () => {
     const before = gong.requests.length;
-    const e = await failure(run('callintel_engage_flow_content_override', { flow_instance_id: '1234361284629356', field_values: { 'recipient.first_name': 'Mike' } }));
+    const e = await failure(
+      run('callintel_engage_flow_content_override', {
+        flow_instance_id: '1234361284629356',
+        field_values: { 'recipient.first_name': 'Mike' },
+      }),
+    );
     expect(e.status).toBe(501);
     expect(e.code).toBe('not_supported_by_provider');
     expect(e.isProviderError).toBe(false);
@@ -640,31 +917,99 @@ describe('engagement events', () => {
 describe('bad input is a 400 naming the field, before anything is sent', () => {
   const ids = (n: number) => Array.from({ length: n }, (_, i) => `00Q${String(i).padStart(12, '0')}`);
   const cases: Array<[string, Record<string, unknown>, string, string | RegExp]> = [
-    ['callintel_engage_prospects_assign', { flow_id: FLOW_REP_1, crm_prospect_ids: ids(201), flow_instance_owner_email: 'rep@acme.com' }, 'crm_prospect_ids', 'must have at most 200 items'],
-    ['callintel_engage_prospects_assign_cool_off_override', { flow_id: FLOW_REP_1, crm_prospect_ids: ids(201) }, 'crm_prospect_ids', 'must have at most 200 items'],
-    ['callintel_engage_prospects_flows_list', { crm_prospect_ids: ids(201) }, 'crm_prospect_ids', 'must have at most 200 items'],
-    ['callintel_engage_prospects_assign', { flow_id: FLOW_REP_1, crm_prospect_ids: ['x'] }, 'flow_instance_owner_email', 'is required'],
-    ['callintel_engage_task_complete', { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'x' }, 'completion_notes', /no notes field/],
-    ['callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'x' }, 'skip_reason', /no reason field/],
+    [
+      'callintel_engage_prospects_assign',
+      { flow_id: FLOW_REP_1, crm_prospect_ids: ids(201), flow_instance_owner_email: 'rep@acme.com' },
+      'crm_prospect_ids',
+      'must have at most 200 items',
+    ],
+    [
+      'callintel_engage_prospects_assign_cool_off_override',
+      { flow_id: FLOW_REP_1, crm_prospect_ids: ids(201) },
+      'crm_prospect_ids',
+      'must have at most 200 items',
+    ],
+    [
+      'callintel_engage_prospects_flows_list',
+      { crm_prospect_ids: ids(201) },
+      'crm_prospect_ids',
+      'must have at most 200 items',
+    ],
+    [
+      'callintel_engage_prospects_assign',
+      { flow_id: FLOW_REP_1, crm_prospect_ids: ['x'] },
+      'flow_instance_owner_email',
+      'is required',
+    ],
+    [
+      'callintel_engage_task_complete',
+      { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'x' },
+      'completion_notes',
+      /no notes field/,
+    ],
+    [
+      'callintel_engage_task_skip',
+      { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'x' },
+      'skip_reason',
+      /no reason field/,
+    ],
     ['callintel_engage_task_skip', { task_id: 1234361284629354, user_id: U_REP }, 'task_id', 'must be a string'],
-    ['callintel_coaching_get', { workspace_id: WS_SALES, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z' }, 'manager_id', 'is required'],
-    ['callintel_coaching_get', { workspace_id: WS_SALES, manager_id: U_MANAGER, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z', cursor: 'c' }, 'cursor', /not paged/],
+    [
+      'callintel_coaching_get',
+      { workspace_id: WS_SALES, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z' },
+      'manager_id',
+      'is required',
+    ],
+    [
+      'callintel_coaching_get',
+      {
+        workspace_id: WS_SALES,
+        manager_id: U_MANAGER,
+        from_date_time: '2026-06-01T00:00:00Z',
+        to_date_time: '2026-07-01T00:00:00Z',
+        cursor: 'c',
+      },
+      'cursor',
+      /not paged/,
+    ],
     ['callintel_engage_tasks_list', { assignee_email: 'rep@acme.com', cursor: 'c' }, 'cursor', /not paged/],
     ['callintel_engage_tasks_list', { assignee_email: 'rep' }, 'assignee_email', 'must be an email address'],
     ['callintel_calls_list', { call_ids: `${CALL_1},abc` }, 'call_ids', /value "abc" does not match/],
     ['callintel_calls_get', { call_ids: [] }, 'call_ids', 'must have at least 1 item(s)'],
     ['callintel_calls_get', { call_ids: [7782342274025937] }, 'call_ids[0]', 'must be a string'],
-    ['callintel_calls_create', { actual_start: '2026-06-15T14:00:00Z', direction: 'Sideways' }, 'direction', 'must be one of: Inbound, Outbound'],
+    [
+      'callintel_calls_create',
+      { actual_start: '2026-06-15T14:00:00Z', direction: 'Sideways' },
+      'direction',
+      'must be one of: Inbound, Outbound',
+    ],
     ['callintel_calls_create', { title: 'No start' }, 'actual_start', 'is required'],
-    ['callintel_calls_create', { actual_start: '2026-06-15T14:00:00Z', parties: [{ userId: U_REP, role: 'host' }] }, 'parties[0].role', 'is not an allowed field here'],
-    ['callintel_stats_interaction', { from_date_time: 'last monday', to_date_time: '2026-02-01T00:00:00Z' }, 'from_date_time', 'must be an ISO 8601 date-time such as 2026-01-31T09:30:00Z'],
+    [
+      'callintel_calls_create',
+      { actual_start: '2026-06-15T14:00:00Z', parties: [{ userId: U_REP, role: 'host' }] },
+      'parties[0].role',
+      'is not an allowed field here',
+    ],
+    [
+      'callintel_stats_interaction',
+      { from_date_time: 'last monday', to_date_time: '2026-02-01T00:00:00Z' },
+      'from_date_time',
+      'must be an ISO 8601 date-time such as 2026-01-31T09:30:00Z',
+    ],
     ['callintel_stats_user_actions', { from_date_time: '2026-01-01T00:00:00Z' }, 'to_date_time', 'is required'],
     ['callintel_engage_flows_list', {}, 'flow_owner_email', 'is required'],
     ['callintel_engage_flow_content_override', { flow_instance_id: '1' }, 'field_values', 'is required'],
-    ['callintel_engage_email_activity_report', { email_id: 'm', event_timestamp: '2026-06-15T14:05:00Z', prospect_email: 'buyer@x.com' }, 'event_type', 'is required'],
+    [
+      'callintel_engage_email_activity_report',
+      { email_id: 'm', event_timestamp: '2026-06-15T14:05:00Z', prospect_email: 'buyer@x.com' },
+      'event_type',
+      'is required',
+    ],
   ];
 
-  it.each(cases.map(([tool, input, field, message], i) => [`#${i} ${tool} → ${field}`, tool, input, field, message] as const))('%s', async (_title, tool, input, field, message) => {
+  it.each(
+    cases.map(([tool, input, field, message], i) => [`#${i} ${tool} → ${field}`, tool, input, field, message] as const),
+  )('%s', async (_title, tool, input, field, message) => {
     const before = gong.requests.length;
     const e = await failure(run(tool, input));
     expect(e.status).toBe(400);
@@ -690,10 +1035,19 @@ describe('rate limits and retries', () => {
 
     gong.rateLimit = { count: 1 };
     const before = gong.requests.length;
-    const e = await failure(run('callintel_engage_prospects_bulk_assign', { flow_id: FLOW_REP_2, crm_prospect_ids: ['003-RL-1'], flow_instance_owner_email: 'rep@acme.com' }));
+    const e = await failure(
+      run('callintel_engage_prospects_bulk_assign', {
+        flow_id: FLOW_REP_2,
+        crm_prospect_ids: ['003-RL-1'],
+        flow_instance_owner_email: 'rep@acme.com',
+      }),
+    );
     expect(e.status).toBe(429);
     expect(e.isProviderError).toBe(true);
-    expect(e.providerBody).toMatchObject({ requestId: expect.any(String), errors: [expect.stringContaining('rate limit')] });
+    expect(e.providerBody).toMatchObject({
+      requestId: expect.any(String),
+      errors: [expect.stringContaining('rate limit')],
+    });
     expect(gong.requests.length - before).toBe(1);
     expect(gong.bulkAssignments.size).toBe(1);
   });
@@ -705,18 +1059,37 @@ describe('dry run', () => {
     for (const t of callintelTools) {
       const example = t.examples[0]!;
       const before = gong.requests.length;
-      const { data } = await h.client.executeTool({ toolName: t.name as never, toolInput: example.input as never, ...oauthWho, dryRun: true });
+      const { data } = await h.client.executeTool({
+        toolName: t.name as never,
+        toolInput: example.input as never,
+        ...oauthWho,
+        dryRun: true,
+      });
       const { requests } = data as DryRunData;
       expect(gong.requests.length, t.name).toBe(before);
       expect(
         requests.map((r) => ({ method: r.method, url: r.url, body: r.body })),
         t.name,
-      ).toEqual(example.requests.map((r) => ({ method: r.method, url: r.url.replace('https://us-12345.api.gong.io', gong.url), body: r.body })));
+      ).toEqual(
+        example.requests.map((r) => ({
+          method: r.method,
+          url: r.url.replace('https://us-12345.api.gong.io', gong.url),
+          body: r.body,
+        })),
+      );
       for (const r of requests) expect(r.headers.authorization, t.name).toBe('Bearer [REDACTED]');
       executed.add(`${t.name}:dry`);
     }
-    const { data } = await h.client.executeTool({ toolName: 'callintel_engage_tasks_list', toolInput: { assignee_email: 'rep@acme.com' }, ...keyWho, dryRun: true });
-    expect((data as DryRunData).requests.map((r) => r.headers.authorization)).toEqual(['Basic [REDACTED]', 'Basic [REDACTED]']);
+    const { data } = await h.client.executeTool({
+      toolName: 'callintel_engage_tasks_list',
+      toolInput: { assignee_email: 'rep@acme.com' },
+      ...keyWho,
+      dryRun: true,
+    });
+    expect((data as DryRunData).requests.map((r) => r.headers.authorization)).toEqual([
+      'Basic [REDACTED]',
+      'Basic [REDACTED]',
+    ]);
     expect(JSON.stringify(data)).not.toContain(SECRET);
   });
 });

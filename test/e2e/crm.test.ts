@@ -25,8 +25,16 @@ const DEFAULT_SCOPES = [
   'crm.objects.deals.write',
 ];
 
-async function run(toolName: string, toolInput: Record<string, unknown>, account: { connectionName: string; identifier: string } = who) {
-  const { data } = await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...account });
+async function run(
+  toolName: string,
+  toolInput: Record<string, unknown>,
+  account: { connectionName: string; identifier: string } = who,
+) {
+  const { data } = await h.client.executeTool({
+    toolName: toolName as never,
+    toolInput: toolInput as never,
+    ...account,
+  });
   executed.add(toolName);
   return data as Record<string, any>;
 }
@@ -125,10 +133,18 @@ describe('contacts', () => {
 
   it('updates only the given properties', async () => {
     const jane = crm.find('contacts', 'email', 'jane@acme.com')!;
-    const updated = await run('crm_contact_update', { contact_id: jane.id, props: { firstname: 'Janet', phone: '+1 555 0199' } });
+    const updated = await run('crm_contact_update', {
+      contact_id: jane.id,
+      props: { firstname: 'Janet', phone: '+1 555 0199' },
+    });
     expect(last()).toMatchObject({ method: 'PATCH', path: `/crm/v3/objects/contacts/${jane.id}` });
     expect(last().body).toEqual({ properties: { firstname: 'Janet', phone: '+1 555 0199' } });
-    expect(crm.records.contacts.get(jane.id)!.properties).toMatchObject({ firstname: 'Janet', phone: '+1 555 0199', lastname: 'Smith', hs_lead_status: 'NEW' });
+    expect(crm.records.contacts.get(jane.id)!.properties).toMatchObject({
+      firstname: 'Janet',
+      phone: '+1 555 0199',
+      lastname: 'Smith',
+      hs_lead_status: 'NEW',
+    });
     expect(updated.properties.firstname).toBe('Janet');
   });
 
@@ -159,12 +175,19 @@ describe('contacts', () => {
 
     const archived = await run('crm_contacts_list', { archived: true });
     expect(last().query).toEqual({ archived: 'true' });
-    expect(archived.results.map((r: { properties: { email: string }; archived: boolean }) => [r.properties.email, r.archived])).toEqual([['old@initech.com', true]]);
+    expect(
+      archived.results.map((r: { properties: { email: string }; archived: boolean }) => [
+        r.properties.email,
+        r.archived,
+      ]),
+    ).toEqual([['old@initech.com', true]]);
   });
 
   it('searches contacts with filterGroups parsed from JSON and properties split into an array', async () => {
     const found = await run('crm_contacts_search', {
-      filterGroups: JSON.stringify([{ filters: [{ propertyName: 'email', operator: 'CONTAINS_TOKEN', value: '*@acme.com' }] }]),
+      filterGroups: JSON.stringify([
+        { filters: [{ propertyName: 'email', operator: 'CONTAINS_TOKEN', value: '*@acme.com' }] },
+      ]),
       properties: 'email,firstname',
       limit: 2,
     });
@@ -175,9 +198,14 @@ describe('contacts', () => {
       limit: 2,
     });
     expect(found.total).toBe(3);
-    expect(found.results.map((r: { properties: { email: string } }) => r.properties.email)).toEqual(['alice@acme.com', 'carol@acme.com']);
+    expect(found.results.map((r: { properties: { email: string } }) => r.properties.email)).toEqual([
+      'alice@acme.com',
+      'carol@acme.com',
+    ]);
     const next = await run('crm_contacts_search', {
-      filterGroups: JSON.stringify([{ filters: [{ propertyName: 'email', operator: 'CONTAINS_TOKEN', value: '*@acme.com' }] }]),
+      filterGroups: JSON.stringify([
+        { filters: [{ propertyName: 'email', operator: 'CONTAINS_TOKEN', value: '*@acme.com' }] },
+      ]),
       properties: 'email',
       limit: 2,
       after: found.paging.next.after,
@@ -189,10 +217,17 @@ describe('contacts', () => {
     // The object form {"filterGroups": [...]} and free text together; EQ on the renamed lead status.
     const byStatus = await run('crm_contacts_search', {
       query: 'acme',
-      filterGroups: JSON.stringify({ filterGroups: [{ filters: [{ propertyName: 'hs_lead_status', operator: 'EQ', value: 'CONNECTED' }] }] }),
+      filterGroups: JSON.stringify({
+        filterGroups: [{ filters: [{ propertyName: 'hs_lead_status', operator: 'EQ', value: 'CONNECTED' }] }],
+      }),
     });
-    expect(last().body).toEqual({ query: 'acme', filterGroups: [{ filters: [{ propertyName: 'hs_lead_status', operator: 'EQ', value: 'CONNECTED' }] }] });
-    expect(byStatus.results.map((r: { properties: { email: string } }) => r.properties.email)).toEqual(['carol@acme.com']);
+    expect(last().body).toEqual({
+      query: 'acme',
+      filterGroups: [{ filters: [{ propertyName: 'hs_lead_status', operator: 'EQ', value: 'CONNECTED' }] }],
+    });
+    expect(byStatus.results.map((r: { properties: { email: string } }) => r.properties.email)).toEqual([
+      'carol@acme.com',
+    ]);
   });
 });
 
@@ -224,10 +259,18 @@ describe('companies', () => {
         description: 'Pharmaceuticals',
       },
     });
-    expect(crm.records.companies.get(created.id)!.properties).toMatchObject({ name: 'Umbrella', numberofemployees: '500', annualrevenue: '75000000.5' });
+    expect(crm.records.companies.get(created.id)!.properties).toMatchObject({
+      name: 'Umbrella',
+      numberofemployees: '500',
+      annualrevenue: '75000000.5',
+    });
 
     const got = await run('crm_company_get', { company_id: created.id, properties: 'name,numberofemployees' });
-    expect(last()).toMatchObject({ method: 'GET', path: `/crm/v3/objects/companies/${created.id}`, query: { properties: 'name,numberofemployees' } });
+    expect(last()).toMatchObject({
+      method: 'GET',
+      path: `/crm/v3/objects/companies/${created.id}`,
+      query: { properties: 'name,numberofemployees' },
+    });
     expect(got.properties).toEqual({ name: 'Umbrella', numberofemployees: '500' });
 
     const minimal = await run('crm_company_create', { name: 'Tiny' });
@@ -237,14 +280,20 @@ describe('companies', () => {
 
   it('searches companies with GT / LT filters and paging', async () => {
     const big = await run('crm_companies_search', {
-      filterGroups: JSON.stringify([{ filters: [{ propertyName: 'numberofemployees', operator: 'GT', value: '200' }] }]),
+      filterGroups: JSON.stringify([
+        { filters: [{ propertyName: 'numberofemployees', operator: 'GT', value: '200' }] },
+      ]),
       properties: 'name, numberofemployees',
     });
     expect(last().body).toEqual({
       filterGroups: [{ filters: [{ propertyName: 'numberofemployees', operator: 'GT', value: '200' }] }],
       properties: ['name', 'numberofemployees'],
     });
-    expect(big.results.map((r: { properties: { name: string } }) => r.properties.name)).toEqual(['Acme', 'Initech', 'Umbrella']);
+    expect(big.results.map((r: { properties: { name: string } }) => r.properties.name)).toEqual([
+      'Acme',
+      'Initech',
+      'Umbrella',
+    ]);
     const small = await run('crm_companies_search', {
       filterGroups: JSON.stringify({ filters: [{ propertyName: 'numberofemployees', operator: 'LT', value: '100' }] }),
       query: 'globex',
@@ -281,7 +330,11 @@ describe('deals', () => {
         hs_priority: 'high',
       },
     });
-    expect(crm.records.deals.get(created.id)!.properties).toMatchObject({ hs_priority: 'high', amount: '50000', closedate: '2026-12-31T00:00:00Z' });
+    expect(crm.records.deals.get(created.id)!.properties).toMatchObject({
+      hs_priority: 'high',
+      amount: '50000',
+      closedate: '2026-12-31T00:00:00Z',
+    });
 
     const plain = await run('crm_deal_create', { dealname: 'Small one', amount: 99.5, dealstage: 'qualifiedtobuy' });
     expect(last().body).toEqual({ properties: { dealname: 'Small one', amount: '99.5', dealstage: 'qualifiedtobuy' } });
@@ -290,17 +343,29 @@ describe('deals', () => {
 
   it('updates a deal with good_deal merged into properties as a string', async () => {
     const deal = crm.find('deals', 'dealname', 'Acme renewal')!;
-    const updated = await run('crm_deal_update', { deal_id: deal.id, properties: { dealstage: 'closedwon', amount: '90000' }, good_deal: true });
+    const updated = await run('crm_deal_update', {
+      deal_id: deal.id,
+      properties: { dealstage: 'closedwon', amount: '90000' },
+      good_deal: true,
+    });
     expect(last()).toMatchObject({ method: 'PATCH', path: `/crm/v3/objects/deals/${deal.id}` });
     expect(last().body).toEqual({ properties: { dealstage: 'closedwon', amount: '90000', good_deal: 'true' } });
-    expect(crm.records.deals.get(deal.id)!.properties).toMatchObject({ dealstage: 'closedwon', amount: '90000', good_deal: 'true', hs_priority: 'high' });
+    expect(crm.records.deals.get(deal.id)!.properties).toMatchObject({
+      dealstage: 'closedwon',
+      amount: '90000',
+      good_deal: 'true',
+      hs_priority: 'high',
+    });
     expect(updated.properties.good_deal).toBe('true');
 
     await run('crm_deal_update', { deal_id: deal.id, properties: {}, good_deal: false });
     expect(last().body).toEqual({ properties: { good_deal: 'false' } });
     await run('crm_deal_update', { deal_id: deal.id, properties: { dealname: 'Acme renewal (won)' } });
     expect(last().body).toEqual({ properties: { dealname: 'Acme renewal (won)' } });
-    expect(crm.records.deals.get(deal.id)!.properties).toMatchObject({ good_deal: 'false', dealname: 'Acme renewal (won)' });
+    expect(crm.records.deals.get(deal.id)!.properties).toMatchObject({
+      good_deal: 'false',
+      dealname: 'Acme renewal (won)',
+    });
   });
 
   it('returns the provider 400 when the portal has no good_deal property, instead of dropping it', async () => {
@@ -308,9 +373,14 @@ describe('deals', () => {
     const saved = crm.properties.deals.good_deal!;
     delete crm.properties.deals.good_deal;
     try {
-      const e = await failure(run('crm_deal_update', { deal_id: deal.id, properties: { amount: '3500' }, good_deal: true }));
+      const e = await failure(
+        run('crm_deal_update', { deal_id: deal.id, properties: { amount: '3500' }, good_deal: true }),
+      );
       expect(e.status).toBe(400);
-      expect(e.providerBody).toMatchObject({ category: 'VALIDATION_ERROR', errors: [{ code: 'PROPERTY_DOESNT_EXIST', context: { propertyName: ['good_deal'] } }] });
+      expect(e.providerBody).toMatchObject({
+        category: 'VALIDATION_ERROR',
+        errors: [{ code: 'PROPERTY_DOESNT_EXIST', context: { propertyName: ['good_deal'] } }],
+      });
       expect(crm.records.deals.get(deal.id)!.properties.amount).toBe('3000');
     } finally {
       crm.properties.deals.good_deal = saved;
@@ -322,14 +392,22 @@ describe('deals', () => {
       query: 'acme',
       filterGroups: JSON.stringify([
         { filters: [{ propertyName: 'dealstage', operator: 'EQ', value: 'closedwon' }] },
-        { filters: [{ propertyName: 'amount', operator: 'GT', value: '10000' }, { propertyName: 'amount', operator: 'LT', value: '20000' }] },
+        {
+          filters: [
+            { propertyName: 'amount', operator: 'GT', value: '10000' },
+            { propertyName: 'amount', operator: 'LT', value: '20000' },
+          ],
+        },
       ]),
       properties: 'dealname,amount,dealstage',
       limit: 10,
     });
     expect(last()).toMatchObject({ method: 'POST', path: '/crm/v3/objects/deals/search' });
     expect(last().body).toMatchObject({ query: 'acme', properties: ['dealname', 'amount', 'dealstage'], limit: 10 });
-    expect(found.results.map((r: { properties: { dealname: string } }) => r.properties.dealname)).toEqual(['Acme expansion', 'Acme renewal (won)']);
+    expect(found.results.map((r: { properties: { dealname: string } }) => r.properties.dealname)).toEqual([
+      'Acme expansion',
+      'Acme renewal (won)',
+    ]);
   });
 });
 
@@ -351,11 +429,19 @@ describe('every tool', () => {
     const before = crm.requests.length;
     for (const t of crmTools()) {
       for (const example of t.examples) {
-        const { data } = await h.client.executeTool({ toolName: t.name as never, toolInput: example.input as never, ...who, dryRun: true });
-        const { requests } = data as { requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }> };
-        expect(requests.map((r) => `${r.method} ${r.url}`), t.name).toEqual(
-          example.requests.map((r) => `${r.method} ${r.url.replace('https://api.hubapi.com', crm.url)}`),
-        );
+        const { data } = await h.client.executeTool({
+          toolName: t.name as never,
+          toolInput: example.input as never,
+          ...who,
+          dryRun: true,
+        });
+        const { requests } = data as {
+          requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+        };
+        expect(
+          requests.map((r) => `${r.method} ${r.url}`),
+          t.name,
+        ).toEqual(example.requests.map((r) => `${r.method} ${r.url.replace('https://api.hubapi.com', crm.url)}`));
         requests.forEach((r, i) => {
           expect(r.body, t.name).toEqual(example.requests[i]!.body);
           expect(r.headers.authorization).toBe('Bearer [REDACTED]');
@@ -382,22 +468,33 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
       const f = await fields(tool, { filterGroups: '[{"filters":[', limit: 101 });
       expect(f.filterGroups).toMatch(/^must be valid JSON/);
       expect(f.limit).toBe('must be at most 100');
-      expect(await fields(tool, { filterGroups: '"EQ"' })).toEqual({ filterGroups: 'must be a JSON array or object, got string' });
+      expect(await fields(tool, { filterGroups: '"EQ"' })).toEqual({
+        filterGroups: 'must be a JSON array or object, got string',
+      });
       expect(await fields(tool, { limit: 2.5 })).toEqual({ limit: 'must be a whole number' });
       expect(await fields(tool, { limit: 0 })).toEqual({ limit: 'must be at least 1' });
     }
-    expect(await fields('crm_contacts_list', { limit: 101, archived: 'yes' })).toEqual({ limit: 'must be at most 100', archived: 'must be a boolean' });
+    expect(await fields('crm_contacts_list', { limit: 101, archived: 'yes' })).toEqual({
+      limit: 'must be at most 100',
+      archived: 'must be a boolean',
+    });
 
     expect(Object.keys(await fields('crm_contact_update', { contact_id: '101' }))).toEqual(['props']);
-    expect(await fields('crm_contact_update', { contact_id: '101', props: {} })).toEqual({ props: 'must not be empty' });
-    expect(await fields('crm_contact_update', { contact_id: '101', props: '{"firstname":"x"}' })).toEqual({ props: 'must be a object' });
+    expect(await fields('crm_contact_update', { contact_id: '101', props: {} })).toEqual({
+      props: 'must not be empty',
+    });
+    expect(await fields('crm_contact_update', { contact_id: '101', props: '{"firstname":"x"}' })).toEqual({
+      props: 'must be a object',
+    });
 
     expect(await fields('crm_deal_update', { deal_id: '5001', properties: {} })).toEqual({
       properties: 'must name at least one property to change (or give good_deal); an empty update would change nothing',
     });
     expect(await fields('crm_deal_update', { deal_id: '5001' })).toEqual({ properties: 'is required' });
 
-    expect(await fields('crm_deal_create', { amount: '5', dealname: '', crm_priority: 'URGENT', closedate: '31/12/2026' })).toEqual({
+    expect(
+      await fields('crm_deal_create', { amount: '5', dealname: '', crm_priority: 'URGENT', closedate: '31/12/2026' }),
+    ).toEqual({
       amount: 'must be a number',
       dealname: 'must not be empty',
       dealstage: 'is required',
@@ -410,7 +507,9 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
     });
     expect(await fields('crm_company_create', { numberofemployees: 10 })).toEqual({ name: 'is required' });
     expect(await fields('crm_company_get', { company_id: '' })).toEqual({ company_id: 'must not be empty' });
-    expect(Object.keys(await fields('crm_contact_get', { contact_id: '101', hs_lead_status: 'NEW' }))).toEqual(['hs_lead_status']);
+    expect(Object.keys(await fields('crm_contact_get', { contact_id: '101', hs_lead_status: 'NEW' }))).toEqual([
+      'hs_lead_status',
+    ]);
     expect(crm.requests.length).toBe(before);
   });
 });
@@ -458,22 +557,35 @@ describe('provider behaviour', () => {
   });
 
   it('passes a missing scope through as the provider 403', async () => {
-    await oauthConnection(h, 'crm-readonly', 'crm', crm.url, { extra: { scopes: ['oauth', 'crm.objects.contacts.read'] } });
+    await oauthConnection(h, 'crm-readonly', 'crm', crm.url, {
+      extra: { scopes: ['oauth', 'crm.objects.contacts.read'] },
+    });
     const ro = { connectionName: 'crm-readonly', identifier: 'reader' };
     await authorize(h, 'crm-readonly', 'reader');
     expect((await run('crm_contacts_list', { limit: 1 }, ro)).results).toHaveLength(1);
     const e = await failure(run('crm_contact_update', { contact_id: '101', props: { firstname: 'x' } }, ro));
     expect(e.status).toBe(403);
-    expect(e.providerBody).toMatchObject({ category: 'MISSING_SCOPES', errors: [{ context: { requiredGranularScopes: ['crm.objects.contacts.write'] } }] });
+    expect(e.providerBody).toMatchObject({
+      category: 'MISSING_SCOPES',
+      errors: [{ context: { requiredGranularScopes: ['crm.objects.contacts.write'] } }],
+    });
   });
 });
 
 describe('proxy', () => {
   it('sends /crm/v3/... to the API root with the bearer token injected', async () => {
-    const res = await h.client.request({ ...who, path: '/crm/v3/objects/companies/9001', queryParams: { properties: 'name' } });
+    const res = await h.client.request({
+      ...who,
+      path: '/crm/v3/objects/companies/9001',
+      queryParams: { properties: 'name' },
+    });
     expect(res.status).toBe(200);
     expect(res.data).toMatchObject({ id: '9001', properties: { name: 'Acme' } });
-    expect(last()).toMatchObject({ method: 'GET', path: '/crm/v3/objects/companies/9001', query: { properties: 'name' } });
+    expect(last()).toMatchObject({
+      method: 'GET',
+      path: '/crm/v3/objects/companies/9001',
+      query: { properties: 'name' },
+    });
     expect(h.oauth.validate(last().authorization)).toBeDefined();
   });
 

@@ -36,7 +36,10 @@ afterEach(() => {
 });
 
 const unescapeHtml = (s: string) =>
-  s.replace(/&(amp|quot|lt|gt|#x27|#x3D|#x60);/g, (_m, e: string) => ({ amp: '&', quot: '"', lt: '<', gt: '>', '#x27': "'", '#x3D': '=', '#x60': '`' })[e]!);
+  s.replace(
+    /&(amp|quot|lt|gt|#x27|#x3D|#x60);/g,
+    (_m, e: string) => ({ amp: '&', quot: '"', lt: '<', gt: '>', '#x27': "'", '#x3D': '=', '#x60': '`' })[e]!,
+  );
 
 async function signedIn(): Promise<DashboardClient> {
   const c = new DashboardClient(h.url);
@@ -46,14 +49,31 @@ async function signedIn(): Promise<DashboardClient> {
   return c;
 }
 
-const PAGES = ['/dashboard', '/dashboard/connections', '/dashboard/connections/new', '/dashboard/tools', '/dashboard/activity', '/dashboard/api-credentials'];
+const PAGES = [
+  '/dashboard',
+  '/dashboard/connections',
+  '/dashboard/connections/new',
+  '/dashboard/tools',
+  '/dashboard/activity',
+  '/dashboard/api-credentials',
+];
 
 describe('sessions', () => {
   it('sends every page but sign-in to the sign-in page without a session', async () => {
     const anonymous = new DashboardClient(h.url);
-    const paths = [...PAGES, '/dashboard/connections/new/helpdesk', '/dashboard/tools/helpdesk_ticket_get', '/dashboard/no-such-page'];
+    const paths = [
+      ...PAGES,
+      '/dashboard/connections/new/helpdesk',
+      '/dashboard/tools/helpdesk_ticket_get',
+      '/dashboard/no-such-page',
+    ];
     const responses = await Promise.all(paths.map((path) => anonymous.get(path)));
-    record({ category: 'attacks tried', what: 'dashboard pages without a session', tried: paths.length, failed: responses.filter((r) => r.status !== 303).length });
+    record({
+      category: 'attacks tried',
+      what: 'dashboard pages without a session',
+      tried: paths.length,
+      failed: responses.filter((r) => r.status !== 303).length,
+    });
     for (const [i, path] of paths.entries()) {
       const res = responses[i]!;
       expect(res.status, path).toBe(303);
@@ -74,7 +94,12 @@ describe('sessions', () => {
   it('signs in with HttpOnly, SameSite cookies and returns to the page asked for, never to another origin', async () => {
     const c = new DashboardClient(h.url);
     const page = await c.get('/dashboard/sign-in?next=%2Fdashboard%2Factivity');
-    const res = await c.post('/dashboard/sign-in', { _csrf: DashboardClient.csrf(page.html), username: 'admin', password: ADMIN_PASSWORD, next: '/dashboard/activity' });
+    const res = await c.post('/dashboard/sign-in', {
+      _csrf: DashboardClient.csrf(page.html),
+      username: 'admin',
+      password: ADMIN_PASSWORD,
+      next: '/dashboard/activity',
+    });
     expect(res.status).toBe(303);
     expect(res.location).toBe('/dashboard/activity');
     const cookie = res.headers.getSetCookie().find((l) => l.startsWith('acs_dashboard='))!;
@@ -85,16 +110,38 @@ describe('sessions', () => {
     const id = c.cookies.get('acs_dashboard')!.split('.')[0]!;
     const { createHash } = await import('node:crypto');
     expect(await h.running.services.store.getDashboardSession(id, Date.now())).toBeUndefined();
-    expect(await h.running.services.store.getDashboardSession(createHash('sha256').update(id).digest('hex'), Date.now())).toBeDefined();
+    expect(
+      await h.running.services.store.getDashboardSession(createHash('sha256').update(id).digest('hex'), Date.now()),
+    ).toBeDefined();
 
-    const hostile = ['https://evil.example/', '//evil.example/x', '/dashboard/../v1/connections', '/dashboard/%2E%2e/v1', '/\\evil.example'];
+    const hostile = [
+      'https://evil.example/',
+      '//evil.example/x',
+      '/dashboard/../v1/connections',
+      '/dashboard/%2E%2e/v1',
+      '/\\evil.example',
+    ];
     const landed: Array<string | null> = [];
     for (const next of hostile) {
       const other = new DashboardClient(h.url);
       const p = await other.get('/dashboard/sign-in');
-      landed.push((await other.post('/dashboard/sign-in', { _csrf: DashboardClient.csrf(p.html), username: 'admin', password: ADMIN_PASSWORD, next })).location);
+      landed.push(
+        (
+          await other.post('/dashboard/sign-in', {
+            _csrf: DashboardClient.csrf(p.html),
+            username: 'admin',
+            password: ADMIN_PASSWORD,
+            next,
+          })
+        ).location,
+      );
     }
-    record({ category: 'attacks tried', what: 'open redirects through the sign-in return path', tried: hostile.length, failed: landed.filter((l) => l !== '/dashboard/connections').length });
+    record({
+      category: 'attacks tried',
+      what: 'open redirects through the sign-in return path',
+      tried: hostile.length,
+      failed: landed.filter((l) => l !== '/dashboard/connections').length,
+    });
     expect(landed).toEqual(hostile.map(() => '/dashboard/connections'));
   });
 
@@ -107,7 +154,12 @@ describe('sessions', () => {
       c.cookies.set('acs_dashboard', value);
       statuses.push((await c.get('/dashboard/connections')).status);
     }
-    record({ category: 'attacks tried', what: 'forged dashboard session cookies', tried: forged.length, failed: statuses.filter((x) => x !== 303).length });
+    record({
+      category: 'attacks tried',
+      what: 'forged dashboard session cookies',
+      tried: forged.length,
+      failed: statuses.filter((x) => x !== 303).length,
+    });
     expect(statuses).toEqual(forged.map(() => 303));
     c.cookies.set('acs_dashboard', `${id}.${mac}`);
     expect((await c.get('/dashboard/connections')).status).toBe(200);
@@ -196,7 +248,9 @@ describe('the admin account', () => {
       expect((await new DashboardClient(third.url).signIn('a-new-admin-password')).status).toBe(303);
       await third.close();
 
-      await expect(startHarness({ dataDir, env: { ADMIN_PASSWORD: 'too-short' } })).rejects.toThrow(/ADMIN_PASSWORD must have at least 12 characters/);
+      await expect(startHarness({ dataDir, env: { ADMIN_PASSWORD: 'too-short' } })).rejects.toThrow(
+        /ADMIN_PASSWORD must have at least 12 characters/,
+      );
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -210,14 +264,23 @@ describe('CSRF and headers', () => {
     const otherToken = DashboardClient.csrf((await other.get('/dashboard/connections')).html);
     const store = h.running.services.store;
     const before = (await store.listApiCredentials()).length;
-    const forms: Array<Record<string, string>> = [{ name: 'no token' }, { name: 'wrong token', _csrf: 'x'.repeat(43) }, { name: 'another session’s token', _csrf: otherToken }];
+    const forms: Array<Record<string, string>> = [
+      { name: 'no token' },
+      { name: 'wrong token', _csrf: 'x'.repeat(43) },
+      { name: 'another session’s token', _csrf: otherToken },
+    ];
     const refused: number[] = [];
     for (const form of forms) {
       const res = await c.post('/dashboard/api-credentials', form);
       refused.push(res.status);
       expect(res.html).toContain('security token');
     }
-    record({ category: 'attacks tried', what: 'dashboard forms with a missing, wrong or foreign CSRF token', tried: forms.length, failed: refused.filter((x) => x !== 403).length });
+    record({
+      category: 'attacks tried',
+      what: 'dashboard forms with a missing, wrong or foreign CSRF token',
+      tried: forms.length,
+      failed: refused.filter((x) => x !== 403).length,
+    });
     expect(refused).toEqual(forms.map(() => 403));
     expect((await store.listApiCredentials()).length).toBe(before);
 
@@ -273,7 +336,10 @@ describe('connections', () => {
     const form = await c.get(`/dashboard/connections/new/${mcp.name}`);
     expect(form.html).not.toContain('name="client_id"');
     expect(form.html).not.toContain('name="auth_kind"');
-    const created = await c.post(`/dashboard/connections/new/${mcp.name}`, { _csrf: DashboardClient.csrf(form.html), connection_name: 'mcp-conn' });
+    const created = await c.post(`/dashboard/connections/new/${mcp.name}`, {
+      _csrf: DashboardClient.csrf(form.html),
+      connection_name: 'mcp-conn',
+    });
     expect(created.location).toBe('/dashboard/connections/mcp-conn?done=connection-created');
     const settings = await c.get('/dashboard/connections/mcp-conn/edit');
     expect(settings.html).not.toContain('name="client_id"');
@@ -281,15 +347,29 @@ describe('connections', () => {
     expect((await h.client.getConnection('mcp-conn')).auth_kind).toBe('oauth2_mcp');
 
     // A connector with two auth kinds lets the user choose; the choice decides the next step.
-    const both = [...connectors.values()].find((x) => x.auth.some((a) => a.kind === 'oauth2') && x.auth.some((a) => a.kind === 'api_key'))!;
+    const both = [...connectors.values()].find(
+      (x) => x.auth.some((a) => a.kind === 'oauth2') && x.auth.some((a) => a.kind === 'api_key'),
+    )!;
     const choose = await c.get(`/dashboard/connections/new/${both.name}`);
     expect(choose.html).toContain('name="auth_kind"');
-    const keyed = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'keyed', auth_kind: 'api_key' });
+    const keyed = await c.post(`/dashboard/connections/new/${both.name}`, {
+      _csrf: DashboardClient.csrf(choose.html),
+      connection_name: 'keyed',
+      auth_kind: 'api_key',
+    });
     expect(keyed.location).toBe('/dashboard/connections/keyed?done=connection-created');
-    const oauthKind = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'oauthed', auth_kind: 'oauth2' });
+    const oauthKind = await c.post(`/dashboard/connections/new/${both.name}`, {
+      _csrf: DashboardClient.csrf(choose.html),
+      connection_name: 'oauthed',
+      auth_kind: 'oauth2',
+    });
     expect(oauthKind.location).toBe('/dashboard/connections/oauthed/edit?step=2');
     expect((await c.get('/dashboard/connections/oauthed/edit?step=2')).html).toContain('name="client_id"');
-    const wrong = await c.post(`/dashboard/connections/new/${both.name}`, { _csrf: DashboardClient.csrf(choose.html), connection_name: 'odd', auth_kind: 'basic' });
+    const wrong = await c.post(`/dashboard/connections/new/${both.name}`, {
+      _csrf: DashboardClient.csrf(choose.html),
+      connection_name: 'odd',
+      auth_kind: 'basic',
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.html).toMatch(/<p class="error" id="f-auth_kind-error">must be one of/);
   });
@@ -298,7 +378,13 @@ describe('connections', () => {
 describe('connected accounts', () => {
   it('pages through thousands of accounts by keyset, filtered by identifier and status', async () => {
     const c = await signedIn();
-    expect((await c.submit('/dashboard/connections/new/helpdesk', '/dashboard/connections/new/helpdesk', { connection_name: 'paged' })).status).toBe(303);
+    expect(
+      (
+        await c.submit('/dashboard/connections/new/helpdesk', '/dashboard/connections/new/helpdesk', {
+          connection_name: 'paged',
+        })
+      ).status,
+    ).toBe(303);
     const store = h.running.services.store;
     const connection = (await store.getConnectionByName('paged'))!;
     const base = Date.now();
@@ -368,32 +454,55 @@ describe('secrets', () => {
     const clientSecret = `oauth-client-secret-${Math.random().toString(36).slice(2)}`;
 
     // A key-type connection and account, through the dashboard's forms.
-    expect((await c.submit('/dashboard/connections/new/helpdesk', '/dashboard/connections/new/helpdesk', { connection_name: 'desk', api_base_url: desk.baseUrlTemplate })).status).toBe(303);
-    const saved = await c.submit('/dashboard/connections/desk/accounts/new', '/dashboard/connections/desk/accounts/new', {
-      identifier: 'user-1',
-      'cred.domain': DOMAIN,
-      'cred.email': EMAIL,
-      'cred.api_token': API_TOKEN,
-    });
+    expect(
+      (
+        await c.submit('/dashboard/connections/new/helpdesk', '/dashboard/connections/new/helpdesk', {
+          connection_name: 'desk',
+          api_base_url: desk.baseUrlTemplate,
+        })
+      ).status,
+    ).toBe(303);
+    const saved = await c.submit(
+      '/dashboard/connections/desk/accounts/new',
+      '/dashboard/connections/desk/accounts/new',
+      {
+        identifier: 'user-1',
+        'cred.domain': DOMAIN,
+        'cred.email': EMAIL,
+        'cred.api_token': API_TOKEN,
+      },
+    );
     expect(saved.status).toBe(303);
     // A failed save does not echo the secret it was given either.
-    const failed = await c.submit('/dashboard/connections/desk/accounts/new', '/dashboard/connections/desk/accounts/new', {
-      identifier: 'user-2',
-      'cred.domain': 'not a domain',
-      'cred.email': EMAIL,
-      'cred.api_token': API_TOKEN,
-    });
+    const failed = await c.submit(
+      '/dashboard/connections/desk/accounts/new',
+      '/dashboard/connections/desk/accounts/new',
+      {
+        identifier: 'user-2',
+        'cred.domain': 'not a domain',
+        'cred.email': EMAIL,
+        'cred.api_token': API_TOKEN,
+      },
+    );
     expect(failed.status).toBe(400);
     expect(failed.html).toContain('must be a domain name');
     expect(failed.html).not.toContain(API_TOKEN);
 
     // An OAuth connection with a client secret, set in the dashboard, and an account authorized through it.
-    expect((await c.submit('/dashboard/connections/new/mail', '/dashboard/connections/new/mail', {
-      connection_name: 'oauth-conn',
-      'oauth.authorize_url': h.oauth.authorizeUrl,
-      'oauth.token_url': h.oauth.tokenUrl,
-    })).location).toBe('/dashboard/connections/oauth-conn/edit?step=2');
-    h.oauth.addClient({ client_id: 'dash-client', client_secret: clientSecret, auth: mailAuth.token_auth ?? 'client_secret_post' });
+    expect(
+      (
+        await c.submit('/dashboard/connections/new/mail', '/dashboard/connections/new/mail', {
+          connection_name: 'oauth-conn',
+          'oauth.authorize_url': h.oauth.authorizeUrl,
+          'oauth.token_url': h.oauth.tokenUrl,
+        })
+      ).location,
+    ).toBe('/dashboard/connections/oauth-conn/edit?step=2');
+    h.oauth.addClient({
+      client_id: 'dash-client',
+      client_secret: clientSecret,
+      auth: mailAuth.token_auth ?? 'client_secret_post',
+    });
     const edit = await c.submit('/dashboard/connections/oauth-conn/edit', '/dashboard/connections/oauth-conn/edit', {
       client_id: 'dash-client',
       client_secret: clientSecret,
@@ -413,7 +522,12 @@ describe('secrets', () => {
     expect(credentialSecret).toMatch(/^acs_sk_/);
 
     // Calls so the activity page and the explorer have something to show.
-    await h.client.executeTool({ toolName: 'helpdesk_tickets_list', toolInput: {}, connectionName: 'desk', identifier: 'user-1' });
+    await h.client.executeTool({
+      toolName: 'helpdesk_tickets_list',
+      toolInput: {},
+      connectionName: 'desk',
+      identifier: 'user-1',
+    });
     const dryRun = await c.submit('/dashboard/tools/helpdesk_ticket_get', '/dashboard/tools/helpdesk_ticket_get', {
       action: 'dry_run',
       connection: 'desk',
@@ -421,7 +535,11 @@ describe('secrets', () => {
       'input.ticket_id': '1001',
     });
     expect(dryRun.html).toContain('authorization: Basic [REDACTED]');
-    const executed = await c.submit('/dashboard/tools/helpdesk_tickets_list', '/dashboard/tools/helpdesk_tickets_list', { action: 'execute', connection: 'desk', identifier: 'user-1' });
+    const executed = await c.submit(
+      '/dashboard/tools/helpdesk_tickets_list',
+      '/dashboard/tools/helpdesk_tickets_list',
+      { action: 'execute', connection: 'desk', identifier: 'user-1' },
+    );
     expect(executed.html).toContain('Seed ticket 1');
 
     const secrets = [
@@ -471,11 +589,18 @@ describe('secrets', () => {
     }
     for (const tool of tools.keys()) expect([...seen]).toContain(`/dashboard/tools/${tool}`);
     const leaks = pages.flatMap(({ path, html }) => secrets.filter((secret) => html.includes(secret)).map(() => path));
-    record({ category: 'secrets scanned', what: `dashboard pages (${pages.length}) for saved secrets (${secrets.length})`, tried: pages.length * secrets.length, failed: leaks.length });
+    record({
+      category: 'secrets scanned',
+      what: `dashboard pages (${pages.length}) for saved secrets (${secrets.length})`,
+      tried: pages.length * secrets.length,
+      failed: leaks.length,
+    });
     expect(leaks).toEqual([]);
     // What the pages say instead.
     const editPage = pages.find((p) => p.path === '/dashboard/connections/oauth-conn/edit')!.html;
     expect(editPage).toContain('Set. Leave empty to keep it');
-    expect(pages.find((p) => p.path === '/dashboard/connections/oauth-conn')!.html).toMatch(/<dt>Client secret<\/dt><dd>set<\/dd>/);
+    expect(pages.find((p) => p.path === '/dashboard/connections/oauth-conn')!.html).toMatch(
+      /<dt>Client secret<\/dt><dd>set<\/dd>/,
+    );
   });
 });

@@ -85,7 +85,10 @@ function generated(size: number, hash: Hash, onChunk: (n: number) => void): Read
   );
 }
 
-async function upload(size: number, onChunk: (n: number) => void): Promise<{ id: string; sha256: string; status: number }> {
+async function upload(
+  size: number,
+  onChunk: (n: number) => void,
+): Promise<{ id: string; sha256: string; status: number }> {
   const hash = createHash('sha256');
   const res = await h.client.requestStream({
     ...who,
@@ -99,7 +102,10 @@ async function upload(size: number, onChunk: (n: number) => void): Promise<{ id:
   return { id: body.id, sha256: hash.digest('hex'), status: res.status };
 }
 
-async function download(id: string, onChunk: (n: number) => void): Promise<{ sha256: string; bytes: number; status: number; length: string | null }> {
+async function download(
+  id: string,
+  onChunk: (n: number) => void,
+): Promise<{ sha256: string; bytes: number; status: number; length: string | null }> {
   const res = await h.client.requestStream({ ...who, path: `/drive/v3/files/${id}`, queryParams: { alt: 'media' } });
   const hash = createHash('sha256');
   let bytes = 0;
@@ -142,7 +148,12 @@ async function roundTrip(gcEveryBytes?: number): Promise<Transfer> {
   const up = await upload(SIZE, sampler.chunk);
   const uploadPeak = sampler.peakRss;
   expect(up.status).toBe(200);
-  expect(drive.lastUpload).toMatchObject({ bytes: SIZE, sha256: up.sha256, contentType: 'application/octet-stream', query: { uploadType: 'media', name: 'big.bin' } });
+  expect(drive.lastUpload).toMatchObject({
+    bytes: SIZE,
+    sha256: up.sha256,
+    contentType: 'application/octet-stream',
+    query: { uploadType: 'media', name: 'big.bin' },
+  });
   expect(drive.files.get(up.id)!.size).toBe(SIZE);
 
   const down = await download(up.id, sampler.chunk);
@@ -176,7 +187,9 @@ describe('50 MiB through the proxy, streamed both ways', () => {
     const collected = await roundTrip(4 * MiB);
     console.log(`[drive transfer] ${SIZE / MiB} MiB up and down, full GC every 4 MiB: ${describeTransfer(collected)}`);
     const asIs = await roundTrip();
-    console.log(`[drive transfer] ${SIZE / MiB} MiB up and down, garbage collected when V8 decides: ${describeTransfer(asIs)}`);
+    console.log(
+      `[drive transfer] ${SIZE / MiB} MiB up and down, garbage collected when V8 decides: ${describeTransfer(asIs)}`,
+    );
     console.log(
       `[drive transfer] upload arrived with content-length ${drive.lastUpload!.contentLength ?? '-'}, transfer-encoding ${drive.lastUpload!.transferEncoding ?? '-'}`,
     );

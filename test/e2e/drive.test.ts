@@ -16,10 +16,12 @@ let drive: FakeDrive;
 let seed: DriveSeed;
 let authorizeUrl: URL;
 const who = { connectionName: 'drive', identifier: 'user-1' };
-const LIST_FIELDS = 'nextPageToken,incompleteSearch,files(id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink)';
+const LIST_FIELDS =
+  'nextPageToken,incompleteSearch,files(id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink)';
 
 async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who })).data as Record<string, any>;
+  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
+    .data as Record<string, any>;
 }
 
 async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
@@ -54,7 +56,9 @@ describe('Google OAuth', () => {
     expect(q.get('include_granted_scopes')).toBe('true');
     expect(q.get('response_type')).toBe('code');
     expect(q.get('code_challenge_method')).toBe('S256');
-    expect(q.get('scope')).toBe('https://www.googleapis.com/auth/drive.readonly https://www.googleapis.com/auth/drive.file');
+    expect(q.get('scope')).toBe(
+      'https://www.googleapis.com/auth/drive.readonly https://www.googleapis.com/auth/drive.file',
+    );
     const account = await h.client.getOrCreateConnectedAccount(who);
     expect(account.status).toBe('ACTIVE');
   });
@@ -86,9 +90,15 @@ describe('drive tools against the fake Drive', () => {
       parents: [seed.reports.id],
     });
     expect(meta.owners[0].emailAddress).toBe(drive.me);
-    expect(lastQuery()).toEqual({ fields: 'id,name,mimeType,size,createdTime,modifiedTime,parents,owners,webViewLink' });
+    expect(lastQuery()).toEqual({
+      fields: 'id,name,mimeType,size,createdTime,modifiedTime,parents,owners,webViewLink',
+    });
 
-    const folder = await run('drive_get_file_metadata', { file_id: seed.reports.id, schema_version: '1', tool_version: '1' });
+    const folder = await run('drive_get_file_metadata', {
+      file_id: seed.reports.id,
+      schema_version: '1',
+      tool_version: '1',
+    });
     expect(folder.mimeType).toBe('application/vnd.google-apps.folder');
     expect(folder.size).toBeUndefined();
     // The version selectors never reach the provider.
@@ -120,14 +130,25 @@ describe('drive tools against the fake Drive', () => {
     expect(names(pdfOnly)).toEqual(['Q3 report.pdf']);
     expect(lastQuery().q).toBe("fullText contains 'quarterly' and mimeType = 'application/pdf' and trashed = false");
 
-    expect(names(await run('drive_search_content', { search_term: '"quarterly plan"' })).sort()).toEqual(['Q3 report.pdf', 'notes.txt']);
+    expect(names(await run('drive_search_content', { search_term: '"quarterly plan"' })).sort()).toEqual([
+      'Q3 report.pdf',
+      'notes.txt',
+    ]);
     expect(names(await run('drive_search_content', { search_term: '"plan quarterly"' }))).toEqual([]);
 
     const shared = await run('drive_search_content', { search_term: 'quarterly plan', supports_all_drives: true });
     expect(names(shared).sort()).toEqual(['Q3 report.pdf', 'Team plan.txt', 'notes.txt']);
-    expect(lastQuery()).toMatchObject({ supportsAllDrives: 'true', includeItemsFromAllDrives: 'true', corpora: 'allDrives' });
+    expect(lastQuery()).toMatchObject({
+      supportsAllDrives: 'true',
+      includeItemsFromAllDrives: 'true',
+      corpora: 'allDrives',
+    });
 
-    expect(drive.requests.filter((r) => r.path === '/drive/v3/files' && 'orderBy' in r.query && /fullText/.test(r.query.q ?? ''))).toEqual([]);
+    expect(
+      drive.requests.filter(
+        (r) => r.path === '/drive/v3/files' && 'orderBy' in r.query && /fullText/.test(r.query.q ?? ''),
+      ),
+    ).toEqual([]);
   });
 
   it('drive_search_content escapes quotes and backslashes so the query still parses', async () => {
@@ -144,7 +165,12 @@ describe('drive tools against the fake Drive', () => {
     let token: string | undefined;
     let pages = 0;
     do {
-      const page = await run('drive_search_content', { search_term: 'plan', page_size: 1, fields: 'id,name', ...(token ? { page_token: token } : {}) });
+      const page = await run('drive_search_content', {
+        search_term: 'plan',
+        page_size: 1,
+        fields: 'id,name',
+        ...(token ? { page_token: token } : {}),
+      });
       expect(page.files).toHaveLength(1);
       expect(Object.keys(page.files[0]).sort()).toEqual(['id', 'name']);
       expect(lastQuery().fields).toBe('nextPageToken,incompleteSearch,files(id,name)');
@@ -162,18 +188,31 @@ describe('drive tools against the fake Drive', () => {
     expect(names(byName)).toEqual(['Q3 report.pdf']);
     expect(lastQuery()).toEqual({ q: "name contains 'Q3'", fields: LIST_FIELDS });
 
-    const inFolder = await run('drive_search_files', { query: `'${seed.reports.id}' in parents`, order_by: 'name asc' });
+    const inFolder = await run('drive_search_files', {
+      query: `'${seed.reports.id}' in parents`,
+      order_by: 'name asc',
+    });
     expect(names(inFolder)).toEqual(['Q3 report.pdf', 'Roadmap']);
     expect(lastQuery().orderBy).toBe('name');
 
-    const desc = await run('drive_search_files', { query: `'${seed.reports.id}' in parents`, order_by: 'name desc', page_size: 5 });
+    const desc = await run('drive_search_files', {
+      query: `'${seed.reports.id}' in parents`,
+      order_by: 'name desc',
+      page_size: 5,
+    });
     expect(names(desc)).toEqual(['Roadmap', 'Q3 report.pdf']);
     expect(lastQuery()).toMatchObject({ orderBy: 'name desc', pageSize: '5' });
 
-    const folders = await run('drive_search_files', { query: "mimeType = 'application/vnd.google-apps.folder'", fields: 'nextPageToken,files(id,mimeType)' });
+    const folders = await run('drive_search_files', {
+      query: "mimeType = 'application/vnd.google-apps.folder'",
+      fields: 'nextPageToken,files(id,mimeType)',
+    });
     expect(folders.files).toEqual([{ id: seed.reports.id, mimeType: 'application/vnd.google-apps.folder' }]);
 
-    const docsOnly = await run('drive_search_files', { query: `mimeType = '${GOOGLE_DOC}' and not name contains 'zzz'`, order_by: 'folder,modifiedTime desc' });
+    const docsOnly = await run('drive_search_files', {
+      query: `mimeType = '${GOOGLE_DOC}' and not name contains 'zzz'`,
+      order_by: 'folder,modifiedTime desc',
+    });
     expect(names(docsOnly)).toEqual(['Roadmap']);
     expect(lastQuery().orderBy).toBe('folder,modifiedTime desc');
   });
@@ -182,7 +221,11 @@ describe('drive tools against the fake Drive', () => {
     const all = await run('drive_search_files', { page_size: 1000 });
     expect(names(all)).toContain('old report.txt');
     expect(names(all)).not.toContain('Team plan.txt');
-    const withShared = await run('drive_search_files', { supports_all_drives: true, query: 'trashed = false', order_by: 'name' });
+    const withShared = await run('drive_search_files', {
+      supports_all_drives: true,
+      query: 'trashed = false',
+      order_by: 'name',
+    });
     expect(names(withShared)).toContain('Team plan.txt');
     expect(names(withShared)).not.toContain('old report.txt');
     const lower = names(withShared).map((n) => n.toLowerCase());
@@ -190,7 +233,9 @@ describe('drive tools against the fake Drive', () => {
   });
 
   it("returns Drive's own refusal of a sorted fullText query as a provider error", async () => {
-    const e = await failure(run('drive_search_files', { query: "fullText contains 'plan'", order_by: 'modifiedTime desc' }));
+    const e = await failure(
+      run('drive_search_files', { query: "fullText contains 'plan'", order_by: 'modifiedTime desc' }),
+    );
     expect(e.isProviderError).toBe(true);
     expect(e.status).toBe(400);
     expect((e.providerBody as any).error.message).toMatch(/Sorting is not supported for queries with fullText terms/);
@@ -200,7 +245,10 @@ describe('drive tools against the fake Drive', () => {
   });
 
   it('covers every drive tool of the registry', () => {
-    const driveTools = [...tools.values()].filter((t) => t.connector === 'drive').map((t) => t.name).sort();
+    const driveTools = [...tools.values()]
+      .filter((t) => t.connector === 'drive')
+      .map((t) => t.name)
+      .sort();
     expect(driveTools).toEqual(['drive_get_file_metadata', 'drive_search_content', 'drive_search_files']);
     const paths = new Set(drive.requests.map((r) => `${r.method} ${r.path.replace(/\/files\/[^/]+$/, '/files/:id')}`));
     expect(paths).toContain('GET /drive/v3/files/:id');
@@ -214,19 +262,40 @@ describe('dry runs show the exact request and send nothing', () => {
   it('for every drive tool', async () => {
     const before = drive.requests.length;
     const dry = async (toolName: string, toolInput: Record<string, unknown>) => {
-      const { data } = await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, dryRun: true, ...who });
-      const reqs = (data as { requests: Array<{ method: string; url: string; headers: Record<string, string> }> }).requests;
+      const { data } = await h.client.executeTool({
+        toolName: toolName as never,
+        toolInput: toolInput as never,
+        dryRun: true,
+        ...who,
+      });
+      const reqs = (data as { requests: Array<{ method: string; url: string; headers: Record<string, string> }> })
+        .requests;
       expect(reqs).toHaveLength(1);
       expect(reqs[0]!.headers.authorization).toBe('Bearer [REDACTED]');
       return `${reqs[0]!.method} ${reqs[0]!.url.slice(drive.url.length)}`;
     };
-    expect(await dry('drive_get_file_metadata', { file_id: 'abc', supports_all_drives: false, schema_version: '1' })).toBe(
+    expect(
+      await dry('drive_get_file_metadata', { file_id: 'abc', supports_all_drives: false, schema_version: '1' }),
+    ).toBe(
       'GET /drive/v3/files/abc?fields=id,name,mimeType,size,createdTime,modifiedTime,parents,owners,webViewLink&supportsAllDrives=false',
     );
-    expect(await dry('drive_search_content', { search_term: "it's", mime_type: 'text/plain', page_size: 10, tool_version: '1' })).toBe(
+    expect(
+      await dry('drive_search_content', {
+        search_term: "it's",
+        mime_type: 'text/plain',
+        page_size: 10,
+        tool_version: '1',
+      }),
+    ).toBe(
       `GET /drive/v3/files?q=fullText%20contains%20'it%5C's'%20and%20mimeType%20%3D%20'text/plain'%20and%20trashed%20%3D%20false&fields=${LIST_FIELDS}&pageSize=10`,
     );
-    expect(await dry('drive_search_files', { query: "'me' in owners", order_by: 'createdTime desc,name asc', page_token: 't1' })).toBe(
+    expect(
+      await dry('drive_search_files', {
+        query: "'me' in owners",
+        order_by: 'createdTime desc,name asc',
+        page_token: 't1',
+      }),
+    ).toBe(
       `GET /drive/v3/files?q='me'%20in%20owners&fields=${LIST_FIELDS}&orderBy=createdTime%20desc,name&pageToken=t1`,
     );
     expect(drive.requests.length).toBe(before);
@@ -247,9 +316,16 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
       file_id: 'must not be empty',
       supports_all_drives: 'must be a boolean',
     });
-    expect(await fields('drive_search_content', { search_term: '', page_size: 0 })).toEqual({ search_term: 'must not be empty', page_size: 'must be at least 1' });
-    expect(await fields('drive_search_content', { search_term: 'x', page_size: 1001 })).toEqual({ page_size: 'must be at most 1000' });
-    expect(await fields('drive_search_content', { search_term: 'x', page_size: 2.5 })).toEqual({ page_size: 'must be an integer' });
+    expect(await fields('drive_search_content', { search_term: '', page_size: 0 })).toEqual({
+      search_term: 'must not be empty',
+      page_size: 'must be at least 1',
+    });
+    expect(await fields('drive_search_content', { search_term: 'x', page_size: 1001 })).toEqual({
+      page_size: 'must be at most 1000',
+    });
+    expect(await fields('drive_search_content', { search_term: 'x', page_size: 2.5 })).toEqual({
+      page_size: 'must be an integer',
+    });
     const noSort = await fields('drive_search_content', { search_term: 'x', order_by: 'name' });
     expect(noSort.order_by).toMatch(/^is not a parameter of drive_search_content/);
     const sort = await fields('drive_search_files', { order_by: 'size desc' });
@@ -283,7 +359,11 @@ describe('file transfer through the proxy', () => {
     expect(created.name).toBe('Untitled');
     expect(drive.files.get(created.id)!.sha256).toBe(sha);
 
-    const down = await h.client.request({ ...who, path: `/drive/v3/files/${created.id}`, queryParams: { alt: 'media' } });
+    const down = await h.client.request({
+      ...who,
+      path: `/drive/v3/files/${created.id}`,
+      queryParams: { alt: 'media' },
+    });
     expect(down.status).toBe(200);
     expect(down.headers.get('content-type')).toBe('application/octet-stream');
     expect(createHash('sha256').update(down.content).digest('hex')).toBe(sha);
@@ -293,13 +373,21 @@ describe('file transfer through the proxy', () => {
   });
 
   it("passes Drive's refusals through: Google-native files are not downloadable, list fields must be wrapped", async () => {
-    const native = await h.client.request({ ...who, path: `/drive/v3/files/${seed.sheet.id}`, queryParams: { alt: 'media' } });
+    const native = await h.client.request({
+      ...who,
+      path: `/drive/v3/files/${seed.sheet.id}`,
+      queryParams: { alt: 'media' },
+    });
     expect(native.status).toBe(403);
     expect((native.data as any).error.errors[0]).toMatchObject({ reason: 'fileNotDownloadable', domain: 'global' });
     const bare = await h.client.request({ ...who, path: '/drive/v3/files', queryParams: { fields: 'id,name' } });
     expect(bare.status).toBe(400);
     expect((bare.data as any).error.message).toBe('Invalid field selection id');
-    const text = await h.client.request({ ...who, path: `/drive/v3/files/${seed.notes.id}`, queryParams: { alt: 'media' } });
+    const text = await h.client.request({
+      ...who,
+      path: `/drive/v3/files/${seed.notes.id}`,
+      queryParams: { alt: 'media' },
+    });
     expect(text.text()).toBe('Meeting notes. The quarterly plan is ready for review.');
   });
 });

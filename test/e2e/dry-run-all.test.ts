@@ -36,7 +36,12 @@ beforeAll(async () => {
       const a = await h.client.getOrCreateConnectedAccount({ connectionName: c.name, identifier: 'dry' });
       if (Object.keys(c.exampleFields).length) {
         const stored = (await h.running.services.store.getAccount(a.id))!;
-        await h.running.services.store.updateAccount(a.id, { fields: { ...c.exampleFields } }, Date.now(), stored.version);
+        await h.running.services.store.updateAccount(
+          a.id,
+          { fields: { ...c.exampleFields } },
+          Date.now(),
+          stored.version,
+        );
       }
     }
   }
@@ -47,8 +52,16 @@ describe.each([...connectors.values()].map((c) => [c.name, c] as const))('%s', (
   it.each(connector.toolNames.map((t) => [t]))('%s', async (toolName) => {
     const tool = tools.get(toolName)!;
     for (const example of tool.examples) {
-      const { data } = await h.client.executeTool({ toolName: toolName as never, toolInput: example.input as never, connectionName: name, identifier: 'dry', dryRun: true });
-      const { requests } = data as { requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }> };
+      const { data } = await h.client.executeTool({
+        toolName: toolName as never,
+        toolInput: example.input as never,
+        connectionName: name,
+        identifier: 'dry',
+        dryRun: true,
+      });
+      const { requests } = data as {
+        requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+      };
       expect(requests.map((r) => `${r.method} ${r.url}`)).toEqual(example.requests.map((r) => `${r.method} ${r.url}`));
       requests.forEach((r, i) => expect(r.body).toEqual(example.requests[i]!.body));
       expect(JSON.stringify(data)).not.toContain(SECRET);

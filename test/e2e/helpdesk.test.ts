@@ -18,7 +18,8 @@ const creds = { domain: DOMAIN, email: EMAIL, api_token: TOKEN };
 const who = { connectionName: 'helpdesk', identifier: 'user-1' };
 
 async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who })).data as Record<string, any>;
+  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
+    .data as Record<string, any>;
 }
 
 async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
@@ -34,7 +35,11 @@ beforeAll(async () => {
   h = await startHarness();
   desk = await new FakeDesk().start();
   desk.addTenant(DOMAIN, EMAIL, TOKEN);
-  await h.client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk', api_base_url: desk.baseUrlTemplate });
+  await h.client.createConnection({
+    connection_name: 'helpdesk',
+    connector: 'helpdesk',
+    api_base_url: desk.baseUrlTemplate,
+  });
   await h.client.upsertConnectedAccount({ ...who, credentials: creds });
 });
 afterAll(async () => {
@@ -59,13 +64,24 @@ describe('helpdesk tools against the fake desk', () => {
       assignee_email: EMAIL,
     });
     const id = created.ticket.id as number;
-    expect(created.ticket).toMatchObject({ subject: 'Help', priority: 'urgent', type: 'incident', assignee_id: 1, tags: ['hw'] });
+    expect(created.ticket).toMatchObject({
+      subject: 'Help',
+      priority: 'urgent',
+      type: 'incident',
+      assignee_id: 1,
+      tags: ['hw'],
+    });
 
     const got = await run('helpdesk_ticket_get', { ticket_id: id, include: 'users' });
     expect(got.ticket.id).toBe(id);
     expect(got.users.length).toBeGreaterThan(0);
 
-    const updated = await run('helpdesk_ticket_update', { ticket_id: id, status: 'pending', tags: ['a', 'b'], group_id: 7002 });
+    const updated = await run('helpdesk_ticket_update', {
+      ticket_id: id,
+      status: 'pending',
+      tags: ['a', 'b'],
+      group_id: 7002,
+    });
     expect(updated.ticket).toMatchObject({ status: 'pending', tags: ['a', 'b'], group_id: 7002 });
 
     await run('helpdesk_ticket_reply', { ticket_id: id, body: 'Looking into it' });
@@ -84,7 +100,11 @@ describe('helpdesk tools against the fake desk', () => {
   it('searches within the result cap', async () => {
     const found = await run('helpdesk_search_tickets', { query: 'type:ticket status:open', per_page: 25, page: 1 });
     expect(found.results.every((r: { status: string }) => r.status === 'open')).toBe(true);
-    expect(desk.requests.at(-1)!.query).toMatchObject({ query: 'type:ticket status:open', per_page: '25', sort_order: 'desc' });
+    expect(desk.requests.at(-1)!.query).toMatchObject({
+      query: 'type:ticket status:open',
+      per_page: '25',
+      sort_order: 'desc',
+    });
   });
 
   it('reads users, organizations, groups, views and side conversations', async () => {
@@ -100,7 +120,11 @@ describe('helpdesk tools against the fake desk', () => {
     expect(views.views.map((v: { title: string }) => v.title)).toEqual(['My tickets', 'Unassigned']);
     expect(desk.requests.at(-1)!.query.sort_by).toBe('alphabetical');
     const scs = await run('helpdesk_side_conversations_list', { ticket_id: 1000 });
-    const sc = await run('helpdesk_side_conversation_get', { ticket_id: 1000, side_conversation_id: scs.side_conversations[0].id, include: 'side_conversation_events' });
+    const sc = await run('helpdesk_side_conversation_get', {
+      ticket_id: 1000,
+      side_conversation_id: scs.side_conversations[0].id,
+      include: 'side_conversation_events',
+    });
     expect(sc.side_conversation.id).toBe(scs.side_conversations[0].id);
   });
 
@@ -140,9 +164,17 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
   });
 
   it('enforces per_page ≤ 100, whole numbers, and the end-user email rule', async () => {
-    expect((await failure(run('helpdesk_groups_list', { per_page: 101 }))).details[0]).toEqual({ field: 'per_page', message: 'must be at most 100' });
-    expect((await failure(run('helpdesk_ticket_get', { ticket_id: 1.5 }))).details[0]).toEqual({ field: 'ticket_id', message: 'must be a whole number' });
-    expect((await failure(run('helpdesk_user_create', { name: 'No Mail' }))).details[0]).toMatchObject({ field: 'email' });
+    expect((await failure(run('helpdesk_groups_list', { per_page: 101 }))).details[0]).toEqual({
+      field: 'per_page',
+      message: 'must be at most 100',
+    });
+    expect((await failure(run('helpdesk_ticket_get', { ticket_id: 1.5 }))).details[0]).toEqual({
+      field: 'ticket_id',
+      message: 'must be a whole number',
+    });
+    expect((await failure(run('helpdesk_user_create', { name: 'No Mail' }))).details[0]).toMatchObject({
+      field: 'email',
+    });
     await run('helpdesk_user_create', { name: 'Agent Two', role: 'agent' });
   });
 
@@ -179,8 +211,19 @@ describe('provider errors stay provider errors', () => {
   });
 
   it('reports wrong credentials as the provider 401, not as a service auth failure', async () => {
-    await h.client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'wrong', credentials: { ...creds, api_token: 'nope' } });
-    const e = await failure(h.client.executeTool({ toolName: 'helpdesk_groups_list', toolInput: {}, connectionName: 'helpdesk', identifier: 'wrong' }));
+    await h.client.upsertConnectedAccount({
+      connectionName: 'helpdesk',
+      identifier: 'wrong',
+      credentials: { ...creds, api_token: 'nope' },
+    });
+    const e = await failure(
+      h.client.executeTool({
+        toolName: 'helpdesk_groups_list',
+        toolInput: {},
+        connectionName: 'helpdesk',
+        identifier: 'wrong',
+      }),
+    );
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);
   });
@@ -189,8 +232,15 @@ describe('provider errors stay provider errors', () => {
 describe('dry run', () => {
   it('shows the upstream request of every helpdesk tool with the secret redacted', async () => {
     for (const t of [...tools.values()].filter((x) => x.connector === 'helpdesk')) {
-      const { data } = await h.client.executeTool({ toolName: t.name as never, toolInput: t.examples[0]!.input as never, ...who, dryRun: true });
-      const { requests } = data as { requests: Array<{ method: string; url: string; headers: Record<string, string> }> };
+      const { data } = await h.client.executeTool({
+        toolName: t.name as never,
+        toolInput: t.examples[0]!.input as never,
+        ...who,
+        dryRun: true,
+      });
+      const { requests } = data as {
+        requests: Array<{ method: string; url: string; headers: Record<string, string> }>;
+      };
       expect(requests[0]!.method).toBe(t.examples[0]!.requests[0]!.method);
       expect(requests[0]!.url.startsWith(`${desk.url}/desks/${DOMAIN}/api/v2/`)).toBe(true);
       expect(requests[0]!.headers.authorization).toBe('Basic [REDACTED]');
@@ -202,11 +252,20 @@ describe('dry run', () => {
 describe('connected accounts and credentials', () => {
   it('validates the desk fields and keeps what was stored', async () => {
     const bad = await failure(
-      h.client.upsertConnectedAccount({ ...who, credentials: { domain: '127.0.0.1', email: 'not-an-email', api_token: '' } }),
+      h.client.upsertConnectedAccount({
+        ...who,
+        credentials: { domain: '127.0.0.1', email: 'not-an-email', api_token: '' },
+      }),
     );
     expect(bad.status).toBe(400);
-    expect(bad.details.map((d) => d.field).sort()).toEqual(['credentials.api_token', 'credentials.domain', 'credentials.email']);
-    const evil = await failure(h.client.upsertConnectedAccount({ ...who, credentials: { ...creds, domain: 'zendesk.com.evil.org' } }));
+    expect(bad.details.map((d) => d.field).sort()).toEqual([
+      'credentials.api_token',
+      'credentials.domain',
+      'credentials.email',
+    ]);
+    const evil = await failure(
+      h.client.upsertConnectedAccount({ ...who, credentials: { ...creds, domain: 'zendesk.com.evil.org' } }),
+    );
     expect(evil.details[0]!.message).toContain('*.zendesk.com');
     // The earlier, valid credentials are untouched: tools still work.
     expect((await run('helpdesk_groups_list', {})).groups.length).toBeGreaterThan(0);
@@ -217,7 +276,9 @@ describe('connected accounts and credentials', () => {
     const b = await h.client.getOrCreateConnectedAccount({ connectionName: 'helpdesk', identifier: 'ünïcode user ✓' });
     expect(a.id).toBe(b.id);
     expect(a.status).toBe('PENDING_AUTH');
-    const e = await failure(h.client.executeTool({ toolName: 'helpdesk_groups_list', toolInput: {}, connectedAccountId: a.id }));
+    const e = await failure(
+      h.client.executeTool({ toolName: 'helpdesk_groups_list', toolInput: {}, connectedAccountId: a.id }),
+    );
     expect(e.status).toBe(409);
     expect(e.code).toBe('account_not_authorized');
     const list = await h.client.listConnectedAccounts({ connectionName: 'helpdesk', status: 'PENDING_AUTH' });
@@ -261,13 +322,30 @@ describe('proxy', () => {
 
   it('refuses traversal, absolute URLs and host changes with 400, sending nothing', async () => {
     const before = desk.requests.length;
-    const token = (await (await fetch(`${h.url}/oauth/token`, {
-      method: 'POST',
-      body: new URLSearchParams({ client_id: 'acs_test_client', client_secret: 'acs_sk_test_secret_0123456789abcdef' }),
-    }).then((r) => r.json())) as { access_token: string }).access_token;
-    for (const path of ['/v2/../../etc/passwd', '/v2/%2e%2e/%2e%2e/x', '//evil.example/x', '/https://evil.example/x', '/v2%2f..%2fx', '/@evil.example/x', '/v2/\\evil']) {
+    const token = (
+      (await await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({
+          client_id: 'acs_test_client',
+          client_secret: 'acs_sk_test_secret_0123456789abcdef',
+        }),
+      }).then((r) => r.json())) as { access_token: string }
+    ).access_token;
+    for (const path of [
+      '/v2/../../etc/passwd',
+      '/v2/%2e%2e/%2e%2e/x',
+      '//evil.example/x',
+      '/https://evil.example/x',
+      '/v2%2f..%2fx',
+      '/@evil.example/x',
+      '/v2/\\evil',
+    ]) {
       // A raw request: fetch() would normalise the dot segments away before they reach the service.
-      const res = await rawGet(`${h.url}/proxy${path}`, { authorization: `Bearer ${token}`, connection_name: 'helpdesk', identifier: 'user-1' });
+      const res = await rawGet(`${h.url}/proxy${path}`, {
+        authorization: `Bearer ${token}`,
+        connection_name: 'helpdesk',
+        identifier: 'user-1',
+      });
       expect(res.status, path).toBe(400);
       expect(res.headers['x-error-source']).toBe('service');
     }

@@ -15,7 +15,8 @@ let graph: FakeGraph;
 const who = { connectionName: 'mail', identifier: 'ada' };
 
 async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who })).data as Record<string, any> | null;
+  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
+    .data as Record<string, any> | null;
 }
 
 async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
@@ -43,24 +44,32 @@ const mailTools = [...tools.values()].filter((t) => t.connector === 'mail');
 describe('every mail tool, through the service', () => {
   it('has 26 tools', () => expect(mailTools).toHaveLength(26));
 
-  it.each(mailTools.flatMap((t) => t.examples.map((e, i) => [`${t.name}#${i}`, t.name, e] as const)))('%s', async (_label, toolName, example) => {
-    seedFor(graph, example.input);
-    const before = graph.requests.length;
-    const data = await run(toolName, structuredClone(example.input));
-    const sent = graph.requests.slice(before);
-    // What reached the provider is what the example states: method, path and query.
-    const want = example.requests.at(-1)!;
-    const got = sent.at(-1)!;
-    expect(`${got.method} ${got.path}`).toBe(`${want.method} ${new URL(want.url).pathname}`);
-    expect(got.status).toBeLessThan(300);
-    if (tools.get(toolName)!.readOnly) expect(data).not.toBeNull();
-  });
+  it.each(mailTools.flatMap((t) => t.examples.map((e, i) => [`${t.name}#${i}`, t.name, e] as const)))(
+    '%s',
+    async (_label, toolName, example) => {
+      seedFor(graph, example.input);
+      const before = graph.requests.length;
+      const data = await run(toolName, structuredClone(example.input));
+      const sent = graph.requests.slice(before);
+      // What reached the provider is what the example states: method, path and query.
+      const want = example.requests.at(-1)!;
+      const got = sent.at(-1)!;
+      expect(`${got.method} ${got.path}`).toBe(`${want.method} ${new URL(want.url).pathname}`);
+      expect(got.status).toBeLessThan(300);
+      if (tools.get(toolName)!.readOnly) expect(data).not.toBeNull();
+    },
+  );
 });
 
 describe('what the tools do to the mailbox', () => {
   it('sends a message and saves it to Sent Items', async () => {
     const before = graph.state.outbox.length;
-    const data = await run('mail_send_message', { toRecipients: ['grace@example.com'], subject: 'Notes', body: 'See attached', ccRecipients: ['alan@example.com'] });
+    const data = await run('mail_send_message', {
+      toRecipients: ['grace@example.com'],
+      subject: 'Notes',
+      body: 'See attached',
+      ccRecipients: ['alan@example.com'],
+    });
     expect(data).toBeNull(); // Graph answers 202 with an empty body
     const sent = graph.state.outbox.slice(before);
     expect(sent).toHaveLength(1);
@@ -70,7 +79,12 @@ describe('what the tools do to the mailbox', () => {
 
   it('manages a task list and its tasks', async () => {
     const list = (await run('mail_todo_lists_create', { display_name: 'Groceries' }))!;
-    const task = (await run('mail_todo_tasks_create', { list_id: list.id, title: 'Milk', due_date: '2026-12-01', importance: 'high' }))!;
+    const task = (await run('mail_todo_tasks_create', {
+      list_id: list.id,
+      title: 'Milk',
+      due_date: '2026-12-01',
+      importance: 'high',
+    }))!;
     expect(task).toMatchObject({ title: 'Milk', importance: 'high', dueDateTime: { timeZone: 'UTC' } });
     await run('mail_todo_tasks_update', { list_id: list.id, task_id: task.id, status: 'completed' });
     expect((await run('mail_todo_tasks_get', { list_id: list.id, task_id: task.id }))!.status).toBe('completed');

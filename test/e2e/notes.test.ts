@@ -45,7 +45,14 @@ describe('notes connector against a fake Granola MCP server', () => {
   let annId: string;
 
   const run = async (toolName: string, toolInput: Record<string, unknown>, identifier = 'ann') =>
-    (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, connectionName: 'notes', identifier })).data as ToolResult;
+    (
+      await h.client.executeTool({
+        toolName: toolName as never,
+        toolInput: toolInput as never,
+        connectionName: 'notes',
+        identifier,
+      })
+    ).data as ToolResult;
 
   beforeAll(async () => {
     mcp = new FakeNotesMcp();
@@ -59,14 +66,28 @@ describe('notes connector against a fake Granola MCP server', () => {
   describe('authorization: discovery, dynamic registration, PKCE and resource', () => {
     it('creates a connection from a name alone and refuses client credentials', async () => {
       const refused = await failure(
-        h.client.createConnection({ connection_name: 'notes-x', connector: 'notes', client_id: 'abc', client_secret: 'def' }),
+        h.client.createConnection({
+          connection_name: 'notes-x',
+          connector: 'notes',
+          client_id: 'abc',
+          client_secret: 'def',
+        }),
       );
       expect(refused.status).toBe(400);
       expect(refused.details.map((d) => d.field).sort()).toEqual(['client_id', 'client_secret']);
       expect(refused.details[0]!.message).toContain('registered dynamically');
 
-      connection = await h.client.createConnection({ connection_name: 'notes', connector: 'notes', oauth: { resource: mcp.mcpUrl } });
-      expect(connection).toMatchObject({ auth_kind: 'oauth2_mcp', client_id: null, has_client_secret: false, scopes: [] });
+      connection = await h.client.createConnection({
+        connection_name: 'notes',
+        connector: 'notes',
+        oauth: { resource: mcp.mcpUrl },
+      });
+      expect(connection).toMatchObject({
+        auth_kind: 'oauth2_mcp',
+        client_id: null,
+        has_client_secret: false,
+        scopes: [],
+      });
       expect(connection.redirect_uri).toBe(`${h.url}/sso/v1/oauth/${connection.id}/callback`);
       expect(connection.client_registered).toBe(false);
       // Nothing is discovered or registered before the first authorization.
@@ -75,7 +96,10 @@ describe('notes connector against a fake Granola MCP server', () => {
     });
 
     it('discovers the authorization server, registers once, and redirects with PKCE S256 and the resource', async () => {
-      const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'notes', identifier: 'ann' });
+      const { link, connected_account_id } = await h.client.getAuthorizationLink({
+        connectionName: 'notes',
+        identifier: 'ann',
+      });
       annId = connected_account_id;
       const start = await fetch(link, { redirect: 'manual' });
       expect(start.status).toBe(302);
@@ -91,7 +115,12 @@ describe('notes connector against a fake Granola MCP server', () => {
       expect(registered.client_secret).toBeUndefined();
 
       const q = Object.fromEntries(authorize.searchParams);
-      expect(q).toMatchObject({ response_type: 'code', redirect_uri: connection.redirect_uri, code_challenge_method: 'S256', resource: mcp.mcpUrl });
+      expect(q).toMatchObject({
+        response_type: 'code',
+        redirect_uri: connection.redirect_uri,
+        code_challenge_method: 'S256',
+        resource: mcp.mcpUrl,
+      });
       expect(q.code_challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(q.state).toBeTruthy();
       // No scope: the protected resource lists none, and Granola refuses made-up ones such as mcp:tools.
@@ -108,7 +137,11 @@ describe('notes connector against a fake Granola MCP server', () => {
       const exchange = h.oauth.tokenRequests.filter((r) => r.grant_type === 'authorization_code');
       expect(exchange).toHaveLength(1);
       const clientId = [...h.oauth.clients.keys()].find((id) => id.startsWith('dcr_'))!;
-      expect(exchange[0]).toMatchObject({ client_id: clientId, resource: mcp.mcpUrl, redirect_uri: connection.redirect_uri });
+      expect(exchange[0]).toMatchObject({
+        client_id: clientId,
+        resource: mcp.mcpUrl,
+        redirect_uri: connection.redirect_uri,
+      });
       expect(exchange[0]!.code_verifier).toMatch(/^[A-Za-z0-9_-]{43,128}$/);
       expect(exchange[0]!.client_secret).toBeUndefined();
 
@@ -125,13 +158,21 @@ describe('notes connector against a fake Granola MCP server', () => {
       const clientId = new URL(start.headers.get('location')!).searchParams.get('client_id');
       expect((await followAuthorizationLink(link, 'raj')).status).toBe(200);
       expect(h.oauth.counts.register).toBe(1);
-      expect(h.oauth.tokenRequests.at(-1)).toMatchObject({ grant_type: 'authorization_code', client_id: clientId, resource: mcp.mcpUrl });
-      expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'notes', identifier: 'raj' })).status).toBe('ACTIVE');
+      expect(h.oauth.tokenRequests.at(-1)).toMatchObject({
+        grant_type: 'authorization_code',
+        client_id: clientId,
+        resource: mcp.mcpUrl,
+      });
+      expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'notes', identifier: 'raj' })).status).toBe(
+        'ACTIVE',
+      );
 
       // The PKCE challenge sent to the authorization server is the S256 of the verifier sent to the token endpoint.
       const { link: third } = await h.client.getAuthorizationLink({ connectionName: 'notes', identifier: 'raj' });
       const before = h.oauth.tokenRequests.length;
-      const challenge = new URL((await fetch(third, { redirect: 'manual' })).headers.get('location')!).searchParams.get('code_challenge');
+      const challenge = new URL((await fetch(third, { redirect: 'manual' })).headers.get('location')!).searchParams.get(
+        'code_challenge',
+      );
       expect((await followAuthorizationLink(third, 'raj')).status).toBe(200);
       const verifiers = h.oauth.tokenRequests.slice(before).map((r) => r.code_verifier!);
       // Each opening of a link gets a fresh verifier: the challenge of the first opening is not the one redeemed
@@ -142,7 +183,11 @@ describe('notes connector against a fake Granola MCP server', () => {
     });
 
     it('a second connection registers its own client; changing the resource forgets the registration', async () => {
-      await h.client.createConnection({ connection_name: 'notes-team', connector: 'notes', oauth: { resource: mcp.mcpUrl } });
+      await h.client.createConnection({
+        connection_name: 'notes-team',
+        connector: 'notes',
+        oauth: { resource: mcp.mcpUrl },
+      });
       const { link } = await h.client.getAuthorizationLink({ connectionName: 'notes-team', identifier: 'ann' });
       expect((await followAuthorizationLink(link, 'ann')).status).toBe(200);
       expect(h.oauth.counts.register).toBe(2);
@@ -158,19 +203,31 @@ describe('notes connector against a fake Granola MCP server', () => {
     it('the fake refuses requests without a valid token the way Granola does', async () => {
       const res = await fetch(mcp.mcpUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer made-up' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: 'Bearer made-up',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
-      expect(res.headers.get('www-authenticate')).toContain(`resource_metadata="${mcp.url}/.well-known/oauth-protected-resource/mcp"`);
+      expect(res.headers.get('www-authenticate')).toContain(
+        `resource_metadata="${mcp.url}/.well-known/oauth-protected-resource/mcp"`,
+      );
     });
   });
 
   describe('concurrent first authorizations', () => {
     it('agree on one registered client, so every code exchange matches its authorization', async () => {
-      await h.client.createConnection({ connection_name: 'notes-race', connector: 'notes', oauth: { resource: mcp.mcpUrl } });
-      const links = await Promise.all(['a', 'b'].map((x) => h.client.getAuthorizationLink({ connectionName: 'notes-race', identifier: `race-${x}` })));
+      await h.client.createConnection({
+        connection_name: 'notes-race',
+        connector: 'notes',
+        oauth: { resource: mcp.mcpUrl },
+      });
+      const links = await Promise.all(
+        ['a', 'b'].map((x) => h.client.getAuthorizationLink({ connectionName: 'notes-race', identifier: `race-${x}` })),
+      );
       const registered = h.oauth.counts.register;
       mcp.holdMetadata(2); // both discoveries run side by side, so both register
       const starts = await Promise.all(links.map((l) => fetch(l.link, { redirect: 'manual' })));
@@ -190,7 +247,11 @@ describe('notes connector against a fake Granola MCP server', () => {
   describe('tools return what the MCP server answers', () => {
     it("lists meetings in a custom range as the server's XML-like text", async () => {
       const before = mcp.received.length;
-      const data = await run('notes_list_meetings', { time_range: 'custom', custom_start: '2026-03-01', custom_end: '2026-03-31' });
+      const data = await run('notes_list_meetings', {
+        time_range: 'custom',
+        custom_start: '2026-03-01',
+        custom_end: '2026-03-31',
+      });
       const listing = data.content[0]!.text;
       expect(data.isError).toBeUndefined();
       expect(listing).toContain('<meetings_list count="2">');
@@ -202,14 +263,20 @@ describe('notes connector against a fake Granola MCP server', () => {
       const seen = mcp.received.slice(before);
       expect(seen.map((m) => m.method)).toEqual(['initialize', 'notifications/initialized', 'tools/call']);
       const [init, initialized, call] = seen as [(typeof seen)[0], (typeof seen)[0], (typeof seen)[0]];
-      expect(init.params).toMatchObject({ protocolVersion: '2025-06-18', clientInfo: { name: 'agent-connector-service' } });
+      expect(init.params).toMatchObject({
+        protocolVersion: '2025-06-18',
+        clientInfo: { name: 'agent-connector-service' },
+      });
       expect(init.sessionId).toBeUndefined();
       expect(initialized.sessionId).toMatch(/^[0-9a-f-]{36}$/);
       expect(call.sessionId).toBe(initialized.sessionId);
       expect(call.protocolVersionHeader).toBe('2025-06-18');
       expect(call.accept).toBe('application/json, text/event-stream');
       expect(call.authorization).toMatch(/^Bearer at_/);
-      expect(call.params).toEqual({ name: 'list_meetings', arguments: { time_range: 'custom', custom_start: '2026-03-01', custom_end: '2026-03-31' } });
+      expect(call.params).toEqual({
+        name: 'list_meetings',
+        arguments: { time_range: 'custom', custom_start: '2026-03-01', custom_end: '2026-03-31' },
+      });
       // The answer was an SSE stream carrying progress notifications before the result.
       expect(call.contentType).toContain('text/event-stream');
       expect(mcp.progressSent).toBeGreaterThan(0);
@@ -228,13 +295,20 @@ describe('notes connector against a fake Granola MCP server', () => {
     });
 
     it('gets notes, summaries and attendees of several meetings', async () => {
-      const data = await run('notes_get_meetings', { meeting_ids: [LAUNCH, GLOBEX], schema_version: '1', tool_version: '1' });
+      const data = await run('notes_get_meetings', {
+        meeting_ids: [LAUNCH, GLOBEX],
+        schema_version: '1',
+        tool_version: '1',
+      });
       const text = data.content[0]!.text;
       expect(text).toContain('<summary>\nThe team agreed to move the launch date to April 14');
       expect(text).toContain('- Globex wants SSO before renewal');
       expect(text).toContain('Raj Patel <raj@acme.com>');
       // The version selectors were validated, then left out of the upstream call.
-      expect(mcp.toolCalls('get_meetings').at(-1)!.params).toEqual({ name: 'get_meetings', arguments: { meeting_ids: [LAUNCH, GLOBEX] } });
+      expect(mcp.toolCalls('get_meetings').at(-1)!.params).toEqual({
+        name: 'get_meetings',
+        arguments: { meeting_ids: [LAUNCH, GLOBEX] },
+      });
     });
 
     it('returns a verbatim transcript', async () => {
@@ -250,7 +324,10 @@ describe('notes connector against a fake Granola MCP server', () => {
 
     it('answers a question in Markdown with the citation links preserved exactly', async () => {
       const progressBefore = mcp.progressSent;
-      const data = await run('notes_query_meetings', { query: 'What did we decide about the launch and the Globex renewal?', schema_version: '1' });
+      const data = await run('notes_query_meetings', {
+        query: 'What did we decide about the launch and the Globex renewal?',
+        schema_version: '1',
+      });
       expect(data).toEqual({
         content: [
           {
@@ -267,7 +344,10 @@ describe('notes connector against a fake Granola MCP server', () => {
       const limited = await run('notes_query_meetings', { query: 'launch and renewal', document_ids: [GLOBEX] });
       expect(limited.content[0]!.text).toContain(`[[0]](https://notes.granola.ai/d/${GLOBEX})`);
       expect(limited.content[0]!.text).not.toContain(LAUNCH);
-      expect(mcp.toolCalls('query_granola_meetings').at(-1)!.params!.arguments).toEqual({ query: 'launch and renewal', document_ids: [GLOBEX] });
+      expect(mcp.toolCalls('query_granola_meetings').at(-1)!.params!.arguments).toEqual({
+        query: 'launch and renewal',
+        document_ids: [GLOBEX],
+      });
     });
 
     it('covers every notes tool of the registry', () => {
@@ -353,7 +433,9 @@ describe('notes connector against a fake Granola MCP server', () => {
       const e = await failure(run('notes_list_meetings', {}, 'cleo'));
       expect(e.status).toBe(409);
       expect(e.code).toBe('account_expired');
-      expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'notes', identifier: 'cleo' })).status).toBe('EXPIRED');
+      expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'notes', identifier: 'cleo' })).status).toBe(
+        'EXPIRED',
+      );
     });
   });
 
@@ -435,7 +517,9 @@ describe('notes connector against a fake Granola MCP server', () => {
       expect((await failure(run('notes_get_meeting_transcript', { meeting_id: 'abc' }))).details).toEqual([
         { field: 'meeting_id', message: 'must be a UUID' },
       ]);
-      expect((await failure(run('notes_get_meeting_transcript', {}))).details).toEqual([{ field: 'meeting_id', message: 'is required' }]);
+      expect((await failure(run('notes_get_meeting_transcript', {}))).details).toEqual([
+        { field: 'meeting_id', message: 'is required' },
+      ]);
       expect(mcp.received.length).toBe(afterTen);
     });
 
@@ -449,10 +533,14 @@ describe('notes connector against a fake Granola MCP server', () => {
       ]);
       const one = await failure(run('notes_list_meetings', { time_range: 'custom', custom_start: '2026-03-01' }));
       expect(one.details).toEqual([{ field: 'custom_end', message: 'is required when time_range is "custom"' }]);
-      const badDate = await failure(run('notes_list_meetings', { time_range: 'custom', custom_start: '03/01/2026', custom_end: '2026-03-31' }));
+      const badDate = await failure(
+        run('notes_list_meetings', { time_range: 'custom', custom_start: '03/01/2026', custom_end: '2026-03-31' }),
+      );
       expect(badDate.details).toEqual([{ field: 'custom_start', message: 'must be a date in the form YYYY-MM-DD' }]);
       const badRange = await failure(run('notes_list_meetings', { time_range: 'yesterday' }));
-      expect(badRange.details).toEqual([{ field: 'time_range', message: 'must be one of: this_week, last_week, last_30_days, custom' }]);
+      expect(badRange.details).toEqual([
+        { field: 'time_range', message: 'must be one of: this_week, last_week, last_30_days, custom' },
+      ]);
       expect(mcp.received.length).toBe(before);
     });
 
@@ -472,10 +560,15 @@ describe('notes connector against a fake Granola MCP server', () => {
 
   describe('provider errors', () => {
     it('an isError tool result is a provider error carrying the result', async () => {
-      const e = await failure(run('notes_get_meeting_transcript', { meeting_id: '99999999-9999-4999-8999-999999999999' }));
+      const e = await failure(
+        run('notes_get_meeting_transcript', { meeting_id: '99999999-9999-4999-8999-999999999999' }),
+      );
       expect(e.isProviderError).toBe(true);
       expect(e.status).toBe(502);
-      expect(e.providerBody).toEqual({ content: [{ type: 'text', text: 'Meeting 99999999-9999-4999-8999-999999999999 not found' }], isError: true });
+      expect(e.providerBody).toEqual({
+        content: [{ type: 'text', text: 'Meeting 99999999-9999-4999-8999-999999999999 not found' }],
+        isError: true,
+      });
     });
 
     it('the free plan has no transcripts: the refusal is a provider error', async () => {
@@ -485,7 +578,13 @@ describe('notes connector against a fake Granola MCP server', () => {
         expect(e.isProviderError).toBe(true);
         expect((e.providerBody as ToolResult).content[0]!.text).toContain('Business and Enterprise plans');
         // …and only the last 30 days are listed.
-        const listing = (await run('notes_list_meetings', { time_range: 'custom', custom_start: '2026-01-01', custom_end: '2026-03-31' }, 'raj')).content[0]!.text;
+        const listing = (
+          await run(
+            'notes_list_meetings',
+            { time_range: 'custom', custom_start: '2026-01-01', custom_end: '2026-03-31' },
+            'raj',
+          )
+        ).content[0]!.text;
         expect(listing).toContain('count="2"');
         expect(listing).not.toContain(HIRING);
       } finally {
@@ -501,14 +600,20 @@ describe('notes connector against a fake Granola MCP server', () => {
         expect(e.isProviderError).toBe(true);
         expect(e.status).toBe(502);
         expect(e.providerBody).toEqual({
-          error: { code: -32000, message: 'Rate limit exceeded for get_meeting_transcript; retry later', data: { retry_after: 30 } },
+          error: {
+            code: -32000,
+            message: 'Rate limit exceeded for get_meeting_transcript; retry later',
+            data: { retry_after: 30 },
+          },
         });
         expect(e.executionId).toMatch(/^exe_/);
       } finally {
         mcp.transcriptBudget = undefined;
       }
       // The session survives a refused call.
-      expect((await run('notes_get_meeting_transcript', { meeting_id: HIRING })).content[0]!.text).toContain('backend candidate');
+      expect((await run('notes_get_meeting_transcript', { meeting_id: HIRING })).content[0]!.text).toContain(
+        'backend candidate',
+      );
     });
 
     it('never leaks tokens into responses or logs', async () => {
@@ -547,13 +652,23 @@ describe('notes discovery from the WWW-Authenticate challenge', () => {
     expect(authorize.searchParams.get('scope')).toBe('meetings:read');
     expect(authorize.searchParams.get('resource')).toBe(mcp.mcpUrl);
     expect((await followAuthorizationLink(link, 'ann')).status).toBe(200);
-    const data = (await h.client.executeTool({ toolName: 'notes_list_meetings', toolInput: { time_range: 'this_week' }, connectionName: 'notes', identifier: 'ann' }))
-      .data as ToolResult;
+    const data = (
+      await h.client.executeTool({
+        toolName: 'notes_list_meetings',
+        toolInput: { time_range: 'this_week' },
+        connectionName: 'notes',
+        identifier: 'ann',
+      })
+    ).data as ToolResult;
     expect(data.content[0]!.text).toContain('Launch planning');
   });
 
   it('refuses metadata that describes another resource', async () => {
-    await h.client.createConnection({ connection_name: 'notes-other', connector: 'notes', oauth: { resource: mcp.mcpUrl } });
+    await h.client.createConnection({
+      connection_name: 'notes-other',
+      connector: 'notes',
+      oauth: { resource: mcp.mcpUrl },
+    });
     mcp.advertisedResource = 'http://127.0.0.1:9/elsewhere';
     try {
       const registered = h.oauth.counts.register;
@@ -571,15 +686,31 @@ describe('notes discovery from the WWW-Authenticate challenge', () => {
     mcp.meetings.push({
       ...MEETINGS[0]!,
       id: 'd4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f70',
-      transcript: Array.from({ length: 300 }, (_, i) => ({ speaker: 'Ann Lee', at: `00:${String(i % 60).padStart(2, '0')}:00`, text: 'And another thing about the roadmap.' })),
+      transcript: Array.from({ length: 300 }, (_, i) => ({
+        speaker: 'Ann Lee',
+        at: `00:${String(i % 60).padStart(2, '0')}:00`,
+        text: 'And another thing about the roadmap.',
+      })),
     });
     const e = await failure(
-      h.client.executeTool({ toolName: 'notes_get_meeting_transcript', toolInput: { meeting_id: 'd4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f70' }, connectionName: 'notes', identifier: 'ann' }),
+      h.client.executeTool({
+        toolName: 'notes_get_meeting_transcript',
+        toolInput: { meeting_id: 'd4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f70' },
+        connectionName: 'notes',
+        identifier: 'ann',
+      }),
     );
     expect(e.status).toBe(502);
     expect(e.code).toBe('response_too_large');
     expect(e.isProviderError).toBe(false);
-    const data = (await h.client.executeTool({ toolName: 'notes_get_meetings', toolInput: { meeting_ids: [LAUNCH] }, connectionName: 'notes', identifier: 'ann' })).data as ToolResult;
+    const data = (
+      await h.client.executeTool({
+        toolName: 'notes_get_meetings',
+        toolInput: { meeting_ids: [LAUNCH] },
+        connectionName: 'notes',
+        identifier: 'ann',
+      })
+    ).data as ToolResult;
     expect(data.content[0]!.text).toContain('Launch planning');
   });
 });

@@ -21,7 +21,9 @@ beforeAll(async () => {
   app.use((req, res, next) => {
     apiCalls++;
     if (!h.oauth.validate(req.headers.authorization)) {
-      res.status(401).json({ error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' } });
+      res.status(401).json({
+        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+      });
       return;
     }
     next();
@@ -42,7 +44,12 @@ async function expireStoredToken(accountId: string) {
   await services().store.updateAccount(accountId, { tokenExpiresAt: Date.now() - 1000 }, Date.now(), a.version);
 }
 async function settings(identifier: string) {
-  return h.client.executeTool({ toolName: 'mail_mailbox_settings_get' as never, toolInput: {} as never, connectionName: 'mail', identifier });
+  return h.client.executeTool({
+    toolName: 'mail_mailbox_settings_get' as never,
+    toolInput: {} as never,
+    connectionName: 'mail',
+    identifier,
+  });
 }
 async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
   const e = await p.then(
@@ -62,7 +69,10 @@ describe('authorization', () => {
   });
 
   it('redirects to the provider with state and a PKCE S256 challenge, and activates the account', async () => {
-    const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'alice' });
+    const { link, connected_account_id } = await h.client.getAuthorizationLink({
+      connectionName: 'mail',
+      identifier: 'alice',
+    });
     expect((await h.client.getConnectedAccount(connected_account_id)).status).toBe('PENDING_AUTH');
     const start = await fetch(link, { redirect: 'manual' });
     expect(start.status).toBe(302);
@@ -97,7 +107,9 @@ describe('authorization', () => {
 
   it('refuses a forged state and a state from another connection', async () => {
     const c = await h.client.getConnection('mail');
-    const forged = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback?code=x&state=forged-state-value`, { redirect: 'manual' });
+    const forged = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback?code=x&state=forged-state-value`, {
+      redirect: 'manual',
+    });
     expect(forged.status).toBe(400);
 
     await oauthConnection(h, 'mail-b', 'mail', api.url);
@@ -106,22 +118,38 @@ describe('authorization', () => {
     const consent = await fetch(start.headers.get('location')!, { redirect: 'manual' });
     const callback = new URL(consent.headers.get('location')!);
     const other = await h.client.getConnection('mail-b');
-    const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, { redirect: 'manual' });
+    const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, {
+      redirect: 'manual',
+    });
     expect(crossed.status).toBe(400);
-    expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'carol' })).status).toBe('PENDING_AUTH');
+    expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'carol' })).status).toBe(
+      'PENDING_AUTH',
+    );
   });
 
   it('refuses an invalid or expired link', async () => {
     const c = await h.client.getConnection('mail');
-    const res = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/authorize?link=not-a-real-link`, { redirect: 'manual' });
+    const res = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/authorize?link=not-a-real-link`, {
+      redirect: 'manual',
+    });
     expect(res.status).toBe(400);
   });
 
   it('returns the user only to allowed origins, with the outcome', async () => {
-    const bad = await failure(h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'dave', redirectUrl: 'https://evil.example/cb' }));
+    const bad = await failure(
+      h.client.getAuthorizationLink({
+        connectionName: 'mail',
+        identifier: 'dave',
+        redirectUrl: 'https://evil.example/cb',
+      }),
+    );
     expect(bad.status).toBe(400);
     expect(bad.details[0]!.field).toBe('redirect_url');
-    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'dave', redirectUrl: `${RETURN_ORIGIN}/done?x=1` });
+    const { link } = await h.client.getAuthorizationLink({
+      connectionName: 'mail',
+      identifier: 'dave',
+      redirectUrl: `${RETURN_ORIGIN}/done?x=1`,
+    });
     const res = await followAuthorizationLink(link, 'dave');
     expect(res.status).toBe(302);
     const back = new URL(res.headers.get('location')!);
@@ -132,7 +160,10 @@ describe('authorization', () => {
   });
 
   it('records a refusal at the provider without activating the account', async () => {
-    const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'erin' });
+    const { link, connected_account_id } = await h.client.getAuthorizationLink({
+      connectionName: 'mail',
+      identifier: 'erin',
+    });
     const start = await fetch(link, { redirect: 'manual' });
     const to = new URL(start.headers.get('location')!);
     to.searchParams.set('fake_decision', 'deny');
@@ -166,13 +197,17 @@ describe('token refresh', () => {
 
   it('stores the rotated refresh token: the next refresh uses the new one', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
-    const used = new Set(h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.refresh_token));
+    const used = new Set(
+      h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.refresh_token),
+    );
     await expireStoredToken(id);
     await settings('alice');
     const last = h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').at(-1)!;
     expect(used.has(last.refresh_token)).toBe(false);
     expect(h.oauth.liveRefreshTokens()).toContain(
-      JSON.parse(services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`)).refresh_token,
+      JSON.parse(
+        services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`),
+      ).refresh_token,
     );
   });
 
@@ -187,7 +222,9 @@ describe('token refresh', () => {
     await services().store.updateAccount(id, { lastError: 'an unrelated note' }, Date.now(), a.version);
     expect((await call).data).toMatchObject({ timeZone: 'UTC' });
     h.oauth.refreshDelayMs = 0;
-    const stored = JSON.parse(services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`));
+    const stored = JSON.parse(
+      services().sealer.open((await services().store.getAccount(id))!.secretsSealed!, `account:${id}:secrets`),
+    );
     expect(h.oauth.liveRefreshTokens()).toContain(stored.refresh_token);
     // The next refresh works with what was stored (the provider rotates: a lost token would be invalid_grant).
     await expireStoredToken(id);
@@ -220,7 +257,9 @@ describe('token refresh', () => {
   });
 
   it('marks the account EXPIRED on invalid_grant, then a new link makes it ACTIVE again', async () => {
-    await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'bob' }).then(({ link }) => followAuthorizationLink(link, 'bob'));
+    await h.client
+      .getAuthorizationLink({ connectionName: 'mail', identifier: 'bob' })
+      .then(({ link }) => followAuthorizationLink(link, 'bob'));
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'bob' })).id;
     expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
     h.oauth.revokeSubject('bob');

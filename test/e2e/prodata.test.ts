@@ -27,7 +27,12 @@ const executed = new Set<string>();
 type Data = Record<string, any>;
 
 async function run(toolName: string, toolInput: Record<string, unknown>, identifier = who.identifier): Promise<Data> {
-  const res = await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, connectionName: who.connectionName, identifier });
+  const res = await h.client.executeTool({
+    toolName: toolName as never,
+    toolInput: toolInput as never,
+    connectionName: who.connectionName,
+    identifier,
+  });
   executed.add(toolName);
   return res.data as Data;
 }
@@ -76,15 +81,41 @@ afterAll(async () => {
 
 describe('profiles, companies, jobs, ads and groups', () => {
   it('scrapes a profile by each identifier, sending flags only when true', async () => {
-    const full = await run('prodata_scrape_profile', { public_identifier: 'williamhgates', main: true, find_email: true, skip_smtp: false });
-    expect(lastQuery('/linkedin/profile')).toEqual({ publicIdentifier: 'williamhgates', main: 'true', findEmail: 'true' });
+    const full = await run('prodata_scrape_profile', {
+      public_identifier: 'williamhgates',
+      main: true,
+      find_email: true,
+      skip_smtp: false,
+    });
+    expect(lastQuery('/linkedin/profile')).toEqual({
+      publicIdentifier: 'williamhgates',
+      main: 'true',
+      findEmail: 'true',
+    });
     expect(full.status).toBe(200);
-    expect(full.element).toMatchObject({ publicIdentifier: 'williamhgates', emails: [{ email: 'williamhgates@example.com', verified: true }] });
+    expect(full.element).toMatchObject({
+      publicIdentifier: 'williamhgates',
+      emails: [{ email: 'williamhgates@example.com', verified: true }],
+    });
     expect(full.element.experience).toBeUndefined();
 
-    const byUrl = await run('prodata_scrape_profile', { profile_url: 'https://www.linkedin.com/in/satyanadella', include_about_profile: true, find_email: true, skip_smtp: true });
-    expect(lastQuery('/linkedin/profile')).toEqual({ url: 'https://www.linkedin.com/in/satyanadella', findEmail: 'true', includeAboutProfile: 'true', skipSmtp: 'true' });
-    expect(byUrl.element).toMatchObject({ publicIdentifier: 'satyanadella', about: 'About text', emails: [{ verified: false }] });
+    const byUrl = await run('prodata_scrape_profile', {
+      profile_url: 'https://www.linkedin.com/in/satyanadella',
+      include_about_profile: true,
+      find_email: true,
+      skip_smtp: true,
+    });
+    expect(lastQuery('/linkedin/profile')).toEqual({
+      url: 'https://www.linkedin.com/in/satyanadella',
+      findEmail: 'true',
+      includeAboutProfile: 'true',
+      skipSmtp: 'true',
+    });
+    expect(byUrl.element).toMatchObject({
+      publicIdentifier: 'satyanadella',
+      about: 'About text',
+      emails: [{ verified: false }],
+    });
 
     const byId = await run('prodata_scrape_profile', { profile_id: 'ACoAAA8BYqEB' });
     expect(lastQuery('/linkedin/profile')).toEqual({ profileId: 'ACoAAA8BYqEB' });
@@ -106,14 +137,18 @@ describe('profiles, companies, jobs, ads and groups', () => {
   it('scrapes a job by ID or URL', async () => {
     expect((await run('prodata_scrape_job', { job_id: '4012345678' })).element.id).toBe('4012345678');
     expect(lastQuery('/linkedin/job')).toEqual({ jobId: '4012345678' });
-    expect((await run('prodata_scrape_job', { job_url: 'https://www.linkedin.com/jobs/view/4099/' })).element.id).toBe('4099');
+    expect((await run('prodata_scrape_job', { job_url: 'https://www.linkedin.com/jobs/view/4099/' })).element.id).toBe(
+      '4099',
+    );
     expect(lastQuery('/linkedin/job')).toEqual({ url: 'https://www.linkedin.com/jobs/view/4099/' });
   });
 
   it('gets an ad and a group by ID or URL', async () => {
     expect((await run('prodata_get_ad', { ad_id: '658401503' })).element.id).toBe('658401503');
     expect(lastQuery('/linkedin/ad')).toEqual({ adId: '658401503' });
-    expect((await run('prodata_get_ad', { url: 'https://www.linkedin.com/ad-library/detail/777' })).element.id).toBe('777');
+    expect((await run('prodata_get_ad', { url: 'https://www.linkedin.com/ad-library/detail/777' })).element.id).toBe(
+      '777',
+    );
     expect(lastQuery('/linkedin/ad')).toEqual({ url: 'https://www.linkedin.com/ad-library/detail/777' });
     expect((await run('prodata_get_group', { group_id: '9806731' })).element.memberCount).toBe(120345);
     expect(lastQuery('/linkedin/group')).toEqual({ groupId: '9806731' });
@@ -141,7 +176,8 @@ describe('posts, comments and reactions', () => {
   });
 
   it('pages comment reactions with page (default 1)', async () => {
-    const url = 'https://www.linkedin.com/feed/update/urn:li:activity:7300?commentUrn=urn:li:comment:(activity:7300,7301)';
+    const url =
+      'https://www.linkedin.com/feed/update/urn:li:activity:7300?commentUrn=urn:li:comment:(activity:7300,7301)';
     const first = await run('prodata_get_comment_reactions', { url });
     expect(lastQuery('/linkedin/comment-reactions')).toEqual({ url, page: '1' });
     expect(first.elements).toHaveLength(100);
@@ -155,10 +191,23 @@ describe('posts, comments and reactions', () => {
     expect(lastQuery('/linkedin/company-posts')).toEqual({ companyUniversalName: 'microsoft', page: '2' });
     expect(cp.elements).toHaveLength(10);
     await run('prodata_get_company_posts', { company: 'https://www.linkedin.com/company/microsoft/' });
-    expect(lastQuery('/linkedin/company-posts')).toEqual({ company: 'https://www.linkedin.com/company/microsoft/', page: '1' });
+    expect(lastQuery('/linkedin/company-posts')).toEqual({
+      company: 'https://www.linkedin.com/company/microsoft/',
+      page: '1',
+    });
 
-    const pp = await run('prodata_get_profile_posts', { profile: 'https://www.linkedin.com/in/williamhgates', profile_id: 'ACo1', profile_public_identifier: 'williamhgates', page: 3 });
-    expect(lastQuery('/linkedin/profile-posts')).toEqual({ profile: 'https://www.linkedin.com/in/williamhgates', profileId: 'ACo1', profilePublicIdentifier: 'williamhgates', page: '3' });
+    const pp = await run('prodata_get_profile_posts', {
+      profile: 'https://www.linkedin.com/in/williamhgates',
+      profile_id: 'ACo1',
+      profile_public_identifier: 'williamhgates',
+      page: 3,
+    });
+    expect(lastQuery('/linkedin/profile-posts')).toEqual({
+      profile: 'https://www.linkedin.com/in/williamhgates',
+      profileId: 'ACo1',
+      profilePublicIdentifier: 'williamhgates',
+      page: '3',
+    });
     expect(pp.elements).toHaveLength(40);
   });
 
@@ -168,14 +217,30 @@ describe('posts, comments and reactions', () => {
       ['prodata_get_profile_reactions', '/linkedin/profile-reactions', {}],
     ] as const) {
       const p1 = await run(tool, { profile_id: 'ACoAAA8BYqEB', ...extra });
-      expect(lastQuery(path)).toEqual({ profileId: 'ACoAAA8BYqEB', page: '1', ...('posted_limit' in extra ? { postedLimit: 'month' } : {}) });
+      expect(lastQuery(path)).toEqual({
+        profileId: 'ACoAAA8BYqEB',
+        page: '1',
+        ...('posted_limit' in extra ? { postedLimit: 'month' } : {}),
+      });
       const token1 = p1.pagination.paginationToken as string;
       expect(token1).toMatch(/^tok_/);
 
-      const p2 = await run(tool, { profile: 'https://www.linkedin.com/in/williamhgates', page: 2, pagination_token: token1 });
-      expect(lastQuery(path)).toEqual({ profile: 'https://www.linkedin.com/in/williamhgates', page: '2', paginationToken: token1 });
+      const p2 = await run(tool, {
+        profile: 'https://www.linkedin.com/in/williamhgates',
+        page: 2,
+        pagination_token: token1,
+      });
+      expect(lastQuery(path)).toEqual({
+        profile: 'https://www.linkedin.com/in/williamhgates',
+        page: '2',
+        paginationToken: token1,
+      });
       expect(p2.pagination.pageNumber).toBe(2);
-      const p3 = await run(tool, { profile_id: 'ACoAAA8BYqEB', page: 3, pagination_token: p2.pagination.paginationToken });
+      const p3 = await run(tool, {
+        profile_id: 'ACoAAA8BYqEB',
+        page: 3,
+        pagination_token: p2.pagination.paginationToken,
+      });
       expect(p3.elements).toHaveLength(50);
       expect(p3.pagination.paginationToken).toBeNull();
 
@@ -210,8 +275,17 @@ describe('searches', () => {
   });
 
   it('searches companies, geo IDs, groups and services', async () => {
-    const companies = await run('prodata_search_companies', { search: 'software', location: 'Berlin', company_size: '11-50,10001+' });
-    expect(lastQuery('/linkedin/company-search')).toEqual({ search: 'software', location: 'Berlin', companySize: '11-50,10001+', page: '1' });
+    const companies = await run('prodata_search_companies', {
+      search: 'software',
+      location: 'Berlin',
+      company_size: '11-50,10001+',
+    });
+    expect(lastQuery('/linkedin/company-search')).toEqual({
+      search: 'software',
+      location: 'Berlin',
+      companySize: '11-50,10001+',
+      page: '1',
+    });
     expect(companies.pagination.totalElements).toBe(42);
 
     const geo = await run('prodata_search_geo', { search: 'San Francisco' });
@@ -225,8 +299,17 @@ describe('searches', () => {
     expect(lastQuery('/linkedin/group-search')).toEqual({ search: 'machine learning', page: '3' });
     expect(groups.elements).toHaveLength(5);
 
-    const services = await run('prodata_search_services', { search: 'web design', location: 'London', geo_id: '90009496' });
-    expect(lastQuery('/linkedin/service-search')).toEqual({ search: 'web design', location: 'London', geoId: '90009496', page: '1' });
+    const services = await run('prodata_search_services', {
+      search: 'web design',
+      location: 'London',
+      geo_id: '90009496',
+    });
+    expect(lastQuery('/linkedin/service-search')).toEqual({
+      search: 'web design',
+      location: 'London',
+      geoId: '90009496',
+      page: '1',
+    });
     expect(services.elements).toHaveLength(10);
   });
 
@@ -373,7 +456,11 @@ describe('bulk profile scraping on the scraping platform', () => {
   const urls = ['https://www.linkedin.com/in/williamhgates', 'https://www.linkedin.com/in/satyanadella'];
 
   it('runs the Actor synchronously with the scraper token only, in the mode find_email selects', async () => {
-    const items = (await run('prodata_bulk_scrape_profiles', { scraper_token: SCRAPER_TOKEN, profile_urls: urls, find_email: true })) as unknown as Data[];
+    const items = (await run('prodata_bulk_scrape_profiles', {
+      scraper_token: SCRAPER_TOKEN,
+      profile_urls: urls,
+      find_email: true,
+    })) as unknown as Data[];
     expect(items.map((i) => i.publicIdentifier)).toEqual(['williamhgates', 'satyanadella']);
     expect(items[0]!.emails).toEqual([{ email: 'williamhgates@example.com' }]);
     const req = apify.requests.at(-1)!;
@@ -383,7 +470,10 @@ describe('bulk profile scraping on the scraping platform', () => {
     expect(req.headers['x-api-key']).toBeUndefined();
     expect(req.body).toEqual({ urls, profileScraperMode: MODE_EMAIL });
 
-    const plain = (await run('prodata_bulk_scrape_profiles', { scraper_token: SCRAPER_TOKEN, profile_urls: urls.slice(0, 1) })) as unknown as Data[];
+    const plain = (await run('prodata_bulk_scrape_profiles', {
+      scraper_token: SCRAPER_TOKEN,
+      profile_urls: urls.slice(0, 1),
+    })) as unknown as Data[];
     expect(plain[0]!.emails).toEqual([]);
     expect(apify.requests.at(-1)!.body).toEqual({ urls: urls.slice(0, 1), profileScraperMode: MODE_NO_EMAIL });
     await run('prodata_bulk_scrape_profiles', { scraper_token: SCRAPER_TOKEN, profile_urls: urls, find_email: false });
@@ -395,7 +485,9 @@ describe('bulk profile scraping on the scraping platform', () => {
     const e = await failure(run('prodata_bulk_scrape_profiles', { scraper_token: wrong, profile_urls: urls }));
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);
-    expect(e.providerBody).toEqual({ error: { type: 'user-or-token-not-found', message: 'User was not found or authentication token is not valid' } });
+    expect(e.providerBody).toEqual({
+      error: { type: 'user-or-token-not-found', message: 'User was not found or authentication token is not valid' },
+    });
     expect(h.logs.join('\n')).not.toContain(wrong);
   });
 });
@@ -403,7 +495,13 @@ describe('bulk profile scraping on the scraping platform', () => {
 describe('time-tracking account information', () => {
   it('reads the company with the account key as Bearer, the account ID header and a User-Agent', async () => {
     const company = await run('prodata_get_company', { account_id: TIME_ACCOUNT });
-    expect(company).toMatchObject({ name: 'Acme Corp', base_uri: 'https://acmecorp.harvestapp.com', plan_type: 'sponsored', clock: '24h', weekly_capacity: 126000 });
+    expect(company).toMatchObject({
+      name: 'Acme Corp',
+      base_uri: 'https://acmecorp.harvestapp.com',
+      plan_type: 'sponsored',
+      clock: '24h',
+      weekly_capacity: 126000,
+    });
     const req = time.requests.at(-1)!;
     expect(req).toMatchObject({ method: 'GET', path: '/v2/company' });
     expect(req.headers.authorization).toBe(`Bearer ${API_KEY}`);
@@ -423,7 +521,12 @@ describe('time-tracking account information', () => {
 describe('bad input is a 400 naming the field, before any upstream call', () => {
   const cases: Array<[tool: string, input: Record<string, unknown>, field: string, message: string]> = [
     // One-of groups.
-    ['prodata_scrape_profile', { main: true }, 'profile_url', 'one of profile_url, public_identifier, profile_id is required'],
+    [
+      'prodata_scrape_profile',
+      { main: true },
+      'profile_url',
+      'one of profile_url, public_identifier, profile_id is required',
+    ],
     ['prodata_scrape_company', {}, 'company_url', 'one of company_url, universal_name, search is required'],
     ['prodata_scrape_job', {}, 'job_url', 'one of job_url, job_id is required'],
     ['prodata_get_group', {}, 'group_id', 'one of group_id, url is required'],
@@ -433,44 +536,149 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
     ['prodata_get_profile_posts', {}, 'profile', 'one of profile, profile_id, profile_public_identifier is required'],
     ['prodata_get_profile_reactions', {}, 'profile', 'one of profile, profile_id is required'],
     // Pagination tokens for pages above 1.
-    ['prodata_get_profile_comments', { profile_id: 'x', page: 2 }, 'pagination_token', "is required for pages above 1 (the paginationToken of the previous page's response)"],
-    ['prodata_get_profile_reactions', { profile: 'x', page: 5 }, 'pagination_token', "is required for pages above 1 (the paginationToken of the previous page's response)"],
+    [
+      'prodata_get_profile_comments',
+      { profile_id: 'x', page: 2 },
+      'pagination_token',
+      "is required for pages above 1 (the paginationToken of the previous page's response)",
+    ],
+    [
+      'prodata_get_profile_reactions',
+      { profile: 'x', page: 5 },
+      'pagination_token',
+      "is required for pages above 1 (the paginationToken of the previous page's response)",
+    ],
     // Page bounds.
     ['prodata_search_leads', { page: 101 }, 'page', 'must be at most 100'],
     ['prodata_search_people', { page: 101 }, 'page', 'must be at most 100'],
     ['prodata_search_groups', { search: 'x', page: 0 }, 'page', 'must be at least 1'],
     ['prodata_search_services', { search: 'x', page: 1.5 }, 'page', 'must be an integer'],
     // Comma-separated value limits.
-    ['prodata_search_leads', { current_companies: list(51) }, 'current_companies', 'has 51 comma-separated values; at most 50 are allowed'],
-    ['prodata_search_leads', { past_companies: list(51) }, 'past_companies', 'has 51 comma-separated values; at most 50 are allowed'],
-    ['prodata_search_leads', { current_job_titles: list(71) }, 'current_job_titles', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_leads', { past_job_titles: list(71) }, 'past_job_titles', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_leads', { first_names: list(71) }, 'first_names', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_leads', { last_names: list(71) }, 'last_names', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_leads', { industry_ids: list(71) }, 'industry_ids', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_leads', { locations: list(71) }, 'locations', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_people', { current_companies: list(51) }, 'current_companies', 'has 51 comma-separated values; at most 50 are allowed'],
-    ['prodata_search_people', { current_job_titles: list(71) }, 'current_job_titles', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_people', { first_names: list(71) }, 'first_names', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_people', { last_names: list(71) }, 'last_names', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_people', { industry_ids: list(71) }, 'industry_ids', 'has 71 comma-separated values; at most 70 are allowed'],
-    ['prodata_search_people', { locations: list(71) }, 'locations', 'has 71 comma-separated values; at most 70 are allowed'],
+    [
+      'prodata_search_leads',
+      { current_companies: list(51) },
+      'current_companies',
+      'has 51 comma-separated values; at most 50 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { past_companies: list(51) },
+      'past_companies',
+      'has 51 comma-separated values; at most 50 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { current_job_titles: list(71) },
+      'current_job_titles',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { past_job_titles: list(71) },
+      'past_job_titles',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { first_names: list(71) },
+      'first_names',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { last_names: list(71) },
+      'last_names',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { industry_ids: list(71) },
+      'industry_ids',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_leads',
+      { locations: list(71) },
+      'locations',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { current_companies: list(51) },
+      'current_companies',
+      'has 51 comma-separated values; at most 50 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { current_job_titles: list(71) },
+      'current_job_titles',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { first_names: list(71) },
+      'first_names',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { last_names: list(71) },
+      'last_names',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { industry_ids: list(71) },
+      'industry_ids',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
+    [
+      'prodata_search_people',
+      { locations: list(71) },
+      'locations',
+      'has 71 comma-separated values; at most 70 are allowed',
+    ],
     // Value sets.
     ['prodata_search_leads', { seniority_level_ids: '220,999' }, 'seniority_level_ids', 'value "999" does not match'],
     ['prodata_search_leads', { years_of_experience_ids: '6' }, 'years_of_experience_ids', 'value "6" does not match'],
     ['prodata_search_people', { company_headcount: '11-49' }, 'company_headcount', 'value "11-49" does not match'],
-    ['prodata_search_jobs', { employment_type: 'full-time,freelance' }, 'employment_type', 'value "freelance" does not match'],
+    [
+      'prodata_search_jobs',
+      { employment_type: 'full-time,freelance' },
+      'employment_type',
+      'value "freelance" does not match',
+    ],
     ['prodata_search_jobs', { experience_level: 'senior' }, 'experience_level', 'value "senior" does not match'],
     ['prodata_search_jobs', { workplace_type: 'onsite' }, 'workplace_type', 'value "onsite" does not match'],
     ['prodata_search_jobs', { company_id: 'microsoft' }, 'company_id', 'value "microsoft" does not match'],
-    ['prodata_search_jobs', { salary: '30k+' }, 'salary', 'must be one of: 40k+, 60k+, 80k+, 100k+, 120k+, 140k+, 160k+, 180k+, 200k+'],
+    [
+      'prodata_search_jobs',
+      { salary: '30k+' },
+      'salary',
+      'must be one of: 40k+, 60k+, 80k+, 100k+, 120k+, 140k+, 160k+, 180k+, 200k+',
+    ],
     ['prodata_search_jobs', { posted_limit: 'past-24h' }, 'posted_limit', 'must be one of: 24h, week, month'],
     ['prodata_search_jobs', { sort_by: 'newest' }, 'sort_by', 'must be one of: relevance, date'],
-    ['prodata_search_posts', { posted_limit: 'yesterday' }, 'posted_limit', 'must be one of: past-24h, past-week, past-month, 24h, week, month'],
-    ['prodata_get_profile_comments', { profile_id: 'x', posted_limit: 'year' }, 'posted_limit', 'must be one of: 24h, week, month'],
+    [
+      'prodata_search_posts',
+      { posted_limit: 'yesterday' },
+      'posted_limit',
+      'must be one of: past-24h, past-week, past-month, 24h, week, month',
+    ],
+    [
+      'prodata_get_profile_comments',
+      { profile_id: 'x', posted_limit: 'year' },
+      'posted_limit',
+      'must be one of: 24h, week, month',
+    ],
     ['prodata_search_companies', { company_size: '1-9' }, 'company_size', 'value "1-9" does not match'],
     ['prodata_search_ads', { countries: 'USA' }, 'countries', 'value "USA" does not match'],
-    ['prodata_search_ads', { date_option: 'yesterday' }, 'date_option', 'must be one of: last-30-days, current-month, current-year, last-year, custom-date-range'],
+    [
+      'prodata_search_ads',
+      { date_option: 'yesterday' },
+      'date_option',
+      'must be one of: last-30-days, current-month, current-year, last-year, custom-date-range',
+    ],
     ['prodata_search_ads', { startdate: '01/02/2026' }, 'startdate', 'must be a date in the form YYYY-MM-DD'],
     ['prodata_scrape_job', { job_id: 'abc' }, 'job_id', 'must match the pattern ^[0-9]+$'],
     ['prodata_get_company', { account_id: '12\r\nX-Evil: 1' }, 'account_id', 'must match the pattern ^[0-9]+$'],
@@ -483,12 +691,32 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
     ['prodata_search_geo', {}, 'search', 'is required'],
     ['prodata_search_groups', {}, 'search', 'is required'],
     ['prodata_search_services', { location: 'x' }, 'search', 'is required'],
-    ['prodata_bulk_scrape_profiles', { profile_urls: ['https://www.linkedin.com/in/x'] }, 'scraper_token', 'is required'],
-    ['prodata_bulk_scrape_profiles', { scraper_token: SCRAPER_TOKEN, profile_urls: [] }, 'profile_urls', 'must have at least 1 item(s)'],
-    ['prodata_bulk_scrape_profiles', { scraper_token: SCRAPER_TOKEN, profile_urls: 'https://www.linkedin.com/in/x' }, 'profile_urls', 'must be a array'],
+    [
+      'prodata_bulk_scrape_profiles',
+      { profile_urls: ['https://www.linkedin.com/in/x'] },
+      'scraper_token',
+      'is required',
+    ],
+    [
+      'prodata_bulk_scrape_profiles',
+      { scraper_token: SCRAPER_TOKEN, profile_urls: [] },
+      'profile_urls',
+      'must have at least 1 item(s)',
+    ],
+    [
+      'prodata_bulk_scrape_profiles',
+      { scraper_token: SCRAPER_TOKEN, profile_urls: 'https://www.linkedin.com/in/x' },
+      'profile_urls',
+      'must be a array',
+    ],
     ['prodata_scrape_profile', { public_identifier: 'x', find_email: 'yes' }, 'find_email', 'must be a boolean'],
     // The service's own names only: the provider's camelCase names are refused with a hint.
-    ['prodata_search_leads', { firstNames: 'Ann' }, 'firstNames', 'is not a parameter of prodata_search_leads (did you mean first_names?)'],
+    [
+      'prodata_search_leads',
+      { firstNames: 'Ann' },
+      'firstNames',
+      'is not a parameter of prodata_search_leads (did you mean first_names?)',
+    ],
   ];
 
   it.each(cases.map((c) => [`${c[0]} ${c[2]}`, ...c] as const))('%s', async (_label, tool, input, field, message) => {
@@ -507,7 +735,11 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
     const before = data.received('/linkedin/lead-search').length;
     await run('prodata_search_people', { current_companies: list(50), first_names: list(70), page: 100 });
     expect(data.received('/linkedin/lead-search').length).toBe(before + 1);
-    expect(lastQuery('/linkedin/lead-search')).toEqual({ currentCompanies: list(50), firstNames: list(70), page: '100' });
+    expect(lastQuery('/linkedin/lead-search')).toEqual({
+      currentCompanies: list(50),
+      firstNames: list(70),
+      page: '100',
+    });
   });
 });
 
@@ -520,7 +752,11 @@ describe('provider errors stay provider errors', () => {
   });
 
   it("reports a wrong API key as the provider's 401", async () => {
-    await h.client.upsertConnectedAccount({ connectionName: 'prodata', identifier: 'wrong-key', credentials: { api_key: 'not-the-key' } });
+    await h.client.upsertConnectedAccount({
+      connectionName: 'prodata',
+      identifier: 'wrong-key',
+      credentials: { api_key: 'not-the-key' },
+    });
     const e = await failure(run('prodata_search_geo', { search: 'Berlin' }, 'wrong-key'));
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);
@@ -552,8 +788,15 @@ describe('dry run', () => {
     expect(prodataTools).toHaveLength(24);
     for (const t of prodataTools) {
       for (const example of t.examples) {
-        const { data: shown } = await h.client.executeTool({ toolName: t.name as never, toolInput: structuredClone(example.input) as never, ...who, dryRun: true });
-        const { requests } = shown as { requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }> };
+        const { data: shown } = await h.client.executeTool({
+          toolName: t.name as never,
+          toolInput: structuredClone(example.input) as never,
+          ...who,
+          dryRun: true,
+        });
+        const { requests } = shown as {
+          requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+        };
         expect(requests).toHaveLength(example.requests.length);
         example.requests.forEach((want, i) => {
           const got = requests[i]!;
@@ -561,7 +804,8 @@ describe('dry run', () => {
           expect(got.method).toBe(want.method);
           expect(got.url, t.name).toBe(fake + want.url.slice(real.length));
           expect(got.body).toEqual(want.body);
-          for (const [k, v] of Object.entries(want.headers ?? {})) expect(got.headers[k.toLowerCase()], `${t.name} header ${k}`).toBe(v);
+          for (const [k, v] of Object.entries(want.headers ?? {}))
+            expect(got.headers[k.toLowerCase()], `${t.name} header ${k}`).toBe(v);
           if (real === 'https://api.harvest-api.com') {
             expect(got.headers['x-api-key']).toBe('[REDACTED]');
             expect(got.headers.authorization).toBeUndefined();
@@ -586,13 +830,17 @@ describe('dry run', () => {
     const text = JSON.stringify(shown);
     expect(text).not.toContain(SCRAPER_TOKEN);
     expect(text).toContain('Bearer [REDACTED]');
-    expect((shown as { requests: Array<{ url: string }> }).requests[0]!.url).toBe(`${apify.url}/v2/acts/${PROFILE_SCRAPER}/run-sync-get-dataset-items`);
+    expect((shown as { requests: Array<{ url: string }> }).requests[0]!.url).toBe(
+      `${apify.url}/v2/acts/${PROFILE_SCRAPER}/run-sync-get-dataset-items`,
+    );
   });
 });
 
 describe('where credentials go', () => {
   it('executed every prodata tool against a fake', () => {
-    expect([...executed].filter((n) => n.startsWith('prodata_')).sort()).toEqual(prodataTools.map((t) => t.name).sort());
+    expect([...executed].filter((n) => n.startsWith('prodata_')).sort()).toEqual(
+      prodataTools.map((t) => t.name).sort(),
+    );
   });
 
   it('sends the data-API key only to the data API, and the scraper token only to the scraping platform', () => {

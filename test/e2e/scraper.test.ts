@@ -4,7 +4,15 @@
  * the limits, dry runs, the proxy and the errors a client meets.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACTORS, CRAWLER_DOCS_APP, FakeApify, PLATFORM_DOCS_APP, routeLocalhostSubdomains, seedCatalogue, type ReceivedRequest } from '../fakes/apify.ts';
+import {
+  ACTORS,
+  CRAWLER_DOCS_APP,
+  FakeApify,
+  PLATFORM_DOCS_APP,
+  routeLocalhostSubdomains,
+  seedCatalogue,
+  type ReceivedRequest,
+} from '../fakes/apify.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
@@ -19,8 +27,16 @@ const executed = new Set<string>();
 
 type Data = Record<string, any>;
 
-async function run(toolName: string, toolInput: Record<string, unknown>, identity: { connectionName: string; identifier: string } = who): Promise<Data> {
-  const { data } = await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...identity });
+async function run(
+  toolName: string,
+  toolInput: Record<string, unknown>,
+  identity: { connectionName: string; identifier: string } = who,
+): Promise<Data> {
+  const { data } = await h.client.executeTool({
+    toolName: toolName as never,
+    toolInput: toolInput as never,
+    ...identity,
+  });
   executed.add(toolName);
   return data as Data;
 }
@@ -47,7 +63,12 @@ beforeAll(async () => {
   fake = await new FakeApify().start();
   seedCatalogue(fake);
   fake.addToken(TOKEN);
-  await h.client.createConnection({ connection_name: 'scraper', connector: 'scraper', api_base_url: fake.url, api_hosts: fake.hosts });
+  await h.client.createConnection({
+    connection_name: 'scraper',
+    connector: 'scraper',
+    api_base_url: fake.url,
+    api_hosts: fake.hosts,
+  });
   await h.client.upsertConnectedAccount({
     ...who,
     credentials: { token: TOKEN },
@@ -61,7 +82,10 @@ afterAll(async () => {
 
 describe('run workflow', () => {
   it('synchronous: details with the input schema, a run with matching input, then the full output', async () => {
-    const details = await run('scraper_fetch_actor_details', { actor: 'apify/website-content-crawler', output: { inputSchema: true } });
+    const details = await run('scraper_fetch_actor_details', {
+      actor: 'apify/website-content-crawler',
+      output: { inputSchema: true },
+    });
     expect(Object.keys(details).sort()).toEqual(['actor', 'inputSchema']);
     expect(details.actor).toMatchObject({ id: ACTORS.crawler, fullName: 'apify/website-content-crawler' });
     const schema = details.inputSchema as { required: string[]; properties: Record<string, Record<string, unknown>> };
@@ -75,13 +99,31 @@ describe('run workflow', () => {
     const input = { startUrls: [{ url: 'https://example.com' }], maxCrawlPages: 3 };
     const sent = await during(async () => {
       const result = await run('scraper_call_actor', { actor: 'apify/website-content-crawler', input });
-      expect(result).toMatchObject({ actorName: 'apify/website-content-crawler', status: 'SUCCEEDED', totalItemCount: 3, previewItemCount: 3 });
-      expect(result.items.map((i: Data) => i.url)).toEqual(['https://example.com', 'https://example.com/page-1', 'https://example.com/page-2']);
+      expect(result).toMatchObject({
+        actorName: 'apify/website-content-crawler',
+        status: 'SUCCEEDED',
+        totalItemCount: 3,
+        previewItemCount: 3,
+      });
+      expect(result.items.map((i: Data) => i.url)).toEqual([
+        'https://example.com',
+        'https://example.com/page-1',
+        'https://example.com/page-2',
+      ]);
       expect(result.datasetId).toMatch(/^ds/);
       expect(result.instructions).toContain(result.datasetId);
 
-      const output = await run('scraper_get_actor_output', { datasetId: result.datasetId, fields: 'url, crawl.httpStatusCode, metadata.description' });
-      expect(output).toMatchObject({ datasetId: result.datasetId, itemCount: 3, totalItemCount: 3, offset: 0, limit: 100 });
+      const output = await run('scraper_get_actor_output', {
+        datasetId: result.datasetId,
+        fields: 'url, crawl.httpStatusCode, metadata.description',
+      });
+      expect(output).toMatchObject({
+        datasetId: result.datasetId,
+        itemCount: 3,
+        totalItemCount: 3,
+        offset: 0,
+        limit: 100,
+      });
       // Dotted fields come back as flat keys; the empty description is cleaned away.
       expect(output.items).toEqual([
         { url: 'https://example.com', 'crawl.httpStatusCode': 200 },
@@ -101,14 +143,20 @@ describe('run workflow', () => {
     const start = sent.find((r) => r.method === 'POST')!;
     expect(start.body).toEqual(input);
     expect(start.headers.authorization).toBe(`Bearer ${TOKEN}`);
-    for (const poll of sent.filter((r) => r.path.startsWith('/v2/actor-runs/'))) expect(poll.query).toEqual({ waitForFinish: String(WAIT_FOR_FINISH_SECS) });
+    for (const poll of sent.filter((r) => r.path.startsWith('/v2/actor-runs/')))
+      expect(poll.query).toEqual({ waitForFinish: String(WAIT_FOR_FINISH_SECS) });
     const [preview, full] = sent.filter((r) => r.path.endsWith('/items'));
     expect(preview!.query).toEqual({ limit: '100' });
     // A dotted field is projected locally: the API gets no `fields`.
     expect(full!.query).toEqual({ offset: '0', limit: '100', clean: 'true' });
 
     const topLevel = await during(async () => {
-      const output = await run('scraper_get_actor_output', { datasetId: (await lastRun()).defaultDatasetId, fields: 'url,text', limit: 2, offset: 1 });
+      const output = await run('scraper_get_actor_output', {
+        datasetId: (await lastRun()).defaultDatasetId,
+        fields: 'url,text',
+        limit: 2,
+        offset: 1,
+      });
       expect(output.items).toEqual([
         { url: 'https://example.com/page-1', text: 'Text of page 1' },
         { url: 'https://example.com/page-2', text: 'Text of page 2' },
@@ -124,7 +172,11 @@ describe('run workflow', () => {
       async: true,
       callOptions: { memory: 1024, timeout: 60 },
     });
-    expect(started).toMatchObject({ actorName: 'apify/website-content-crawler', status: 'READY', input: { maxCrawlPages: 2 } });
+    expect(started).toMatchObject({
+      actorName: 'apify/website-content-crawler',
+      status: 'READY',
+      input: { maxCrawlPages: 2 },
+    });
     expect(started.runId).toMatch(/^run/);
     expect(fake.sent('GET', new RegExp(`/v2/actor-runs/${started.runId}$`))).toHaveLength(0);
     expect(fake.sent('POST', /\/runs$/).at(-1)!.query).toEqual({ memory: '1024', timeout: '60' });
@@ -161,7 +213,11 @@ async function lastRun() {
 describe('scraper_call_actor', () => {
   it('with previewOutput false returns no items but the run, the dataset and its item count', async () => {
     const sent = await during(async () => {
-      const result = await run('scraper_call_actor', { actor: ACTORS.crawler, input: { startUrls: [{ url: 'https://np.example' }], maxCrawlPages: 4 }, previewOutput: false });
+      const result = await run('scraper_call_actor', {
+        actor: ACTORS.crawler,
+        input: { startUrls: [{ url: 'https://np.example' }], maxCrawlPages: 4 },
+        previewOutput: false,
+      });
       expect(result).toMatchObject({ status: 'SUCCEEDED', items: [], previewItemCount: 0, totalItemCount: 4 });
       expect(result.datasetId).toBe((await lastRun()).defaultDatasetId);
       expect(result.runId).toBe((await lastRun()).id);
@@ -171,7 +227,10 @@ describe('scraper_call_actor', () => {
   });
 
   it('trims a large preview to the fields the dataset views show', async () => {
-    const result = await run('scraper_call_actor', { actor: 'apify/website-content-crawler', input: { startUrls: [{ url: 'https://big.example' }], maxCrawlPages: 40, bigPages: true } });
+    const result = await run('scraper_call_actor', {
+      actor: 'apify/website-content-crawler',
+      input: { startUrls: [{ url: 'https://big.example' }], maxCrawlPages: 40, bigPages: true },
+    });
     expect(result.totalItemCount).toBe(40);
     expect(result.previewItemCount).toBe(40);
     expect(Object.keys(result.items[0]).sort()).toEqual(['text', 'url']);
@@ -187,40 +246,68 @@ describe('scraper_call_actor', () => {
     expect(e.message).toContain(slow.id);
     expect(e.message).toContain('scraper_get_actor_run');
     expect(e.details as unknown).toEqual({ runId: slow.id, datasetId: slow.defaultDatasetId, status: 'RUNNING' });
-    expect(fake.requests.slice(before).filter((r) => r.path === `/v2/actor-runs/${slow.id}`)).toHaveLength(MAX_RUN_POLLS);
+    expect(fake.requests.slice(before).filter((r) => r.path === `/v2/actor-runs/${slow.id}`)).toHaveLength(
+      MAX_RUN_POLLS,
+    );
     // The run is left running, not aborted: the caller can go on with it.
     expect(fake.requests.slice(before).some((r) => r.path.endsWith('/abort'))).toBe(false);
   });
 
   it('returns a failed run with its status and partial output instead of hiding it', async () => {
     const result = await run('scraper_call_actor', { actor: 'acme/flaky-scraper', input: {} });
-    expect(result).toMatchObject({ status: 'FAILED', statusMessage: 'The Actor process exited with code 1', totalItemCount: 1 });
+    expect(result).toMatchObject({
+      status: 'FAILED',
+      statusMessage: 'The Actor process exited with code 1',
+      totalItemCount: 1,
+    });
     expect(result.items).toEqual([{ url: 'https://example.com', partial: true }]);
   });
 
   it('passes the platform input validation error through and starts nothing', async () => {
     const runs = fake.runs.size;
-    const e = await failure(run('scraper_call_actor', { actor: 'apify/website-content-crawler', input: { maxCrawlPages: 2 } }));
+    const e = await failure(
+      run('scraper_call_actor', { actor: 'apify/website-content-crawler', input: { maxCrawlPages: 2 } }),
+    );
     expect(e.status).toBe(400);
     expect(e.isProviderError).toBe(true);
-    expect(e.providerBody).toEqual({ error: { type: 'invalid-input', message: 'Input is not valid: Field input.startUrls is required' } });
+    expect(e.providerBody).toEqual({
+      error: { type: 'invalid-input', message: 'Input is not valid: Field input.startUrls is required' },
+    });
     expect(fake.runs.size).toBe(runs);
   });
 
   it('calls one tool of an MCP-server Actor with actorName:toolName over Streamable HTTP', async () => {
     const runs = fake.runs.size;
     const sent = await during(async () => {
-      const result = await run('scraper_call_actor', { actor: 'acme/weather-mcp-server:get_current_weather', input: { city: 'Prague' } });
-      expect(result).toMatchObject({ actor: 'acme/weather-mcp-server', tool: 'get_current_weather', content: [{ type: 'text', text: 'Weather in Prague: 21 °C, clear' }] });
+      const result = await run('scraper_call_actor', {
+        actor: 'acme/weather-mcp-server:get_current_weather',
+        input: { city: 'Prague' },
+      });
+      expect(result).toMatchObject({
+        actor: 'acme/weather-mcp-server',
+        tool: 'get_current_weather',
+        content: [{ type: 'text', text: 'Weather in Prague: 21 °C, clear' }],
+      });
     });
     expect(fake.runs.size).toBe(runs);
     const mcp = sent.filter((r) => r.host.startsWith(`${ACTORS.weatherMcp.toLowerCase()}.localhost:`));
-    expect(mcp.map((r) => (r.body as { method: string }).method)).toEqual(['initialize', 'notifications/initialized', 'tools/call']);
+    expect(mcp.map((r) => (r.body as { method: string }).method)).toEqual([
+      'initialize',
+      'notifications/initialized',
+      'tools/call',
+    ]);
     // The declared paths are "/sse, /mcp": Streamable HTTP at /mcp is preferred, with the account's token.
-    expect(mcp.every((r) => r.method === 'POST' && r.path === '/mcp' && r.headers.authorization === `Bearer ${TOKEN}`)).toBe(true);
-    expect((mcp[2]!.body as { params: unknown }).params).toEqual({ name: 'get_current_weather', arguments: { city: 'Prague' } });
+    expect(
+      mcp.every((r) => r.method === 'POST' && r.path === '/mcp' && r.headers.authorization === `Bearer ${TOKEN}`),
+    ).toBe(true);
+    expect((mcp[2]!.body as { params: unknown }).params).toEqual({
+      name: 'get_current_weather',
+      arguments: { city: 'Prague' },
+    });
 
-    const unknown = await failure(run('scraper_call_actor', { actor: 'acme/weather-mcp-server:get_forecast', input: {} }));
+    const unknown = await failure(
+      run('scraper_call_actor', { actor: 'acme/weather-mcp-server:get_forecast', input: {} }),
+    );
     expect(unknown.status).toBe(400);
     expect(unknown.isProviderError).toBe(true);
   });
@@ -240,14 +327,34 @@ describe('scraper_fetch_actor_details', () => {
   it('returns every part but mcpTools by default', async () => {
     const sent = await during(async () => {
       const d = await run('scraper_fetch_actor_details', { actor: 'apify/website-content-crawler' });
-      expect(Object.keys(d).sort()).toEqual(['actor', 'description', 'inputSchema', 'metadata', 'outputSchema', 'pricing', 'rating', 'readme', 'stats']);
-      expect(d.actor).toEqual({ id: ACTORS.crawler, fullName: 'apify/website-content-crawler', title: 'Website Content Crawler', url: 'https://apify.com/apify/website-content-crawler' });
+      expect(Object.keys(d).sort()).toEqual([
+        'actor',
+        'description',
+        'inputSchema',
+        'metadata',
+        'outputSchema',
+        'pricing',
+        'rating',
+        'readme',
+        'stats',
+      ]);
+      expect(d.actor).toEqual({
+        id: ACTORS.crawler,
+        fullName: 'apify/website-content-crawler',
+        title: 'Website Content Crawler',
+        url: 'https://apify.com/apify/website-content-crawler',
+      });
       expect(d.description).toBe('Crawl websites and extract text content to feed AI models.');
       expect(d.stats).toEqual({ totalUsers: 50000, monthlyUsers: 10000, successRate: 96, bookmarks: 42 });
       // The pricing in force today, not the one scheduled for later.
       expect(d.pricing).toMatchObject({ pricingModel: 'PAY_PER_EVENT', startedAt: '2025-01-01T00:00:00.000Z' });
       expect(d.rating).toEqual({ average: 4.57, count: 17 });
-      expect(d.metadata).toMatchObject({ developer: 'apify', isOfficial: true, categories: ['AI', 'DEVELOPER_TOOLS'], pictureUrl: `https://images.apifyusercontent.com/${ACTORS.crawler}.png` });
+      expect(d.metadata).toMatchObject({
+        developer: 'apify',
+        isOfficial: true,
+        categories: ['AI', 'DEVELOPER_TOOLS'],
+        pictureUrl: `https://images.apifyusercontent.com/${ACTORS.crawler}.png`,
+      });
       expect(d.readme).toBe('Crawls a website and returns the text of every page.');
       expect(d.outputSchema.views.overview.transformation.fields).toEqual(['url', 'text']);
     });
@@ -260,13 +367,25 @@ describe('scraper_fetch_actor_details', () => {
   });
 
   it('lists the tools of an MCP-server Actor, and says when an Actor is not one', async () => {
-    const d = await run('scraper_fetch_actor_details', { actor: 'acme/weather-mcp-server', output: { mcpTools: true } });
+    const d = await run('scraper_fetch_actor_details', {
+      actor: 'acme/weather-mcp-server',
+      output: { mcpTools: true },
+    });
     expect(d.mcpTools).toEqual({
       isMcpServer: true,
       callAs: 'acme/weather-mcp-server:{toolName}',
-      tools: [{ name: 'get_current_weather', description: 'Current weather of a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      tools: [
+        {
+          name: 'get_current_weather',
+          description: 'Current weather of a city.',
+          inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ],
     });
-    const plain = await run('scraper_fetch_actor_details', { actor: ACTORS.rag, output: { mcpTools: true, readme: true } });
+    const plain = await run('scraper_fetch_actor_details', {
+      actor: ACTORS.rag,
+      output: { mcpTools: true, readme: true },
+    });
     expect(plain.mcpTools).toMatchObject({ isMcpServer: false });
     expect(plain.readme).toBe('# RAG Web Browser');
     expect(plain.actor.fullName).toBe('apify/rag-web-browser');
@@ -283,7 +402,10 @@ describe('scraper_search_actors', () => {
   it('drops rental Actors and still returns `limit` of them, over-fetching by 50', async () => {
     const sent = await during(async () => {
       const found = await run('scraper_search_actors', { keywords: 'instagram', limit: 2 });
-      expect(found.actors.map((a: Data) => `${a.username}/${a.name}`)).toEqual(['apify/instagram-scraper', 'apify/instagram-post-scraper']);
+      expect(found.actors.map((a: Data) => `${a.username}/${a.name}`)).toEqual([
+        'apify/instagram-scraper',
+        'apify/instagram-post-scraper',
+      ]);
       expect(found).toMatchObject({ query: 'instagram', count: 2, offset: 0, limit: 2 });
     });
     expect(sent[0]!.query).toEqual({ search: 'instagram', limit: '52', offset: '0' });
@@ -313,7 +435,11 @@ describe('scraper_rag_web_browser', () => {
   });
 
   it('passes maxResults and outputFormats', async () => {
-    const result = await run('scraper_rag_web_browser', { query: 'apify', maxResults: 2, outputFormats: ['text', 'html'] });
+    const result = await run('scraper_rag_web_browser', {
+      query: 'apify',
+      maxResults: 2,
+      outputFormats: ['text', 'html'],
+    });
     expect(result.items).toHaveLength(2);
     expect(Object.keys(result.items[0]).sort()).toEqual(['crawl', 'html', 'metadata', 'searchResult', 'text']);
     const url = await run('scraper_rag_web_browser', { query: 'https://example.org/page' });
@@ -343,8 +469,15 @@ describe('docs tools (no platform credentials)', () => {
   it('searches the crawler docs for JS and Python, with offset', async () => {
     const js = await run('scraper_search_platform_docs', { query: 'request queue', docSource: 'crawler-js' });
     expect(js.results[0].hits.map((x: Data) => x.url)).toEqual(['https://crawlee.dev/js/docs/guides/request-queue']);
-    const py = await run('scraper_search_platform_docs', { query: 'request queue', docSource: 'crawler-py', offset: 1, limit: 1 });
-    expect(py.results[0].hits.map((x: Data) => x.url)).toEqual(['https://crawlee.dev/python/docs/guides/request-loaders']);
+    const py = await run('scraper_search_platform_docs', {
+      query: 'request queue',
+      docSource: 'crawler-py',
+      offset: 1,
+      limit: 1,
+    });
+    expect(py.results[0].hits.map((x: Data) => x.url)).toEqual([
+      'https://crawlee.dev/python/docs/guides/request-loaders',
+    ]);
     expect(py.results[0].nbHits).toBe(3);
     expect(fake.requests.at(-1)!.path).toBe(`/algolia/${CRAWLER_DOCS_APP}/1/indexes/*/queries`);
   });
@@ -358,12 +491,20 @@ describe('docs tools (no platform credentials)', () => {
 
   it('fetches a docs page as Markdown from either site, without the fragment and without credentials', async () => {
     const sent = await during(async () => {
-      const page = await run('scraper_fetch_platform_docs', { url: 'https://docs.apify.com/platform/actors/running#start' });
-      expect(page).toEqual({ url: 'https://docs.apify.com/platform/actors/running', content: '# Running Actors\n\nStart an Actor from Console or the API.' });
+      const page = await run('scraper_fetch_platform_docs', {
+        url: 'https://docs.apify.com/platform/actors/running#start',
+      });
+      expect(page).toEqual({
+        url: 'https://docs.apify.com/platform/actors/running',
+        content: '# Running Actors\n\nStart an Actor from Console or the API.',
+      });
       const crawler = await run('scraper_fetch_platform_docs', { url: 'https://crawlee.dev/js/docs/quick-start/' });
       expect(crawler.content).toContain('PlaywrightCrawler');
     });
-    expect(sent.map((r) => r.path)).toEqual(['/docs-site/platform/actors/running.md', '/crawlee-site/js/docs/quick-start.md']);
+    expect(sent.map((r) => r.path)).toEqual([
+      '/docs-site/platform/actors/running.md',
+      '/crawlee-site/js/docs/quick-start.md',
+    ]);
     expect(sent.every((r) => r.headers.authorization === undefined)).toBe(true);
     const missing = await failure(run('scraper_fetch_platform_docs', { url: 'https://docs.apify.com/no/such/page' }));
     expect(missing.status).toBe(404);
@@ -379,21 +520,51 @@ describe('limits and bad input are 400s naming the field, before any upstream ca
     ['scraper_search_actors', { limit: 2.5 }, 'limit', 'must be an integer'],
     ['scraper_search_platform_docs', { query: 'x', limit: 21 }, 'limit', 'must be at most 20'],
     ['scraper_search_platform_docs', { query: 'x', limit: 0 }, 'limit', 'must be at least 1'],
-    ['scraper_search_platform_docs', { query: 'x', docSource: 'apify' }, 'docSource', 'must be one of: platform, crawler-js, crawler-py'],
+    [
+      'scraper_search_platform_docs',
+      { query: 'x', docSource: 'apify' },
+      'docSource',
+      'must be one of: platform, crawler-js, crawler-py',
+    ],
     ['scraper_search_platform_docs', { query: '   ' }, 'query', 'must match the pattern \\S'],
     ['scraper_get_actor_output', { datasetId: 'abc', offset: -1 }, 'offset', 'must be at least 0'],
     ['scraper_get_actor_output', { datasetId: 'abc', limit: 0 }, 'limit', 'must be at least 1'],
     ['scraper_get_actor_output', { datasetId: 'abc', limit: 1.5 }, 'limit', 'must be a whole number'],
     ['scraper_rag_web_browser', { query: 'x', maxResults: 101 }, 'maxResults', 'must be at most 100'],
     ['scraper_rag_web_browser', { query: 'x', maxResults: 0 }, 'maxResults', 'must be at least 1'],
-    ['scraper_rag_web_browser', { query: 'x', outputFormats: ['pdf'] }, 'outputFormats[0]', 'must be one of: markdown, text, html'],
+    [
+      'scraper_rag_web_browser',
+      { query: 'x', outputFormats: ['pdf'] },
+      'outputFormats[0]',
+      'must be one of: markdown, text, html',
+    ],
     ['scraper_rag_web_browser', { maxResults: 3 }, 'query', 'is required'],
-    ['scraper_call_actor', { actor: 'apify/x', input: {}, callOptions: { memory: 1000 } }, 'callOptions.memory', 'must be one of: 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768'],
-    ['scraper_call_actor', { actor: 'apify/x', input: {}, callOptions: { timeout: -5 } }, 'callOptions.timeout', 'must be at least 0'],
-    ['scraper_call_actor', { actor: 'apify/x', input: {}, callOptions: { build: 'beta' } }, 'callOptions.build', 'is not an allowed field here'],
+    [
+      'scraper_call_actor',
+      { actor: 'apify/x', input: {}, callOptions: { memory: 1000 } },
+      'callOptions.memory',
+      'must be one of: 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768',
+    ],
+    [
+      'scraper_call_actor',
+      { actor: 'apify/x', input: {}, callOptions: { timeout: -5 } },
+      'callOptions.timeout',
+      'must be at least 0',
+    ],
+    [
+      'scraper_call_actor',
+      { actor: 'apify/x', input: {}, callOptions: { build: 'beta' } },
+      'callOptions.build',
+      'is not an allowed field here',
+    ],
     ['scraper_call_actor', { actor: 'apify/x' }, 'input', 'is required'],
     ['scraper_call_actor', { actor: 'apify/x', input: [1] }, 'input', 'must be a object'],
-    ['scraper_fetch_actor_details', { actor: 'apify/x', output: { pictures: true } }, 'output.pictures', 'is not an allowed field here'],
+    [
+      'scraper_fetch_actor_details',
+      { actor: 'apify/x', output: { pictures: true } },
+      'output.pictures',
+      'is not an allowed field here',
+    ],
     ['scraper_get_actor_run', {}, 'runId', 'is required'],
   ];
   it.each(cases)('%s %j → %s', async (tool, input, field, message) => {
@@ -437,13 +608,23 @@ describe('dry run', () => {
     expect(scraperTools).toHaveLength(8);
     for (const t of scraperTools) {
       for (const example of t.examples) {
-        const { data } = await h.client.executeTool({ toolName: t.name as never, toolInput: example.input as never, ...who, dryRun: true });
-        const { requests } = data as { requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }> };
+        const { data } = await h.client.executeTool({
+          toolName: t.name as never,
+          toolInput: example.input as never,
+          ...who,
+          dryRun: true,
+        });
+        const { requests } = data as {
+          requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+        };
         const want = example.requests.map((r) => {
           const origin = new URL(r.url).origin;
           return `${r.method} ${hostOf[origin]}${r.url.slice(origin.length)}`;
         });
-        expect(requests.map((r) => `${r.method} ${r.url}`), t.name).toEqual(want);
+        expect(
+          requests.map((r) => `${r.method} ${r.url}`),
+          t.name,
+        ).toEqual(want);
         example.requests.forEach((r, i) => expect(requests[i]!.body).toEqual(r.body));
         for (const r of requests) {
           const toPlatform = r.url.startsWith(`${fake.url}/v2/`);
@@ -462,7 +643,11 @@ describe('proxy and provider errors', () => {
     expect(res.status).toBe(200);
     expect(res.data).toEqual({ data: { id: 'userA1b2c3d4e5f6g7', username: 'jane-doe' } });
     expect(fake.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
-    const items = await h.client.request({ ...who, path: `/v2/datasets/${(await lastRun()).defaultDatasetId}/items`, queryParams: { limit: 1 } });
+    const items = await h.client.request({
+      ...who,
+      path: `/v2/datasets/${(await lastRun()).defaultDatasetId}/items`,
+      queryParams: { limit: 1 },
+    });
     expect(Array.isArray(items.data)).toBe(true);
   });
 
@@ -474,10 +659,16 @@ describe('proxy and provider errors', () => {
   });
 
   it('reports a wrong token as the platform 401', async () => {
-    await h.client.upsertConnectedAccount({ connectionName: 'scraper', identifier: 'wrong', credentials: { token: 'apify_api_wrong' } });
+    await h.client.upsertConnectedAccount({
+      connectionName: 'scraper',
+      identifier: 'wrong',
+      credentials: { token: 'apify_api_wrong' },
+    });
     const e = await failure(run('scraper_search_actors', {}, { connectionName: 'scraper', identifier: 'wrong' }));
     expect(e.status).toBe(401);
-    expect(e.providerBody).toEqual({ error: { type: 'token-not-valid', message: 'Authentication token is not valid.' } });
+    expect(e.providerBody).toEqual({
+      error: { type: 'token-not-valid', message: 'Authentication token is not valid.' },
+    });
   });
 
   it('never logs the token', () => {
@@ -487,7 +678,10 @@ describe('proxy and provider errors', () => {
 
 describe('coverage', () => {
   it('executed every scraper tool of the registry against the fake', () => {
-    const names = [...tools.values()].filter((t) => t.connector === 'scraper').map((t) => t.name).sort();
+    const names = [...tools.values()]
+      .filter((t) => t.connector === 'scraper')
+      .map((t) => t.name)
+      .sort();
     expect([...executed].sort()).toEqual(names);
   });
 });

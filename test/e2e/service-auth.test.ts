@@ -13,16 +13,38 @@ const tokenRequest = (init: RequestInit) => fetch(`${h.url}/oauth/token`, { meth
 const api = (token: string) => fetch(`${h.url}/v1/connectors`, { headers: { authorization: `Bearer ${token}` } });
 
 async function validToken(): Promise<string> {
-  const res = await tokenRequest({ body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) });
+  const res = await tokenRequest({
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: TEST_CLIENT_ID,
+      client_secret: TEST_CLIENT_SECRET,
+    }),
+  });
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
 describe('POST /oauth/token', () => {
   it('accepts form fields, JSON and HTTP Basic', async () => {
-    const form = await tokenRequest({ body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) });
-    const json = await tokenRequest({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) });
+    const form = await tokenRequest({
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: TEST_CLIENT_ID,
+        client_secret: TEST_CLIENT_SECRET,
+      }),
+    });
+    const json = await tokenRequest({
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: TEST_CLIENT_ID,
+        client_secret: TEST_CLIENT_SECRET,
+      }),
+    });
     const basic = await tokenRequest({
-      headers: { authorization: `Basic ${Buffer.from(`${TEST_CLIENT_ID}:${TEST_CLIENT_SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${TEST_CLIENT_ID}:${TEST_CLIENT_SECRET}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: 'grant_type=client_credentials',
     });
     for (const res of [form, json, basic]) {
@@ -36,15 +58,33 @@ describe('POST /oauth/token', () => {
   });
 
   it('refuses a wrong secret, an unknown client and another grant type', async () => {
-    expect((await tokenRequest({ body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: 'wrong-wrong-wrong-wrong' }) })).status).toBe(401);
-    expect((await tokenRequest({ body: new URLSearchParams({ grant_type: 'password', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).status).toBe(400);
+    expect(
+      (
+        await tokenRequest({
+          body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: 'wrong-wrong-wrong-wrong' }),
+        })
+      ).status,
+    ).toBe(401);
+    expect(
+      (
+        await tokenRequest({
+          body: new URLSearchParams({
+            grant_type: 'password',
+            client_id: TEST_CLIENT_ID,
+            client_secret: TEST_CLIENT_SECRET,
+          }),
+        })
+      ).status,
+    ).toBe(400);
     expect((await tokenRequest({ body: new URLSearchParams({}) })).status).toBe(400);
   });
 
   it('throttles brute force with 429 and Retry-After', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) {
-      const res = await tokenRequest({ body: new URLSearchParams({ client_id: 'victim', client_secret: `guess-${i}-xxxxxxxxxxxxxxxx` }) });
+      const res = await tokenRequest({
+        body: new URLSearchParams({ client_id: 'victim', client_secret: `guess-${i}-xxxxxxxxxxxxxxxx` }),
+      });
       statuses.push(res.status);
       if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     }
@@ -71,12 +111,18 @@ describe('bearer tokens', () => {
     const none = new UnsecuredJWT(claims).encode();
     const otherKey = new TextEncoder().encode('x'.repeat(32));
     const foreign = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(otherKey);
-    const hs512 = await new SignJWT(claims).setProtectedHeader({ alg: 'HS512' }).sign(new TextEncoder().encode('x'.repeat(64)));
+    const hs512 = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS512' })
+      .sign(new TextEncoder().encode('x'.repeat(64)));
     const tokens = h.running.services.tokens;
     // Signed with the real key but for another audience, and expired: built with the service's own key.
     const key = (tokens as unknown as { key: Uint8Array }).key;
-    const wrongAud = await new SignJWT({ ...claims, aud: 'someone-else' }).setProtectedHeader({ alg: 'HS256' }).sign(key);
-    const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 10 }).setProtectedHeader({ alg: 'HS256' }).sign(key);
+    const wrongAud = await new SignJWT({ ...claims, aud: 'someone-else' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(key);
+    const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 10 })
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(key);
     for (const [name, t] of Object.entries({ tampered, none, foreign, hs512, wrongAud, expired, garbage: 'abc' })) {
       const res = await api(t);
       expect(res.status, name).toBe(401);
@@ -86,24 +132,51 @@ describe('bearer tokens', () => {
   });
 
   it("stops a revoked credential's tokens at once", async () => {
-    const res = await fetch(`${h.url}/v1/api-credentials`, { method: 'POST', headers: { authorization: `Bearer ${await validToken()}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'temp' }) });
+    const res = await fetch(`${h.url}/v1/api-credentials`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await validToken()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'temp' }),
+    });
     const cred = (await res.json()) as { id: string; client_id: string; client_secret: string };
-    const t = ((await (await tokenRequest({ body: new URLSearchParams({ client_id: cred.client_id, client_secret: cred.client_secret }) })).json()) as { access_token: string }).access_token;
+    const t = (
+      (await (
+        await tokenRequest({
+          body: new URLSearchParams({ client_id: cred.client_id, client_secret: cred.client_secret }),
+        })
+      ).json()) as { access_token: string }
+    ).access_token;
     expect((await api(t)).status).toBe(200);
-    const revoke = await fetch(`${h.url}/v1/api-credentials/${cred.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${await validToken()}` } });
+    const revoke = await fetch(`${h.url}/v1/api-credentials/${cred.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${await validToken()}` },
+    });
     expect(revoke.status).toBe(200);
     expect((await api(t)).status).toBe(401);
-    expect((await tokenRequest({ body: new URLSearchParams({ client_id: cred.client_id, client_secret: cred.client_secret }) })).status).toBe(401);
+    expect(
+      (
+        await tokenRequest({
+          body: new URLSearchParams({ client_id: cred.client_id, client_secret: cred.client_secret }),
+        })
+      ).status,
+    ).toBe(401);
   });
 });
 
 describe('request bodies', () => {
   it('answers malformed JSON with 400 and oversized bodies with 413', async () => {
     const t = await validToken();
-    const bad = await fetch(`${h.url}/v1/tools/execute`, { method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: '{"tool_name": ' });
+    const bad = await fetch(`${h.url}/v1/tools/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+      body: '{"tool_name": ',
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
-    const big = await fetch(`${h.url}/v1/tools/execute`, { method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: JSON.stringify({ x: 'a'.repeat(2 * 1024 * 1024) }) });
+    const big = await fetch(`${h.url}/v1/tools/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ x: 'a'.repeat(2 * 1024 * 1024) }),
+    });
     expect(big.status).toBe(413);
   });
 });

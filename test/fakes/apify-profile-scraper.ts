@@ -63,14 +63,25 @@ export class FakeApifyProfileScraper {
       return this.error(res, 400, 'invalid-input', 'Input is not valid: must be a JSON object');
     }
     const unknown = Object.keys(input).filter((k) => k !== 'urls' && k !== 'profileScraperMode');
-    if (unknown.length) return this.error(res, 400, 'invalid-input', `Input is not valid: Property input.${unknown[0]} is not allowed.`);
+    if (unknown.length)
+      return this.error(res, 400, 'invalid-input', `Input is not valid: Property input.${unknown[0]} is not allowed.`);
     const urls = input.urls;
     if (!Array.isArray(urls) || urls.length === 0 || urls.some((u) => typeof u !== 'string' || !u)) {
-      return this.error(res, 400, 'invalid-input', 'Input is not valid: Field input.urls must be a non-empty array of strings');
+      return this.error(
+        res,
+        400,
+        'invalid-input',
+        'Input is not valid: Field input.urls must be a non-empty array of strings',
+      );
     }
     const mode = input.profileScraperMode;
     if (mode !== undefined && mode !== MODE_NO_EMAIL && mode !== MODE_EMAIL) {
-      return this.error(res, 400, 'invalid-input', `Input is not valid: Field input.profileScraperMode must be one of the allowed values`);
+      return this.error(
+        res,
+        400,
+        'invalid-input',
+        `Input is not valid: Field input.profileScraperMode must be one of the allowed values`,
+      );
     }
     const withEmail = mode === MODE_EMAIL;
     const items = (urls as string[]).map((url) => {

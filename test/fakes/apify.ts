@@ -115,13 +115,22 @@ function inputProblem(schema: Json | undefined, input: unknown): string | undefi
   for (const [field, value] of Object.entries(given)) {
     const p = props[field];
     if (!p) continue;
-    const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : Number.isInteger(value) ? 'integer' : typeof value;
+    const kind = Array.isArray(value)
+      ? 'array'
+      : value === null
+        ? 'null'
+        : Number.isInteger(value)
+          ? 'integer'
+          : typeof value;
     const want = String(p.type);
     if (!(kind === want || (want === 'number' && kind === 'integer'))) return `Field input.${field} must be ${want}`;
-    if (typeof value === 'number' && typeof p.minimum === 'number' && value < p.minimum) return `Field input.${field} must be >= ${p.minimum}`;
-    if (typeof value === 'number' && typeof p.maximum === 'number' && value > p.maximum) return `Field input.${field} must be <= ${p.maximum}`;
+    if (typeof value === 'number' && typeof p.minimum === 'number' && value < p.minimum)
+      return `Field input.${field} must be >= ${p.minimum}`;
+    if (typeof value === 'number' && typeof p.maximum === 'number' && value > p.maximum)
+      return `Field input.${field} must be <= ${p.maximum}`;
     const itemsEnum = (p.items as Json | undefined)?.enum as unknown[] | undefined;
-    if (Array.isArray(value) && itemsEnum && value.some((v) => !itemsEnum.includes(v))) return `Field input.${field} contains a value that is not allowed`;
+    if (Array.isArray(value) && itemsEnum && value.some((v) => !itemsEnum.includes(v)))
+      return `Field input.${field} contains a value that is not allowed`;
   }
   return undefined;
 }
@@ -198,18 +207,31 @@ export class FakeApify {
     app.disable('x-powered-by');
     app.use(express.json({ limit: '2mb', type: ['application/json', 'application/*+json'] }));
     app.use((req, _res, next) => {
-      this.requests.push({ method: req.method, host: String(req.headers.host ?? ''), path: req.path, query: req.query as Json, body: req.body, headers: { ...req.headers } });
+      this.requests.push({
+        method: req.method,
+        host: String(req.headers.host ?? ''),
+        path: req.path,
+        query: req.query as Json,
+        body: req.body,
+        headers: { ...req.headers },
+      });
       next();
     });
     app.use((req, res, next) => this.standby(req, res, next));
     app.use('/algolia/:app', (req, res, next) => this.algolia(req, res, next));
-    app.get('/docs-site/*page', (req, res) => this.docsPage(res, 'docs.apify.com', req.path.slice('/docs-site'.length)));
-    app.get('/crawlee-site/*page', (req, res) => this.docsPage(res, 'crawlee.dev', req.path.slice('/crawlee-site'.length)));
+    app.get('/docs-site/*page', (req, res) =>
+      this.docsPage(res, 'docs.apify.com', req.path.slice('/docs-site'.length)),
+    );
+    app.get('/crawlee-site/*page', (req, res) =>
+      this.docsPage(res, 'crawlee.dev', req.path.slice('/crawlee-site'.length)),
+    );
     const api = express.Router();
     api.use((req, res, next) => this.authenticate(req, res, next));
     this.routes(api);
     app.use('/v2', api);
-    app.use((_req, res) => apiError(res, 404, 'page-not-found', 'We have bad news: there is no API endpoint at this URL.'));
+    app.use((_req, res) =>
+      apiError(res, 404, 'page-not-found', 'We have bad news: there is no API endpoint at this URL.'),
+    );
     this.listening = await listen(app);
     return this;
   }
@@ -260,9 +282,25 @@ export class FakeApify {
         ...(a.rating ? { actorReviewRating: a.rating, actorReviewCount: 17 } : {}),
       },
       pricingInfos: [
-        { pricingModel: 'FREE', startedAt: '2023-01-01T00:00:00.000Z', createdAt: '2023-01-01T00:00:00.000Z', apifyMarginPercentage: 0 },
-        { pricingModel: a.pricingModel, startedAt: '2025-01-01T00:00:00.000Z', createdAt: '2024-12-01T00:00:00.000Z', apifyMarginPercentage: 0.2, ...(a.pricingModel === 'FLAT_PRICE_PER_MONTH' ? { pricePerUnitUsd: 30, trialMinutes: 1440 } : {}) },
-        { pricingModel: 'PAY_PER_EVENT', startedAt: '2099-01-01T00:00:00.000Z', createdAt: '2026-01-01T00:00:00.000Z', apifyMarginPercentage: 0.2 },
+        {
+          pricingModel: 'FREE',
+          startedAt: '2023-01-01T00:00:00.000Z',
+          createdAt: '2023-01-01T00:00:00.000Z',
+          apifyMarginPercentage: 0,
+        },
+        {
+          pricingModel: a.pricingModel,
+          startedAt: '2025-01-01T00:00:00.000Z',
+          createdAt: '2024-12-01T00:00:00.000Z',
+          apifyMarginPercentage: 0.2,
+          ...(a.pricingModel === 'FLAT_PRICE_PER_MONTH' ? { pricePerUnitUsd: 30, trialMinutes: 1440 } : {}),
+        },
+        {
+          pricingModel: 'PAY_PER_EVENT',
+          startedAt: '2099-01-01T00:00:00.000Z',
+          createdAt: '2026-01-01T00:00:00.000Z',
+          apifyMarginPercentage: 0.2,
+        },
       ],
       defaultRunOptions: { build: 'latest', memoryMbytes: a.defaultMemoryMbytes, timeoutSecs: 3600 },
       versions: [{ versionNumber: '1.0', sourceType: 'GIT_REPO', buildTag: 'latest' }],
@@ -301,7 +339,12 @@ export class FakeApify {
       buildNumber: '1.0.7',
       exitCode: finished ? (r.status === 'SUCCEEDED' ? 0 : 1) : null,
       meta: { origin: 'API' },
-      stats: { computeUnits: finished ? 0.0125 : 0, durationMillis: finished ? 45000 : 0, runTimeSecs: finished ? 45 : 0, memAvgBytes: 1.5e8 },
+      stats: {
+        computeUnits: finished ? 0.0125 : 0,
+        durationMillis: finished ? 45000 : 0,
+        runTimeSecs: finished ? 45 : 0,
+        memAvgBytes: 1.5e8,
+      },
       usageTotalUsd: finished ? 0.005 : 0,
     };
   }
@@ -327,7 +370,8 @@ export class FakeApify {
       const run = this.runs.get(String(req.params.runId));
       if (!run) return apiError(res, 404, 'record-not-found', 'Actor run was not found');
       const wait = req.query.waitForFinish;
-      if (wait !== undefined && !/^\d+$/.test(String(wait))) return apiError(res, 400, 'invalid-parameter', 'Parameter waitForFinish must be a non-negative integer');
+      if (wait !== undefined && !/^\d+$/.test(String(wait)))
+        return apiError(res, 400, 'invalid-parameter', 'Parameter waitForFinish must be a non-negative integer');
       this.advance(run);
       res.json({ data: this.runObject(run) });
     });
@@ -335,7 +379,15 @@ export class FakeApify {
     r.get('/datasets/:datasetId', (req, res) => {
       const ds = this.datasets.get(String(req.params.datasetId));
       if (!ds) return apiError(res, 404, 'record-not-found', 'Dataset was not found');
-      res.json({ data: { id: ds.id, userId: ds.userId, itemCount: ds.items.length, cleanItemCount: ds.items.length, createdAt: '2026-04-01T10:00:00.000Z' } });
+      res.json({
+        data: {
+          id: ds.id,
+          userId: ds.userId,
+          itemCount: ds.items.length,
+          cleanItemCount: ds.items.length,
+          createdAt: '2026-04-01T10:00:00.000Z',
+        },
+      });
     });
 
     r.get('/datasets/:datasetId/items', (req, res) => {
@@ -348,7 +400,8 @@ export class FakeApify {
       }
       const fields = req.query.fields === undefined ? undefined : String(req.query.fields).split(',');
       // The API projects top-level fields only; a dotted name here means the caller mapped fields wrongly.
-      if (fields?.some((f) => f.includes('.'))) return apiError(res, 400, 'invalid-parameter', 'Parameter fields supports top-level fields only');
+      if (fields?.some((f) => f.includes('.')))
+        return apiError(res, 400, 'invalid-parameter', 'Parameter fields supports top-level fields only');
       const clean = req.query.clean === 'true' || req.query.clean === '1';
       let items = ds.items;
       if (clean) {
@@ -357,7 +410,9 @@ export class FakeApify {
           .filter((i) => Object.keys(i).length > 0);
       }
       const page = items.slice(offset, offset + limit);
-      const projected = fields ? page.map((i) => Object.fromEntries(fields.filter((f) => f in i).map((f) => [f, i[f]]))) : page;
+      const projected = fields
+        ? page.map((i) => Object.fromEntries(fields.filter((f) => f in i).map((f) => [f, i[f]])))
+        : page;
       res.setHeader('X-Apify-Pagination-Offset', String(offset));
       res.setHeader('X-Apify-Pagination-Limit', String(limit === Infinity ? 250000 : limit));
       res.setHeader('X-Apify-Pagination-Count', String(projected.length));
@@ -373,7 +428,9 @@ export class FakeApify {
       }
       const terms = words(String(req.query.search ?? ''));
       const found = [...this.actors.values()]
-        .filter((a) => terms.every((t) => `${a.username} ${a.name} ${a.title} ${a.description}`.toLowerCase().includes(t)))
+        .filter((a) =>
+          terms.every((t) => `${a.username} ${a.name} ${a.title} ${a.description}`.toLowerCase().includes(t)),
+        )
         .sort((a, b) => b.totalUsers - a.totalUsers);
       const items = found.slice(offset, offset + limit).map((a) => ({
         id: a.id,
@@ -386,8 +443,16 @@ export class FakeApify {
         notice: null,
         pictureUrl: `https://images.apifyusercontent.com/${a.id}.png`,
         url: `https://apify.com/${a.username}/${a.name}`,
-        stats: { totalUsers: a.totalUsers, totalUsers30Days: Math.round(a.totalUsers / 5), totalBuilds: 12, totalRuns: a.totalUsers * 40 },
-        currentPricingInfo: { pricingModel: a.pricingModel, ...(a.pricingModel === 'FLAT_PRICE_PER_MONTH' ? { pricePerUnitUsd: 30, trialMinutes: 1440 } : {}) },
+        stats: {
+          totalUsers: a.totalUsers,
+          totalUsers30Days: Math.round(a.totalUsers / 5),
+          totalBuilds: 12,
+          totalRuns: a.totalUsers * 40,
+        },
+        currentPricingInfo: {
+          pricingModel: a.pricingModel,
+          ...(a.pricingModel === 'FLAT_PRICE_PER_MONTH' ? { pricePerUnitUsd: 30, trialMinutes: 1440 } : {}),
+        },
         ...(a.rating ? { actorReviewRating: a.rating, actorReviewCount: 17 } : {}),
         bookmarkCount: 42,
         readmeSummary: a.readmeSummary,
@@ -403,9 +468,11 @@ export class FakeApify {
       return apiError(res, 415, 'unsupported-content-type', 'The input must be sent as application/json');
     }
     const memory = req.query.memory === undefined ? actor.defaultMemoryMbytes : Number(req.query.memory);
-    if (!MEMORY_VALUES.has(memory)) return apiError(res, 400, 'invalid-parameter', 'Memory must be a power of 2 between 128 and 32768 MB');
+    if (!MEMORY_VALUES.has(memory))
+      return apiError(res, 400, 'invalid-parameter', 'Memory must be a power of 2 between 128 and 32768 MB');
     const timeout = req.query.timeout === undefined ? 3600 : Number(req.query.timeout);
-    if (!Number.isInteger(timeout) || timeout < 0) return apiError(res, 400, 'invalid-parameter', 'Timeout must be a non-negative integer');
+    if (!Number.isInteger(timeout) || timeout < 0)
+      return apiError(res, 400, 'invalid-parameter', 'Timeout must be a non-negative integer');
     const problem = inputProblem(actor.inputSchema, req.body);
     if (problem) return apiError(res, 400, 'invalid-input', `Input is not valid: ${problem}`);
     const userId = this.userOf(req);
@@ -455,30 +522,55 @@ export class FakeApify {
     const paths = (actor?.mcpPath ?? '').split(',').map((p) => p.trim());
     if (!actor || !paths.includes(req.path)) return void res.status(404).type('text').send('Not found');
     const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-    if (!m || !this.tokens.has(m[1]!)) return void res.status(401).json({ error: { type: 'token-not-valid', message: 'Authentication token is not valid.' } });
+    if (!m || !this.tokens.has(m[1]!))
+      return void res
+        .status(401)
+        .json({ error: { type: 'token-not-valid', message: 'Authentication token is not valid.' } });
     if (req.method === 'DELETE') {
       this.mcpSessions.delete(String(req.headers['mcp-session-id']));
       return void res.status(200).end();
     }
     if (req.method !== 'POST') return void res.status(405).end();
     const msg = req.body as { jsonrpc?: string; id?: number | string; method?: string; params?: Json };
-    if (msg?.jsonrpc !== '2.0' || typeof msg.method !== 'string') return void res.status(400).json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request' } });
+    if (msg?.jsonrpc !== '2.0' || typeof msg.method !== 'string')
+      return void res
+        .status(400)
+        .json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request' } });
     if (msg.method === 'initialize') {
       const session = `sess-${this.nextId('')}`;
       this.mcpSessions.add(session);
       res.setHeader('mcp-session-id', session);
-      return void res.json({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: actor.name, version: '1.0.0' } } });
+      return void res.json({
+        jsonrpc: '2.0',
+        id: msg.id,
+        result: {
+          protocolVersion: '2025-06-18',
+          capabilities: { tools: {} },
+          serverInfo: { name: actor.name, version: '1.0.0' },
+        },
+      });
     }
-    if (!this.mcpSessions.has(String(req.headers['mcp-session-id']))) return void res.status(404).json({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32001, message: 'Session not found' } });
+    if (!this.mcpSessions.has(String(req.headers['mcp-session-id'])))
+      return void res
+        .status(404)
+        .json({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32001, message: 'Session not found' } });
     if (msg.id === undefined) return void res.status(202).end();
     const tools = actor.mcpTools ?? [];
     let reply: Json;
     if (msg.method === 'tools/list') {
-      reply = { jsonrpc: '2.0', id: msg.id, result: { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) } };
+      reply = {
+        jsonrpc: '2.0',
+        id: msg.id,
+        result: { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) },
+      };
     } else if (msg.method === 'tools/call') {
       const tool = tools.find((t) => t.name === msg.params?.name);
       reply = tool
-        ? { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: tool.call((msg.params?.arguments ?? {}) as Json) }] } }
+        ? {
+            jsonrpc: '2.0',
+            id: msg.id,
+            result: { content: [{ type: 'text', text: tool.call((msg.params?.arguments ?? {}) as Json) }] },
+          }
         : { jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: `Unknown tool: ${String(msg.params?.name)}` } };
     } else {
       reply = { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } };
@@ -496,7 +588,10 @@ export class FakeApify {
   private algolia(req: Request, res: Response, next: NextFunction) {
     if (req.method !== 'POST' || req.path !== '/1/indexes/*/queries') return next();
     const app = String(req.params.app);
-    if (req.headers['x-algolia-application-id'] !== app || !this.searchKeys[app]?.includes(String(req.headers['x-algolia-api-key']))) {
+    if (
+      req.headers['x-algolia-application-id'] !== app ||
+      !this.searchKeys[app]?.includes(String(req.headers['x-algolia-api-key']))
+    ) {
       return void res.status(403).json({ message: 'Invalid Application-ID or API key', status: 403 });
     }
     const body = req.body as { requests?: Json[] };
@@ -523,10 +618,28 @@ export class FakeApify {
       );
       const offset = Number(q.offset ?? 0);
       const length = Number(q.length ?? 20);
-      if (q.length !== undefined && (!Number.isInteger(length) || length < 0 || length > 1000)) return void res.status(400).json({ message: 'length must be 0-1000', status: 400 });
+      if (q.length !== undefined && (!Number.isInteger(length) || length < 0 || length > 1000))
+        return void res.status(400).json({ message: 'length must be 0-1000', status: 400 });
       const retrieve = q.attributesToRetrieve as string[] | undefined;
-      const page = hits.slice(offset, offset + length).map((r) => (retrieve ? Object.fromEntries([...retrieve, 'objectID'].filter((k) => k in r).map((k) => [k, (r as unknown as Json)[k]])) : r));
-      results.push({ hits: page, nbHits: hits.length, offset, length, query: q.query, index: q.indexName, processingTimeMS: 1, exhaustiveNbHits: true });
+      const page = hits
+        .slice(offset, offset + length)
+        .map((r) =>
+          retrieve
+            ? Object.fromEntries(
+                [...retrieve, 'objectID'].filter((k) => k in r).map((k) => [k, (r as unknown as Json)[k]]),
+              )
+            : r,
+        );
+      results.push({
+        hits: page,
+        nbHits: hits.length,
+        offset,
+        length,
+        query: q.query,
+        index: q.indexName,
+        processingTimeMS: 1,
+        exhaustiveNbHits: true,
+      });
     }
     res.json({ results });
   }
@@ -539,7 +652,8 @@ export class FakeApify {
 
   private docsPage(res: Response, site: string, path: string) {
     const page = path.endsWith('.md') ? this.docsPages.get(`${site}${path.slice(0, -3)}`) : undefined;
-    if (page === undefined) return void res.status(404).type('html').send('<!doctype html><title>Page Not Found</title>');
+    if (page === undefined)
+      return void res.status(404).type('html').send('<!doctype html><title>Page Not Found</title>');
     res.type('text/markdown; charset=utf-8').send(page);
   }
 }
@@ -553,7 +667,9 @@ export function routeLocalhostSubdomains(): () => void {
   const original = dns.lookup;
   const patched = (hostname: string, options: unknown, callback?: unknown) => {
     const cb = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
-    const opts = (typeof options === 'function' ? {} : typeof options === 'number' ? { family: options } : (options ?? {})) as { all?: boolean };
+    const opts = (
+      typeof options === 'function' ? {} : typeof options === 'number' ? { family: options } : (options ?? {})
+    ) as { all?: boolean };
     if (/\.localhost$/i.test(hostname)) {
       process.nextTick(() => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)));
       return;
@@ -597,9 +713,27 @@ export function seedCatalogue(fake: FakeApify): void {
       type: 'object',
       schemaVersion: 1,
       properties: {
-        startUrls: { title: 'Start URLs', type: 'array', description: LONG_DESCRIPTION, editor: 'requestListSources', prefill: [{ url: 'https://docs.apify.com' }] },
-        maxCrawlPages: { title: 'Max pages', type: 'integer', minimum: 1, default: 9999999, description: 'Pages to crawl per start URL.', editor: 'number' },
-        bigPages: { title: 'Big pages', type: 'boolean', default: false, description: 'Make each page large (for previews).' },
+        startUrls: {
+          title: 'Start URLs',
+          type: 'array',
+          description: LONG_DESCRIPTION,
+          editor: 'requestListSources',
+          prefill: [{ url: 'https://docs.apify.com' }],
+        },
+        maxCrawlPages: {
+          title: 'Max pages',
+          type: 'integer',
+          minimum: 1,
+          default: 9999999,
+          description: 'Pages to crawl per start URL.',
+          editor: 'number',
+        },
+        bigPages: {
+          title: 'Big pages',
+          type: 'boolean',
+          default: false,
+          description: 'Make each page large (for previews).',
+        },
       },
       required: ['startUrls'],
     },
@@ -648,7 +782,12 @@ export function seedCatalogue(fake: FakeApify): void {
       properties: {
         query: { title: 'Search term or URL', type: 'string', description: 'Keywords or a URL.' },
         maxResults: { title: 'Maximum results', type: 'integer', minimum: 1, maximum: 100, default: 3 },
-        outputFormats: { title: 'Output formats', type: 'array', items: { type: 'string', enum: ['text', 'markdown', 'html'] }, default: ['markdown'] },
+        outputFormats: {
+          title: 'Output formats',
+          type: 'array',
+          items: { type: 'string', enum: ['text', 'markdown', 'html'] },
+          default: ['markdown'],
+        },
       },
       required: ['query'],
     },
@@ -747,7 +886,14 @@ export function seedCatalogue(fake: FakeApify): void {
     }),
   );
 
-  const apifyDocs = (objectID: string, path: string, anchor: string | undefined, lvl1: string, content: string, version = 'latest'): DocsRecord => ({
+  const apifyDocs = (
+    objectID: string,
+    path: string,
+    anchor: string | undefined,
+    lvl1: string,
+    content: string,
+    version = 'latest',
+  ): DocsRecord => ({
     objectID,
     url: `https://docs.apify.com${path}${anchor ? `#${anchor}` : ''}`,
     url_without_anchor: `https://docs.apify.com${path}`,
@@ -758,28 +904,126 @@ export function seedCatalogue(fake: FakeApify): void {
     version,
   });
   fake.addDocsRecords('test_test_apify_sdk', [
-    apifyDocs('a1', '/platform/actors/development/actor-definition/input-schema', undefined, 'Input schema', 'The input schema defines the input of an Actor.'),
-    apifyDocs('a2', '/platform/actors/running/input-and-output', 'input', 'Input and output', 'Each Actor accepts an input object that its input schema describes.'),
-    apifyDocs('a3', '/platform/actors/development/actor-definition/input-schema/specification', undefined, 'Input schema specification', 'Input schema fields: title, type, editor.'),
+    apifyDocs(
+      'a1',
+      '/platform/actors/development/actor-definition/input-schema',
+      undefined,
+      'Input schema',
+      'The input schema defines the input of an Actor.',
+    ),
+    apifyDocs(
+      'a2',
+      '/platform/actors/running/input-and-output',
+      'input',
+      'Input and output',
+      'Each Actor accepts an input object that its input schema describes.',
+    ),
+    apifyDocs(
+      'a3',
+      '/platform/actors/development/actor-definition/input-schema/specification',
+      undefined,
+      'Input schema specification',
+      'Input schema fields: title, type, editor.',
+    ),
     apifyDocs('a4', '/legacy/input-schema', undefined, 'Old input schema', 'An input schema of an old version.', '2.0'),
     apifyDocs('a5', '/platform/storage/dataset', undefined, 'Dataset', 'Datasets store the results of an Actor run.'),
   ]);
-  const crawleeDocs = (index: string, objectID: string, url: string, tag: string, content: string, type = 'lvl1', language = 'en'): [string, DocsRecord] => [
+  const crawleeDocs = (
+    index: string,
+    objectID: string,
+    url: string,
+    tag: string,
+    content: string,
+    type = 'lvl1',
+    language = 'en',
+  ): [string, DocsRecord] => [
     index,
-    { objectID, url, url_without_anchor: url, content, hierarchy: { lvl0: 'Docs', lvl1: content.split('.')[0]!, lvl2: null }, type, language, docusaurus_tag: tag },
+    {
+      objectID,
+      url,
+      url_without_anchor: url,
+      content,
+      hierarchy: { lvl0: 'Docs', lvl1: content.split('.')[0]!, lvl2: null },
+      type,
+      language,
+      docusaurus_tag: tag,
+    },
   ];
   const crawlee = [
-    crawleeDocs('crawlee', 'c1', 'https://crawlee.dev/js/docs/guides/request-queue', 'docs-default-3.15', 'Request queue stores the URLs to crawl.'),
-    crawleeDocs('crawlee', 'c2', 'https://crawlee.dev/js/api/playwright-crawler', 'default', 'PlaywrightCrawler crawls with a headless browser.'),
-    crawleeDocs('crawlee', 'c3', 'https://crawlee.dev/js/docs/3.10/guides/request-queue', 'docs-default-3.10', 'Request queue of an old version.'),
-    crawleeDocs('crawlee', 'c4', 'https://crawlee.dev/de/js/docs/guides/request-queue', 'docs-default-3.15', 'Request queue in German.', 'lvl1', 'de'),
-    crawleeDocs('crawlee_python', 'p1', 'https://crawlee.dev/python/docs/guides/request-queue', 'docs-default-current', 'Request queue in Python stores requests.'),
-    crawleeDocs('crawlee_python', 'p2', 'https://crawlee.dev/python/docs/guides/request-loaders', 'docs-default-current', 'Request loaders feed a request queue.'),
-    crawleeDocs('crawlee_python', 'p3', 'https://crawlee.dev/python/docs/guides/storages', 'docs-default-current', 'Storages: dataset, key-value store, request queue.'),
-    crawleeDocs('crawlee_python', 'p4', 'https://crawlee.dev/python/docs/guides/request-queue#usage', 'docs-default-current', 'Request queue usage.', 'lvl2'),
+    crawleeDocs(
+      'crawlee',
+      'c1',
+      'https://crawlee.dev/js/docs/guides/request-queue',
+      'docs-default-3.15',
+      'Request queue stores the URLs to crawl.',
+    ),
+    crawleeDocs(
+      'crawlee',
+      'c2',
+      'https://crawlee.dev/js/api/playwright-crawler',
+      'default',
+      'PlaywrightCrawler crawls with a headless browser.',
+    ),
+    crawleeDocs(
+      'crawlee',
+      'c3',
+      'https://crawlee.dev/js/docs/3.10/guides/request-queue',
+      'docs-default-3.10',
+      'Request queue of an old version.',
+    ),
+    crawleeDocs(
+      'crawlee',
+      'c4',
+      'https://crawlee.dev/de/js/docs/guides/request-queue',
+      'docs-default-3.15',
+      'Request queue in German.',
+      'lvl1',
+      'de',
+    ),
+    crawleeDocs(
+      'crawlee_python',
+      'p1',
+      'https://crawlee.dev/python/docs/guides/request-queue',
+      'docs-default-current',
+      'Request queue in Python stores requests.',
+    ),
+    crawleeDocs(
+      'crawlee_python',
+      'p2',
+      'https://crawlee.dev/python/docs/guides/request-loaders',
+      'docs-default-current',
+      'Request loaders feed a request queue.',
+    ),
+    crawleeDocs(
+      'crawlee_python',
+      'p3',
+      'https://crawlee.dev/python/docs/guides/storages',
+      'docs-default-current',
+      'Storages: dataset, key-value store, request queue.',
+    ),
+    crawleeDocs(
+      'crawlee_python',
+      'p4',
+      'https://crawlee.dev/python/docs/guides/request-queue#usage',
+      'docs-default-current',
+      'Request queue usage.',
+      'lvl2',
+    ),
   ];
-  for (const index of ['crawlee', 'crawlee_python']) fake.addDocsRecords(index, crawlee.filter(([i]) => i === index).map(([, r]) => r));
+  for (const index of ['crawlee', 'crawlee_python'])
+    fake.addDocsRecords(
+      index,
+      crawlee.filter(([i]) => i === index).map(([, r]) => r),
+    );
 
-  fake.addDocsPage('docs.apify.com', '/platform/actors/running', '# Running Actors\n\nStart an Actor from Console or the API.');
-  fake.addDocsPage('crawlee.dev', '/js/docs/quick-start', '# Quick start\n\n```js\nimport { PlaywrightCrawler } from "crawlee";\n```');
+  fake.addDocsPage(
+    'docs.apify.com',
+    '/platform/actors/running',
+    '# Running Actors\n\nStart an Actor from Console or the API.',
+  );
+  fake.addDocsPage(
+    'crawlee.dev',
+    '/js/docs/quick-start',
+    '# Quick start\n\n```js\nimport { PlaywrightCrawler } from "crawlee";\n```',
+  );
 }

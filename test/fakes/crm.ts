@@ -73,11 +73,29 @@ export function defaultProperties(): Record<ObjectType, Record<string, PropertyD
       website: str,
       lifecyclestage: {
         type: 'enumeration',
-        options: ['subscriber', 'lead', 'marketingqualifiedlead', 'salesqualifiedlead', 'opportunity', 'customer', 'evangelist', 'other'],
+        options: [
+          'subscriber',
+          'lead',
+          'marketingqualifiedlead',
+          'salesqualifiedlead',
+          'opportunity',
+          'customer',
+          'evangelist',
+          'other',
+        ],
       },
       hs_lead_status: {
         type: 'enumeration',
-        options: ['NEW', 'OPEN', 'IN_PROGRESS', 'OPEN_DEAL', 'UNQUALIFIED', 'ATTEMPTED_TO_CONTACT', 'CONNECTED', 'BAD_TIMING'],
+        options: [
+          'NEW',
+          'OPEN',
+          'IN_PROGRESS',
+          'OPEN_DEAL',
+          'UNQUALIFIED',
+          'ATTEMPTED_TO_CONTACT',
+          'CONNECTED',
+          'BAD_TIMING',
+        ],
       },
       createdate: when,
       lastmodifieddate: readOnlyWhen,
@@ -93,7 +111,14 @@ export function defaultProperties(): Record<ObjectType, Record<string, PropertyD
       description: str,
       industry: {
         type: 'enumeration',
-        options: ['COMPUTER_SOFTWARE', 'INFORMATION_TECHNOLOGY_AND_SERVICES', 'FINANCIAL_SERVICES', 'RETAIL', 'MACHINERY', 'HOSPITAL_HEALTH_CARE'],
+        options: [
+          'COMPUTER_SOFTWARE',
+          'INFORMATION_TECHNOLOGY_AND_SERVICES',
+          'FINANCIAL_SERVICES',
+          'RETAIL',
+          'MACHINERY',
+          'HOSPITAL_HEALTH_CARE',
+        ],
       },
       numberofemployees: num,
       annualrevenue: num,
@@ -107,7 +132,15 @@ export function defaultProperties(): Record<ObjectType, Record<string, PropertyD
       amount: num,
       dealstage: {
         type: 'enumeration',
-        options: ['appointmentscheduled', 'qualifiedtobuy', 'presentationscheduled', 'decisionmakerboughtin', 'contractsent', 'closedwon', 'closedlost'],
+        options: [
+          'appointmentscheduled',
+          'qualifiedtobuy',
+          'presentationscheduled',
+          'decisionmakerboughtin',
+          'contractsent',
+          'closedwon',
+          'closedlost',
+        ],
       },
       pipeline: { type: 'enumeration', options: ['default'] },
       closedate: when,
@@ -126,7 +159,16 @@ export function defaultProperties(): Record<ObjectType, Record<string, PropertyD
 const DEFAULT_READ: Record<ObjectType, string[]> = {
   contacts: ['createdate', 'email', 'firstname', 'hs_object_id', 'lastmodifieddate', 'lastname'],
   companies: ['createdate', 'domain', 'hs_lastmodifieddate', 'hs_object_id', 'name'],
-  deals: ['amount', 'closedate', 'createdate', 'dealname', 'dealstage', 'hs_lastmodifieddate', 'hs_object_id', 'pipeline'],
+  deals: [
+    'amount',
+    'closedate',
+    'createdate',
+    'dealname',
+    'dealstage',
+    'hs_lastmodifieddate',
+    'hs_object_id',
+    'pipeline',
+  ],
 };
 /** Always in search results besides the requested properties. */
 const SEARCH_ALWAYS: Record<ObjectType, string[]> = {
@@ -140,7 +182,11 @@ const SEARCHABLE: Record<ObjectType, string[]> = {
   companies: ['name', 'domain', 'phone'],
   deals: ['dealname', 'description'],
 };
-const MODIFIED: Record<ObjectType, string> = { contacts: 'lastmodifieddate', companies: 'hs_lastmodifieddate', deals: 'hs_lastmodifieddate' };
+const MODIFIED: Record<ObjectType, string> = {
+  contacts: 'lastmodifieddate',
+  companies: 'hs_lastmodifieddate',
+  deals: 'hs_lastmodifieddate',
+};
 const FIRST_ID: Record<ObjectType, number> = { contacts: 101, companies: 9001, deals: 5001 };
 
 export const OPERATORS = [
@@ -183,7 +229,11 @@ export interface FakeCrmOptions {
 }
 
 export class FakeCrm {
-  readonly records: Record<ObjectType, Map<string, CrmRecord>> = { contacts: new Map(), companies: new Map(), deals: new Map() };
+  readonly records: Record<ObjectType, Map<string, CrmRecord>> = {
+    contacts: new Map(),
+    companies: new Map(),
+    deals: new Map(),
+  };
   readonly properties = defaultProperties();
   readonly requests: ReceivedRequest[] = [];
   /** Answer the next N requests with 429; with `retryAfter` (seconds) a Retry-After header is sent too. */
@@ -224,16 +274,76 @@ export class FakeCrm {
   }
 
   private seed() {
-    this.add('contacts', { email: 'alice@acme.com', firstname: 'Alice', lastname: 'Archer', company: 'Acme', hs_lead_status: 'NEW', lifecyclestage: 'lead' });
-    this.add('contacts', { email: 'bob@globex.com', firstname: 'Bob', lastname: 'Baker', company: 'Globex', hs_lead_status: 'OPEN', lifecyclestage: 'customer' });
-    this.add('contacts', { email: 'carol@acme.com', firstname: 'Carol', lastname: 'Cook', company: 'Acme', hs_lead_status: 'CONNECTED', lifecyclestage: 'opportunity' });
-    this.add('contacts', { email: 'old@initech.com', firstname: 'Olivia', lastname: 'Old', company: 'Initech' }, { archived: true });
-    this.add('companies', { name: 'Acme', domain: 'acme.com', numberofemployees: '250', annualrevenue: '10000000', industry: 'COMPUTER_SOFTWARE' });
-    this.add('companies', { name: 'Globex', domain: 'globex.com', numberofemployees: '40', annualrevenue: '2000000', industry: 'RETAIL' });
-    this.add('companies', { name: 'Initech', domain: 'initech.com', numberofemployees: '1200', annualrevenue: '90000000', industry: 'FINANCIAL_SERVICES' });
-    this.add('deals', { dealname: 'Acme expansion', amount: '12000', dealstage: 'qualifiedtobuy', pipeline: 'default', hs_priority: 'medium' });
-    this.add('deals', { dealname: 'Globex pilot', amount: '3000', dealstage: 'appointmentscheduled', pipeline: 'default' });
-    this.add('deals', { dealname: 'Initech enterprise', amount: '250000', dealstage: 'qualifiedtobuy', pipeline: 'default', hs_priority: 'high' });
+    this.add('contacts', {
+      email: 'alice@acme.com',
+      firstname: 'Alice',
+      lastname: 'Archer',
+      company: 'Acme',
+      hs_lead_status: 'NEW',
+      lifecyclestage: 'lead',
+    });
+    this.add('contacts', {
+      email: 'bob@globex.com',
+      firstname: 'Bob',
+      lastname: 'Baker',
+      company: 'Globex',
+      hs_lead_status: 'OPEN',
+      lifecyclestage: 'customer',
+    });
+    this.add('contacts', {
+      email: 'carol@acme.com',
+      firstname: 'Carol',
+      lastname: 'Cook',
+      company: 'Acme',
+      hs_lead_status: 'CONNECTED',
+      lifecyclestage: 'opportunity',
+    });
+    this.add(
+      'contacts',
+      { email: 'old@initech.com', firstname: 'Olivia', lastname: 'Old', company: 'Initech' },
+      { archived: true },
+    );
+    this.add('companies', {
+      name: 'Acme',
+      domain: 'acme.com',
+      numberofemployees: '250',
+      annualrevenue: '10000000',
+      industry: 'COMPUTER_SOFTWARE',
+    });
+    this.add('companies', {
+      name: 'Globex',
+      domain: 'globex.com',
+      numberofemployees: '40',
+      annualrevenue: '2000000',
+      industry: 'RETAIL',
+    });
+    this.add('companies', {
+      name: 'Initech',
+      domain: 'initech.com',
+      numberofemployees: '1200',
+      annualrevenue: '90000000',
+      industry: 'FINANCIAL_SERVICES',
+    });
+    this.add('deals', {
+      dealname: 'Acme expansion',
+      amount: '12000',
+      dealstage: 'qualifiedtobuy',
+      pipeline: 'default',
+      hs_priority: 'medium',
+    });
+    this.add('deals', {
+      dealname: 'Globex pilot',
+      amount: '3000',
+      dealstage: 'appointmentscheduled',
+      pipeline: 'default',
+    });
+    this.add('deals', {
+      dealname: 'Initech enterprise',
+      amount: '250000',
+      dealstage: 'qualifiedtobuy',
+      pipeline: 'default',
+      hs_priority: 'high',
+    });
   }
 
   async start(): Promise<this> {
@@ -253,7 +363,13 @@ export class FakeCrm {
     r.patch('/:id', (req, res) => this.handle(res, () => this.update(req)));
     app.use('/crm/v3/objects/:type', r);
     app.use((req, res) => {
-      this.requests.push({ method: req.method, path: req.path, query: req.query as Record<string, unknown>, body: req.body, authorization: req.headers.authorization });
+      this.requests.push({
+        method: req.method,
+        path: req.path,
+        query: req.query as Record<string, unknown>,
+        body: req.body,
+        authorization: req.headers.authorization,
+      });
       res.status(404).type('text').send('');
     });
     this.listening = await listen(app);
@@ -334,14 +450,32 @@ export class FakeCrm {
     if (!grant.scope.split(' ').includes(needed)) {
       return this.send(
         res,
-        this.error(403, 'MISSING_SCOPES', "This app hasn't been granted all required scopes to make this call. Read more about required scopes here: https://developers.hubspot.com/scopes.", {
-          errors: [{ message: 'One or more of the following scopes are required.', context: { requiredGranularScopes: [needed] } }],
-          links: { scopes: 'https://developers.hubspot.com/scopes' },
-        }),
+        this.error(
+          403,
+          'MISSING_SCOPES',
+          "This app hasn't been granted all required scopes to make this call. Read more about required scopes here: https://developers.hubspot.com/scopes.",
+          {
+            errors: [
+              {
+                message: 'One or more of the following scopes are required.',
+                context: { requiredGranularScopes: [needed] },
+              },
+            ],
+            links: { scopes: 'https://developers.hubspot.com/scopes' },
+          },
+        ),
       );
     }
-    if ((req.method === 'POST' || req.method === 'PATCH') && !String(req.headers['content-type'] ?? '').startsWith('application/json')) {
-      return void res.status(415).json({ status: 'error', message: 'Unsupported Media Type', correlationId: randomUUID(), category: 'UNSUPPORTED_MEDIA_TYPE' });
+    if (
+      (req.method === 'POST' || req.method === 'PATCH') &&
+      !String(req.headers['content-type'] ?? '').startsWith('application/json')
+    ) {
+      return void res.status(415).json({
+        status: 'error',
+        message: 'Unsupported Media Type',
+        correlationId: randomUUID(),
+        category: 'UNSUPPORTED_MEDIA_TYPE',
+      });
     }
     next();
   }
@@ -372,7 +506,11 @@ export class FakeCrm {
   /** Checks and normalises a `properties` write object; throws HubSpot's VALIDATION_ERROR listing every problem. */
   private checkProperties(type: ObjectType, input: unknown, allowed: readonly string[]): Record<string, string> {
     if (!input || typeof input !== 'object' || Array.isArray(input)) {
-      throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON on line 1: "properties" must be an object of property name to value');
+      throw this.error(
+        400,
+        'VALIDATION_ERROR',
+        'Invalid input JSON on line 1: "properties" must be an object of property name to value',
+      );
     }
     const body = input as Record<string, unknown>;
     for (const k of Object.keys(body)) {
@@ -382,7 +520,11 @@ export class FakeCrm {
     }
     const props = body.properties;
     if (!props || typeof props !== 'object' || Array.isArray(props)) {
-      throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON on line 1: "properties" must be an object of property name to value');
+      throw this.error(
+        400,
+        'VALIDATION_ERROR',
+        'Invalid input JSON on line 1: "properties" must be an object of property name to value',
+      );
     }
     const problems: PropertyProblem[] = [];
     const out: Record<string, string> = {};
@@ -393,12 +535,20 @@ export class FakeCrm {
         continue;
       }
       if (def.readOnly) {
-        problems.push({ name, error: 'READ_ONLY_VALUE', message: `${name} is a read only property; its value cannot be set.` });
+        problems.push({
+          name,
+          error: 'READ_ONLY_VALUE',
+          message: `${name} is a read only property; its value cannot be set.`,
+        });
         continue;
       }
       // HubSpot's schema says strings; it also coerces JSON numbers. Nothing else is a property value.
       if (typeof raw !== 'string' && typeof raw !== 'number') {
-        problems.push({ name, error: 'INVALID_PROPERTY_VALUE', message: `${JSON.stringify(raw)} is not a valid value for ${name}; property values are strings` });
+        problems.push({
+          name,
+          error: 'INVALID_PROPERTY_VALUE',
+          message: `${JSON.stringify(raw)} is not a valid value for ${name}; property values are strings`,
+        });
         continue;
       }
       const value = String(raw);
@@ -414,7 +564,14 @@ export class FakeCrm {
       problems.push({ name: 'email', error: 'INVALID_EMAIL', message: `Email address ${out.email} is invalid` });
     }
     if (problems.length) {
-      const list = problems.map((p) => ({ isValid: false, message: p.message, error: p.error, name: p.name, localizedErrorMessage: p.message, portalId: this.portalId }));
+      const list = problems.map((p) => ({
+        isValid: false,
+        message: p.message,
+        error: p.error,
+        name: p.name,
+        localizedErrorMessage: p.message,
+        portalId: this.portalId,
+      }));
       throw this.error(400, 'VALIDATION_ERROR', `Property values were not valid: ${JSON.stringify(list)}`, {
         errors: problems.map((p) => ({ message: p.message, code: p.error, context: { propertyName: [p.name] } })),
       });
@@ -431,13 +588,19 @@ export class FakeCrm {
       case 'enumeration':
         return def.options!.includes(value)
           ? undefined
-          : { name, error: 'INVALID_OPTION', message: `${value} was not one of the allowed options: [${def.options!.join(', ')}]` };
+          : {
+              name,
+              error: 'INVALID_OPTION',
+              message: `${value} was not one of the allowed options: [${def.options!.join(', ')}]`,
+            };
       case 'bool':
         return value === 'true' || value === 'false'
           ? undefined
           : { name, error: 'INVALID_OPTION', message: `${value} was not one of the allowed options: [true, false]` };
       case 'datetime':
-        return toDateTime(value) ? undefined : { name, error: 'INVALID_DATE', message: `${value} was not a valid date or epoch milliseconds.` };
+        return toDateTime(value)
+          ? undefined
+          : { name, error: 'INVALID_DATE', message: `${value} was not a valid date or epoch milliseconds.` };
       default:
         return undefined;
     }
@@ -446,7 +609,9 @@ export class FakeCrm {
   private duplicateEmail(email: string | undefined, except?: string): CrmRecord | undefined {
     if (!email) return undefined;
     const lower = email.toLowerCase();
-    return [...this.records.contacts.values()].find((r) => !r.archived && r.id !== except && r.properties.email?.toLowerCase() === lower);
+    return [...this.records.contacts.values()].find(
+      (r) => !r.archived && r.id !== except && r.properties.email?.toLowerCase() === lower,
+    );
   }
 
   // Endpoints
@@ -460,7 +625,11 @@ export class FakeCrm {
     }
     if (type === 'deals') {
       if (!props.dealstage) {
-        throw this.error(400, 'VALIDATION_ERROR', 'Property values were not valid: [{"isValid":false,"message":"dealstage is required","error":"REQUIRED_PROPERTY","name":"dealstage"}]');
+        throw this.error(
+          400,
+          'VALIDATION_ERROR',
+          'Property values were not valid: [{"isValid":false,"message":"dealstage is required","error":"REQUIRED_PROPERTY","name":"dealstage"}]',
+        );
       }
       props.pipeline ||= 'default';
     }
@@ -473,7 +642,9 @@ export class FakeCrm {
     const id = String(req.params.id);
     const r = this.records[type].get(id);
     if (!r || (r.archived && !allowArchived)) {
-      throw this.error(404, 'OBJECT_NOT_FOUND', 'Object not found.  objectId are usually numeric.', { context: { id: [id] } });
+      throw this.error(404, 'OBJECT_NOT_FOUND', 'Object not found.  objectId are usually numeric.', {
+        context: { id: [id] },
+      });
     }
     return r;
   }
@@ -502,7 +673,11 @@ export class FakeCrm {
     if (raw === undefined) return 10;
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 1 || n > max) {
-      throw this.error(400, 'VALIDATION_ERROR', `limit must be an integer between 1 and ${max}, got ${JSON.stringify(raw)}`);
+      throw this.error(
+        400,
+        'VALIDATION_ERROR',
+        `limit must be an integer between 1 and ${max}, got ${JSON.stringify(raw)}`,
+      );
     }
     return n;
   }
@@ -521,14 +696,21 @@ export class FakeCrm {
       if (!decoded) throw this.error(400, 'VALIDATION_ERROR', `Invalid paging cursor: ${String(req.query.after)}`);
       startId = Number(decoded[1]);
     }
-    const all = [...this.records[type].values()].filter((r) => r.archived === archived && Number(r.id) >= startId).sort((a, b) => Number(a.id) - Number(b.id));
+    const all = [...this.records[type].values()]
+      .filter((r) => r.archived === archived && Number(r.id) >= startId)
+      .sort((a, b) => Number(a.id) - Number(b.id));
     const page = all.slice(0, limit);
     const names = this.requested(req);
     const out: Record<string, unknown> = { results: page.map((r) => this.view(type, r, names)) };
     const next = all[limit];
     if (next) {
       const after = Buffer.from(`next:${next.id}`).toString('base64');
-      out.paging = { next: { after, link: `https://api.hubapi.com/crm/v3/objects/${type}?after=${encodeURIComponent(after)}&limit=${limit}` } };
+      out.paging = {
+        next: {
+          after,
+          link: `https://api.hubapi.com/crm/v3/objects/${type}?after=${encodeURIComponent(after)}&limit=${limit}`,
+        },
+      };
     }
     return out;
   }
@@ -536,16 +718,25 @@ export class FakeCrm {
   private search(req: Request) {
     const type = this.type(req);
     const body = req.body as Record<string, unknown>;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: the body must be an object');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: the body must be an object');
     for (const k of Object.keys(body)) {
-      if (!SEARCH_FIELDS.has(k)) throw this.error(400, 'VALIDATION_ERROR', `Invalid input JSON on line 1, column 2: Unrecognized field "${k}"`);
+      if (!SEARCH_FIELDS.has(k))
+        throw this.error(400, 'VALIDATION_ERROR', `Invalid input JSON on line 1, column 2: Unrecognized field "${k}"`);
     }
-    if (body.query !== undefined && typeof body.query !== 'string') throw this.error(400, 'VALIDATION_ERROR', 'query must be a string');
+    if (body.query !== undefined && typeof body.query !== 'string')
+      throw this.error(400, 'VALIDATION_ERROR', 'query must be a string');
     const limit = this.limit(body.limit, 200);
-    if (body.limit !== undefined && typeof body.limit !== 'number') throw this.error(400, 'VALIDATION_ERROR', 'limit must be a number');
+    if (body.limit !== undefined && typeof body.limit !== 'number')
+      throw this.error(400, 'VALIDATION_ERROR', 'limit must be a number');
     let offset = 0;
     if (body.after !== undefined) {
-      if (typeof body.after !== 'string' || !/^\d+$/.test(body.after)) throw this.error(400, 'VALIDATION_ERROR', `after must be a paging cursor string, got ${JSON.stringify(body.after)}`);
+      if (typeof body.after !== 'string' || !/^\d+$/.test(body.after))
+        throw this.error(
+          400,
+          'VALIDATION_ERROR',
+          `after must be a paging cursor string, got ${JSON.stringify(body.after)}`,
+        );
       offset = Number(body.after);
     }
     let names: string[] | undefined;
@@ -572,26 +763,43 @@ export class FakeCrm {
 
   private checkFilterGroups(type: ObjectType, raw: unknown): Array<{ filters: Filter[] }> {
     if (raw === undefined) return [];
-    if (!Array.isArray(raw)) throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: "filterGroups" must be an array of filter groups');
-    if (raw.length > 5) throw this.error(400, 'VALIDATION_ERROR', `Too many filter groups (${raw.length}); the limit is 5`);
+    if (!Array.isArray(raw))
+      throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: "filterGroups" must be an array of filter groups');
+    if (raw.length > 5)
+      throw this.error(400, 'VALIDATION_ERROR', `Too many filter groups (${raw.length}); the limit is 5`);
     let total = 0;
     for (const g of raw) {
       const filters = (g as { filters?: unknown })?.filters;
       if (!g || typeof g !== 'object' || !Array.isArray(filters)) {
-        throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: each filter group must be an object with a "filters" array');
+        throw this.error(
+          400,
+          'VALIDATION_ERROR',
+          'Invalid input JSON: each filter group must be an object with a "filters" array',
+        );
       }
-      if (filters.length > 10) throw this.error(400, 'VALIDATION_ERROR', `Too many filters in a group (${filters.length}); the limit is 10`);
+      if (filters.length > 10)
+        throw this.error(400, 'VALIDATION_ERROR', `Too many filters in a group (${filters.length}); the limit is 10`);
       total += filters.length;
       for (const f of filters as Filter[]) {
-        if (!f || typeof f.propertyName !== 'string') throw this.error(400, 'VALIDATION_ERROR', 'Each filter needs a "propertyName"');
+        if (!f || typeof f.propertyName !== 'string')
+          throw this.error(400, 'VALIDATION_ERROR', 'Each filter needs a "propertyName"');
         if (!(OPERATORS as readonly string[]).includes(f.operator)) {
-          throw this.error(400, 'VALIDATION_ERROR', `Invalid input JSON: operator ${JSON.stringify(f.operator)} is not one of ${OPERATORS.join(', ')}`);
+          throw this.error(
+            400,
+            'VALIDATION_ERROR',
+            `Invalid input JSON: operator ${JSON.stringify(f.operator)} is not one of ${OPERATORS.join(', ')}`,
+          );
         }
         if (!this.properties[type][f.propertyName]) {
-          throw this.error(400, 'VALIDATION_ERROR', `There was a problem with the request: property "${f.propertyName}" does not exist`);
+          throw this.error(
+            400,
+            'VALIDATION_ERROR',
+            `There was a problem with the request: property "${f.propertyName}" does not exist`,
+          );
         }
         const needsValue = !['HAS_PROPERTY', 'NOT_HAS_PROPERTY', 'IN', 'NOT_IN'].includes(f.operator);
-        if (needsValue && (f.value === undefined || f.value === null)) throw this.error(400, 'VALIDATION_ERROR', `Filter on ${f.propertyName} with ${f.operator} needs a "value"`);
+        if (needsValue && (f.value === undefined || f.value === null))
+          throw this.error(400, 'VALIDATION_ERROR', `Filter on ${f.propertyName} with ${f.operator} needs a "value"`);
         if ((f.operator === 'IN' || f.operator === 'NOT_IN') && !Array.isArray(f.values)) {
           throw this.error(400, 'VALIDATION_ERROR', `Filter on ${f.propertyName} with ${f.operator} needs "values"`);
         }
@@ -658,7 +866,12 @@ export function containsToken(value: string, token: string): boolean {
   const v = value.toLowerCase();
   const t = token.toLowerCase();
   if (t.includes('*')) {
-    const re = new RegExp(`^${t.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    const re = new RegExp(
+      `^${t
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
     return re.test(v) || v.split(/\s+/).some((x) => re.test(x));
   }
   return v === t || v.split(/[^a-z0-9]+/).includes(t);

@@ -106,8 +106,26 @@ export class FakeDesk {
       sideConversations: new Map(),
       nextId: 1000,
     };
-    t.users.set(1, { id: 1, name: 'Agent Smith', email, role: 'admin', organization_id: 42, phone: null, verified: true, created_at: now });
-    t.users.set(2, { id: 2, name: 'Jane Customer', email: 'jane@customer.com', role: 'end-user', organization_id: null, phone: null, verified: true, created_at: now });
+    t.users.set(1, {
+      id: 1,
+      name: 'Agent Smith',
+      email,
+      role: 'admin',
+      organization_id: 42,
+      phone: null,
+      verified: true,
+      created_at: now,
+    });
+    t.users.set(2, {
+      id: 2,
+      name: 'Jane Customer',
+      email: 'jane@customer.com',
+      role: 'end-user',
+      organization_id: null,
+      phone: null,
+      verified: true,
+      created_at: now,
+    });
     for (let i = 1; i <= 3; i++) {
       const id = t.nextId++;
       t.tickets.set(id, {
@@ -124,8 +142,12 @@ export class FakeDesk {
         created_at: now,
         updated_at: now,
       });
-      t.comments.set(id, [{ id: t.nextId++, body: `Seed description ${i}`, public: true, author_id: 2, created_at: now }]);
-      t.sideConversations.set(id, [{ id: randomUUID(), subject: 'Asked billing', state: 'open', events: [{ type: 'create' }] }]);
+      t.comments.set(id, [
+        { id: t.nextId++, body: `Seed description ${i}`, public: true, author_id: 2, created_at: now },
+      ]);
+      t.sideConversations.set(id, [
+        { id: randomUUID(), subject: 'Asked billing', state: 'open', events: [{ type: 'create' }] },
+      ]);
     }
     this.tenants.set(domain, t);
     return t;
@@ -154,7 +176,14 @@ export class FakeDesk {
 
   private gate(req: Request, res: Response, next: () => void) {
     const domain = String(req.params.domain);
-    this.requests.push({ method: req.method, domain, path: req.path, query: req.query as Record<string, unknown>, body: req.body, authorization: req.headers.authorization });
+    this.requests.push({
+      method: req.method,
+      domain,
+      path: req.path,
+      query: req.query as Record<string, unknown>,
+      body: req.body,
+      authorization: req.headers.authorization,
+    });
     if (this.rateLimit.count > 0) {
       this.rateLimit.count--;
       if (this.rateLimit.retryAfter !== undefined) res.setHeader('retry-after', String(this.rateLimit.retryAfter));
@@ -176,7 +205,12 @@ export class FakeDesk {
     const page = req.query.page === undefined ? 1 : Number(req.query.page);
     const perPage = req.query.per_page === undefined ? 100 : Number(req.query.per_page);
     if (!Number.isInteger(page) || page < 1 || !Number.isInteger(perPage) || perPage < 1 || perPage > 100) {
-      res.status(400).json({ error: { title: 'Invalid attribute', message: 'page and per_page must be positive integers, per_page at most 100' } });
+      res.status(400).json({
+        error: {
+          title: 'Invalid attribute',
+          message: 'page and per_page must be positive integers, per_page at most 100',
+        },
+      });
       return;
     }
     const start = (page - 1) * perPage;
@@ -190,7 +224,11 @@ export class FakeDesk {
   }
 
   private invalid(res: Response, field: string, description: string) {
-    res.status(422).json({ error: 'RecordInvalid', description: 'Record validation errors', details: { [field]: [{ description, error: 'InvalidValue' }] } });
+    res.status(422).json({
+      error: 'RecordInvalid',
+      description: 'Record validation errors',
+      details: { [field]: [{ description, error: 'InvalidValue' }] },
+    });
   }
 
   private sortOrder(req: Request, res: Response): boolean {
@@ -217,7 +255,9 @@ export class FakeDesk {
     r.get('/views', (req, res) => {
       const sortBy = req.query.sort_by;
       if (sortBy !== undefined && !['alphabetical', 'created_at', 'updated_at', 'position'].includes(String(sortBy))) {
-        return void res.status(400).json({ error: { title: 'Invalid attribute', message: `sort_by ${sortBy} is not supported` } });
+        return void res
+          .status(400)
+          .json({ error: { title: 'Invalid attribute', message: `sort_by ${sortBy} is not supported` } });
       }
       if (!this.sortOrder(req, res)) return;
       let views = [...this.tenant(req).views];
@@ -237,13 +277,18 @@ export class FakeDesk {
       const ticket = t.tickets.get(Number(req.params.id));
       if (!ticket) return void res.status(404).json({ error: 'RecordNotFound', description: 'Not found' });
       const include = String(req.query.include ?? '');
-      res.json({ ticket, ...(include.includes('users') ? { users: [...t.users.values()] } : {}), ...(include.includes('groups') ? { groups: t.groups } : {}) });
+      res.json({
+        ticket,
+        ...(include.includes('users') ? { users: [...t.users.values()] } : {}),
+        ...(include.includes('groups') ? { groups: t.groups } : {}),
+      });
     });
     r.post('/tickets', (req, res) => {
       const t = this.tenant(req);
       const body = (req.body as { ticket?: Record<string, unknown> }).ticket;
       const comment = body?.comment as { body?: unknown } | undefined;
-      if (!body || typeof comment?.body !== 'string' || !comment.body) return this.invalid(res, 'description', 'Description: cannot be blank');
+      if (!body || typeof comment?.body !== 'string' || !comment.body)
+        return this.invalid(res, 'description', 'Description: cannot be blank');
       const problem = this.ticketProblems(t, body);
       if (problem) return this.invalid(res, problem[0], problem[1]);
       const now = new Date().toISOString();
@@ -276,9 +321,17 @@ export class FakeDesk {
       if (problem) return this.invalid(res, problem[0], problem[1]);
       const comment = body.comment as { body?: unknown; public?: unknown } | undefined;
       if (comment !== undefined) {
-        if (typeof comment.body !== 'string' || !comment.body) return this.invalid(res, 'comment', 'Comment: body cannot be blank');
-        if (comment.public !== undefined && typeof comment.public !== 'boolean') return this.invalid(res, 'comment', 'public must be a boolean');
-        t.comments.get(ticket.id)!.push({ id: t.nextId++, body: comment.body, public: comment.public !== false, author_id: 1, created_at: new Date().toISOString() });
+        if (typeof comment.body !== 'string' || !comment.body)
+          return this.invalid(res, 'comment', 'Comment: body cannot be blank');
+        if (comment.public !== undefined && typeof comment.public !== 'boolean')
+          return this.invalid(res, 'comment', 'public must be a boolean');
+        t.comments.get(ticket.id)!.push({
+          id: t.nextId++,
+          body: comment.body,
+          public: comment.public !== false,
+          author_id: 1,
+          created_at: new Date().toISOString(),
+        });
       }
       for (const k of ['subject', 'status', 'priority', 'type', 'tags', 'group_id', 'assignee_id'] as const) {
         if (body[k] !== undefined) (ticket as unknown as Record<string, unknown>)[k] = body[k];
@@ -291,7 +344,9 @@ export class FakeDesk {
     r.get('/tickets/:id/comments', (req, res) => {
       if (!this.sortOrder(req, res)) return;
       if (req.query.include !== undefined && req.query.include !== 'users') {
-        return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'include only supports users' } });
+        return void res
+          .status(400)
+          .json({ error: { title: 'Invalid attribute', message: 'include only supports users' } });
       }
       const list = this.tenant(req).comments.get(Number(req.params.id));
       if (!list) return void res.status(404).json({ error: 'RecordNotFound', description: 'Not found' });
@@ -304,33 +359,48 @@ export class FakeDesk {
       res.json({ side_conversations: list, next_page: null, previous_page: null, count: list.length });
     });
     r.get('/tickets/:id/side_conversations/:sid', (req, res) => {
-      const sc = this.tenant(req).sideConversations.get(Number(req.params.id))?.find((s) => s.id === req.params.sid);
+      const sc = this.tenant(req)
+        .sideConversations.get(Number(req.params.id))
+        ?.find((s) => s.id === req.params.sid);
       if (!sc) return void res.status(404).json({ error: 'RecordNotFound', description: 'Not found' });
       const { events, ...rest } = sc;
       res.json({ side_conversation: rest, ...(String(req.query.include ?? '').includes('events') ? { events } : {}) });
     });
     r.get('/search', (req, res) => {
       const query = String(req.query.query ?? '');
-      if (!query) return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'query is required' } });
+      if (!query)
+        return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'query is required' } });
       const page = Number(req.query.page ?? 1);
       const perPage = Number(req.query.per_page ?? 100);
       if (page * perPage > 1000 && (page - 1) * perPage >= 1000) {
-        return void res.status(422).json({ error: 'Insufficient Resource Error', description: 'Search results are limited to 1000 per query' });
+        return void res
+          .status(422)
+          .json({ error: 'Insufficient Resource Error', description: 'Search results are limited to 1000 per query' });
       }
-      if (req.query.sort_by !== undefined && !['updated_at', 'created_at', 'priority', 'status', 'ticket_type'].includes(String(req.query.sort_by))) {
+      if (
+        req.query.sort_by !== undefined &&
+        !['updated_at', 'created_at', 'priority', 'status', 'ticket_type'].includes(String(req.query.sort_by))
+      ) {
         return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'invalid sort_by' } });
       }
       if (!this.sortOrder(req, res)) return;
       const terms = query.split(/\s+/).filter((s) => s && !s.startsWith('type:'));
       const results = [...this.tenant(req).tickets.values()]
-        .filter((t) => terms.every((term) => (term.startsWith('status:') ? t.status === term.slice(7) : `${t.subject} ${t.description}`.toLowerCase().includes(term.toLowerCase()))))
+        .filter((t) =>
+          terms.every((term) =>
+            term.startsWith('status:')
+              ? t.status === term.slice(7)
+              : `${t.subject} ${t.description}`.toLowerCase().includes(term.toLowerCase()),
+          ),
+        )
         .map((t) => ({ ...t, result_type: 'ticket' }));
       this.page(req, res, 'results', results);
     });
     r.get('/users', (req, res) => {
       let users = [...this.tenant(req).users.values()];
       if (req.query.role !== undefined) {
-        if (!ROLES.includes(String(req.query.role))) return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'invalid role' } });
+        if (!ROLES.includes(String(req.query.role)))
+          return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'invalid role' } });
         users = users.filter((u) => u.role === req.query.role);
       }
       if (typeof req.query.sort === 'string' && req.query.sort.startsWith('-')) users.reverse();
@@ -346,8 +416,10 @@ export class FakeDesk {
       const u = (req.body as { user?: Record<string, unknown> }).user;
       if (!u || typeof u.name !== 'string' || !u.name) return this.invalid(res, 'name', 'Name: cannot be blank');
       if (u.role !== undefined && !ROLES.includes(String(u.role))) return this.invalid(res, 'role', 'Role: is invalid');
-      if (u.email !== undefined && [...t.users.values()].some((x) => x.email === u.email)) return this.invalid(res, 'email', `Email: ${u.email} is already being used by another user`);
-      if (u.phone !== undefined && !/^\+[1-9]\d{1,14}$/.test(String(u.phone))) return this.invalid(res, 'phone', 'Phone: is invalid');
+      if (u.email !== undefined && [...t.users.values()].some((x) => x.email === u.email))
+        return this.invalid(res, 'email', `Email: ${u.email} is already being used by another user`);
+      if (u.phone !== undefined && !/^\+[1-9]\d{1,14}$/.test(String(u.phone)))
+        return this.invalid(res, 'phone', 'Phone: is invalid');
       const user: DeskUser = {
         id: t.nextId++,
         name: u.name,
@@ -365,13 +437,19 @@ export class FakeDesk {
 
   private ticketProblems(t: Tenant, body: Record<string, unknown>): [string, string] | undefined {
     if (body.status !== undefined && !STATUSES.includes(String(body.status))) return ['status', 'Status: is invalid'];
-    if (body.priority !== undefined && !PRIORITIES.includes(String(body.priority))) return ['priority', 'Priority: is invalid'];
+    if (body.priority !== undefined && !PRIORITIES.includes(String(body.priority)))
+      return ['priority', 'Priority: is invalid'];
     if (body.type !== undefined && !TYPES.includes(String(body.type))) return ['type', 'Type: is invalid'];
-    if (body.tags !== undefined && (!Array.isArray(body.tags) || !body.tags.every((x) => typeof x === 'string'))) return ['tags', 'Tags: must be a list of strings'];
-    if (body.assignee_email !== undefined && ![...t.users.values()].some((u) => u.email === body.assignee_email && u.role !== 'end-user')) {
+    if (body.tags !== undefined && (!Array.isArray(body.tags) || !body.tags.every((x) => typeof x === 'string')))
+      return ['tags', 'Tags: must be a list of strings'];
+    if (
+      body.assignee_email !== undefined &&
+      ![...t.users.values()].some((u) => u.email === body.assignee_email && u.role !== 'end-user')
+    ) {
       return ['assignee', `Assignee: ${body.assignee_email} is not an agent`];
     }
-    for (const k of ['assignee_id', 'group_id']) if (body[k] !== undefined && !Number.isInteger(body[k])) return [k, `${k}: must be an integer`];
+    for (const k of ['assignee_id', 'group_id'])
+      if (body[k] !== undefined && !Number.isInteger(body[k])) return [k, `${k}: must be an integer`];
     return undefined;
   }
 

@@ -144,16 +144,28 @@ export class FaultyUpstream {
         const result =
           message.method === 'tools/call'
             ? { content: [{ type: 'text', text: '<meeting id="m-1" title="Launch review" />' }] }
-            : { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'faulty', version: '1' } };
+            : {
+                protocolVersion: '2025-06-18',
+                capabilities: { tools: {} },
+                serverInfo: { name: 'faulty', version: '1' },
+              };
         const answer = JSON.stringify({ jsonrpc: '2.0', id: message.id, result });
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1', 'content-length': Buffer.byteLength(answer) });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'mcp-session-id': 'session-1',
+          'content-length': Buffer.byteLength(answer),
+        });
         res.end(answer);
         return;
       }
       case 'status': {
         const json = fault.body !== undefined && typeof fault.body !== 'string';
         const body = fault.body === undefined ? '' : json ? JSON.stringify(fault.body) : String(fault.body);
-        res.writeHead(fault.status, { ...(json ? { 'content-type': 'application/json' } : {}), 'content-length': Buffer.byteLength(body), ...fault.headers });
+        res.writeHead(fault.status, {
+          ...(json ? { 'content-type': 'application/json' } : {}),
+          'content-length': Buffer.byteLength(body),
+          ...fault.headers,
+        });
         res.end(body);
         return;
       }
@@ -229,15 +241,16 @@ export class FaultyUpstream {
       const ok = out.write(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n));
       this.bytesWritten += n;
       left -= n;
-      if (!ok) await new Promise<void>((r) => {
-        const done = () => {
-          out.removeListener('drain', done);
-          res.removeListener('close', done);
-          r();
-        };
-        out.once('drain', done);
-        res.once('close', done);
-      });
+      if (!ok)
+        await new Promise<void>((r) => {
+          const done = () => {
+            out.removeListener('drain', done);
+            res.removeListener('close', done);
+            r();
+          };
+          out.once('drain', done);
+          res.once('close', done);
+        });
     }
     if (!closed) out.end();
   }

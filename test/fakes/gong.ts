@@ -51,7 +51,11 @@ export interface GongCall {
   parties: GongParty[];
   topics: Array<{ name: string; duration: number }>;
   trackers: Array<{ id: string; name: string; count: number }>;
-  transcript: Array<{ speakerId: string; topic: string | null; sentences: Array<{ start: number; end: number; text: string }> }>;
+  transcript: Array<{
+    speakerId: string;
+    topic: string | null;
+    sentences: Array<{ start: number; end: number; text: string }>;
+  }>;
   crmAccountId?: string;
   media?: { contentType: string; bytes: number };
 }
@@ -189,7 +193,8 @@ function requireFields(obj: Json, fields: readonly string[], where: string): voi
 function optionalDateTime(obj: Json, field: string, where: string): number | undefined {
   const v = obj[field];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !DATE_TIME.test(v)) throw bad(`${where}${field} must be an ISO-8601 date-time, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'string' || !DATE_TIME.test(v))
+    throw bad(`${where}${field} must be an ISO-8601 date-time, got ${JSON.stringify(v)}`);
   return Date.parse(v);
 }
 
@@ -218,7 +223,14 @@ export class FakeGong {
   ];
   readonly users: GongUser[];
   readonly calls = new Map<string, GongCall>();
-  readonly flows: Array<{ id: string; name: string; folderId: string; ownerEmail: string; workspaceId: string; visibility: string }>;
+  readonly flows: Array<{
+    id: string;
+    name: string;
+    folderId: string;
+    ownerEmail: string;
+    workspaceId: string;
+    visibility: string;
+  }>;
   readonly folders: Array<{ id: string; name: string; ownerEmail: string; workspaceId: string }>;
   readonly instances = new Map<string, FlowInstance>();
   readonly coolOff = new Set<string>([PROSPECT_IN_COOL_OFF]);
@@ -234,11 +246,62 @@ export class FakeGong {
     this.pageSize = opts.pageSize ?? 2;
     const created = '2025-03-01T09:00:00Z';
     this.users = [
-      { id: U_MANAGER, emailAddress: 'manager@acme.com', emailAliases: [], firstName: 'Mia', lastName: 'Manager', title: 'Sales Manager', managerId: null, active: true, created },
-      { id: U_SDR, emailAddress: 'sdr@acme.com', emailAliases: [], firstName: 'Sam', lastName: 'Dev', title: 'SDR', managerId: U_MANAGER, active: true, created: '2025-06-01T09:00:00Z' },
-      { id: U_REP, emailAddress: 'rep@acme.com', emailAliases: ['r.ep@acme.com'], firstName: 'Rae', lastName: 'Rep', title: 'Account Executive', managerId: U_MANAGER, active: true, created },
-      { id: U_FORMER, emailAddress: 'former@acme.com', emailAliases: [], firstName: 'Fay', lastName: 'Former', title: 'AE', managerId: U_MANAGER, active: false, created: '2024-01-01T09:00:00Z' },
-      { id: U_AVATAR, emailAddress: 'csm@gong.io', emailAliases: [], firstName: 'Gong', lastName: 'CSM', title: 'Customer Success', managerId: null, active: true, created, isAvatar: true },
+      {
+        id: U_MANAGER,
+        emailAddress: 'manager@acme.com',
+        emailAliases: [],
+        firstName: 'Mia',
+        lastName: 'Manager',
+        title: 'Sales Manager',
+        managerId: null,
+        active: true,
+        created,
+      },
+      {
+        id: U_SDR,
+        emailAddress: 'sdr@acme.com',
+        emailAliases: [],
+        firstName: 'Sam',
+        lastName: 'Dev',
+        title: 'SDR',
+        managerId: U_MANAGER,
+        active: true,
+        created: '2025-06-01T09:00:00Z',
+      },
+      {
+        id: U_REP,
+        emailAddress: 'rep@acme.com',
+        emailAliases: ['r.ep@acme.com'],
+        firstName: 'Rae',
+        lastName: 'Rep',
+        title: 'Account Executive',
+        managerId: U_MANAGER,
+        active: true,
+        created,
+      },
+      {
+        id: U_FORMER,
+        emailAddress: 'former@acme.com',
+        emailAliases: [],
+        firstName: 'Fay',
+        lastName: 'Former',
+        title: 'AE',
+        managerId: U_MANAGER,
+        active: false,
+        created: '2024-01-01T09:00:00Z',
+      },
+      {
+        id: U_AVATAR,
+        emailAddress: 'csm@gong.io',
+        emailAliases: [],
+        firstName: 'Gong',
+        lastName: 'CSM',
+        title: 'Customer Success',
+        managerId: null,
+        active: true,
+        created,
+        isAvatar: true,
+      },
     ];
     const call = (id: string, workspaceId: string, started: string, primary: string, title: string): GongCall => ({
       id,
@@ -249,14 +312,35 @@ export class FakeGong {
       direction: 'Outbound',
       primaryUserId: primary,
       parties: [
-        { id: `${id.slice(0, 15)}01`, userId: primary, emailAddress: this.user(primary)!.emailAddress, name: this.user(primary)!.firstName, speakerId: `${id.slice(0, 15)}11`, affiliation: 'Internal' },
-        { id: `${id.slice(0, 15)}02`, emailAddress: 'buyer@customer.com', name: 'Bea Buyer', speakerId: `${id.slice(0, 15)}12`, affiliation: 'External' },
+        {
+          id: `${id.slice(0, 15)}01`,
+          userId: primary,
+          emailAddress: this.user(primary)!.emailAddress,
+          name: this.user(primary)!.firstName,
+          speakerId: `${id.slice(0, 15)}11`,
+          affiliation: 'Internal',
+        },
+        {
+          id: `${id.slice(0, 15)}02`,
+          emailAddress: 'buyer@customer.com',
+          name: 'Bea Buyer',
+          speakerId: `${id.slice(0, 15)}12`,
+          affiliation: 'External',
+        },
       ],
       topics: [{ name: 'Pricing', duration: 420 }],
       trackers: [{ id: '5001', name: 'Competitors', count: 2 }],
       transcript: [
-        { speakerId: `${id.slice(0, 15)}11`, topic: 'Pricing', sentences: [{ start: 1000, end: 4200, text: `Thanks for joining ${title}.` }] },
-        { speakerId: `${id.slice(0, 15)}12`, topic: 'Pricing', sentences: [{ start: 4300, end: 7000, text: 'What does it cost?' }] },
+        {
+          speakerId: `${id.slice(0, 15)}11`,
+          topic: 'Pricing',
+          sentences: [{ start: 1000, end: 4200, text: `Thanks for joining ${title}.` }],
+        },
+        {
+          speakerId: `${id.slice(0, 15)}12`,
+          topic: 'Pricing',
+          sentences: [{ start: 4300, end: 7000, text: 'What does it cost?' }],
+        },
       ],
       crmAccountId: '001A000001',
     });
@@ -272,12 +356,48 @@ export class FakeGong {
       { id: '1695493301223573466', name: 'Inbound', ownerEmail: 'sdr@acme.com', workspaceId: WS_SALES },
     ];
     this.flows = [
-      { id: FLOW_REP_1, name: 'Outbound Q3', folderId: FOLDER_REP, ownerEmail: 'rep@acme.com', workspaceId: WS_SALES, visibility: 'Company' },
-      { id: FLOW_REP_2, name: 'Re-engage', folderId: FOLDER_REP, ownerEmail: 'rep@acme.com', workspaceId: WS_SALES, visibility: 'Personal' },
-      { id: FLOW_REP_3, name: 'Renewals', folderId: FOLDER_REP, ownerEmail: 'rep@acme.com', workspaceId: WS_SUPPORT, visibility: 'Shared' },
-      { id: FLOW_SDR, name: 'Inbound follow-up', folderId: '1695493301223573466', ownerEmail: 'sdr@acme.com', workspaceId: WS_SALES, visibility: 'Company' },
+      {
+        id: FLOW_REP_1,
+        name: 'Outbound Q3',
+        folderId: FOLDER_REP,
+        ownerEmail: 'rep@acme.com',
+        workspaceId: WS_SALES,
+        visibility: 'Company',
+      },
+      {
+        id: FLOW_REP_2,
+        name: 'Re-engage',
+        folderId: FOLDER_REP,
+        ownerEmail: 'rep@acme.com',
+        workspaceId: WS_SALES,
+        visibility: 'Personal',
+      },
+      {
+        id: FLOW_REP_3,
+        name: 'Renewals',
+        folderId: FOLDER_REP,
+        ownerEmail: 'rep@acme.com',
+        workspaceId: WS_SUPPORT,
+        visibility: 'Shared',
+      },
+      {
+        id: FLOW_SDR,
+        name: 'Inbound follow-up',
+        folderId: '1695493301223573466',
+        ownerEmail: 'sdr@acme.com',
+        workspaceId: WS_SALES,
+        visibility: 'Company',
+      },
     ];
-    const task = (id: string, userId: string, type: GongTask['type'], status: GongTask['status'], dueDate: string | null, title: string, workspaceId = WS_SALES): GongTask => ({
+    const task = (
+      id: string,
+      userId: string,
+      type: GongTask['type'],
+      status: GongTask['status'],
+      dueDate: string | null,
+      title: string,
+      workspaceId = WS_SALES,
+    ): GongTask => ({
       id,
       userId,
       workspaceId,
@@ -387,7 +507,14 @@ export class FakeGong {
     app.set('strict routing', true);
     app.use('/v2', (req, res, next) => {
       const contentType = req.headers['content-type'];
-      const entry: ReceivedRequest = { method: req.method, path: `/v2${req.path}`, query: { ...req.query }, body: undefined, authorization: req.headers.authorization, contentType };
+      const entry: ReceivedRequest = {
+        method: req.method,
+        path: `/v2${req.path}`,
+        query: { ...req.query },
+        body: undefined,
+        authorization: req.headers.authorization,
+        contentType,
+      };
       this.requests.push(entry);
       res.locals.entry = entry;
       if (this.rateLimit.count > 0) {
@@ -412,11 +539,16 @@ export class FakeGong {
     const r = express.Router({ caseSensitive: true, strict: true });
     this.routes(r);
     app.use('/v2', r);
-    app.use((_req: Request, res: Response) => res.status(404).json({ requestId: this.requestId(), errors: ['No such endpoint'] }));
+    app.use((_req: Request, res: Response) =>
+      res.status(404).json({ requestId: this.requestId(), errors: ['No such endpoint'] }),
+    );
     app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
       if (err instanceof GongError) return this.fail(res, err);
       const status = (err as { status?: number }).status ?? 500;
-      res.status(status).json({ requestId: this.requestId(), errors: [status === 400 ? 'Malformed JSON in the request body' : String(err)] });
+      res.status(status).json({
+        requestId: this.requestId(),
+        errors: [status === 400 ? 'Malformed JSON in the request body' : String(err)],
+      });
     });
     this.listening = await listen(app);
     return this;
@@ -490,8 +622,10 @@ export class FakeGong {
   private filteredCalls(f: unknown, where: string, extra: readonly string[] = []): GongCall[] {
     if (!isObject(f)) throw bad(`${where}filter is required`);
     onlyKnown(f, ['callIds', 'fromDateTime', 'toDateTime', 'workspaceId', 'primaryUserIds', ...extra], 'filter');
-    if (f.callIds !== undefined && !isIdList(f.callIds)) throw bad('filter.callIds must be a list of call ids as strings');
-    if (f.workspaceId !== undefined && !isId(f.workspaceId)) throw bad('filter.workspaceId must be a workspace id as a string');
+    if (f.callIds !== undefined && !isIdList(f.callIds))
+      throw bad('filter.callIds must be a list of call ids as strings');
+    if (f.workspaceId !== undefined && !isId(f.workspaceId))
+      throw bad('filter.workspaceId must be a workspace id as a string');
     const from = optionalDateTime(f, 'fromDateTime', 'filter.');
     const to = optionalDateTime(f, 'toDateTime', 'filter.');
     return [...this.calls.values()].filter(
@@ -503,7 +637,12 @@ export class FakeGong {
     );
   }
 
-  private assignOne(flowId: string, crmId: string, ownerEmail: string, overrideCoolOff: boolean): { flowInstanceId: string } | { errorCode: string; errorMessage: string } {
+  private assignOne(
+    flowId: string,
+    crmId: string,
+    ownerEmail: string,
+    overrideCoolOff: boolean,
+  ): { flowInstanceId: string } | { errorCode: string; errorMessage: string } {
     if (this.instancesOf(crmId).some((i) => i.flowId === flowId && i.flowInstanceStatus === 'Running')) {
       return { errorCode: 'AlreadyAssigned', errorMessage: `Prospect ${crmId} is already in flow ${flowId}` };
     }
@@ -511,18 +650,32 @@ export class FakeGong {
       return { errorCode: 'CoolOffPeriod', errorMessage: `Prospect ${crmId} is in its cool-off period` };
     }
     const flowInstanceId = this.newId();
-    this.instances.set(flowInstanceId, { flowInstanceId, flowId, crmProspectId: crmId, flowInstanceOwnerEmail: ownerEmail, flowInstanceStatus: 'Running' });
+    this.instances.set(flowInstanceId, {
+      flowInstanceId,
+      flowId,
+      crmProspectId: crmId,
+      flowInstanceOwnerEmail: ownerEmail,
+      flowInstanceStatus: 'Running',
+    });
     return { flowInstanceId };
   }
 
   private checkAssignBody(b: Json, max: number): { flowId: string; ids: string[]; owner: string } {
-    onlyKnown(b, ['flowId', 'crmProspectsIds', 'flowInstanceOwnerEmail', 'overrides', 'flowInstanceDescription'], 'the request body');
+    onlyKnown(
+      b,
+      ['flowId', 'crmProspectsIds', 'flowInstanceOwnerEmail', 'overrides', 'flowInstanceDescription'],
+      'the request body',
+    );
     requireFields(b, ['flowId', 'crmProspectsIds', 'flowInstanceOwnerEmail'], '');
     if (!isId(b.flowId)) throw bad('flowId must be a flow id as a string');
     const ids = b.crmProspectsIds;
-    if (!Array.isArray(ids) || !ids.length || !ids.every((x) => typeof x === 'string' && x)) throw bad('crmProspectsIds must be a non-empty list of CRM ids');
+    if (!Array.isArray(ids) || !ids.length || !ids.every((x) => typeof x === 'string' && x))
+      throw bad('crmProspectsIds must be a non-empty list of CRM ids');
     if (ids.length > max) throw bad(`crmProspectsIds may hold at most ${max} prospects`);
-    if (typeof b.flowInstanceOwnerEmail !== 'string' || !this.users.some((u) => u.emailAddress === b.flowInstanceOwnerEmail)) {
+    if (
+      typeof b.flowInstanceOwnerEmail !== 'string' ||
+      !this.users.some((u) => u.emailAddress === b.flowInstanceOwnerEmail)
+    ) {
       throw bad(`flowInstanceOwnerEmail ${JSON.stringify(b.flowInstanceOwnerEmail)} is not a Gong user`);
     }
     if (!this.flows.some((f) => f.id === b.flowId)) throw new GongError(404, [`Flow ${b.flowId} not found`]);
@@ -535,7 +688,13 @@ export class FakeGong {
     const prospectsNotAssigned: Json[] = [];
     for (const crmId of ids) {
       const r = this.assignOne(flowId, crmId, owner, overrideCoolOff);
-      if ('flowInstanceId' in r) prospectsAssigned.push({ flowId, crmProspectId: crmId, flowInstanceId: r.flowInstanceId, flowInstanceStatus: 'Pending' });
+      if ('flowInstanceId' in r)
+        prospectsAssigned.push({
+          flowId,
+          crmProspectId: crmId,
+          flowInstanceId: r.flowInstanceId,
+          flowInstanceStatus: 'Pending',
+        });
       else prospectsNotAssigned.push({ flowId, crmProspectId: crmId, ...r });
     }
     this.ok(res, { prospectsAssigned, prospectsNotAssigned });
@@ -548,12 +707,15 @@ export class FakeGong {
     onlyKnown(f, ['fromDate', 'toDate', 'userIds'], 'filter');
     requireFields(f, ['fromDate', 'toDate'], 'filter.');
     for (const k of ['fromDate', 'toDate'] as const) {
-      if (typeof f[k] !== 'string' || !DATE.test(f[k] as string)) throw bad(`filter.${k} must be a date in the form YYYY-MM-DD, got ${JSON.stringify(f[k])}`);
+      if (typeof f[k] !== 'string' || !DATE.test(f[k] as string))
+        throw bad(`filter.${k} must be a date in the form YYYY-MM-DD, got ${JSON.stringify(f[k])}`);
     }
     const today = new Date().toISOString().slice(0, 10);
     if ((f.toDate as string) > today) throw bad('filter.toDate must not be after today');
-    if ((f.fromDate as string) >= (f.toDate as string)) throw bad('filter.fromDate must be before filter.toDate (toDate is exclusive)');
-    if (f.userIds !== undefined && !isIdList(f.userIds)) throw bad('filter.userIds must be a list of user ids as strings');
+    if ((f.fromDate as string) >= (f.toDate as string))
+      throw bad('filter.fromDate must be before filter.toDate (toDate is exclusive)');
+    if (f.userIds !== undefined && !isIdList(f.userIds))
+      throw bad('filter.userIds must be a list of user ids as strings');
     return { fromDate: f.fromDate as string, toDate: f.toDate as string, userIds: f.userIds as string[] | undefined };
   }
 
@@ -563,7 +725,8 @@ export class FakeGong {
       '/users',
       this.h((req, res) => {
         const avatars = queryString(req, 'includeAvatars');
-        if (avatars !== undefined && avatars !== 'true' && avatars !== 'false') throw bad('includeAvatars must be true or false');
+        if (avatars !== undefined && avatars !== 'true' && avatars !== 'false')
+          throw bad('includeAvatars must be true or false');
         const list = this.users.filter((u) => avatars === 'true' || !u.isAvatar);
         const { records, items } = this.page('users', list, queryString(req, 'cursor'));
         this.ok(res, { records, users: items });
@@ -577,7 +740,8 @@ export class FakeGong {
         const f = (b.filter ?? {}) as Json;
         if (!isObject(f)) throw bad('filter must be an object');
         onlyKnown(f, ['userIds', 'createdFromDateTime', 'createdToDateTime', 'includeAvatars'], 'filter');
-        if (f.userIds !== undefined && !isIdList(f.userIds)) throw bad('filter.userIds must be a list of user ids as strings');
+        if (f.userIds !== undefined && !isIdList(f.userIds))
+          throw bad('filter.userIds must be a list of user ids as strings');
         const from = optionalDateTime(f, 'createdFromDateTime', 'filter.');
         const to = optionalDateTime(f, 'createdToDateTime', 'filter.');
         const list = this.users.filter(
@@ -598,7 +762,10 @@ export class FakeGong {
         });
       }),
     );
-    r.get('/workspaces', this.h((_req, res) => this.ok(res, { workspaces: this.workspaces })));
+    r.get(
+      '/workspaces',
+      this.h((_req, res) => this.ok(res, { workspaces: this.workspaces })),
+    );
 
     // Settings, outcomes, library
     r.get(
@@ -622,7 +789,14 @@ export class FakeGong {
               scorecardName: 'Discovery call',
               workspaceId: WS_SALES,
               enabled: true,
-              questions: [{ questionId: '4101', questionText: 'Did the rep confirm budget?', isOverall: false, answerGuide: 'Budget named in numbers' }],
+              questions: [
+                {
+                  questionId: '4101',
+                  questionText: 'Did the rep confirm budget?',
+                  isOverall: false,
+                  answerGuide: 'Budget named in numbers',
+                },
+              ],
             },
           ],
         }),
@@ -633,8 +807,20 @@ export class FakeGong {
       this.h((req, res) => {
         const ws = queryString(req, 'workspaceId');
         const trackers = [
-          { trackerId: '5001', trackerName: 'Competitors', workspaceId: WS_SALES, languageKeywords: [{ language: 'eng', keywords: ['Chorus', 'Clari'] }], affiliation: 'Any' },
-          { trackerId: '5002', trackerName: 'Churn risk', workspaceId: WS_SUPPORT, languageKeywords: [{ language: 'eng', keywords: ['cancel'] }], affiliation: 'External' },
+          {
+            trackerId: '5001',
+            trackerName: 'Competitors',
+            workspaceId: WS_SALES,
+            languageKeywords: [{ language: 'eng', keywords: ['Chorus', 'Clari'] }],
+            affiliation: 'Any',
+          },
+          {
+            trackerId: '5002',
+            trackerName: 'Churn risk',
+            workspaceId: WS_SUPPORT,
+            languageKeywords: [{ language: 'eng', keywords: ['cancel'] }],
+            affiliation: 'External',
+          },
         ];
         this.ok(res, { keywordTrackers: trackers.filter((t) => !ws || t.workspaceId === ws) });
       }),
@@ -643,11 +829,33 @@ export class FakeGong {
       '/library/folders',
       this.h((req, res) => {
         const ws = queryString(req, 'workspaceId');
-        if (ws !== undefined && !this.workspaces.some((w) => w.id === ws)) throw new GongError(404, [`Workspace ${ws} not found`]);
+        if (ws !== undefined && !this.workspaces.some((w) => w.id === ws))
+          throw new GongError(404, [`Workspace ${ws} not found`]);
         const folders = [
-          { id: LIBRARY_ROOT, name: 'Best calls', parentFolderId: null, createdBy: U_MANAGER, updated: '2026-01-05T10:00:00Z', workspaceId: WS_SALES },
-          { id: LIBRARY_CHILD, name: 'Objection handling', parentFolderId: LIBRARY_ROOT, createdBy: U_MANAGER, updated: '2026-01-06T10:00:00Z', workspaceId: WS_SALES },
-          { id: '3843152912968920039', name: 'Escalations', parentFolderId: null, createdBy: U_MANAGER, updated: '2026-02-01T10:00:00Z', workspaceId: WS_SUPPORT },
+          {
+            id: LIBRARY_ROOT,
+            name: 'Best calls',
+            parentFolderId: null,
+            createdBy: U_MANAGER,
+            updated: '2026-01-05T10:00:00Z',
+            workspaceId: WS_SALES,
+          },
+          {
+            id: LIBRARY_CHILD,
+            name: 'Objection handling',
+            parentFolderId: LIBRARY_ROOT,
+            createdBy: U_MANAGER,
+            updated: '2026-01-06T10:00:00Z',
+            workspaceId: WS_SALES,
+          },
+          {
+            id: '3843152912968920039',
+            name: 'Escalations',
+            parentFolderId: null,
+            createdBy: U_MANAGER,
+            updated: '2026-02-01T10:00:00Z',
+            workspaceId: WS_SUPPORT,
+          },
         ];
         this.ok(res, { folders: folders.filter((f) => !ws || f.workspaceId === ws) });
       }),
@@ -664,8 +872,22 @@ export class FakeGong {
           createdBy: U_MANAGER,
           updated: '2026-01-05T10:00:00Z',
           calls: [
-            { id: CALL_1, title: 'Discovery with Customer', note: 'Great opener', addedBy: U_MANAGER, created: '2026-01-11T08:00:00Z', url: `https://app.gong.io/call?id=${CALL_1}` },
-            { id: CALL_2, title: 'Qualification', note: 'Clip: pricing objection', addedBy: U_MANAGER, created: '2026-01-21T08:00:00Z', snippet: { fromSec: 120, toSec: 185 } },
+            {
+              id: CALL_1,
+              title: 'Discovery with Customer',
+              note: 'Great opener',
+              addedBy: U_MANAGER,
+              created: '2026-01-11T08:00:00Z',
+              url: `https://app.gong.io/call?id=${CALL_1}`,
+            },
+            {
+              id: CALL_2,
+              title: 'Qualification',
+              note: 'Clip: pricing objection',
+              addedBy: U_MANAGER,
+              created: '2026-01-21T08:00:00Z',
+              snippet: { fromSec: 120, toSec: 185 },
+            },
           ],
         });
       }),
@@ -676,7 +898,8 @@ export class FakeGong {
       '/calls',
       this.h((req, res) => {
         const q: Json = {};
-        for (const k of ['fromDateTime', 'toDateTime', 'workspaceId']) if (queryString(req, k) !== undefined) q[k] = queryString(req, k);
+        for (const k of ['fromDateTime', 'toDateTime', 'workspaceId'])
+          if (queryString(req, k) !== undefined) q[k] = queryString(req, k);
         const list = this.filteredCalls({ ...q }, '', []).sort((a, b) => a.started.localeCompare(b.started));
         const { records, items } = this.page('calls', list, queryString(req, 'cursor'));
         this.ok(res, { records, calls: items.map((c) => this.callMetaData(c)) });
@@ -691,29 +914,68 @@ export class FakeGong {
         const sel = b.contentSelector === undefined ? {} : b.contentSelector;
         if (!isObject(sel)) throw bad('contentSelector must be an object');
         onlyKnown(sel, ['context', 'contextTiming', 'exposedFields'], 'contentSelector');
-        if (sel.context !== undefined && sel.context !== 'None' && sel.context !== 'Extended') throw bad('contentSelector.context must be None or Extended');
+        if (sel.context !== undefined && sel.context !== 'None' && sel.context !== 'Extended')
+          throw bad('contentSelector.context must be None or Extended');
         const exposed = (sel.exposedFields ?? {}) as Json;
         if (!isObject(exposed)) throw bad('contentSelector.exposedFields must be an object');
-        onlyKnown(exposed, ['parties', 'content', 'interaction', 'collaboration', 'media'], 'contentSelector.exposedFields');
+        onlyKnown(
+          exposed,
+          ['parties', 'content', 'interaction', 'collaboration', 'media'],
+          'contentSelector.exposedFields',
+        );
         const content = (exposed.content ?? {}) as Json;
         const interaction = (exposed.interaction ?? {}) as Json;
-        onlyKnown(content, ['structure', 'topics', 'trackers', 'trackerOccurrences', 'pointsOfInterest', 'brief', 'outline', 'highlights', 'callOutcome', 'keyPoints'], 'contentSelector.exposedFields.content');
-        onlyKnown(interaction, ['speakers', 'video', 'personInteractionStats', 'questions'], 'contentSelector.exposedFields.interaction');
+        onlyKnown(
+          content,
+          [
+            'structure',
+            'topics',
+            'trackers',
+            'trackerOccurrences',
+            'pointsOfInterest',
+            'brief',
+            'outline',
+            'highlights',
+            'callOutcome',
+            'keyPoints',
+          ],
+          'contentSelector.exposedFields.content',
+        );
+        onlyKnown(
+          interaction,
+          ['speakers', 'video', 'personInteractionStats', 'questions'],
+          'contentSelector.exposedFields.interaction',
+        );
         if (!list.length) throw new GongError(404, ['No calls found corresponding to the provided filters']);
         const { records, items } = this.page('calls/extensive', list, b.cursor);
         const calls = items.map((c) => {
           const out: Json = { metaData: this.callMetaData(c) };
           if (exposed.parties === true) out.parties = c.parties;
           if (content.topics === true || content.trackers === true) {
-            out.content = { ...(content.topics === true ? { topics: c.topics } : {}), ...(content.trackers === true ? { trackers: c.trackers } : {}) };
+            out.content = {
+              ...(content.topics === true ? { topics: c.topics } : {}),
+              ...(content.trackers === true ? { trackers: c.trackers } : {}),
+            };
           }
           const inter: Json = {};
-          if (interaction.speakers === true) inter.speakers = c.parties.map((p) => ({ id: p.speakerId, userId: p.userId ?? null, talkTime: 600 }));
+          if (interaction.speakers === true)
+            inter.speakers = c.parties.map((p) => ({ id: p.speakerId, userId: p.userId ?? null, talkTime: 600 }));
           if (interaction.personInteractionStats === true) inter.personInteractionStats = this.personStats(c);
           if (interaction.questions === true) inter.questions = { companyCount: 7, nonCompanyCount: 3 };
           if (Object.keys(inter).length) out.interaction = inter;
           if (sel.context === 'Extended' && c.crmAccountId) {
-            out.context = [{ system: 'Salesforce', objects: [{ objectType: 'Account', objectId: c.crmAccountId, fields: [{ name: 'Name', value: 'Customer Inc' }] }] }];
+            out.context = [
+              {
+                system: 'Salesforce',
+                objects: [
+                  {
+                    objectType: 'Account',
+                    objectId: c.crmAccountId,
+                    fields: [{ name: 'Name', value: 'Customer Inc' }],
+                  },
+                ],
+              },
+            ];
           }
           return out;
         });
@@ -737,24 +999,54 @@ export class FakeGong {
         const b = body(req);
         onlyKnown(
           b,
-          ['clientUniqueId', 'actualStart', 'title', 'purpose', 'scheduledStart', 'scheduledEnd', 'duration', 'direction', 'disposition', 'context', 'customData', 'speakersTimeline', 'meetingUrl', 'callProviderCode', 'downloadMediaUrl', 'workspaceId', 'languageCode', 'parties', 'primaryUser'],
+          [
+            'clientUniqueId',
+            'actualStart',
+            'title',
+            'purpose',
+            'scheduledStart',
+            'scheduledEnd',
+            'duration',
+            'direction',
+            'disposition',
+            'context',
+            'customData',
+            'speakersTimeline',
+            'meetingUrl',
+            'callProviderCode',
+            'downloadMediaUrl',
+            'workspaceId',
+            'languageCode',
+            'parties',
+            'primaryUser',
+          ],
           'the request body',
         );
         requireFields(b, ['clientUniqueId', 'actualStart', 'direction', 'parties', 'primaryUser'], '');
-        if (typeof b.clientUniqueId !== 'string' || !b.clientUniqueId) throw bad('clientUniqueId must be a non-empty string');
+        if (typeof b.clientUniqueId !== 'string' || !b.clientUniqueId)
+          throw bad('clientUniqueId must be a non-empty string');
         optionalDateTime(b, 'actualStart', '');
         optionalDateTime(b, 'scheduledStart', '');
         optionalDateTime(b, 'scheduledEnd', '');
         if (!DIRECTIONS.includes(String(b.direction))) throw bad(`direction must be one of ${DIRECTIONS.join(', ')}`);
-        if (b.duration !== undefined && (typeof b.duration !== 'number' || b.duration < 0)) throw bad('duration must be a number of seconds');
-        if (b.workspaceId !== undefined && !this.workspaces.some((w) => w.id === b.workspaceId)) throw bad(`workspaceId ${JSON.stringify(b.workspaceId)} is not a workspace`);
-        if (!isId(b.primaryUser) || !this.user(b.primaryUser)) throw bad(`primaryUser ${JSON.stringify(b.primaryUser)} is not a Gong user id`);
+        if (b.duration !== undefined && (typeof b.duration !== 'number' || b.duration < 0))
+          throw bad('duration must be a number of seconds');
+        if (b.workspaceId !== undefined && !this.workspaces.some((w) => w.id === b.workspaceId))
+          throw bad(`workspaceId ${JSON.stringify(b.workspaceId)} is not a workspace`);
+        if (!isId(b.primaryUser) || !this.user(b.primaryUser))
+          throw bad(`primaryUser ${JSON.stringify(b.primaryUser)} is not a Gong user id`);
         if (!Array.isArray(b.parties) || !b.parties.length) throw bad('parties must list at least one participant');
         b.parties.forEach((p, i) => {
           if (!isObject(p)) throw bad(`parties[${i}] must be an object`);
-          onlyKnown(p, ['phoneNumber', 'emailAddress', 'name', 'partyId', 'mediaChannelId', 'context', 'userId'], `parties[${i}]`);
-          if (p.userId !== undefined && (!isId(p.userId) || !this.user(p.userId))) throw bad(`parties[${i}].userId is not a Gong user id`);
-          if (p.emailAddress !== undefined && (typeof p.emailAddress !== 'string' || !EMAIL.test(p.emailAddress))) throw bad(`parties[${i}].emailAddress is not an email address`);
+          onlyKnown(
+            p,
+            ['phoneNumber', 'emailAddress', 'name', 'partyId', 'mediaChannelId', 'context', 'userId'],
+            `parties[${i}]`,
+          );
+          if (p.userId !== undefined && (!isId(p.userId) || !this.user(p.userId)))
+            throw bad(`parties[${i}].userId is not a Gong user id`);
+          if (p.emailAddress !== undefined && (typeof p.emailAddress !== 'string' || !EMAIL.test(p.emailAddress)))
+            throw bad(`parties[${i}].emailAddress is not an email address`);
         });
         if ([...this.calls.values()].some((c) => c.clientUniqueId === b.clientUniqueId)) {
           throw new GongError(409, [`A call with clientUniqueId ${b.clientUniqueId} already exists`]);
@@ -796,9 +1088,13 @@ export class FakeGong {
         if (!call) throw new GongError(404, [`Call ${req.params.id} not found`]);
         const type = String(req.headers['content-type'] ?? '');
         const boundary = /boundary=([^;]+)/.exec(type)?.[1];
-        if (!type.startsWith('multipart/form-data') || !boundary || !Buffer.isBuffer(req.body)) throw bad('The recording must be sent as multipart/form-data');
+        if (!type.startsWith('multipart/form-data') || !boundary || !Buffer.isBuffer(req.body))
+          throw bad('The recording must be sent as multipart/form-data');
         const text = req.body.toString('latin1');
-        const part = /Content-Disposition: form-data; name="mediaFile"; filename="([^"]+)"\r\nContent-Type: ([^\r]+)\r\n\r\n/i.exec(text);
+        const part =
+          /Content-Disposition: form-data; name="mediaFile"; filename="([^"]+)"\r\nContent-Type: ([^\r]+)\r\n\r\n/i.exec(
+            text,
+          );
         if (!part) throw bad('The multipart body must carry the recording in the part "mediaFile"');
         const start = part.index + part[0].length;
         const end = text.indexOf(`\r\n--${boundary}`, start);
@@ -815,17 +1111,37 @@ export class FakeGong {
         if (missing.length) throw bad(...missing.map((k) => `Required request parameter '${k}' is not present`));
         const ws = queryString(req, 'workspace-id')!;
         const manager = this.user(queryString(req, 'manager-id')!);
-        for (const k of ['from', 'to']) if (!DATE_TIME.test(queryString(req, k)!)) throw bad(`${k} must be an ISO-8601 date-time`);
+        for (const k of ['from', 'to'])
+          if (!DATE_TIME.test(queryString(req, k)!)) throw bad(`${k} must be an ISO-8601 date-time`);
         if (!this.workspaces.some((w) => w.id === ws)) throw new GongError(404, [`Workspace ${ws} not found`]);
-        if (!manager || !this.users.some((u) => u.managerId === manager.id)) throw bad(`manager-id ${queryString(req, 'manager-id')} is not a manager`);
+        if (!manager || !this.users.some((u) => u.managerId === manager.id))
+          throw bad(`manager-id ${queryString(req, 'manager-id')} is not a manager`);
         const reports = this.users.filter((u) => u.managerId === manager.id && u.active);
         this.ok(res, {
           coachingData: [
             {
-              manager: { id: manager.id, emailAddress: manager.emailAddress, firstName: manager.firstName, lastName: manager.lastName, title: manager.title },
+              manager: {
+                id: manager.id,
+                emailAddress: manager.emailAddress,
+                firstName: manager.firstName,
+                lastName: manager.lastName,
+                title: manager.title,
+              },
               directReportsMetrics: reports.map((u) => ({
-                report: { id: u.id, emailAddress: u.emailAddress, firstName: u.firstName, lastName: u.lastName, title: u.title },
-                metrics: { callsListened: ['2'], callsAttended: ['1'], callsWithFeedback: ['1'], callsWithComments: ['3'], scorecards: ['1'] },
+                report: {
+                  id: u.id,
+                  emailAddress: u.emailAddress,
+                  firstName: u.firstName,
+                  lastName: u.lastName,
+                  title: u.title,
+                },
+                metrics: {
+                  callsListened: ['2'],
+                  callsAttended: ['1'],
+                  callsWithFeedback: ['1'],
+                  callsWithComments: ['3'],
+                  scorecards: ['1'],
+                },
               })),
             },
           ],
@@ -838,14 +1154,19 @@ export class FakeGong {
       '/digital-interaction',
       this.h((req, res) => {
         const b = body(req);
-        onlyKnown(b, ['eventId', 'timestamp', 'eventType', 'content', 'person', 'trackingId', 'device'], 'the request body');
+        onlyKnown(
+          b,
+          ['eventId', 'timestamp', 'eventType', 'content', 'person', 'trackingId', 'device'],
+          'the request body',
+        );
         requireFields(b, ['eventId', 'timestamp', 'eventType', 'content'], '');
         if (typeof b.eventId !== 'string' || !b.eventId) throw bad('eventId must be a non-empty string');
         optionalDateTime(b, 'timestamp', '');
         if (typeof b.eventType !== 'string' || !b.eventType) throw bad('eventType must be a non-empty string');
         if (!isObject(b.content)) throw bad('content must be an object');
         onlyKnown(b.content, ['contentTitle', 'contentUrl', 'contentId', 'shortDescription'], 'content');
-        if (typeof b.content.contentTitle !== 'string' || !b.content.contentTitle) throw bad('content.contentTitle is required');
+        if (typeof b.content.contentTitle !== 'string' || !b.content.contentTitle)
+          throw bad('content.contentTitle is required');
         if (b.person !== undefined) {
           if (!isObject(b.person)) throw bad('person must be an object');
           onlyKnown(b.person, ['email', 'personBusinessContext', 'company'], 'person');
@@ -853,15 +1174,22 @@ export class FakeGong {
           if (ctx !== undefined) {
             if (!isObject(ctx)) throw bad('person.personBusinessContext must be an object');
             onlyKnown(ctx, ['objectType', 'objectId'], 'person.personBusinessContext');
-            if (ctx.objectType !== 'CONTACT' && ctx.objectType !== 'LEAD') throw bad('person.personBusinessContext.objectType must be CONTACT or LEAD');
-            if (typeof ctx.objectId !== 'string' || !ctx.objectId) throw bad('person.personBusinessContext.objectId is required');
+            if (ctx.objectType !== 'CONTACT' && ctx.objectType !== 'LEAD')
+              throw bad('person.personBusinessContext.objectType must be CONTACT or LEAD');
+            if (typeof ctx.objectId !== 'string' || !ctx.objectId)
+              throw bad('person.personBusinessContext.objectId is required');
           }
           const company = b.person.company;
           if (company !== undefined) {
             if (!isObject(company)) throw bad('person.company must be an object');
             onlyKnown(company, ['companyBusinessContexts', 'domain'], 'person.company');
             const list = company.companyBusinessContexts;
-            if (!Array.isArray(list) || !list.every((c) => isObject(c) && c.objectType === 'ACCOUNT' && typeof c.objectId === 'string' && c.objectId)) {
+            if (
+              !Array.isArray(list) ||
+              !list.every(
+                (c) => isObject(c) && c.objectType === 'ACCOUNT' && typeof c.objectId === 'string' && c.objectId,
+              )
+            ) {
               throw bad('person.company.companyBusinessContexts must list {objectType: ACCOUNT, objectId}');
             }
           }
@@ -882,7 +1210,15 @@ export class FakeGong {
         const { records, items } = this.page('flows', list, queryString(req, 'cursor'));
         this.ok(res, {
           records,
-          flows: items.map((f) => ({ id: f.id, name: f.name, folderId: f.folderId, folderName: this.folders.find((x) => x.id === f.folderId)?.name, visibility: f.visibility, creationDate: '2026-01-01T00:00:00Z', exclusive: false })),
+          flows: items.map((f) => ({
+            id: f.id,
+            name: f.name,
+            folderId: f.folderId,
+            folderName: this.folders.find((x) => x.id === f.folderId)?.name,
+            visibility: f.visibility,
+            creationDate: '2026-01-01T00:00:00Z',
+            exclusive: false,
+          })),
         });
       }),
     );
@@ -895,7 +1231,15 @@ export class FakeGong {
         const list = this.folders.filter((f) => f.ownerEmail === owner && (!ws || f.workspaceId === ws));
         const { records, items } = this.page('flows/folders', list, queryString(req, 'cursor'));
         // Gong returns the folders under "flows".
-        this.ok(res, { records, flows: items.map((f) => ({ id: f.id, name: f.name, visibility: 'Company', creationDate: '2026-01-01T00:00:00Z' })) });
+        this.ok(res, {
+          records,
+          flows: items.map((f) => ({
+            id: f.id,
+            name: f.name,
+            visibility: 'Company',
+            creationDate: '2026-01-01T00:00:00Z',
+          })),
+        });
       }),
     );
     r.post(
@@ -904,7 +1248,8 @@ export class FakeGong {
         const b = body(req);
         onlyKnown(b, ['crmProspectsIds', 'flowInstanceIds'], 'the request body');
         const ids = b.crmProspectsIds;
-        if (!Array.isArray(ids) || !ids.length || !ids.every((x) => typeof x === 'string' && x)) throw bad('crmProspectsIds must be a non-empty list of CRM ids');
+        if (!Array.isArray(ids) || !ids.length || !ids.every((x) => typeof x === 'string' && x))
+          throw bad('crmProspectsIds must be a non-empty list of CRM ids');
         if (ids.length > 200) throw bad('crmProspectsIds may hold at most 200 prospects');
         const list = (ids as string[]).flatMap((id) => this.instancesOf(id));
         this.ok(res, {
@@ -912,8 +1257,14 @@ export class FakeGong {
         });
       }),
     );
-    r.post('/flows/prospects/assign', this.h((req, res) => this.assignAnswer(res, body(req), false)));
-    r.post('/flows/prospects/assign/cool-off-override', this.h((req, res) => this.assignAnswer(res, body(req), true)));
+    r.post(
+      '/flows/prospects/assign',
+      this.h((req, res) => this.assignAnswer(res, body(req), false)),
+    );
+    r.post(
+      '/flows/prospects/assign/cool-off-override',
+      this.h((req, res) => this.assignAnswer(res, body(req), true)),
+    );
     r.post(
       '/flows/prospects/bulk-assignments',
       this.h((req, res) => {
@@ -922,7 +1273,10 @@ export class FakeGong {
         requireFields(b, ['flowId', 'flowInstanceOwnerEmail', 'prospects'], '');
         if (!isId(b.flowId)) throw bad('flowId must be a flow id as a string');
         if (!this.flows.some((f) => f.id === b.flowId)) throw new GongError(404, [`Flow ${b.flowId} not found`]);
-        if (typeof b.flowInstanceOwnerEmail !== 'string' || !this.users.some((u) => u.emailAddress === b.flowInstanceOwnerEmail)) {
+        if (
+          typeof b.flowInstanceOwnerEmail !== 'string' ||
+          !this.users.some((u) => u.emailAddress === b.flowInstanceOwnerEmail)
+        ) {
           throw bad('flowInstanceOwnerEmail is not a Gong user');
         }
         const prospects = b.prospects;
@@ -934,7 +1288,14 @@ export class FakeGong {
           if (typeof p.crmId !== 'string' || !p.crmId) throw bad(`prospects[${i}].crmId is required`);
         });
         const id = this.newId();
-        this.bulkAssignments.set(id, { id, flowId: b.flowId, flowInstanceOwnerEmail: b.flowInstanceOwnerEmail, crmIds: prospects.map((p) => (p as Json).crmId as string), status: 'PENDING', results: [] });
+        this.bulkAssignments.set(id, {
+          id,
+          flowId: b.flowId,
+          flowInstanceOwnerEmail: b.flowInstanceOwnerEmail,
+          crmIds: prospects.map((p) => (p as Json).crmId as string),
+          status: 'PENDING',
+          results: [],
+        });
         this.ok(res, { id, status: 'PENDING', totalCount: prospects.length }, 202);
       }),
     );
@@ -963,7 +1324,9 @@ export class FakeGong {
         requireFields(b, ['crmProspectId'], '');
         if (typeof b.crmProspectId !== 'string') throw bad('crmProspectId must be one CRM id (a string)');
         if (b.flowId !== undefined && !isId(b.flowId)) throw bad('flowId must be a flow id as a string');
-        const hit = this.instancesOf(b.crmProspectId).filter((i) => i.flowInstanceStatus === 'Running' && (!b.flowId || i.flowId === b.flowId));
+        const hit = this.instancesOf(b.crmProspectId).filter(
+          (i) => i.flowInstanceStatus === 'Running' && (!b.flowId || i.flowId === b.flowId),
+        );
         for (const i of hit) i.flowInstanceStatus = 'Unassigned';
         this.ok(res, { unassignedFlowInstanceIds: hit.map((i) => i.flowInstanceId) });
       }),
@@ -973,7 +1336,8 @@ export class FakeGong {
       this.h((req, res) => {
         const b = body(req);
         onlyKnown(b, ['flowInstanceIds', 'unassignedByUserEmail'], 'the request body');
-        if (!isIdList(b.flowInstanceIds) || !b.flowInstanceIds.length) throw bad('flowInstanceIds must be a non-empty list of flow instance ids as strings');
+        if (!isIdList(b.flowInstanceIds) || !b.flowInstanceIds.length)
+          throw bad('flowInstanceIds must be a non-empty list of flow instance ids as strings');
         if (b.flowInstanceIds.length > 200) throw bad('flowInstanceIds may hold at most 200 instances');
         const done: string[] = [];
         for (const id of b.flowInstanceIds) {
@@ -997,17 +1361,25 @@ export class FakeGong {
         if (!isObject(f)) throw bad('filter is required');
         onlyKnown(f, ['userId', 'workspaceId', 'types', 'taskAction', 'status'], 'filter');
         requireFields(f, ['userId', 'types', 'taskAction', 'status'], 'filter.');
-        if (!isId(f.userId)) throw bad(`filter.userId must be a Gong user id as a string, got ${JSON.stringify(f.userId)}`);
+        if (!isId(f.userId))
+          throw bad(`filter.userId must be a Gong user id as a string, got ${JSON.stringify(f.userId)}`);
         const enumList = (v: unknown, allowed: string[], name: string) => {
-          if (!Array.isArray(v) || !v.length || !v.every((x) => allowed.includes(x as string))) throw bad(`filter.${name} must list values of ${allowed.join(', ')}`);
+          if (!Array.isArray(v) || !v.length || !v.every((x) => allowed.includes(x as string)))
+            throw bad(`filter.${name} must list values of ${allowed.join(', ')}`);
           return v as string[];
         };
         const types = enumList(f.types, ['FLOW', 'MANUAL'], 'types');
         const actions = enumList(f.taskAction, ['CALL'], 'taskAction');
         const statuses = enumList(f.status, TASK_STATUSES, 'status');
-        if (f.workspaceId !== undefined && !isId(f.workspaceId)) throw bad('filter.workspaceId must be a workspace id as a string');
+        if (f.workspaceId !== undefined && !isId(f.workspaceId))
+          throw bad('filter.workspaceId must be a workspace id as a string');
         const list = [...this.tasks.values()].filter(
-          (t) => t.userId === f.userId && types.includes(t.type) && actions.includes(t.taskAction) && statuses.includes(t.status) && (!f.workspaceId || t.workspaceId === f.workspaceId),
+          (t) =>
+            t.userId === f.userId &&
+            types.includes(t.type) &&
+            actions.includes(t.taskAction) &&
+            statuses.includes(t.status) &&
+            (!f.workspaceId || t.workspaceId === f.workspaceId),
         );
         if (!list.length) throw new GongError(404, ['No tasks found']);
         this.ok(res, { crmType: 'SALESFORCE', tasks: list });
@@ -1025,7 +1397,8 @@ export class FakeGong {
         if (task.userId !== b.userId) throw new GongError(403, [`Task ${task.id} does not belong to user ${b.userId}`]);
         if (b.status !== undefined) {
           if (!TASK_STATUSES.includes(String(b.status))) throw bad(`status must be one of ${TASK_STATUSES.join(', ')}`);
-          if (task.status !== 'OPEN') throw bad(`Task ${task.id} is ${task.status}; only an OPEN task can change status`);
+          if (task.status !== 'OPEN')
+            throw bad(`Task ${task.id} is ${task.status}; only an OPEN task can change status`);
           task.status = b.status as GongTask['status'];
         }
         this.ok(res, { crmType: 'SALESFORCE', tasks: [task] });

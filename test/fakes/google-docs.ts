@@ -24,16 +24,46 @@ import { listen, type Listening } from './listen.ts';
 const SCOPE = 'https://www.googleapis.com/auth/';
 const READ = ['documents', 'documents.readonly', 'drive', 'drive.readonly', 'drive.file'].map((s) => SCOPE + s);
 const WRITE = ['documents', 'drive', 'drive.file'].map((s) => SCOPE + s);
-const VIEW_MODES = ['DEFAULT_FOR_CURRENT_ACCESS', 'SUGGESTIONS_INLINE', 'PREVIEW_SUGGESTIONS_ACCEPTED', 'PREVIEW_WITHOUT_SUGGESTIONS'];
+const VIEW_MODES = [
+  'DEFAULT_FOR_CURRENT_ACCESS',
+  'SUGGESTIONS_INLINE',
+  'PREVIEW_SUGGESTIONS_ACCEPTED',
+  'PREVIEW_WITHOUT_SUGGESTIONS',
+];
 /** Request kinds of documents.batchUpdate (the fake applies the first three). */
 const SUPPORTED = ['insertText', 'replaceAllText', 'deleteContentRange'];
 const KNOWN_KINDS = new Set([
   ...SUPPORTED,
-  'createParagraphBullets', 'deleteParagraphBullets', 'createNamedRange', 'deleteNamedRange', 'updateParagraphStyle', 'updateTextStyle',
-  'insertTable', 'insertTableRow', 'insertTableColumn', 'deleteTableRow', 'deleteTableColumn', 'insertPageBreak', 'deletePositionedObject',
-  'updateTableColumnProperties', 'updateTableCellStyle', 'updateTableRowStyle', 'replaceImage', 'updateDocumentStyle', 'mergeTableCells',
-  'unmergeTableCells', 'createHeader', 'createFooter', 'createFootnote', 'replaceNamedRangeContent', 'updateSectionStyle', 'insertSectionBreak',
-  'deleteHeader', 'deleteFooter', 'pinTableHeaderRows', 'insertInlineImage',
+  'createParagraphBullets',
+  'deleteParagraphBullets',
+  'createNamedRange',
+  'deleteNamedRange',
+  'updateParagraphStyle',
+  'updateTextStyle',
+  'insertTable',
+  'insertTableRow',
+  'insertTableColumn',
+  'deleteTableRow',
+  'deleteTableColumn',
+  'insertPageBreak',
+  'deletePositionedObject',
+  'updateTableColumnProperties',
+  'updateTableCellStyle',
+  'updateTableRowStyle',
+  'replaceImage',
+  'updateDocumentStyle',
+  'mergeTableCells',
+  'unmergeTableCells',
+  'createHeader',
+  'createFooter',
+  'createFootnote',
+  'replaceNamedRangeContent',
+  'updateSectionStyle',
+  'insertSectionBreak',
+  'deleteHeader',
+  'deleteFooter',
+  'pinTableHeaderRows',
+  'insertInlineImage',
 ]);
 
 export interface Suggestion {
@@ -81,14 +111,20 @@ export class FakeDocs {
   }
 
   /** Adds a document (and its Drive file). */
-  addDocument(title: string, text = '', opts: { suggestion?: Omit<Suggestion, 'id'>; id?: string } = {}): StoredDocument {
+  addDocument(
+    title: string,
+    text = '',
+    opts: { suggestion?: Omit<Suggestion, 'id'>; id?: string } = {},
+  ): StoredDocument {
     const id = opts.id ?? this.drive.newId();
     const doc: StoredDocument = {
       id,
       title,
       text: text.endsWith('\n') ? text : `${text}\n`,
       revisions: [this.revision()],
-      ...(opts.suggestion ? { suggestion: { ...opts.suggestion, id: `suggest.${randomBytes(5).toString('hex')}` } } : {}),
+      ...(opts.suggestion
+        ? { suggestion: { ...opts.suggestion, id: `suggest.${randomBytes(5).toString('hex')}` } }
+        : {}),
     };
     this.documents.set(id, doc);
     this.drive.addFile({ id, name: title, mimeType: GOOGLE_DOC, text: doc.text });
@@ -113,7 +149,12 @@ export class FakeDocs {
     app.disable('x-powered-by');
     app.use(express.json({ limit: '5mb', type: () => true }));
     app.use((req, _res, next) => {
-      this.requests.push({ method: req.method, path: req.path, query: { ...(req.query as Record<string, unknown>) }, body: req.body });
+      this.requests.push({
+        method: req.method,
+        path: req.path,
+        query: { ...(req.query as Record<string, unknown>) },
+        body: req.body,
+      });
       next();
     });
     const handle =
@@ -126,10 +167,21 @@ export class FakeDocs {
           else throw e;
         }
       };
-    app.post('/v1/documents', handle((req, res) => this.create(req, res)));
-    app.get('/v1/documents/:documentId', handle((req, res) => this.get(req, res)));
-    app.post('/v1/documents/:target', handle((req, res) => this.batchUpdate(req, res)));
-    app.use((req, res) => res.status(404).json(new DocsError(404, `Method not found: ${req.method} ${req.path}`, 'NOT_FOUND').body()));
+    app.post(
+      '/v1/documents',
+      handle((req, res) => this.create(req, res)),
+    );
+    app.get(
+      '/v1/documents/:documentId',
+      handle((req, res) => this.get(req, res)),
+    );
+    app.post(
+      '/v1/documents/:target',
+      handle((req, res) => this.batchUpdate(req, res)),
+    );
+    app.use((req, res) =>
+      res.status(404).json(new DocsError(404, `Method not found: ${req.method} ${req.path}`, 'NOT_FOUND').body()),
+    );
     this.listening = await listen(app);
     return this;
   }
@@ -141,16 +193,23 @@ export class FakeDocs {
   private authorize(req: Request, scopes: string[]): void {
     const grant = this.oauth.validate(req.headers.authorization);
     if (!/^Bearer /.test(req.headers.authorization ?? '') || !grant) {
-      throw new DocsError(401, 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', 'UNAUTHENTICATED');
+      throw new DocsError(
+        401,
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+        'UNAUTHENTICATED',
+      );
     }
-    if (!scopes.some((s) => grant.scope.split(' ').includes(s))) throw new DocsError(403, 'Request had insufficient authentication scopes.', 'PERMISSION_DENIED');
+    if (!scopes.some((s) => grant.scope.split(' ').includes(s)))
+      throw new DocsError(403, 'Request had insufficient authentication scopes.', 'PERMISSION_DENIED');
   }
 
   private query(req: Request, allowed: string[]): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.query)) {
       if (!allowed.includes(k)) {
-        throw invalid(`Invalid JSON payload received. Unknown name "${k}": Cannot bind query parameter. Field '${k}' could not be found in request message.`);
+        throw invalid(
+          `Invalid JSON payload received. Unknown name "${k}": Cannot bind query parameter. Field '${k}' could not be found in request message.`,
+        );
       }
       out[k] = String(v);
     }
@@ -166,9 +225,12 @@ export class FakeDocs {
   private jsonBody(req: Request, allowed: string[]): Record<string, unknown> {
     const b: unknown = req.body;
     if (b === undefined) return {};
-    if (!String(req.headers['content-type'] ?? '').startsWith('application/json')) throw invalid('Invalid JSON payload: the body must be application/json.');
-    if (typeof b !== 'object' || b === null || Array.isArray(b)) throw invalid('Invalid JSON payload received. Expected an object.');
-    for (const k of Object.keys(b)) if (!allowed.includes(k)) throw invalid(`Invalid JSON payload received. Unknown name "${k}": Cannot find field.`);
+    if (!String(req.headers['content-type'] ?? '').startsWith('application/json'))
+      throw invalid('Invalid JSON payload: the body must be application/json.');
+    if (typeof b !== 'object' || b === null || Array.isArray(b))
+      throw invalid('Invalid JSON payload received. Expected an object.');
+    for (const k of Object.keys(b))
+      if (!allowed.includes(k)) throw invalid(`Invalid JSON payload received. Unknown name "${k}": Cannot find field.`);
     return b as Record<string, unknown>;
   }
 
@@ -176,8 +238,17 @@ export class FakeDocs {
     this.authorize(req, WRITE);
     this.query(req, ['alt', 'prettyPrint']);
     // documents.create takes a Document; fields other than title are accepted but ignored.
-    const body = this.jsonBody(req, ['title', 'documentId', 'body', 'documentStyle', 'revisionId', 'suggestionsViewMode', 'tabs']);
-    if (body.title !== undefined && typeof body.title !== 'string') throw invalid('Invalid value at \'document.title\' (TYPE_STRING)');
+    const body = this.jsonBody(req, [
+      'title',
+      'documentId',
+      'body',
+      'documentStyle',
+      'revisionId',
+      'suggestionsViewMode',
+      'tabs',
+    ]);
+    if (body.title !== undefined && typeof body.title !== 'string')
+      throw invalid("Invalid value at 'document.title' (TYPE_STRING)");
     const doc = this.addDocument((body.title as string | undefined) ?? 'Untitled document');
     res.json(this.render(doc, 'SUGGESTIONS_INLINE'));
   }
@@ -187,7 +258,9 @@ export class FakeDocs {
     const q = this.query(req, ['suggestionsViewMode', 'includeTabsContent', 'alt', 'prettyPrint', 'fields']);
     const mode = q.suggestionsViewMode ?? 'DEFAULT_FOR_CURRENT_ACCESS';
     if (!VIEW_MODES.includes(mode)) {
-      throw invalid(`Invalid value at 'suggestions_view_mode' (type.googleapis.com/google.apps.docs.v1.GetDocumentRequest.SuggestionsViewMode), "${mode}"`);
+      throw invalid(
+        `Invalid value at 'suggestions_view_mode' (type.googleapis.com/google.apps.docs.v1.GetDocumentRequest.SuggestionsViewMode), "${mode}"`,
+      );
     }
     const doc = this.doc(String(req.params.documentId));
     // The user of every fake token can edit, so the default for the current access is inline suggestions.
@@ -196,13 +269,22 @@ export class FakeDocs {
 
   /** The Document resource: a section break, then one paragraph per line, text runs split at suggestions. */
   render(doc: StoredDocument, mode: string): Record<string, unknown> {
-    const chars: Array<{ c: string; suggested: boolean }> = [...doc.text].flatMap((c) => c.split('').map((u) => ({ c: u, suggested: false })));
+    const chars: Array<{ c: string; suggested: boolean }> = [...doc.text].flatMap((c) =>
+      c.split('').map((u) => ({ c: u, suggested: false })),
+    );
     const s = doc.suggestion;
     if (s && mode !== 'PREVIEW_WITHOUT_SUGGESTIONS') {
       const inserted = s.text.split('').map((c) => ({ c, suggested: mode === 'SUGGESTIONS_INLINE' }));
       chars.splice(s.index - 1, 0, ...inserted);
     }
-    const content: unknown[] = [{ endIndex: 1, sectionBreak: { sectionStyle: { columnSeparatorStyle: 'NONE', contentDirection: 'LEFT_TO_RIGHT', sectionType: 'CONTINUOUS' } } }];
+    const content: unknown[] = [
+      {
+        endIndex: 1,
+        sectionBreak: {
+          sectionStyle: { columnSeparatorStyle: 'NONE', contentDirection: 'LEFT_TO_RIGHT', sectionType: 'CONTINUOUS' },
+        },
+      },
+    ];
     let index = 1;
     let i = 0;
     while (i < chars.length) {
@@ -213,11 +295,18 @@ export class FakeDocs {
       let runStart = 0;
       for (let k = 1; k <= para.length; k++) {
         if (k === para.length || para[k]!.suggested !== para[runStart]!.suggested) {
-          const text = para.slice(runStart, k).map((x) => x.c).join('');
+          const text = para
+            .slice(runStart, k)
+            .map((x) => x.c)
+            .join('');
           elements.push({
             startIndex: index + runStart,
             endIndex: index + k,
-            textRun: { content: text, textStyle: {}, ...(para[runStart]!.suggested ? { suggestedInsertionIds: [s!.id] } : {}) },
+            textRun: {
+              content: text,
+              textStyle: {},
+              ...(para[runStart]!.suggested ? { suggestedInsertionIds: [s!.id] } : {}),
+            },
           });
           runStart = k;
         }
@@ -251,13 +340,18 @@ export class FakeDocs {
     if (wc !== undefined) {
       if (typeof wc !== 'object' || wc === null) throw invalid("Invalid value at 'write_control'");
       for (const k of Object.keys(wc)) {
-        if (k !== 'requiredRevisionId' && k !== 'targetRevisionId') throw invalid(`Invalid JSON payload received. Unknown name "${k}" at 'write_control': Cannot find field.`);
+        if (k !== 'requiredRevisionId' && k !== 'targetRevisionId')
+          throw invalid(`Invalid JSON payload received. Unknown name "${k}" at 'write_control': Cannot find field.`);
       }
       if (wc.requiredRevisionId !== undefined && wc.targetRevisionId !== undefined) {
         throw invalid('Only one of requiredRevisionId and targetRevisionId may be set.');
       }
       if (wc.requiredRevisionId !== undefined && wc.requiredRevisionId !== doc.revisions.at(-1)) {
-        throw new DocsError(400, `The required revision ID '${String(wc.requiredRevisionId)}' does not match the latest revision of the document.`, 'FAILED_PRECONDITION');
+        throw new DocsError(
+          400,
+          `The required revision ID '${String(wc.requiredRevisionId)}' does not match the latest revision of the document.`,
+          'FAILED_PRECONDITION',
+        );
       }
       if (wc.targetRevisionId !== undefined && !doc.revisions.includes(String(wc.targetRevisionId))) {
         throw invalid(`The target revision ID '${String(wc.targetRevisionId)}' is not a revision of this document.`);
@@ -271,34 +365,46 @@ export class FakeDocs {
     const replies: unknown[] = [];
     requests.forEach((r: unknown, i: number) => {
       const at = `requests[${i}]`;
-      if (!r || typeof r !== 'object' || Array.isArray(r)) throw invalid(`Invalid value at '${at}': must be a Request object.`);
+      if (!r || typeof r !== 'object' || Array.isArray(r))
+        throw invalid(`Invalid value at '${at}': must be a Request object.`);
       const kinds = Object.keys(r);
-      if (kinds.length !== 1) throw invalid(`Invalid ${at}: exactly one request kind must be set, got ${kinds.length}.`);
+      if (kinds.length !== 1)
+        throw invalid(`Invalid ${at}: exactly one request kind must be set, got ${kinds.length}.`);
       const kind = kinds[0]!;
-      if (!KNOWN_KINDS.has(kind)) throw invalid(`Invalid JSON payload received. Unknown name "${kind}" at '${at}': Cannot find field.`);
-      if (!SUPPORTED.includes(kind)) throw invalid(`${kind} is a valid request kind, but the fake does not implement it (it applies ${SUPPORTED.join(', ')}).`);
+      if (!KNOWN_KINDS.has(kind))
+        throw invalid(`Invalid JSON payload received. Unknown name "${kind}" at '${at}': Cannot find field.`);
+      if (!SUPPORTED.includes(kind))
+        throw invalid(
+          `${kind} is a valid request kind, but the fake does not implement it (it applies ${SUPPORTED.join(', ')}).`,
+        );
       const a = (r as Record<string, Record<string, unknown>>)[kind]!;
       const endIndex = text.length + 1;
       if (kind === 'insertText') {
         if (typeof a.text !== 'string') throw invalid(`Invalid ${at}.insertText: text is required.`);
         const loc = a.location as { index?: unknown; segmentId?: unknown } | undefined;
         const eos = a.endOfSegmentLocation;
-        if ((loc === undefined) === (eos === undefined)) throw invalid(`Invalid ${at}.insertText: exactly one of location and endOfSegmentLocation must be set.`);
+        if ((loc === undefined) === (eos === undefined))
+          throw invalid(`Invalid ${at}.insertText: exactly one of location and endOfSegmentLocation must be set.`);
         const index = loc !== undefined ? loc.index : endIndex - 1;
-        if (typeof index !== 'number' || !Number.isInteger(index) || index < 1) throw invalid(`Invalid ${at}.insertText: Index ${String(index)} must be at least 1.`);
-        if (index >= endIndex) throw invalid(`Invalid ${at}.insertText: Index ${index} must be less than the end index of the referenced segment, ${endIndex}.`);
+        if (typeof index !== 'number' || !Number.isInteger(index) || index < 1)
+          throw invalid(`Invalid ${at}.insertText: Index ${String(index)} must be at least 1.`);
+        if (index >= endIndex)
+          throw invalid(
+            `Invalid ${at}.insertText: Index ${index} must be less than the end index of the referenced segment, ${endIndex}.`,
+          );
         text = text.slice(0, index - 1) + a.text + text.slice(index - 1);
         if (suggestion && index <= suggestion.index) suggestion.index += a.text.length;
         replies.push({});
       } else if (kind === 'replaceAllText') {
         const ct = a.containsText as { text?: unknown; matchCase?: unknown } | undefined;
-        if (!ct || typeof ct.text !== 'string' || !ct.text) throw invalid(`Invalid ${at}.replaceAllText: containsText.text must not be empty.`);
+        if (!ct || typeof ct.text !== 'string' || !ct.text)
+          throw invalid(`Invalid ${at}.replaceAllText: containsText.text must not be empty.`);
         const replace = a.replaceText === undefined ? '' : a.replaceText;
         if (typeof replace !== 'string') throw invalid(`Invalid ${at}.replaceAllText: replaceText must be a string.`);
         const needle = ct.matchCase === true ? ct.text : ct.text.toLowerCase();
         let out = '';
         let n = 0;
-        for (let p = 0; p < text.length; ) {
+        for (let p = 0; p < text.length;) {
           const window = text.slice(p, p + needle.length);
           if ((ct.matchCase === true ? window : window.toLowerCase()) === needle) {
             out += replace;
@@ -315,9 +421,14 @@ export class FakeDocs {
         const range = a.range as { startIndex?: unknown; endIndex?: unknown } | undefined;
         const s = range?.startIndex;
         const e = range?.endIndex;
-        if (typeof s !== 'number' || typeof e !== 'number' || !Number.isInteger(s) || !Number.isInteger(e)) throw invalid(`Invalid ${at}.deleteContentRange: range.startIndex and range.endIndex are required.`);
-        if (s < 1 || e <= s) throw invalid(`Invalid ${at}.deleteContentRange: The range must be non-empty and start at index 1 or later.`);
-        if (e > endIndex - 1) throw invalid(`Invalid ${at}.deleteContentRange: The range cannot include the newline character at the end of the segment.`);
+        if (typeof s !== 'number' || typeof e !== 'number' || !Number.isInteger(s) || !Number.isInteger(e))
+          throw invalid(`Invalid ${at}.deleteContentRange: range.startIndex and range.endIndex are required.`);
+        if (s < 1 || e <= s)
+          throw invalid(`Invalid ${at}.deleteContentRange: The range must be non-empty and start at index 1 or later.`);
+        if (e > endIndex - 1)
+          throw invalid(
+            `Invalid ${at}.deleteContentRange: The range cannot include the newline character at the end of the segment.`,
+          );
         text = text.slice(0, s - 1) + text.slice(e - 1);
         if (suggestion && s < suggestion.index) suggestion.index -= Math.min(e, suggestion.index) - s;
         replies.push({});

@@ -35,7 +35,9 @@ export const GOOGLE_DOC = 'application/vnd.google-apps.document';
 export const GOOGLE_SHEET = 'application/vnd.google-apps.spreadsheet';
 
 const SCOPE = 'https://www.googleapis.com/auth/';
-const READ_METADATA = ['drive', 'drive.readonly', 'drive.metadata', 'drive.metadata.readonly', 'drive.file'].map((s) => SCOPE + s);
+const READ_METADATA = ['drive', 'drive.readonly', 'drive.metadata', 'drive.metadata.readonly', 'drive.file'].map(
+  (s) => SCOPE + s,
+);
 const READ_CONTENT = ['drive', 'drive.readonly', 'drive.file'].map((s) => SCOPE + s);
 const WRITE = ['drive', 'drive.file'].map((s) => SCOPE + s);
 
@@ -72,9 +74,29 @@ type FieldSchema = Map<string, FieldSchema | true>;
 const userSchema: FieldSchema = new Map([...USER_FIELDS].map((f) => [f, true as const]));
 const FILE_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
   ...[
-    'kind', 'id', 'name', 'mimeType', 'description', 'starred', 'trashed', 'parents', 'createdTime', 'modifiedTime',
-    'size', 'webViewLink', 'webContentLink', 'iconLink', 'driveId', 'md5Checksum', 'fileExtension', 'resourceKey',
-    'quotaBytesUsed', 'ownedByMe', 'shared', 'version', 'viewedByMeTime',
+    'kind',
+    'id',
+    'name',
+    'mimeType',
+    'description',
+    'starred',
+    'trashed',
+    'parents',
+    'createdTime',
+    'modifiedTime',
+    'size',
+    'webViewLink',
+    'webContentLink',
+    'iconLink',
+    'driveId',
+    'md5Checksum',
+    'fileExtension',
+    'resourceKey',
+    'quotaBytesUsed',
+    'ownedByMe',
+    'shared',
+    'version',
+    'viewedByMeTime',
   ].map((f) => [f, true as const] as const),
   ['owners', userSchema],
   ['lastModifyingUser', userSchema],
@@ -86,10 +108,35 @@ const FILE_LIST_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
   ['files', FILE_SCHEMA],
 ]);
 
-const LIST_PARAMS = new Set(['q', 'pageSize', 'pageToken', 'orderBy', 'fields', 'supportsAllDrives', 'includeItemsFromAllDrives', 'corpora', 'driveId', 'spaces', 'alt', 'prettyPrint']);
+const LIST_PARAMS = new Set([
+  'q',
+  'pageSize',
+  'pageToken',
+  'orderBy',
+  'fields',
+  'supportsAllDrives',
+  'includeItemsFromAllDrives',
+  'corpora',
+  'driveId',
+  'spaces',
+  'alt',
+  'prettyPrint',
+]);
 const GET_PARAMS = new Set(['fields', 'supportsAllDrives', 'alt', 'acknowledgeAbuse', 'prettyPrint']);
 const UPLOAD_PARAMS = new Set(['uploadType', 'name', 'fields', 'supportsAllDrives', 'prettyPrint']);
-const SORT_KEYS = new Set(['createdTime', 'folder', 'modifiedByMeTime', 'modifiedTime', 'name', 'name_natural', 'quotaBytesUsed', 'recency', 'sharedWithMeTime', 'starred', 'viewedByMeTime']);
+const SORT_KEYS = new Set([
+  'createdTime',
+  'folder',
+  'modifiedByMeTime',
+  'modifiedTime',
+  'name',
+  'name_natural',
+  'quotaBytesUsed',
+  'recency',
+  'sharedWithMeTime',
+  'starred',
+  'viewedByMeTime',
+]);
 
 class DriveError extends Error {
   constructor(
@@ -107,7 +154,14 @@ class DriveError extends Error {
       error: {
         code: this.status,
         message: this.message,
-        errors: [{ message: this.message, domain: this.domain, reason: this.reason, ...(this.location ? { location: this.location, locationType: this.locationType } : {}) }],
+        errors: [
+          {
+            message: this.message,
+            domain: this.domain,
+            reason: this.reason,
+            ...(this.location ? { location: this.location, locationType: this.locationType } : {}),
+          },
+        ],
       },
     };
   }
@@ -142,7 +196,14 @@ export function parseFields(text: string): Selection {
       }
       for (let k = segs.length - 1; k > 0; k--) sub = new Map([[segs[k]!, sub]]);
       const prev = out.get(segs[0]!);
-      out.set(segs[0]!, prev instanceof Map && sub instanceof Map ? new Map([...prev, ...sub]) : sub === true || prev === undefined ? sub : prev);
+      out.set(
+        segs[0]!,
+        prev instanceof Map && sub instanceof Map
+          ? new Map([...prev, ...sub])
+          : sub === true || prev === undefined
+            ? sub
+            : prev,
+      );
       while (text[i] === ' ') i++;
       if (text[i] === ',') {
         i++;
@@ -347,7 +408,10 @@ export function parseQuery(q: string, me: string): Parsed {
       }
       case 'name': {
         const v = expect('str').v;
-        if (op === 'contains') return (f) => words(f.name).some((w) => w.startsWith(v.toLowerCase())) || f.name.toLowerCase().startsWith(v.toLowerCase());
+        if (op === 'contains')
+          return (f) =>
+            words(f.name).some((w) => w.startsWith(v.toLowerCase())) ||
+            f.name.toLowerCase().startsWith(v.toLowerCase());
         if (op === '=') return (f) => f.name === v;
         if (op === '!=') return (f) => f.name !== v;
         throw new Error('bad operator for name');
@@ -371,7 +435,12 @@ export function parseQuery(q: string, me: string): Parsed {
         const v = Date.parse(expect('str').v);
         if (Number.isNaN(v)) throw new Error('bad date');
         const cmp: Record<string, (a: number) => boolean> = {
-          '<': (a) => a < v, '<=': (a) => a <= v, '>': (a) => a > v, '>=': (a) => a >= v, '=': (a) => a === v, '!=': (a) => a !== v,
+          '<': (a) => a < v,
+          '<=': (a) => a <= v,
+          '>': (a) => a > v,
+          '>=': (a) => a >= v,
+          '=': (a) => a === v,
+          '!=': (a) => a !== v,
         };
         const c = cmp[op];
         if (!c) throw new Error('bad operator for a time');
@@ -394,7 +463,14 @@ export class FakeDrive {
   readonly files = new Map<string, DriveFile>();
   readonly requests: ReceivedRequest[] = [];
   /** What the last upload received. */
-  lastUpload?: { query: Record<string, string>; contentType?: string; contentLength?: string; transferEncoding?: string; bytes: number; sha256: string };
+  lastUpload?: {
+    query: Record<string, string>;
+    contentType?: string;
+    contentLength?: string;
+    transferEncoding?: string;
+    bytes: number;
+    sha256: string;
+  };
   readonly dir = mkdtempSync(join(tmpdir(), 'fake-drive-'));
   readonly me = 'owner@example.com';
   private listening!: Listening;
@@ -441,7 +517,14 @@ export class FakeDrive {
   /** The File resource with every field the fake knows. */
   resource(f: DriveFile): Record<string, unknown> {
     const native = f.mimeType.startsWith('application/vnd.google-apps.');
-    const kind = f.mimeType === FOLDER ? 'folders' : f.mimeType === GOOGLE_DOC ? 'document' : f.mimeType === GOOGLE_SHEET ? 'spreadsheets' : 'file';
+    const kind =
+      f.mimeType === FOLDER
+        ? 'folders'
+        : f.mimeType === GOOGLE_DOC
+          ? 'document'
+          : f.mimeType === GOOGLE_SHEET
+            ? 'spreadsheets'
+            : 'file';
     return {
       kind: 'drive#file',
       id: f.id,
@@ -450,12 +533,26 @@ export class FakeDrive {
       starred: f.starred,
       trashed: f.trashed,
       parents: f.parents,
-      owners: [{ kind: 'drive#user', displayName: f.ownerEmail.split('@')[0], emailAddress: f.ownerEmail, me: f.ownerEmail === this.me }],
+      owners: [
+        {
+          kind: 'drive#user',
+          displayName: f.ownerEmail.split('@')[0],
+          emailAddress: f.ownerEmail,
+          me: f.ownerEmail === this.me,
+        },
+      ],
       createdTime: f.createdTime,
       modifiedTime: f.modifiedTime,
-      webViewLink: f.mimeType === FOLDER ? `https://drive.google.com/drive/folders/${f.id}` : native ? `https://docs.google.com/${kind}/d/${f.id}/edit` : `https://drive.google.com/file/d/${f.id}/view`,
+      webViewLink:
+        f.mimeType === FOLDER
+          ? `https://drive.google.com/drive/folders/${f.id}`
+          : native
+            ? `https://docs.google.com/${kind}/d/${f.id}/edit`
+            : `https://drive.google.com/file/d/${f.id}/view`,
       ...(f.driveId ? { driveId: f.driveId } : {}),
-      ...(f.size !== undefined && !native ? { size: String(f.size), md5Checksum: f.md5, quotaBytesUsed: String(f.size) } : { quotaBytesUsed: '0' }),
+      ...(f.size !== undefined && !native
+        ? { size: String(f.size), md5Checksum: f.md5, quotaBytesUsed: String(f.size) }
+        : { quotaBytesUsed: '0' }),
     };
   }
 
@@ -463,7 +560,12 @@ export class FakeDrive {
     const app = express();
     app.disable('x-powered-by');
     app.use((req, _res, next) => {
-      this.requests.push({ method: req.method, path: req.path, query: { ...(req.query as Record<string, string>) }, headers: { ...req.headers } });
+      this.requests.push({
+        method: req.method,
+        path: req.path,
+        query: { ...(req.query as Record<string, string>) },
+        headers: { ...req.headers },
+      });
       next();
     });
     const handle =
@@ -479,10 +581,21 @@ export class FakeDrive {
           throw e;
         }
       };
-    app.get('/drive/v3/files', handle((req, res) => this.list(req, res)));
-    app.get('/drive/v3/files/:fileId', handle((req, res) => this.get(req, res)));
-    app.post('/upload/drive/v3/files', handle((req, res) => this.upload(req, res)));
-    app.use((req, res) => res.status(404).json(new DriveError(404, `Not Found: ${req.method} ${req.path}`, 'notFound').body()));
+    app.get(
+      '/drive/v3/files',
+      handle((req, res) => this.list(req, res)),
+    );
+    app.get(
+      '/drive/v3/files/:fileId',
+      handle((req, res) => this.get(req, res)),
+    );
+    app.post(
+      '/upload/drive/v3/files',
+      handle((req, res) => this.upload(req, res)),
+    );
+    app.use((req, res) =>
+      res.status(404).json(new DriveError(404, `Not Found: ${req.method} ${req.path}`, 'notFound').body()),
+    );
     this.listening = await listen(app);
     return this;
   }
@@ -495,17 +608,25 @@ export class FakeDrive {
   private authorize(req: Request, scopes: string[]): void {
     const grant = this.oauth.validate(req.headers.authorization);
     if (!/^Bearer /.test(req.headers.authorization ?? '') || !grant) {
-      throw new DriveError(401, 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', 'authError', 'Authorization', 'header');
+      throw new DriveError(
+        401,
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+        'authError',
+        'Authorization',
+        'header',
+      );
     }
     const granted = grant.scope.split(' ');
-    if (!scopes.some((s) => granted.includes(s))) throw new DriveError(403, 'Request had insufficient authentication scopes.', 'insufficientPermissions');
+    if (!scopes.some((s) => granted.includes(s)))
+      throw new DriveError(403, 'Request had insufficient authentication scopes.', 'insufficientPermissions');
   }
 
   private query(req: Request, allowed: Set<string>): Record<string, string> {
     const q: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.query)) {
       if (!allowed.has(k)) throw new DriveError(400, `Unknown parameter: ${k}`, 'invalidParameter', k);
-      if (typeof v !== 'string') throw new DriveError(400, `Parameter ${k} given more than once`, 'invalidParameter', k);
+      if (typeof v !== 'string')
+        throw new DriveError(400, `Parameter ${k} given more than once`, 'invalidParameter', k);
       q[k] = v;
     }
     return q;
@@ -521,20 +642,39 @@ export class FakeDrive {
   private list(req: Request, res: Response): void {
     this.authorize(req, READ_METADATA);
     const q = this.query(req, LIST_PARAMS);
-    const sel = selection(q.fields, FILE_LIST_SCHEMA, 'kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)');
+    const sel = selection(
+      q.fields,
+      FILE_LIST_SCHEMA,
+      'kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)',
+    );
     const supportsAll = this.flag(q, 'supportsAllDrives');
     const includeAll = this.flag(q, 'includeItemsFromAllDrives');
     if (includeAll && !supportsAll) {
-      throw new DriveError(403, 'The includeItemsFromAllDrives parameter can only be set to true when supportsAllDrives is also set to true.', 'teamDrivesParameterNotSupported', 'includeItemsFromAllDrives');
+      throw new DriveError(
+        403,
+        'The includeItemsFromAllDrives parameter can only be set to true when supportsAllDrives is also set to true.',
+        'teamDrivesParameterNotSupported',
+        'includeItemsFromAllDrives',
+      );
     }
     const corpora = q.corpora ?? 'user';
     if (!['user', 'domain', 'drive', 'allDrives'].includes(corpora)) throw invalidValue('corpora');
     if (corpora === 'allDrives' && !includeAll) {
-      throw new DriveError(400, 'The includeItemsFromAllDrives parameter must be set to true when corpora is allDrives.', 'invalid', 'corpora');
+      throw new DriveError(
+        400,
+        'The includeItemsFromAllDrives parameter must be set to true when corpora is allDrives.',
+        'invalid',
+        'corpora',
+      );
     }
     const pageSize = q.pageSize === undefined ? 100 : Number(q.pageSize);
     if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
-      throw new DriveError(400, `Invalid value '${q.pageSize}'. Values must be within the range: [1, 1000]`, 'invalid', 'pageSize');
+      throw new DriveError(
+        400,
+        `Invalid value '${q.pageSize}'. Values must be within the range: [1, 1000]`,
+        'invalid',
+        'pageSize',
+      );
     }
     let parsed: Parsed = { pred: () => true, fullText: [], mentionsTrashed: false };
     if (q.q !== undefined) {
@@ -547,7 +687,12 @@ export class FakeDrive {
     let sort: Array<{ key: string; desc: boolean }> = [];
     if (q.orderBy !== undefined) {
       if (parsed.fullText.length) {
-        throw new DriveError(400, 'Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.', 'invalid', 'orderBy');
+        throw new DriveError(
+          400,
+          'Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.',
+          'invalid',
+          'orderBy',
+        );
       }
       sort = q.orderBy.split(',').map((part) => {
         const m = /^\s*([A-Za-z_]+)(?:\s+(desc))?\s*$/.exec(part);
@@ -575,8 +720,14 @@ export class FakeDrive {
       }
     };
     if (parsed.fullText.length) {
-      const score = (f: DriveFile) => parsed.fullText.reduce((n, t) => n + words(`${f.name} ${f.text}`).filter((w) => words(t).includes(w)).length, 0);
-      found.sort((a, b) => score(b) - score(a) || b.modifiedTime.localeCompare(a.modifiedTime) || a.id.localeCompare(b.id));
+      const score = (f: DriveFile) =>
+        parsed.fullText.reduce(
+          (n, t) => n + words(`${f.name} ${f.text}`).filter((w) => words(t).includes(w)).length,
+          0,
+        );
+      found.sort(
+        (a, b) => score(b) - score(a) || b.modifiedTime.localeCompare(a.modifiedTime) || a.id.localeCompare(b.id),
+      );
     } else {
       const keys = sort.length ? sort : [{ key: 'modifiedTime', desc: true }];
       found.sort((a, b) => {
@@ -588,7 +739,10 @@ export class FakeDrive {
         return a.id.localeCompare(b.id);
       });
     }
-    const fingerprint = createHash('sha256').update(JSON.stringify([q.q, q.orderBy, corpora, withSharedDrives])).digest('hex').slice(0, 12);
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([q.q, q.orderBy, corpora, withSharedDrives]))
+      .digest('hex')
+      .slice(0, 12);
     let offset = 0;
     if (q.pageToken !== undefined) {
       try {
@@ -600,7 +754,10 @@ export class FakeDrive {
       }
     }
     const page = found.slice(offset, offset + pageSize);
-    const next = offset + pageSize < found.length ? Buffer.from(JSON.stringify({ o: offset + pageSize, k: fingerprint })).toString('base64url') : undefined;
+    const next =
+      offset + pageSize < found.length
+        ? Buffer.from(JSON.stringify({ o: offset + pageSize, k: fingerprint })).toString('base64url')
+        : undefined;
     found = page;
     const body = {
       kind: 'drive#fileList',
@@ -629,9 +786,18 @@ export class FakeDrive {
       return;
     }
     if (f.mimeType.startsWith('application/vnd.google-apps.') || !f.contentPath) {
-      throw new DriveError(403, 'Only files with binary content can be downloaded. Use Export with Docs Editors files.', 'fileNotDownloadable', 'alt');
+      throw new DriveError(
+        403,
+        'Only files with binary content can be downloaded. Use Export with Docs Editors files.',
+        'fileNotDownloadable',
+        'alt',
+      );
     }
-    res.writeHead(200, { 'content-type': f.mimeType, 'content-length': String(f.size), 'x-goog-hash': `md5=${Buffer.from(f.md5!, 'hex').toString('base64')}` });
+    res.writeHead(200, {
+      'content-type': f.mimeType,
+      'content-length': String(f.size),
+      'x-goog-hash': `md5=${Buffer.from(f.md5!, 'hex').toString('base64')}`,
+    });
     await pipeline(createReadStream(f.contentPath), res).catch((e: NodeJS.ErrnoException) => {
       // The client may stop reading (or the test end) mid-file; that is the client's business.
       if (e.code !== 'ERR_STREAM_PREMATURE_CLOSE') throw e;
@@ -641,9 +807,15 @@ export class FakeDrive {
   private async upload(req: Request, res: Response): Promise<void> {
     this.authorize(req, WRITE);
     const q = this.query(req, UPLOAD_PARAMS);
-    if (q.uploadType === undefined) throw new DriveError(400, 'Media upload requires the uploadType parameter.', 'required', 'uploadType');
+    if (q.uploadType === undefined)
+      throw new DriveError(400, 'Media upload requires the uploadType parameter.', 'required', 'uploadType');
     if (q.uploadType !== 'media') {
-      throw new DriveError(400, `This fake supports uploadType=media only, not ${q.uploadType}.`, 'badRequest', 'uploadType');
+      throw new DriveError(
+        400,
+        `This fake supports uploadType=media only, not ${q.uploadType}.`,
+        'badRequest',
+        'uploadType',
+      );
     }
     const sel = selection(q.fields, FILE_SCHEMA, 'kind,id,name,mimeType');
     const id = this.newId();
@@ -669,7 +841,9 @@ export class FakeDrive {
       rmSync(path, { force: true });
       throw new DriveError(400, `Content-Length ${declared} does not match the ${bytes} bytes received.`, 'badContent');
     }
-    const mimeType = String(req.headers['content-type'] ?? 'application/octet-stream').split(';')[0]!.trim();
+    const mimeType = String(req.headers['content-type'] ?? 'application/octet-stream')
+      .split(';')[0]!
+      .trim();
     const now = new Date().toISOString();
     const f: DriveFile = {
       id,

@@ -34,4 +34,3 @@ export function seedFor(fake: FakeGraph, input: Record<string, unknown>): void {
     if (typeof input.task_id === 'string') s.addTask(input.list_id, { id: input.task_id, title: 'Seeded task' });
   }
 }
-

@@ -95,7 +95,10 @@ export class FakeHarvestTimeTracking {
     this.requests.push({ method: req.method, path: req.path, headers: req.headers });
     const ua = req.headers['user-agent'];
     if (!ua || !/\S+ \(.+\)/.test(ua)) {
-      res.status(400).json({ error: 'invalid_request', error_description: 'A User-Agent naming the application and a contact is required' });
+      res.status(400).json({
+        error: 'invalid_request',
+        error_description: 'A User-Agent naming the application and a contact is required',
+      });
       return;
     }
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];

@@ -103,7 +103,10 @@ function weekStart(t: number): number {
   return monday;
 }
 
-const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
+const text = (t: string, isError = false): CallToolResult => ({
+  content: [{ type: 'text', text: t }],
+  ...(isError ? { isError: true } : {}),
+});
 const attr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
 export interface FakeNotesOptions {
@@ -206,7 +209,11 @@ export class FakeNotesMcp {
     };
   };
 
-  private inRange(m: Meeting, args: { time_range?: string; custom_start?: string; custom_end?: string }, subject: string): boolean {
+  private inRange(
+    m: Meeting,
+    args: { time_range?: string; custom_start?: string; custom_end?: string },
+    subject: string,
+  ): boolean {
     const t = Date.parse(m.date);
     if (this.basicPlanUsers.has(subject) && t < this.now - 30 * DAY) return false;
     switch (args.time_range ?? 'last_30_days') {
@@ -217,7 +224,9 @@ export class FakeNotesMcp {
       case 'last_30_days':
         return t >= this.now - 30 * DAY && t <= this.now;
       default:
-        return t >= Date.parse(`${args.custom_start}T00:00:00Z`) && t < Date.parse(`${args.custom_end}T00:00:00Z`) + DAY;
+        return (
+          t >= Date.parse(`${args.custom_start}T00:00:00Z`) && t < Date.parse(`${args.custom_end}T00:00:00Z`) + DAY
+        );
     }
   }
 
@@ -272,7 +281,9 @@ export class FakeNotesMcp {
               (m) =>
                 `<meeting id="${m.id}" title="${attr(m.title)}" date="${m.date}">\n  <known_participants>\n${m.participants
                   .map((p) => `    ${p.name} <${p.email}>`)
-                  .join('\n')}\n  </known_participants>\n  <private_notes>\n${m.privateNotes}\n  </private_notes>\n  <summary>\n${m.summary}\n  </summary>\n</meeting>`,
+                  .join(
+                    '\n',
+                  )}\n  </known_participants>\n  <private_notes>\n${m.privateNotes}\n  </private_notes>\n  <summary>\n${m.summary}\n  </summary>\n</meeting>`,
             )
             .join('\n'),
         );
@@ -287,7 +298,10 @@ export class FakeNotesMcp {
       },
       async (args, extra) => {
         if (this.basicPlanUsers.has(subjectOf(extra))) {
-          return text('Transcripts are available on Business and Enterprise plans. Upgrade to access meeting transcripts.', true);
+          return text(
+            'Transcripts are available on Business and Enterprise plans. Upgrade to access meeting transcripts.',
+            true,
+          );
         }
         const m = this.meetings.find((x) => x.id === args.meeting_id);
         if (!m) return text(`Meeting ${args.meeting_id} not found`, true);
@@ -303,7 +317,8 @@ export class FakeNotesMcp {
     server.registerTool(
       'query_granola_meetings',
       {
-        description: "Query Granola about the user's meetings using natural language. Returns Markdown with inline citation links.",
+        description:
+          "Query Granola about the user's meetings using natural language. Returns Markdown with inline citation links.",
         inputSchema: z.strictObject({ query: z.string().min(1), document_ids: z.array(z.string()).optional() }),
       },
       async (args, extra) => {
@@ -311,7 +326,9 @@ export class FakeNotesMcp {
         let pool = this.visible(subjectOf(extra));
         if (args.document_ids) pool = pool.filter((m) => args.document_ids!.includes(m.id));
         const words = args.query.toLowerCase().match(/[a-z0-9]{4,}/g) ?? [];
-        const hits = pool.filter((m) => words.some((w) => `${m.title} ${m.summary} ${m.privateNotes}`.toLowerCase().includes(w)));
+        const hits = pool.filter((m) =>
+          words.some((w) => `${m.title} ${m.summary} ${m.privateNotes}`.toLowerCase().includes(w)),
+        );
         if (!hits.length) return text(`I couldn't find anything about that in your meeting notes.`);
         const lines = hits.map((m, i) => `- ${m.summary} [[${i}]](https://notes.granola.ai/d/${m.id})`);
         return text(`Here is what your meetings say:\n\n${lines.join('\n')}`);
@@ -322,13 +339,23 @@ export class FakeNotesMcp {
 
   /** Progress (and a log message) streamed on the request's SSE stream before its result, as Granola does. */
   private async progress(
-    extra: { sendNotification: (n: never) => Promise<void>; _meta?: { progressToken?: string | number }; requestId: string | number },
+    extra: {
+      sendNotification: (n: never) => Promise<void>;
+      _meta?: { progressToken?: string | number };
+      requestId: string | number;
+    },
     steps: number,
   ): Promise<void> {
     const progressToken = extra._meta?.progressToken ?? `granola-${String(extra.requestId)}`;
-    await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'Searching your meeting notes' } } as never);
+    await extra.sendNotification({
+      method: 'notifications/message',
+      params: { level: 'info', data: 'Searching your meeting notes' },
+    } as never);
     for (let i = 1; i <= steps; i++) {
-      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i, total: steps + 1 } } as never);
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken, progress: i, total: steps + 1 },
+      } as never);
       this.progressSent++;
     }
   }
@@ -422,14 +449,26 @@ export class FakeNotesMcp {
         await transport.handleRequest(req, res, req.body);
         return;
       } else {
-        res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: Mcp-Session-Id header is required' }, id: null });
+        res.status(400).json({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Bad Request: Mcp-Session-Id header is required' },
+          id: null,
+        });
         return;
       }
       // Granola limits transcripts aggressively; past the budget the call is refused with a JSON-RPC error.
       const call = entries.find((e) => e.method === 'tools/call' && e.params?.name === 'get_meeting_transcript');
       if (call && this.transcriptBudget !== undefined) {
         if (this.transcriptBudget <= 0) {
-          res.status(200).json({ jsonrpc: '2.0', id: call.id, error: { code: -32000, message: 'Rate limit exceeded for get_meeting_transcript; retry later', data: { retry_after: 30 } } });
+          res.status(200).json({
+            jsonrpc: '2.0',
+            id: call.id,
+            error: {
+              code: -32000,
+              message: 'Rate limit exceeded for get_meeting_transcript; retry later',
+              data: { retry_after: 30 },
+            },
+          });
           return;
         }
         this.transcriptBudget--;

@@ -159,8 +159,15 @@ export class FakeOAuthServer {
         this.counts.register++;
         const b = req.body as Record<string, unknown>;
         const uris = b.redirect_uris;
-        if (!Array.isArray(uris) || !uris.length || !uris.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))) {
-          res.status(400).json({ error: 'invalid_redirect_uri', error_description: 'redirect_uris must be a non-empty list of URLs' });
+        if (
+          !Array.isArray(uris) ||
+          !uris.length ||
+          !uris.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))
+        ) {
+          res.status(400).json({
+            error: 'invalid_redirect_uri',
+            error_description: 'redirect_uris must be a non-empty list of URLs',
+          });
           return;
         }
         const auth = (b.token_endpoint_auth_method as FakeClient['auth']) ?? 'client_secret_basic';
@@ -242,7 +249,9 @@ export class FakeOAuthServer {
         return;
       }
       if (this.opts.requireResource && body.resource !== this.opts.requireResource) {
-        res.status(400).json({ error: 'invalid_target', error_description: `resource must be ${this.opts.requireResource}` });
+        res
+          .status(400)
+          .json({ error: 'invalid_target', error_description: `resource must be ${this.opts.requireResource}` });
         return;
       }
       if (body.grant_type === 'authorization_code') {
@@ -281,7 +290,9 @@ export class FakeOAuthServer {
         res.json(issued);
         return;
       }
-      res.status(400).json({ error: 'unsupported_grant_type', error_description: `grant_type ${body.grant_type} is not supported` });
+      res
+        .status(400)
+        .json({ error: 'unsupported_grant_type', error_description: `grant_type ${body.grant_type} is not supported` });
     });
 
     this.listening = await listen(app, port);

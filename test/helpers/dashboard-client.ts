@@ -19,7 +19,11 @@ export class DashboardClient {
   }
 
   private async send(path: string, init: RequestInit): Promise<Page> {
-    const res = await fetch(new URL(path, this.baseUrl), { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: this.cookieHeader() } });
+    const res = await fetch(new URL(path, this.baseUrl), {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), cookie: this.cookieHeader() },
+    });
     for (const line of res.headers.getSetCookie()) {
       const pair = line.split(';')[0]!;
       const i = pair.indexOf('=');
@@ -57,6 +61,11 @@ export class DashboardClient {
 
   async signIn(password: string, username = 'admin'): Promise<Page> {
     const page = await this.get('/dashboard/sign-in');
-    return this.post('/dashboard/sign-in', { _csrf: DashboardClient.csrf(page.html), username, password, next: '/dashboard/connections' });
+    return this.post('/dashboard/sign-in', {
+      _csrf: DashboardClient.csrf(page.html),
+      username,
+      password,
+      next: '/dashboard/connections',
+    });
   }
 }

@@ -83,7 +83,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const running = await startServer(config, { logDestination: sink, store });
   const oauth = await new FakeOAuthServer(opts.oauth).start();
   const watched = watchSecrets();
-  const client = new AgentConnectorClient({ clientId: TEST_CLIENT_ID, clientSecret: TEST_CLIENT_SECRET, envUrl: running.url, fetch: watched.fetch });
+  const client = new AgentConnectorClient({
+    clientId: TEST_CLIENT_ID,
+    clientSecret: TEST_CLIENT_SECRET,
+    envUrl: running.url,
+    fetch: watched.fetch,
+  });
   return {
     url: running.url,
     config,
@@ -95,7 +100,16 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       // Every secret this test sent or the fake provider issued, searched for in the logs, the service's answers
       // and the store; a leak fails the test file.
-      const scan = await scanHarnessSecrets({ watched, logs, oauth, running, store, dataDir: config.dataDir, clientSecret: TEST_CLIENT_SECRET, enabled: opts.scanSecrets ?? true });
+      const scan = await scanHarnessSecrets({
+        watched,
+        logs,
+        oauth,
+        running,
+        store,
+        dataDir: config.dataDir,
+        clientSecret: TEST_CLIENT_SECRET,
+        enabled: opts.scanSecrets ?? true,
+      });
       await running.close();
       await scan.afterClose();
       await oauth.close();
@@ -134,7 +148,11 @@ export async function oauthConnection(
 ) {
   const clientId = `client-${name}`;
   const clientSecret = `secret-${name}-${Math.random().toString(36).slice(2)}`;
-  h.oauth.addClient({ client_id: clientId, client_secret: clientSecret, auth: opts.authMethod ?? 'client_secret_post' });
+  h.oauth.addClient({
+    client_id: clientId,
+    client_secret: clientSecret,
+    auth: opts.authMethod ?? 'client_secret_post',
+  });
   return h.client.createConnection({
     connection_name: name,
     connector,
@@ -147,7 +165,12 @@ export async function oauthConnection(
 }
 
 /** Connects an account end to end: link, consent at the fake, callback. Returns the account id. */
-export async function authorize(h: Harness, connectionName: string, identifier: string, user = identifier): Promise<string> {
+export async function authorize(
+  h: Harness,
+  connectionName: string,
+  identifier: string,
+  user = identifier,
+): Promise<string> {
   const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName, identifier });
   const res = await followAuthorizationLink(link, user);
   if (res.status !== 200) throw new Error(`callback answered ${res.status}: ${await res.text()}`);

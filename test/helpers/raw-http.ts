@@ -1,7 +1,10 @@
 import http from 'node:http';
 
 /** A GET that sends the path exactly as written (no URL normalisation), for hostile-input tests. */
-export function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+export function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   const u = new URL(url.replace(/\/proxy.*$/, ''));
   const path = url.slice(url.indexOf('/proxy'));
   return new Promise((resolve, reject) => {

@@ -370,11 +370,9 @@ beforeAll(async () => {
   app.get('/v1.0/me/mailboxSettings', (req, res) => {
     const grant = oauth.validate(req.headers.authorization);
     if (!grant)
-      res
-        .status(401)
-        .json({
-          error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
-        });
+      res.status(401).json({
+        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+      });
     else res.json({ timeZone: 'UTC', subject: grant.subject });
   });
   api = await listen(app);

@@ -23,9 +23,25 @@ beforeAll(async () => {
   h = await startHarness({ env: { BODY_LIMIT_BYTES: String(LIMIT), LOG_LEVEL: 'warn' } });
   sentinel = await new Sentinel().start();
   await h.client.createConnection({ connection_name: 'data', connector: 'prodata', api_base_url: sentinel.url });
-  await h.client.upsertConnectedAccount({ connectionName: 'data', identifier: 'plain-user', credentials: { api_key: 'key-plain-user' } });
-  await h.client.createConnection({ connection_name: 'mailbox', connector: 'mail', client_id: 'mail-client', client_secret: 'mail-client-secret' });
-  token = ((await (await fetch(`${h.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json()) as { access_token: string }).access_token;
+  await h.client.upsertConnectedAccount({
+    connectionName: 'data',
+    identifier: 'plain-user',
+    credentials: { api_key: 'key-plain-user' },
+  });
+  await h.client.createConnection({
+    connection_name: 'mailbox',
+    connector: 'mail',
+    client_id: 'mail-client',
+    client_secret: 'mail-client-secret',
+  });
+  token = (
+    (await (
+      await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+      })
+    ).json()) as { access_token: string }
+  ).access_token;
 });
 afterAll(async () => {
   await sentinel?.close();
@@ -35,10 +51,19 @@ afterAll(async () => {
 const auth = () => ({ authorization: `Bearer ${token}` });
 
 /** Sends a body as it is: POST, except the account upsert (PUT). */
-async function post(path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }) {
-  const res = await fetch(`${h.url}${path}`, { method: path === '/v1/connected-accounts' ? 'PUT' : 'POST', headers: { ...auth(), ...headers }, body });
+async function post(
+  path: string,
+  body: string | Buffer,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+) {
+  const res = await fetch(`${h.url}${path}`, {
+    method: path === '/v1/connected-accounts' ? 'PUT' : 'POST',
+    headers: { ...auth(), ...headers },
+    body,
+  });
   const text = await res.text();
-  let json: { error?: { code: string; message: string; details?: Array<{ field: string }> }; request_id?: string } | undefined;
+  let json:
+    { error?: { code: string; message: string; details?: Array<{ field: string }> }; request_id?: string } | undefined;
   try {
     json = JSON.parse(text);
   } catch {
@@ -55,7 +80,13 @@ function expectServiceError(r: Awaited<ReturnType<typeof post>>, what: string) {
   expect(r.json?.request_id).toMatch(/^[\w.-]+$/);
 }
 
-const JSON_ENDPOINTS = ['/v1/tools/execute', '/v1/connections', '/v1/connected-accounts', '/v1/connected-accounts/authorization-link', '/v1/api-credentials'];
+const JSON_ENDPOINTS = [
+  '/v1/tools/execute',
+  '/v1/connections',
+  '/v1/connected-accounts',
+  '/v1/connected-accounts/authorization-link',
+  '/v1/api-credentials',
+];
 
 describe('malformed JSON bodies', () => {
   const MALFORMED = [
@@ -95,18 +126,34 @@ describe('malformed JSON bodies', () => {
       failed++;
       throw e;
     } finally {
-      record({ category: 'inputs fuzzed', what: `malformed JSON bodies (${MALFORMED.length} kinds × ${JSON_ENDPOINTS.length} endpoints)`, tried, failed });
+      record({
+        category: 'inputs fuzzed',
+        what: `malformed JSON bodies (${MALFORMED.length} kinds × ${JSON_ENDPOINTS.length} endpoints)`,
+        tried,
+        failed,
+      });
     }
     const r = await post('/v1/tools/execute', '{"tool_name": ');
     expect(r.json!.error!.code).toBe('invalid_json');
   });
 
   it('answers generated garbage and mutated JSON with a 4xx, never a 5xx', async () => {
-    const valid = JSON.stringify({ tool_name: 'prodata_scrape_profile', tool_input: { profile_url: 'https://www.linkedin.com/in/x' }, connection_name: 'data', identifier: 'plain-user', dry_run: true });
+    const valid = JSON.stringify({
+      tool_name: 'prodata_scrape_profile',
+      tool_input: { profile_url: 'https://www.linkedin.com/in/x' },
+      connection_name: 'data',
+      identifier: 'plain-user',
+      dry_run: true,
+    });
     const mutated = fc
       .tuple(fc.nat({ max: valid.length - 1 }), fc.nat({ max: 20 }), fc.string({ unit: 'binary', maxLength: 4 }))
       .map(([at, drop, insert]) => valid.slice(0, at) + insert + valid.slice(at + drop));
-    const garbage = fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), mutated, fc.json());
+    const garbage = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 200 }),
+      fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+      mutated,
+      fc.json(),
+    );
     let tried = 0;
     let failed = 0;
     try {
@@ -129,29 +176,121 @@ describe('malformed JSON bodies', () => {
 
   it("answers generated values for each endpoint's own fields, and generated query strings, without a 5xx", async () => {
     const hostile = fc.oneof(
-      fc.constantFrom('data', 'prodata', 'mail', 'mailbox', 'plain-user', 'api_key', 'oauth2', '__proto__', 'constructor', '', ' ', 'javascript:alert(1)', 'http://169.254.169.254/', 'https://{domain}/x', '\ud800', 'a\u0000b', '../..'),
+      fc.constantFrom(
+        'data',
+        'prodata',
+        'mail',
+        'mailbox',
+        'plain-user',
+        'api_key',
+        'oauth2',
+        '__proto__',
+        'constructor',
+        '',
+        ' ',
+        'javascript:alert(1)',
+        'http://169.254.169.254/',
+        'https://{domain}/x',
+        '\ud800',
+        'a\u0000b',
+        '../..',
+      ),
       fc.string({ maxLength: 12 }),
       fc.integer(),
       fc.boolean(),
       fc.constant(null),
       fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.integer()), { maxLength: 3 }),
-      fc.dictionary(fc.constantFrom('api_key', 'domain', 'authorize_url', 'token_url', 'resource', 'access_token', '__proto__', 'x'), fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.constant('https://evil.example')), { maxKeys: 3 }),
+      fc.dictionary(
+        fc.constantFrom(
+          'api_key',
+          'domain',
+          'authorize_url',
+          'token_url',
+          'resource',
+          'access_token',
+          '__proto__',
+          'x',
+        ),
+        fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.constant('https://evil.example')),
+        { maxKeys: 3 },
+      ),
     );
     const FIELDS: Record<string, { method: string; path: string; fields: string[] }> = {
-      connection: { method: 'POST', path: '/v1/connections', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_base_url', 'api_hosts', 'oauth'] },
-      'connection update': { method: 'PATCH', path: '/v1/connections/mailbox', fields: ['connection_name', 'connector', 'auth_kind', 'client_id', 'client_secret', 'scopes', 'api_hosts', 'oauth'] },
+      connection: {
+        method: 'POST',
+        path: '/v1/connections',
+        fields: [
+          'connection_name',
+          'connector',
+          'auth_kind',
+          'client_id',
+          'client_secret',
+          'scopes',
+          'api_base_url',
+          'api_hosts',
+          'oauth',
+        ],
+      },
+      'connection update': {
+        method: 'PATCH',
+        path: '/v1/connections/mailbox',
+        fields: [
+          'connection_name',
+          'connector',
+          'auth_kind',
+          'client_id',
+          'client_secret',
+          'scopes',
+          'api_hosts',
+          'oauth',
+        ],
+      },
       account: { method: 'POST', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier'] },
-      upsert: { method: 'PUT', path: '/v1/connected-accounts', fields: ['connection_name', 'identifier', 'credentials', 'verify'] },
-      link: { method: 'POST', path: '/v1/connected-accounts/authorization-link', fields: ['connection_name', 'identifier', 'redirect_url'] },
-      execute: { method: 'POST', path: '/v1/tools/execute', fields: ['tool_name', 'tool_input', 'connected_account_id', 'connection_name', 'identifier', 'dry_run'] },
+      upsert: {
+        method: 'PUT',
+        path: '/v1/connected-accounts',
+        fields: ['connection_name', 'identifier', 'credentials', 'verify'],
+      },
+      link: {
+        method: 'POST',
+        path: '/v1/connected-accounts/authorization-link',
+        fields: ['connection_name', 'identifier', 'redirect_url'],
+      },
+      execute: {
+        method: 'POST',
+        path: '/v1/tools/execute',
+        fields: ['tool_name', 'tool_input', 'connected_account_id', 'connection_name', 'identifier', 'dry_run'],
+      },
       credential: { method: 'POST', path: '/v1/api-credentials', fields: ['name'] },
     };
-    const bodyCase = fc.constantFrom(...Object.keys(FIELDS)).chain((kind) =>
-      fc.tuple(fc.constant(kind), fc.subarray(FIELDS[kind]!.fields), fc.array(hostile, { minLength: 9, maxLength: 9 })),
-    );
+    const bodyCase = fc
+      .constantFrom(...Object.keys(FIELDS))
+      .chain((kind) =>
+        fc.tuple(
+          fc.constant(kind),
+          fc.subarray(FIELDS[kind]!.fields),
+          fc.array(hostile, { minLength: 9, maxLength: 9 }),
+        ),
+      );
     const queryCase = fc.tuple(
-      fc.constantFrom('/v1/connected-accounts', '/v1/tools', '/v1/connections/data', '/v1/connections/mailbox', '/v1/connected-accounts/x', '/v1/tools/x'),
-      fc.array(fc.tuple(fc.constantFrom('connection_name', 'identifier', 'status', 'limit', 'cursor', 'connector'), fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('0', '-1', '1e3', 'NaN', '99999999999', 'MDo', 'eA', '%ZZ', 'ACTIVE', 'data'))), { maxLength: 4 }),
+      fc.constantFrom(
+        '/v1/connected-accounts',
+        '/v1/tools',
+        '/v1/connections/data',
+        '/v1/connections/mailbox',
+        '/v1/connected-accounts/x',
+        '/v1/tools/x',
+      ),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom('connection_name', 'identifier', 'status', 'limit', 'cursor', 'connector'),
+          fc.oneof(
+            fc.string({ maxLength: 10 }),
+            fc.constantFrom('0', '-1', '1e3', 'NaN', '99999999999', 'MDo', 'eA', '%ZZ', 'ACTIVE', 'data'),
+          ),
+        ),
+        { maxLength: 4 },
+      ),
     );
     let tried = 0;
     let failed = 0;
@@ -162,15 +301,24 @@ describe('malformed JSON bodies', () => {
           const body: Record<string, unknown> = {};
           fields.forEach((f, i) => (body[f] = values[i]));
           const { method, path } = FIELDS[kind]!;
-          const res = await fetch(`${h.url}${path}`, { method, headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
-          expect(res.status, `${method} ${path} ${JSON.stringify(body).slice(0, 300)}: ${(await res.clone().text()).slice(0, 200)}`).toBeLessThan(500);
+          const res = await fetch(`${h.url}${path}`, {
+            method,
+            headers: { ...auth(), 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
+          expect(
+            res.status,
+            `${method} ${path} ${JSON.stringify(body).slice(0, 300)}: ${(await res.clone().text()).slice(0, 200)}`,
+          ).toBeLessThan(500);
         }),
         { numRuns: 300 },
       );
       await fc.assert(
         fc.asyncProperty(queryCase, async ([path, pairs]) => {
           tried++;
-          const res = await fetch(`${h.url}${path}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`, { headers: auth() });
+          const res = await fetch(`${h.url}${path}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`, {
+            headers: auth(),
+          });
           expect(res.status, `${path} ${JSON.stringify(pairs)}`).toBeLessThan(500);
         }),
         { numRuns: 150 },
@@ -179,7 +327,12 @@ describe('malformed JSON bodies', () => {
       failed++;
       throw e;
     } finally {
-      record({ category: 'inputs fuzzed', what: "management API: each endpoint's own fields and query strings, generated values", tried, failed });
+      record({
+        category: 'inputs fuzzed',
+        what: "management API: each endpoint's own fields and query strings, generated values",
+        tried,
+        failed,
+      });
     }
   });
 
@@ -192,7 +345,10 @@ describe('malformed JSON bodies', () => {
       ['{"tool_name":"x"}', { 'content-type': 'application/json', 'content-encoding': 'br' }],
       ['not gzip at all', { 'content-type': 'application/json', 'content-encoding': 'gzip' }],
     ] as Array<[string, Record<string, string>]>) {
-      expectServiceError(await post('/v1/tools/execute', body, headers), `${headers['content-type']} ${headers['content-encoding'] ?? ''}`);
+      expectServiceError(
+        await post('/v1/tools/execute', body, headers),
+        `${headers['content-type']} ${headers['content-encoding'] ?? ''}`,
+      );
     }
   });
 });
@@ -220,16 +376,32 @@ describe(`bodies over BODY_LIMIT_BYTES (${LIMIT})`, () => {
         c.close();
       },
     });
-    const res = await fetch(`${h.url}/v1/tools/execute`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${h.url}/v1/tools/execute`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit);
     expect(res.status).toBe(413);
     const bomb = gzipSync(Buffer.from(bodyOf(LIMIT * 64)));
     expect(bomb.length).toBeLessThan(LIMIT);
-    const inflated = await post('/v1/tools/execute', bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    const inflated = await post('/v1/tools/execute', bomb, {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    });
     expect(inflated.status).toBe(413);
     // The token endpoint has its own, smaller limit.
-    const token = await fetch(`${h.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: 'x', client_secret: 'y'.repeat(20_000) }) });
+    const token = await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ client_id: 'x', client_secret: 'y'.repeat(20_000) }),
+    });
     expect(token.status).toBe(413);
-    record({ category: 'inputs fuzzed', what: 'oversized bodies (at limit, limit+1, chunked, gzip bomb, token endpoint)', tried: 5, failed: 0 });
+    record({
+      category: 'inputs fuzzed',
+      what: 'oversized bodies (at limit, limit+1, chunked, gzip bomb, token endpoint)',
+      tried: 5,
+      failed: 0,
+    });
   });
 });
 
@@ -248,7 +420,12 @@ describe('deeply nested values', () => {
     let deep: unknown = 'bottom';
     for (let i = 0; i < 200_000; i++) deep = { a: deep };
     const e = await h.running.services.executor
-      .execute({ toolName: 'scraper_call_actor', input: { actor: 'apify/web-scraper', input: deep }, dryRun: true, account: { connectionName: 'data', identifier: 'plain-user' } })
+      .execute({
+        toolName: 'scraper_call_actor',
+        input: { actor: 'apify/web-scraper', input: deep },
+        dryRun: true,
+        account: { connectionName: 'data', identifier: 'plain-user' },
+      })
       .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ServiceError);
     expect((e as ServiceError).status).toBe(400);
@@ -256,7 +433,13 @@ describe('deeply nested values', () => {
 
   it('reports at most 50 problems, however many a large input has', async () => {
     const tags = Array.from({ length: 8_000 }, (_, i) => i);
-    const body = JSON.stringify({ tool_name: 'helpdesk_ticket_create', tool_input: { comment_body: 'x', tags }, connection_name: 'data', identifier: 'plain-user', dry_run: true });
+    const body = JSON.stringify({
+      tool_name: 'helpdesk_ticket_create',
+      tool_input: { comment_body: 'x', tags },
+      connection_name: 'data',
+      identifier: 'plain-user',
+      dry_run: true,
+    });
     expect(body.length).toBeLessThan(LIMIT);
     const r = await post('/v1/tools/execute', body);
     expect(r.status).toBe(400);
@@ -292,11 +475,13 @@ describe('identifiers in any script round-trip', () => {
     'Ω'.repeat(255),
     '\u200d zero width joiner',
   ];
-  const identifier = fc.oneof(
-    fc.constantFrom(...FIXED),
-    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
-    fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
-  ).filter((s) => s.length <= 255 && !/[\u0000-\u001f\u007f]/.test(s) && !/[\uD800-\uDFFF]/u.test(s));
+  const identifier = fc
+    .oneof(
+      fc.constantFrom(...FIXED),
+      fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
+    )
+    .filter((s) => s.length <= 255 && !/[\u0000-\u001f\u007f]/.test(s) && !/[\uD800-\uDFFF]/u.test(s));
 
   it('creates, finds, lists, runs tools and proxies for the same account', async () => {
     let n = 0;
@@ -308,7 +493,11 @@ describe('identifiers in any script round-trip', () => {
         fc.asyncProperty(identifier, async (id) => {
           tried++;
           const key = `key-${++n}-${Date.now()}`;
-          const created = await h.client.upsertConnectedAccount({ connectionName: 'data', identifier: id, credentials: { api_key: key } });
+          const created = await h.client.upsertConnectedAccount({
+            connectionName: 'data',
+            identifier: id,
+            credentials: { api_key: key },
+          });
           expect(created.identifier).toBe(id);
           if (seen.has(id)) expect(created.id).toBe(seen.get(id));
           else expect([...seen.values()]).not.toContain(created.id);
@@ -322,8 +511,16 @@ describe('identifiers in any script round-trip', () => {
           const before = sentinel.requests.length;
           const res = await h.client.request({ connectionName: 'data', identifier: id, path: '/echo' });
           expect(res.status).toBe(200);
-          await h.client.executeTool({ toolName: 'prodata_scrape_profile' as never, toolInput: { profile_url: 'https://www.linkedin.com/in/x' } as never, connectionName: 'data', identifier: id });
-          expect(sentinel.requests.slice(before).map((r) => r.headers.find(([k]) => k === 'x-api-key')?.[1])).toEqual([key, key]);
+          await h.client.executeTool({
+            toolName: 'prodata_scrape_profile' as never,
+            toolInput: { profile_url: 'https://www.linkedin.com/in/x' } as never,
+            connectionName: 'data',
+            identifier: id,
+          });
+          expect(sentinel.requests.slice(before).map((r) => r.headers.find(([k]) => k === 'x-api-key')?.[1])).toEqual([
+            key,
+            key,
+          ]);
         }),
         { numRuns: 40, examples: FIXED.map((f) => [f]) },
       );
@@ -331,25 +528,38 @@ describe('identifiers in any script round-trip', () => {
       failed++;
       throw e;
     } finally {
-      record({ category: 'inputs fuzzed', what: 'identifiers in any script (create, get, list, tool, proxy)', tried, failed });
+      record({
+        category: 'inputs fuzzed',
+        what: 'identifiers in any script (create, get, list, tool, proxy)',
+        tried,
+        failed,
+      });
     }
     expect(seen.get('e\u0301')).not.toBe(seen.get('\u00e9'));
   });
 
   it('refuses identifiers that could not be stored as given, and malformed encoded ones', async () => {
     for (const bad of ['\ud800', 'a\udfffb', 'tab\there', 'nul\u0000', 'x'.repeat(256), '']) {
-      const e = await h.client.getOrCreateConnectedAccount({ connectionName: 'data', identifier: bad }).catch((x: unknown) => x);
+      const e = await h.client
+        .getOrCreateConnectedAccount({ connectionName: 'data', identifier: bad })
+        .catch((x: unknown) => x);
       expect(e, JSON.stringify(bad)).toBeInstanceOf(ConnectorServiceError);
       expect((e as ConnectorServiceError).status).toBe(400);
       expect((e as ConnectorServiceError).details[0]!.field).toBe('identifier');
     }
     const base = { ...auth(), connection_name: 'data' };
-    const attempts: Array<Record<string, string>> = [{ 'x-identifier-encoded': '%E2%9C' }, { 'x-identifier-encoded': '%ED%A0%80' }, { 'x-identifier-encoded': 'plain-user', identifier: 'plain-user' }];
+    const attempts: Array<Record<string, string>> = [
+      { 'x-identifier-encoded': '%E2%9C' },
+      { 'x-identifier-encoded': '%ED%A0%80' },
+      { 'x-identifier-encoded': 'plain-user', identifier: 'plain-user' },
+    ];
     for (const headers of attempts) {
       const before = sentinel.requests.length;
       const res = await fetch(`${h.url}/proxy/echo`, { headers: { ...base, ...headers } });
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: { details: Array<{ field: string }> } }).error.details[0]!.field).toBe('x-identifier-encoded');
+      expect(((await res.json()) as { error: { details: Array<{ field: string }> } }).error.details[0]!.field).toBe(
+        'x-identifier-encoded',
+      );
       expect(sentinel.requests.length).toBe(before);
     }
   });
@@ -357,7 +567,12 @@ describe('identifiers in any script round-trip', () => {
 
 describe('line breaks and NUL in proxy headers and query strings', () => {
   const target = (path = '/proxy/echo') => `GET ${path} HTTP/1.1`;
-  const base = () => [`Host: ${new URL(h.url).host}`, `Authorization: Bearer ${token}`, 'connection_name: data', 'identifier: plain-user'];
+  const base = () => [
+    `Host: ${new URL(h.url).host}`,
+    `Authorization: Bearer ${token}`,
+    'connection_name: data',
+    'identifier: plain-user',
+  ];
 
   it('never lets a header value or query become another header or request upstream', async () => {
     const attacks: Array<[string, string]> = [
@@ -373,10 +588,20 @@ describe('line breaks and NUL in proxy headers and query strings', () => {
       ['space in the request target', rawHttp(`GET /proxy/echo?q=a HTTP/1.1 X-Injected: sp HTTP/1.1`, base())],
       [
         'Content-Length with Transfer-Encoding',
-        rawHttp('POST /proxy/echo HTTP/1.1', [...base(), 'Content-Length: 4', 'Transfer-Encoding: chunked'], '0\r\n\r\nGET /smuggled HTTP/1.1\r\nX-Injected: smuggled\r\n\r\n'),
+        rawHttp(
+          'POST /proxy/echo HTTP/1.1',
+          [...base(), 'Content-Length: 4', 'Transfer-Encoding: chunked'],
+          '0\r\n\r\nGET /smuggled HTTP/1.1\r\nX-Injected: smuggled\r\n\r\n',
+        ),
       ],
-      ['two Content-Length headers', rawHttp('POST /proxy/echo HTTP/1.1', [...base(), 'Content-Length: 4', 'Content-Length: 60'], 'abcd')],
-      ['Transfer-Encoding obfuscated', rawHttp('POST /proxy/echo HTTP/1.1', [...base(), 'Transfer-Encoding: xchunked'], '0\r\n\r\n')],
+      [
+        'two Content-Length headers',
+        rawHttp('POST /proxy/echo HTTP/1.1', [...base(), 'Content-Length: 4', 'Content-Length: 60'], 'abcd'),
+      ],
+      [
+        'Transfer-Encoding obfuscated',
+        rawHttp('POST /proxy/echo HTTP/1.1', [...base(), 'Transfer-Encoding: xchunked'], '0\r\n\r\n'),
+      ],
     ];
     const before = sentinel.requests.length;
     let forwarded = 0;
@@ -385,11 +610,16 @@ describe('line breaks and NUL in proxy headers and query strings', () => {
       const res = await rawExchange(h.url, request);
       outcomes.push(`${name}: ${res.status}`);
       // Refused by the HTTP parser or by the proxy (4xx), or forwarded as one intact request.
-      expect(res.status === 200 || (res.status >= 400 && res.status < 500), `${name}: ${res.raw.slice(0, 200)}`).toBe(true);
+      expect(res.status === 200 || (res.status >= 400 && res.status < 500), `${name}: ${res.raw.slice(0, 200)}`).toBe(
+        true,
+      );
       if (res.status === 200) forwarded++;
     }
     // Encoded line breaks stay encoded: the upstream sees the same bytes and no extra header.
-    const encoded = await rawExchange(h.url, rawHttp(target('/proxy/echo?q=a%0d%0aX-Injected:%20encoded&r=%00'), base()));
+    const encoded = await rawExchange(
+      h.url,
+      rawHttp(target('/proxy/echo?q=a%0d%0aX-Injected:%20encoded&r=%00'), base()),
+    );
     expect(encoded.status).toBe(200);
     forwarded++;
     const seen = sentinel.requests.slice(before);
@@ -401,13 +631,31 @@ describe('line breaks and NUL in proxy headers and query strings', () => {
       for (const [k, v] of r.headers) expect(`${k}: ${v}`).not.toMatch(/[\r\n\u0000]/);
     }
     expect(seen.at(-1)!.url).toBe('/echo?q=a%0d%0aX-Injected:%20encoded&r=%00');
-    record({ category: 'inputs fuzzed', what: 'CR/LF/NUL in proxy headers, targets and framing (raw socket)', tried: attacks.length + 1, failed: 0, detail: outcomes.join('; ') });
+    record({
+      category: 'inputs fuzzed',
+      what: 'CR/LF/NUL in proxy headers, targets and framing (raw socket)',
+      tried: attacks.length + 1,
+      failed: 0,
+      detail: outcomes.join('; '),
+    });
   });
 
   it('refuses line breaks before sending through the client library, and encodes them in query values', async () => {
     const before = sentinel.requests.length;
-    await expect(h.client.request({ connectionName: 'data', identifier: 'plain-user', path: '/echo', headers: { 'x-custom': 'a\r\nX-Injected: client' } })).rejects.toThrow();
-    const res = await h.client.request({ connectionName: 'data', identifier: 'plain-user', path: '/echo', queryParams: { q: 'a\r\nX-Injected: query' } });
+    await expect(
+      h.client.request({
+        connectionName: 'data',
+        identifier: 'plain-user',
+        path: '/echo',
+        headers: { 'x-custom': 'a\r\nX-Injected: client' },
+      }),
+    ).rejects.toThrow();
+    const res = await h.client.request({
+      connectionName: 'data',
+      identifier: 'plain-user',
+      path: '/echo',
+      queryParams: { q: 'a\r\nX-Injected: query' },
+    });
     expect(res.status).toBe(200);
     expect(sentinel.requests.length).toBe(before + 1);
     expect(sentinel.requests.at(-1)!.url).toBe('/echo?q=a%0D%0AX-Injected%3A+query');

@@ -35,7 +35,14 @@ function request(method: string, path: string, body?: unknown): Promise<{ status
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, method, path, agent, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) } },
+      {
+        host: u.hostname,
+        port: u.port,
+        method,
+        path,
+        agent,
+        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -81,7 +88,10 @@ async function startService(): Promise<void> {
   });
   for (let i = 0; i < 600; i++) {
     if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}`);
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -91,7 +101,9 @@ async function startService(): Promise<void> {
 /** Connections the kernel refused to queue because a listen backlog was full (this network namespace). */
 function listenOverflows(): number {
   try {
-    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+    const lines = readFileSync('/proc/net/netstat', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('TcpExt:'));
     const names = lines[0]!.split(/\s+/);
     return Number(lines[1]!.split(/\s+/)[names.indexOf('ListenOverflows')] ?? 0);
   } catch {
@@ -116,7 +128,11 @@ beforeAll(async () => {
   });
   const res = await fetch(`${url}/oauth/token`, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: TEST_CLIENT_ID,
+      client_secret: TEST_CLIENT_SECRET,
+    }),
   });
   token = ((await res.json()) as { access_token: string }).access_token;
 });
@@ -133,106 +149,127 @@ afterAll(async () => {
 });
 
 const execute = () =>
-  request('POST', '/v1/tools/execute', { tool_name: 'helpdesk_ticket_get', connection_name: 'desk', identifier: 'user-1', tool_input: { ticket_id: 42 } });
+  request('POST', '/v1/tools/execute', {
+    tool_name: 'helpdesk_ticket_get',
+    connection_name: 'desk',
+    identifier: 'user-1',
+    tool_input: { ticket_id: 42 },
+  });
 
-it(`${CONCURRENCY} tool calls in flight against a slow provider: all succeed, bounded memory, /health keeps answering`, async ({ onTestFailed }) => {
-  let failed = 0;
-  let tried = 0;
-  const health: number[] = [];
-  let healthFailures = 0;
-  const rounds: Array<{ peakRss: number; afterRss: number; peakInFlight: number; received: number; overflows: number }> = [];
-  const what = `${CONCURRENCY} concurrent tool calls, slow provider (${UPSTREAM_DELAY_MS} ms), ${ROUNDS} rounds`;
-  let detail = '';
-  // A failed check counts as a failure even when every call succeeded.
-  onTestFailed(() => record({ category: 'load', what, tried, failed: Math.max(failed, 1), detail }));
+it(
+  `${CONCURRENCY} tool calls in flight against a slow provider: all succeed, bounded memory, /health keeps answering`,
+  async ({ onTestFailed }) => {
+    let failed = 0;
+    let tried = 0;
+    const health: number[] = [];
+    let healthFailures = 0;
+    const rounds: Array<{
+      peakRss: number;
+      afterRss: number;
+      peakInFlight: number;
+      received: number;
+      overflows: number;
+    }> = [];
+    const what = `${CONCURRENCY} concurrent tool calls, slow provider (${UPSTREAM_DELAY_MS} ms), ${ROUNDS} rounds`;
+    let detail = '';
+    // A failed check counts as a failure even when every call succeeded.
+    onTestFailed(() => record({ category: 'load', what, tried, failed: Math.max(failed, 1), detail }));
 
-  // Warm up: code paths compiled, the first sockets open, so the baseline is the idle service.
-  for (let i = 0; i < 5; i++) expect((await execute()).status).toBe(200);
-  const baseRss = rssOf(service.pid!);
+    // Warm up: code paths compiled, the first sockets open, so the baseline is the idle service.
+    for (let i = 0; i < 5; i++) expect((await execute()).status).toBe(200);
+    const baseRss = rssOf(service.pid!);
 
-  for (let round = 0; round < ROUNDS; round++) {
-    up.reset();
-    up.plan([], { kind: 'slow', ms: UPSTREAM_DELAY_MS, body: { ticket: { id: 42, subject: 'Slow but sure' } } });
-    // The provider holds every answer until all the calls have reached it (or none has arrived for ten
-    // seconds, when the service queues them: then the check below fails), then answers each after 1 s.
-    const release = up.hold();
-    const overflowsBefore = listenOverflows();
-    let pending = CONCURRENCY;
-    let peakRss = rssOf(service.pid!);
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(service.pid!))), 50);
-    const calls = Array.from({ length: CONCURRENCY }, () =>
-      execute().then(
-        (r) => {
-          pending--;
-          return r;
-        },
-        (e: Error) => {
-          pending--;
-          return { status: 0, body: { error: { code: e.message } } };
-        },
-      ),
-    );
-    // /health, one request after the other, for as long as calls are in flight and the provider holds them.
-    const probing = (async () => {
-      while (pending > 0) {
-        if (up.inFlight === 0) {
-          await new Promise((r) => setTimeout(r, 5));
-          continue;
+    for (let round = 0; round < ROUNDS; round++) {
+      up.reset();
+      up.plan([], { kind: 'slow', ms: UPSTREAM_DELAY_MS, body: { ticket: { id: 42, subject: 'Slow but sure' } } });
+      // The provider holds every answer until all the calls have reached it (or none has arrived for ten
+      // seconds, when the service queues them: then the check below fails), then answers each after 1 s.
+      const release = up.hold();
+      const overflowsBefore = listenOverflows();
+      let pending = CONCURRENCY;
+      let peakRss = rssOf(service.pid!);
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(service.pid!))), 50);
+      const calls = Array.from({ length: CONCURRENCY }, () =>
+        execute().then(
+          (r) => {
+            pending--;
+            return r;
+          },
+          (e: Error) => {
+            pending--;
+            return { status: 0, body: { error: { code: e.message } } };
+          },
+        ),
+      );
+      // /health, one request after the other, for as long as calls are in flight and the provider holds them.
+      const probing = (async () => {
+        while (pending > 0) {
+          if (up.inFlight === 0) {
+            await new Promise((r) => setTimeout(r, 5));
+            continue;
+          }
+          const t0 = performance.now();
+          const ok = await request('GET', '/health').then(
+            (r) => r.status === 200 && r.body.status === 'ok',
+            () => false,
+          );
+          if (pending === 0) break;
+          health.push(performance.now() - t0);
+          if (!ok) healthFailures++;
+          await new Promise((r) => setTimeout(r, 20));
         }
-        const t0 = performance.now();
-        const ok = await request('GET', '/health').then(
-          (r) => r.status === 200 && r.body.status === 'ok',
-          () => false,
-        );
-        if (pending === 0) break;
-        health.push(performance.now() - t0);
-        if (!ok) healthFailures++;
+      })();
+      let seen = 0;
+      let quietSince = Date.now();
+      while (up.received.length < CONCURRENCY && Date.now() - quietSince < 10_000 && pending > 0) {
+        if (up.received.length !== seen) [seen, quietSince] = [up.received.length, Date.now()];
         await new Promise((r) => setTimeout(r, 20));
       }
-    })();
-    let seen = 0;
-    let quietSince = Date.now();
-    while (up.received.length < CONCURRENCY && Date.now() - quietSince < 10_000 && pending > 0) {
-      if (up.received.length !== seen) [seen, quietSince] = [up.received.length, Date.now()];
-      await new Promise((r) => setTimeout(r, 20));
+      release();
+      const results = await Promise.all(calls);
+      await probing;
+      clearInterval(sampler);
+      peakRss = Math.max(peakRss, rssOf(service.pid!));
+      tried += results.length;
+      const bad = results.filter((r) => r.status !== 200 || r.body?.data?.ticket?.id !== 42);
+      failed += bad.length;
+      rounds.push({
+        peakRss,
+        afterRss: rssOf(service.pid!),
+        peakInFlight: up.peakInFlight,
+        received: up.received.length,
+        overflows: listenOverflows() - overflowsBefore,
+      });
+      if (bad.length) console.log('failed calls (first 3):', JSON.stringify(bad.slice(0, 3)));
     }
-    release();
-    const results = await Promise.all(calls);
-    await probing;
-    clearInterval(sampler);
-    peakRss = Math.max(peakRss, rssOf(service.pid!));
-    tried += results.length;
-    const bad = results.filter((r) => r.status !== 200 || r.body?.data?.ticket?.id !== 42);
-    failed += bad.length;
-    rounds.push({ peakRss, afterRss: rssOf(service.pid!), peakInFlight: up.peakInFlight, received: up.received.length, overflows: listenOverflows() - overflowsBefore });
-    if (bad.length) console.log('failed calls (first 3):', JSON.stringify(bad.slice(0, 3)));
-  }
 
-  const sorted = [...health].sort((a, b) => a - b);
-  const growth = rounds.map((r) => r.peakRss - baseRss);
-  detail =
-    `RSS idle ${(baseRss / MB).toFixed(0)} MB, peak per round +${growth.map((g) => (g / MB).toFixed(0)).join('/+')} MB, ` +
-    `after last round ${(rounds.at(-1)!.afterRss / MB).toFixed(0)} MB; provider saw ${rounds.map((r) => r.peakInFlight).join('/')} at once; ` +
-    `connections dropped by a full listen backlog ${rounds.map((r) => r.overflows).join('/')}; ` +
-    `/health ${health.length} answers while in flight, p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${percentile(sorted, 99).toFixed(0)} ms, max ${(sorted.at(-1) ?? NaN).toFixed(0)} ms`;
-  console.log(`load: ${detail}`);
+    const sorted = [...health].sort((a, b) => a - b);
+    const growth = rounds.map((r) => r.peakRss - baseRss);
+    detail =
+      `RSS idle ${(baseRss / MB).toFixed(0)} MB, peak per round +${growth.map((g) => (g / MB).toFixed(0)).join('/+')} MB, ` +
+      `after last round ${(rounds.at(-1)!.afterRss / MB).toFixed(0)} MB; provider saw ${rounds.map((r) => r.peakInFlight).join('/')} at once; ` +
+      `connections dropped by a full listen backlog ${rounds.map((r) => r.overflows).join('/')}; ` +
+      `/health ${health.length} answers while in flight, p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${percentile(sorted, 99).toFixed(0)} ms, max ${(sorted.at(-1) ?? NaN).toFixed(0)} ms`;
+    console.log(`load: ${detail}`);
 
-  expect(failed).toBe(0);
-  for (const r of rounds) {
-    // No queue in front of the provider: all of them were there at once, each sent once.
-    expect(r.peakInFlight).toBe(CONCURRENCY);
-    expect(r.received).toBe(CONCURRENCY);
-    // The burst of new connections was queued by the kernel, not dropped (and retried seconds later).
-    // The counter is the network namespace's, so a little slack for whatever else runs beside this test.
-    expect(r.overflows).toBeLessThan(CONCURRENCY / 10);
-  }
-  expect(healthFailures).toBe(0);
-  // "Repeatedly": the event loop kept answering while the calls were in flight.
-  expect(health.length).toBeGreaterThanOrEqual(3 * ROUNDS);
-  // A generous bound for every round: 2,000 requests in flight (two sockets each, got and Express state)
-  // fit in 768 MB over the idle service. RSS is noisy from round to round (the heap grows and shrinks
-  // lazily), so growth is bounded rather than compared; over the soak's ten rounds a leak of 40 KB a call
-  // would cross the bound.
-  for (const g of growth) expect(g).toBeLessThan(768 * MB);
-  record({ category: 'load', what, tried, failed, detail });
-}, SOAK ? 900_000 : 120_000);
+    expect(failed).toBe(0);
+    for (const r of rounds) {
+      // No queue in front of the provider: all of them were there at once, each sent once.
+      expect(r.peakInFlight).toBe(CONCURRENCY);
+      expect(r.received).toBe(CONCURRENCY);
+      // The burst of new connections was queued by the kernel, not dropped (and retried seconds later).
+      // The counter is the network namespace's, so a little slack for whatever else runs beside this test.
+      expect(r.overflows).toBeLessThan(CONCURRENCY / 10);
+    }
+    expect(healthFailures).toBe(0);
+    // "Repeatedly": the event loop kept answering while the calls were in flight.
+    expect(health.length).toBeGreaterThanOrEqual(3 * ROUNDS);
+    // A generous bound for every round: 2,000 requests in flight (two sockets each, got and Express state)
+    // fit in 768 MB over the idle service. RSS is noisy from round to round (the heap grows and shrinks
+    // lazily), so growth is bounded rather than compared; over the soak's ten rounds a leak of 40 KB a call
+    // would cross the bound.
+    for (const g of growth) expect(g).toBeLessThan(768 * MB);
+    record({ category: 'load', what, tried, failed, detail });
+  },
+  SOAK ? 900_000 : 120_000,
+);

@@ -30,7 +30,12 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 afterAll(async () => {
-  record({ category: 'attacks tried', what: 'OAuth flow: state, codes, PKCE verifier, return URLs, token-response hosts', tried: tally.tried, failed: tally.failed });
+  record({
+    category: 'attacks tried',
+    what: 'OAuth flow: state, codes, PKCE verifier, return URLs, token-response hosts',
+    tried: tally.tried,
+    failed: tally.failed,
+  });
   await api?.close();
   await h?.close();
 });
@@ -48,7 +53,11 @@ async function attack(n: number, fn: () => Promise<void>): Promise<void> {
 
 /** Opens a link up to the provider: the authorization URL the browser is sent to. */
 async function startFlow(identifier: string, connectionName = 'mail', redirectUrl?: string) {
-  const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName, identifier, ...(redirectUrl ? { redirectUrl } : {}) });
+  const { link, connected_account_id } = await h.client.getAuthorizationLink({
+    connectionName,
+    identifier,
+    ...(redirectUrl ? { redirectUrl } : {}),
+  });
   const start = await fetch(link, { redirect: 'manual' });
   expect(start.status).toBe(302);
   const authorize = new URL(start.headers.get('location')!);
@@ -109,7 +118,9 @@ describe('state', () => {
       const callback = await consent(flow.authorize, 'crossed');
       const other = await h.client.getConnection('mail-b');
       const exchanges = h.oauth.counts.authorization_code;
-      const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, { redirect: 'manual' });
+      const crossed = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${other.id}/callback${callback.search}`, {
+        redirect: 'manual',
+      });
       expect(crossed.status).toBe(400);
       expect(await crossed.text()).toMatch(/belongs to another connection/);
       expect(h.oauth.counts.authorization_code).toBe(exchanges);
@@ -120,13 +131,20 @@ describe('state', () => {
     let n = 0;
     await attack(0, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.oneof(fc.string(), fc.string({ unit: 'binary', maxLength: 64 }), fc.constantFrom('', ' ', 'null', '[]', 'x'.repeat(10_000), '%00', '../../')), async (state) => {
-          n++;
-          const q = new URLSearchParams({ code: 'code-from-nowhere', state });
-          const res = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback?${q}`, { redirect: 'manual' });
-          expect(res.status).toBe(400);
-          expect(res.headers.get('location')).toBeNull();
-        }),
+        fc.asyncProperty(
+          fc.oneof(
+            fc.string(),
+            fc.string({ unit: 'binary', maxLength: 64 }),
+            fc.constantFrom('', ' ', 'null', '[]', 'x'.repeat(10_000), '%00', '../../'),
+          ),
+          async (state) => {
+            n++;
+            const q = new URLSearchParams({ code: 'code-from-nowhere', state });
+            const res = await fetch(`${h.config.publicUrl}/sso/v1/oauth/${c.id}/callback?${q}`, { redirect: 'manual' });
+            expect(res.status).toBe(400);
+            expect(res.headers.get('location')).toBeNull();
+          },
+        ),
         { numRuns: 60 },
       );
     });
@@ -139,7 +157,14 @@ describe('state', () => {
       // At a provider that does not insist on PKCE, only the service's own challenge binds a code to its flow.
       const lenient = await new FakeOAuthServer({ requirePkce: false }).start();
       lenient.addClient({ client_id: 'lenient-client', client_secret: 'lenient-secret', auth: 'client_secret_post' });
-      await h.client.createConnection({ connection_name: 'mail-lenient', connector: 'mail', client_id: 'lenient-client', client_secret: 'lenient-secret', api_base_url: api.url, oauth: { authorize_url: lenient.authorizeUrl, token_url: lenient.tokenUrl } });
+      await h.client.createConnection({
+        connection_name: 'mail-lenient',
+        connector: 'mail',
+        client_id: 'lenient-client',
+        client_secret: 'lenient-secret',
+        api_base_url: api.url,
+        oauth: { authorize_url: lenient.authorizeUrl, token_url: lenient.tokenUrl },
+      });
       const victim = await startFlow('victim', 'mail-lenient');
       expect(victim.authorize.searchParams.get('code_challenge_method')).toBe('S256');
       const victimCallback = await consent(victim.authorize, 'victim-user');
@@ -161,7 +186,11 @@ describe('the PKCE verifier', () => {
   it('never appears in a URL, page, API response, log line or file of the service', async () => {
     await attack(1, async () => {
       const seen: string[] = [];
-      const { link, connected_account_id } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'pkce', redirectUrl: `${RETURN_ORIGIN}/done` });
+      const { link, connected_account_id } = await h.client.getAuthorizationLink({
+        connectionName: 'mail',
+        identifier: 'pkce',
+        redirectUrl: `${RETURN_ORIGIN}/done`,
+      });
       seen.push(link);
       const start = await fetch(link, { redirect: 'manual' });
       seen.push(start.headers.get('location')!, await start.text());
@@ -174,11 +203,23 @@ describe('the PKCE verifier', () => {
       seen.push(JSON.stringify(await h.client.getConnectedAccount(connected_account_id)));
       seen.push(JSON.stringify(await h.client.listConnectedAccounts({ connectionName: 'mail' })));
       seen.push(JSON.stringify(await h.client.getConnection('mail')));
-      seen.push(JSON.stringify(await h.client.executeTool({ toolName: 'mail_mailbox_settings_get' as never, toolInput: {} as never, connectionName: 'mail', identifier: 'pkce', dryRun: true })));
+      seen.push(
+        JSON.stringify(
+          await h.client.executeTool({
+            toolName: 'mail_mailbox_settings_get' as never,
+            toolInput: {} as never,
+            connectionName: 'mail',
+            identifier: 'pkce',
+            dryRun: true,
+          }),
+        ),
+      );
       await h.running.services.activity.flush();
       seen.push(h.logs.join(''));
       // The verifier reached the provider's token endpoint, the one place it belongs.
-      const verifier = h.oauth.tokenRequests.filter((r) => r.grant_type === 'authorization_code').at(-1)!.code_verifier!;
+      const verifier = h.oauth.tokenRequests
+        .filter((r) => r.grant_type === 'authorization_code')
+        .at(-1)!.code_verifier!;
       expect(verifier).toMatch(/^[A-Za-z0-9_-]{43,128}$/);
       const forms = [verifier, Buffer.from(verifier).toString('base64'), Buffer.from(verifier).toString('hex')];
       for (const text of seen) for (const f of forms) expect(text).not.toContain(f);
@@ -218,11 +259,18 @@ describe('return URLs', () => {
     'https://evil.example:443\\app.client.example',
     `${RETURN_ORIGIN.replace('https', 'wss')}/cb`,
   ];
-  const ALLOWED = ['https://app.client.example/cb', 'https://APP.client.example/cb?x=1#frag', 'https://app.client.example:443/cb', '\thttps://app.client.example/cb'];
+  const ALLOWED = [
+    'https://app.client.example/cb',
+    'https://APP.client.example/cb?x=1#frag',
+    'https://app.client.example:443/cb',
+    '\thttps://app.client.example/cb',
+  ];
 
   it.each(REFUSED.map((u) => [u]))('refuses %j', async (redirectUrl) => {
     await attack(1, async () => {
-      const e = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'redirect', redirectUrl }).catch((x: unknown) => x);
+      const e = await h.client
+        .getAuthorizationLink({ connectionName: 'mail', identifier: 'redirect', redirectUrl })
+        .catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ConnectorServiceError);
       expect((e as ConnectorServiceError).status).toBe(400);
       expect((e as ConnectorServiceError).details[0]!.field).toBe('redirect_url');
@@ -232,7 +280,11 @@ describe('return URLs', () => {
   it('sends the user back only to the configured origin, whatever the callback carries', async () => {
     await attack(ALLOWED.length + 2, async () => {
       for (const redirectUrl of ALLOWED) {
-        const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: `back-${redirectUrl.length}`, redirectUrl });
+        const { link } = await h.client.getAuthorizationLink({
+          connectionName: 'mail',
+          identifier: `back-${redirectUrl.length}`,
+          redirectUrl,
+        });
         const res = await followAuthorizationLink(link, 'back');
         expect(res.status).toBe(302);
         expect(new URL(res.headers.get('location')!).origin).toBe(RETURN_ORIGIN);
@@ -271,32 +323,73 @@ describe('a provider that names its own API host', () => {
     await attack(7, async () => {
       const s = h.running.services;
       // The real provider's token endpoint (no operator override): the per-customer host it names is checked.
-      await h.client.createConnection({ connection_name: 'calls', connector: 'callintel', client_id: 'gong-client', client_secret: 'gong-secret-value' });
+      await h.client.createConnection({
+        connection_name: 'calls',
+        connector: 'callintel',
+        client_id: 'gong-client',
+        client_secret: 'gong-secret-value',
+      });
       const a = await h.client.getOrCreateConnectedAccount({ connectionName: 'calls', identifier: 'u' });
       const setHost = async (api_base_url: string) => {
         const stored = (await s.store.getAccount(a.id))!;
         await s.store.updateAccount(
           a.id,
-          { status: 'ACTIVE', fields: { api_base_url }, secretsSealed: s.accounts.sealSecrets(a.id, { access_token: 'provider-token' }), tokenExpiresAt: Date.now() + 3600_000 },
+          {
+            status: 'ACTIVE',
+            fields: { api_base_url },
+            secretsSealed: s.accounts.sealSecrets(a.id, { access_token: 'provider-token' }),
+            tokenExpiresAt: Date.now() + 3600_000,
+          },
           Date.now(),
           stored.version,
         );
         s.accounts.forgetAccount(a.id);
       };
       const before = api.requests.length;
-      for (const host of ['http://169.254.169.254/latest/meta-data', 'https://127.0.0.1', 'http://us-1.api.gong.io', 'https://gong.io.evil.example', 'https://user@us-1.api.gong.io', `${api.url}/gong`]) {
+      for (const host of [
+        'http://169.254.169.254/latest/meta-data',
+        'https://127.0.0.1',
+        'http://us-1.api.gong.io',
+        'https://gong.io.evil.example',
+        'https://user@us-1.api.gong.io',
+        `${api.url}/gong`,
+      ]) {
         await setHost(host);
-        const e = await h.client.executeTool({ toolName: 'callintel_users_list' as never, toolInput: {} as never, connectionName: 'calls', identifier: 'u', dryRun: true }).catch((x: unknown) => x);
+        const e = await h.client
+          .executeTool({
+            toolName: 'callintel_users_list' as never,
+            toolInput: {} as never,
+            connectionName: 'calls',
+            identifier: 'u',
+            dryRun: true,
+          })
+          .catch((x: unknown) => x);
         expect((e as ConnectorServiceError).code, host).toBe('host_not_allowed');
-        const p = await h.client.request({ connectionName: 'calls', identifier: 'u', path: '/v2/users' }).catch((x: unknown) => x);
+        const p = await h.client
+          .request({ connectionName: 'calls', identifier: 'u', path: '/v2/users' })
+          .catch((x: unknown) => x);
         expect((p as ConnectorServiceError).code, host).toBe('host_not_allowed');
       }
       expect(api.requests.length).toBe(before);
       await setHost('https://us-12345.api.gong.io');
-      const planned = await h.client.executeTool({ toolName: 'callintel_users_list' as never, toolInput: {} as never, connectionName: 'calls', identifier: 'u', dryRun: true });
-      expect((planned.data as { requests: Array<{ url: string }> }).requests[0]!.url).toBe('https://us-12345.api.gong.io/v2/users');
+      const planned = await h.client.executeTool({
+        toolName: 'callintel_users_list' as never,
+        toolInput: {} as never,
+        connectionName: 'calls',
+        identifier: 'u',
+        dryRun: true,
+      });
+      expect((planned.data as { requests: Array<{ url: string }> }).requests[0]!.url).toBe(
+        'https://us-12345.api.gong.io/v2/users',
+      );
       // Tokens a client brings for an OAuth account are held to the same rule.
-      const bad = await h.client.upsertConnectedAccount({ connectionName: 'calls', identifier: 'brought', credentials: { access_token: 't', api_base_url: 'https://evil.example' } }).catch((x: unknown) => x);
+      const bad = await h.client
+        .upsertConnectedAccount({
+          connectionName: 'calls',
+          identifier: 'brought',
+          credentials: { access_token: 't', api_base_url: 'https://evil.example' },
+        })
+        .catch((x: unknown) => x);
       expect((bad as ConnectorServiceError).details.map((d) => d.field)).toEqual(['credentials.api_base_url']);
     });
   });

@@ -63,31 +63,67 @@ beforeAll(async () => {
   h = await startHarness({ env: { LOG_LEVEL: 'warn' } });
   sentinel = await new Sentinel().start();
   other = await new Sentinel().start();
-  upstreamDns.lookup = ((hostname: string, _options: unknown, cb: (e: NodeJS.ErrnoException | null, a: LookupAddress[]) => void) => {
+  upstreamDns.lookup = ((
+    hostname: string,
+    _options: unknown,
+    cb: (e: NodeJS.ErrnoException | null, a: LookupAddress[]) => void,
+  ) => {
     asked.push(hostname);
     const addresses = DNS[hostname];
     if (!addresses) return cb(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-    cb(null, addresses.map((address) => ({ address, family: isIP(address) })));
+    cb(
+      null,
+      addresses.map((address) => ({ address, family: isIP(address) })),
+    );
   }) as never;
-  await h.client.createConnection({ connection_name: 'desk', connector: 'helpdesk', api_base_url: `${sentinel.url}/root/{domain}/api` });
+  await h.client.createConnection({
+    connection_name: 'desk',
+    connector: 'helpdesk',
+    api_base_url: `${sentinel.url}/root/{domain}/api`,
+  });
   await h.client.upsertConnectedAccount({ connectionName: 'desk', identifier: 'u', credentials: DESK_CREDS });
   await h.client.createConnection({ connection_name: 'desk-real', connector: 'helpdesk' });
   await h.client.upsertConnectedAccount({ connectionName: 'desk-real', identifier: 'u', credentials: DESK_CREDS });
   // The operator picks scheme and port; the host is the account's domain, so it is checked at lookup time.
-  await h.client.createConnection({ connection_name: 'desk-dns', connector: 'helpdesk', api_base_url: `http://{domain}:${sentinel.port}/api` });
+  await h.client.createConnection({
+    connection_name: 'desk-dns',
+    connector: 'helpdesk',
+    api_base_url: `http://{domain}:${sentinel.port}/api`,
+  });
   await h.client.createConnection({ connection_name: 'data', connector: 'prodata', api_base_url: sentinel.url });
-  await h.client.upsertConnectedAccount({ connectionName: 'data', identifier: 'u', credentials: { api_key: DATA_KEY } });
-  token = ((await (await fetch(`${h.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json()) as { access_token: string }).access_token;
+  await h.client.upsertConnectedAccount({
+    connectionName: 'data',
+    identifier: 'u',
+    credentials: { api_key: DATA_KEY },
+  });
+  token = (
+    (await (
+      await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+      })
+    ).json()) as { access_token: string }
+  ).access_token;
 });
 afterAll(async () => {
   upstreamDns.lookup = originalLookup;
-  record({ category: 'attacks tried', what: 'proxy confinement: traversal, hosts, DNS, redirects, headers', tried: tally.tried, failed: tally.failed });
+  record({
+    category: 'attacks tried',
+    what: 'proxy confinement: traversal, hosts, DNS, redirects, headers',
+    tried: tally.tried,
+    failed: tally.failed,
+  });
   await sentinel?.close();
   await other?.close();
   await h?.close();
 });
 
-const proxyHeaders = (connection = 'desk') => [`Host: ${new URL(h.url).host}`, `Authorization: Bearer ${token}`, `connection_name: ${connection}`, 'identifier: u'];
+const proxyHeaders = (connection = 'desk') => [
+  `Host: ${new URL(h.url).host}`,
+  `Authorization: Bearer ${token}`,
+  `connection_name: ${connection}`,
+  'identifier: u',
+];
 
 /** Sends `GET /proxy<path>` exactly as written. */
 async function proxyRaw(path: string, connection = 'desk') {
@@ -177,10 +213,16 @@ describe('path traversal and absolute URLs in the proxy path', () => {
   it('refuses absolute-form and authority-form request targets', async () => {
     await counted('absolute targets', async () => {
       const before = sentinel.requests.length;
-      for (const line of [`GET http://evil.example/proxy/v2/x HTTP/1.1`, `GET http://${new URL(h.url).host}/proxy//evil.example/x HTTP/1.1`, `CONNECT evil.example:443 HTTP/1.1`]) {
+      for (const line of [
+        `GET http://evil.example/proxy/v2/x HTTP/1.1`,
+        `GET http://${new URL(h.url).host}/proxy//evil.example/x HTTP/1.1`,
+        `CONNECT evil.example:443 HTTP/1.1`,
+      ]) {
         const res = await rawExchange(h.url, rawHttp(line, proxyHeaders()));
         // A 4xx, or (CONNECT, which Node hands to no handler) the connection closed unanswered.
-        expect(res.status === 0 || (res.status >= 400 && res.status < 500), `${line}: ${res.raw.slice(0, 200)}`).toBe(true);
+        expect(res.status === 0 || (res.status >= 400 && res.status < 500), `${line}: ${res.raw.slice(0, 200)}`).toBe(
+          true,
+        );
       }
       expect(sentinel.requests.length).toBe(before);
     })();
@@ -188,7 +230,40 @@ describe('path traversal and absolute URLs in the proxy path', () => {
 
   it('keeps generated paths under the API root: hostile ones refused, the rest forwarded intact', async () => {
     const segment = fc.oneof(
-      fc.constantFrom('..', '.', '%2e%2e', '%2E%2e', '.%2e', '%2e', '%252e%252e', '%25252e', '%2f', '%2F', '%252f', '%5c', '%255C', '\\', '..;', '%2e%2e;x', '%00', '%0a', '@', ':', '%40', '%3a', 'x', 'v2', 'tickets', '%20', '%25', '~', 'a.b', '...', '.x', 'x.'),
+      fc.constantFrom(
+        '..',
+        '.',
+        '%2e%2e',
+        '%2E%2e',
+        '.%2e',
+        '%2e',
+        '%252e%252e',
+        '%25252e',
+        '%2f',
+        '%2F',
+        '%252f',
+        '%5c',
+        '%255C',
+        '\\',
+        '..;',
+        '%2e%2e;x',
+        '%00',
+        '%0a',
+        '@',
+        ':',
+        '%40',
+        '%3a',
+        'x',
+        'v2',
+        'tickets',
+        '%20',
+        '%25',
+        '~',
+        'a.b',
+        '...',
+        '.x',
+        'x.',
+      ),
       fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/),
     );
     const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => `/${s.join('/')}`);
@@ -259,30 +334,54 @@ describe('support-desk domains that point elsewhere', () => {
     'acme.zendesk.com evil.org',
   ];
 
-  it.each(HOSTILE_DOMAINS.map((d) => [d]))('refuses the domain %j when the account is saved, keeping the old one', async (domain) => {
-    await counted(domain, async () => {
-      const lookups = asked.length;
-      const e = await h.client.upsertConnectedAccount({ connectionName: 'desk-real', identifier: 'u', credentials: { ...DESK_CREDS, domain } }).catch((x: unknown) => x);
-      expect(e).toBeInstanceOf(ConnectorServiceError);
-      expect((e as ConnectorServiceError).status).toBe(400);
-      expect((e as ConnectorServiceError).details.map((d) => d.field)).toContain('credentials.domain');
-      expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'desk-real', identifier: 'u' })).fields.domain).toBe(DOMAIN);
-      expect(asked.length).toBe(lookups);
-    })();
-  });
+  it.each(HOSTILE_DOMAINS.map((d) => [d]))(
+    'refuses the domain %j when the account is saved, keeping the old one',
+    async (domain) => {
+      await counted(domain, async () => {
+        const lookups = asked.length;
+        const e = await h.client
+          .upsertConnectedAccount({
+            connectionName: 'desk-real',
+            identifier: 'u',
+            credentials: { ...DESK_CREDS, domain },
+          })
+          .catch((x: unknown) => x);
+        expect(e).toBeInstanceOf(ConnectorServiceError);
+        expect((e as ConnectorServiceError).status).toBe(400);
+        expect((e as ConnectorServiceError).details.map((d) => d.field)).toContain('credentials.domain');
+        expect(
+          (await h.client.getOrCreateConnectedAccount({ connectionName: 'desk-real', identifier: 'u' })).fields.domain,
+        ).toBe(DOMAIN);
+        expect(asked.length).toBe(lookups);
+      })();
+    },
+  );
 
   it('refuses a stored domain that is not allowlisted (a row written around the API), sending nothing', async () => {
     await counted('stored domain', async () => {
       const s = h.running.services;
-      await h.client.upsertConnectedAccount({ connectionName: 'desk-real', identifier: 'tampered', credentials: DESK_CREDS });
+      await h.client.upsertConnectedAccount({
+        connectionName: 'desk-real',
+        identifier: 'tampered',
+        credentials: DESK_CREDS,
+      });
       const connection = (await s.store.getConnectionByName('desk-real'))!;
       for (const domain of ['127.0.0.1', '169.254.169.254', 'evil.example', '[::1]']) {
         const a = (await s.store.findAccount(connection.id, 'tampered'))!;
         await s.store.updateAccount(a.id, { fields: { ...a.fields, domain } }, Date.now(), a.version);
         const lookups = asked.length;
-        const tool = await h.client.executeTool({ toolName: 'helpdesk_groups_list' as never, toolInput: {} as never, connectionName: 'desk-real', identifier: 'tampered' }).catch((x: unknown) => x);
+        const tool = await h.client
+          .executeTool({
+            toolName: 'helpdesk_groups_list' as never,
+            toolInput: {} as never,
+            connectionName: 'desk-real',
+            identifier: 'tampered',
+          })
+          .catch((x: unknown) => x);
         expect((tool as ConnectorServiceError).code, domain).toBe('host_not_allowed');
-        const proxied = await h.client.request({ connectionName: 'desk-real', identifier: 'tampered', path: '/v2/groups' }).catch((x: unknown) => x);
+        const proxied = await h.client
+          .request({ connectionName: 'desk-real', identifier: 'tampered', path: '/v2/groups' })
+          .catch((x: unknown) => x);
         expect((proxied as ConnectorServiceError).code, domain).toBe('host_not_allowed');
         expect(asked.length).toBe(lookups);
       }
@@ -294,14 +393,33 @@ describe('support-desk domains that point elsewhere', () => {
     const before = sentinel.requests.length;
     for (const name of names) {
       await counted(name, async () => {
-        await h.client.upsertConnectedAccount({ connectionName: 'desk-dns', identifier: name, credentials: { ...DESK_CREDS, domain: name } });
-        await h.client.upsertConnectedAccount({ connectionName: 'desk-real', identifier: name, credentials: { ...DESK_CREDS, domain: name } });
+        await h.client.upsertConnectedAccount({
+          connectionName: 'desk-dns',
+          identifier: name,
+          credentials: { ...DESK_CREDS, domain: name },
+        });
+        await h.client.upsertConnectedAccount({
+          connectionName: 'desk-real',
+          identifier: name,
+          credentials: { ...DESK_CREDS, domain: name },
+        });
         for (const connectionName of ['desk-dns', 'desk-real']) {
           const lookups = asked.length;
-          const tool = await h.client.executeTool({ toolName: 'helpdesk_groups_list' as never, toolInput: {} as never, connectionName, identifier: name }).catch((x: unknown) => x);
+          const tool = await h.client
+            .executeTool({
+              toolName: 'helpdesk_groups_list' as never,
+              toolInput: {} as never,
+              connectionName,
+              identifier: name,
+            })
+            .catch((x: unknown) => x);
           expect(tool, `${connectionName} ${name}`).toBeInstanceOf(ConnectorServiceError);
-          expect((tool as ConnectorServiceError).code, `${connectionName} ${name}: ${(tool as Error).message}`).toBe('upstream_host_not_public');
-          const proxied = await h.client.request({ connectionName, identifier: name, path: '/v2/groups' }).catch((x: unknown) => x);
+          expect((tool as ConnectorServiceError).code, `${connectionName} ${name}: ${(tool as Error).message}`).toBe(
+            'upstream_host_not_public',
+          );
+          const proxied = await h.client
+            .request({ connectionName, identifier: name, path: '/v2/groups' })
+            .catch((x: unknown) => x);
           expect((proxied as ConnectorServiceError).code, `${connectionName} ${name}`).toBe('upstream_host_not_public');
           // The refusal came from the lookup the socket would have used, not from a guess about the name.
           expect(asked.slice(lookups)).toContain(name);
@@ -313,13 +431,24 @@ describe('support-desk domains that point elsewhere', () => {
 
   it('lets public addresses through the same lookup, and hosts the operator configured resolve anywhere', async () => {
     DNS['pub.zendesk.com'] = ['93.184.216.34', '2606:2800:220:1::1'];
-    const addresses = await new Promise<LookupAddress[]>((resolve, reject) => guardedLookup('pub.zendesk.com', { all: true }, (e, a) => (e ? reject(e) : resolve(a as LookupAddress[]))));
+    const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+      guardedLookup('pub.zendesk.com', { all: true }, (e, a) => (e ? reject(e) : resolve(a as LookupAddress[]))),
+    );
     expect(addresses.map((a) => a.address)).toEqual(['93.184.216.34', '2606:2800:220:1::1']);
-    for (const a of ['127.0.0.1', '10.9.9.9', '169.254.169.254', '::1', 'fd12::1', '::ffff:10.0.0.1', '0.0.0.0']) expect(isPublicAddress(a), a).toBe(false);
+    for (const a of ['127.0.0.1', '10.9.9.9', '169.254.169.254', '::1', 'fd12::1', '::ffff:10.0.0.1', '0.0.0.0'])
+      expect(isPublicAddress(a), a).toBe(false);
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1::1']) expect(isPublicAddress(a), a).toBe(true);
     // A connection whose operator names the upstream host (here one resolving to loopback) is not restricted.
-    await h.client.createConnection({ connection_name: 'desk-internal', connector: 'helpdesk', api_base_url: `http://localhost:${sentinel.port}/internal/{domain}` });
-    await h.client.upsertConnectedAccount({ connectionName: 'desk-internal', identifier: 'u', credentials: DESK_CREDS });
+    await h.client.createConnection({
+      connection_name: 'desk-internal',
+      connector: 'helpdesk',
+      api_base_url: `http://localhost:${sentinel.port}/internal/{domain}`,
+    });
+    await h.client.upsertConnectedAccount({
+      connectionName: 'desk-internal',
+      identifier: 'u',
+      credentials: DESK_CREDS,
+    });
     const res = await h.client.request({ connectionName: 'desk-internal', identifier: 'u', path: '/v2/groups' });
     expect(res.status).toBe(200);
     expect(sentinel.requests.at(-1)!.url).toBe(`/internal/${DOMAIN}/v2/groups`);
@@ -329,17 +458,36 @@ describe('support-desk domains that point elsewhere', () => {
 describe('a malicious upstream', () => {
   it('cannot redirect a tool call to the metadata address, loopback names or another host', async () => {
     await counted('redirects', async () => {
-      for (const location of ['http://169.254.169.254/latest/meta-data/', 'http://[::1]/', `http://localhost:${other.port}/secret`, 'http://10.0.0.1/', `http://0x7f000001:${other.port}/`]) {
+      for (const location of [
+        'http://169.254.169.254/latest/meta-data/',
+        'http://[::1]/',
+        `http://localhost:${other.port}/secret`,
+        'http://10.0.0.1/',
+        `http://0x7f000001:${other.port}/`,
+      ]) {
         sentinel.respond = (r) => (r.url.endsWith('/groups') ? { status: 302, headers: { location } } : undefined);
         const before = other.requests.length;
-        const e = await h.client.executeTool({ toolName: 'helpdesk_groups_list' as never, toolInput: {} as never, connectionName: 'desk', identifier: 'u' }).catch((x: unknown) => x);
+        const e = await h.client
+          .executeTool({
+            toolName: 'helpdesk_groups_list' as never,
+            toolInput: {} as never,
+            connectionName: 'desk',
+            identifier: 'u',
+          })
+          .catch((x: unknown) => x);
         expect(e, location).toBeInstanceOf(ConnectorServiceError);
         expect((e as ConnectorServiceError).code, location).toBe('upstream_host_not_public');
         expect(other.requests.length).toBe(before);
       }
       // A redirect within the configured upstream is still followed.
-      sentinel.respond = (r) => (r.url.endsWith('/groups') ? { status: 302, headers: { location: `${ROOT}/v2/groups/moved` } } : undefined);
-      const ok = await h.client.executeTool({ toolName: 'helpdesk_groups_list' as never, toolInput: {} as never, connectionName: 'desk', identifier: 'u' });
+      sentinel.respond = (r) =>
+        r.url.endsWith('/groups') ? { status: 302, headers: { location: `${ROOT}/v2/groups/moved` } } : undefined;
+      const ok = await h.client.executeTool({
+        toolName: 'helpdesk_groups_list' as never,
+        toolInput: {} as never,
+        connectionName: 'desk',
+        identifier: 'u',
+      });
       expect(ok.data).toEqual({ sentinel: true });
       sentinel.respond = undefined;
     })();
@@ -368,8 +516,20 @@ describe('client headers against credentials and forwarding information', () => 
   it('drops every spoofed header and keeps the service token away from the provider', async () => {
     await counted('spoofed headers', async () => {
       for (const connection of ['desk', 'data']) {
-        const lines = [...proxyHeaders(connection), ...Object.entries(SPOOFED).filter(([k]) => k !== 'host').map(([k, v]) => `${k}: ${v}`), 'X-Custom: kept'];
-        const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', lines.map((l) => (l.startsWith('Host:') ? `Host: ${SPOOFED.host}` : l))));
+        const lines = [
+          ...proxyHeaders(connection),
+          ...Object.entries(SPOOFED)
+            .filter(([k]) => k !== 'host')
+            .map(([k, v]) => `${k}: ${v}`),
+          'X-Custom: kept',
+        ];
+        const res = await rawExchange(
+          h.url,
+          rawHttp(
+            'GET /proxy/v2/groups HTTP/1.1',
+            lines.map((l) => (l.startsWith('Host:') ? `Host: ${SPOOFED.host}` : l)),
+          ),
+        );
         expect(res.status, res.raw.slice(0, 200)).toBe(200);
         const seen = sentinel.requests.at(-1)!;
         const got = (name: string) => seen.headers.filter(([k]) => k === name).map(([, v]) => v);
@@ -377,7 +537,10 @@ describe('client headers against credentials and forwarding information', () => 
         expect(got('host')).toEqual([`127.0.0.1:${sentinel.port}`]);
         expect(got('x-custom')).toEqual(['kept']);
         expect(JSON.stringify(seen.headers)).not.toContain(token);
-        if (connection === 'desk') expect(got('authorization')).toEqual([`Basic ${Buffer.from(`${DESK_CREDS.email}/token:${DESK_CREDS.api_token}`).toString('base64')}`]);
+        if (connection === 'desk')
+          expect(got('authorization')).toEqual([
+            `Basic ${Buffer.from(`${DESK_CREDS.email}/token:${DESK_CREDS.api_token}`).toString('base64')}`,
+          ]);
         else expect(got('x-api-key')).toEqual([DATA_KEY]);
       }
     })();
@@ -386,13 +549,21 @@ describe('client headers against credentials and forwarding information', () => 
   it("refuses a client value for the connector's credential header, in any spelling, sending nothing", async () => {
     await counted('credential headers', async () => {
       const before = sentinel.requests.length;
-      for (const line of ['X-API-Key: client-key', 'x-api-key: client-key', 'X-Api-Key: client-key', 'X-Upstream-Authorization: Bearer x']) {
+      for (const line of [
+        'X-API-Key: client-key',
+        'x-api-key: client-key',
+        'X-Api-Key: client-key',
+        'X-Upstream-Authorization: Bearer x',
+      ]) {
         const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', [...proxyHeaders('data'), line]));
         expect(res.status, `${line}: ${res.raw.slice(0, 200)}`).toBe(400);
         expect(res.body).toContain('credential_header_not_allowed');
       }
       // Naming the credential header as hop-by-hop does not remove the service's value either.
-      const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', [...proxyHeaders('data'), 'Connection: x-api-key, authorization']));
+      const res = await rawExchange(
+        h.url,
+        rawHttp('GET /proxy/v2/groups HTTP/1.1', [...proxyHeaders('data'), 'Connection: x-api-key, authorization']),
+      );
       expect(res.status).toBe(200);
       expect(sentinel.requests.length).toBe(before + 1);
       expect(sentinel.requests.at(-1)!.headers.filter(([k]) => k === 'x-api-key')).toEqual([['x-api-key', DATA_KEY]]);

@@ -97,11 +97,9 @@ async function startPair(kind: 'sqlite' | 'postgres'): Promise<Pair> {
   const app = express();
   app.use((req, res, next) => {
     if (!h.oauth.validate(req.headers.authorization)) {
-      res
-        .status(401)
-        .json({
-          error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
-        });
+      res.status(401).json({
+        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
+      });
       return;
     }
     next();

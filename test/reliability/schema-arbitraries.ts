@@ -71,7 +71,16 @@ export const HOSTILE_STRINGS = [
 ];
 
 /** Keys tried as extra or free-form object keys: prototype names first. */
-export const HOSTILE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__defineGetter__', 'valueOf', ''];
+export const HOSTILE_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  '__defineGetter__',
+  'valueOf',
+  '',
+];
 
 /** Sets an own, enumerable property the way JSON.parse does, even for `__proto__`. */
 export function own(obj: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
@@ -107,7 +116,9 @@ function stringArb(s: Schema, depth: number): fc.Arbitrary<string> {
     const re = regexOf(s.pattern);
     const hostile = HOSTILE_STRINGS.filter((h) => re.test(h) && fits(h));
     const matching = fc.stringMatching(new RegExp(s.pattern)).filter((v) => re.test(v) && fits(v));
-    return hostile.length ? fc.oneof({ arbitrary: matching, weight: 4 }, { arbitrary: fc.constantFrom(...hostile), weight: 1 }) : matching;
+    return hostile.length
+      ? fc.oneof({ arbitrary: matching, weight: 4 }, { arbitrary: fc.constantFrom(...hostile), weight: 1 })
+      : matching;
   }
   // Huge strings only for top-level parameters: a list of 200 of them would be a 40 MB input.
   const base = anyString(min, depth <= 1);
@@ -118,11 +129,22 @@ function numberArb(s: Schema): fc.Arbitrary<number> {
   const whole = s.type === 'integer' || s.multipleOf === 1;
   const min = s.minimum ?? (whole ? -(2 ** 40) : -1e12);
   const max = s.maximum ?? (whole ? Number.MAX_SAFE_INTEGER : 1e12);
-  const bounds = [s.minimum, s.maximum, s.minimum !== undefined ? s.minimum + 1 : undefined, s.maximum !== undefined ? s.maximum - 1 : undefined]
-    .filter((v): v is number => v !== undefined && v >= min && v <= max);
-  const core: fc.Arbitrary<number> = whole ? fc.integer({ min: Math.ceil(min), max: Math.floor(max) }) : fc.double({ min, max, noNaN: true, noDefaultInfinity: true });
-  const wide = whole && s.maximum === undefined ? fc.constantFrom(Number.MAX_SAFE_INTEGER, 2 ** 31, 0) : fc.constant(min);
-  const arb = fc.oneof({ arbitrary: core, weight: 6 }, ...(bounds.length ? [{ arbitrary: fc.constantFrom(...bounds), weight: 3 }] : []), { arbitrary: wide, weight: 1 });
+  const bounds = [
+    s.minimum,
+    s.maximum,
+    s.minimum !== undefined ? s.minimum + 1 : undefined,
+    s.maximum !== undefined ? s.maximum - 1 : undefined,
+  ].filter((v): v is number => v !== undefined && v >= min && v <= max);
+  const core: fc.Arbitrary<number> = whole
+    ? fc.integer({ min: Math.ceil(min), max: Math.floor(max) })
+    : fc.double({ min, max, noNaN: true, noDefaultInfinity: true });
+  const wide =
+    whole && s.maximum === undefined ? fc.constantFrom(Number.MAX_SAFE_INTEGER, 2 ** 31, 0) : fc.constant(min);
+  const arb = fc.oneof(
+    { arbitrary: core, weight: 6 },
+    ...(bounds.length ? [{ arbitrary: fc.constantFrom(...bounds), weight: 3 }] : []),
+    { arbitrary: wide, weight: 1 },
+  );
   return arb.map((n) => (Object.is(n, -0) ? 0 : n));
 }
 
@@ -146,12 +168,22 @@ export interface SpecHints {
 }
 
 export function hintsOf(tool: ToolSpec | undefined): SpecHints {
-  const hints: SpecHints = { unsupported: new Set(), json: new Map(), csv: new Map(), atLeastOne: [], requires: [], ruleFields: new Set(), pathParams: new Set(), headerParams: new Set() };
+  const hints: SpecHints = {
+    unsupported: new Set(),
+    json: new Map(),
+    csv: new Map(),
+    atLeastOne: [],
+    requires: [],
+    ruleFields: new Set(),
+    pathParams: new Set(),
+    headerParams: new Set(),
+  };
   if (!tool) return hints;
   for (const r of tool.request ? [tool.request] : (tool.requests ?? [])) {
     for (const m of (r.path ?? '').matchAll(/\{([^{}|]+)/g)) hints.pathParams.add(m[1]!.trim());
     const headers = JSON.stringify(r.headers ?? {});
-    for (const m of headers.matchAll(/"\$in":"([^"]+)"|\{([a-z_][a-z0-9_]*)\}/gi)) hints.headerParams.add(m[1] ?? m[2]!);
+    for (const m of headers.matchAll(/"\$in":"([^"]+)"|\{([a-z_][a-z0-9_]*)\}/gi))
+      hints.headerParams.add(m[1] ?? m[2]!);
   }
   for (const [name, p] of Object.entries(tool.input as Record<string, ParamSpec>)) {
     if (p.json) {
@@ -165,8 +197,10 @@ export function hintsOf(tool: ToolSpec | undefined): SpecHints {
   }
   for (const r of tool.rules ?? []) {
     if ('unsupported' in r) r.unsupported.forEach((f) => (hints.unsupported.add(f), hints.ruleFields.add(f)));
-    if ('at_least_one_of' in r) (hints.atLeastOne.push(r.at_least_one_of), r.at_least_one_of.forEach((f) => hints.ruleFields.add(f)));
-    if ('requires' in r) (hints.requires.push({ requires: r.requires, when: r.when }), r.requires.forEach((f) => hints.ruleFields.add(f)));
+    if ('at_least_one_of' in r)
+      (hints.atLeastOne.push(r.at_least_one_of), r.at_least_one_of.forEach((f) => hints.ruleFields.add(f)));
+    if ('requires' in r)
+      (hints.requires.push({ requires: r.requires, when: r.when }), r.requires.forEach((f) => hints.ruleFields.add(f)));
     if ('max_page' in r) hints.ruleFields.add(r.max_page.page);
   }
   return hints;
@@ -186,7 +220,10 @@ export function validValue(s: Schema, depth = 0): fc.Arbitrary<unknown> {
     case 'array': {
       const min = s.minItems ?? 0;
       const max = Math.max(min, Math.min(s.maxItems ?? 4, min + 4));
-      return fc.array(s.items ? validValue(s.items, depth + 1) : freeValue(depth + 1), { minLength: min, maxLength: max });
+      return fc.array(s.items ? validValue(s.items, depth + 1) : freeValue(depth + 1), {
+        minLength: min,
+        maxLength: max,
+      });
     }
     case 'object':
       return objectArb(s, depth, undefined);
@@ -197,25 +234,48 @@ export function validValue(s: Schema, depth = 0): fc.Arbitrary<unknown> {
 
 /** Any JSON value, with hostile keys and strings, for free-form properties. */
 export function freeValue(depth: number): fc.Arbitrary<unknown> {
-  const leaf = fc.oneof(anyString(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)), fc.boolean(), fc.constant(null));
+  const leaf = fc.oneof(
+    anyString(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)),
+    fc.boolean(),
+    fc.constant(null),
+  );
   if (depth > 3) return leaf;
   return fc.oneof(
     { arbitrary: leaf, weight: 5 },
-    { arbitrary: fc.array(fc.constant(null).chain(() => freeValue(depth + 1)), { maxLength: 3 }), weight: 1 },
+    {
+      arbitrary: fc.array(
+        fc.constant(null).chain(() => freeValue(depth + 1)),
+        { maxLength: 3 },
+      ),
+      weight: 1,
+    },
     { arbitrary: freeObject(depth + 1), weight: 1 },
   );
 }
 
 function freeKey(): fc.Arbitrary<string> {
-  return fc.oneof({ arbitrary: fc.constantFrom(...HOSTILE_KEYS), weight: 1 }, { arbitrary: fc.string({ minLength: 1, maxLength: 12 }), weight: 3 });
+  return fc.oneof(
+    { arbitrary: fc.constantFrom(...HOSTILE_KEYS), weight: 1 },
+    { arbitrary: fc.string({ minLength: 1, maxLength: 12 }), weight: 3 },
+  );
 }
 
 function freeObject(depth: number): fc.Arbitrary<Record<string, unknown>> {
-  return fc.array(fc.tuple(freeKey(), fc.constant(null).chain(() => freeValue(depth + 1))), { maxLength: 4 }).map((entries) => {
-    const o: Record<string, unknown> = {};
-    for (const [k, v] of entries) own(o, k, v);
-    return o;
-  });
+  return fc
+    .array(
+      fc.tuple(
+        freeKey(),
+        fc.constant(null).chain(() => freeValue(depth + 1)),
+      ),
+      { maxLength: 4 },
+    )
+    .map((entries) => {
+      const o: Record<string, unknown> = {};
+      for (const [k, v] of entries) own(o, k, v);
+      return o;
+    });
 }
 
 /** "Given", as the rules mean it: not absent, not empty text, not an empty list or object. */
@@ -235,12 +295,18 @@ function holds(c: Condition, v: unknown): boolean {
 }
 
 function csvArb(c: { item_pattern?: string; max_items?: number }): fc.Arbitrary<string> {
-  const item = c.item_pattern ? fc.stringMatching(new RegExp(c.item_pattern)).filter((v) => !v.includes(',') && v.trim() === v && v !== '') : fc.stringMatching(/^[a-z_][a-z0-9_]{0,15}$/);
+  const item = c.item_pattern
+    ? fc.stringMatching(new RegExp(c.item_pattern)).filter((v) => !v.includes(',') && v.trim() === v && v !== '')
+    : fc.stringMatching(/^[a-z_][a-z0-9_]{0,15}$/);
   return fc.array(item, { minLength: 1, maxLength: Math.min(c.max_items ?? 5, 5) }).map((xs) => xs.join(','));
 }
 
 function jsonTextArb(types: Array<'array' | 'object'>): fc.Arbitrary<string> {
-  return fc.constantFrom(...types).chain((t) => (t === 'array' ? fc.array(freeValue(2), { maxLength: 3 }) : freeObject(2)).map((v) => JSON.stringify(v)));
+  return fc
+    .constantFrom(...types)
+    .chain((t) =>
+      (t === 'array' ? fc.array(freeValue(2), { maxLength: 3 }) : freeObject(2)).map((v) => JSON.stringify(v)),
+    );
 }
 
 function objectArb(s: Schema, depth: number, hints: SpecHints | undefined): fc.Arbitrary<Record<string, unknown>> {
@@ -250,14 +316,23 @@ function objectArb(s: Schema, depth: number, hints: SpecHints | undefined): fc.A
   const entryArbs = names.map((name) => {
     let v: fc.Arbitrary<unknown> = validValue(props[name]!, depth + 1);
     if (hints?.json.has(name)) v = jsonTextArb(hints.json.get(name)!);
-    else if (hints?.csv.has(name) && props[name]!.type === 'string' && !props[name]!.pattern) v = csvArb(hints.csv.get(name)!);
+    else if (hints?.csv.has(name) && props[name]!.type === 'string' && !props[name]!.pattern)
+      v = csvArb(hints.csv.get(name)!);
     return { name, v };
   });
   return fc
     .tuple(
-      fc.tuple(...entryArbs.map(({ name, v }) => (required.has(name) ? v.map((x) => ({ present: true, x })) : fc.record({ present: fc.boolean(), x: v })))),
-      hints?.atLeastOne.length ? fc.tuple(...hints.atLeastOne.map((group) => fc.constantFrom(...group))) : fc.constant([] as string[]),
-      s.additionalProperties === false || depth === 0 ? fc.constant([] as Array<[string, unknown]>) : fc.array(fc.tuple(freeKey(), freeValue(depth + 1)), { maxLength: 3 }),
+      fc.tuple(
+        ...entryArbs.map(({ name, v }) =>
+          required.has(name) ? v.map((x) => ({ present: true, x })) : fc.record({ present: fc.boolean(), x: v }),
+        ),
+      ),
+      hints?.atLeastOne.length
+        ? fc.tuple(...hints.atLeastOne.map((group) => fc.constantFrom(...group)))
+        : fc.constant([] as string[]),
+      s.additionalProperties === false || depth === 0
+        ? fc.constant([] as Array<[string, unknown]>)
+        : fc.array(fc.tuple(freeKey(), freeValue(depth + 1)), { maxLength: 3 }),
     )
     .map(([values, oneOfEach, extra]) => {
       const o: Record<string, unknown> = {};
@@ -296,7 +371,9 @@ const TYPE_SAMPLES: Record<string, fc.Arbitrary<unknown>> = {
 function wrongType(s: Schema): fc.Arbitrary<unknown> {
   const kinds = Object.keys(TYPE_SAMPLES).filter((k) => k !== s.type);
   // For an integer, a fractional number is the wrong type.
-  return fc.constantFrom(...kinds).chain((k) => (k === 'number' && s.type === 'integer' ? fc.constantFrom(0.5, -1.25) : TYPE_SAMPLES[k]!));
+  return fc
+    .constantFrom(...kinds)
+    .chain((k) => (k === 'number' && s.type === 'integer' ? fc.constantFrom(0.5, -1.25) : TYPE_SAMPLES[k]!));
 }
 
 /** Values that break a constraint other than the type, when the schema has one. */
@@ -304,7 +381,11 @@ function outOfRange(s: Schema): fc.Arbitrary<unknown> | undefined {
   const options: Array<fc.Arbitrary<unknown>> = [];
   if (s.enum) {
     const set = new Set(s.enum.map((v) => JSON.stringify(v)));
-    options.push(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom(...HOSTILE_STRINGS)).filter((v) => !set.has(JSON.stringify(v)) && typeof v === typeof s.enum![0]));
+    options.push(
+      fc
+        .oneof(fc.string({ maxLength: 12 }), fc.constantFrom(...HOSTILE_STRINGS))
+        .filter((v) => !set.has(JSON.stringify(v)) && typeof v === typeof s.enum![0]),
+    );
   }
   if (s.type === 'number' || s.type === 'integer') {
     if (s.minimum !== undefined) options.push(fc.constantFrom(s.minimum - 1, s.minimum - 1e9, -Number.MAX_VALUE));
@@ -321,7 +402,8 @@ function outOfRange(s: Schema): fc.Arbitrary<unknown> | undefined {
   }
   if (s.type === 'array') {
     if (s.minItems) options.push(fc.constant([]));
-    if (s.maxItems !== undefined && s.items) options.push(fc.array(validValue(s.items, 2), { minLength: s.maxItems + 1, maxLength: s.maxItems + 3 }));
+    if (s.maxItems !== undefined && s.items)
+      options.push(fc.array(validValue(s.items, 2), { minLength: s.maxItems + 1, maxLength: s.maxItems + 3 }));
   }
   return options.length ? fc.oneof(...options) : undefined;
 }
@@ -340,9 +422,11 @@ function nestedBreak(s: Schema): fc.Arbitrary<{ value: unknown; path: string }> 
   }
   if (s.type === 'object' && s.properties && Object.keys(s.properties).length) {
     const names = Object.keys(s.properties);
-    return fc.tuple(objectArb(s, 1, undefined), fc.constantFrom(...names)).chain(([o, name]) =>
-      wrongType(s.properties![name]!).map((bad) => ({ value: own({ ...o }, name, bad), path: `.${name}` })),
-    );
+    return fc
+      .tuple(objectArb(s, 1, undefined), fc.constantFrom(...names))
+      .chain(([o, name]) =>
+        wrongType(s.properties![name]!).map((bad) => ({ value: own({ ...o }, name, bad), path: `.${name}` })),
+      );
   }
   return undefined;
 }
@@ -358,7 +442,14 @@ export function toolCase(schema: Schema, hints: SpecHints): fc.Arbitrary<ToolCas
   if (names.length) {
     mutations.push(
       withBase((base) =>
-        fc.constantFrom(...names).chain((name) => wrongType(props[name]!).map((bad) => ({ kind: 'invalid' as const, input: own({ ...base }, name, bad), field: name, mutation: 'wrong type' }))),
+        fc.constantFrom(...names).chain((name) =>
+          wrongType(props[name]!).map((bad) => ({
+            kind: 'invalid' as const,
+            input: own({ ...base }, name, bad),
+            field: name,
+            mutation: 'wrong type',
+          })),
+        ),
       ),
     );
   }
@@ -376,33 +467,73 @@ export function toolCase(schema: Schema, hints: SpecHints): fc.Arbitrary<ToolCas
   }
   if (schema.additionalProperties === false) {
     const nearMisses = names.flatMap((n) => [`${n}_x`, n.toUpperCase(), ` ${n}`]);
-    const key = fc.oneof(fc.constantFrom(...HOSTILE_KEYS.filter((k) => k !== '')), fc.string({ minLength: 1, maxLength: 16 }), ...(nearMisses.length ? [fc.constantFrom(...nearMisses)] : [])).filter((k) => !(k in props) && !Object.prototype.hasOwnProperty.call(props, k));
-    mutations.push(
-      withBase((base) => fc.tuple(key, freeValue(1)).map(([k, v]) => ({ kind: 'invalid' as const, input: own({ ...base }, k, v), field: k, mutation: 'extra key' }))),
-    );
-  }
-  const ranged = names.map((n) => [n, outOfRange(props[n]!)] as const).filter((x): x is readonly [string, fc.Arbitrary<unknown>] => x[1] !== undefined);
-  if (ranged.length) {
+    const key = fc
+      .oneof(
+        fc.constantFrom(...HOSTILE_KEYS.filter((k) => k !== '')),
+        fc.string({ minLength: 1, maxLength: 16 }),
+        ...(nearMisses.length ? [fc.constantFrom(...nearMisses)] : []),
+      )
+      .filter((k) => !(k in props) && !Object.prototype.hasOwnProperty.call(props, k));
     mutations.push(
       withBase((base) =>
-        fc.constantFrom(...ranged).chain(([name, arb]) => arb.map((bad) => ({ kind: 'invalid' as const, input: own({ ...base }, name, bad), field: name, mutation: 'out of range' }))),
+        fc.tuple(key, freeValue(1)).map(([k, v]) => ({
+          kind: 'invalid' as const,
+          input: own({ ...base }, k, v),
+          field: k,
+          mutation: 'extra key',
+        })),
       ),
     );
   }
-  const nested = names.map((n) => [n, nestedBreak(props[n]!)] as const).filter((x): x is readonly [string, fc.Arbitrary<{ value: unknown; path: string }>] => x[1] !== undefined);
+  const ranged = names
+    .map((n) => [n, outOfRange(props[n]!)] as const)
+    .filter((x): x is readonly [string, fc.Arbitrary<unknown>] => x[1] !== undefined);
+  if (ranged.length) {
+    mutations.push(
+      withBase((base) =>
+        fc.constantFrom(...ranged).chain(([name, arb]) =>
+          arb.map((bad) => ({
+            kind: 'invalid' as const,
+            input: own({ ...base }, name, bad),
+            field: name,
+            mutation: 'out of range',
+          })),
+        ),
+      ),
+    );
+  }
+  const nested = names
+    .map((n) => [n, nestedBreak(props[n]!)] as const)
+    .filter((x): x is readonly [string, fc.Arbitrary<{ value: unknown; path: string }>] => x[1] !== undefined);
   if (nested.length) {
     mutations.push(
       withBase((base) =>
         fc.constantFrom(...nested).chain(([name, arb]) =>
-          arb.map(({ value, path }) => ({ kind: 'invalid' as const, input: own({ ...base }, name, value), field: `${name}${path}`, mutation: 'nested' })),
+          arb.map(({ value, path }) => ({
+            kind: 'invalid' as const,
+            input: own({ ...base }, name, value),
+            field: `${name}${path}`,
+            mutation: 'nested',
+          })),
         ),
       ),
     );
   }
   mutations.push(
-    fc.oneof(fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }), fc.string({ maxLength: 5 }), fc.integer(), fc.boolean()).map((input) => ({ kind: 'invalid' as const, input, field: 'tool_input', mutation: 'not an object' })),
+    fc
+      .oneof(
+        fc.constant(null),
+        fc.array(fc.integer(), { maxLength: 2 }),
+        fc.string({ maxLength: 5 }),
+        fc.integer(),
+        fc.boolean(),
+      )
+      .map((input) => ({ kind: 'invalid' as const, input, field: 'tool_input', mutation: 'not an object' })),
   );
-  return fc.oneof({ arbitrary: valid.map((input) => ({ kind: 'valid' as const, input })), weight: 3 }, { arbitrary: fc.oneof(...mutations), weight: 5 });
+  return fc.oneof(
+    { arbitrary: valid.map((input) => ({ kind: 'valid' as const, input })), weight: 3 },
+    { arbitrary: fc.oneof(...mutations), weight: 5 },
+  );
 }
 
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -417,7 +548,8 @@ export function serviceRuleViolations(input: unknown, hints: SpecHints): string[
   const out = new Set<string>();
   const hasLoneSurrogate = (v: unknown): boolean => {
     if (typeof v === 'string') return LONE_SURROGATE.test(v);
-    if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(x));
+    if (v && typeof v === 'object')
+      return Object.entries(v).some(([k, x]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(x));
     return false;
   };
   for (const [k, v] of Object.entries(input)) {

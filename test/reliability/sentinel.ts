@@ -38,7 +38,8 @@ export class Sentinel {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const headers: Array<[string, string]> = [];
-        for (let i = 0; i < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!]);
+        for (let i = 0; i < req.rawHeaders.length; i += 2)
+          headers.push([req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!]);
         const seen = { method: req.method ?? '', url: req.url ?? '', headers, body: Buffer.concat(chunks) };
         this.requests.push(seen);
         const custom = this.respond?.(seen);

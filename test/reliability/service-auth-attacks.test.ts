@@ -31,7 +31,12 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 afterAll(async () => {
-  record({ category: 'attacks tried', what: 'service auth: forged tokens, revocation across instances, brute force, constant-time check', tried: tally.tried, failed: tally.failed });
+  record({
+    category: 'attacks tried',
+    what: 'service auth: forged tokens, revocation across instances, brute force, constant-time check',
+    tried: tally.tried,
+    failed: tally.failed,
+  });
   await second?.close();
   await keyServer?.close();
   await h?.close();
@@ -48,17 +53,38 @@ async function attack(n: number, fn: () => Promise<void>): Promise<void> {
 }
 
 /** POST /oauth/token from a chosen local address (the whole of 127/8 is loopback), as a form. */
-function tokenRequest(base: string, form: Record<string, string>, opts: { from?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, string>; retryAfter?: string }> {
+function tokenRequest(
+  base: string,
+  form: Record<string, string>,
+  opts: { from?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: Record<string, string>; retryAfter?: string }> {
   const u = new URL(`${base}/oauth/token`);
   const payload = new URLSearchParams(form).toString();
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', localAddress: opts.from, headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(payload), ...opts.headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        localAddress: opts.from,
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'content-length': Buffer.byteLength(payload),
+          ...opts.headers,
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {}, retryAfter: res.headers['retry-after'] as string | undefined }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text ? JSON.parse(text) : {},
+            retryAfter: res.headers['retry-after'] as string | undefined,
+          }),
+        );
       },
     );
     req.on('error', reject);
@@ -67,14 +93,20 @@ function tokenRequest(base: string, form: Record<string, string>, opts: { from?:
 }
 
 async function validToken(base = h.url, clientId = TEST_CLIENT_ID, clientSecret = TEST_CLIENT_SECRET): Promise<string> {
-  const r = await tokenRequest(base, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+  const r = await tokenRequest(base, {
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    client_secret: clientSecret,
+  });
   expect(r.status).toBe(200);
   return r.body.access_token!;
 }
 
-const api = (token: string, base = h.url) => fetch(`${base}/v1/connectors`, { headers: { authorization: `Bearer ${token}` } });
+const api = (token: string, base = h.url) =>
+  fetch(`${base}/v1/connectors`, { headers: { authorization: `Bearer ${token}` } });
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
-const hmac = (alg: 'sha256' | 'sha384' | 'sha512', key: string | Buffer, input: string) => createHmac(alg, key).update(input).digest('base64url');
+const hmac = (alg: 'sha256' | 'sha384' | 'sha512', key: string | Buffer, input: string) =>
+  createHmac(alg, key).update(input).digest('base64url');
 
 describe('forged bearer tokens', () => {
   it('are all refused with 401, and no key is ever fetched', async () => {
@@ -84,7 +116,12 @@ describe('forged bearer tokens', () => {
     const key = (h.running.services.tokens as unknown as { key: Uint8Array }).key;
     const realKey = Buffer.from(key);
     const now = Math.floor(Date.now() / 1000);
-    const signHs = (hdr: Record<string, unknown>, body: Record<string, unknown>, k: string | Buffer, alg: 'sha256' | 'sha384' | 'sha512' = 'sha256') => {
+    const signHs = (
+      hdr: Record<string, unknown>,
+      body: Record<string, unknown>,
+      k: string | Buffer,
+      alg: 'sha256' | 'sha384' | 'sha512' = 'sha256',
+    ) => {
       const input = `${b64(hdr)}.${b64(body)}`;
       return `${input}.${hmac(alg, k, input)}`;
     };
@@ -95,14 +132,22 @@ describe('forged bearer tokens', () => {
     const rsaPem = rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string;
 
     const forged: Record<string, string> = {
-      'wrong issuer': await new SignJWT({ ...claims, iss: 'https://evil.example' }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'wrong issuer': await new SignJWT({ ...claims, iss: 'https://evil.example' })
+        .setProtectedHeader({ alg: 'HS256' })
+        .sign(key),
       'no issuer': await new SignJWT({ ...claims, iss: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
-      'wrong audience (array)': await new SignJWT({ ...claims, aud: ['someone-else'] }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'wrong audience (array)': await new SignJWT({ ...claims, aud: ['someone-else'] })
+        .setProtectedHeader({ alg: 'HS256' })
+        .sign(key),
       'no audience': await new SignJWT({ ...claims, aud: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
       'no expiry': await new SignJWT({ ...claims, exp: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
       'not yet valid': await new SignJWT({ ...claims, nbf: now + 3600 }).setProtectedHeader({ alg: 'HS256' }).sign(key),
-      'expired long ago': await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 }).setProtectedHeader({ alg: 'HS256' }).sign(key),
-      'unknown credential': await new SignJWT({ ...claims, sub: 'cred_does_not_exist' }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'expired long ago': await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 })
+        .setProtectedHeader({ alg: 'HS256' })
+        .sign(key),
+      'unknown credential': await new SignJWT({ ...claims, sub: 'cred_does_not_exist' })
+        .setProtectedHeader({ alg: 'HS256' })
+        .sign(key),
       'HS384 with the real key': signHs({ alg: 'HS384', typ: 'JWT' }, claims, realKey, 'sha384'),
       'HS512 with the real key': signHs({ alg: 'HS512', typ: 'JWT' }, claims, realKey, 'sha512'),
       'crit extension': signHs({ alg: 'HS256', crit: ['exp-ext'], 'exp-ext': true }, claims, realKey),
@@ -112,10 +157,18 @@ describe('forged bearer tokens', () => {
       'longer lifetime, old signature': `${header}.${b64({ ...claims, exp: now + 10 * 365 * 86400 })}.${signature}`,
       'other subject, old signature': `${header}.${b64({ ...claims, sub: 'cred_admin' })}.${signature}`,
       'header swapped to HS384, old signature': `${b64({ alg: 'HS384', typ: 'JWT' })}.${payload}.${signature}`,
-      'RS256 with an embedded jwk': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', jwk: rsaJwk }).sign(rsa.privateKey),
-      'ES256 with an embedded jwk': await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', jwk: ecJwk }).sign(ec.privateKey),
-      'RS256 with jku': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', jku: `${keyServer.url}/jwks.json`, kid: 'k1' }).sign(rsa.privateKey),
-      'RS256 with x5u': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', x5u: `${keyServer.url}/cert.pem` }).sign(rsa.privateKey),
+      'RS256 with an embedded jwk': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', jwk: rsaJwk })
+        .sign(rsa.privateKey),
+      'ES256 with an embedded jwk': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', jwk: ecJwk })
+        .sign(ec.privateKey),
+      'RS256 with jku': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', jku: `${keyServer.url}/jwks.json`, kid: 'k1' })
+        .sign(rsa.privateKey),
+      'RS256 with x5u': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', x5u: `${keyServer.url}/cert.pem` })
+        .sign(rsa.privateKey),
       'HS256 keyed with an RSA public key (PEM)': signHs({ alg: 'HS256' }, claims, rsaPem),
       'HS256 keyed with the JWK of a public key': signHs({ alg: 'HS256', jwk: rsaJwk }, claims, JSON.stringify(rsaJwk)),
       'HS256 with an empty key': signHs({ alg: 'HS256' }, claims, ''),
@@ -140,7 +193,9 @@ describe('forged bearer tokens', () => {
         expect(res.status, name).toBe(name === 'huge token' ? res.status : 401);
         expect(res.status, name).toBeGreaterThanOrEqual(400);
         expect(res.status, name).toBeLessThan(500);
-        const proxied = await fetch(`${h.url}/proxy/v2/x`, { headers: { authorization: `Bearer ${token}`, connection_name: 'x', identifier: 'y' } });
+        const proxied = await fetch(`${h.url}/proxy/v2/x`, {
+          headers: { authorization: `Bearer ${token}`, connection_name: 'x', identifier: 'y' },
+        });
         expect(proxied.status, `${name} on the proxy`).toBeGreaterThanOrEqual(400);
         expect(proxied.status, `${name} on the proxy`).toBeLessThan(500);
       }
@@ -165,18 +220,39 @@ describe('revocation', () => {
     await attack(3, async () => {
       // A second instance on the same data directory: same store, same key file, same public URL (behind one address).
       const port = await freePort();
-      second = await startServer(loadConfig({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: h.dataDir, PUBLIC_URL: h.config.publicUrl, LOG_LEVEL: 'warn' }));
+      second = await startServer(
+        loadConfig({
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          DATA_DIR: h.dataDir,
+          PUBLIC_URL: h.config.publicUrl,
+          LOG_LEVEL: 'warn',
+        }),
+      );
       const admin = await validToken();
-      const created = await fetch(`${h.url}/v1/api-credentials`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'to revoke' }) });
+      const created = await fetch(`${h.url}/v1/api-credentials`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'to revoke' }),
+      });
       const cred = (await created.json()) as { id: string; client_id: string; client_secret: string };
       const token = await validToken(h.url, cred.client_id, cred.client_secret);
       // Each instance accepts the other's tokens, and the second has now cached the credential as live.
       expect((await api(token, second.url)).status).toBe(200);
       expect((await api(await validToken(second.url, cred.client_id, cred.client_secret))).status).toBe(200);
 
-      expect((await fetch(`${h.url}/v1/api-credentials/${cred.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${admin}` } })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${h.url}/v1/api-credentials/${cred.id}`, {
+            method: 'DELETE',
+            headers: { authorization: `Bearer ${admin}` },
+          })
+        ).status,
+      ).toBe(200);
       expect((await api(token)).status).toBe(401);
-      expect((await tokenRequest(second.url, { client_id: cred.client_id, client_secret: cred.client_secret })).status).toBe(401);
+      expect(
+        (await tokenRequest(second.url, { client_id: cred.client_id, client_secret: cred.client_secret })).status,
+      ).toBe(401);
 
       // Past the second instance's revocation cache window, but well within the token's lifetime (600 s).
       const windowMs = (second.services.tokens as unknown as { revocationCacheMs: number }).revocationCacheMs;
@@ -195,16 +271,32 @@ describe('brute force on /oauth/token', () => {
   it('is throttled per client id, whichever addresses the guesses come from', async () => {
     await attack(8, async () => {
       const admin = await validToken();
-      const created = await fetch(`${h.url}/v1/api-credentials`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'victim' }) });
+      const created = await fetch(`${h.url}/v1/api-credentials`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'victim' }),
+      });
       const victim = (await created.json()) as { client_id: string; client_secret: string };
       const statuses: number[] = [];
       for (let i = 0; i < 7; i++) {
-        statuses.push((await tokenRequest(h.url, { client_id: victim.client_id, client_secret: `guess-${i}-xxxxxxxxxxxxxxxx` }, { from: `127.0.0.${10 + i}` })).status);
+        statuses.push(
+          (
+            await tokenRequest(
+              h.url,
+              { client_id: victim.client_id, client_secret: `guess-${i}-xxxxxxxxxxxxxxxx` },
+              { from: `127.0.0.${10 + i}` },
+            )
+          ).status,
+        );
       }
       expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
       expect(statuses.at(-1)).toBe(429);
       // While blocked, even the right secret is refused: guessing cannot go on and learn when it hit.
-      const right = await tokenRequest(h.url, { client_id: victim.client_id, client_secret: victim.client_secret }, { from: '127.0.0.30' });
+      const right = await tokenRequest(
+        h.url,
+        { client_id: victim.client_id, client_secret: victim.client_secret },
+        { from: '127.0.0.30' },
+      );
       expect(right.status).toBe(429);
       expect(Number(right.retryAfter)).toBeGreaterThan(0);
     });
@@ -214,23 +306,60 @@ describe('brute force on /oauth/token', () => {
     await attack(33, async () => {
       const statuses: number[] = [];
       for (let i = 0; i < 32; i++) {
-        const r = await tokenRequest(h.url, { client_id: `spray-${i}`, client_secret: 'spray-secret-xxxxxxxxxxxx' }, { from: '127.0.0.60', headers: { 'x-forwarded-for': `198.51.100.${i}` } });
+        const r = await tokenRequest(
+          h.url,
+          { client_id: `spray-${i}`, client_secret: 'spray-secret-xxxxxxxxxxxx' },
+          { from: '127.0.0.60', headers: { 'x-forwarded-for': `198.51.100.${i}` } },
+        );
         statuses.push(r.status);
       }
       expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
       expect(statuses.at(-1)).toBe(429);
-      expect((await tokenRequest(h.url, { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }, { from: '127.0.0.60' })).status).toBe(429);
-      expect((await tokenRequest(h.url, { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }, { from: '127.0.0.61' })).status).toBe(200);
+      expect(
+        (
+          await tokenRequest(
+            h.url,
+            { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
+            { from: '127.0.0.60' },
+          )
+        ).status,
+      ).toBe(429);
+      expect(
+        (
+          await tokenRequest(
+            h.url,
+            { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
+            { from: '127.0.0.61' },
+          )
+        ).status,
+      ).toBe(200);
     });
   });
 
   it('answers an unknown client and a wrong secret alike, and malformed credentials with a 4xx', async () => {
     await attack(5, async () => {
-      const unknown = await tokenRequest(h.url, { client_id: 'no-such-client', client_secret: 'whatever-xxxxxxxxxxxxxxx' }, { from: '127.0.0.70' });
-      const wrong = await tokenRequest(h.url, { client_id: TEST_CLIENT_ID, client_secret: 'whatever-xxxxxxxxxxxxxxx' }, { from: '127.0.0.71' });
+      const unknown = await tokenRequest(
+        h.url,
+        { client_id: 'no-such-client', client_secret: 'whatever-xxxxxxxxxxxxxxx' },
+        { from: '127.0.0.70' },
+      );
+      const wrong = await tokenRequest(
+        h.url,
+        { client_id: TEST_CLIENT_ID, client_secret: 'whatever-xxxxxxxxxxxxxxx' },
+        { from: '127.0.0.71' },
+      );
       expect([unknown.status, unknown.body]).toEqual([wrong.status, wrong.body]);
-      for (const basic of [Buffer.from('%E0:%zz').toString('base64'), Buffer.from('client:%').toString('base64'), '!!!', Buffer.from(':secret-only').toString('base64')]) {
-        const r = await tokenRequest(h.url, { grant_type: 'client_credentials' }, { from: '127.0.0.72', headers: { authorization: `Basic ${basic}` } });
+      for (const basic of [
+        Buffer.from('%E0:%zz').toString('base64'),
+        Buffer.from('client:%').toString('base64'),
+        '!!!',
+        Buffer.from(':secret-only').toString('base64'),
+      ]) {
+        const r = await tokenRequest(
+          h.url,
+          { grant_type: 'client_credentials' },
+          { from: '127.0.0.72', headers: { authorization: `Basic ${basic}` } },
+        );
         expect(r.status, basic).toBeGreaterThanOrEqual(400);
         expect(r.status, basic).toBeLessThan(500);
       }

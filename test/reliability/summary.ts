@@ -6,7 +6,8 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type Category = 'faults injected' | 'inputs fuzzed' | 'crashes survived' | 'attacks tried' | 'secrets scanned' | 'load';
+export type Category =
+  'faults injected' | 'inputs fuzzed' | 'crashes survived' | 'attacks tried' | 'secrets scanned' | 'load';
 
 export const SUMMARY_DIR = join(process.cwd(), 'test-output', 'reliability');
 

@@ -25,7 +25,14 @@ import { loadSpecFile, specFiles } from '../../generator/load.ts';
 import { ServiceError } from '../../runtime/errors.ts';
 import { resolveBaseUrl } from '../../runtime/connectors/catalog.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
-import { hintsOf, serviceRuleViolations, toolCase, type Schema, type SpecHints, type ToolCase } from './schema-arbitraries.ts';
+import {
+  hintsOf,
+  serviceRuleViolations,
+  toolCase,
+  type Schema,
+  type SpecHints,
+  type ToolCase,
+} from './schema-arbitraries.ts';
 import { record } from './summary.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? (process.env.RELIABILITY_SOAK === '1' ? 10_000 : 1_000));
@@ -40,7 +47,18 @@ const specTools = new Map<string, ToolSpec>();
 const hostsOf = new Map<string, Set<string>>();
 const oracle = new Map<string, (data: unknown) => boolean>();
 const ajv = new Ajv({ allErrors: true, strict: false });
-const tally = { tried: 0, failed: 0, valid: 0, planned: 0, ruleRefusals: 0, invalid: 0, http: 0, httpFailed: 0, fewestPlanned: Infinity, fewestTool: '' };
+const tally = {
+  tried: 0,
+  failed: 0,
+  valid: 0,
+  planned: 0,
+  ruleRefusals: 0,
+  invalid: 0,
+  http: 0,
+  httpFailed: 0,
+  fewestPlanned: Infinity,
+  fewestTool: '',
+};
 
 function fieldValue(f: AccountFieldSpec, exampleFields: Record<string, string>): string {
   if (exampleFields[f.name]) return exampleFields[f.name]!;
@@ -73,14 +91,24 @@ beforeAll(async () => {
     } else {
       const a = await h.client.getOrCreateConnectedAccount({ connectionName: c.name, identifier: IDENTIFIER });
       const stored = (await services.store.getAccount(a.id))!;
-      await services.store.updateAccount(a.id, { fields: { ...c.exampleFields }, secretsSealed: services.accounts.sealSecrets(a.id, { access_token: SECRET }) }, Date.now(), stored.version);
+      await services.store.updateAccount(
+        a.id,
+        {
+          fields: { ...c.exampleFields },
+          secretsSealed: services.accounts.sealSecrets(a.id, { access_token: SECRET }),
+        },
+        Date.now(),
+        stored.version,
+      );
     }
     // The hosts a tool of this connector may address: its API (for this account) and the hosts its examples use.
     const connection = (await services.store.getConnectionByName(c.name))!;
     const account = (await services.store.findAccount(connection.id, IDENTIFIER))!;
     const hosts = new Set<string>();
-    for (const name of [undefined, ...Object.keys(c.api.hosts ?? {})]) hosts.add(new URL(resolveBaseUrl(c, connection, account.fields, name)).host);
-    for (const t of c.toolNames) for (const ex of tools.get(t)!.examples) for (const r of ex.requests) hosts.add(new URL(r.url).host);
+    for (const name of [undefined, ...Object.keys(c.api.hosts ?? {})])
+      hosts.add(new URL(resolveBaseUrl(c, connection, account.fields, name)).host);
+    for (const t of c.toolNames)
+      for (const ex of tools.get(t)!.examples) for (const r of ex.requests) hosts.add(new URL(r.url).host);
     hostsOf.set(c.name, hosts);
   }
   for (const t of tools.values()) oracle.set(t.name, ajv.compile(structuredClone(t.inputSchema)));
@@ -94,7 +122,12 @@ afterAll(async () => {
     failed: tally.failed,
     detail: `${tally.valid} valid (${tally.planned} planned, ${tally.ruleRefusals} refused by a cross-field rule), ${tally.invalid} invalid; fewest planned for one tool: ${tally.fewestPlanned} (${tally.fewestTool}); FUZZ_SEED=${SEED} replays this run`,
   });
-  record({ category: 'inputs fuzzed', what: 'tool inputs through POST /v1/tools/execute (dry run)', tried: tally.http, failed: tally.httpFailed });
+  record({
+    category: 'inputs fuzzed',
+    what: 'tool inputs through POST /v1/tools/execute (dry run)',
+    tried: tally.http,
+    failed: tally.httpFailed,
+  });
   await h?.close();
 });
 
@@ -105,13 +138,22 @@ function check(condition: boolean, message: () => string): asserts condition {
 
 const PROTO_KEYS = Object.getOwnPropertyNames(Object.prototype).sort().join(',');
 function assertNoPollution() {
-  check(Object.getOwnPropertyNames(Object.prototype).sort().join(',') === PROTO_KEYS, () => `Object.prototype was changed: ${Object.getOwnPropertyNames(Object.prototype).join(',')}`);
+  check(
+    Object.getOwnPropertyNames(Object.prototype).sort().join(',') === PROTO_KEYS,
+    () => `Object.prototype was changed: ${Object.getOwnPropertyNames(Object.prototype).join(',')}`,
+  );
   check(({} as Record<string, unknown>).polluted === undefined, () => 'Object.prototype.polluted is set');
 }
 
 /** True when the detail names the broken field, the field inside it, or (for a broken nesting) its parent. */
 function names(detail: string, field: string): boolean {
-  return detail === field || detail.startsWith(`${field}.`) || detail.startsWith(`${field}[`) || field.startsWith(`${detail}.`) || field.startsWith(`${detail}[`);
+  return (
+    detail === field ||
+    detail.startsWith(`${field}.`) ||
+    detail.startsWith(`${field}[`) ||
+    field.startsWith(`${detail}.`) ||
+    field.startsWith(`${detail}[`)
+  );
 }
 
 interface Planned {
@@ -137,33 +179,52 @@ function checkPlanned(toolName: string, requests: Planned[]) {
   const tool = tools.get(toolName)!;
   check(Array.isArray(requests), () => 'data.requests is a list');
   // A tool the provider has no operation for plans nothing, as its examples say; every other tool plans something.
-  if (tool.examples.some((e) => e.requests.length > 0)) check(requests.length > 0, () => 'a valid input plans at least one request');
+  if (tool.examples.some((e) => e.requests.length > 0))
+    check(requests.length > 0, () => 'a valid input plans at least one request');
   for (const r of requests) {
     check(METHODS.has(r.method), () => `method ${r.method}`);
     const u = new URL(r.url);
     check(u.protocol === 'https:' || u.protocol === 'http:', () => `${r.url} is http(s)`);
-    check(hostsOf.get(tool.connector)!.has(u.host), () => `${r.url} stays on the connector's hosts (${[...hostsOf.get(tool.connector)!].join(', ')})`);
+    check(
+      hostsOf.get(tool.connector)!.has(u.host),
+      () => `${r.url} stays on the connector's hosts (${[...hostsOf.get(tool.connector)!].join(', ')})`,
+    );
     // What is sent is what is shown: a path that URL parsing rewrites ("..", ".") would reach another endpoint.
     const rawPath = r.url.slice(u.origin.length).split(/[?#]/)[0]!;
     check(u.pathname === rawPath, () => `${r.url} is rewritten by URL normalisation to ${u.pathname}`);
     check(u.username + u.password === '', () => `${r.url} carries no userinfo`);
-    for (const [k, v] of Object.entries(r.headers)) check(validHeader(k, v), () => `header ${k}: ${JSON.stringify(v)} is not a valid header`);
+    for (const [k, v] of Object.entries(r.headers))
+      check(validHeader(k, v), () => `header ${k}: ${JSON.stringify(v)} is not a valid header`);
   }
   check(!JSON.stringify(requests).includes(SECRET), () => 'a secret is shown in the plan');
 }
 
-type Outcome = { ok: true; data: { requests: Planned[] } } | { ok: false; status: number; code: string; details: Array<{ field: string; message: string }>; message: string };
+type Outcome =
+  | { ok: true; data: { requests: Planned[] } }
+  | { ok: false; status: number; code: string; details: Array<{ field: string; message: string }>; message: string };
 
 function checkRefusal(out: Extract<Outcome, { ok: false }>) {
-  check(out.status === 400 && out.code === 'invalid_input', () => `expected 400 invalid_input, got ${out.status} ${out.code}: ${out.message}`);
+  check(
+    out.status === 400 && out.code === 'invalid_input',
+    () => `expected 400 invalid_input, got ${out.status} ${out.code}: ${out.message}`,
+  );
   check(out.details.length > 0, () => 'details name at least one field');
   for (const d of out.details) {
     check(typeof d.field === 'string' && d.field.length > 0, () => `detail without a field: ${JSON.stringify(d)}`);
-    check(typeof d.message === 'string' && d.message.length > 0, () => `detail without a message: ${JSON.stringify(d)}`);
+    check(
+      typeof d.message === 'string' && d.message.length > 0,
+      () => `detail without a message: ${JSON.stringify(d)}`,
+    );
   }
 }
 
-function checkOutcome(toolName: string, c: ToolCase, schemaValid: boolean, hints: SpecHints, out: Outcome): 'planned' | 'refused' {
+function checkOutcome(
+  toolName: string,
+  c: ToolCase,
+  schemaValid: boolean,
+  hints: SpecHints,
+  out: Outcome,
+): 'planned' | 'refused' {
   const broken = serviceRuleViolations(c.input, hints);
   if (schemaValid && !broken.length) {
     tally.valid++;
@@ -176,7 +237,11 @@ function checkOutcome(toolName: string, c: ToolCase, schemaValid: boolean, hints
     checkRefusal(out);
     // A transform may turn a harmless value into a path step ("..:x" → ".."): refused, naming the path parameter.
     for (const d of out.details) {
-      check(hints.ruleFields.has(d.field) || hints.pathParams.has(d.field), () => `rule refusal names ${d.field} (${d.message}); the spec's rules are about ${[...hints.ruleFields].join(', ') || 'nothing'}`);
+      check(
+        hints.ruleFields.has(d.field) || hints.pathParams.has(d.field),
+        () =>
+          `rule refusal names ${d.field} (${d.message}); the spec's rules are about ${[...hints.ruleFields].join(', ') || 'nothing'}`,
+      );
     }
     return 'refused';
   }
@@ -198,27 +263,60 @@ function checkOutcome(toolName: string, c: ToolCase, schemaValid: boolean, hints
 
 async function executeInProcess(toolName: string, input: unknown): Promise<Outcome> {
   try {
-    const { data } = await h.running.services.executor.execute({ toolName, input, dryRun: true, account: { connectionName: tools.get(toolName)!.connector, identifier: IDENTIFIER } });
+    const { data } = await h.running.services.executor.execute({
+      toolName,
+      input,
+      dryRun: true,
+      account: { connectionName: tools.get(toolName)!.connector, identifier: IDENTIFIER },
+    });
     return { ok: true, data: data as { requests: Planned[] } };
   } catch (e) {
     // Anything but a service error below 500 is a crash the fuzzer found.
     if (!(e instanceof ServiceError) || e.status >= 500) throw e;
-    return { ok: false, status: e.status, code: e.code, details: (e.details as Array<{ field: string; message: string }>) ?? [], message: e.message };
+    return {
+      ok: false,
+      status: e.status,
+      code: e.code,
+      details: (e.details as Array<{ field: string; message: string }>) ?? [],
+      message: e.message,
+    };
   }
 }
 
 let token: string | undefined;
 async function executeOverHttp(toolName: string, input: unknown): Promise<Outcome> {
-  token ??= ((await (await fetch(`${h.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }) })).json()) as { access_token: string }).access_token;
+  token ??= (
+    (await (
+      await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+      })
+    ).json()) as { access_token: string }
+  ).access_token;
   const res = await fetch(`${h.url}/v1/tools/execute`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ tool_name: toolName, tool_input: input, connection_name: tools.get(toolName)!.connector, identifier: IDENTIFIER, dry_run: true }),
+    body: JSON.stringify({
+      tool_name: toolName,
+      tool_input: input,
+      connection_name: tools.get(toolName)!.connector,
+      identifier: IDENTIFIER,
+      dry_run: true,
+    }),
   });
-  const body = (await res.json()) as { data?: { requests: Planned[] }; error?: { code: string; message: string; details?: Array<{ field: string; message: string }> } };
+  const body = (await res.json()) as {
+    data?: { requests: Planned[] };
+    error?: { code: string; message: string; details?: Array<{ field: string; message: string }> };
+  };
   expect(res.status, JSON.stringify(body).slice(0, 300)).toBeLessThan(500);
   if (res.status === 200) return { ok: true, data: body.data! };
-  return { ok: false, status: res.status, code: body.error!.code, details: body.error!.details ?? [], message: body.error!.message };
+  return {
+    ok: false,
+    status: res.status,
+    code: body.error!.code,
+    details: body.error!.details ?? [],
+    message: body.error!.message,
+  };
 }
 
 /** `tool_input` must be an object at the HTTP layer too; there it is checked before the tool is. */
@@ -238,7 +336,12 @@ const REGRESSIONS: Record<string, ToolCase[]> = {
   docs_list_documents: [{ kind: 'valid', input: { query: '\ud800' } }],
   prodata_get_profile_posts: [{ kind: 'valid', input: { profile_id: 'x\udfff' } }],
   // Header values Node refuses to send (the call failed as a 502 upstream error).
-  prodata_bulk_scrape_profiles: [{ kind: 'valid', input: { scraper_token: 'tok\r\nX-Injected: 1', profile_urls: ['https://www.linkedin.com/in/x'] } }],
+  prodata_bulk_scrape_profiles: [
+    {
+      kind: 'valid',
+      input: { scraper_token: 'tok\r\nX-Injected: 1', profile_urls: ['https://www.linkedin.com/in/x'] },
+    },
+  ],
   prodata_get_company: [{ kind: 'valid', input: { account_id: '1\u0100' } }],
   // A docs URL whose path parses to the site root: "<base>.md" named the host crawlee.dev.md.
   scraper_fetch_platform_docs: [
@@ -253,45 +356,48 @@ const HOOK_PATH_PARAMS: Record<string, string[]> = { scraper_fetch_platform_docs
 const toolsByConnector = [...connectors.values()].map((c) => [c.name, c.toolNames] as const);
 
 describe.each(toolsByConnector)('%s', (_connector, toolNames) => {
-  it.each(toolNames.map((t) => [t]))(`%s: ${RUNS} generated inputs in process, then a sample over HTTP`, async (toolName) => {
-    const tool = tools.get(toolName)!;
-    const hints = hintsOf(specTools.get(toolName));
-    for (const p of HOOK_PATH_PARAMS[toolName] ?? []) hints.pathParams.add(p);
-    const arb = toolCase(tool.inputSchema as Schema, hints);
-    const validate = oracle.get(toolName)!;
-    const examples = (REGRESSIONS[toolName] ?? []).map((c) => [c] as [ToolCase]);
-    const params = { numRuns: RUNS, seed: SEED };
-    let planned = 0;
-    try {
-      await fc.assert(
-        fc.asyncProperty(arb, async (c) => {
-          tally.tried++;
-          const schemaValid = validate(structuredClone(c.input));
-          const out = await executeInProcess(toolName, structuredClone(c.input));
-          if (checkOutcome(toolName, c, schemaValid, hints, out) === 'planned') planned++;
-          assertNoPollution();
-        }),
-        { ...params, examples },
-      );
-      // Not vacuous: the generated valid inputs do reach the request builder.
-      if (planned < tally.fewestPlanned) [tally.fewestPlanned, tally.fewestTool] = [planned, toolName];
-      expect(planned, 'valid inputs planned').toBeGreaterThan(RUNS / 50);
-    } catch (e) {
-      tally.failed++;
-      throw e;
-    }
-    try {
-      await fc.assert(
-        fc.asyncProperty(arb.filter(httpCase), async (c) => {
-          tally.http++;
-          const schemaValid = validate(JSON.parse(JSON.stringify(c.input)));
-          checkOutcome(toolName, c, schemaValid, hints, await executeOverHttp(toolName, c.input));
-        }),
-        { ...params, numRuns: HTTP_RUNS },
-      );
-    } catch (e) {
-      tally.httpFailed++;
-      throw e;
-    }
-  });
+  it.each(toolNames.map((t) => [t]))(
+    `%s: ${RUNS} generated inputs in process, then a sample over HTTP`,
+    async (toolName) => {
+      const tool = tools.get(toolName)!;
+      const hints = hintsOf(specTools.get(toolName));
+      for (const p of HOOK_PATH_PARAMS[toolName] ?? []) hints.pathParams.add(p);
+      const arb = toolCase(tool.inputSchema as Schema, hints);
+      const validate = oracle.get(toolName)!;
+      const examples = (REGRESSIONS[toolName] ?? []).map((c) => [c] as [ToolCase]);
+      const params = { numRuns: RUNS, seed: SEED };
+      let planned = 0;
+      try {
+        await fc.assert(
+          fc.asyncProperty(arb, async (c) => {
+            tally.tried++;
+            const schemaValid = validate(structuredClone(c.input));
+            const out = await executeInProcess(toolName, structuredClone(c.input));
+            if (checkOutcome(toolName, c, schemaValid, hints, out) === 'planned') planned++;
+            assertNoPollution();
+          }),
+          { ...params, examples },
+        );
+        // Not vacuous: the generated valid inputs do reach the request builder.
+        if (planned < tally.fewestPlanned) [tally.fewestPlanned, tally.fewestTool] = [planned, toolName];
+        expect(planned, 'valid inputs planned').toBeGreaterThan(RUNS / 50);
+      } catch (e) {
+        tally.failed++;
+        throw e;
+      }
+      try {
+        await fc.assert(
+          fc.asyncProperty(arb.filter(httpCase), async (c) => {
+            tally.http++;
+            const schemaValid = validate(JSON.parse(JSON.stringify(c.input)));
+            checkOutcome(toolName, c, schemaValid, hints, await executeOverHttp(toolName, c.input));
+          }),
+          { ...params, numRuns: HTTP_RUNS },
+        );
+      } catch (e) {
+        tally.httpFailed++;
+        throw e;
+      }
+    },
+  );
 });

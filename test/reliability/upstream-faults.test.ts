@@ -39,7 +39,12 @@ let up: FaultyUpstream;
 let other: FaultyUpstream;
 let token: string;
 
-const tally = { tool: { tried: 0, failed: 0 }, mcp: { tried: 0, failed: 0 }, proxy: { tried: 0, failed: 0 }, serving: { tried: 0, failed: 0 } };
+const tally = {
+  tool: { tried: 0, failed: 0 },
+  mcp: { tried: 0, failed: 0 },
+  proxy: { tried: 0, failed: 0 },
+  serving: { tried: 0, failed: 0 },
+};
 const details = { tool: [] as string[], mcp: [] as string[], proxy: [] as string[] };
 
 /** An `it` whose outcome is counted in the reliability summary. */
@@ -67,7 +72,12 @@ async function exec(toolName: string, toolInput: Record<string, unknown>, connec
   const res = await fetch(`${h.url}/v1/tools/execute`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ tool_name: toolName, connection_name: connection, identifier: 'user-1', tool_input: toolInput }),
+    body: JSON.stringify({
+      tool_name: toolName,
+      connection_name: connection,
+      identifier: 'user-1',
+      tool_input: toolInput,
+    }),
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
@@ -94,7 +104,12 @@ function proxy(method: string, path: string): Promise<ProxyAnswer> {
         port: u.port,
         method,
         path: `/proxy${path}`,
-        headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1', ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          connection_name: 'faulty',
+          identifier: 'user-1',
+          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+        },
         agent: false,
       },
       (res) => {
@@ -106,7 +121,13 @@ function proxy(method: string, path: string): Promise<ProxyAnswer> {
         });
         res.on('error', () => {});
         res.on('close', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, body: Buffer.concat(kept).toString('utf8'), complete: res.complete }),
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            bytes,
+            body: Buffer.concat(kept).toString('utf8'),
+            complete: res.complete,
+          }),
         );
       },
     );
@@ -128,7 +149,10 @@ async function stillServing(n = 1): Promise<void> {
   await until(() => up.received.length + other.received.length >= n, `the provider to receive ${n} request(s)`);
   tally.serving.tried++;
   try {
-    const [health, normal] = await Promise.all([fetch(`${h.url}/health`), exec('helpdesk_groups_list', {}, 'helpdesk')]);
+    const [health, normal] = await Promise.all([
+      fetch(`${h.url}/health`),
+      exec('helpdesk_groups_list', {}, 'helpdesk'),
+    ]);
     expect(health.status).toBe(200);
     expect(normal.status).toBe(200);
     expect(Array.isArray(normal.body.data.groups)).toBe(true);
@@ -181,7 +205,11 @@ async function rssGrowth<T>(work: () => Promise<T>): Promise<{ result: T; growth
   }
 }
 
-const status = (s: number, headers?: Record<string, string>, body: unknown = { error: 'Boom', description: `provider said ${s}` }): Fault => ({
+const status = (
+  s: number,
+  headers?: Record<string, string>,
+  body: unknown = { error: 'Boom', description: `provider said ${s}` },
+): Fault => ({
   kind: 'status',
   status: s,
   headers,
@@ -195,25 +223,60 @@ beforeAll(async () => {
   up = await new FaultyUpstream().start();
   other = await new FaultyUpstream().start('127.0.0.2');
   const creds = { domain: DOMAIN, email: EMAIL, api_token: API_TOKEN };
-  await h.client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk', api_base_url: desk.baseUrlTemplate });
+  await h.client.createConnection({
+    connection_name: 'helpdesk',
+    connector: 'helpdesk',
+    api_base_url: desk.baseUrlTemplate,
+  });
   await h.client.createConnection({ connection_name: 'faulty', connector: 'helpdesk', api_base_url: `${up.url}/api` });
   await h.client.upsertConnectedAccount({ connectionName: 'helpdesk', identifier: 'user-1', credentials: creds });
   await h.client.upsertConnectedAccount({ connectionName: 'faulty', identifier: 'user-1', credentials: creds });
   // The meeting-notes connector speaks MCP (JSON-RPC over HTTP) to its provider: the same faults on that transport.
-  await h.client.createConnection({ connection_name: 'notes-faulty', connector: 'notes', oauth: { resource: `${up.url}/mcp` } });
-  await h.client.upsertConnectedAccount({ connectionName: 'notes-faulty', identifier: 'user-1', credentials: { access_token: MCP_TOKEN } });
+  await h.client.createConnection({
+    connection_name: 'notes-faulty',
+    connector: 'notes',
+    oauth: { resource: `${up.url}/mcp` },
+  });
+  await h.client.upsertConnectedAccount({
+    connectionName: 'notes-faulty',
+    identifier: 'user-1',
+    credentials: { access_token: MCP_TOKEN },
+  });
   const res = await fetch(`${h.url}/oauth/token`, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: TEST_CLIENT_ID,
+      client_secret: TEST_CLIENT_SECRET,
+    }),
   });
   token = ((await res.json()) as { access_token: string }).access_token;
 });
 
 afterAll(async () => {
-  record({ category: 'faults injected', what: 'upstream faults on tool calls', ...tally.tool, detail: details.tool.join('; ') });
-  record({ category: 'faults injected', what: 'upstream faults on MCP tool calls', ...tally.mcp, detail: details.mcp.join('; ') });
-  record({ category: 'faults injected', what: 'upstream faults on the proxy', ...tally.proxy, detail: details.proxy.join('; ') });
-  record({ category: 'faults injected', what: '/health and a normal tool call while a fault was in progress', ...tally.serving });
+  record({
+    category: 'faults injected',
+    what: 'upstream faults on tool calls',
+    ...tally.tool,
+    detail: details.tool.join('; '),
+  });
+  record({
+    category: 'faults injected',
+    what: 'upstream faults on MCP tool calls',
+    ...tally.mcp,
+    detail: details.mcp.join('; '),
+  });
+  record({
+    category: 'faults injected',
+    what: 'upstream faults on the proxy',
+    ...tally.proxy,
+    detail: details.proxy.join('; '),
+  });
+  record({
+    category: 'faults injected',
+    what: '/health and a normal tool call while a fault was in progress',
+    ...tally.serving,
+  });
   await up?.close();
   await other?.close();
   await desk?.close();
@@ -231,29 +294,41 @@ describe('tool calls against a faulty provider', () => {
     expect(up.count('GET')).toBe(2);
   });
 
-  scenario('tool', '429 with Retry-After on a POST: retried once (the provider refused it), never duplicated', async () => {
-    up.plan([status(429, { 'retry-after': '1' })], { kind: 'status', status: 201, body: { ticket: { id: 7 } } });
-    const pending = createTicket();
-    await stillServing();
-    const a = await pending;
-    expect(a.status).toBe(200);
-    expect(a.body.data.ticket.id).toBe(7);
-    expect(up.count('POST')).toBe(2);
-  });
+  scenario(
+    'tool',
+    '429 with Retry-After on a POST: retried once (the provider refused it), never duplicated',
+    async () => {
+      up.plan([status(429, { 'retry-after': '1' })], { kind: 'status', status: 201, body: { ticket: { id: 7 } } });
+      const pending = createTicket();
+      await stillServing();
+      const a = await pending;
+      expect(a.status).toBe(200);
+      expect(a.body.data.ticket.id).toBe(7);
+      expect(up.count('POST')).toBe(2);
+    },
+  );
 
-  scenario('tool', '429 without Retry-After on a POST: not retried, the provider error reaches the client', async () => {
-    up.plan([], status(429, undefined, { error: 'TooManyRequests' }));
-    const a = await held(createTicket);
-    expectProviderError(a, 429, { error: 'TooManyRequests' });
-    expect(up.count('POST')).toBe(1);
-  });
+  scenario(
+    'tool',
+    '429 without Retry-After on a POST: not retried, the provider error reaches the client',
+    async () => {
+      up.plan([], status(429, undefined, { error: 'TooManyRequests' }));
+      const a = await held(createTicket);
+      expectProviderError(a, 429, { error: 'TooManyRequests' });
+      expect(up.count('POST')).toBe(1);
+    },
+  );
 
-  scenario('tool', '429 without Retry-After on a GET: retried with backoff up to the policy, then the provider error', async () => {
-    up.plan([], status(429, undefined, { error: 'TooManyRequests' }));
-    const a = await held(getTicket);
-    expectProviderError(a, 429, { error: 'TooManyRequests' });
-    expect(up.count('GET')).toBe(3);
-  });
+  scenario(
+    'tool',
+    '429 without Retry-After on a GET: retried with backoff up to the policy, then the provider error',
+    async () => {
+      up.plan([], status(429, undefined, { error: 'TooManyRequests' }));
+      const a = await held(getTicket);
+      expectProviderError(a, 429, { error: 'TooManyRequests' });
+      expect(up.count('GET')).toBe(3);
+    },
+  );
 
   scenario('tool', '429 with a Retry-After beyond the policy: answered at once, Retry-After passed on', async () => {
     up.plan([], status(429, { 'retry-after': '3600' }, { error: 'TooManyRequests' }));
@@ -273,29 +348,52 @@ describe('tool calls against a faulty provider', () => {
     }
   });
 
-  scenario('tool', 'what the client library makes of them: a provider error and a service error, told apart', async () => {
-    const viaClient = () =>
-      h.client
-        .executeTool({ toolName: 'helpdesk_ticket_create', toolInput: { comment_body: 'Printer on fire' }, connectionName: 'faulty', identifier: 'user-1' })
-        .then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-    up.plan([], status(404, undefined, { error: 'RecordNotFound', description: 'Not found' }));
-    const notFound = (await held(viaClient)) as ConnectorServiceError;
-    expect(notFound).toBeInstanceOf(ConnectorServiceError);
-    expect(notFound).toMatchObject({ isProviderError: true, status: 404, providerStatus: 404, providerBody: { error: 'RecordNotFound', description: 'Not found' } });
-    up.reset();
-    up.plan([], { kind: 'hang' });
-    const pending = viaClient();
-    await stillServing();
-    const timedOut = (await pending) as ConnectorServiceError;
-    expect(timedOut).toBeInstanceOf(ConnectorServiceError);
-    expect(timedOut).toMatchObject({ isProviderError: false, status: 504, code: 'upstream_timeout', providerStatus: undefined });
-  });
+  scenario(
+    'tool',
+    'what the client library makes of them: a provider error and a service error, told apart',
+    async () => {
+      const viaClient = () =>
+        h.client
+          .executeTool({
+            toolName: 'helpdesk_ticket_create',
+            toolInput: { comment_body: 'Printer on fire' },
+            connectionName: 'faulty',
+            identifier: 'user-1',
+          })
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+      up.plan([], status(404, undefined, { error: 'RecordNotFound', description: 'Not found' }));
+      const notFound = (await held(viaClient)) as ConnectorServiceError;
+      expect(notFound).toBeInstanceOf(ConnectorServiceError);
+      expect(notFound).toMatchObject({
+        isProviderError: true,
+        status: 404,
+        providerStatus: 404,
+        providerBody: { error: 'RecordNotFound', description: 'Not found' },
+      });
+      up.reset();
+      up.plan([], { kind: 'hang' });
+      const pending = viaClient();
+      await stillServing();
+      const timedOut = (await pending) as ConnectorServiceError;
+      expect(timedOut).toBeInstanceOf(ConnectorServiceError);
+      expect(timedOut).toMatchObject({
+        isProviderError: false,
+        status: 504,
+        code: 'upstream_timeout',
+        providerStatus: undefined,
+      });
+    },
+  );
 
   scenario('tool', '503 with Retry-After as an HTTP date on a POST: retried once, as the provider asked', async () => {
-    up.plan([status(503, { 'retry-after': new Date(Date.now() + 1500).toUTCString() })], { kind: 'status', status: 201, body: { ticket: { id: 8 } } });
+    up.plan([status(503, { 'retry-after': new Date(Date.now() + 1500).toUTCString() })], {
+      kind: 'status',
+      status: 201,
+      body: { ticket: { id: 8 } },
+    });
     const pending = createTicket();
     await stillServing();
     const a = await pending;
@@ -340,14 +438,18 @@ describe('tool calls against a faulty provider', () => {
     details.tool.push('timeouts capped at 1 s by UPSTREAM_TIMEOUT_MAX_MS');
   });
 
-  scenario('tool', 'a provider that drips one byte at a time, never idle: upstream_timeout, not a call held forever', async () => {
-    up.plan([], { kind: 'dribble', everyMs: 100 });
-    const post = createTicket();
-    await stillServing();
-    const a = await post;
-    expectServiceError(a, 504, 'upstream_timeout');
-    expect(up.count('POST')).toBe(1);
-  });
+  scenario(
+    'tool',
+    'a provider that drips one byte at a time, never idle: upstream_timeout, not a call held forever',
+    async () => {
+      up.plan([], { kind: 'dribble', everyMs: 100 });
+      const post = createTicket();
+      await stillServing();
+      const a = await post;
+      expectServiceError(a, 504, 'upstream_timeout');
+      expect(up.count('POST')).toBe(1);
+    },
+  );
 
   scenario('tool', 'connection reset before the headers: upstream_connection_reset, the POST sent once', async () => {
     up.plan([], { kind: 'reset' });
@@ -359,11 +461,15 @@ describe('tool calls against a faulty provider', () => {
     expect(up.count('POST')).toBe(1);
   });
 
-  scenario('tool', 'connection reset in the middle of the body: upstream_connection_reset, the POST sent once', async () => {
-    up.plan([], { kind: 'reset_mid_body', bytes: 1000 });
-    expectServiceError(await held(createTicket), 502, 'upstream_connection_reset');
-    expect(up.count('POST')).toBe(1);
-  });
+  scenario(
+    'tool',
+    'connection reset in the middle of the body: upstream_connection_reset, the POST sent once',
+    async () => {
+      up.plan([], { kind: 'reset_mid_body', bytes: 1000 });
+      expectServiceError(await held(createTicket), 502, 'upstream_connection_reset');
+      expect(up.count('POST')).toBe(1);
+    },
+  );
 
   scenario('tool', 'malformed JSON in a 200: provider_malformed_response, a service error', async () => {
     up.plan([], { kind: 'malformed_json' });
@@ -372,20 +478,27 @@ describe('tool calls against a faulty provider', () => {
     expect(up.count('GET')).toBe(1);
   });
 
-  scenario('tool', 'not HTTP at all, or gzip that is not: provider_malformed_response, the POST sent once', async () => {
-    for (const kind of ['garbage', 'bad_gzip'] as const) {
-      up.reset();
-      up.plan([], { kind });
-      const a = await held(createTicket);
-      expectServiceError(a, 502, 'provider_malformed_response');
-      expect(up.count('POST')).toBe(1);
-    }
-  });
+  scenario(
+    'tool',
+    'not HTTP at all, or gzip that is not: provider_malformed_response, the POST sent once',
+    async () => {
+      for (const kind of ['garbage', 'bad_gzip'] as const) {
+        up.reset();
+        up.plan([], { kind });
+        const a = await held(createTicket);
+        expectServiceError(a, 502, 'provider_malformed_response');
+        expect(up.count('POST')).toBe(1);
+      }
+    },
+  );
 
   scenario('tool', 'redirect to another, unconfigured host: refused, nothing sent there', async () => {
     // A hop on the same host keeps the credential; the hop to a host the connection does not configure is
     // refused, because that host resolves to a private address (see runtime/upstream/address-guard.ts).
-    up.plan([{ kind: 'redirect', location: '/api/v2/tickets/42/moved' }, { kind: 'redirect', location: `${other.url}/api/v2/tickets/42` }]);
+    up.plan([
+      { kind: 'redirect', location: '/api/v2/tickets/42/moved' },
+      { kind: 'redirect', location: `${other.url}/api/v2/tickets/42` },
+    ]);
     other.plan([], { kind: 'status', status: 200, body: { ticket: { id: 42, moved: true } } });
     const a = await held(getTicket);
     expect(a.status).toBe(502);
@@ -400,18 +513,32 @@ describe('tool calls against a faulty provider', () => {
     up.plan([{ kind: 'redirect', location: `${other.url}/api/v2/tickets/42` }]);
     other.plan([], { kind: 'status', status: 200, body: { ticket: { id: 42, moved: true } } });
     const res = await send(
-      { method: 'GET', url: `${up.url}/api/v2/tickets/42`, headers: { authorization: BASIC, 'x-api-key': 'k-123456', accept: 'application/json' } },
-      { connectTimeoutMs: 2_000, responseTimeoutMs: 2_000, maxBytes: 1 << 20, credentialHeaders: ['authorization', 'x-api-key'] },
+      {
+        method: 'GET',
+        url: `${up.url}/api/v2/tickets/42`,
+        headers: { authorization: BASIC, 'x-api-key': 'k-123456', accept: 'application/json' },
+      },
+      {
+        connectTimeoutMs: 2_000,
+        responseTimeoutMs: 2_000,
+        maxBytes: 1 << 20,
+        credentialHeaders: ['authorization', 'x-api-key'],
+      },
     );
     expect(res.status).toBe(200);
     expect(other.received).toHaveLength(1);
     expect(other.received[0]!.headers.authorization).toBeUndefined();
     expect(other.received[0]!.headers['x-api-key']).toBeUndefined();
     expect(other.received[0]!.headers.accept).toBe('application/json');
-    record({ category: 'faults injected', what: 'cross-origin redirect at the HTTP layer: credential headers dropped', tried: 1, failed: 0 });
+    record({
+      category: 'faults injected',
+      what: 'cross-origin redirect at the HTTP layer: credential headers dropped',
+      tried: 1,
+      failed: 0,
+    });
   });
 
-  scenario('tool', 'a redirect loop: followed five times, then the provider\'s redirect is the answer', async () => {
+  scenario('tool', "a redirect loop: followed five times, then the provider's redirect is the answer", async () => {
     up.plan([], { kind: 'redirect', location: '/api/v2/tickets/42' });
     const a = await held(getTicket);
     expect(a.headers.get('x-error-source')).toBe('provider');
@@ -444,7 +571,9 @@ describe('tool calls against a faulty provider', () => {
       // decompressed), never the 2 GB.
       expect(up.bytesWritten).toBeLessThan(256 * MB);
       expect(growth).toBeLessThan(256 * MB);
-      details.tool.push(`2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: provider produced ${(up.bytesWritten / MB).toFixed(1)} MB, RSS +${(growth / MB).toFixed(0)} MB`);
+      details.tool.push(
+        `2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: provider produced ${(up.bytesWritten / MB).toFixed(1)} MB, RSS +${(growth / MB).toFixed(0)} MB`,
+      );
     });
   }
 });
@@ -454,20 +583,27 @@ describe('MCP tool calls against a faulty MCP server', () => {
   const mcp = (call: Fault): Fault => ({ kind: 'mcp', call });
   const calls = () => up.rpcCount('tools/call');
 
-  scenario('mcp', 'a good answer first (the way there works), then one without the call\'s id: provider_malformed_response', async () => {
-    up.plan([], { kind: 'mcp' });
-    const good = await held(listMeetings);
-    expect(good.status).toBe(200);
-    expect(good.body.data.content[0].text).toContain('Launch review');
-    expect(up.rpcCount('initialize')).toBeGreaterThanOrEqual(1);
-    expect(up.received.every((r) => r.headers.authorization === `Bearer ${MCP_TOKEN}`)).toBe(true);
-    up.reset();
-    up.plan([], mcp({ kind: 'status', status: 200, body: { jsonrpc: '2.0', id: 'not-the-call', result: { content: [] } } }));
-    expectServiceError(await held(listMeetings), 502, 'provider_malformed_response');
-    expect(calls()).toBe(1);
-  });
+  scenario(
+    'mcp',
+    "a good answer first (the way there works), then one without the call's id: provider_malformed_response",
+    async () => {
+      up.plan([], { kind: 'mcp' });
+      const good = await held(listMeetings);
+      expect(good.status).toBe(200);
+      expect(good.body.data.content[0].text).toContain('Launch review');
+      expect(up.rpcCount('initialize')).toBeGreaterThanOrEqual(1);
+      expect(up.received.every((r) => r.headers.authorization === `Bearer ${MCP_TOKEN}`)).toBe(true);
+      up.reset();
+      up.plan(
+        [],
+        mcp({ kind: 'status', status: 200, body: { jsonrpc: '2.0', id: 'not-the-call', result: { content: [] } } }),
+      );
+      expectServiceError(await held(listMeetings), 502, 'provider_malformed_response');
+      expect(calls()).toBe(1);
+    },
+  );
 
-  scenario('mcp', '429 and 503 on tools/call: the provider\'s error, the call sent once', async () => {
+  scenario('mcp', "429 and 503 on tools/call: the provider's error, the call sent once", async () => {
     for (const s of [429, 503]) {
       up.reset();
       up.plan([], mcp(status(s, { 'retry-after': '1' })));
@@ -503,14 +639,18 @@ describe('MCP tool calls against a faulty MCP server', () => {
     expect(calls()).toBe(1);
   });
 
-  scenario('mcp', 'connection reset, before the headers and mid-body: upstream_connection_reset, the call sent once', async () => {
-    for (const call of [{ kind: 'reset' }, { kind: 'reset_mid_body', bytes: 1000 }] as const) {
-      up.reset();
-      up.plan([], mcp(call));
-      expectServiceError(await held(listMeetings), 502, 'upstream_connection_reset');
-      expect(calls()).toBe(1);
-    }
-  });
+  scenario(
+    'mcp',
+    'connection reset, before the headers and mid-body: upstream_connection_reset, the call sent once',
+    async () => {
+      for (const call of [{ kind: 'reset' }, { kind: 'reset_mid_body', bytes: 1000 }] as const) {
+        up.reset();
+        up.plan([], mcp(call));
+        expectServiceError(await held(listMeetings), 502, 'upstream_connection_reset');
+        expect(calls()).toBe(1);
+      }
+    },
+  );
 
   scenario('mcp', 'malformed JSON, or not HTTP at all: provider_malformed_response', async () => {
     for (const call of [{ kind: 'malformed_json' }, { kind: 'garbage' }] as const) {
@@ -529,14 +669,22 @@ describe('MCP tool calls against a faulty MCP server', () => {
       expectServiceError(a, 502, 'response_too_large');
       expect(up.bytesWritten).toBeLessThan(256 * MB);
       expect(growth).toBeLessThan(256 * MB);
-      details.mcp.push(`2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: server produced ${(up.bytesWritten / MB).toFixed(1)} MB`);
+      details.mcp.push(
+        `2 GB ${shape.gzip ? 'gzip' : shape.contentLength ? 'sized' : 'chunked'}: server produced ${(up.bytesWritten / MB).toFixed(1)} MB`,
+      );
     }
   });
 });
 
 describe('the proxy against a faulty provider', () => {
-  scenario('proxy', 'provider statuses pass through as they are, never retried, marked as the provider\'s', async () => {
-    for (const fault of [status(429, { 'retry-after': '1' }), status(429), status(500), status(502), status(503, { 'retry-after': '2' })]) {
+  scenario('proxy', "provider statuses pass through as they are, never retried, marked as the provider's", async () => {
+    for (const fault of [
+      status(429, { 'retry-after': '1' }),
+      status(429),
+      status(500),
+      status(502),
+      status(503, { 'retry-after': '2' }),
+    ]) {
       up.reset();
       up.plan([], fault);
       const s = (fault as { status: number }).status;
@@ -556,13 +704,24 @@ describe('the proxy against a faulty provider', () => {
     expect(a.headers['x-error-source']).toBe('provider');
   });
 
-  scenario('proxy', 'a provider 401 to a body-less POST through the client library: sent once, not replayed', async () => {
-    up.plan([], status(401, undefined, { error: 'Couldn\'t authenticate you' }));
-    const a = await held(() => h.client.request({ connectionName: 'faulty', identifier: 'user-1', method: 'POST', path: '/v2/tickets/42/mark_as_spam.json' }));
-    expect(a.status).toBe(401);
-    expect(a.headers.get('x-error-source')).toBe('provider');
-    expect(up.count('POST')).toBe(1);
-  });
+  scenario(
+    'proxy',
+    'a provider 401 to a body-less POST through the client library: sent once, not replayed',
+    async () => {
+      up.plan([], status(401, undefined, { error: "Couldn't authenticate you" }));
+      const a = await held(() =>
+        h.client.request({
+          connectionName: 'faulty',
+          identifier: 'user-1',
+          method: 'POST',
+          path: '/v2/tickets/42/mark_as_spam.json',
+        }),
+      );
+      expect(a.status).toBe(401);
+      expect(a.headers.get('x-error-source')).toBe('provider');
+      expect(up.count('POST')).toBe(1);
+    },
+  );
 
   scenario('proxy', 'timeout before the headers: 504 upstream_timeout, sent once', async () => {
     up.plan([], { kind: 'hang' });
@@ -571,7 +730,10 @@ describe('the proxy against a faulty provider', () => {
     const a = await pending;
     expect(a.status).toBe(504);
     expect(a.headers['x-error-source']).toBe('service');
-    expect(JSON.parse(a.body).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringContaining(`after ${TIMEOUT_CAP_MS} ms`) });
+    expect(JSON.parse(a.body).error).toMatchObject({
+      code: 'upstream_timeout',
+      message: expect.stringContaining(`after ${TIMEOUT_CAP_MS} ms`),
+    });
     expect(up.count('POST')).toBe(1);
   });
 
@@ -584,7 +746,7 @@ describe('the proxy against a faulty provider', () => {
     expect(up.count('GET')).toBe(1);
   });
 
-  scenario('proxy', 'stall in the middle of the body: the client\'s response is cut, never a clean end', async () => {
+  scenario('proxy', "stall in the middle of the body: the client's response is cut, never a clean end", async () => {
     up.plan([], { kind: 'stall', bytes: 1000 });
     const pending = proxy('GET', '/v2/tickets.json');
     await stillServing();
@@ -594,13 +756,17 @@ describe('the proxy against a faulty provider', () => {
     expect(a.complete).toBe(false);
   });
 
-  scenario('proxy', 'connection reset in the middle of the body: the client\'s response is cut, never a clean end', async () => {
-    up.plan([], { kind: 'reset_mid_body', bytes: 1000 });
-    const a = await held(() => proxy('GET', '/v2/tickets.json'));
-    expect(a.status).toBe(200);
-    expect(a.bytes).toBe(1000);
-    expect(a.complete).toBe(false);
-  });
+  scenario(
+    'proxy',
+    "connection reset in the middle of the body: the client's response is cut, never a clean end",
+    async () => {
+      up.plan([], { kind: 'reset_mid_body', bytes: 1000 });
+      const a = await held(() => proxy('GET', '/v2/tickets.json'));
+      expect(a.status).toBe(200);
+      expect(a.bytes).toBe(1000);
+      expect(a.complete).toBe(false);
+    },
+  );
 
   scenario('proxy', 'not HTTP at all: 502 provider_malformed_response, sent once', async () => {
     up.plan([], { kind: 'garbage' });
@@ -617,7 +783,13 @@ describe('the proxy against a faulty provider', () => {
     const u = new URL(h.url);
     const got = await new Promise<number>((resolve, reject) => {
       const req = http.request(
-        { host: u.hostname, port: u.port, path: '/proxy/v2/attachments/big.bin', headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' }, agent: false },
+        {
+          host: u.hostname,
+          port: u.port,
+          path: '/proxy/v2/attachments/big.bin',
+          headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
+          agent: false,
+        },
         (res) => {
           let n = 0;
           res.on('data', (c: Buffer) => {
@@ -636,7 +808,7 @@ describe('the proxy against a faulty provider', () => {
     });
     expect(got).toBeGreaterThanOrEqual(8 * MB);
     // The provider's answer is abandoned (its connection closed), not read to the end into nowhere.
-    await until(() => up.inFlight === inFlightBefore, 'the provider\'s answer to be abandoned');
+    await until(() => up.inFlight === inFlightBefore, "the provider's answer to be abandoned");
     expect(up.bytesWritten).toBeLessThan(256 * MB);
     await stillServing();
     details.proxy.push(`client gone after 8 MB of 2 GB: provider wrote ${(up.bytesWritten / MB).toFixed(0)} MB`);
@@ -670,7 +842,9 @@ describe('the proxy against a faulty provider', () => {
       expect(a.complete).toBe(true);
       expect(a.bytes).toBe(PROXY_BYTES);
       expect(growth).toBeLessThan(192 * MB);
-      details.proxy.push(`${PROXY_BYTES / MB} MB streamed${SOAK ? '' : ' (2 GB with RELIABILITY_SOAK=1)'}, RSS +${(growth / MB).toFixed(0)} MB`);
+      details.proxy.push(
+        `${PROXY_BYTES / MB} MB streamed${SOAK ? '' : ' (2 GB with RELIABILITY_SOAK=1)'}, RSS +${(growth / MB).toFixed(0)} MB`,
+      );
     },
     SOAK ? 600_000 : 120_000,
   );
@@ -679,7 +853,12 @@ describe('the proxy against a faulty provider', () => {
 it('no credential in any log line the service wrote while the faults were injected', () => {
   const secrets = [API_TOKEN, BASIC.slice('Basic '.length), MCP_TOKEN];
   const leaking = h.logs.filter((line) => secrets.some((secret) => line.includes(secret)));
-  record({ category: 'secrets scanned', what: 'service log lines written during upstream faults', tried: h.logs.length, failed: leaking.length });
+  record({
+    category: 'secrets scanned',
+    what: 'service log lines written during upstream faults',
+    tried: h.logs.length,
+    failed: leaking.length,
+  });
   expect(h.logs.some((line) => line.includes('retrying upstream request'))).toBe(true);
   expect(leaking).toEqual([]);
 });

@@ -95,8 +95,16 @@ describe.each(factories)('%s store', (kind, make) => {
     await store.createConnection(c);
     await expect(store.createConnection({ ...connection('c1') })).rejects.toThrow();
     expect((await store.getConnectionByName('c1'))!.id).toBe(c.id);
-    const updated = await store.updateConnection(c.id, { scopes: ['a', 'b'], apiHosts: { x: 'https://x' }, oauth: { token_url: 'https://t' } }, Date.now());
-    expect(updated).toMatchObject({ scopes: ['a', 'b'], apiHosts: { x: 'https://x' }, oauth: { token_url: 'https://t' } });
+    const updated = await store.updateConnection(
+      c.id,
+      { scopes: ['a', 'b'], apiHosts: { x: 'https://x' }, oauth: { token_url: 'https://t' } },
+      Date.now(),
+    );
+    expect(updated).toMatchObject({
+      scopes: ['a', 'b'],
+      apiHosts: { x: 'https://x' },
+      oauth: { token_url: 'https://t' },
+    });
     await store.getOrCreateAccount(account(c.id, 'u1'));
     await store.getOrCreateAccount(account(c.id, 'u2'));
     expect((await store.listConnections()).find((x) => x.id === c.id)!.accountCount).toBe(2);
@@ -108,7 +116,9 @@ describe.each(factories)('%s store', (kind, make) => {
   it('get-or-create is safe under concurrency: one account per (connection, identifier)', async () => {
     const c = connection('c2');
     await store.createConnection(c);
-    const results = await Promise.all(Array.from({ length: 20 }, () => store.getOrCreateAccount(account(c.id, 'same'))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => store.getOrCreateAccount(account(c.id, 'same'))),
+    );
     expect(new Set(results.map((r) => r.account.id)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });
@@ -117,7 +127,12 @@ describe.each(factories)('%s store', (kind, make) => {
     const c = connection('c3');
     await store.createConnection(c);
     const { account: a } = await store.getOrCreateAccount(account(c.id, 'cas'));
-    const first = await store.updateAccount(a.id, { status: 'ACTIVE', secretsSealed: 'v1.k.x.y', tokenExpiresAt: 123 }, Date.now(), a.version);
+    const first = await store.updateAccount(
+      a.id,
+      { status: 'ACTIVE', secretsSealed: 'v1.k.x.y', tokenExpiresAt: 123 },
+      Date.now(),
+      a.version,
+    );
     expect(first).toMatchObject({ status: 'ACTIVE', version: a.version + 1, tokenExpiresAt: 123 });
     expect(await store.updateAccount(a.id, { status: 'EXPIRED' }, Date.now(), a.version)).toBeUndefined();
     expect((await store.getAccount(a.id))!.status).toBe('ACTIVE');
@@ -127,7 +142,8 @@ describe.each(factories)('%s store', (kind, make) => {
     const c = connection('c4');
     await store.createConnection(c);
     const base = Date.now();
-    for (let i = 0; i < 25; i++) await store.getOrCreateAccount(account(c.id, `p-${String(i).padStart(2, '0')}`, base + (i % 5)));
+    for (let i = 0; i < 25; i++)
+      await store.getOrCreateAccount(account(c.id, `p-${String(i).padStart(2, '0')}`, base + (i % 5)));
     const seen: string[] = [];
     let after: string | undefined;
     for (;;) {
@@ -149,12 +165,34 @@ describe.each(factories)('%s store', (kind, make) => {
     await store.createConnection(c);
     const { account: a } = await store.getOrCreateAccount(account(c.id, 'oauth'));
     const now = Date.now();
-    await store.createOAuthState({ stateHash: 'h1', connectionId: c.id, accountId: a.id, verifierSealed: 'v', redirectUrl: null, expiresAt: now + 60_000, usedAt: null });
-    await store.createOAuthState({ stateHash: 'h2', connectionId: c.id, accountId: a.id, verifierSealed: 'v', redirectUrl: null, expiresAt: now - 1, usedAt: null });
+    await store.createOAuthState({
+      stateHash: 'h1',
+      connectionId: c.id,
+      accountId: a.id,
+      verifierSealed: 'v',
+      redirectUrl: null,
+      expiresAt: now + 60_000,
+      usedAt: null,
+    });
+    await store.createOAuthState({
+      stateHash: 'h2',
+      connectionId: c.id,
+      accountId: a.id,
+      verifierSealed: 'v',
+      redirectUrl: null,
+      expiresAt: now - 1,
+      usedAt: null,
+    });
     const results = await Promise.all([store.consumeOAuthState('h1', now), store.consumeOAuthState('h1', now)]);
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(await store.consumeOAuthState('h2', now)).toBeUndefined();
-    await store.createOAuthLink({ tokenHash: 'l1', connectionId: c.id, accountId: a.id, redirectUrl: null, expiresAt: now + 1000 });
+    await store.createOAuthLink({
+      tokenHash: 'l1',
+      connectionId: c.id,
+      accountId: a.id,
+      redirectUrl: null,
+      expiresAt: now + 1000,
+    });
     expect(await store.getOAuthLink('l1', now)).toBeDefined();
     expect(await store.getOAuthLink('l1', now + 2000)).toBeUndefined();
   });
@@ -183,13 +221,43 @@ describe.each(factories)('%s store', (kind, make) => {
 
   it('records activity and api credentials', async () => {
     await store.recordActivity([
-      { id: 'a1', kind: 'tool', name: 't', connectionName: 'c', accountId: null, identifier: null, status: 200, errorCode: null, latencyMs: 3, createdAt: 1 },
-      { id: 'a2', kind: 'proxy', name: 'GET /x', connectionName: 'c', accountId: null, identifier: null, status: 404, errorCode: 'provider_error', latencyMs: 4, createdAt: 2 },
+      {
+        id: 'a1',
+        kind: 'tool',
+        name: 't',
+        connectionName: 'c',
+        accountId: null,
+        identifier: null,
+        status: 200,
+        errorCode: null,
+        latencyMs: 3,
+        createdAt: 1,
+      },
+      {
+        id: 'a2',
+        kind: 'proxy',
+        name: 'GET /x',
+        connectionName: 'c',
+        accountId: null,
+        identifier: null,
+        status: 404,
+        errorCode: 'provider_error',
+        latencyMs: 4,
+        createdAt: 2,
+      },
     ]);
     expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2', 'a1']);
     await store.pruneActivity(2);
     expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2']);
-    await store.createApiCredential({ id: 'cred1', clientId: 'cid', secretHash: 'h', name: 'n', createdAt: 1, revokedAt: null, lastUsedAt: null });
+    await store.createApiCredential({
+      id: 'cred1',
+      clientId: 'cid',
+      secretHash: 'h',
+      name: 'n',
+      createdAt: 1,
+      revokedAt: null,
+      lastUsedAt: null,
+    });
     expect(await store.revokeApiCredential('cred1', 5)).toBe(true);
     expect(await store.revokeApiCredential('cred1', 6)).toBe(false);
     expect((await store.getApiCredentialByClientId('cid'))!.revokedAt).toBe(5);
@@ -206,7 +274,13 @@ describe.each(factories)('%s store', (kind, make) => {
     await store.createDashboardSession({ idHash: 's-live', userId: 'du1', createdAt: now, expiresAt: now + 60_000 });
     await store.createDashboardSession({ idHash: 's-other', userId: 'du1', createdAt: now, expiresAt: now + 60_000 });
     await store.createDashboardSession({ idHash: 's-old', userId: 'du1', createdAt: now - 10_000, expiresAt: now - 1 });
-    expect(await store.getDashboardSession('s-live', now)).toEqual({ idHash: 's-live', userId: 'du1', username: 'admin', createdAt: now, expiresAt: now + 60_000 });
+    expect(await store.getDashboardSession('s-live', now)).toEqual({
+      idHash: 's-live',
+      userId: 'du1',
+      username: 'admin',
+      createdAt: now,
+      expiresAt: now + 60_000,
+    });
     expect(await store.getDashboardSession('s-live', now + 60_000)).toBeUndefined();
     expect(await store.getDashboardSession('s-old', now)).toBeUndefined();
     await store.deleteExpiredDashboardSessions(now);

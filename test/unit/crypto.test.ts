@@ -44,7 +44,13 @@ describe('Sealer (AES-256-GCM)', () => {
   it('opens values of every configured key and seals with the active one', () => {
     const k1 = key();
     const old = new Sealer({ activeKid: 'k1', keys: new Map([['k1', k1]]) });
-    const both = new Sealer({ activeKid: 'k2', keys: new Map([['k2', key()], ['k1', k1]]) });
+    const both = new Sealer({
+      activeKid: 'k2',
+      keys: new Map([
+        ['k2', key()],
+        ['k1', k1],
+      ]),
+    });
     expect(both.open(old.seal('x', 'a'), 'a')).toBe('x');
     expect(Sealer.kidOf(both.seal('x', 'a'))).toBe('k2');
   });

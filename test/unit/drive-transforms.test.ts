@@ -20,7 +20,7 @@ describe('drive_order_by', () => {
 });
 
 describe('drive_q', () => {
-  it("escapes backslashes first, then single quotes", () => {
+  it('escapes backslashes first, then single quotes', () => {
     expect(T.drive_q("O'Brien")).toBe("O\\'Brien");
     expect(T.drive_q('a\\b')).toBe('a\\\\b');
     expect(T.drive_q("\\'")).toBe("\\\\\\'");

@@ -8,7 +8,13 @@ const connector = (tools: ConnectorSpec['tools']): ConnectorSpec => ({
   title: 'Demo',
   description: 'Demo connector',
   provider: 'Demo API',
-  auth: [{ kind: 'api_key', fields: [{ name: 'api_key', title: 'Key', secret: true }], apply: { headers: { 'X-API-Key': '{api_key}' } } }],
+  auth: [
+    {
+      kind: 'api_key',
+      fields: [{ name: 'api_key', title: 'Key', secret: true }],
+      apply: { headers: { 'X-API-Key': '{api_key}' } },
+    },
+  ],
   api: { base_url: 'https://api.demo.example', hosts: { other: 'https://other.example' } },
   tools,
 });
@@ -18,8 +24,23 @@ describe('proxy example in connector docs', () => {
   it('skips tools whose request goes to another host', () => {
     const doc = emitConnectorDoc(
       connector([
-        { name: 'demo_a', description: 'A', input: {}, request: { host: 'other', method: 'POST', path: '/v2/elsewhere' }, examples: example },
-        { name: 'demo_b', description: 'B', input: {}, requests: [{ host: 'other', method: 'GET', path: '/v2/also-elsewhere' }, { method: 'GET', path: '/items/{id}' }], examples: example },
+        {
+          name: 'demo_a',
+          description: 'A',
+          input: {},
+          request: { host: 'other', method: 'POST', path: '/v2/elsewhere' },
+          examples: example,
+        },
+        {
+          name: 'demo_b',
+          description: 'B',
+          input: {},
+          requests: [
+            { host: 'other', method: 'GET', path: '/v2/also-elsewhere' },
+            { method: 'GET', path: '/items/{id}' },
+          ],
+          examples: example,
+        },
       ]),
     );
     expect(doc).toContain('a proxy path such as `/items/123` goes to `https://api.demo.example/items/123`');
@@ -27,7 +48,17 @@ describe('proxy example in connector docs', () => {
   });
 
   it('falls back to / when no tool uses the proxy root', () => {
-    const doc = emitConnectorDoc(connector([{ name: 'demo_a', description: 'A', input: {}, request: { host: 'other', method: 'GET', path: '/x' }, examples: example }]));
+    const doc = emitConnectorDoc(
+      connector([
+        {
+          name: 'demo_a',
+          description: 'A',
+          input: {},
+          request: { host: 'other', method: 'GET', path: '/x' },
+          examples: example,
+        },
+      ]),
+    );
     expect(doc).toContain('a proxy path such as `/` goes to `https://api.demo.example/`');
   });
 });

@@ -70,11 +70,17 @@ describe('format additions', () => {
 
   it('refuses `unsupported` on a required parameter, or on one the request sends; an unused one must be refused or mapped', async () => {
     const required = tool.replace('note: { type: string }', 'note: { type: string, required: true }');
-    expect(await errorsOf(header() + required)).toContain('field input.note: is required, so an `unsupported` rule would refuse every call');
+    expect(await errorsOf(header() + required)).toContain(
+      'field input.note: is required, so an `unsupported` rule would refuse every call',
+    );
     const sent = tool.replace('path: "/items/{id}" }', 'path: "/items/{id}", query: { note: note } }');
-    expect(await errorsOf(header() + sent)).toContain('field input.note: is refused by an `unsupported` rule, so the request may not use it');
+    expect(await errorsOf(header() + sent)).toContain(
+      'field input.note: is refused by an `unsupported` rule, so the request may not use it',
+    );
     const unused = tool.replace(/    rules:\n.*\n.*\n/, '');
-    expect(await errorsOf(header() + unused)).toContain('field input.note: is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it');
+    expect(await errorsOf(header() + unused)).toContain(
+      'field input.note: is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',
+    );
   });
 
   it('only a hook tool may send nothing', async () => {
@@ -86,12 +92,19 @@ describe('format additions', () => {
     examples: [{ input: { flow_instance_id: "1" }, requests: [] }]
 `;
     const out = await generate(specDir(header() + hookOnly, 'callintel'));
-    expect(out.files.get('generated/connectors/callintel.ts')).toMatch(/function build_callintel_refuse\([^)]*\): UpstreamRequest\[\] \{\s*const out: UpstreamRequest\[\] = \[\];\s*return out;/);
+    expect(out.files.get('generated/connectors/callintel.ts')).toMatch(
+      /function build_callintel_refuse\([^)]*\): UpstreamRequest\[\] \{\s*const out: UpstreamRequest\[\] = \[\];\s*return out;/,
+    );
     const declarative = hookOnly.replace('    hook: flowContentOverrideUnavailable\n', '');
     const msg = await errorsOf(header() + declarative);
     expect(msg).toContain('field request: is required (only a tool with a hook may send nothing)');
-    const emptyExample = tool.replace('requests: [{ method: GET, url: "https://eu.demo.example/items/1" }]', 'requests: []');
-    expect(await errorsOf(header() + emptyExample)).toContain('field examples[0].requests: must list at least one request');
+    const emptyExample = tool.replace(
+      'requests: [{ method: GET, url: "https://eu.demo.example/items/1" }]',
+      'requests: []',
+    );
+    expect(await errorsOf(header() + emptyExample)).toContain(
+      'field examples[0].requests: must list at least one request',
+    );
   });
 
   it('$each may build a plain object from each item', async () => {

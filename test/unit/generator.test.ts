@@ -46,7 +46,9 @@ describe('spec errors', () => {
     examples: [{ input: { id: "1" }, requests: [{ method: GET, url: "https://api.demo.example/items/1" }] }]
 `,
     );
-    expect(msg).toMatch(/demo\.yaml:15:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/);
+    expect(msg).toMatch(
+      /demo\.yaml:15:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/,
+    );
   });
 
   it('reports semantic problems: unknown parameters in templates, optional path parameters, unused inputs, bad examples', async () => {
@@ -118,9 +120,14 @@ describe('template runtime', () => {
     expect(H.tpl(['x=', undefined, ''])).toBeUndefined();
   });
   it('encodes query values the way providers parse them, and path segments strictly', () => {
-    expect(H.url('https://h', '/p', [['$filter', "status eq 'a b'"], ['n', 1], ['skip', undefined], ['tag', ['x', 'y']]])).toBe(
-      "https://h/p?$filter=status%20eq%20'a%20b'&n=1&tag=x&tag=y",
-    );
+    expect(
+      H.url('https://h', '/p', [
+        ['$filter', "status eq 'a b'"],
+        ['n', 1],
+        ['skip', undefined],
+        ['tag', ['x', 'y']],
+      ]),
+    ).toBe("https://h/p?$filter=status%20eq%20'a%20b'&n=1&tag=x&tag=y");
     expect(H.url('https://h', '/p', [['q', 'a&b=c+d']])).toBe('https://h/p?q=a%26b%3Dc%2Bd');
     expect(H.seg('../x/y?z')).toBe('..%2Fx%2Fy%3Fz');
   });

@@ -30,12 +30,15 @@ describe('parseSse', () => {
   });
 
   it('accepts CRLF line ends, data without the optional space, and batches', () => {
-    const body = 'data:[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"nope"}}]\r\n\r\n';
+    const body =
+      'data:[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"nope"}}]\r\n\r\n';
     expect(parseSse(body).map((m) => m.id)).toEqual([1, 2]);
   });
 
   it('skips events whose data is not JSON', () => {
-    expect(parseSse('data: hello\n\ndata: {"jsonrpc":"2.0","id":3,"result":{}}\n\n')).toEqual([{ jsonrpc: '2.0', id: 3, result: {} }]);
+    expect(parseSse('data: hello\n\ndata: {"jsonrpc":"2.0","id":3,"result":{}}\n\n')).toEqual([
+      { jsonrpc: '2.0', id: 3, result: {} },
+    ]);
   });
 });
 
@@ -52,7 +55,9 @@ describe('bearerChallengeParams', () => {
   });
 
   it('finds the Bearer challenge among others, and nothing when there is none', () => {
-    expect(bearerChallengeParams('DPoP algs="ES256", Bearer resource_metadata="https://x.test/m"').resource_metadata).toBe('https://x.test/m');
+    expect(
+      bearerChallengeParams('DPoP algs="ES256", Bearer resource_metadata="https://x.test/m"').resource_metadata,
+    ).toBe('https://x.test/m');
     expect(bearerChallengeParams('Basic realm="x"')).toEqual({});
     expect(bearerChallengeParams('')).toEqual({});
   });

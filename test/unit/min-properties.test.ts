@@ -27,13 +27,22 @@ function toolWith(props: ToolSpec['input']['x']): ToolDefinition {
   const tool: ToolSpec = { name: 'demo_update', description: 'Update', input: { x: props }, examples: [] };
   const { schema, messages } = toolInputSchema({ name: 'demo', tools: [tool] } as unknown as ConnectorSpec, tool);
   const validate = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false }).compile(schema);
-  return { name: tool.name, inputSchema: schema, validate, messages, checkRules: () => [] } as unknown as ToolDefinition;
+  return {
+    name: tool.name,
+    inputSchema: schema,
+    validate,
+    messages,
+    checkRules: () => [],
+  } as unknown as ToolDefinition;
 }
 
 describe('minProperties', () => {
   it('puts the keyword into the input schema and refuses an empty object naming the field', () => {
     const tool = toolWith({ type: 'object', minProperties: 1 });
-    expect((tool.inputSchema.properties as Record<string, unknown>).x).toMatchObject({ type: 'object', minProperties: 1 });
+    expect((tool.inputSchema.properties as Record<string, unknown>).x).toMatchObject({
+      type: 'object',
+      minProperties: 1,
+    });
     expect(validateToolInput(tool, { x: {} })).toEqual([{ field: 'x', message: 'must not be empty' }]);
     expect(validateToolInput(tool, { x: { a: 1 } })).toEqual([]);
     expect(validateToolInput(tool, {})).toEqual([]);
@@ -41,7 +50,9 @@ describe('minProperties', () => {
 
   it('counts properties when more than one is needed', () => {
     const tool = toolWith({ type: 'object', minProperties: 2 });
-    expect(validateToolInput(tool, { x: { a: 1 } })).toEqual([{ field: 'x', message: 'must have at least 2 properties' }]);
+    expect(validateToolInput(tool, { x: { a: 1 } })).toEqual([
+      { field: 'x', message: 'must have at least 2 properties' },
+    ]);
     expect(validateToolInput(tool, { x: { a: 1, b: 2 } })).toEqual([]);
   });
 
@@ -58,6 +69,8 @@ describe('minProperties', () => {
     examples: [{ input: { q: "1" }, requests: [{ method: GET, url: "https://api.demo.example/items?q=1" }] }]
 `,
     );
-    await expect(generate(dir)).rejects.toThrow('tool demo_get, field input.q.minProperties: minProperties applies to object parameters');
+    await expect(generate(dir)).rejects.toThrow(
+      'tool demo_get, field input.q.minProperties: minProperties applies to object parameters',
+    );
   });
 });

@@ -26,7 +26,14 @@ function endpoints(s: FakeOAuthServer, pkce: boolean): OAuthEndpoints {
 
 async function codeFrom(s: FakeOAuthServer, challenge?: string): Promise<string> {
   const u = new URL(s.authorizeUrl);
-  u.search = new URLSearchParams({ client_id: 'c1', response_type: 'code', redirect_uri: REDIRECT, scope: 'a b', state: 'st', ...(challenge ? { code_challenge: challenge, code_challenge_method: 'S256' } : {}) }).toString();
+  u.search = new URLSearchParams({
+    client_id: 'c1',
+    response_type: 'code',
+    redirect_uri: REDIRECT,
+    scope: 'a b',
+    state: 'st',
+    ...(challenge ? { code_challenge: challenge, code_challenge_method: 'S256' } : {}),
+  }).toString();
   const res = await fetch(u, { redirect: 'manual' });
   const back = new URL(res.headers.get('location')!);
   expect(back.searchParams.get('error')).toBeNull();
@@ -50,7 +57,13 @@ describe('exchangeCode', () => {
     const tokens = await exchangeCode(endpoints(server, true), new URLSearchParams({ code }), REDIRECT, verifier);
     expect(server.validate(tokens.access_token)).toMatchObject({ clientId: 'c1', scope: 'a b' });
     expect(tokens.refresh_token).toMatch(/^rt_/);
-    expect(server.tokenRequests.at(-1)).toMatchObject({ grant_type: 'authorization_code', code, code_verifier: verifier, client_secret: 's1', redirect_uri: REDIRECT });
+    expect(server.tokenRequests.at(-1)).toMatchObject({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      client_secret: 's1',
+      redirect_uri: REDIRECT,
+    });
   });
 
   it('exchanges a code without PKCE, sending no verifier', async () => {
@@ -61,6 +74,13 @@ describe('exchangeCode', () => {
   });
 
   it('reports a refused code as invalid_grant', async () => {
-    await expect(exchangeCode(endpoints(plain, false), new URLSearchParams({ code: `code_${randomBytes(8).toString('hex')}` }), REDIRECT, undefined)).rejects.toMatchObject({ kind: 'invalid_grant' });
+    await expect(
+      exchangeCode(
+        endpoints(plain, false),
+        new URLSearchParams({ code: `code_${randomBytes(8).toString('hex')}` }),
+        REDIRECT,
+        undefined,
+      ),
+    ).rejects.toMatchObject({ kind: 'invalid_grant' });
   });
 });

@@ -19,7 +19,8 @@ import {
 import type { UpstreamRequest, UpstreamResponse } from '../../runtime/tools/types.ts';
 import { ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
 
-const base = (host?: string) => (host === 'standby' ? 'https://apify.actor' : host ? `https://${host}.example` : 'https://api.apify.com');
+const base = (host?: string) =>
+  host === 'standby' ? 'https://apify.actor' : host ? `https://${host}.example` : 'https://api.apify.com';
 
 describe('dataset items', () => {
   it('reads dotted fields into flat keys, missing paths as undefined', () => {
@@ -34,7 +35,9 @@ describe('dataset items', () => {
   });
 
   it('drops null, "", [] and {} recursively, and items left empty', () => {
-    expect(cleanEmpty({ a: '', b: null, c: [], d: {}, e: { f: [null, ''], g: 0, h: false }, i: [1, {}, 'x'] })).toEqual({ e: { g: 0, h: false }, i: [1, 'x'] });
+    expect(cleanEmpty({ a: '', b: null, c: [], d: {}, e: { f: [null, ''], g: 0, h: false }, i: [1, {}, 'x'] })).toEqual(
+      { e: { g: 0, h: false }, i: [1, 'x'] },
+    );
     expect(cleanEmpty({ a: { b: { c: '' } } })).toBeUndefined();
     expect(cleanEmpty({ 'metadata.title': undefined })).toBeUndefined();
   });
@@ -70,7 +73,9 @@ describe('dataset items', () => {
 
 describe('request shaping', () => {
   it('sets a query parameter in place or appends it, encoded as the templates encode', () => {
-    expect(withQuery('https://x/v2/store?search=a%20b&limit=5&offset=0', 'limit', 55)).toBe('https://x/v2/store?search=a%20b&limit=55&offset=0');
+    expect(withQuery('https://x/v2/store?search=a%20b&limit=5&offset=0', 'limit', 55)).toBe(
+      'https://x/v2/store?search=a%20b&limit=55&offset=0',
+    );
     expect(withQuery('https://x/items?offset=0', 'fields', 'a,b c')).toBe('https://x/items?offset=0&fields=a,b%20c');
     expect(withQuery('https://x/items', 'limit', 1)).toBe('https://x/items?limit=1');
   });
@@ -81,10 +86,25 @@ describe('request shaping', () => {
   });
 
   it('reads docs pages as Markdown from the host of the URL, without fragment or trailing slash', () => {
-    const planned: UpstreamRequest[] = [{ method: 'GET', url: 'https://platform_docs.example/', headers: { accept: 'text/markdown' }, host: 'platform_docs', anonymous: true }];
+    const planned: UpstreamRequest[] = [
+      {
+        method: 'GET',
+        url: 'https://platform_docs.example/',
+        headers: { accept: 'text/markdown' },
+        host: 'platform_docs',
+        anonymous: true,
+      },
+    ];
     const plan = (url: string) => fetchPlatformDocs.plan!({ url }, planned, base)[0]!;
-    expect(plan('https://docs.apify.com/platform/actors#x')).toMatchObject({ url: 'https://platform_docs.example/platform/actors.md', host: 'platform_docs', anonymous: true });
-    expect(plan('https://crawlee.dev/python/docs/')).toMatchObject({ url: 'https://crawler_docs.example/python/docs.md', host: 'crawler_docs' });
+    expect(plan('https://docs.apify.com/platform/actors#x')).toMatchObject({
+      url: 'https://platform_docs.example/platform/actors.md',
+      host: 'platform_docs',
+      anonymous: true,
+    });
+    expect(plan('https://crawlee.dev/python/docs/')).toMatchObject({
+      url: 'https://crawler_docs.example/python/docs.md',
+      host: 'crawler_docs',
+    });
     expect(plan('https://crawlee.dev/llms.md').url).toBe('https://crawler_docs.example/llms.md');
   });
 });
@@ -98,7 +118,13 @@ describe('MCP-server Actors', () => {
   });
 
   it('refuses an MCP path that would send the token to another host', () => {
-    for (const evil of ['@evil.example/mcp', '//evil.example/mcp', 'https://evil.example/mcp', '/mcp@evil.example', '/mcp?x=1']) {
+    for (const evil of [
+      '@evil.example/mcp',
+      '//evil.example/mcp',
+      'https://evil.example/mcp',
+      '/mcp@evil.example',
+      '/mcp?x=1',
+    ]) {
       expect(() => mcpServerPath({ actorDefinition: { webServerMcpPath: evil } }), evil).toThrow(UpstreamFailure);
     }
   });
@@ -106,12 +132,14 @@ describe('MCP-server Actors', () => {
   it('puts the Actor on its own Standby host', () => {
     expect(mcpServerUrl(base, 'aYG0l9s7dbB7j3gbS', '/mcp')).toBe('https://aYG0l9s7dbB7j3gbS.apify.actor/mcp');
     expect(mcpServerUrl(() => 'http://localhost:8123', 'abc', '/mcp')).toBe('http://abc.localhost:8123/mcp');
-    for (const bad of [undefined, 'apify~x', 'a.evil.example', 'a/b']) expect(() => mcpServerUrl(base, bad, '/mcp')).toThrow(UpstreamFailure);
+    for (const bad of [undefined, 'apify~x', 'a.evil.example', 'a/b'])
+      expect(() => mcpServerUrl(base, bad, '/mcp')).toThrow(UpstreamFailure);
   });
 
   it('reads JSON-RPC messages from JSON and from an event stream', () => {
     expect(rpcMessages({ jsonrpc: '2.0', id: 1, result: {} })).toEqual([{ jsonrpc: '2.0', id: 1, result: {} }]);
-    const sse = ': keep-alive\n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\nid: 7\ndata: {"jsonrpc":"2.0",\ndata: "id":2,"result":{"tools":[]}}\n\ndata: not json\n\n';
+    const sse =
+      ': keep-alive\n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\nid: 7\ndata: {"jsonrpc":"2.0",\ndata: "id":2,"result":{"tools":[]}}\n\ndata: not json\n\n';
     expect(rpcMessages(sse)).toEqual([
       { jsonrpc: '2.0', method: 'notifications/progress' },
       { jsonrpc: '2.0', id: 2, result: { tools: [] } },
@@ -121,10 +149,23 @@ describe('MCP-server Actors', () => {
 
 describe('Actor details', () => {
   it('returns everything but mcpTools when output is omitted, else only the flags set to true', () => {
-    const all = { description: true, stats: true, pricing: true, rating: true, metadata: true, inputSchema: true, readme: true, outputSchema: true, mcpTools: false };
+    const all = {
+      description: true,
+      stats: true,
+      pricing: true,
+      rating: true,
+      metadata: true,
+      inputSchema: true,
+      readme: true,
+      outputSchema: true,
+      mcpTools: false,
+    };
     expect(detailParts(undefined)).toEqual(all);
     expect(detailParts({})).toEqual(all);
-    expect(detailParts({ inputSchema: true })).toEqual({ ...Object.fromEntries(Object.keys(all).map((k) => [k, false])), inputSchema: true });
+    expect(detailParts({ inputSchema: true })).toEqual({
+      ...Object.fromEntries(Object.keys(all).map((k) => [k, false])),
+      inputSchema: true,
+    });
     expect(detailParts({ mcpTools: true, readme: false }).mcpTools).toBe(true);
     expect(detailParts({ mcpTools: true, readme: false }).readme).toBe(false);
   });
@@ -153,7 +194,9 @@ describe('waiting for a run', () => {
       },
       call: async (r: UpstreamRequest) => {
         urls.push(r.url);
-        return { data: { id: 'r1', status: statuses[Math.min(urls.length - 1, statuses.length - 1)], defaultDatasetId: 'd1' } };
+        return {
+          data: { id: 'r1', status: statuses[Math.min(urls.length - 1, statuses.length - 1)], defaultDatasetId: 'd1' },
+        };
       },
     };
     return { ctx, urls };
@@ -175,7 +218,11 @@ describe('waiting for a run', () => {
     const { ctx, urls } = platform(['RUNNING']);
     const e = await waitForRun(ctx, { id: 'r1', status: 'READY' }, 'a/b').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ServiceError);
-    expect(e).toMatchObject({ status: 504, code: 'actor_run_not_finished', details: { runId: 'r1', datasetId: 'd1', status: 'RUNNING' } });
+    expect(e).toMatchObject({
+      status: 504,
+      code: 'actor_run_not_finished',
+      details: { runId: 'r1', datasetId: 'd1', status: 'RUNNING' },
+    });
     expect(urls).toHaveLength(MAX_RUN_POLLS);
   });
 });
