@@ -3,7 +3,7 @@ import { Ajv } from 'ajv';
 import { Project } from 'ts-morph';
 import type { LoadedSpec } from './load.ts';
 import { SpecError } from './load.ts';
-import type { ToolSpec } from './model.ts';
+import type { ToolSpec } from '../core/spec-model.ts';
 import { compileRequests, type Fail } from './compile.ts';
 import { compileRules } from './rules.ts';
 import { toolInputSchema, toolParams } from './schema.ts';

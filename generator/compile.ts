@@ -17,8 +17,8 @@
  * In `query` and `arguments` maps a plain string names an input parameter (use {$const} for a literal).
  * An object that holds any input-derived value is dropped when all of them are absent.
  */
-import type { Condition, ParamSpec, RequestSpec, ToolSpec } from './model.ts';
-import { transformNames } from '../runtime/tools/transforms.ts';
+import type { Condition, ParamSpec, RequestSpec, ToolSpec } from '../core/spec-model.ts';
+import { transformNames } from '../core/transforms.ts';
 
 export interface Compiled {
   code: string;

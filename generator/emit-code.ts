@@ -13,7 +13,7 @@ import {
   type StatementStructures,
   type VariableStatementStructure,
 } from 'ts-morph';
-import type { ConnectorSpec, ToolSpec } from './model.ts';
+import type { ConnectorSpec, ToolSpec } from '../core/spec-model.ts';
 import { paramTsType, pascal, toolInputSchema, toolParams } from './schema.ts';
 import type { CheckedTool } from './check.ts';
 
@@ -100,17 +100,17 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
   const statements: StatementStructures[] = [
     {
       kind: StructureKind.ImportDeclaration,
-      moduleSpecifier: '../../runtime/tools/template-runtime.ts',
+      moduleSpecifier: '../../core/template-runtime.ts',
       namespaceImport: 'H',
     },
     {
       kind: StructureKind.ImportDeclaration,
-      moduleSpecifier: '../../runtime/tools/template-runtime.ts',
+      moduleSpecifier: '../../core/template-runtime.ts',
       namedImports: ['T', 'mapValue'],
     },
     {
       kind: StructureKind.ImportDeclaration,
-      moduleSpecifier: '../../runtime/tools/types.ts',
+      moduleSpecifier: '../../core/tool-types.ts',
       isTypeOnly: true,
       namedImports: ['BuildContext', 'ConnectorDefinition', 'FieldError', 'ToolDefinition', 'UpstreamRequest'],
     },
@@ -229,7 +229,7 @@ export function emitRegistry(project: Project, connectors: ConnectorSpec[]): Sou
   const statements: StatementStructures[] = [
     {
       kind: StructureKind.ImportDeclaration,
-      moduleSpecifier: '../runtime/tools/types.ts',
+      moduleSpecifier: '../core/tool-types.ts',
       isTypeOnly: true,
       namedImports: ['ConnectorDefinition', 'ToolDefinition'],
     },

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
-import type { AuthSpec, ConnectorSpec, ParamSpec, RequestSpec, RuleSpec, ToolSpec } from './model.ts';
+import type { AuthSpec, ConnectorSpec, ParamSpec, RequestSpec, RuleSpec, ToolSpec } from '../core/spec-model.ts';
 import { toolParams } from './schema.ts';
 
 const template = (name: string) =>

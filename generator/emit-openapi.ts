@@ -1,4 +1,4 @@
-import type { ConnectorSpec } from './model.ts';
+import type { ConnectorSpec } from '../core/spec-model.ts';
 import { pascal, toolInputSchema } from './schema.ts';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import type { ConnectorSpec } from './model.ts';
+import type { ConnectorSpec } from '../core/spec-model.ts';
 
 /** A problem in a connector spec, located by file, line, tool and field. */
 export class SpecError extends Error {

@@ -12,7 +12,7 @@ import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-c
 import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
 import { emitOpenApi } from './emit-openapi.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
-import type { ConnectorSpec } from './model.ts';
+import type { ConnectorSpec } from '../core/spec-model.ts';
 
 const OUT = 'generated';
 const CACHE_DIR = 'node_modules/.cache/acs-generator';

@@ -1,4 +1,4 @@
-import type { ParamSpec, RuleSpec } from './model.ts';
+import type { ParamSpec, RuleSpec } from '../core/spec-model.ts';
 import { conditionCode, type Fail } from './compile.ts';
 
 function describeCondition(when: Record<string, unknown>): string {

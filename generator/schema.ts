@@ -1,4 +1,4 @@
-import type { ConnectorSpec, ParamSpec, ToolSpec } from './model.ts';
+import type { ConnectorSpec, ParamSpec, ToolSpec } from '../core/spec-model.ts';
 
 /** Patterns behind the `format` shorthand, with the message a client sees when a value does not match. */
 export const FORMATS: Record<NonNullable<ParamSpec['format']>, { pattern: string; message: string }> = {

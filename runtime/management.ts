@@ -18,11 +18,11 @@ import {
   isOAuthKind,
   validateCredentials,
 } from './connectors/catalog.ts';
-import type { AccountFieldSpec } from '../generator/model.ts';
-import { invalidInput, ServiceError } from './errors.ts';
+import type { AccountFieldSpec } from '../core/spec-model.ts';
+import { invalidInput, ServiceError } from '../core/errors.ts';
 import { redirectUriFor } from './oauth/endpoints.ts';
 import { forgetDiscovery } from './oauth/mcp-auth.ts';
-import type { FieldError } from './tools/types.ts';
+import type { FieldError } from '../core/tool-types.ts';
 import { send } from './upstream/http.ts';
 import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from './connectors/catalog.ts';
 

@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { createServices, type ServiceOptions, type Services } from './services.ts';
 import { apiRouter } from './api/routes.ts';
 import { dashboardRouter } from './dashboard/index.ts';
-import { ProviderError, ServiceError, unauthorized } from './errors.ts';
+import { ProviderError, ServiceError, unauthorized } from '../core/errors.ts';
 import { toolCount } from '../generated/registry.ts';
 import { requestId } from './ids.ts';
 

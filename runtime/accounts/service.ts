@@ -1,10 +1,10 @@
-import type { AuthSpec, CredentialApply } from '../../generator/model.ts';
+import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
-import type { ConnectorDefinition } from '../tools/types.ts';
+import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import {
   authFor,
   configuredHosts,
@@ -13,7 +13,7 @@ import {
   isOAuthKind,
   resolveBaseUrl,
 } from '../connectors/catalog.ts';
-import { notFound, ServiceError, UpstreamFailure } from '../errors.ts';
+import { notFound, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
 

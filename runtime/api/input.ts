@@ -1,5 +1,5 @@
-import { ServiceError } from '../errors.ts';
-import type { FieldError } from '../tools/types.ts';
+import { ServiceError } from '../../core/errors.ts';
+import type { FieldError } from '../../core/tool-types.ts';
 
 type Kind = 'string' | 'boolean' | 'object' | 'string[]' | 'integer';
 

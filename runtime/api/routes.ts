@@ -3,10 +3,10 @@ import type { Services } from '../services.ts';
 import { Management, type ConnectionInput } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor } from '../store/sqlite.ts';
 import { checkBody, CONNECTION_NAME, IDENTIFIER, queryString } from './input.ts';
-import type { ConnectorDefinition, ToolDefinition } from '../tools/types.ts';
+import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {

@@ -4,7 +4,7 @@ import type { Store } from '../store/types.ts';
 import type { ApiCredential } from '../store/types.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { newId, randomSecret } from '../ids.ts';
-import { ServiceError, unauthorized } from '../errors.ts';
+import { ServiceError, unauthorized } from '../../core/errors.ts';
 import { Throttle } from './throttle.ts';
 import { aad } from '../crypto/aad.ts';
 

@@ -7,10 +7,10 @@ import type {
   KeyAuthSpec,
   OAuth2AuthSpec,
   OAuth2McpAuthSpec,
-} from '../../generator/model.ts';
-import type { ConnectorDefinition, FieldError, ToolDefinition } from '../tools/types.ts';
+} from '../../core/spec-model.ts';
+import type { ConnectorDefinition, FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import type { Connection } from '../store/types.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { hostAndPort } from '../upstream/address-guard.ts';
 
 export { connectors, tools };

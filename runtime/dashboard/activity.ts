@@ -1,6 +1,6 @@
 /** Recent tool executions and proxy calls: what ran, for whom, how it ended and how long it took — never payloads. */
 import type { Router } from 'express';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { BASE, queryValue, render, type DashboardContext } from './context.ts';
 
 const PAGE_SIZE = 100;

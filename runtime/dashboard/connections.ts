@@ -3,8 +3,8 @@
  * HTTP API), after the API's own field rules (`checkBody`), so the two can never disagree.
  */
 import type { Request, Response, Router } from 'express';
-import type { AuthSpec } from '../../generator/model.ts';
-import type { ConnectorDefinition, FieldError } from '../tools/types.ts';
+import type { AuthSpec } from '../../core/spec-model.ts';
+import type { ConnectorDefinition, FieldError } from '../../core/tool-types.ts';
 import type { Account, Connection } from '../store/types.ts';
 import { ACCOUNT_STATUSES } from '../store/types.ts';
 import type { ConnectionInput } from '../management.ts';
@@ -12,7 +12,7 @@ import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } f
 import { checkBody, IDENTIFIER } from '../api/input.ts';
 import { connectionRules } from '../api/routes.ts';
 import { encodeCursor } from '../store/sqlite.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
 import {
   BASE,

@@ -3,8 +3,8 @@ import type { Services } from '../services.ts';
 import type { Management } from '../management.ts';
 import type { Views } from './views.ts';
 import type { SignedInSession } from './auth.ts';
-import { ServiceError } from '../errors.ts';
-import type { FieldError } from '../tools/types.ts';
+import { ServiceError } from '../../core/errors.ts';
+import type { FieldError } from '../../core/tool-types.ts';
 
 export interface DashboardContext {
   s: Services;

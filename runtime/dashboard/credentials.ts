@@ -2,10 +2,10 @@
 import type { Request, Response, Router } from 'express';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { checkBody } from '../api/input.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { BASE, fieldErrorsOf, formString, render, type DashboardContext } from './context.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
-import type { FieldError } from '../tools/types.ts';
+import type { FieldError } from '../../core/tool-types.ts';
 
 export function credentialRoutes(r: Router, ctx: DashboardContext): void {
   const { s } = ctx;

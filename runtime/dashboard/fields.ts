@@ -4,7 +4,7 @@
  * number inputs, arrays and objects as JSON text fields. Values are parsed just enough to give the tool's
  * own validator something typed; every rule (ranges, patterns, cross-field rules) stays the validator's.
  */
-import type { FieldError, ToolDefinition } from '../tools/types.ts';
+import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 
 export interface FieldOption {
   value: string;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
-import { ProviderError, ServiceError } from '../errors.ts';
+import { ProviderError, ServiceError } from '../../core/errors.ts';
 import { Views } from './views.ts';
 import { ADMIN_USERNAME } from './auth.ts';
 import { BASE, errorPage, formString, queryValue, render, session, type DashboardContext } from './context.ts';

@@ -4,9 +4,9 @@
  * a dry run shows the upstream request(s) with credentials redacted, an execution shows the response.
  */
 import type { Request, Response, Router } from 'express';
-import type { ToolDefinition, FieldError } from '../tools/types.ts';
+import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
 import { connectors, getConnector, getTool } from '../connectors/catalog.ts';
-import { ProviderError, ServiceError } from '../errors.ts';
+import { ProviderError, ServiceError } from '../../core/errors.ts';
 import { validateToolInput } from '../tools/validation.ts';
 import { BASE, formString, queryValue, render, type DashboardContext } from './context.ts';
 import {

@@ -1,10 +1,10 @@
 import * as oauth from 'oauth4webapi';
-import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../generator/model.ts';
-import type { ConnectorDefinition } from '../tools/types.ts';
+import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../core/spec-model.ts';
+import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import type { Connection, Store } from '../store/types.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { authFor, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { discoverMcpAuthorization } from './mcp-auth.ts';
 import { aad } from '../crypto/aad.ts';
 

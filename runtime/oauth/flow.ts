@@ -7,7 +7,7 @@ import { aad } from '../crypto/aad.ts';
 import { pendingAccount, type Account, type Connection, type Store } from '../store/types.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import type { AccountService } from '../accounts/service.ts';
 import { endpointsFor, redirectUriFor, registrationWriter, type OAuthEndpoints } from './endpoints.ts';
 import { authorizationUrl, exchangeCode, TokenRequestError } from './tokens.ts';

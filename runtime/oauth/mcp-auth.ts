@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi';
-import type { OAuth2McpAuthSpec } from '../../generator/model.ts';
+import type { OAuth2McpAuthSpec } from '../../core/spec-model.ts';
 import type { Connection } from '../store/types.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import type { EndpointDeps, OAuthEndpoints } from './endpoints.ts';
 import { redirectUriFor } from './endpoints.ts';
 import { aad } from '../crypto/aad.ts';

@@ -3,7 +3,7 @@ import https from 'node:https';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';

@@ -1,16 +1,16 @@
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
-import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../errors.ts';
+import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames, getTool, tools } from '../connectors/catalog.ts';
 import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
-import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from './types.ts';
+import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
 import { baseHeaders, describeRequest, encodeBody, lowerKeys, secretValuesOf } from './plan.ts';
-import { TemplateValueError } from './template-runtime.ts';
+import { TemplateValueError } from '../../core/template-runtime.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
 function templateInputError(e: unknown, tool: ToolDefinition): unknown {

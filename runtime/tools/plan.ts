@@ -1,6 +1,6 @@
-import type { AuthSpec } from '../../generator/model.ts';
+import type { AuthSpec } from '../../core/spec-model.ts';
 import type { Connection } from '../store/types.ts';
-import type { ConnectorDefinition, ToolDefinition, UpstreamRequest } from './types.ts';
+import type { ConnectorDefinition, ToolDefinition, UpstreamRequest } from '../../core/tool-types.ts';
 import { credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
 
 export interface PlannedRequest {

@@ -1,4 +1,4 @@
-import type { AjvError, FieldError, ToolDefinition } from './types.ts';
+import type { AjvError, FieldError, ToolDefinition } from '../../core/tool-types.ts';
 
 function fieldPath(instancePath: string, extra?: string): string {
   const parts = instancePath

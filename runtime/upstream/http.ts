@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import got, { CancelError, TimeoutError, type Got, type Method } from 'got';
-import type { RetrySpec } from '../../generator/model.ts';
-import { UpstreamFailure } from '../errors.ts';
+import type { RetrySpec } from '../../core/spec-model.ts';
+import { UpstreamFailure } from '../../core/errors.ts';
 import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';
 
 /**

@@ -2,9 +2,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { CancelError } from 'got';
 import type { Config } from '../config.ts';
 import { credentialHeaders } from '../connectors/catalog.ts';
-import { ProviderError, UpstreamFailure } from '../errors.ts';
+import { ProviderError, UpstreamFailure } from '../../core/errors.ts';
 import type { LiveAccount } from '../accounts/service.ts';
-import type { UpstreamRequest, UpstreamResponse } from '../tools/types.ts';
+import type { UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
+import { parseSse, type RpcMessage } from '../../core/sse.ts';
 import { classify, upstreamClient, upstreamTimeouts } from './http.ts';
 
 const PROTOCOL_VERSION = '2025-06-18';
@@ -14,34 +15,6 @@ interface Session {
   id?: string;
   protocolVersion: string;
   token: string;
-}
-
-interface RpcMessage {
-  jsonrpc: '2.0';
-  id?: number | string;
-  method?: string;
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
-
-/** Extracts JSON-RPC messages from a text/event-stream body, ignoring comments and non-data fields. */
-export function parseSse(text: string): RpcMessage[] {
-  const out: RpcMessage[] = [];
-  for (const event of text.split(/\r?\n\r?\n/)) {
-    const data = event
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).replace(/^ /, ''))
-      .join('\n');
-    if (!data) continue;
-    try {
-      const msg = JSON.parse(data) as RpcMessage | RpcMessage[];
-      out.push(...(Array.isArray(msg) ? msg : [msg]));
-    } catch {
-      // A non-JSON event is not a JSON-RPC message; skip it.
-    }
-  }
-  return out;
 }
 
 class HttpStatusError extends Error {

@@ -13,9 +13,9 @@ import type {
   CallintelEngageFlowContentOverrideInput,
   CallintelEngageTasksListInput,
 } from '../../generated/types.ts';
-import { ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
-import { url } from '../../runtime/tools/template-runtime.ts';
-import type { ToolHook, UpstreamRequest } from '../../runtime/tools/types.ts';
+import { ServiceError, UpstreamFailure } from '../../core/errors.ts';
+import { url } from '../../core/template-runtime.ts';
+import type { ToolHook, UpstreamRequest } from '../../core/tool-types.ts';
 
 /** Gong requires the host of the call as `primaryUser`; the spec's tool has only the parties. */
 function withPrimaryUser(input: CallintelCallsCreateInput, request: UpstreamRequest): UpstreamRequest {

@@ -4,11 +4,11 @@
  * that are MCP servers, local projection and cleaning of dataset items, the store's rental filter, the
  * docs-page host choice. Pure helpers are exported for the unit tests.
  */
-import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '../../runtime/tools/types.ts';
+import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
 import type * as I from '../../generated/types.ts';
-import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../runtime/tools/template-runtime.ts';
-import { ProviderError, ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
-import { parseSse } from '../../runtime/upstream/mcp.ts';
+import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../core/template-runtime.ts';
+import { ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
+import { parseSse } from '../../core/sse.ts';
 
 type Json = Record<string, unknown>;
 type Base = (host?: string) => string;

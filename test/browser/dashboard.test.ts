@@ -11,7 +11,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { connectors } from '../../generated/registry.ts';
-import type { OAuth2AuthSpec } from '../../generator/model.ts';
+import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { authorize, oauthConnection, startHarness, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { DashboardClient } from '../helpers/dashboard-client.ts';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { OAuth2AuthSpec } from '../../generator/model.ts';
+import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { record } from '../reliability/summary.ts';
 

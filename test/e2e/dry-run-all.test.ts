@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { AccountFieldSpec } from '../../generator/model.ts';
+import type { AccountFieldSpec } from '../../core/spec-model.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 
 let h: Harness;

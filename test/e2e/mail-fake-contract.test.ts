@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { ToolDefinition, ToolExample } from '../../runtime/tools/types.ts';
+import type { ToolDefinition, ToolExample } from '../../core/tool-types.ts';
 import { validateToolInput } from '../../runtime/tools/validation.ts';
 import { planRequests, type PlannedRequest } from '../../runtime/tools/plan.ts';
 import { startFakeGraph, type FakeGraph, type Json } from '../fakes/graph.ts';

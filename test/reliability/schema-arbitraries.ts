@@ -9,7 +9,7 @@
  * short strings and arrays, values outside an enum, strings that miss their pattern, and broken nesting.
  */
 import fc from 'fast-check';
-import type { Condition, ParamSpec, ToolSpec } from '../../generator/model.ts';
+import type { Condition, ParamSpec, ToolSpec } from '../../core/spec-model.ts';
 
 export interface Schema {
   type?: string;

@@ -20,9 +20,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Ajv } from 'ajv';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { AccountFieldSpec, ToolSpec } from '../../generator/model.ts';
+import type { AccountFieldSpec, ToolSpec } from '../../core/spec-model.ts';
 import { loadSpecFile, specFiles } from '../../generator/load.ts';
-import { ServiceError } from '../../runtime/errors.ts';
+import { ServiceError } from '../../core/errors.ts';
 import { resolveBaseUrl } from '../../runtime/connectors/catalog.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import {

@@ -5,8 +5,8 @@
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { compileTemplate } from '../../generator/compile.ts';
-import type { ParamSpec } from '../../generator/model.ts';
-import * as H from '../../runtime/tools/template-runtime.ts';
+import type { ParamSpec } from '../../core/spec-model.ts';
+import * as H from '../../core/template-runtime.ts';
 
 function evaluate(template: unknown, params: Record<string, ParamSpec>, input: Record<string, unknown>): unknown {
   const fail = (path: Array<string | number>, problem: string): never => {

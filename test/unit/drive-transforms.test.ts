@@ -1,6 +1,6 @@
 /** The file-storage transforms the drive and docs connectors use in their request templates. */
 import { describe, expect, it } from 'vitest';
-import { transforms as T } from '../../runtime/tools/transforms.ts';
+import { transforms as T } from '../../core/transforms.ts';
 
 describe('drive_order_by', () => {
   it('keeps the documented form: keys, each optionally followed by " desc"', () => {

@@ -1,7 +1,7 @@
 /** The connector doc's proxy example names a path on the proxy root, never one of a request sent to another host. */
 import { describe, expect, it } from 'vitest';
 import { emitConnectorDoc } from '../../generator/emit-docs.ts';
-import type { ConnectorSpec } from '../../generator/model.ts';
+import type { ConnectorSpec } from '../../core/spec-model.ts';
 
 const connector = (tools: ConnectorSpec['tools']): ConnectorSpec => ({
   name: 'demo',

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generate } from '../../generator/main.ts';
-import * as H from '../../runtime/tools/template-runtime.ts';
+import * as H from '../../core/template-runtime.ts';
 
 function specDir(yaml: string, name = 'demo'): string {
   const dir = mkdtempSync(join(tmpdir(), 'acs-gen-'));

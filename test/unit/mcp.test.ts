@@ -3,7 +3,7 @@
  * that points at the protected-resource metadata.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSse } from '../../runtime/upstream/mcp.ts';
+import { parseSse } from '../../core/sse.ts';
 import { bearerChallengeParams } from '../../runtime/oauth/mcp-auth.ts';
 
 describe('parseSse', () => {

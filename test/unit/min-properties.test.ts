@@ -6,9 +6,9 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { generate } from '../../generator/main.ts';
 import { toolInputSchema } from '../../generator/schema.ts';
-import type { ConnectorSpec, ToolSpec } from '../../generator/model.ts';
+import type { ConnectorSpec, ToolSpec } from '../../core/spec-model.ts';
 import { validateToolInput } from '../../runtime/tools/validation.ts';
-import type { ToolDefinition } from '../../runtime/tools/types.ts';
+import type { ToolDefinition } from '../../core/tool-types.ts';
 
 const header = `name: demo
 title: Demo

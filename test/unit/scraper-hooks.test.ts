@@ -16,8 +16,8 @@ import {
   waitForRun,
   withQuery,
 } from '../../specs/hooks/scraper.ts';
-import type { UpstreamRequest, UpstreamResponse } from '../../runtime/tools/types.ts';
-import { ServiceError, UpstreamFailure } from '../../runtime/errors.ts';
+import type { UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
+import { ServiceError, UpstreamFailure } from '../../core/errors.ts';
 
 const base = (host?: string) =>
   host === 'standby' ? 'https://apify.actor' : host ? `https://${host}.example` : 'https://api.apify.com';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { transforms as T } from '../../runtime/tools/transforms.ts';
+import { transforms as T } from '../../core/transforms.ts';
 
 describe('list', () => {
   it('reads a JSON array string, comma- or semicolon-separated text, and an array', () => {

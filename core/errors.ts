@@ -1,4 +1,4 @@
-import type { FieldError } from './tools/types.ts';
+import type { FieldError } from './tool-types.ts';
 
 /** An error of the service itself, rendered as {"error":{"code","message","details"}}. */
 export class ServiceError extends Error {

@@ -1,4 +1,4 @@
-import type { ApiSpec, AuthSpec, CredentialApply, VersionsSpec } from '../../generator/model.ts';
+import type { ApiSpec, AuthSpec, CredentialApply, VersionsSpec } from './spec-model.ts';
 
 /** One HTTP request (or MCP tool call) a tool sends upstream, before credentials are applied. */
 export interface UpstreamRequest {
