@@ -9,7 +9,7 @@ import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
 import { McpSessions } from '../upstream/mcp.ts';
-import { baseHeaders, describeRequest, encodeBody, lowerKeys, secretValuesOf } from './plan.ts';
+import { baseHeaders, encodeBody, lowerKeys, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
@@ -110,28 +110,24 @@ export class ToolExecutor {
     }
     if (!req.dryRun && resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
     const base = (host?: string) => this.accounts.baseUrlFor(resolved, host);
-    let planned: UpstreamRequest[];
-    try {
-      planned = tool.build(input as never, { base });
-    } catch (e) {
-      throw templateInputError(e, tool);
-    }
-
     if (req.dryRun) {
-      let shown: UpstreamRequest[];
-      try {
-        shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
-      } catch (e) {
-        throw templateInputError(e, tool);
-      }
       const target = {
         connector: resolved.connector,
         connection: resolved.connection,
         fields: resolved.account.fields,
         auth: resolved.auth,
       };
-      const secrets = secretValuesOf(tool, input);
-      return { data: { requests: shown.map((r) => describeRequest(target, r, secrets)) }, executionId };
+      try {
+        return { data: { requests: planRequests(tool, input, target, base) }, executionId };
+      } catch (e) {
+        throw templateInputError(e, tool);
+      }
+    }
+    let planned: UpstreamRequest[];
+    try {
+      planned = tool.build(input as never, { base });
+    } catch (e) {
+      throw templateInputError(e, tool);
     }
 
     let status = 200;

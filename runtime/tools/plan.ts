@@ -79,16 +79,19 @@ export function secretValuesOf(tool: ToolDefinition, input: Record<string, unkno
 }
 
 /**
- * What a tool would send for a validated input, without sending anything: the generated builder's
- * requests (or the hook's plan), with base URLs resolved for the account and credentials redacted.
+ * The one dry-run planner (the executor's dry runs, the dashboard's, and the golden tests all come here): what
+ * a tool would send for a validated input, without sending anything — the generated builder's requests (or the
+ * hook's plan), with base URLs resolved for the account and credentials redacted. `base` lets the executor pass
+ * its cached base URLs; it defaults to resolving them from the target.
  */
 export function planRequests(
   tool: ToolDefinition,
   input: Record<string, unknown>,
   target: PlanTarget,
+  base: (host?: string) => string = (host) => resolveBaseUrl(target.connector, target.connection, target.fields, host),
 ): PlannedRequest[] {
-  const base = (host?: string) => resolveBaseUrl(target.connector, target.connection, target.fields, host);
   const planned = tool.build(input as never, { base });
   const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
-  return shown.map((r) => describeRequest(target, r, secretValuesOf(tool, input)));
+  const secrets = secretValuesOf(tool, input);
+  return shown.map((r) => describeRequest(target, r, secrets));
 }
