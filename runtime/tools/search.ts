@@ -9,7 +9,7 @@ import MiniSearch from 'minisearch';
 import { stemmer } from 'stemmer';
 import { connectors, tools } from '../../generated/registry.ts';
 import { badRequest } from '../../core/errors.ts';
-import type { ToolDefinition } from '../../core/tool-types.ts';
+import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 
 export interface ToolSearchHit {
   name: string;
@@ -20,7 +20,7 @@ export interface ToolSearchHit {
 }
 
 export interface ToolSearchOptions {
-  /** Most hits returned (1 to the number of tools; default 5). */
+  /** Most hits returned (1 to the number of tools; default 5, or fewer tools). */
   limit?: number;
   /** Only tools of this connector. */
   connector?: string;
@@ -104,6 +104,20 @@ export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
   posted: 'posts',
   crawler: 'actor',
   scraper: 'actor',
+  remind: 'task reminder create',
+  reminder: 'task',
+  draft: 'create',
+  write: 'create send',
+  put: 'create',
+  push: 'update',
+  bump: 'update',
+  reopen: 'update status',
+  pull: 'get',
+  requester: 'user',
+  hiring: 'jobs',
+  launch: 'run',
+  trigger: 'run',
+  execute: 'run',
 };
 
 /** Phrases whose words mean something only together, rewritten before the query is split into words. */
@@ -114,6 +128,9 @@ const QUERY_PHRASES: ReadonlyArray<[RegExp, string]> = [
   [/\blook(?:ing)? up\b/gi, 'lookup'],
   [/\btake\b(.*?)\bout of\b/gi, 'remove $1'],
   [/\bdecision[- ]makers?\b/gi, 'people leads seniority'],
+  [/\bkick(?:ed|ing)? off\b/gi, 'run'],
+  [/\bhow many\b/gi, 'search'],
+  [/\blet\b(.{1,40}?)\bknow\b/gi, 'reply $1'],
 ];
 
 const STOP_WORDS = new Set(
@@ -161,24 +178,23 @@ function parameterText(schema: Record<string, unknown>, out: string[] = []): str
   return out;
 }
 
-interface IndexedTool {
-  id: string;
-  name: string;
-  title: string;
-  description: string;
-  keywords: string;
-  connectorText: string;
-  params: string;
-  connector: string;
+/**
+ * A description without its pointers to other tools ("for summaries use notes_query_meetings"): they say
+ * when not to use this one, and would otherwise draw those searches to it.
+ */
+function ownDescription(tool: ToolDefinition, names: readonly string[]): string {
+  return tool.description
+    .split(/(?<=[.;])\s+/)
+    .filter((clause) => !names.some((other) => other !== tool.name && clause.includes(other)))
+    .join(' ');
 }
 
-function document(tool: ToolDefinition): IndexedTool {
-  const connector = connectors.get(tool.connector);
+function document(tool: ToolDefinition, connector: ConnectorDefinition | undefined, names: readonly string[]) {
   return {
     id: tool.name,
     name: words(tool.name),
     title: tool.title === tool.name ? '' : tool.title,
-    description: tool.description,
+    description: ownDescription(tool, names),
     keywords: (tool.keywords ?? []).join(' '),
     connectorText: [
       tool.connector,
@@ -193,53 +209,63 @@ function document(tool: ToolDefinition): IndexedTool {
 
 const BOOST = { name: 3, title: 2, keywords: 3, description: 2, connectorText: 1, params: 0.5 };
 
-let index: MiniSearch<IndexedTool> | undefined;
+export type ToolSearch = (query: string, options?: ToolSearchOptions) => ToolSearchHit[];
 
-function searchIndex(): MiniSearch<IndexedTool> {
-  if (index) return index;
-  const built = new MiniSearch<IndexedTool>({
-    fields: ['name', 'title', 'description', 'keywords', 'connectorText', 'params'],
-    storeFields: ['connector'],
-    processTerm,
-    searchOptions: {
-      boost: BOOST,
-      prefix: (term) => term.length >= 4,
-      fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
-      combineWith: 'OR',
-      processTerm: queryTerm,
-    },
-  });
-  built.addAll([...tools.values()].map(document));
-  return (index = built);
+/** A search over the given tools; the index is built on the first search. */
+export function createToolSearch(
+  toolset: ReadonlyMap<string, ToolDefinition>,
+  connectorset: ReadonlyMap<string, ConnectorDefinition>,
+): ToolSearch {
+  let index: MiniSearch<ReturnType<typeof document>> | undefined;
+  const searchIndex = () => {
+    if (index) return index;
+    const names = [...toolset.keys()];
+    index = new MiniSearch({
+      fields: ['name', 'title', 'description', 'keywords', 'connectorText', 'params'],
+      storeFields: ['connector'],
+      processTerm,
+      searchOptions: {
+        boost: BOOST,
+        prefix: (term) => term.length >= 4,
+        fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
+        combineWith: 'OR',
+        processTerm: queryTerm,
+      },
+    });
+    index.addAll([...toolset.values()].map((t) => document(t, connectorset.get(t.connector), names)));
+    return index;
+  };
+
+  return (query, options = {}) => {
+    const limit = options.limit ?? Math.min(5, toolset.size);
+    if (typeof query !== 'string' || !query.trim()) {
+      throw badRequest('Invalid search', [{ field: 'q', message: 'must describe the task in words' }]);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > toolset.size) {
+      throw badRequest('Invalid search', [{ field: 'limit', message: `must be an integer from 1 to ${toolset.size}` }]);
+    }
+    const connector = options.connector;
+    if (connector !== undefined && !connectorset.has(connector)) {
+      throw badRequest('Invalid search', [
+        { field: 'connector', message: `is not a connector (connectors: ${[...connectorset.keys()].join(', ')})` },
+      ]);
+    }
+    const results = searchIndex().search(
+      rewritePhrases(query),
+      connector ? { filter: (r) => r.connector === connector } : undefined,
+    );
+    return results.slice(0, limit).map((r) => {
+      const tool = toolset.get(r.id as string)!;
+      return {
+        name: tool.name,
+        connector: tool.connector,
+        title: tool.title,
+        description: tool.description,
+        score: Math.round(r.score * 1000) / 1000,
+      };
+    });
+  };
 }
 
-/** The tools that best fit a task, best first, with MiniSearch's relevance score (higher is better). */
-export function searchTools(query: string, options: ToolSearchOptions = {}): ToolSearchHit[] {
-  const limit = options.limit ?? 5;
-  if (typeof query !== 'string' || !query.trim()) {
-    throw badRequest('Invalid search', [{ field: 'q', message: 'must describe the task in words' }]);
-  }
-  if (!Number.isInteger(limit) || limit < 1 || limit > tools.size) {
-    throw badRequest('Invalid search', [{ field: 'limit', message: `must be an integer from 1 to ${tools.size}` }]);
-  }
-  const connector = options.connector;
-  if (connector !== undefined && !connectors.has(connector)) {
-    throw badRequest('Invalid search', [
-      { field: 'connector', message: `is not a connector (connectors: ${[...connectors.keys()].join(', ')})` },
-    ]);
-  }
-  const results = searchIndex().search(
-    rewritePhrases(query),
-    connector ? { filter: (r) => r.connector === connector } : undefined,
-  );
-  return results.slice(0, limit).map((r) => {
-    const tool = tools.get(r.id as string)!;
-    return {
-      name: tool.name,
-      connector: tool.connector,
-      title: tool.title,
-      description: tool.description,
-      score: Math.round(r.score * 1000) / 1000,
-    };
-  });
-}
+/** The registry's tools that best fit a task, best first, with MiniSearch's relevance score (higher is better). */
+export const searchTools: ToolSearch = createToolSearch(tools, connectors);
