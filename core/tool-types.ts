@@ -95,6 +95,8 @@ export interface ToolDefinition<I = any> {
   versionFields?: readonly string[];
   hook?: ToolHook<I>;
   notes?: string;
+  /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
+  keywords?: readonly string[];
   examples: readonly ToolExample[];
 }
 

@@ -1,0 +1,271 @@
+/**
+ * Tool search: the tools that fit a task described in natural language ("reply to the customer's ticket
+ * saying we fixed it"), ranked by relevance. MiniSearch does the ranking (BM25+ with field boosts, prefix
+ * and fuzzy matching) over each tool's name, title, description, parameters, connector and keywords; terms
+ * are lower-cased, stripped of stop words and stemmed (Porter), so "replies", "replied" and "reply" meet.
+ * The index is built once, on first use, from the generated registry.
+ */
+import MiniSearch from 'minisearch';
+import { stemmer } from 'stemmer';
+import { connectors, tools } from '../../generated/registry.ts';
+import { badRequest } from '../../core/errors.ts';
+import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
+
+export interface ToolSearchHit {
+  name: string;
+  connector: string;
+  title: string;
+  description: string;
+  score: number;
+}
+
+export interface ToolSearchOptions {
+  /** Most hits returned (1 to the number of tools; default 5, or fewer tools). */
+  limit?: number;
+  /** Only tools of this connector. */
+  connector?: string;
+}
+
+/**
+ * Words users say for what a connector does, product names included, until each tool's YAML can carry its
+ * own `keywords`. One place, so the vocabulary stays reviewable.
+ */
+export const CONNECTOR_SYNONYMS: Readonly<Record<string, readonly string[]>> = {
+  mail: ['email', 'e-mail', 'inbox', 'outlook', 'office 365', 'exchange', 'calendar', 'appointment', 'to-do', 'todo'],
+  helpdesk: ['ticket', 'support', 'zendesk', 'help desk', 'customer service', 'case', 'agent'],
+  crm: ['hubspot', 'deal', 'opportunity', 'pipeline', 'lead', 'account', 'sales'],
+  callintel: ['gong', 'sales call', 'recording', 'conversation intelligence', 'engage', 'sequence', 'cadence', 'rep'],
+  drive: ['google drive', 'file', 'folder', 'spreadsheet', 'storage'],
+  docs: ['google docs', 'google doc', 'document', 'doc'],
+  notes: ['granola', 'meeting notes', 'meeting', 'notes', 'summary'],
+  prodata: ['linkedin', 'person', 'people', 'profile', 'recruiting', 'prospecting', 'sales navigator'],
+  scraper: ['apify', 'actor', 'crawl', 'crawler', 'scrape', 'web', 'website', 'crawlee'],
+};
+
+/**
+ * What users say for what tool texts say, applied to a query's words: verbs (book a meeting = create an event,
+ * cancel = delete) and domain nouns (a sequence is a flow, an agent is a user). Values are words of the
+ * tools' own vocabulary, added to the query beside the user's word.
+ */
+export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
+  add: 'create',
+  new: 'create',
+  book: 'create event',
+  schedule: 'create event',
+  save: 'create',
+  register: 'create',
+  make: 'create',
+  start: 'create',
+  change: 'update',
+  edit: 'update',
+  modify: 'update',
+  move: 'update',
+  rename: 'update',
+  reschedule: 'update event',
+  set: 'update',
+  mark: 'update complete',
+  close: 'update status',
+  turn: 'update',
+  cancel: 'delete',
+  remove: 'delete unassign',
+  erase: 'delete',
+  trash: 'delete',
+  find: 'search',
+  lookup: 'get search',
+  locate: 'search',
+  show: 'list get',
+  view: 'get',
+  read: 'get',
+  open: 'get',
+  fetch: 'get',
+  details: 'get',
+  email: 'message',
+  respond: 'reply',
+  answer: 'reply',
+  meeting: 'event',
+  appointment: 'event',
+  standup: 'event',
+  inbox: 'message list',
+  history: 'comments',
+  conversation: 'comments',
+  agent: 'user',
+  agents: 'user',
+  rep: 'user',
+  reps: 'user',
+  member: 'user',
+  person: 'profile people',
+  sequence: 'flow',
+  cadence: 'flow',
+  nurture: 'flow',
+  enroll: 'assign',
+  opportunity: 'deal',
+  liked: 'reactions',
+  likes: 'reactions',
+  posted: 'posts',
+  crawler: 'actor',
+  scraper: 'actor',
+  remind: 'task reminder create',
+  reminder: 'task',
+  draft: 'create',
+  write: 'create send',
+  put: 'create',
+  push: 'update',
+  bump: 'update',
+  reopen: 'update status',
+  pull: 'get',
+  requester: 'user',
+  hiring: 'jobs',
+  launch: 'run',
+  trigger: 'run',
+  execute: 'run',
+};
+
+/** Phrases whose words mean something only together, rewritten before the query is split into words. */
+const QUERY_PHRASES: ReadonlyArray<[RegExp, string]> = [
+  [/\bto-?dos?\b/gi, 'task'],
+  [/\bout[- ]of[- ]office\b|\bauto-?repl(?:y|ies)\b/gi, 'automatic replies settings'],
+  [/\baddress book\b/gi, 'contacts list'],
+  [/\blook(?:ing)? up\b/gi, 'lookup'],
+  [/\btake\b(.*?)\bout of\b/gi, 'remove $1'],
+  [/\bdecision[- ]makers?\b/gi, 'people leads seniority'],
+  [/\bkick(?:ed|ing)? off\b/gi, 'run'],
+  [/\bhow many\b/gi, 'search'],
+  [/\blet\b(.{1,40}?)\bknow\b/gi, 'reply $1'],
+];
+
+const STOP_WORDS = new Set(
+  (
+    "a an and are as at be been by can could do does for from get give had has have how i i'm i'll in into is it " +
+    "its it's let me my of on one or our please show so some than that the their them then there these they this " +
+    "those to up us was we we're what what's when where which while who whom why will with would you your"
+  ).split(' '),
+);
+
+/** Splits identifiers into words: `toRecipients` → "to Recipients", `$filter` → "filter", `a_b` → "a b". */
+function words(text: string): string {
+  return text
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[_$]/g, ' ')
+    .trim();
+}
+
+function queryTerm(term: string): string[] | null {
+  const base = processTerm(term);
+  if (base === null) return null;
+  const extra = QUERY_VOCABULARY[term.toLowerCase()];
+  if (!extra) return [base];
+  return [base, ...extra.split(' ').map((w) => stemmer(w))];
+}
+
+function rewritePhrases(query: string): string {
+  return QUERY_PHRASES.reduce((q, [pattern, replacement]) => q.replace(pattern, replacement), query);
+}
+
+function processTerm(term: string): string | null {
+  const t = term.toLowerCase().replace(/^'+|'+$/g, '');
+  if (t.length < 2 || STOP_WORDS.has(t) || /^\d+$/.test(t)) return null;
+  return stemmer(t);
+}
+
+/** Parameter names and descriptions, nested ones included. */
+function parameterText(schema: Record<string, unknown>, out: string[] = []): string[] {
+  for (const [name, p] of Object.entries((schema.properties as Record<string, Record<string, unknown>>) ?? {})) {
+    out.push(words(name));
+    if (typeof p.description === 'string') out.push(p.description);
+    parameterText(p, out);
+    if (p.items && typeof p.items === 'object') parameterText(p.items as Record<string, unknown>, out);
+  }
+  return out;
+}
+
+/**
+ * A description without its pointers to other tools ("for summaries use notes_query_meetings"): they say
+ * when not to use this one, and would otherwise draw those searches to it.
+ */
+function ownDescription(tool: ToolDefinition, names: readonly string[]): string {
+  return tool.description
+    .split(/(?<=[.;])\s+/)
+    .filter((clause) => !names.some((other) => other !== tool.name && clause.includes(other)))
+    .join(' ');
+}
+
+function document(tool: ToolDefinition, connector: ConnectorDefinition | undefined, names: readonly string[]) {
+  return {
+    id: tool.name,
+    name: words(tool.name),
+    title: tool.title === tool.name ? '' : tool.title,
+    description: ownDescription(tool, names),
+    keywords: (tool.keywords ?? []).join(' '),
+    connectorText: [
+      tool.connector,
+      connector?.title ?? '',
+      connector?.provider ?? '',
+      ...(CONNECTOR_SYNONYMS[tool.connector] ?? []),
+    ].join(' '),
+    params: parameterText(tool.inputSchema).join(' '),
+    connector: tool.connector,
+  };
+}
+
+const BOOST = { name: 3, title: 2, keywords: 3, description: 2, connectorText: 1, params: 0.5 };
+
+export type ToolSearch = (query: string, options?: ToolSearchOptions) => ToolSearchHit[];
+
+/** A search over the given tools; the index is built on the first search. */
+export function createToolSearch(
+  toolset: ReadonlyMap<string, ToolDefinition>,
+  connectorset: ReadonlyMap<string, ConnectorDefinition>,
+): ToolSearch {
+  let index: MiniSearch<ReturnType<typeof document>> | undefined;
+  const searchIndex = () => {
+    if (index) return index;
+    const names = [...toolset.keys()];
+    index = new MiniSearch({
+      fields: ['name', 'title', 'description', 'keywords', 'connectorText', 'params'],
+      storeFields: ['connector'],
+      processTerm,
+      searchOptions: {
+        boost: BOOST,
+        prefix: (term) => term.length >= 4,
+        fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
+        combineWith: 'OR',
+        processTerm: queryTerm,
+      },
+    });
+    index.addAll([...toolset.values()].map((t) => document(t, connectorset.get(t.connector), names)));
+    return index;
+  };
+
+  return (query, options = {}) => {
+    const limit = options.limit ?? Math.min(5, toolset.size);
+    if (typeof query !== 'string' || !query.trim()) {
+      throw badRequest('Invalid search', [{ field: 'q', message: 'must describe the task in words' }]);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > toolset.size) {
+      throw badRequest('Invalid search', [{ field: 'limit', message: `must be an integer from 1 to ${toolset.size}` }]);
+    }
+    const connector = options.connector;
+    if (connector !== undefined && !connectorset.has(connector)) {
+      throw badRequest('Invalid search', [
+        { field: 'connector', message: `is not a connector (connectors: ${[...connectorset.keys()].join(', ')})` },
+      ]);
+    }
+    const results = searchIndex().search(
+      rewritePhrases(query),
+      connector ? { filter: (r) => r.connector === connector } : undefined,
+    );
+    return results.slice(0, limit).map((r) => {
+      const tool = toolset.get(r.id as string)!;
+      return {
+        name: tool.name,
+        connector: tool.connector,
+        title: tool.title,
+        description: tool.description,
+        score: Math.round(r.score * 1000) / 1000,
+      };
+    });
+  };
+}
+
+/** The registry's tools that best fit a task, best first, with MiniSearch's relevance score (higher is better). */
+export const searchTools: ToolSearch = createToolSearch(tools, connectors);

@@ -1,0 +1,118 @@
+/**
+ * Tool search: the API's behaviour, and its recall on the evaluation sets as floors (the figures reached when
+ * they were written; a change that ranks worse fails). The figures are in README.md, "Tool search";
+ * `npx tsx bench/tool-search.ts` prints them with the time per search.
+ */
+import { describe, expect, it } from 'vitest';
+import { connectors, tools } from '../../generated/registry.ts';
+import { ServiceError } from '../../core/errors.ts';
+import type { ToolDefinition } from '../../core/tool-types.ts';
+import { CONNECTOR_SYNONYMS, createToolSearch, searchTools } from '../../runtime/tools/search.ts';
+import { EVAL_SET, HOLDOUT_SET, loadTasks, recall } from '../helpers/tool-search-eval.ts';
+
+describe('tool search recall', () => {
+  it('finds the tool of the evaluation tasks (120, used to tune the engine)', () => {
+    const tasks = loadTasks(EVAL_SET);
+    expect(tasks.length).toBeGreaterThanOrEqual(60);
+    expect(new Set(tasks.map((t) => t.tools[0]!.split('_')[0])).size).toBe(connectors.size);
+    for (const t of tasks) for (const name of t.tools) expect(tools.has(name), name).toBe(true);
+    const r = recall(searchTools, tasks);
+    expect(r.tasks).toBe(120);
+    expect(r.top5, JSON.stringify(r.misses, null, 1)).toBeGreaterThanOrEqual(119);
+    expect(r.top1).toBeGreaterThanOrEqual(81);
+  });
+
+  it('finds the tool of the held-out tasks (30, never tuned on)', () => {
+    const tasks = loadTasks(HOLDOUT_SET);
+    for (const t of tasks) for (const name of t.tools) expect(tools.has(name), name).toBe(true);
+    const r = recall(searchTools, tasks);
+    expect(r.tasks).toBe(30);
+    expect(r.top5).toBeGreaterThanOrEqual(22);
+    expect(r.top1).toBeGreaterThanOrEqual(16);
+  });
+});
+
+describe('searchTools', () => {
+  it('answers name, connector, title, description and a score, best first', () => {
+    const hits = searchTools("reply to the customer's ticket saying we fixed it");
+    expect(hits).toHaveLength(5);
+    const best = tools.get(hits[0]!.name)!;
+    expect(hits[0]).toEqual({
+      name: 'helpdesk_ticket_reply',
+      connector: 'helpdesk',
+      title: best.title,
+      description: best.description,
+      score: expect.any(Number),
+    });
+    const scores = hits.map((h) => h.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(scores.at(-1)).toBeGreaterThan(0);
+  });
+
+  it('keeps to one connector when asked, and to the limit', () => {
+    const hits = searchTools('list the tickets and users', { connector: 'helpdesk', limit: 3 });
+    expect(hits).toHaveLength(3);
+    expect(hits.every((h) => h.connector === 'helpdesk')).toBe(true);
+    expect(searchTools('list', { limit: 127 }).length).toBeGreaterThan(5);
+  });
+
+  it('matches despite a misspelling and word forms', () => {
+    expect(searchTools('serch tikets about refunds')[0]!.name).toBe('helpdesk_search_tickets');
+    expect(searchTools('transcripts of recorded calls')[0]!.name).toBe('callintel_calls_transcript_get');
+  });
+
+  it('answers nothing for a task no tool fits', () => {
+    expect(searchTools('zzzz qqqq')).toEqual([]);
+  });
+
+  it('refuses bad input, naming the field', () => {
+    const fails = (q: unknown, options?: object) => {
+      try {
+        searchTools(q as string, options);
+      } catch (e) {
+        expect(e).toBeInstanceOf(ServiceError);
+        return ((e as ServiceError).details as Array<{ field: string }>)[0]!.field;
+      }
+      return undefined;
+    };
+    expect(fails('  ')).toBe('q');
+    expect(fails(undefined)).toBe('q');
+    expect(fails('send mail', { limit: 0 })).toBe('limit');
+    expect(fails('send mail', { limit: 2.5 })).toBe('limit');
+    expect(fails('send mail', { limit: 128 })).toBe('limit');
+    expect(fails('send mail', { connector: 'gmail' })).toBe('connector');
+  });
+
+  it('has connector synonyms only for connectors that exist, and for each of them', () => {
+    expect(Object.keys(CONNECTOR_SYNONYMS).sort()).toEqual([...connectors.keys()].sort());
+  });
+});
+
+describe('createToolSearch', () => {
+  const base = tools.get('helpdesk_ticket_reply')!;
+  const tool = (name: string, description: string, keywords?: string[]): ToolDefinition => ({
+    ...base,
+    name,
+    title: name,
+    description,
+    inputSchema: { type: 'object', properties: {} },
+    ...(keywords ? { keywords } : {}),
+  });
+
+  it("indexes a tool's own keywords", () => {
+    const set = new Map([
+      ['helpdesk_alpha', tool('helpdesk_alpha', 'First tool.', ['escalate', 'manager'])],
+      ['helpdesk_beta', tool('helpdesk_beta', 'Second tool.')],
+    ]);
+    const search = createToolSearch(set, connectors);
+    expect(search('escalate this to a manager').map((h) => h.name)).toEqual(['helpdesk_alpha']);
+  });
+
+  it('does not count a pointer to another tool as a match for this one', () => {
+    const set = new Map([
+      ['helpdesk_alpha', tool('helpdesk_alpha', 'Raw records. For summaries use helpdesk_beta.')],
+      ['helpdesk_beta', tool('helpdesk_beta', 'Summaries of records.')],
+    ]);
+    expect(createToolSearch(set, connectors)('summaries').map((h) => h.name)).toEqual(['helpdesk_beta']);
+  });
+});
