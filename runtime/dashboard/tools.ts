@@ -73,13 +73,12 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
         return {
           name: c.name,
           title: c.title,
-          description: c.description,
           summary: firstSentence(c.description),
           provider: c.provider,
           docsUrl: c.docsUrl,
           count: list.length,
           total: c.toolNames.length,
-          // Unfiltered, the groups start closed: nine lines to choose from instead of a page of 127 rows.
+          // Unfiltered, the groups start closed: a line per connector to choose from, not a page of every tool.
           open: filtered,
           tools: list.map((t) => ({
             name: t.name,
