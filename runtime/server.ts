@@ -5,7 +5,7 @@ import { executeTool } from './api/execute.ts';
 import type { Config } from './config.ts';
 import { createServices, type ServiceOptions, type Services } from './services.ts';
 import { apiRouter } from './api/routes.ts';
-import { dashboardRouter } from './dashboard/index.ts';
+import { dashboardRouter, favicon } from './dashboard/index.ts';
 import { ProviderError, ServiceError, unauthorized } from '../core/errors.ts';
 import { toolCount } from '../generated/registry.ts';
 import { requestId } from './ids.ts';
@@ -321,6 +321,7 @@ export function createApp(s: Services): express.Express {
   app.use('/v1', express.json({ limit: s.config.bodyLimitBytes, strict: true }), auth, apiRouter(s));
 
   app.use('/dashboard', dashboardRouter(s));
+  app.get('/favicon.ico', favicon);
 
   app.use((req, res) => {
     sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {

@@ -14,6 +14,7 @@ import { connectionRules } from '../api/routes.ts';
 import { encodeCursor } from '../store/sqlite.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
+import { firstSentence } from './views.ts';
 import {
   BASE,
   connectionPath,
@@ -39,6 +40,11 @@ export function authLabel(a: AuthSpec): string {
   // A title that already names the mechanism ("OAuth 2.0 (Gong app)", "API token") stands alone.
   if (!a.title || a.title === name) return name;
   return /oauth|key|token|password/i.test(a.title) ? a.title : `${name} · ${a.title}`;
+}
+
+/** The API a connector speaks, without the details in parentheses or after a semicolon or comma. */
+function shortProvider(provider: string): string {
+  return provider.split(/\s*[(;,]/)[0]!.trim();
 }
 
 function authKindLabel(connector: ConnectorDefinition | undefined, kind: string): string {
@@ -173,8 +179,9 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         .map((c) => ({
           name: c.name,
           title: c.title,
-          description: c.description,
-          provider: c.provider,
+          // Cards stay even: the full description and provider notes are on the connector's own page.
+          summary: firstSentence(c.description),
+          provider: shortProvider(c.provider),
           auth: c.auth.map(authLabel).join(' or '),
           toolCount: c.toolNames.length,
           href: `${BASE}/connections/new/${encodeURIComponent(c.name)}`,
@@ -225,6 +232,10 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           name: connector.name,
           title: connector.title,
           description: connector.description,
+          provider: connector.provider,
+          docsUrl: connector.docsUrl,
+          toolCount: connector.toolNames.length,
+          toolsHref: `${BASE}/tools?connector=${encodeURIComponent(connector.name)}`,
           auth: connector.auth.map(authLabel).join(' or '),
         },
         oauth: kinds.includes('oauth2'),

@@ -5,10 +5,12 @@
  */
 import type { Request, Response, Router } from 'express';
 import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
-import { connectors, getConnector, getTool } from '../connectors/catalog.ts';
+import { connectors, getConnector, getTool, tools } from '../connectors/catalog.ts';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import { validateToolInput } from '../tools/validation.ts';
 import { BASE, formString, queryValue, render, type DashboardContext } from './context.ts';
+import { findTools, MAX_QUERY_LENGTH } from './tool-filter.ts';
+import { firstSentence } from './views.ts';
 import {
   attachErrors,
   fieldId,
@@ -20,11 +22,6 @@ import {
 } from './fields.ts';
 
 const SHOWN_BYTES = 256 * 1024;
-
-function firstSentence(text: string): string {
-  const m = /^(.+?[.!?])(\s|$)/s.exec(text);
-  return (m ? m[1]! : text).replace(/\s+/g, ' ');
-}
 
 function pretty(value: unknown): { text: string; truncated: boolean } {
   const text = JSON.stringify(value ?? null, null, 2) ?? 'null';
@@ -44,35 +41,53 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
   const { s } = ctx;
 
   r.get('/tools', (req, res) => {
+    const q = queryValue(req, 'q').trim().slice(0, MAX_QUERY_LENGTH);
     const only = queryValue(req, 'connector');
+    if (only && !getConnector(only)) throw new ServiceError(404, 'connector_not_found', `No connector named "${only}"`);
     const carry = new URLSearchParams();
     for (const k of ['connection', 'identifier']) if (queryValue(req, k)) carry.set(k, queryValue(req, k));
-    const list = [...connectors.values()]
-      .filter((c) => !only || c.name === only)
-      .sort((a, b) => a.title.localeCompare(b.title))
-      .map((c) => ({
-        name: c.name,
-        title: c.title,
-        description: c.description,
-        provider: c.provider,
-        docsUrl: c.docsUrl,
-        tools: c.toolNames.map((n) => {
-          const t = getTool(n)!;
-          return {
-            name: t.name,
-            title: t.title,
-            summary: firstSentence(t.description),
-            readOnly: t.readOnly,
-            href: `${BASE}/tools/${encodeURIComponent(t.name)}${carry.size ? `?${carry}` : ''}`,
-          };
-        }),
-      }));
+    const found = findTools(q).filter((t) => !only || t.connector === only);
+    // Grouped by connector, the groups in the order of their first match.
+    const groups = new Map<string, ToolDefinition[]>();
+    for (const t of found) {
+      const group = groups.get(t.connector);
+      if (group) group.push(t);
+      else groups.set(t.connector, [t]);
+    }
+    const filtered = !!(q || only);
     render(ctx, req, res, 'tools', {
       title: 'Tool explorer',
       nav: 'tools',
-      connectors: list,
-      filtered: !!only,
-      toolCount: list.reduce((n, c) => n + c.tools.length, 0),
+      q,
+      maxQueryLength: MAX_QUERY_LENGTH,
+      connectorOptions: [...connectors.values()]
+        .sort((a, b) => a.title.localeCompare(b.title))
+        .map((c) => ({ value: c.name, label: c.title, selected: c.name === only })),
+      carry: [...carry].map(([name, value]) => ({ name, value })),
+      clearHref: `${BASE}/tools${carry.size ? `?${carry}` : ''}`,
+      filtered,
+      matchCount: found.length,
+      toolCount: tools.size,
+      groups: [...groups].map(([name, list]) => {
+        const c = getConnector(name)!;
+        return {
+          name: c.name,
+          title: c.title,
+          summary: firstSentence(c.description),
+          provider: c.provider,
+          docsUrl: c.docsUrl,
+          count: list.length,
+          total: c.toolNames.length,
+          // Unfiltered, the groups start closed: a line per connector to choose from, not a page of every tool.
+          open: filtered,
+          tools: list.map((t) => ({
+            name: t.name,
+            summary: firstSentence(t.description),
+            readOnly: t.readOnly,
+            href: `${BASE}/tools/${encodeURIComponent(t.name)}${carry.size ? `?${carry}` : ''}`,
+          })),
+        };
+      }),
     });
   });
 

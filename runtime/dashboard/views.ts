@@ -15,6 +15,21 @@ function time(ms: unknown): string {
     .replace(/\.\d+Z$/, ' UTC');
 }
 
+/** The first sentence of a description, on one line. */
+export function firstSentence(text: string): string {
+  const m = /^(.+?[.!?])(\s|$)/s.exec(text);
+  return (m ? m[1]! : text).replace(/\s+/g, ' ');
+}
+
+/**
+ * A URL with line-break opportunities after each slash and before `?` and `&`, so a long URL in a narrow box
+ * wraps where a reader expects it instead of in the middle of a word.
+ */
+function urlBreaks(url: unknown): Handlebars.SafeString {
+  const parts = String(url ?? '').split(/(?<=\/)(?=[^/])|(?=[?&])/);
+  return new Handlebars.SafeString(parts.map((p) => Handlebars.escapeExpression(p)).join('<wbr>'));
+}
+
 /** A small, safe subset of Markdown for descriptions and provider notes: `code`, **bold**, paragraphs, links. */
 function inlineMarkdown(text: unknown): Handlebars.SafeString {
   // Escapes like Handlebars but keeps backticks, which the code spans below need.
@@ -44,6 +59,7 @@ export class Views {
     hb.registerHelper('or', (...args: unknown[]) => args.slice(0, -1).some(Boolean));
     hb.registerHelper('time', time);
     hb.registerHelper('md', inlineMarkdown);
+    hb.registerHelper('url-breaks', urlBreaks);
     hb.registerHelper('lower', (v: unknown) => String(v ?? '').toLowerCase());
     for (const f of readdirSync(new URL('partials/', dir))) {
       if (f.endsWith('.hbs')) hb.registerPartial(f.slice(0, -4), readFileSync(new URL(`partials/${f}`, dir), 'utf8'));

@@ -12,6 +12,7 @@ import { connectors, tools } from '../../generated/registry.ts';
 import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { record } from '../reliability/summary.ts';
+import { findTools } from '../../runtime/dashboard/tool-filter.ts';
 
 const ADMIN_PASSWORD = 'e2e-admin-password-5d1f';
 const DOMAIN = 'acme.zendesk.com';
@@ -54,6 +55,7 @@ const PAGES = [
   '/dashboard/connections',
   '/dashboard/connections/new',
   '/dashboard/tools',
+  '/dashboard/tools?q=ticket',
   '/dashboard/activity',
   '/dashboard/api-credentials',
 ];
@@ -535,6 +537,12 @@ describe('secrets', () => {
       'input.ticket_id': '1001',
     });
     expect(dryRun.html).toContain('authorization: Basic [REDACTED]');
+    // The URL may wrap after its slashes and before ? and &, and reads the same without the break hints.
+    const requestLine = /<pre class="code http">([^\n]*)/.exec(dryRun.html)![1]!;
+    expect(requestLine).toContain('/<wbr>');
+    expect(unescapeHtml(requestLine.replaceAll('<wbr>', ''))).toBe(
+      `GET ${desk.url}/desks/${DOMAIN}/api/v2/tickets/1001`,
+    );
     const executed = await c.submit(
       '/dashboard/tools/helpdesk_tickets_list',
       '/dashboard/tools/helpdesk_tickets_list',
@@ -602,5 +610,155 @@ describe('secrets', () => {
     expect(pages.find((p) => p.path === '/dashboard/connections/oauth-conn')!.html).toMatch(
       /<dt>Client secret<\/dt><dd>set<\/dd>/,
     );
+  });
+});
+
+describe('tool explorer', () => {
+  const toolLinks = (html: string) =>
+    [...html.matchAll(/<a href="\/dashboard\/tools\/([a-z0-9_]+)[^"]*"><code>/g)].map((m) => m[1]!);
+
+  it('finds tools by every word of the query in name, title, description or connector', () => {
+    expect(findTools('')).toHaveLength(tools.size);
+    expect(findTools('  ')).toHaveLength(tools.size);
+    const helpdesk = connectors.get('helpdesk')!.toolNames;
+    // By connector name and by connector title, in any case.
+    expect(findTools('helpdesk').map((t) => t.name)).toEqual(expect.arrayContaining([...helpdesk]));
+    expect(findTools('SUPPORT desk').map((t) => t.name)).toEqual(expect.arrayContaining([...helpdesk]));
+    // Words in any order; each must appear somewhere.
+    const listed = findTools('list Tickets');
+    expect(listed.map((t) => t.name)).toContain('helpdesk_tickets_list');
+    for (const t of listed) {
+      const c = connectors.get(t.connector)!;
+      const text = [t.name, t.title, t.description, c.name, c.title].join(' ').toLowerCase();
+      expect(text, t.name).toContain('list');
+      expect(text, t.name).toContain('tickets');
+    }
+    // A phrase only a description holds.
+    expect(findTools('collaboration add-on').map((t) => t.name)).toEqual([
+      'helpdesk_side_conversation_get',
+      'helpdesk_side_conversations_list',
+    ]);
+    expect(findTools('tickets zzz-no-such-word')).toEqual([]);
+  });
+
+  it('shows the search results grouped by connector, and every tool when nothing is searched', async () => {
+    const c = await signedIn();
+    const all = await c.get('/dashboard/tools');
+    expect(all.status).toBe(200);
+    expect(toolLinks(all.html)).toEqual(findTools('').map((t) => t.name));
+    expect(all.html.match(/<details class="connector card"/g)).toHaveLength(connectors.size);
+    expect(all.html).not.toMatch(/<details class="connector card"[^>]* open>/);
+    expect(all.html).toContain(`${tools.size} tools in ${connectors.size} connectors`);
+
+    const found = await c.get('/dashboard/tools?q=collaboration+add-on');
+    expect(toolLinks(found.html)).toEqual(['helpdesk_side_conversation_get', 'helpdesk_side_conversations_list']);
+    expect(found.html.match(/<details class="connector card" id="connector-helpdesk" open>/g)).toHaveLength(1);
+    expect(found.html.match(/<details /g)).toHaveLength(1);
+    expect(found.html).toContain(`2 of ${tools.size} tools match.`);
+    expect(found.html).toContain('2 of 16 tools');
+
+    // Groups follow the order of their first match; a connector narrows the search.
+    const users = await c.get('/dashboard/tools?q=user');
+    const groupOrder = [...users.html.matchAll(/id="connector-([a-z]+)"/g)].map((m) => m[1]!);
+    expect(groupOrder).toEqual([...new Set(findTools('user').map((t) => t.connector))]);
+    expect(groupOrder.length).toBeGreaterThan(1);
+    const narrowed = await c.get('/dashboard/tools?q=user&connector=callintel');
+    expect(toolLinks(narrowed.html)).toEqual(
+      findTools('user')
+        .filter((t) => t.connector === 'callintel')
+        .map((t) => t.name),
+    );
+    expect(narrowed.html).toMatch(/<option value="callintel" selected>/);
+
+    const none = await c.get('/dashboard/tools?q=zzz-no-such-word');
+    expect(toolLinks(none.html)).toEqual([]);
+    expect(none.html).toContain('No tool matches “zzz-no-such-word”');
+    expect((await c.get('/dashboard/tools?connector=nope')).status).toBe(404);
+  });
+
+  it('escapes the query, cuts a long one, and carries the chosen account into the tool links', async () => {
+    const c = await signedIn();
+    const hostile = await c.get(`/dashboard/tools?q=${encodeURIComponent('<script>alert(1)</script>')}`);
+    expect(hostile.status).toBe(200);
+    expect(hostile.html).not.toContain('<script>alert');
+    expect(hostile.html).toContain('value="&lt;script&gt;alert(1)&lt;/script&gt;"');
+
+    const long = await c.get(`/dashboard/tools?q=${'a'.repeat(500)}`);
+    expect(long.html).toContain(`value="${'a'.repeat(200)}"`);
+    expect(long.html).not.toContain('a'.repeat(201));
+
+    const carried = await c.get('/dashboard/tools?q=ticket&connection=desk&identifier=user-1');
+    expect(carried.html).toContain('<input type="hidden" name="connection" value="desk">');
+    expect(carried.html).toContain('<input type="hidden" name="identifier" value="user-1">');
+    expect(carried.html).toContain(
+      'href="/dashboard/tools/helpdesk_ticket_get?connection&#x3D;desk&amp;identifier&#x3D;user-1"',
+    );
+    expect(carried.html).toContain(
+      'href="/dashboard/tools?connection&#x3D;desk&amp;identifier&#x3D;user-1" id="clear-search"',
+    );
+  });
+});
+
+describe('page details', () => {
+  it('shows a one-sentence summary on each connector card and the full notes on the connector page', async () => {
+    const c = await signedIn();
+    const catalogue = await c.get('/dashboard/connections/new');
+    const drive = connectors.get('drive')!;
+    expect(drive.description).toContain('fileNotDownloadable');
+    expect(catalogue.html).not.toContain('fileNotDownloadable');
+    expect(catalogue.html).toContain(
+      '<p class="summary-line">Files and folders of a cloud file storage account: metadata by ID, search by name, type, owner or parent, and full-text search inside file bodies.</p>',
+    );
+    // The provider's short name on the card, its full description on the connector page.
+    expect(catalogue.html).toContain('HarvestAPI REST API · API key');
+    expect(catalogue.html).not.toContain('api.harvest-api.com');
+    const page = await c.get('/dashboard/connections/new/drive');
+    expect(page.html).toContain('fileNotDownloadable');
+    expect(page.html).toContain(drive.provider);
+    expect(page.html).toContain(`href="${drive.docsUrl}" rel="noreferrer">provider docs</a>`);
+    expect(page.html).toContain(`<a href="/dashboard/tools?connector&#x3D;drive">${drive.toolNames.length} tools</a>`);
+  });
+
+  it('draws breadcrumbs as a list, with no separator in the text', async () => {
+    const c = await signedIn();
+    for (const path of [
+      '/dashboard/connections/new',
+      '/dashboard/connections/new/helpdesk',
+      '/dashboard/tools/helpdesk_ticket_get',
+    ]) {
+      const res = await c.get(path);
+      expect(res.html, path).toMatch(/<nav class="crumbs" aria-label="Breadcrumb"><ol><li><a href="[^"]+">/);
+      expect(res.html, path).not.toContain('›');
+    }
+  });
+
+  it('answers /favicon.ico with an icon, and links the SVG icon from every page', async () => {
+    const anonymous = new DashboardClient(h.url);
+    const signIn = await anonymous.get('/dashboard/sign-in');
+    expect(signIn.html).toContain('<link rel="icon" href="/dashboard/static/favicon.svg" type="image/svg+xml">');
+    const svg = await fetch(`${h.url}/dashboard/static/favicon.svg`);
+    expect(svg.status).toBe(200);
+    expect(svg.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+    expect(await svg.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+
+    const res = await fetch(`${h.url}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/x-icon');
+    expect(res.headers.get('cache-control')).toBe('public, max-age=86400');
+    const ico = Buffer.from(await res.arrayBuffer());
+    // An ICO directory (reserved 0, type 1) whose entries are PNG images of the sizes they claim.
+    expect(ico.readUInt16LE(0)).toBe(0);
+    expect(ico.readUInt16LE(2)).toBe(1);
+    const sizes: number[] = [];
+    for (let i = 0; i < ico.readUInt16LE(4); i++) {
+      const entry = 6 + 16 * i;
+      const [width, bytes, offset] = [ico[entry]!, ico.readUInt32LE(entry + 8), ico.readUInt32LE(entry + 12)];
+      const png = ico.subarray(offset, offset + bytes);
+      expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+      expect(png.readUInt32BE(16)).toBe(width);
+      expect(png.readUInt32BE(20)).toBe(width);
+      sizes.push(width);
+    }
+    expect(sizes).toEqual([16, 32]);
   });
 });
