@@ -21,6 +21,7 @@ export interface Services {
   sealer: Sealer;
   tokens: ServiceTokens;
   accounts: AccountService;
+  upstream: Upstream;
   activity: ActivityRecorder;
   executor: ToolExecutor;
   proxy: ProxyHandler;
@@ -96,6 +97,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     sealer,
     tokens,
     accounts,
+    upstream,
     activity,
     executor,
     proxy,
