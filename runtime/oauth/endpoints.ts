@@ -45,15 +45,19 @@ export function requestOptions(ep: Pick<OAuthEndpoints, 'insecure' | 'fetch'>): 
 /** Token, refresh and registration requests: the 30 s a token exchange was always given, and a 1 MiB answer. */
 const TOKEN_POLICY = { connectTimeoutMs: 10_000, responseTimeoutMs: 20_000, maxBytes: 1 << 20 };
 
+type Limits = Omit<FetchPolicy, 'configuredHosts' | 'limitNote'>;
+
+/** The upstream policy of a request to an authorization server or for discovery. */
+export function oauthPolicy(configured: readonly string[], limits: Limits = TOKEN_POLICY): FetchPolicy {
+  return { ...limits, configuredHosts: configured, limitNote: 'the limit for OAuth and discovery answers' };
+}
+
 /**
  * A fetch to an authorization server through the upstream layer: hosts outside `configured` must resolve to public
  * addresses (checked at the socket's DNS lookup), and every request has timeouts and a size limit.
  */
-export function oauthFetch(
-  configured: readonly string[],
-  policy: Omit<FetchPolicy, 'configuredHosts' | 'limitNote'> = TOKEN_POLICY,
-): Fetch {
-  return upstreamFetch({ ...policy, configuredHosts: configured, limitNote: 'the limit for OAuth answers' });
+export function oauthFetch(configured: readonly string[], limits: Limits = TOKEN_POLICY): Fetch {
+  return upstreamFetch(oauthPolicy(configured, limits));
 }
 
 /**

@@ -3,7 +3,7 @@ import type { OAuth2McpAuthSpec } from '../../core/spec-model.ts';
 import type { Connection } from '../store/types.ts';
 import { ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import type { EndpointDeps, OAuthEndpoints } from './endpoints.ts';
-import { oauthFetch, redirectUriFor, requestOptions } from './endpoints.ts';
+import { oauthFetch, oauthPolicy, redirectUriFor, requestOptions } from './endpoints.ts';
 import { aad } from '../crypto/aad.ts';
 import { hostAndPort } from '../upstream/address-guard.ts';
 import type { Fetch, FetchPolicy } from '../upstream/fetch.ts';
@@ -36,9 +36,13 @@ const DISCOVERY_POLICY = { connectTimeoutMs: 5_000, responseTimeoutMs: 5_000, ma
 /** A refusal by the address guard: the one discovery failure that is reported as it is, never skipped over. */
 const refusedHost = (e: unknown) => e instanceof UpstreamFailure && e.code === 'upstream_host_not_public';
 
-async function getJson(url: string, insecure: boolean, fetch: Fetch): Promise<Record<string, unknown> | undefined> {
+async function getJson(
+  url: string,
+  insecure: boolean,
+  fetchUpstream: Fetch,
+): Promise<Record<string, unknown> | undefined> {
   if (!insecure && !url.startsWith('https:')) return undefined;
-  const res = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'error' });
+  const res = await fetchUpstream(url, { headers: { accept: 'application/json' }, redirect: 'error' });
   if (!res.ok) return undefined;
   const body: unknown = await res.json().catch(() => undefined);
   return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
@@ -91,7 +95,7 @@ async function protectedResourceMetadata(
   resource: string,
   insecure: boolean,
   metadataUrl: string | undefined,
-  fetch: Fetch,
+  fetchUpstream: Fetch,
 ) {
   const u = new URL(resource);
   const path = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
@@ -101,7 +105,7 @@ async function protectedResourceMetadata(
     `${u.origin}/.well-known/oauth-protected-resource`,
   ];
   for (const candidate of new Set(candidates.filter((c): c is string => !!c))) {
-    const meta = await getJson(candidate, insecure, fetch).catch((e: unknown) => {
+    const meta = await getJson(candidate, insecure, fetchUpstream).catch((e: unknown) => {
       if (refusedHost(e)) throw e;
       return undefined;
     });
@@ -135,8 +139,7 @@ async function discover(
   hosts: string[],
   operatorResource: boolean,
 ): Promise<Discovered> {
-  const policy = { ...DISCOVERY_POLICY, configuredHosts: hosts, limitNote: 'the limit for discovery answers' };
-  const told = await challenge(resource, insecure, policy);
+  const told = await challenge(resource, insecure, oauthPolicy(hosts, DISCOVERY_POLICY));
   const prm = await protectedResourceMetadata(
     resource,
     insecure,
@@ -205,7 +208,7 @@ export async function discoverMcpAuthorization(
     d = await discover(resource, insecure, hosts, !!connection.oauth.resource);
     discovered.set(connection.id, d);
   }
-  const fetch = oauthFetch(d.hosts);
+  const tokenFetch = oauthFetch(d.hosts);
   const redirectUri = redirectUriFor(deps.publicUrl, connection.id);
   const aadText = aad.registration(connection.id);
   let reg = connection.registrationSealed
@@ -220,7 +223,7 @@ export async function discoverMcpAuthorization(
         `Authorization server ${d.as.issuer} offers no dynamic client registration`,
       );
     }
-    const opts = requestOptions({ insecure, fetch });
+    const opts = requestOptions({ insecure, fetch: tokenFetch });
     let client: oauth.Client;
     try {
       const res = await oauth.dynamicClientRegistrationRequest(
@@ -280,7 +283,7 @@ export async function discoverMcpAuthorization(
     authorizeParams: {},
     resource: d.resource,
     tokenResponseFields: {},
-    fetch,
+    fetch: tokenFetch,
   };
 }
 

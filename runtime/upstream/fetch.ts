@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { UpstreamFailure } from '../../core/errors.ts';
-import { sendOnce, type HttpRequest, type HttpResponse } from './http.ts';
+import { sendOnce, stripQuery, type HttpRequest, type HttpResponse } from './http.ts';
 
 export interface FetchPolicy {
   connectTimeoutMs: number;
@@ -65,9 +65,4 @@ export function upstreamFetch(policy: FetchPolicy): Fetch {
     }
     return toResponse(res);
   };
-}
-
-function stripQuery(url: string): string {
-  const i = url.search(/[?#]/);
-  return i < 0 ? url : url.slice(0, i);
 }

@@ -110,6 +110,12 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A URL without its query, for logs and messages: a query may carry what the operator's logs have no use for. */
+export function stripQuery(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
+}
+
 /**
  * One exchange, no retry and no redirect: the address policy, connect/idle/whole-answer timeouts and the size
  * limit, and every failure as the service's own error (see `classify`).

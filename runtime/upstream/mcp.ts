@@ -10,24 +10,39 @@
  * session, and a session the server forgot (404) is initialized again.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  CallToolResultSchema,
-  ErrorCode,
-  JSONRPCMessageSchema,
-  ListToolsResultSchema,
-  McpError,
-  type CallToolResult,
-  type JSONRPCMessage,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { fetchRequest, toResponse, type Fetch, type FetchPolicy } from './fetch.ts';
 import { sendOnce } from './http.ts';
+
+async function loadSdk() {
+  const [client, transport, types, ajv] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('@modelcontextprotocol/sdk/validation/ajv'),
+  ]);
+  return {
+    Client: client.Client,
+    StreamableHTTPClientTransport: transport.StreamableHTTPClientTransport,
+    CallToolResultSchema: types.CallToolResultSchema,
+    ListToolsResultSchema: types.ListToolsResultSchema,
+    JSONRPCMessageSchema: types.JSONRPCMessageSchema,
+    McpError: types.McpError,
+    RequestTimeout: types.ErrorCode.RequestTimeout,
+    // One for every client: the SDK would build an Ajv instance per client, and the requests here compile nothing.
+    validator: new ajv.AjvJsonSchemaValidator(),
+  };
+}
+let sdk: ReturnType<typeof loadSdk> | undefined;
+/**
+ * The MCP SDK, loaded on the first MCP call rather than at start: with its schema library it adds about a second
+ * and 20 MB of memory to every start (measured), also where no connection uses an MCP server.
+ */
+const mcpSdk = () => (sdk ??= loadSdk());
 
 const CLIENT_INFO = { name: 'agent-connector-service', version: '0.1.0' };
 const USER_AGENT = 'agent-connector-service/0.1';
@@ -62,7 +77,7 @@ const malformed = (detail: string) =>
  * whose `message` events each carry one message — read as the SDK's transport reads them — checked against the
  * SDK's JSON-RPC message schema.
  */
-export function findReply(body: string, contentType: string, id: number): JSONRPCMessage {
+export async function findReply(body: string, contentType: string, id: number): Promise<JSONRPCMessage> {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   const messages: unknown[] = [];
   if (type === 'text/event-stream') {
@@ -94,7 +109,7 @@ export function findReply(body: string, contentType: string, id: number): JSONRP
       !!m && typeof m === 'object' && Number((m as { id?: unknown }).id) === id && ('result' in m || 'error' in m),
   );
   if (!reply) throw malformed(`no reply to request ${id}`);
-  const checked = JSONRPCMessageSchema.safeParse(reply);
+  const checked = (await mcpSdk()).JSONRPCMessageSchema.safeParse(reply);
   if (!checked.success) throw malformed(`the reply to request ${id} is not a JSON-RPC response`);
   return checked.data;
 }
@@ -130,7 +145,7 @@ function mcpFetch(session: Pick<Session, 'policy'>): Fetch {
     if (res.status < 200 || res.status >= 300) throw new McpHttpError(res.status, parsedBody(res.body), res.headers);
     const id = requestId(req.body);
     if (id !== undefined) {
-      const reply = findReply(res.body.toString('utf8'), String(res.headers['content-type'] ?? ''), id);
+      const reply = await findReply(res.body.toString('utf8'), String(res.headers['content-type'] ?? ''), id);
       if ('error' in reply) throw new McpRpcError(reply.error);
     }
     return toResponse(res);
@@ -144,10 +159,6 @@ function requestId(body: Buffer | string | undefined): number | undefined {
   return typeof message.id === 'number' && typeof message.method === 'string' ? message.id : undefined;
 }
 
-let sharedValidator: AjvJsonSchemaValidator | undefined;
-/** One for every client: the SDK would build an Ajv instance per client, and the requests here compile nothing. */
-const validator = () => (sharedValidator ??= new AjvJsonSchemaValidator());
-
 /**
  * Later than the transport's own deadline (connect + response, see `sendOnce`), which ends a slow exchange first
  * and names its limit: this one only ends a request whose reply the SDK never delivers.
@@ -157,12 +168,13 @@ const requestOptions = (policy: FetchPolicy): RequestOptions => ({
 });
 
 /** What a failed MCP exchange is for the service's callers. */
-function mcpFailure(e: unknown, policy: FetchPolicy): Error {
+async function mcpFailure(e: unknown, policy: FetchPolicy): Promise<Error> {
   if (e instanceof McpHttpError) return new ProviderError(e.status, e.body, e.headers);
   if (e instanceof McpRpcError)
     return new ProviderError([-32600, -32601, -32602].includes(e.error.code) ? 400 : 502, { error: e.error });
   if (e instanceof ServiceError) return e;
-  if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
+  const { McpError, RequestTimeout } = await mcpSdk();
+  if (e instanceof McpError && e.code === RequestTimeout) {
     return new UpstreamFailure(
       'upstream_timeout',
       `The MCP server did not answer in time (after ${requestOptions(policy).timeout} ms)`,
@@ -185,6 +197,7 @@ export class McpClients {
 
   /** Calls a tool; a result flagged `isError` is the provider's error, carrying the result. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const { CallToolResultSchema } = await mcpSdk();
     const result = await this.request(target, (client, options) =>
       client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, options),
     );
@@ -193,7 +206,8 @@ export class McpClients {
   }
 
   /** Every tool the server lists, following its cursor for at most MAX_TOOL_PAGES pages. */
-  listTools(target: McpTarget): Promise<Tool[]> {
+  async listTools(target: McpTarget): Promise<Tool[]> {
+    const { ListToolsResultSchema } = await mcpSdk();
     return this.request(target, async (client, options) => {
       const tools: Tool[] = [];
       let cursor: string | undefined;
@@ -229,7 +243,7 @@ export class McpClients {
         if (!answered && this.sessions.get(key) === session) this.sessions.delete(key);
         if (e instanceof McpHttpError && e.status === 404 && attempt < 2) continue;
         if (e instanceof McpHttpError && e.status === 401) throw e;
-        throw mcpFailure(e, session.policy);
+        throw await mcpFailure(e, session.policy);
       }
     }
   }
@@ -259,7 +273,8 @@ async function connect(
   credentials: Record<string, string>,
   session: Pick<Session, 'policy'>,
 ): Promise<Client> {
-  const client = new Client(CLIENT_INFO, { jsonSchemaValidator: validator() });
+  const { Client, StreamableHTTPClientTransport, validator } = await mcpSdk();
+  const client = new Client(CLIENT_INFO, { jsonSchemaValidator: validator });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     fetch: mcpFetch(session),
     requestInit: { headers: { ...credentials, 'user-agent': USER_AGENT } },

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
-import { send, upstreamTimeouts, type HttpRequest, type HttpResponse } from './http.ts';
+import { send, stripQuery, upstreamTimeouts, type HttpRequest, type HttpResponse } from './http.ts';
 import { McpClients, McpHttpError, type McpTarget } from './mcp.ts';
 import { refreshOnceAfter401 } from './refresh.ts';
 import { openStream } from './stream.ts';
@@ -122,9 +122,4 @@ export class Upstream {
       },
     };
   }
-}
-
-export function stripQuery(url: string): string {
-  const i = url.indexOf('?');
-  return i < 0 ? url : url.slice(0, i);
 }
