@@ -60,6 +60,22 @@ export interface HookContext<I> {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Like `send`, but a non-2xx answer becomes a provider error; returns the body. */
   call(request: UpstreamRequest): Promise<unknown>;
+  /** The tools the MCP server (Streamable HTTP) at `url` lists, every page, asked with the account's credentials. */
+  listMcpTools(url: string): Promise<McpToolInfo[]>;
+  /**
+   * Calls a tool of the MCP server at `url` with the account's credentials; returns the tool's result. A result
+   * flagged `isError`, or a JSON-RPC error, is a provider error.
+   */
+  callMcpTool(url: string, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+/** A tool an MCP server lists (`tools/list`). */
+export interface McpToolInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  [key: string]: unknown;
 }
 
 /**

@@ -10,6 +10,7 @@ import { AccountService } from './accounts/service.ts';
 import { ActivityRecorder } from './activity.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import { ProxyHandler } from './proxy/proxy.ts';
+import { Upstream } from './upstream/upstream.ts';
 import { OAuthFlow } from './oauth/flow.ts';
 import { DashboardAuth } from './dashboard/auth.ts';
 
@@ -20,6 +21,7 @@ export interface Services {
   sealer: Sealer;
   tokens: ServiceTokens;
   accounts: AccountService;
+  upstream: Upstream;
   activity: ActivityRecorder;
   executor: ToolExecutor;
   proxy: ProxyHandler;
@@ -74,8 +76,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
 
   const activity = new ActivityRecorder(store, log);
   const accounts = new AccountService(store, sealer, config, log);
-  const executor = new ToolExecutor(accounts, activity, config, log);
-  const proxy = new ProxyHandler(accounts, activity, config, log);
+  const upstream = new Upstream(accounts, config, log);
+  const executor = new ToolExecutor(accounts, upstream, activity);
+  const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
@@ -94,6 +97,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     sealer,
     tokens,
     accounts,
+    upstream,
     activity,
     executor,
     proxy,

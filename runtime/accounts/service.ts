@@ -261,6 +261,17 @@ export class AccountService {
     return url;
   }
 
+  /** Whether an upstream 401 can be answered with a token refresh (see upstream/refresh.ts). */
+  canRefresh(live: LiveAccount): boolean {
+    return isOAuthKind(live.auth.kind);
+  }
+
+  /** The account with a refreshed token, after the provider refused the current one (an upstream 401). */
+  async refreshAfterUnauthorized(live: LiveAccount): Promise<LiveAccount> {
+    const account = await this.refresh(live, live.account, 'unauthorized');
+    return this.withSecrets({ ...live, account });
+  }
+
   /**
    * Refreshes the account's token once, however many callers ask at the same time. `seen` is the account
    * as the caller saw it: if the stored version moved on meanwhile, another refresh already happened.

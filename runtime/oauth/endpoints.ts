@@ -3,10 +3,12 @@ import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../core/spec-model.ts
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import type { Connection, Store } from '../store/types.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
-import { authFor, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
+import { authFor, configuredHosts, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { discoverMcpAuthorization } from './mcp-auth.ts';
 import { aad } from '../crypto/aad.ts';
+import { hostAndPort } from '../upstream/address-guard.ts';
+import { upstreamFetch, type Fetch, type FetchPolicy } from '../upstream/fetch.ts';
 
 /** Everything needed to run an authorization-code flow and refresh tokens for one connection. */
 export interface OAuthEndpoints {
@@ -22,14 +24,64 @@ export interface OAuthEndpoints {
   /** RFC 8707 resource indicator, sent on authorize, token and refresh requests (MCP). */
   resource?: string;
   tokenResponseFields: Record<string, string>;
+  /** How token (and registration) requests are sent: the upstream layer, with this connection's configured hosts. */
+  fetch: Fetch;
 }
 
 export function redirectUriFor(publicUrl: string, connectionId: string): string {
   return `${publicUrl}/sso/v1/oauth/${connectionId}/callback`;
 }
 
-export function requestOptions(ep: Pick<OAuthEndpoints, 'insecure'>): { [oauth.allowInsecureRequests]?: boolean } {
-  return ep.insecure ? { [oauth.allowInsecureRequests]: true } : {};
+/** oauth4webapi's options for a request to the authorization server: through the upstream layer's fetch. */
+export function requestOptions(ep: Pick<OAuthEndpoints, 'insecure' | 'fetch'>): {
+  [oauth.allowInsecureRequests]?: boolean;
+  [oauth.customFetch]: Fetch;
+} {
+  return ep.insecure
+    ? { [oauth.allowInsecureRequests]: true, [oauth.customFetch]: ep.fetch }
+    : { [oauth.customFetch]: ep.fetch };
+}
+
+/** Token, refresh and registration requests: the 30 s a token exchange was always given, and a 1 MiB answer. */
+const TOKEN_POLICY = { connectTimeoutMs: 10_000, responseTimeoutMs: 20_000, maxBytes: 1 << 20 };
+
+type Limits = Omit<FetchPolicy, 'configuredHosts' | 'limitNote'>;
+
+/** The upstream policy of a request to an authorization server or for discovery. */
+export function oauthPolicy(configured: readonly string[], limits: Limits = TOKEN_POLICY): FetchPolicy {
+  return { ...limits, configuredHosts: configured, limitNote: 'the limit for OAuth and discovery answers' };
+}
+
+/**
+ * A fetch to an authorization server through the upstream layer: hosts outside `configured` must resolve to public
+ * addresses (checked at the socket's DNS lookup), and every request has timeouts and a size limit.
+ */
+export function oauthFetch(configured: readonly string[], limits: Limits = TOKEN_POLICY): Fetch {
+  return upstreamFetch(oauthPolicy(configured, limits));
+}
+
+/**
+ * The hosts a connection's OAuth requests may reach whatever they resolve to: the connector's and the connection's
+ * configured hosts (see `configuredHosts`) and their authorization and token endpoints.
+ */
+export function oauthHosts(connector: ConnectorDefinition, connection: Connection): string[] {
+  const auth = authFor(connector, connection.authKind);
+  const urls = [
+    connection.oauth.authorize_url,
+    connection.oauth.token_url,
+    ...(isOAuth2(auth) ? [auth.authorize_url, auth.token_url] : []),
+    ...(isMcpAuth(auth) ? [(auth as OAuth2McpAuthSpec).resource] : []),
+  ];
+  const hosts = configuredHosts(connector, connection, {});
+  for (const url of urls) {
+    if (!url) continue;
+    try {
+      hosts.push(hostAndPort(new URL(url)));
+    } catch {
+      // Not a URL: it names no host to exempt (the request to it fails on its own).
+    }
+  }
+  return [...new Set(hosts)];
 }
 
 export interface EndpointDeps {
@@ -64,12 +116,18 @@ export async function endpointsFor(
   deps: EndpointDeps,
 ): Promise<OAuthEndpoints> {
   const auth = authFor(connector, connection.authKind);
-  if (isOAuth2(auth)) return staticEndpoints(auth, connection, deps.sealer);
-  if (isMcpAuth(auth)) return discoverMcpAuthorization(auth as OAuth2McpAuthSpec, connection, deps);
+  const hosts = oauthHosts(connector, connection);
+  if (isOAuth2(auth)) return staticEndpoints(auth, connection, deps.sealer, hosts);
+  if (isMcpAuth(auth)) return discoverMcpAuthorization(auth as OAuth2McpAuthSpec, connection, deps, hosts);
   throw new ServiceError(400, 'not_oauth', `Connection ${connection.name} uses ${auth.kind} credentials, not OAuth`);
 }
 
-function staticEndpoints(auth: OAuth2AuthSpec, connection: Connection, sealer: Sealer): OAuthEndpoints {
+function staticEndpoints(
+  auth: OAuth2AuthSpec,
+  connection: Connection,
+  sealer: Sealer,
+  hosts: readonly string[],
+): OAuthEndpoints {
   if (!connection.clientId) {
     throw new ServiceError(
       409,
@@ -110,5 +168,6 @@ function staticEndpoints(auth: OAuth2AuthSpec, connection: Connection, sealer: S
     pkce: auth.pkce !== false,
     authorizeParams: auth.authorize_params ?? {},
     tokenResponseFields: auth.token_response_fields ?? {},
+    fetch: oauthFetch(hosts),
   };
 }

@@ -1,10 +1,13 @@
 import * as oauth from 'oauth4webapi';
 import type { OAuth2McpAuthSpec } from '../../core/spec-model.ts';
 import type { Connection } from '../store/types.ts';
-import { ServiceError } from '../../core/errors.ts';
+import { ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import type { EndpointDeps, OAuthEndpoints } from './endpoints.ts';
-import { redirectUriFor } from './endpoints.ts';
+import { oauthFetch, oauthPolicy, redirectUriFor, requestOptions } from './endpoints.ts';
 import { aad } from '../crypto/aad.ts';
+import { hostAndPort } from '../upstream/address-guard.ts';
+import type { Fetch, FetchPolicy } from '../upstream/fetch.ts';
+import { unauthenticatedChallenge } from '../upstream/mcp.ts';
 
 interface Registration {
   client_id: string;
@@ -19,19 +22,27 @@ interface Discovered {
   resource: string;
   /** Scopes from the 401 challenge, else the protected resource's scopes_supported. */
   scopes?: string[];
+  /** The hosts the authorization server's endpoints may reach whatever they resolve to. */
+  hosts: string[];
   at: number;
 }
 
 const CACHE_MS = 60 * 60_000;
 const discovered = new Map<string, Discovered>();
 
-async function getJson(url: string, insecure: boolean): Promise<Record<string, unknown> | undefined> {
+/** Discovery requests: the 10 s they were always given, and a 1 MiB answer. */
+const DISCOVERY_POLICY = { connectTimeoutMs: 5_000, responseTimeoutMs: 5_000, maxBytes: 1 << 20 };
+
+/** A refusal by the address guard: the one discovery failure that is reported as it is, never skipped over. */
+const refusedHost = (e: unknown) => e instanceof UpstreamFailure && e.code === 'upstream_host_not_public';
+
+async function getJson(
+  url: string,
+  insecure: boolean,
+  fetchUpstream: Fetch,
+): Promise<Record<string, unknown> | undefined> {
   if (!insecure && !url.startsWith('https:')) return undefined;
-  const res = await fetch(url, {
-    headers: { accept: 'application/json' },
-    redirect: 'error',
-    signal: AbortSignal.timeout(10_000),
-  });
+  const res = await fetchUpstream(url, { headers: { accept: 'application/json' }, redirect: 'error' });
   if (!res.ok) return undefined;
   const body: unknown = await res.json().catch(() => undefined);
   return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
@@ -54,32 +65,14 @@ export function bearerChallengeParams(header: string): Record<string, string> {
  * What an unauthenticated request to the MCP endpoint is told (MCP authorization, RFC 9728 §5.1): the 401's
  * challenge names the protected-resource metadata and may name the scopes to request.
  */
-async function challenge(resource: string, insecure: boolean): Promise<{ metadataUrl?: string; scope?: string }> {
+async function challenge(
+  resource: string,
+  insecure: boolean,
+  policy: FetchPolicy,
+): Promise<{ metadataUrl?: string; scope?: string }> {
   if (!insecure && !resource.startsWith('https:')) return {};
-  try {
-    const res = await fetch(resource, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'agent-connector-service', version: '0.1.0' },
-        },
-      }),
-      redirect: 'error',
-      signal: AbortSignal.timeout(10_000),
-    });
-    await res.body?.cancel();
-    if (res.status !== 401) return {};
-    const params = bearerChallengeParams(res.headers.get('www-authenticate') ?? '');
-    return { metadataUrl: params.resource_metadata, scope: params.scope };
-  } catch {
-    return {};
-  }
+  const params = bearerChallengeParams((await unauthenticatedChallenge(resource, policy)) ?? '');
+  return { metadataUrl: params.resource_metadata, scope: params.scope };
 }
 
 /** Metadata may name a resource at or above the endpoint (same origin, path prefix), never another one. */
@@ -98,7 +91,12 @@ function coversEndpoint(metaResource: string, endpoint: string): boolean {
  * RFC 9728: the protected resource's metadata names its authorization server(s). Tried in order: the URL the
  * 401 challenge names, the path-inserted well-known URL (/.well-known/oauth-protected-resource/mcp), the origin's.
  */
-async function protectedResourceMetadata(resource: string, insecure: boolean, metadataUrl: string | undefined) {
+async function protectedResourceMetadata(
+  resource: string,
+  insecure: boolean,
+  metadataUrl: string | undefined,
+  fetchUpstream: Fetch,
+) {
   const u = new URL(resource);
   const path = u.pathname === '/' ? '' : u.pathname.replace(/\/+$/, '');
   const candidates = [
@@ -107,7 +105,10 @@ async function protectedResourceMetadata(resource: string, insecure: boolean, me
     `${u.origin}/.well-known/oauth-protected-resource`,
   ];
   for (const candidate of new Set(candidates.filter((c): c is string => !!c))) {
-    const meta = await getJson(candidate, insecure).catch(() => undefined);
+    const meta = await getJson(candidate, insecure, fetchUpstream).catch((e: unknown) => {
+      if (refusedHost(e)) throw e;
+      return undefined;
+    });
     if (!meta || !Array.isArray(meta.authorization_servers) || !meta.authorization_servers.length) continue;
     if (typeof meta.resource === 'string' && !coversEndpoint(meta.resource, resource)) {
       throw new ServiceError(
@@ -125,17 +126,37 @@ async function protectedResourceMetadata(resource: string, insecure: boolean, me
   );
 }
 
-async function discover(resource: string, insecure: boolean): Promise<Discovered> {
-  const told = await challenge(resource, insecure);
-  const prm = await protectedResourceMetadata(resource, insecure, told.metadataUrl);
+/**
+ * Reads the protected resource's metadata and its authorization server's. Every request goes through the upstream
+ * layer: a host outside `hosts` (the connection's configured ones) must resolve to public addresses. The authorization
+ * server a resource names is as trusted as the resource only when the operator chose that resource
+ * (`operatorResource`, the connection's `oauth.resource`): the operator's own MCP server may well use an internal
+ * authorization server, the way an operator's token endpoint may answer with internal hosts.
+ */
+async function discover(
+  resource: string,
+  insecure: boolean,
+  hosts: string[],
+  operatorResource: boolean,
+): Promise<Discovered> {
+  const told = await challenge(resource, insecure, oauthPolicy(hosts, DISCOVERY_POLICY));
+  const prm = await protectedResourceMetadata(
+    resource,
+    insecure,
+    told.metadataUrl,
+    oauthFetch(hosts, DISCOVERY_POLICY),
+  );
   const issuer = new URL(String((prm.authorization_servers as unknown[])[0]));
-  const options = insecure
-    ? { [oauth.allowInsecureRequests]: true, algorithm: 'oauth2' as const }
-    : { algorithm: 'oauth2' as const };
+  const asHosts = operatorResource ? [...new Set([...hosts, hostAndPort(issuer)])] : hosts;
+  const options = {
+    ...requestOptions({ insecure, fetch: oauthFetch(asHosts, DISCOVERY_POLICY) }),
+    algorithm: 'oauth2' as const,
+  };
   let as: oauth.AuthorizationServer;
   try {
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, options));
   } catch (e) {
+    if (refusedHost(e)) throw e;
     throw new ServiceError(
       502,
       'mcp_discovery_failed',
@@ -164,6 +185,7 @@ async function discover(resource: string, insecure: boolean): Promise<Discovered
     as,
     resource: typeof prm.resource === 'string' ? prm.resource : resource,
     scopes: told.scope ? told.scope.split(' ').filter(Boolean) : supported,
+    hosts: asHosts,
     at: Date.now(),
   };
 }
@@ -177,14 +199,16 @@ export async function discoverMcpAuthorization(
   auth: OAuth2McpAuthSpec,
   connection: Connection,
   deps: EndpointDeps,
+  hosts: string[],
 ): Promise<OAuthEndpoints> {
   const resource = connection.oauth.resource ?? auth.resource;
   const insecure = resource.startsWith('http:');
   let d = discovered.get(connection.id);
   if (!d || d.resource !== resource || Date.now() - d.at > CACHE_MS) {
-    d = await discover(resource, insecure);
+    d = await discover(resource, insecure, hosts, !!connection.oauth.resource);
     discovered.set(connection.id, d);
   }
+  const tokenFetch = oauthFetch(d.hosts);
   const redirectUri = redirectUriFor(deps.publicUrl, connection.id);
   const aadText = aad.registration(connection.id);
   let reg = connection.registrationSealed
@@ -199,7 +223,7 @@ export async function discoverMcpAuthorization(
         `Authorization server ${d.as.issuer} offers no dynamic client registration`,
       );
     }
-    const opts = insecure ? { [oauth.allowInsecureRequests]: true } : {};
+    const opts = requestOptions({ insecure, fetch: tokenFetch });
     let client: oauth.Client;
     try {
       const res = await oauth.dynamicClientRegistrationRequest(
@@ -215,6 +239,7 @@ export async function discoverMcpAuthorization(
       );
       client = await oauth.processDynamicClientRegistrationResponse(res);
     } catch (e) {
+      if (refusedHost(e)) throw e;
       throw new ServiceError(
         502,
         'mcp_registration_failed',
@@ -258,6 +283,7 @@ export async function discoverMcpAuthorization(
     authorizeParams: {},
     resource: d.resource,
     tokenResponseFields: {},
+    fetch: tokenFetch,
   };
 }
 

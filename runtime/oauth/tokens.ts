@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi';
+import { UpstreamFailure } from '../../core/errors.ts';
 import type { OAuthEndpoints } from './endpoints.ts';
 import { requestOptions } from './endpoints.ts';
 
@@ -56,7 +57,12 @@ function toTokenSet(ep: OAuthEndpoints, r: oauth.TokenEndpointResponse): TokenSe
   };
 }
 
-function classify(e: unknown): TokenRequestError {
+/**
+ * Why a token request failed. A host the upstream layer refused (not public, and not configured) is passed on as
+ * that refusal: it is neither a dead grant nor a passing outage.
+ */
+function classify(e: unknown): TokenRequestError | UpstreamFailure {
+  if (e instanceof UpstreamFailure && e.code === 'upstream_host_not_public') return e;
   if (e instanceof oauth.ResponseBodyError) {
     if (e.error === 'invalid_grant')
       return new TokenRequestError(
@@ -137,7 +143,6 @@ export async function exchangeCode(
       verifier ?? oauth.nopkce,
       {
         ...requestOptions(ep),
-        signal: AbortSignal.timeout(30_000),
         ...(ep.resource ? { additionalParameters: { resource: ep.resource } } : {}),
       },
     );
@@ -151,7 +156,6 @@ export async function refreshTokens(ep: OAuthEndpoints, refreshToken: string): P
   try {
     const res = await oauth.refreshTokenGrantRequest(ep.as, ep.client, ep.clientAuth, refreshToken, {
       ...requestOptions(ep),
-      signal: AbortSignal.timeout(30_000),
       ...(ep.resource ? { additionalParameters: { resource: ep.resource } } : {}),
     });
     return toTokenSet(ep, await oauth.processRefreshTokenResponse(ep.as, ep.client, await withoutIdToken(res)));

@@ -1,14 +1,11 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
-import type { Config } from '../config.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import { ServiceError } from '../../core/errors.ts';
-import type { AccountService, LiveAccount } from '../accounts/service.ts';
+import type { AccountService } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
-import { classify, keepAliveAgents, notPublicFailure, upstreamTimeouts } from '../upstream/http.ts';
-import { addressPolicy, guardedAgents, NOT_PUBLIC } from '../upstream/address-guard.ts';
+import type { Upstream } from '../upstream/upstream.ts';
 
 /**
  * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
@@ -160,8 +157,8 @@ export function checkProxyPath(path: string): string | undefined {
 export class ProxyHandler {
   constructor(
     private accounts: AccountService,
+    private upstream: Upstream,
     private activity: ActivityRecorder,
-    private config: Config,
     private log: Logger,
   ) {}
 
@@ -207,7 +204,7 @@ export class ProxyHandler {
       throw new ServiceError(400, 'credential_header_not_allowed', 'Credential headers are set by the service');
     }
 
-    let live = await this.accounts.live(resolved);
+    const live = await this.accounts.live(resolved);
     const base = this.accounts.baseUrlFor(live);
     const target = `${base}${path}${query ? `?${query}` : ''}`;
     const baseUrl = new URL(base);
@@ -231,35 +228,15 @@ export class ProxyHandler {
     this.accounts.touch(live.account.id);
 
     try {
-      for (let attempt = 0; ; attempt++) {
-        const { response: upstream, stream } = await this.open(
-          method,
-          target,
-          { ...headers, ...this.accounts.credentialHeadersFor(live) },
-          hasBody ? req : undefined,
-          live,
-        );
-        if (
-          upstream.statusCode === 401 &&
-          attempt === 0 &&
-          !hasBody &&
-          (live.auth.kind === 'oauth2' || live.auth.kind === 'oauth2_mcp')
-        ) {
-          stream.resume();
-          const account = await this.accounts.refresh(live, live.account, 'unauthorized');
-          live = this.accounts.withSecrets({ ...live, account });
-          continue;
-        }
-        status = upstream.statusCode ?? 502;
-        const out: Record<string, string | string[]> = {};
-        for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
-        // A provider's error, passed through as it is, marked as the provider's (the client library and
-        // the client's own retry logic tell it from the service's errors by this header).
-        if (status >= 400) out['x-error-source'] = 'provider';
-        res.writeHead(status, out);
-        await relay(stream, res);
-        return;
-      }
+      const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
+      status = upstream.statusCode ?? 502;
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
+      // A provider's error, passed through as it is, marked as the provider's (the client library and
+      // the client's own retry logic tell it from the service's errors by this header).
+      if (status >= 400) out['x-error-source'] = 'provider';
+      res.writeHead(status, out);
+      await relay(upstream, res);
     } catch (e) {
       errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
       if (!status) status = e instanceof ServiceError ? e.status : 502;
@@ -288,85 +265,5 @@ export class ProxyHandler {
         createdAt: Date.now(),
       });
     }
-  }
-
-  /**
-   * Opens the upstream request with node:http and the service's keep-alive agents (address-guarded for hosts
-   * the connection does not configure). Measured in bench/RESULTS.md: got's stream API cost about four times
-   * the CPU of node:http per proxied request, however tuned; tools keep got. Timeouts: `connectMs` to connect,
-   * then `responseMs` of idleness at any point — waiting for the headers or mid-body — so a provider that
-   * stalls cuts the client's response instead of holding it open.
-   */
-  private open(
-    method: string,
-    url: string,
-    headers: Record<string, string | string[]>,
-    body: IncomingMessage | undefined,
-    live: LiveAccount,
-  ): Promise<{ response: IncomingMessage; stream: IncomingMessage }> {
-    const policy = addressPolicy(url, this.accounts.configuredHostsFor(live));
-    if (typeof policy === 'object') return Promise.reject(notPublicFailure(policy.refused));
-    const { connectMs, responseMs } = upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, {
-      connectMs: 10_000,
-      responseMs: 120_000,
-    });
-    const u = new URL(url);
-    const secure = u.protocol === 'https:';
-    const agents = policy === 'guard' ? guardedAgents : keepAliveAgents;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const fail = (e: Error & { code?: string }) => {
-        if (settled) return;
-        settled = true;
-        const code = e.code ?? '';
-        if (code === NOT_PUBLIC) reject(notPublicFailure(e.message));
-        else if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN')
-          reject(new ServiceError(400, 'invalid_header', 'A request header has an invalid value'));
-        else reject(classify(e, { connectMs, responseMs }));
-      };
-      const timeout = (event: string, ms: number) =>
-        Object.assign(new Error(`timed out (${event}, ${ms} ms)`), { name: 'TimeoutError', event, code: 'ETIMEDOUT' });
-      let req: http.ClientRequest;
-      try {
-        req = (secure ? https : http).request({
-          protocol: u.protocol,
-          hostname: u.hostname.replace(/^\[|\]$/g, ''),
-          port: u.port || (secure ? 443 : 80),
-          path: `${u.pathname}${u.search}`,
-          method,
-          headers,
-          agent: secure ? agents.https : agents.http,
-        });
-      } catch (e) {
-        fail(e as Error);
-        return;
-      }
-      let headersIn = false;
-      const connectTimer = setTimeout(() => req.destroy(timeout('connect', connectMs)), connectMs);
-      req.once('socket', (socket) => {
-        if ((socket as { connecting?: boolean }).connecting) socket.once('connect', () => clearTimeout(connectTimer));
-        else clearTimeout(connectTimer);
-      });
-      req.setTimeout(responseMs, () => req.destroy(timeout(headersIn ? 'socket' : 'response', responseMs)));
-      req.once('response', (response) => {
-        headersIn = true;
-        clearTimeout(connectTimer);
-        if (settled) return void response.resume();
-        settled = true;
-        resolve({ response, stream: response });
-      });
-      req.once('error', (e) => {
-        clearTimeout(connectTimer);
-        fail(e);
-      });
-      if (body) {
-        // Bytes flow without buffering: the client's body is piped straight into the upstream request.
-        body.pipe(req);
-        body.once('error', (e) => req.destroy(e));
-        body.once('aborted', () =>
-          req.destroy(Object.assign(new Error('the client aborted its upload'), { code: 'ECONNRESET' })),
-        );
-      } else req.end();
-    });
   }
 }

@@ -1,14 +1,12 @@
-import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
-import { credentialHeaderNames, getTool, tools } from '../connectors/catalog.ts';
-import { send, upstreamTimeouts, type HttpResponse } from '../upstream/http.ts';
+import { getTool, tools } from '../connectors/catalog.ts';
+import type { HttpResponse } from '../upstream/http.ts';
+import type { Upstream } from '../upstream/upstream.ts';
 import { suggest, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
-import { McpSessions } from '../upstream/mcp.ts';
 import { baseHeaders, encodeBody, lowerKeys, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
 
@@ -68,13 +66,10 @@ function readBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean):
  * with secrets redacted). Provider errors keep the provider's status and body.
  */
 export class ToolExecutor {
-  readonly mcp = new McpSessions();
-
   constructor(
     private accounts: AccountService,
+    private upstream: Upstream,
     private activity: ActivityRecorder,
-    private config: Config,
-    private log: Logger,
   ) {}
 
   private tool(name: unknown): ToolDefinition {
@@ -143,6 +138,8 @@ export class ToolExecutor {
           base,
           send: (r) => this.sendOne(live, r),
           call: async (r) => this.check(r, await this.sendOne(live, r)),
+          listMcpTools: (url) => this.upstream.listMcpTools(live, url),
+          callMcpTool: (url, tool, args) => this.upstream.callMcpTool(live, url, tool, args),
         };
         data = await tool.hook.run(ctx);
       } else if (planned.length === 1) {
@@ -186,50 +183,25 @@ export class ToolExecutor {
     throw new ProviderError(res.status, res.body, res.headers);
   }
 
-  /** Sends one request with credentials; on a 401 it refreshes an OAuth token once and retries. */
-  async sendOne(live: LiveAccount, r: UpstreamRequest, retried = false): Promise<UpstreamResponse> {
-    if (r.mcp) return this.mcp.call(live, r, this.config, (l) => this.afterUnauthorized(l));
+  /** Sends one request through the upstream layer (credentials, retries, limits, one refresh after a 401). */
+  async sendOne(live: LiveAccount, r: UpstreamRequest): Promise<UpstreamResponse> {
+    if (r.mcp) {
+      return {
+        status: 200,
+        headers: {},
+        body: await this.upstream.callMcpTool(live, r.url, r.mcp.tool, r.mcp.arguments),
+      };
+    }
     const { body, contentType } = encodeBody(r);
     const headers: Record<string, string> = { ...baseHeaders(live.connector), ...lowerKeys(r.headers) };
     if (contentType) headers['content-type'] = contentType;
-    const apply = r.apply ?? live.auth.apply;
-    if (!r.anonymous) Object.assign(headers, this.accounts.credentialHeadersFor(live, apply));
-    const api = live.connector.api;
-    const { connectMs, responseMs } = upstreamTimeouts(api.timeouts, this.config.upstreamTimeoutMaxMs, {
-      connectMs: 10_000,
-      responseMs: 60_000,
-    });
-    const res = await send(
+    const res = await this.upstream.send(
+      live,
       { method: r.method, url: r.url, headers, body },
-      {
-        connectTimeoutMs: connectMs,
-        responseTimeoutMs: responseMs,
-        retry: api.retry,
-        maxBytes: this.config.toolResponseLimitBytes,
-        credentialHeaders: credentialHeaderNames(apply),
-        configuredHosts: this.accounts.configuredHostsFor(live),
-        onRetry: (attempt, wait, reason) =>
-          this.log.info({ url: stripQuery(r.url), attempt, wait, reason }, 'retrying upstream request'),
-      },
+      r.anonymous ? null : (r.apply ?? live.auth.apply),
     );
-    if (res.status === 401 && !retried && !r.anonymous) {
-      const refreshed = await this.afterUnauthorized(live);
-      if (refreshed) return this.sendOne(refreshed, r, true);
-    }
     const ok = res.status >= 200 && res.status < 300;
     const { value, json } = readBody(res, ok);
     return { status: res.status, headers: res.headers, body: value, ...(json !== undefined ? { json } : {}) };
   }
-
-  /** After an upstream 401: refresh an OAuth token (once per account at a time); undefined for key auth. */
-  async afterUnauthorized(live: LiveAccount): Promise<LiveAccount | undefined> {
-    if (live.auth.kind !== 'oauth2' && live.auth.kind !== 'oauth2_mcp') return undefined;
-    const account = await this.accounts.refresh(live, live.account, 'unauthorized');
-    return this.accounts.withSecrets({ ...live, account });
-  }
-}
-
-export function stripQuery(url: string): string {
-  const i = url.indexOf('?');
-  return i < 0 ? url : url.slice(0, i);
 }

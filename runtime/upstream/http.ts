@@ -60,6 +60,10 @@ export interface SendOptions {
    * redirect, must resolve to public addresses. Undefined: no restriction (for callers whose every URL is configured).
    */
   configuredHosts?: readonly string[];
+  /** What the size limit is, for the error when an answer exceeds it (default: the limit for tool results). */
+  limitNote?: string;
+  /** Ends the exchange early (a fetch caller's AbortSignal). */
+  signal?: AbortSignal;
 }
 
 /** The host of an upstream URL may not be contacted (see address-guard). */
@@ -106,7 +110,17 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
+/** A URL without its query, for logs and messages: a query may carry what the operator's logs have no use for. */
+export function stripQuery(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? url : url.slice(0, i);
+}
+
+/**
+ * One exchange, no retry and no redirect: the address policy, connect/idle/whole-answer timeouts and the size
+ * limit, and every failure as the service's own error (see `classify`).
+ */
+export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
   const policy = addressPolicy(req.url, opts.configuredHosts);
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const promise = upstreamClient(req.url, {
@@ -114,6 +128,7 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
     headers: req.headers,
     body: req.body,
     ...(policy === 'guard' ? { agent: guardedAgents } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
     // request: a deadline for the whole answer, so a provider that drips a byte at a time (never idle)
     // cannot hold a tool call forever.
     timeout: {
@@ -146,7 +161,7 @@ async function once(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> 
     if (tooLarge || e instanceof CancelError) {
       throw new UpstreamFailure(
         'response_too_large',
-        `The provider's response is larger than ${opts.maxBytes} bytes, the limit for tool results; fetch it through /proxy, which streams`,
+        `The provider's response is larger than ${opts.maxBytes} bytes, ${opts.limitNote ?? 'the limit for tool results; fetch it through /proxy, which streams'}`,
       );
     }
     throw classify(e, { connectMs: opts.connectTimeoutMs, responseMs: opts.responseTimeoutMs });
@@ -236,7 +251,7 @@ export async function send(req: HttpRequest, opts: SendOptions): Promise<HttpRes
   for (let attempt = 1; ; attempt++) {
     let res: HttpResponse;
     try {
-      res = await once(current, opts);
+      res = await sendOnce(current, opts);
     } catch (e) {
       const retriable = e instanceof NetworkFailure && (idempotent || e.notSent) && attempt < retry.max_attempts;
       if (!retriable) throw e;

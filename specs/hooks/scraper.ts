@@ -8,7 +8,6 @@ import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '.
 import type * as I from '../../generated/types.ts';
 import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../core/template-runtime.ts';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
-import { parseSse } from '../../core/sse.ts';
 
 type Json = Record<string, unknown>;
 type Base = (host?: string) => string;
@@ -29,8 +28,6 @@ export const STORE_OVERFETCH = 50;
 const RUN_PREVIEW_ITEMS = 5;
 const RAG_ACTOR = 'apify/rag-web-browser';
 const RAG_MAX_MEMORY_MB = 4096;
-const MCP_PROTOCOL_VERSION = '2025-06-18';
-const MAX_MCP_TOOL_PAGES = 10;
 
 interface Run {
   id: string;
@@ -330,66 +327,6 @@ export function mcpServerUrl(base: Base, actorId: string | undefined, path: stri
   return `${root.protocol}//${actorId}.${root.host}${path}`;
 }
 
-/** JSON-RPC messages of a JSON or text/event-stream answer (SSE parsed as the service's own MCP client does). */
-export function rpcMessages(body: unknown): Json[] {
-  if (typeof body === 'string') return parseSse(body) as unknown as Json[];
-  return Array.isArray(body) ? (body as Json[]) : body && typeof body === 'object' ? [body as Json] : [];
-}
-
-function rpcResult(res: UpstreamResponse, id: number): Json {
-  const reply = rpcMessages(res.body).find((m) => m.id === id);
-  if (!reply)
-    throw new UpstreamFailure('provider_malformed_response', `The MCP server answered request ${id} without a result`);
-  if (reply.error) throw new ProviderError(502, { error: reply.error });
-  return (reply.result ?? {}) as Json;
-}
-
-/** initialize → notifications/initialized → tools/list (following cursors, bounded) → session end. */
-async function listMcpTools(ctx: Ctx, url: string): Promise<Json[]> {
-  const headers: Record<string, string> = { accept: 'application/json, text/event-stream' };
-  const init = await sendOk(ctx, {
-    method: 'POST',
-    url,
-    headers,
-    body: {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: MCP_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'agent-connector-service', version: '0.1.0' },
-      },
-    },
-  });
-  const version = String(rpcResult(init, 1).protocolVersion ?? MCP_PROTOCOL_VERSION);
-  const session = header(init, 'mcp-session-id');
-  const inSession = { ...headers, 'mcp-protocol-version': version, ...(session ? { 'mcp-session-id': session } : {}) };
-  await sendOk(ctx, {
-    method: 'POST',
-    url,
-    headers: inSession,
-    body: { jsonrpc: '2.0', method: 'notifications/initialized' },
-  });
-  const tools: Json[] = [];
-  let cursor: unknown;
-  for (let page = 0; page < MAX_MCP_TOOL_PAGES; page++) {
-    const id = 2 + page;
-    const res = await sendOk(ctx, {
-      method: 'POST',
-      url,
-      headers: inSession,
-      body: { jsonrpc: '2.0', id, method: 'tools/list', params: cursor ? { cursor } : {} },
-    });
-    const result = rpcResult(res, id);
-    tools.push(...((result.tools as Json[] | undefined) ?? []));
-    cursor = result.nextCursor;
-    if (!cursor) break;
-  }
-  if (session) await ctx.send({ method: 'DELETE', url, headers: inSession }).catch(() => undefined);
-  return tools;
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Actor details
 
@@ -521,13 +458,8 @@ export const callActor: ToolHook<I.ScraperCallActorInput> = {
           { field: 'actor', message },
         ]);
       }
-      const result = await ctx.call({
-        method: 'POST',
-        url: mcpServerUrl(ctx.base, build.actId, mcpPath),
-        headers: {},
-        mcp: { tool, arguments: input.input },
-      });
-      return { actor: name, tool, ...(result as Json) };
+      const result = await ctx.callMcpTool(mcpServerUrl(ctx.base, build.actId, mcpPath), tool, input.input);
+      return { actor: name, tool, ...result };
     }
     if (mcpPath) {
       const message = `names Actor "${name}", which is an MCP server: give the tool to call as "${name}:toolName" (scraper_fetch_actor_details with output {mcpTools: true} lists them)`;
@@ -773,7 +705,7 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
       else {
         const url = mcpServerUrl(ctx.base, build!.actId, path);
         try {
-          const tools = await listMcpTools(ctx, url);
+          const tools = await ctx.listMcpTools(url);
           out.mcpTools = {
             isMcpServer: true,
             callAs: `${fullName}:{toolName}`,

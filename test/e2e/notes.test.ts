@@ -12,6 +12,7 @@ import { FakeNotesMcp, MEETINGS } from '../fakes/notes-mcp.ts';
 import { followAuthorizationLink, startHarness, type Harness } from '../helpers/harness.ts';
 import { ConnectorServiceError, type Connection } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
 const [LAUNCH, GLOBEX, HIRING] = MEETINGS.map((m) => m.id) as [string, string, string];
 const s256 = (v: string) => createHash('sha256').update(v).digest('base64url');
@@ -263,14 +264,15 @@ describe('notes connector against a fake Granola MCP server', () => {
       const seen = mcp.received.slice(before);
       expect(seen.map((m) => m.method)).toEqual(['initialize', 'notifications/initialized', 'tools/call']);
       const [init, initialized, call] = seen as [(typeof seen)[0], (typeof seen)[0], (typeof seen)[0]];
+      // The MCP SDK's handshake offers the SDK's latest protocol version; the fake, the SDK's own server, accepts it.
       expect(init.params).toMatchObject({
-        protocolVersion: '2025-06-18',
+        protocolVersion: LATEST_PROTOCOL_VERSION,
         clientInfo: { name: 'agent-connector-service' },
       });
       expect(init.sessionId).toBeUndefined();
       expect(initialized.sessionId).toMatch(/^[0-9a-f-]{36}$/);
       expect(call.sessionId).toBe(initialized.sessionId);
-      expect(call.protocolVersionHeader).toBe('2025-06-18');
+      expect(call.protocolVersionHeader).toBe(LATEST_PROTOCOL_VERSION);
       expect(call.accept).toBe('application/json, text/event-stream');
       expect(call.authorization).toMatch(/^Bearer at_/);
       expect(call.params).toEqual({

@@ -17,6 +17,7 @@ import { startHarness, type Harness } from '../helpers/harness.ts';
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
 import { MAX_RUN_POLLS, WAIT_FOR_FINISH_SECS } from '../../specs/hooks/scraper.ts';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
 let h: Harness;
 let fake: FakeApify;
@@ -304,6 +305,16 @@ describe('scraper_call_actor', () => {
       name: 'get_current_weather',
       arguments: { city: 'Prague' },
     });
+    // The client offered its latest protocol version; the Actor answered with an older one it speaks, which every
+    // later request of the session names.
+    expect((mcp[0]!.body as { params: { protocolVersion: string } }).params.protocolVersion).toBe(
+      LATEST_PROTOCOL_VERSION,
+    );
+    expect(mcp.slice(1).map((r) => r.headers['mcp-protocol-version'])).toEqual(['2025-06-18', '2025-06-18']);
+    expect(mcp.slice(1).map((r) => r.headers['mcp-session-id'])).toEqual([
+      expect.stringMatching(/^sess-/),
+      mcp[1]!.headers['mcp-session-id'],
+    ]);
 
     const unknown = await failure(
       run('scraper_call_actor', { actor: 'acme/weather-mcp-server:get_forecast', input: {} }),

@@ -35,6 +35,8 @@ export interface FakeOAuthOptions {
   discovery?: boolean;
   /** Require the RFC 8707 resource parameter to equal this. */
   requireResource?: string;
+  /** Endpoints the RFC 8414 metadata names instead of this server's own (an authorization server that points elsewhere). */
+  advertise?: { token_endpoint?: string; registration_endpoint?: string };
 }
 
 interface CodeRecord extends Grant {
@@ -64,6 +66,8 @@ export class FakeOAuthServer {
   refreshDelayMs = 0;
   /** Every token-endpoint request body, for checks on what the service sent. */
   readonly tokenRequests: Array<Record<string, string>> = [];
+  /** Every request received, as `METHOD /path`. */
+  readonly requests: string[] = [];
 
   constructor(readonly opts: FakeOAuthOptions = {}) {}
 
@@ -143,6 +147,10 @@ export class FakeOAuthServer {
   async start(port = 0): Promise<this> {
     const app = express();
     app.disable('x-powered-by');
+    app.use((req, _res, next) => {
+      this.requests.push(`${req.method} ${req.path}`);
+      next();
+    });
     const metadata = () => ({
       issuer: this.url,
       authorization_endpoint: this.authorizeUrl,
@@ -152,6 +160,7 @@ export class FakeOAuthServer {
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
+      ...this.opts.advertise,
     });
     if (this.opts.discovery) {
       app.get('/.well-known/oauth-authorization-server', (_req, res) => res.json(metadata()));

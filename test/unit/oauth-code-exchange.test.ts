@@ -4,7 +4,8 @@ import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { exchangeCode } from '../../runtime/oauth/tokens.ts';
-import type { OAuthEndpoints } from '../../runtime/oauth/endpoints.ts';
+import { oauthFetch, type OAuthEndpoints } from '../../runtime/oauth/endpoints.ts';
+import { hostAndPort } from '../../runtime/upstream/address-guard.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 let server: FakeOAuthServer;
@@ -21,6 +22,7 @@ function endpoints(s: FakeOAuthServer, pkce: boolean): OAuthEndpoints {
     pkce,
     authorizeParams: {},
     tokenResponseFields: {},
+    fetch: oauthFetch([hostAndPort(new URL(s.url))]),
   };
 }
 

@@ -9,7 +9,6 @@ import {
   mcpServerPath,
   mcpServerUrl,
   previewWithinLimit,
-  rpcMessages,
   splitActorTool,
   valuesByDotKeys,
   viewFields,
@@ -134,16 +133,6 @@ describe('MCP-server Actors', () => {
     expect(mcpServerUrl(() => 'http://localhost:8123', 'abc', '/mcp')).toBe('http://abc.localhost:8123/mcp');
     for (const bad of [undefined, 'apify~x', 'a.evil.example', 'a/b'])
       expect(() => mcpServerUrl(base, bad, '/mcp')).toThrow(UpstreamFailure);
-  });
-
-  it('reads JSON-RPC messages from JSON and from an event stream', () => {
-    expect(rpcMessages({ jsonrpc: '2.0', id: 1, result: {} })).toEqual([{ jsonrpc: '2.0', id: 1, result: {} }]);
-    const sse =
-      ': keep-alive\n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\nid: 7\ndata: {"jsonrpc":"2.0",\ndata: "id":2,"result":{"tools":[]}}\n\ndata: not json\n\n';
-    expect(rpcMessages(sse)).toEqual([
-      { jsonrpc: '2.0', method: 'notifications/progress' },
-      { jsonrpc: '2.0', id: 2, result: { tools: [] } },
-    ]);
   });
 });
 
