@@ -50,6 +50,11 @@ const json = (schema: JsonSchema) => ({ 'application/json': schema });
 const ok = (description: string, schema: JsonSchema): ResponseSpec => ({ description, content: json(schema) });
 const error = (description: string): ResponseSpec => ({ description, content: json(S.errorResponse) });
 const html = (description: string): ResponseSpec => ({ description, content: { 'text/html': { type: 'string' } } });
+/** A browser endpoint's error: a page, or (a request it could not read) the service's error. */
+const pageOrError = (description: string): ResponseSpec => ({
+  description,
+  content: { 'text/html': { type: 'string' }, 'application/json': S.errorResponse },
+});
 const object = (properties: Record<string, JsonSchema>, required = Object.keys(properties)): JsonSchema => ({
   type: 'object',
   required,
@@ -476,8 +481,8 @@ export const endpoints = {
         description: "To the provider's authorization page (state and PKCE S256 challenge)",
         headers: { location: { description: "The provider's authorization URL", schema: text } },
       },
-      '4XX': html('An expired, used or unknown link'),
-      '5XX': html("The provider's endpoints could not be discovered"),
+      '4XX': pageOrError('An expired, used or unknown link'),
+      '5XX': pageOrError("The provider's endpoints could not be discovered"),
     },
   },
   oauthCallback: {
@@ -496,8 +501,8 @@ export const endpoints = {
         description: "To the link's redirect_url, with status, connected_account_id and identifier",
         headers: { location: { description: 'The redirect URL', schema: text } },
       },
-      '4XX': html('A forged, expired or replayed state, or the provider refused'),
-      '5XX': html('The code exchange failed'),
+      '4XX': pageOrError('A forged, expired or replayed state, or the provider refused'),
+      '5XX': pageOrError('The code exchange failed'),
     },
   },
 } as const satisfies Record<string, Endpoint>;

@@ -154,13 +154,8 @@ export function sendHtml(res: ServerResponse, status: number, html: string): voi
   res.end(html);
 }
 
-/** A 302 to an absolute URL the service built (already encoded). */
+/** A 302, without a body, to an absolute URL the service built (already encoded). */
 export function redirect(res: ServerResponse, url: string): void {
-  const text = `Found. Redirecting to ${url}`;
-  res.writeHead(302, {
-    location: url,
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
+  res.writeHead(302, { location: url, 'content-length': 0 });
+  res.end();
 }
