@@ -232,11 +232,11 @@ export class Management {
     const connection = await this.s.accounts.connectionByName(name);
     const connector = getConnector(connection.connector)!;
     const immutable: FieldError[] = [];
-    if (input.connector !== undefined && input.connector !== connection.connector)
+    if (input.connector != null && input.connector !== connection.connector)
       immutable.push({ field: 'connector', message: 'cannot change; create a new connection' });
-    if (input.connection_name !== undefined && input.connection_name !== connection.name)
+    if (input.connection_name != null && input.connection_name !== connection.name)
       immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
-    if (input.auth_kind !== undefined && input.auth_kind !== connection.authKind)
+    if (input.auth_kind != null && input.auth_kind !== connection.authKind)
       immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);

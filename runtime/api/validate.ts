@@ -103,7 +103,9 @@ function message(e: Endpoint, part: RequestPart, error: AjvError, data: unknown)
   switch (error.keyword) {
     case 'type': {
       const types = (Array.isArray(p.type) ? p.type : String(p.type).split(',')).filter((t) => t !== 'null');
-      return { field: field(), message: `must be ${types.map((t) => TYPE_NAMES[t] ?? t).join(' or ')}` };
+      const items = (node?.items as JsonSchema | undefined)?.type;
+      const name = (t: string) => (t === 'array' && items === 'string' ? 'an array of strings' : (TYPE_NAMES[t] ?? t));
+      return { field: field(), message: `must be ${types.map(name).join(' or ')}` };
     }
     case 'minLength':
       return {
