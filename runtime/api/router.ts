@@ -46,7 +46,6 @@ export interface Context<Op extends OperationId> {
 export interface Reply<Op extends OperationId> {
   status?: number;
   body: Operations[Op]['response'];
-  headers?: Record<string, string>;
 }
 
 export type Handler<Op extends OperationId> = (ctx: Context<Op>) => Promise<Reply<Op> | void>;
@@ -153,11 +152,14 @@ export class Router {
     let path = q < 0 ? target : target.slice(0, q);
     const query = q < 0 ? '' : target.slice(q + 1);
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-    const exact = this.byPath.get(`${lookup} ${path.toLowerCase()}`);
+    const key = path.toLowerCase();
+    const exact = this.byPath.get(`${lookup} ${key}`) ?? this.byPath.get(`* ${key}`);
     if (exact) return { route: exact, params: [], query, absolute };
-    for (const route of this.dynamic.get(lookup) ?? []) {
-      const m = route.pattern!.exec(path);
-      if (m) return { route, params: m.slice(1), query, absolute };
+    for (const routes of [this.dynamic.get(lookup), this.dynamic.get('*')]) {
+      for (const route of routes ?? []) {
+        const m = route.pattern!.exec(path);
+        if (m) return { route, params: m.slice(1), query, absolute };
+      }
     }
     return undefined;
   }
@@ -200,7 +202,7 @@ export class Router {
       body: body as never,
       rawQuery: m.query,
     });
-    if (reply) sendJson(res, reply.status ?? 200, reply.body, reply.headers);
+    if (reply) sendJson(res, reply.status ?? 200, reply.body);
   }
 }
 
