@@ -27,7 +27,7 @@ export function inputTypeName(tool: ToolSpec): string {
  * ajv's standalone output is ESM apart from `require()` calls for its runtime helpers; turn those into
  * imports so the file loads as an ES module.
  */
-function esmValidators(code: string): string {
+export function esmValidators(code: string): string {
   const imports: string[] = [];
   const body = code.replace(/const (\w+) = require\("([^"]+)"\)\.default;/g, (_m, name: string, mod: string) => {
     imports.push(`import ${name}_module from "${mod}.js";`);

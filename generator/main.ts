@@ -11,6 +11,7 @@ import { checkConnector, type CheckedTool } from './check.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
 import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
 import { emitOpenApi } from './emit-openapi.ts';
+import { emitApiQueryValidators, emitApiTypes, emitApiValidators } from './emit-api.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
 import type { ConnectorSpec } from '../core/spec-model.ts';
 
@@ -77,6 +78,9 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   files.set(`${OUT}/registry.ts`, emitRegistry(project, connectors).getFullText());
   files.set(`${OUT}/docs/index.md`, emitIndexDoc(connectors));
   files.set(`${OUT}/docs/openapi.json`, JSON.stringify(emitOpenApi(connectors), null, 2));
+  files.set(`${OUT}/api/validators.ts`, emitApiValidators());
+  files.set(`${OUT}/api/query-validators.ts`, emitApiQueryValidators());
+  files.set(`${OUT}/api/types.ts`, await emitApiTypes());
 
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {

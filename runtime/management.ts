@@ -3,6 +3,7 @@
  * two can never disagree on validation or on what is stored.
  */
 import type { Services } from './services.ts';
+import type { ConnectionUpdate } from '../generated/api/types.ts';
 import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverrides } from './store/types.ts';
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
 import { newId } from './ids.ts';
@@ -26,19 +27,11 @@ import type { FieldError } from '../core/tool-types.ts';
 import { send } from './upstream/http.ts';
 import { configuredHosts, credentialHeaderNames, credentialHeaders, resolveBaseUrl } from './connectors/catalog.ts';
 
-export interface ConnectionInput {
-  connection_name?: string;
-  connector?: string;
-  auth_kind?: string;
-  client_id?: string;
-  client_secret?: string;
-  scopes?: string[] | string;
-  api_base_url?: string | null;
-  api_hosts?: Record<string, string>;
-  oauth?: OAuthOverrides;
-}
+/** A connection as a client sends it (core/api/schemas.ts); null in a field is as good as leaving it out. */
+export type ConnectionInput = ConnectionUpdate;
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
 function checkUrl(value: unknown, field: string, errors: FieldError[]): void {
   if (typeof value !== 'string') {
@@ -91,8 +84,8 @@ export class Management {
       identifier: a.identifier,
       status: a.status,
       fields: a.fields,
-      token_expires_at: iso(a.tokenExpiresAt),
-      last_used_at: iso(a.lastUsedAt),
+      token_expires_at: isoOrNull(a.tokenExpiresAt),
+      last_used_at: isoOrNull(a.lastUsedAt),
       last_error: a.lastError,
       created_at: iso(a.createdAt),
       updated_at: iso(a.updatedAt),
@@ -135,7 +128,8 @@ export class Management {
         errors.push({ field: 'api_hosts', message: 'must be an object of host name to URL' });
       else {
         for (const [name, url] of Object.entries(input.api_hosts)) {
-          if (!connector.api.hosts?.[name])
+          // Own names only: `__proto__` or `constructor` is not a host of any connector.
+          if (!Object.hasOwn(connector.api.hosts ?? {}, name))
             errors.push({
               field: `api_hosts.${name}`,
               message: `is not a host of ${connector.name} (hosts: ${Object.keys(connector.api.hosts ?? {}).join(', ') || 'none'})`,
@@ -163,13 +157,16 @@ export class Management {
     }
     if (errors.length) throw invalidInput(errors, 'connection');
     const patch: ConnectionPatch = {};
-    if (input.client_id !== undefined) patch.clientId = input.client_id.trim();
-    if (input.scopes !== undefined) patch.scopes = scopesOf(input.scopes)!;
+    // A null left here would have been refused above, except in api_base_url, where it removes the override.
+    if (input.client_id != null) patch.clientId = input.client_id.trim();
+    if (input.scopes != null) patch.scopes = scopesOf(input.scopes)!;
     if (input.api_base_url !== undefined)
       patch.apiBaseUrl = input.api_base_url ? input.api_base_url.replace(/\/+$/, '') : null;
-    if (input.api_hosts !== undefined)
-      patch.apiHosts = Object.fromEntries(Object.entries(input.api_hosts).map(([k, v]) => [k, v.replace(/\/+$/, '')]));
-    if (input.oauth !== undefined) patch.oauth = input.oauth;
+    if (input.api_hosts != null)
+      patch.apiHosts = Object.fromEntries(
+        Object.entries(input.api_hosts).map(([k, v]) => [k, (v as string).replace(/\/+$/, '')]),
+      );
+    if (input.oauth != null) patch.oauth = input.oauth;
     if (creating && patch.scopes === undefined) {
       const auth = authFor(connector, authKind);
       patch.scopes = isOAuth2(auth) ? auth.scopes.default : [];
@@ -235,15 +232,15 @@ export class Management {
     const connection = await this.s.accounts.connectionByName(name);
     const connector = getConnector(connection.connector)!;
     const immutable: FieldError[] = [];
-    if (input.connector !== undefined && input.connector !== connection.connector)
+    if (input.connector != null && input.connector !== connection.connector)
       immutable.push({ field: 'connector', message: 'cannot change; create a new connection' });
-    if (input.connection_name !== undefined && input.connection_name !== connection.name)
+    if (input.connection_name != null && input.connection_name !== connection.name)
       immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
-    if (input.auth_kind !== undefined && input.auth_kind !== connection.authKind)
+    if (input.auth_kind != null && input.auth_kind !== connection.authKind)
       immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);
-    if (input.client_secret !== undefined)
+    if (input.client_secret != null)
       patch.clientSecretSealed = this.s.sealer.seal(input.client_secret, aad.clientSecret(connection.id));
     if (input.oauth !== undefined && connection.authKind === 'oauth2_mcp') {
       patch.registrationSealed = null;

@@ -1,12 +1,18 @@
-import express, { type Router } from 'express';
+/**
+ * The route table: a handler for each endpoint of core/api/endpoints.ts, which declares its method, path,
+ * schemas and auth. runtime/api/router.ts matches, authenticates, parses and validates before a handler runs.
+ */
+import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
-import { Management, type ConnectionInput } from '../management.ts';
+import { Management } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor } from '../store/sqlite.ts';
-import { checkBody, CONNECTION_NAME, IDENTIFIER, queryString } from './input.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
+import type { RouteTable } from './router.ts';
+import { executeTool } from './execute.ts';
+import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -59,210 +65,247 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
     }),
     api_base_url: c.api.base_url,
     tool_count: c.toolNames.length,
-    ...(withTools ? { tools: c.toolNames } : {}),
+    ...(withTools ? { tools: [...c.toolNames] } : {}),
   };
 }
 
-export const connectionRules = {
-  connection_name: CONNECTION_NAME,
-  connector: { kind: 'string' as const },
-  auth_kind: { kind: 'string' as const },
-  client_id: { kind: 'string' as const, maxLength: 1024 },
-  client_secret: { kind: 'string' as const, maxLength: 4096 },
-  scopes: { kind: 'string[]' as const },
-  api_base_url: { kind: 'string' as const, maxLength: 2048 },
-  api_hosts: { kind: 'object' as const },
-  oauth: { kind: 'object' as const },
-};
+const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The authenticated JSON API under /v1. */
-export function apiRouter(s: Services): Router {
-  const r = express.Router();
+/** The client's address: with TRUST_PROXY, the first address of X-Forwarded-For, as a reverse proxy sets it. */
+function clientAddress(
+  s: Services,
+  req: { headers: Record<string, string | string[] | undefined>; socket: { remoteAddress?: string } },
+): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  if (s.config.trustProxy && typeof forwarded === 'string') {
+    const first = forwarded.split(',')[0]!.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+/** The handler of every endpoint of the API. */
+export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
+  return {
+    health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
 
-  r.get('/connectors', (_req, res) => {
-    res.json({ connectors: [...connectors.values()].map((c) => connectorView(c, false)) });
-  });
-  r.get('/connectors/:name', (req, res) => {
-    const c = connectors.get(req.params.name!);
-    if (!c) throw new ServiceError(404, 'connector_not_found', `No connector named "${req.params.name}"`);
-    res.json(connectorView(c, true));
-  });
+    issueToken: async ({ req, res, body }) => {
+      res.setHeader('cache-control', 'no-store');
+      // RFC 6749 §5.2 errors, not the service's own shape: OAuth client libraries read these.
+      const refuse = (status: number, error: string, description: string, headers: Record<string, string> = {}) =>
+        sendJson(res, status, { error, error_description: description }, headers);
+      let clientId = typeof body.client_id === 'string' ? body.client_id : '';
+      let clientSecret = typeof body.client_secret === 'string' ? body.client_secret : '';
+      const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+      if (basic) {
+        const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+        const i = decoded.indexOf(':');
+        if (i > 0) {
+          try {
+            clientId = decodeURIComponent(decoded.slice(0, i));
+            clientSecret = decodeURIComponent(decoded.slice(i + 1));
+          } catch {
+            // RFC 6749 §2.3.1 form-encodes both parts; a malformed escape is a bad request, not a server error.
+            return refuse(400, 'invalid_request', 'The HTTP Basic credentials are not form-encoded correctly');
+          }
+        }
+      }
+      if ((body.grant_type ?? 'client_credentials') !== 'client_credentials') {
+        return refuse(400, 'unsupported_grant_type', 'Only client_credentials is supported');
+      }
+      if (!clientId || !clientSecret) {
+        return refuse(
+          400,
+          'invalid_request',
+          'client_id and client_secret are required (form fields, JSON, or HTTP Basic)',
+        );
+      }
+      try {
+        const { token, expiresIn } = await s.tokens.exchange(clientId, clientSecret, clientAddress(s, req));
+        return { body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn } };
+      } catch (e) {
+        if (!(e instanceof ServiceError)) throw e;
+        return refuse(e.status, e.code === 'too_many_attempts' ? 'slow_down' : e.code, e.message, e.headers);
+      }
+    },
 
-  r.get('/tools', (req, res) => {
-    const connector = queryString(req.query.connector, 'connector');
-    if (connector !== undefined && !connectors.has(connector)) {
-      throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
-        { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
-      ]);
-    }
-    const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
-    res.json({ tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length });
-  });
-  r.get('/tools/:name', (req, res) => {
-    const t = getTool(req.params.name!);
-    if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${req.params.name}"`);
-    res.json(toolView(t, connectors.get(t.connector)!));
-  });
+    listConnectors: async () => ({
+      body: { connectors: [...connectors.values()].map((c) => connectorView(c, false)) },
+    }),
+    getConnector: async ({ params }) => {
+      const c = connectors.get(params.name);
+      if (!c) throw new ServiceError(404, 'connector_not_found', `No connector named "${params.name}"`);
+      return { body: connectorView(c, true) };
+    },
 
-  r.get('/connections', async (_req, res) => {
-    const list = await s.store.listConnections();
-    res.json({ connections: list.map((c) => m.connectionView(c, c.accountCount)) });
-  });
-  r.post('/connections', async (req, res) => {
-    const body = checkBody<ConnectionInput & Record<string, unknown>>(
-      req.body,
-      { ...connectionRules, connector: { kind: 'string', required: true } },
-      'a connection',
-    );
-    const c = await m.createConnection(body);
-    res.status(201).json(m.connectionView(c, 0));
-  });
-  r.get('/connections/:name', async (req, res) => {
-    const c = await s.accounts.connectionByName(req.params.name!);
-    res.json(m.connectionView(c, await s.store.countAccounts(c.id)));
-  });
-  r.patch('/connections/:name', async (req, res) => {
-    const body = checkBody<ConnectionInput & Record<string, unknown>>(
-      req.body,
-      { ...connectionRules, connection_name: { kind: 'string' } },
-      'a connection update',
-    );
-    const c = await m.updateConnection(req.params.name!, body);
-    res.json(m.connectionView(c, await s.store.countAccounts(c.id)));
-  });
-  r.delete('/connections/:name', async (req, res) => {
-    const n = await m.deleteConnection(req.params.name!);
-    res.json({ deleted: true, connection_name: req.params.name, accounts_deleted: n });
-  });
-
-  r.get('/connected-accounts', async (req, res) => {
-    const connectionName = queryString(req.query.connection_name, 'connection_name');
-    const identifier = queryString(req.query.identifier, 'identifier');
-    const status = m.parseStatus(queryString(req.query.status, 'status'));
-    const limitText = queryString(req.query.limit, 'limit');
-    const limit = limitText === undefined ? 100 : Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new ServiceError(400, 'invalid_input', 'limit must be 1-1000', [
-        { field: 'limit', message: 'must be an integer from 1 to 1000' },
-      ]);
-    }
-    const cursor = queryString(req.query.cursor, 'cursor');
-    const connection = connectionName ? await s.accounts.connectionByName(connectionName) : undefined;
-    let list;
-    try {
-      list = await s.store.listAccounts({
-        connectionId: connection?.id,
-        identifier,
-        status,
-        limit: limit + 1,
-        after: cursor,
-      });
-    } catch (e) {
-      if ((e as Error).message === 'invalid cursor')
-        throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
-          { field: 'cursor', message: 'is not a cursor from a previous page' },
+    listTools: async ({ query }) => {
+      const connector = query.connector;
+      if (connector !== undefined && !connectors.has(connector)) {
+        throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
+          { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
         ]);
-      throw e;
-    }
-    const page = list.slice(0, limit);
-    const names = new Map<string, { name: string; connector: string }>();
-    for (const c of await s.store.listConnections()) names.set(c.id, { name: c.name, connector: c.connector });
-    res.json({
-      connected_accounts: page.map((a) => m.accountView(a, names.get(a.connectionId) ?? { name: '?', connector: '?' })),
-      next_cursor: list.length > limit ? encodeCursor(page[page.length - 1]!) : null,
-    });
-  });
-  r.post('/connected-accounts', async (req, res) => {
-    const body = checkBody<{ connection_name: string; identifier: string }>(
-      req.body,
-      { connection_name: { kind: 'string', required: true }, identifier: IDENTIFIER },
-      'a connected account',
-    );
-    const { account, connection, created } = await m.getOrCreateAccount(body.connection_name, body.identifier);
-    res.status(created ? 201 : 200).json({ connected_account: m.accountView(account, connection), created });
-  });
-  r.put('/connected-accounts', async (req, res) => {
-    const body = checkBody<{ connection_name: string; identifier: string; credentials: unknown; verify?: boolean }>(
-      req.body,
-      {
-        connection_name: { kind: 'string', required: true },
-        identifier: IDENTIFIER,
-        credentials: { kind: 'object', required: true },
-        verify: { kind: 'boolean' },
-      },
-      'a connected account upsert',
-    );
-    const { account, connection } = await m.upsertAccount(
-      body.connection_name,
-      body.identifier,
-      body.credentials,
-      body.verify === true,
-    );
-    res.json({ connected_account: m.accountView(account, connection) });
-  });
-  r.post('/connected-accounts/authorization-link', async (req, res) => {
-    const body = checkBody<{ connection_name: string; identifier: string; redirect_url?: string }>(
-      req.body,
-      {
-        connection_name: { kind: 'string', required: true },
-        identifier: IDENTIFIER,
-        redirect_url: { kind: 'string', maxLength: 2048 },
-      },
-      'an authorization link request',
-    );
-    const connection = await s.accounts.connectionByName(body.connection_name);
-    const { link, expiresAt, account } = await s.oauth.createLink(connection, body.identifier, body.redirect_url);
-    res.json({ link, expires_at: new Date(expiresAt).toISOString(), connected_account_id: account.id });
-  });
-  r.get('/connected-accounts/:id', async (req, res) => {
-    const a = await s.store.getAccount(req.params.id!);
-    if (!a) throw new ServiceError(404, 'account_not_found', `No connected account with id "${req.params.id}"`);
-    const c = (await s.accounts.connectionById(a.connectionId))!;
-    res.json({ connected_account: m.accountView(a, c) });
-  });
-  r.post('/connected-accounts/:id/disconnect', async (req, res) => {
-    const a = await m.disconnectAccount(req.params.id!);
-    const c = (await s.accounts.connectionById(a.connectionId))!;
-    res.json({ connected_account: m.accountView(a, c) });
-  });
-  r.delete('/connected-accounts/:id', async (req, res) => {
-    const ok = await s.store.deleteAccount(req.params.id!);
-    if (!ok) throw new ServiceError(404, 'account_not_found', `No connected account with id "${req.params.id}"`);
-    s.accounts.forgetAccount(req.params.id!);
-    res.json({ deleted: true, id: req.params.id });
-  });
+      }
+      const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
+      return { body: { tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length } };
+    },
+    getTool: async ({ params }) => {
+      const t = getTool(params.tool_name);
+      if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
+      return { body: toolView(t, connectors.get(t.connector)!) };
+    },
+    executeTool: async ({ body, res }) => executeTool(s, body, res),
 
-  r.get('/api-credentials', async (_req, res) => {
-    const list = await s.store.listApiCredentials();
-    res.json({
-      api_credentials: list.map((c) => ({
-        id: c.id,
-        client_id: c.clientId,
-        name: c.name,
-        created_at: new Date(c.createdAt).toISOString(),
-        revoked_at: c.revokedAt ? new Date(c.revokedAt).toISOString() : null,
-        last_used_at: c.lastUsedAt ? new Date(c.lastUsedAt).toISOString() : null,
-      })),
-    });
-  });
-  r.post('/api-credentials', async (req, res) => {
-    const body = checkBody<{ name?: string }>(
-      req.body ?? {},
-      { name: { kind: 'string', maxLength: 200 } },
-      'an API credential',
-    );
-    const { credential, clientSecret } = await createApiCredential(s.store, body.name || 'API credential');
-    res
-      .status(201)
-      .json({ id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name });
-  });
-  r.delete('/api-credentials/:id', async (req, res) => {
-    const ok = await s.store.revokeApiCredential(req.params.id!, Date.now());
-    if (!ok) throw new ServiceError(404, 'not_found', `No active API credential with id "${req.params.id}"`);
-    s.tokens.forgetCredential(req.params.id!);
-    res.json({ revoked: true, id: req.params.id });
-  });
+    listConnections: async () => {
+      const list = await s.store.listConnections();
+      return { body: { connections: list.map((c) => m.connectionView(c, c.accountCount)) } };
+    },
+    createConnection: async ({ body }) => {
+      const c = await m.createConnection(body);
+      return { status: 201, body: m.connectionView(c, 0) };
+    },
+    getConnection: async ({ params }) => {
+      const c = await s.accounts.connectionByName(params.connection_name);
+      return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
+    },
+    updateConnection: async ({ params, body }) => {
+      const c = await m.updateConnection(params.connection_name, body);
+      return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
+    },
+    deleteConnection: async ({ params }) => {
+      const n = await m.deleteConnection(params.connection_name);
+      return { body: { deleted: true, connection_name: params.connection_name, accounts_deleted: n } };
+    },
 
-  return r;
+    listConnectedAccounts: async ({ query }) => {
+      const limit = query.limit ?? 100;
+      const connection = query.connection_name ? await s.accounts.connectionByName(query.connection_name) : undefined;
+      let list;
+      try {
+        list = await s.store.listAccounts({
+          connectionId: connection?.id,
+          identifier: query.identifier,
+          status: query.status || undefined,
+          limit: limit + 1,
+          after: query.cursor,
+        });
+      } catch (e) {
+        if ((e as Error).message === 'invalid cursor')
+          throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
+            { field: 'cursor', message: 'is not a cursor from a previous page' },
+          ]);
+        throw e;
+      }
+      const page = list.slice(0, limit);
+      const names = new Map<string, { name: string; connector: string }>();
+      for (const c of await s.store.listConnections()) names.set(c.id, { name: c.name, connector: c.connector });
+      return {
+        body: {
+          connected_accounts: page.map((a) =>
+            m.accountView(a, names.get(a.connectionId) ?? { name: '?', connector: '?' }),
+          ),
+          next_cursor: list.length > limit ? encodeCursor(page[page.length - 1]!) : null,
+        },
+      };
+    },
+    getOrCreateConnectedAccount: async ({ body }) => {
+      const { account, connection, created } = await m.getOrCreateAccount(body.connection_name, body.identifier);
+      return { status: created ? 201 : 200, body: { connected_account: m.accountView(account, connection), created } };
+    },
+    upsertConnectedAccount: async ({ body }) => {
+      const { account, connection } = await m.upsertAccount(
+        body.connection_name,
+        body.identifier,
+        body.credentials,
+        body.verify === true,
+      );
+      return { body: { connected_account: m.accountView(account, connection) } };
+    },
+    createAuthorizationLink: async ({ body }) => {
+      const connection = await s.accounts.connectionByName(body.connection_name);
+      const { link, expiresAt, account } = await s.oauth.createLink(
+        connection,
+        body.identifier,
+        body.redirect_url ?? undefined,
+      );
+      return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+    },
+    getConnectedAccount: async ({ params }) => {
+      const a = await s.store.getAccount(params.id);
+      if (!a) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
+    },
+    disconnectConnectedAccount: async ({ params }) => {
+      const a = await m.disconnectAccount(params.id);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
+    },
+    deleteConnectedAccount: async ({ params }) => {
+      const ok = await s.store.deleteAccount(params.id);
+      if (!ok) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
+      s.accounts.forgetAccount(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+
+    listApiCredentials: async () => {
+      const list = await s.store.listApiCredentials();
+      return {
+        body: {
+          api_credentials: list.map((c) => ({
+            id: c.id,
+            client_id: c.clientId,
+            name: c.name,
+            created_at: iso(c.createdAt),
+            revoked_at: c.revokedAt ? iso(c.revokedAt) : null,
+            last_used_at: c.lastUsedAt ? iso(c.lastUsedAt) : null,
+          })),
+        },
+      };
+    },
+    createApiCredential: async ({ body }) => {
+      const { credential, clientSecret } = await createApiCredential(s.store, body.name || 'API credential');
+      return {
+        status: 201,
+        body: { id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name },
+      };
+    },
+    revokeApiCredential: async ({ params }) => {
+      const ok = await s.store.revokeApiCredential(params.id, Date.now());
+      if (!ok) throw new ServiceError(404, 'not_found', `No active API credential with id "${params.id}"`);
+      s.tokens.forgetCredential(params.id);
+      return { body: { revoked: true, id: params.id } };
+    },
+
+    proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
+
+    oauthAuthorize: async ({ res, params, query }) => {
+      try {
+        const url = await s.oauth.start(params.connection_id, query.link ?? '');
+        res.setHeader('cache-control', 'no-store');
+        redirect(res, url);
+      } catch (e) {
+        if (!(e instanceof ServiceError)) throw e;
+        sendHtml(res, e.status, resultPage('Authorization could not start', e.message, false));
+      }
+    },
+    oauthCallback: async ({ res, params, rawQuery }) => {
+      res.setHeader('cache-control', 'no-store');
+      try {
+        const outcome = await s.oauth.callback(params.connection_id, new URLSearchParams(rawQuery));
+        if (outcome.redirectTo) {
+          redirect(res, outcome.redirectTo);
+          return;
+        }
+        sendHtml(
+          res,
+          outcome.ok ? 200 : 400,
+          resultPage(outcome.ok ? 'Account connected' : 'Authorization failed', outcome.message, outcome.ok),
+        );
+      } catch (e) {
+        if (!(e instanceof ServiceError)) throw e;
+        sendHtml(res, e.status, resultPage('Authorization failed', e.message, false));
+      }
+    },
+  };
 }

@@ -7,6 +7,16 @@
  *   const { data } = await client.executeTool({ toolName: 'mail_list_messages', connectionName: 'mail', identifier: 'user-42', toolInput: { $top: 5 } });
  */
 import type { ToolInputs, ToolName } from '../../generated/types.ts';
+import type {
+  ConnectedAccount,
+  Connection,
+  ConnectionCreate,
+  ConnectionUpdate,
+  Connector,
+  FieldError,
+  Operations,
+  Tool,
+} from '../../generated/api/types.ts';
 
 export interface ClientOptions {
   clientId: string;
@@ -18,52 +28,16 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-export type AccountStatus = 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
-
-export interface ConnectedAccount {
-  id: string;
-  connection_name: string;
-  connector: string;
-  identifier: string;
-  status: AccountStatus;
-  fields: Record<string, string>;
-  token_expires_at: string | null;
-  last_used_at: string | null;
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface Connection {
-  id: string;
-  connection_name: string;
-  connector: string;
-  auth_kind: string;
-  client_id: string | null;
-  has_client_secret: boolean;
-  scopes: string[];
-  redirect_uri: string | null;
-  api_base_url: string | null;
-  api_hosts: Record<string, string>;
-  oauth: Record<string, string>;
-  /** MCP connections: whether the service has registered itself as a client at the authorization server. */
-  client_registered?: boolean;
-  account_count?: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface ConnectionInput {
-  connection_name?: string;
-  connector?: string;
-  auth_kind?: string;
-  client_id?: string;
-  client_secret?: string;
-  scopes?: string[];
-  api_base_url?: string | null;
-  api_hosts?: Record<string, string>;
-  oauth?: { authorize_url?: string; token_url?: string; resource?: string };
-}
+/** The API's own types, generated from its endpoint schemas (core/api) into generated/api/types.ts. */
+export type {
+  ConnectedAccount,
+  Connection,
+  Connector,
+  FieldError,
+  Tool,
+  ConnectionUpdate as ConnectionInput,
+} from '../../generated/api/types.ts';
+export type AccountStatus = ConnectedAccount['status'];
 
 export interface ProxyResponse {
   status: number;
@@ -73,11 +47,6 @@ export interface ProxyResponse {
   /** The JSON decoding of `content`, or undefined when it is not JSON. */
   data: unknown;
   text(): string;
-}
-
-export interface FieldError {
-  field: string;
-  message: string;
 }
 
 /** An error answered by the service. `isProviderError` tells a provider's refusal from the service's own. */
@@ -199,7 +168,7 @@ export class AgentConnectorClient {
     connectionName: string;
     identifier: string;
     redirectUrl?: string;
-  }): Promise<{ link: string; expires_at: string; connected_account_id: string }> {
+  }): Promise<Operations['createAuthorizationLink']['response']> {
     return this.json('POST', '/v1/connected-accounts/authorization-link', {
       connection_name: p.connectionName,
       identifier: p.identifier,
@@ -208,7 +177,7 @@ export class AgentConnectorClient {
   }
 
   async getOrCreateConnectedAccount(p: { connectionName: string; identifier: string }): Promise<ConnectedAccount> {
-    const r = await this.json<{ connected_account: ConnectedAccount }>('POST', '/v1/connected-accounts', {
+    const r = await this.json<Operations['getOrCreateConnectedAccount']['response']>('POST', '/v1/connected-accounts', {
       connection_name: p.connectionName,
       identifier: p.identifier,
     });
@@ -221,7 +190,7 @@ export class AgentConnectorClient {
     credentials: Record<string, unknown>;
     verify?: boolean;
   }): Promise<ConnectedAccount> {
-    const r = await this.json<{ connected_account: ConnectedAccount }>('PUT', '/v1/connected-accounts', {
+    const r = await this.json<Operations['upsertConnectedAccount']['response']>('PUT', '/v1/connected-accounts', {
       connection_name: p.connectionName,
       identifier: p.identifier,
       credentials: p.credentials,
@@ -232,7 +201,7 @@ export class AgentConnectorClient {
 
   async getConnectedAccount(id: string): Promise<ConnectedAccount> {
     return (
-      await this.json<{ connected_account: ConnectedAccount }>(
+      await this.json<Operations['getConnectedAccount']['response']>(
         'GET',
         `/v1/connected-accounts/${encodeURIComponent(id)}`,
       )
@@ -241,10 +210,7 @@ export class AgentConnectorClient {
 
   async listConnectedAccounts(
     q: { connectionName?: string; identifier?: string; status?: AccountStatus; limit?: number; cursor?: string } = {},
-  ): Promise<{
-    connected_accounts: ConnectedAccount[];
-    next_cursor: string | null;
-  }> {
+  ): Promise<Operations['listConnectedAccounts']['response']> {
     const p = new URLSearchParams();
     if (q.connectionName) p.set('connection_name', q.connectionName);
     if (q.identifier !== undefined) p.set('identifier', q.identifier);
@@ -260,7 +226,7 @@ export class AgentConnectorClient {
 
   async disconnectConnectedAccount(id: string): Promise<ConnectedAccount> {
     return (
-      await this.json<{ connected_account: ConnectedAccount }>(
+      await this.json<Operations['disconnectConnectedAccount']['response']>(
         'POST',
         `/v1/connected-accounts/${encodeURIComponent(id)}/disconnect`,
       )
@@ -269,42 +235,40 @@ export class AgentConnectorClient {
 
   // Connections
 
-  async createConnection(input: ConnectionInput & { connection_name: string; connector: string }): Promise<Connection> {
+  async createConnection(input: ConnectionCreate): Promise<Connection> {
     return this.json('POST', '/v1/connections', input);
   }
   async listConnections(): Promise<Connection[]> {
-    return (await this.json<{ connections: Connection[] }>('GET', '/v1/connections')).connections;
+    return (await this.json<Operations['listConnections']['response']>('GET', '/v1/connections')).connections;
   }
   async getConnection(name: string): Promise<Connection> {
     return this.json('GET', `/v1/connections/${encodeURIComponent(name)}`);
   }
-  async updateConnection(name: string, input: ConnectionInput): Promise<Connection> {
+  async updateConnection(name: string, input: ConnectionUpdate): Promise<Connection> {
     return this.json('PATCH', `/v1/connections/${encodeURIComponent(name)}`, input);
   }
-  async deleteConnection(name: string): Promise<{ accounts_deleted: number }> {
+  async deleteConnection(name: string): Promise<Operations['deleteConnection']['response']> {
     return this.json('DELETE', `/v1/connections/${encodeURIComponent(name)}`);
   }
 
   // Tools
 
-  async listTools(
-    connector?: string,
-  ): Promise<Array<{ name: string; connector: string; description: string; input_schema: Record<string, unknown> }>> {
+  async listTools(connector?: string): Promise<Tool[]> {
     return (
-      await this.json<{ tools: never[] }>(
+      await this.json<Operations['listTools']['response']>(
         'GET',
         `/v1/tools${connector ? `?connector=${encodeURIComponent(connector)}` : ''}`,
       )
     ).tools;
   }
 
-  async listConnectors(): Promise<Array<{ name: string; title: string; tool_count: number }>> {
-    return (await this.json<{ connectors: never[] }>('GET', '/v1/connectors')).connectors;
+  async listConnectors(): Promise<Connector[]> {
+    return (await this.json<Operations['listConnectors']['response']>('GET', '/v1/connectors')).connectors;
   }
 
   /** Executes a named tool; `toolInput` is typed per tool from the generated types. */
   async executeTool<N extends ToolName>(p: ExecuteParams<N>): Promise<{ data: unknown; executionId: string }> {
-    const r = await this.json<{ data: unknown; execution_id: string }>('POST', '/v1/tools/execute', {
+    const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
       ...('connectedAccountId' in p

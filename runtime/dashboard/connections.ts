@@ -1,6 +1,6 @@
 /**
  * Connections and their connected accounts. Every change goes through `Management` (the same code as the
- * HTTP API), after the API's own field rules (`checkBody`), so the two can never disagree.
+ * HTTP API), after the API's own request schemas (core/api), so the two can never disagree.
  */
 import type { Request, Response, Router } from 'express';
 import type { AuthSpec } from '../../core/spec-model.ts';
@@ -9,8 +9,7 @@ import type { Account, Connection } from '../store/types.ts';
 import { ACCOUNT_STATUSES } from '../store/types.ts';
 import type { ConnectionInput } from '../management.ts';
 import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } from '../connectors/catalog.ts';
-import { checkBody, IDENTIFIER } from '../api/input.ts';
-import { connectionRules } from '../api/routes.ts';
+import { checkRequest } from '../api/validate.ts';
 import { encodeCursor } from '../store/sqlite.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
@@ -266,7 +265,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     if (Object.keys(overrides.oauth).length) input.oauth = overrides.oauth;
     let created: Connection;
     try {
-      checkBody(input as Record<string, unknown>, connectionRules, 'a connection');
+      checkRequest('createConnection', 'body', input);
       created = await m.createConnection(input);
     } catch (e) {
       const errors =
@@ -386,11 +385,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     // Only a real change is sent: for MCP connections a new resource means registering the client again.
     if (!sameJson(overrides.oauth, c.oauth)) input.oauth = overrides.oauth;
     try {
-      checkBody(
-        input as Record<string, unknown>,
-        { ...connectionRules, connection_name: { kind: 'string' } },
-        'a connection update',
-      );
+      checkRequest('updateConnection', 'body', input);
       await m.updateConnection(c.name, input);
     } catch (e) {
       const errors = fieldErrorsOf(e);
@@ -520,7 +515,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     const c = await s.accounts.connectionByName(req.params.name!);
     const identifier = formString(req.body, 'identifier');
     try {
-      checkBody({ identifier }, { identifier: IDENTIFIER }, 'an authorization link request');
+      checkRequest('createAuthorizationLink', 'body', { connection_name: c.name, identifier });
       const { link, expiresAt, account } = await s.oauth.createLink(c, identifier);
       render(ctx, req, res, 'authorization-link', {
         title: 'Authorization link',
@@ -623,7 +618,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       }
     }
     try {
-      checkBody({ identifier: values.identifier }, { identifier: IDENTIFIER }, 'a connected account');
+      checkRequest('upsertConnectedAccount', 'body', {
+        connection_name: c.name,
+        identifier: values.identifier,
+        credentials,
+      });
       await m.upsertAccount(c.name, values.identifier!, credentials, values.verify === '1');
     } catch (e) {
       if (!(e instanceof ServiceError) || (e.status >= 500 && e.code !== 'verification_failed')) throw e;

@@ -1,7 +1,7 @@
 /** API credentials: the client id and secret an application builds its client from; the secret is shown once. */
 import type { Request, Response, Router } from 'express';
 import { createApiCredential } from '../auth/service-auth.ts';
-import { checkBody } from '../api/input.ts';
+import { checkRequest } from '../api/validate.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { BASE, fieldErrorsOf, formString, render, type DashboardContext } from './context.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
@@ -56,7 +56,7 @@ export function credentialRoutes(r: Router, ctx: DashboardContext): void {
   r.post('/api-credentials', async (req, res) => {
     const name = formString(req.body, 'name').trim();
     try {
-      checkBody({ name }, { name: { kind: 'string', maxLength: 200 } }, 'an API credential');
+      checkRequest('createApiCredential', 'body', { name });
     } catch (e) {
       const errors = fieldErrorsOf(e);
       if (!errors) throw e;

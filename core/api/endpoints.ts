@@ -1,0 +1,510 @@
+/**
+ * Every endpoint of the service's HTTP API (the dashboard aside), once: method, path, what it takes and what it
+ * answers, as JSON Schemas. The generator turns this into the OpenAPI document, the precompiled request
+ * validators and the client library's types; the runtime's route table (runtime/api/routes.ts) gives each
+ * endpoint its handler.
+ */
+import * as S from './schemas.ts';
+import type { JsonSchema } from './schemas.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface ResponseSpec {
+  description: string;
+  /** Media type → schema of the body; no `content`, no body (or one that is not described). */
+  content?: Readonly<Record<string, JsonSchema>>;
+  headers?: Readonly<Record<string, { description: string; schema: JsonSchema }>>;
+}
+
+export interface HeaderParameter {
+  name: string;
+  required: boolean;
+  description: string;
+}
+
+export interface Endpoint {
+  /** `ANY`: every method (the proxy). */
+  method: Method | 'ANY';
+  /** The path as OpenAPI writes it, with `{parameter}` segments. */
+  path: string;
+  summary: string;
+  description?: string;
+  /** `bearer`: a service token from POST /oauth/token; `client`: the API credential itself; `none`: public. */
+  auth: 'bearer' | 'client' | 'none';
+  /** What invalid input is called in error messages: "Invalid connection: …". */
+  noun?: string;
+  /** The path parameters, as one object schema. */
+  params?: JsonSchema;
+  /** The path parameter that takes the rest of the path, as sent (not decoded, query included). */
+  rest?: string;
+  /** The query parameters, as one object schema; values arrive as text and are converted to the declared types. */
+  query?: JsonSchema;
+  headers?: readonly HeaderParameter[];
+  /** `form`: also `application/x-www-form-urlencoded`. */
+  body?: { schema: JsonSchema; required: boolean; form?: boolean };
+  /** Status (or `4XX`, `5XX`, `default`) → response. */
+  responses: Readonly<Record<string, ResponseSpec>>;
+}
+
+const json = (schema: JsonSchema) => ({ 'application/json': schema });
+const ok = (description: string, schema: JsonSchema): ResponseSpec => ({ description, content: json(schema) });
+const error = (description: string): ResponseSpec => ({ description, content: json(S.errorResponse) });
+const html = (description: string): ResponseSpec => ({ description, content: { 'text/html': { type: 'string' } } });
+/** A browser endpoint's error: a page, or (a request it could not read) the service's error. */
+const pageOrError = (description: string): ResponseSpec => ({
+  description,
+  content: { 'text/html': { type: 'string' }, 'application/json': S.errorResponse },
+});
+const object = (properties: Record<string, JsonSchema>, required = Object.keys(properties)): JsonSchema => ({
+  type: 'object',
+  required,
+  additionalProperties: false,
+  properties,
+});
+const pathParams = (properties: Record<string, JsonSchema>) => object(properties);
+const text: JsonSchema = { type: 'string' };
+
+const unauthorized = error('Missing, expired, revoked or invalid service token');
+const internal = error('Internal error; the message quotes the request id');
+/** What any endpoint behind a service token may answer. */
+const bearer = { '401': unauthorized, '500': internal };
+/** What reading a JSON body may answer. */
+const bodyErrors = {
+  '400': error('Invalid input: `details` names every bad field; or the body is not valid JSON'),
+  '413': error('The body is larger than BODY_LIMIT_BYTES'),
+  '415': error('An unsupported body encoding or charset'),
+};
+
+const connectionParam = pathParams({ connection_name: { type: 'string', description: "The connection's name" } });
+const accountParam = pathParams({ id: { type: 'string', description: "The connected account's id" } });
+const connectionNotFound = error('No connection of that name');
+const accountNotFound = error('No connected account with that id');
+
+export const endpoints = {
+  health: {
+    method: 'GET',
+    path: '/health',
+    summary: 'Liveness: the service answers, with its store kind and tool count',
+    auth: 'none',
+    responses: { '200': ok('Healthy', S.health), '500': internal },
+  },
+  issueToken: {
+    method: 'POST',
+    path: '/oauth/token',
+    summary: 'Exchange an API credential for a short-lived service token (client_credentials grant)',
+    description:
+      'The credential goes as form fields, JSON fields, or HTTP Basic (RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 errors, ' +
+      'except those of reading the body (too large, not JSON), which have the service’s error shape.',
+    auth: 'client',
+    body: { schema: S.tokenRequest, required: false, form: true },
+    responses: {
+      '200': ok('A service token', S.tokenResponse),
+      '400': {
+        description: 'unsupported_grant_type or invalid_request; or a body that could not be read',
+        content: json({ anyOf: [S.tokenErrorResponse, S.errorResponse] }),
+      },
+      '401': ok('invalid_client: unknown client or wrong secret', S.tokenErrorResponse),
+      '413': error('The body is larger than 16 KB'),
+      '415': error('An unsupported body encoding or charset'),
+      '429': {
+        ...ok('slow_down: too many failed attempts; retry after Retry-After seconds', S.tokenErrorResponse),
+        headers: { 'retry-after': { description: 'Seconds to wait', schema: { type: 'string' } } },
+      },
+      '500': internal,
+    },
+  },
+  listConnectors: {
+    method: 'GET',
+    path: '/v1/connectors',
+    summary: 'The connector catalogue',
+    auth: 'bearer',
+    responses: { '200': ok('Connectors', object({ connectors: { type: 'array', items: S.connector } })), ...bearer },
+  },
+  getConnector: {
+    method: 'GET',
+    path: '/v1/connectors/{name}',
+    summary: 'One connector, with its tool names',
+    auth: 'bearer',
+    params: pathParams({ name: { type: 'string', description: 'The connector, e.g. `mail`' } }),
+    responses: { '200': ok('Connector', S.connector), '404': error('No connector of that name'), ...bearer },
+  },
+  listTools: {
+    method: 'GET',
+    path: '/v1/tools',
+    summary: 'Tools with their input JSON Schemas',
+    auth: 'bearer',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: { connector: { type: 'string', description: "Only this connector's tools" } },
+    },
+    responses: {
+      '200': ok('Tools', object({ tools: { type: 'array', items: S.tool }, count: { type: 'integer' } })),
+      '400': error('Unknown connector, or a parameter given twice'),
+      ...bearer,
+    },
+  },
+  getTool: {
+    method: 'GET',
+    path: '/v1/tools/{tool_name}',
+    summary: 'One tool with its input JSON Schema',
+    auth: 'bearer',
+    params: pathParams({ tool_name: { type: 'string' } }),
+    responses: { '200': ok('Tool', S.tool), '404': error('No tool of that name'), ...bearer },
+  },
+  executeTool: {
+    method: 'POST',
+    path: '/v1/tools/execute',
+    summary: 'Execute a named tool for a connected account',
+    description:
+      'The account is given by `connected_account_id`, or by `connection_name` and `identifier`. With `dry_run`, ' +
+      'nothing is sent: `data.requests` holds the upstream requests the tool would send, credentials redacted. ' +
+      "A provider's refusal keeps the provider's status, with `code: provider_error` and the header `x-error-source: provider`.",
+    auth: 'bearer',
+    noun: 'tool execution',
+    body: {
+      required: true,
+      schema: object(
+        {
+          tool_name: S.requiredText({ maxLength: 200 }),
+          tool_input: S.orNull({ type: 'object', description: "The tool's input (see the tool's input_schema)" }),
+          connected_account_id: S.orNull({ type: 'string', maxLength: 200 }),
+          connection_name: S.orNull({ type: 'string', maxLength: 200 }),
+          identifier: S.orNull({ type: 'string', maxLength: 255 }),
+          dry_run: S.orNull({ type: 'boolean', default: false }),
+        },
+        ['tool_name'],
+      ),
+    },
+    responses: {
+      '200': ok('The provider payload in `data`', S.executeResponse),
+      ...bodyErrors,
+      '4XX': {
+        description:
+          "The service's error (404 unknown tool, account or connection; 409 account not ACTIVE or its credentials unreadable), or the provider's refusal",
+        content: json({ anyOf: [S.errorResponse, S.providerErrorResponse] }),
+      },
+      '5XX': {
+        description:
+          "The provider's error, or the service's: provider unreachable (502), timed out (504), answered malformed data (502)",
+        content: json({ anyOf: [S.errorResponse, S.providerErrorResponse] }),
+      },
+      ...bearer,
+    },
+  },
+  listConnections: {
+    method: 'GET',
+    path: '/v1/connections',
+    summary: 'Connections (one per provider app)',
+    auth: 'bearer',
+    responses: {
+      '200': ok('Connections', object({ connections: { type: 'array', items: S.connection } })),
+      ...bearer,
+    },
+  },
+  createConnection: {
+    method: 'POST',
+    path: '/v1/connections',
+    summary: 'Create a connection',
+    auth: 'bearer',
+    noun: 'connection',
+    body: { schema: S.connectionCreate, required: true },
+    responses: {
+      '201': ok('Created', S.connection),
+      ...bodyErrors,
+      '409': error('A connection of that name exists'),
+      ...bearer,
+    },
+  },
+  getConnection: {
+    method: 'GET',
+    path: '/v1/connections/{connection_name}',
+    summary: 'One connection, with its account count',
+    auth: 'bearer',
+    params: connectionParam,
+    responses: { '200': ok('Connection', S.connection), '404': connectionNotFound, ...bearer },
+  },
+  updateConnection: {
+    method: 'PATCH',
+    path: '/v1/connections/{connection_name}',
+    summary: 'Update a connection (only the fields given change)',
+    auth: 'bearer',
+    noun: 'connection update',
+    params: connectionParam,
+    body: { schema: S.connectionUpdate, required: true },
+    responses: { '200': ok('Updated', S.connection), ...bodyErrors, '404': connectionNotFound, ...bearer },
+  },
+  deleteConnection: {
+    method: 'DELETE',
+    path: '/v1/connections/{connection_name}',
+    summary: 'Delete a connection and its connected accounts',
+    auth: 'bearer',
+    params: connectionParam,
+    responses: {
+      '200': ok(
+        'Deleted',
+        object({ deleted: { const: true }, connection_name: text, accounts_deleted: { type: 'integer' } }),
+      ),
+      '404': connectionNotFound,
+      ...bearer,
+    },
+  },
+  listConnectedAccounts: {
+    method: 'GET',
+    path: '/v1/connected-accounts',
+    summary: 'Connected accounts, newest first, a page at a time',
+    auth: 'bearer',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        connection_name: { type: 'string' },
+        identifier: { type: 'string' },
+        status: {
+          enum: [...S.ACCOUNT_STATUSES, ''],
+          'x-message': `must be one of: ${S.ACCOUNT_STATUSES.join(', ')}`,
+        },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 100,
+          'x-message': 'must be an integer from 1 to 1000',
+        },
+        cursor: { type: 'string', description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of accounts',
+        object({
+          connected_accounts: { type: 'array', items: S.connectedAccount },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad limit, status or cursor, or a parameter given twice'),
+      '404': connectionNotFound,
+      ...bearer,
+    },
+  },
+  getOrCreateConnectedAccount: {
+    method: 'POST',
+    path: '/v1/connected-accounts',
+    summary: 'Get or create a connected account by (connection_name, identifier)',
+    auth: 'bearer',
+    noun: 'connected account',
+    body: {
+      required: true,
+      schema: object({ connection_name: S.requiredText(), identifier: S.identifier }),
+    },
+    responses: {
+      '200': ok('It existed', object({ connected_account: S.connectedAccount, created: { const: false } })),
+      '201': ok('Created (PENDING_AUTH)', object({ connected_account: S.connectedAccount, created: { const: true } })),
+      ...bodyErrors,
+      '404': connectionNotFound,
+      ...bearer,
+    },
+  },
+  upsertConnectedAccount: {
+    method: 'PUT',
+    path: '/v1/connected-accounts',
+    summary: 'Store credentials on a connected account (created if need be) and make it ACTIVE',
+    description:
+      'Key-type connectors take the fields their spec declares; OAuth connectors take existing tokens (access_token, refresh_token, expires_in or expires_at). With `verify`, the provider is asked first and nothing is saved if it refuses.',
+    auth: 'bearer',
+    noun: 'connected account upsert',
+    body: {
+      required: true,
+      schema: object(
+        {
+          connection_name: S.requiredText(),
+          identifier: S.identifier,
+          credentials: { type: 'object', description: "The connector's credential fields, or OAuth tokens" },
+          verify: S.orNull({ type: 'boolean', default: false }),
+        },
+        ['connection_name', 'identifier', 'credentials'],
+      ),
+    },
+    responses: {
+      '200': ok('Saved', S.accountEnvelope),
+      ...bodyErrors,
+      '404': connectionNotFound,
+      '502': error('verify: the provider could not be asked; nothing was saved'),
+      ...bearer,
+    },
+  },
+  createAuthorizationLink: {
+    method: 'POST',
+    path: '/v1/connected-accounts/authorization-link',
+    summary: 'Create an authorization link for (connection_name, identifier), for the user to open',
+    auth: 'bearer',
+    noun: 'authorization link request',
+    body: {
+      required: true,
+      schema: object(
+        {
+          connection_name: S.requiredText(),
+          identifier: S.identifier,
+          redirect_url: S.orNull({
+            type: 'string',
+            maxLength: 2048,
+            description: "Where the user lands after authorizing; its origin must be the service's or allowed",
+          }),
+        },
+        ['connection_name', 'identifier'],
+      ),
+    },
+    responses: {
+      '200': ok(
+        'Link',
+        object({ link: text, expires_at: { type: 'string', format: 'date-time' }, connected_account_id: text }),
+      ),
+      ...bodyErrors,
+      '404': connectionNotFound,
+      '409': error('The OAuth connection has no client_id and client_secret yet'),
+      '502': error("The MCP server's authorization server could not be discovered"),
+      ...bearer,
+    },
+  },
+  getConnectedAccount: {
+    method: 'GET',
+    path: '/v1/connected-accounts/{id}',
+    summary: 'One connected account',
+    auth: 'bearer',
+    params: accountParam,
+    responses: { '200': ok('Account', S.accountEnvelope), '404': accountNotFound, ...bearer },
+  },
+  disconnectConnectedAccount: {
+    method: 'POST',
+    path: '/v1/connected-accounts/{id}/disconnect',
+    summary: 'Forget the credentials of a connected account and mark it DISCONNECTED',
+    auth: 'bearer',
+    params: accountParam,
+    responses: { '200': ok('Disconnected', S.accountEnvelope), '404': accountNotFound, ...bearer },
+  },
+  deleteConnectedAccount: {
+    method: 'DELETE',
+    path: '/v1/connected-accounts/{id}',
+    summary: 'Delete a connected account',
+    auth: 'bearer',
+    params: accountParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': accountNotFound,
+      ...bearer,
+    },
+  },
+  listApiCredentials: {
+    method: 'GET',
+    path: '/v1/api-credentials',
+    summary: 'API credentials (never their secrets)',
+    auth: 'bearer',
+    responses: {
+      '200': ok('Credentials', object({ api_credentials: { type: 'array', items: S.apiCredential } })),
+      ...bearer,
+    },
+  },
+  createApiCredential: {
+    method: 'POST',
+    path: '/v1/api-credentials',
+    summary: 'Create an API credential; its client secret is in this answer only',
+    auth: 'bearer',
+    noun: 'API credential',
+    body: {
+      required: false,
+      schema: object({ name: S.orNull({ type: 'string', maxLength: 200 }) }, []),
+    },
+    responses: {
+      '201': ok(
+        'Created',
+        object({ id: text, client_id: text, client_secret: { type: 'string', description: 'Shown once' }, name: text }),
+      ),
+      ...bodyErrors,
+      ...bearer,
+    },
+  },
+  revokeApiCredential: {
+    method: 'DELETE',
+    path: '/v1/api-credentials/{id}',
+    summary: 'Revoke an API credential: its service tokens stop working at once',
+    auth: 'bearer',
+    params: pathParams({ id: { type: 'string', description: "The credential's id" } }),
+    responses: {
+      '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
+      '404': error('No active credential with that id'),
+      ...bearer,
+    },
+  },
+  proxy: {
+    method: 'ANY',
+    path: '/proxy/{path}',
+    summary: "Send a raw request to the provider's API, with the account's credentials injected",
+    description:
+      "Request and response stream both ways. The provider's answer passes as it is (status, headers, body), marked " +
+      "`x-error-source: provider` when it is an error; the statuses listed are the service's own, marked `x-error-source: service`.",
+    auth: 'bearer',
+    rest: 'path',
+    params: pathParams({
+      path: {
+        type: 'string',
+        description: "The upstream path (and query) relative to the provider's API root, sent as it is",
+      },
+    }),
+    headers: [
+      { name: 'connection_name', required: true, description: 'The connection (or x-connection-name)' },
+      {
+        name: 'identifier',
+        required: false,
+        description: 'The identifier, when it is printable ASCII (or x-identifier); else x-identifier-encoded',
+      },
+      { name: 'x-identifier-encoded', required: false, description: 'The identifier as percent-encoded UTF-8' },
+    ],
+    responses: {
+      default: { description: "The provider's response, streamed", content: { '*/*': {} } },
+      '400': error('Missing headers, an identifier given twice, or a path that leaves the API root'),
+      '404': error('No such connection or connected account'),
+      '409': error('The account is not ACTIVE, or its credentials are unreadable'),
+      '502': error('Provider unreachable, or it answered malformed HTTP'),
+      '504': error('The provider did not answer in time'),
+      ...bearer,
+    },
+  },
+  oauthAuthorize: {
+    method: 'GET',
+    path: '/sso/v1/oauth/{connection_id}/authorize',
+    summary: 'Where an authorization link leads: redirects the browser to the provider',
+    auth: 'none',
+    params: pathParams({ connection_id: text }),
+    query: { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } },
+    responses: {
+      '302': {
+        description: "To the provider's authorization page (state and PKCE S256 challenge)",
+        headers: { location: { description: "The provider's authorization URL", schema: text } },
+      },
+      '4XX': pageOrError('An expired, used or unknown link'),
+      '5XX': pageOrError("The provider's endpoints could not be discovered"),
+    },
+  },
+  oauthCallback: {
+    method: 'GET',
+    path: '/sso/v1/oauth/{connection_id}/callback',
+    summary: "The provider's redirect target: exchanges the code and makes the account ACTIVE",
+    auth: 'none',
+    params: pathParams({ connection_id: text }),
+    query: {
+      type: 'object',
+      properties: { code: text, state: text, error: text, error_description: text },
+    },
+    responses: {
+      '200': html('Account connected'),
+      '302': {
+        description: "To the link's redirect_url, with status, connected_account_id and identifier",
+        headers: { location: { description: 'The redirect URL', schema: text } },
+      },
+      '4XX': pageOrError('A forged, expired or replayed state, or the provider refused'),
+      '5XX': pageOrError('The code exchange failed'),
+    },
+  },
+} as const satisfies Record<string, Endpoint>;
+
+export type OperationId = keyof typeof endpoints;

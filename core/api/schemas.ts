@@ -1,0 +1,419 @@
+/**
+ * The JSON Schemas (2020-12, the dialect of OpenAPI 3.1) of what the service's HTTP API takes and answers.
+ * Endpoints (./endpoints.ts) are built from these objects; the generator names each object of `components` once
+ * in the OpenAPI document and in the client's types, wherever an endpoint uses it.
+ *
+ * `x-message` is this project's annotation: the message any validation error of that schema's value gets, where
+ * the keywords' own messages would not tell the client what to send.
+ */
+export type JsonSchema = { readonly [keyword: string]: unknown };
+
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+
+/** An optional field may also be given as null, which means the same as leaving it out. */
+export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
+
+const str = { type: 'string' } as const;
+const nullableStr = { type: ['string', 'null'] } as const;
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as const;
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
+/**
+ * An end user's identifier: any text the client chooses, 1–255 characters, no control characters, and
+ * well-formed Unicode (the store keeps UTF-8, where every lone surrogate becomes U+FFFD: two identifiers would
+ * become one account).
+ */
+export const identifier: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$',
+  description: "The end user's identifier in the client application (any text, 1-255 characters)",
+  'x-message': 'must be 1-255 characters of well-formed text without control characters',
+};
+
+export const connectionName: JsonSchema = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+  'x-message': 'must be 1-64 characters of letters, digits, _ . - (starting with a letter or digit)',
+};
+
+/** A required text field: given, and not empty. */
+export const requiredText = (extra: JsonSchema = {}): JsonSchema => ({ type: 'string', minLength: 1, ...extra });
+
+export const fieldError: JsonSchema = {
+  type: 'object',
+  required: ['field', 'message'],
+  additionalProperties: false,
+  properties: {
+    field: { type: 'string', description: 'The input field, e.g. `identifier` or `api_hosts.drive`' },
+    message: { type: 'string' },
+  },
+};
+
+/** The service's own error. */
+export const errorResponse: JsonSchema = {
+  type: 'object',
+  required: ['error', 'request_id'],
+  additionalProperties: false,
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      additionalProperties: false,
+      properties: {
+        code: { type: 'string', examples: ['invalid_input', 'unauthorized', 'account_expired', 'not_found'] },
+        message: { type: 'string' },
+        details: {
+          description: 'For invalid input: every bad field',
+          anyOf: [{ type: 'array', items: fieldError }, { type: 'object' }],
+        },
+      },
+    },
+    request_id: { type: 'string' },
+    execution_id: { type: 'string', description: 'For a failed tool execution' },
+  },
+};
+
+/** A provider's refusal of a tool call: the provider's status (also the response's) and body. */
+export const providerErrorResponse: JsonSchema = {
+  type: 'object',
+  required: ['error', 'request_id'],
+  additionalProperties: false,
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'provider_status', 'provider_body'],
+      additionalProperties: false,
+      properties: {
+        code: { const: 'provider_error' },
+        message: { type: 'string' },
+        provider_status: { type: 'integer', description: 'The status the provider answered' },
+        provider_body: { description: 'The body the provider answered' },
+      },
+    },
+    request_id: { type: 'string' },
+    execution_id: { type: 'string' },
+  },
+};
+
+/** `POST /oauth/token` answers errors as RFC 6749 §5.2 says, not in the service's own shape. */
+export const tokenErrorResponse: JsonSchema = {
+  type: 'object',
+  required: ['error', 'error_description'],
+  additionalProperties: false,
+  properties: {
+    error: { enum: ['invalid_request', 'unsupported_grant_type', 'invalid_client', 'slow_down'] },
+    error_description: { type: 'string' },
+  },
+};
+
+/** Parameters it does not know are ignored, as RFC 6749 §3.2 says; a grant it does not offer is its own error. */
+export const tokenRequest: JsonSchema = {
+  type: 'object',
+  properties: {
+    grant_type: { type: 'string', description: '`client_credentials` (the default, and the only grant)' },
+    client_id: { type: 'string', description: 'Or in HTTP Basic' },
+    client_secret: { type: 'string', writeOnly: true, description: 'Or in HTTP Basic' },
+  },
+};
+
+export const tokenResponse: JsonSchema = {
+  type: 'object',
+  required: ['access_token', 'token_type', 'expires_in'],
+  additionalProperties: false,
+  properties: { access_token: str, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } },
+};
+
+export const health: JsonSchema = {
+  type: 'object',
+  required: ['status', 'store', 'tools'],
+  additionalProperties: false,
+  properties: {
+    status: { const: 'ok' },
+    store: { enum: ['sqlite', 'postgres'] },
+    tools: { type: 'integer', description: 'How many tools the service offers' },
+  },
+};
+
+const accountField: JsonSchema = {
+  type: 'object',
+  required: ['name', 'title', 'description', 'secret', 'required'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    title: str,
+    description: nullableStr,
+    secret: { type: 'boolean' },
+    required: { type: 'boolean' },
+    host_allowlist: { type: 'array', items: str },
+  },
+};
+
+export const connector: JsonSchema = {
+  type: 'object',
+  required: ['name', 'title', 'description', 'provider', 'docs_url', 'auth', 'api_base_url', 'tool_count'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    title: str,
+    description: str,
+    provider: str,
+    docs_url: nullableStr,
+    auth: {
+      type: 'array',
+      items: {
+        anyOf: [
+          {
+            type: 'object',
+            required: ['kind', 'default_scopes', 'available_scopes', 'pkce'],
+            additionalProperties: false,
+            properties: {
+              kind: { const: 'oauth2' },
+              default_scopes: { type: 'array', items: str },
+              available_scopes: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['name'],
+                  additionalProperties: false,
+                  properties: { name: str, description: str },
+                },
+              },
+              pkce: { type: 'boolean' },
+            },
+          },
+          {
+            type: 'object',
+            required: ['kind', 'resource', 'dynamic_client_registration'],
+            additionalProperties: false,
+            properties: {
+              kind: { const: 'oauth2_mcp' },
+              resource: str,
+              dynamic_client_registration: { type: 'boolean' },
+            },
+          },
+          {
+            type: 'object',
+            required: ['kind', 'fields'],
+            additionalProperties: false,
+            properties: {
+              kind: { enum: ['api_key', 'bearer', 'basic'] },
+              fields: { type: 'array', items: accountField },
+            },
+          },
+        ],
+      },
+    },
+    api_base_url: str,
+    tool_count: { type: 'integer' },
+    tools: { type: 'array', items: str, description: "The connector's tool names (one connector only)" },
+  },
+};
+
+const versionChoice: JsonSchema = {
+  type: 'object',
+  required: ['default', 'available'],
+  additionalProperties: false,
+  properties: { default: str, available: { type: 'array', items: str } },
+};
+
+export const tool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'connector', 'title', 'description', 'read_only', 'input_schema'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    connector: str,
+    title: str,
+    description: str,
+    read_only: { type: 'boolean' },
+    input_schema: { type: 'object', description: "The tool's input, as a JSON Schema" },
+    versions: {
+      type: 'object',
+      required: ['schema', 'tool'],
+      additionalProperties: false,
+      properties: {
+        schema: versionChoice,
+        tool: versionChoice,
+      },
+    },
+    provider_notes: { type: 'string', description: 'Where the provider differs from what one would expect' },
+  },
+};
+
+/** What `data` holds after a dry run: the upstream requests the tool would send, credentials redacted. */
+export const executeResponse: JsonSchema = {
+  type: 'object',
+  required: ['data', 'execution_id'],
+  additionalProperties: false,
+  properties: {
+    data: {
+      description:
+        "The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
+    },
+    execution_id: str,
+  },
+};
+
+export const connection: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'connection_name',
+    'connector',
+    'auth_kind',
+    'client_id',
+    'has_client_secret',
+    'scopes',
+    'redirect_uri',
+    'api_base_url',
+    'api_hosts',
+    'oauth',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    connection_name: str,
+    connector: str,
+    auth_kind: str,
+    client_id: nullableStr,
+    has_client_secret: { type: 'boolean' },
+    scopes: { type: 'array', items: str },
+    redirect_uri: {
+      type: ['string', 'null'],
+      description: "OAuth connections: the URI to register in the provider's app",
+    },
+    api_base_url: nullableStr,
+    api_hosts: stringMap,
+    oauth: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { authorize_url: str, token_url: str, resource: str },
+    },
+    client_registered: {
+      type: 'boolean',
+      description: 'MCP connections: whether the service has registered itself as a client at the authorization server',
+    },
+    account_count: { type: 'integer' },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+/** The fields of a connection a client sets; `connection` (above) is what the service answers. */
+const connectionFields = {
+  auth_kind: orNull({ type: 'string', description: 'For connectors with several auth kinds' }),
+  client_id: orNull({ type: 'string', maxLength: 1024 }),
+  client_secret: orNull({ type: 'string', maxLength: 4096, writeOnly: true }),
+  scopes: orNull({ type: 'array', items: str }),
+  api_base_url: orNull({
+    type: 'string',
+    maxLength: 2048,
+    description:
+      "Overrides the connector's API base URL (self-hosted providers, tests); may use account fields such as {domain}; null removes the override",
+  }),
+  api_hosts: orNull({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: "Overrides the connector's other hosts, by the host names its spec declares",
+  }),
+  oauth: orNull({
+    type: 'object',
+    additionalProperties: false,
+    properties: { authorize_url: str, token_url: str, resource: str },
+    description: 'OAuth endpoint overrides: authorize_url and token_url (OAuth 2.0), resource (MCP)',
+  }),
+};
+
+export const connectionCreate: JsonSchema = {
+  type: 'object',
+  required: ['connection_name', 'connector'],
+  additionalProperties: false,
+  properties: {
+    connection_name: connectionName,
+    connector: requiredText({ description: 'The connector, e.g. `mail`' }),
+    ...connectionFields,
+  },
+};
+
+export const connectionUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    connection_name: orNull({ type: 'string', description: 'Cannot change; accepted when it is the current one' }),
+    connector: orNull({ type: 'string', description: 'Cannot change; accepted when it is the current one' }),
+    ...connectionFields,
+  },
+};
+
+export const connectedAccount: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'connection_name',
+    'connector',
+    'identifier',
+    'status',
+    'fields',
+    'token_expires_at',
+    'last_used_at',
+    'last_error',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    connection_name: str,
+    connector: str,
+    identifier: str,
+    status: { enum: [...ACCOUNT_STATUSES] },
+    fields: { ...stringMap, description: 'Non-secret credential fields (for example a desk domain)' },
+    token_expires_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+    last_error: nullableStr,
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const accountEnvelope: JsonSchema = {
+  type: 'object',
+  required: ['connected_account'],
+  additionalProperties: false,
+  properties: { connected_account: connectedAccount },
+};
+
+export const apiCredential: JsonSchema = {
+  type: 'object',
+  required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    client_id: str,
+    name: str,
+    created_at: dateTime,
+    revoked_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+  },
+};
+
+/** The schemas the OpenAPI document and the client's types name, by name. */
+export const components: Readonly<Record<string, JsonSchema>> = {
+  Error: errorResponse,
+  ProviderError: providerErrorResponse,
+  FieldError: fieldError,
+  TokenError: tokenErrorResponse,
+  Connector: connector,
+  Tool: tool,
+  Connection: connection,
+  ConnectionCreate: connectionCreate,
+  ConnectionUpdate: connectionUpdate,
+  ConnectedAccount: connectedAccount,
+  ApiCredential: apiCredential,
+  ExecuteToolResponse: executeResponse,
+};

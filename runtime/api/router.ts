@@ -1,0 +1,217 @@
+/**
+ * The one route table of the HTTP API and its dispatcher. Each endpoint of core/api/endpoints.ts (method, path,
+ * schemas, auth) gets its handler in runtime/api/routes.ts; this module matches a request to it and serves it
+ * through the same steps for every route: request id, bearer-token check, body parser, request validation
+ * (precompiled validators from generated/api/), handler, and one error renderer.
+ *
+ * Express is not on this path — the API does not use its middleware chain, which cost about 80 µs of CPU per
+ * request on the hot routes (`ANY /proxy/*`, `POST /v1/tools/execute`; bench/RESULTS.md). Express serves what the
+ * table does not match: the dashboard, and the 404 of an unknown route.
+ *
+ * Matching is the same for every route:
+ * - letters in the fixed parts of a path match in any case (`/V1/Tools` is `/v1/tools`);
+ * - one trailing slash is ignored (`/v1/tools/` is `/v1/tools`);
+ * - fixed parts are compared as sent, percent-encoding included (`/v1/%74ools` is not `/v1/tools`); a path
+ *   parameter is percent-decoded once (`/v1/connections/a%20b` names "a b"), and one that is not valid UTF-8
+ *   percent-encoding is a 400;
+ * - a parameter that takes the rest of the path (the proxy's) gets it as sent, with its query, trailing slash and
+ *   all: it is the provider's path, not ours;
+ * - HEAD is answered by the GET route; a method the path does not have is a 404, like an unknown path;
+ * - an absolute-form request target (`GET http://host/v1/tools`) is matched by its path, except for the proxy,
+ *   which takes only a path.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
+import express from 'express';
+import { endpoints, type Endpoint, type OperationId } from '../../core/api/endpoints.ts';
+import { ServiceError } from '../../core/errors.ts';
+import type { Operations } from '../../generated/api/types.ts';
+import type { Services } from '../services.ts';
+import { authenticate, renderError, sendJson, startRequest, type AnyRequest } from './respond.ts';
+import { checkRequest } from './validate.ts';
+
+export type ApiRequest = AnyRequest & { body?: unknown };
+
+export interface Context<Op extends OperationId> {
+  req: ApiRequest;
+  res: ServerResponse;
+  params: Operations[Op]['params'];
+  query: Operations[Op]['query'];
+  body: Operations[Op]['body'];
+  /** The query string as sent, for handlers that read it themselves (the OAuth callback). */
+  rawQuery: string;
+}
+
+/** A JSON answer; a handler that writes its own answer (a stream, a redirect, a page) returns nothing. */
+export interface Reply<Op extends OperationId> {
+  status?: number;
+  body: Operations[Op]['response'];
+}
+
+export type Handler<Op extends OperationId> = (ctx: Context<Op>) => Promise<Reply<Op> | void>;
+
+/** A handler for every endpoint: an endpoint without one does not type-check. */
+export type RouteTable = { [Op in OperationId]: Handler<Op> };
+
+/** The token endpoint's body (form fields or JSON) is small; a larger one is refused early. */
+const FORM_BODY_LIMIT = '16kb';
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+interface Route {
+  operation: OperationId;
+  endpoint: Endpoint;
+  handler: Handler<OperationId>;
+  paramNames: string[];
+  /** Dynamic routes: the path as a pattern, fixed parts in any case, one trailing slash allowed. */
+  pattern?: RegExp;
+  /** Rest routes: the fixed part before the rest parameter, lower case, with its final slash. */
+  prefix?: string;
+  parsers: Middleware[];
+}
+
+export interface Match {
+  route: Route;
+  /** Path parameter values as sent (not yet decoded). */
+  params: string[];
+  /** The rest parameter as sent, query included. */
+  rest?: string;
+  query: string;
+  absolute: boolean;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+
+function runMiddleware(mw: Middleware, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => mw(req, res, (err) => (err ? reject(err) : resolve())));
+}
+
+export class Router {
+  private readonly byPath = new Map<string, Route>();
+  private readonly dynamic = new Map<string, Route[]>();
+  private readonly rest: Route[] = [];
+
+  constructor(
+    private readonly s: Services,
+    table: RouteTable,
+  ) {
+    const json = express.json({ limit: s.config.bodyLimitBytes, strict: true }) as Middleware;
+    const form = [
+      express.urlencoded({ limit: FORM_BODY_LIMIT, extended: false }),
+      express.json({ limit: FORM_BODY_LIMIT }),
+    ] as Middleware[];
+    for (const operation of Object.keys(endpoints) as OperationId[]) {
+      const endpoint: Endpoint = endpoints[operation];
+      const paramNames = [...endpoint.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      const route: Route = {
+        operation,
+        endpoint,
+        handler: table[operation] as Handler<OperationId>,
+        paramNames,
+        // Every authenticated JSON route reads a JSON body when one is sent (it is checked where the endpoint
+        // declares one); the proxy streams its body upstream unread.
+        parsers: endpoint.body?.form ? form : endpoint.auth === 'bearer' && !endpoint.rest ? [json] : [],
+      };
+      const methods = endpoint.method === 'ANY' ? ['*'] : [endpoint.method];
+      if (endpoint.rest) {
+        route.prefix = endpoint.path.slice(0, endpoint.path.indexOf(`{${endpoint.rest}}`)).toLowerCase();
+        this.rest.push(route);
+      } else if (!paramNames.length) {
+        for (const m of methods) this.byPath.set(`${m} ${endpoint.path.toLowerCase()}`, route);
+      } else {
+        const source = endpoint.path
+          .split('/')
+          .map((seg) => (/^\{\w+\}$/.test(seg) ? '([^/]+)' : escapeRegExp(seg)))
+          .join('/');
+        route.pattern = new RegExp(`^${source}/?$`, 'i');
+        for (const m of methods) this.dynamic.set(m, [...(this.dynamic.get(m) ?? []), route]);
+      }
+    }
+  }
+
+  /** The route of a request, or undefined when the table has none (the dashboard, or a 404). */
+  match(method: string, url: string): Match | undefined {
+    let target = url;
+    let absolute = false;
+    if (!url.startsWith('/')) {
+      const origin = ABSOLUTE_FORM.exec(url);
+      if (!origin) return undefined;
+      target = url.slice(origin[0].length) || '/';
+      absolute = true;
+    }
+    const lookup = method === 'HEAD' ? 'GET' : method;
+    for (const route of this.rest) {
+      const n = route.prefix!.length;
+      const methodMatches = route.endpoint.method === 'ANY' || route.endpoint.method === lookup;
+      if (methodMatches && target.length >= n && target.slice(0, n).toLowerCase() === route.prefix) {
+        return { route, params: [], rest: target.slice(n - 1), query: '', absolute };
+      }
+    }
+    const q = target.indexOf('?');
+    let path = q < 0 ? target : target.slice(0, q);
+    const query = q < 0 ? '' : target.slice(q + 1);
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    const key = path.toLowerCase();
+    const exact = this.byPath.get(`${lookup} ${key}`) ?? this.byPath.get(`* ${key}`);
+    if (exact) return { route: exact, params: [], query, absolute };
+    for (const routes of [this.dynamic.get(lookup), this.dynamic.get('*')]) {
+      for (const route of routes ?? []) {
+        const m = route.pattern!.exec(path);
+        if (m) return { route, params: m.slice(1), query, absolute };
+      }
+    }
+    return undefined;
+  }
+
+  /** Serves a matched request; every failure is answered by the one error renderer. */
+  serve(m: Match, req: ApiRequest, res: ServerResponse): void {
+    if (!startRequest(req, res)) return;
+    this.run(m, req, res).catch((e: unknown) => renderError(this.s, e, req, res));
+  }
+
+  private async run(m: Match, req: ApiRequest, res: ServerResponse): Promise<void> {
+    const { operation, endpoint, handler, paramNames, parsers } = m.route;
+    if (endpoint.auth === 'bearer') await authenticate(this.s, req);
+    if (m.absolute && endpoint.rest) {
+      throw new ServiceError(
+        400,
+        'invalid_proxy_path',
+        `The request target must be a path starting with ${m.route.prefix}`,
+        [{ field: endpoint.rest, message: 'must be a path, not an absolute URL' }],
+      );
+    }
+    let params: Record<string, string> | undefined;
+    if (endpoint.params) {
+      params = {};
+      paramNames.forEach(
+        (name, i) => (params![name] = name === endpoint.rest ? m.rest! : decodeParam(name, m.params[i]!)),
+      );
+      params = checkRequest(operation, 'params', params);
+    }
+    const query = endpoint.query ? checkRequest(operation, 'query', parseQuery(m.query)) : undefined;
+    for (const parse of parsers) await runMiddleware(parse, req, res);
+    const body = endpoint.body
+      ? checkRequest(operation, 'body', req.body === undefined && !endpoint.body.required ? {} : req.body)
+      : undefined;
+    const reply = await handler({
+      req,
+      res,
+      params: params as never,
+      query: query as never,
+      body: body as never,
+      rawQuery: m.query,
+    });
+    if (reply) sendJson(res, reply.status ?? 200, reply.body);
+  }
+}
+
+function decodeParam(name: string, raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ServiceError(400, 'invalid_input', `The path parameter ${name} is not valid percent-encoding`, [
+      { field: name, message: 'is not valid percent-encoded UTF-8' },
+    ]);
+  }
+}

@@ -1,0 +1,322 @@
+/**
+ * The OpenAPI document (generated/docs/openapi.json) against the running service: every operation in it is
+ * called for a success and for at least one error, and each real answer — status, content type and body — is
+ * validated against what the document says of that operation, with ajv. An answer that drifts from the
+ * document, or an operation no case here calls, fails.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
+import { startHarness, oauthConnection, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { Sentinel } from '../reliability/sentinel.ts';
+
+interface Operation {
+  operationId: string;
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+type Document = { paths: Record<string, Record<string, Operation>> };
+
+const DOCUMENT = JSON.parse(
+  readFileSync(new URL('../../generated/docs/openapi.json', import.meta.url), 'utf8'),
+) as Document;
+
+const operations = new Map<string, { path: string; method: string; op: Operation }>();
+for (const [path, item] of Object.entries(DOCUMENT.paths))
+  for (const [method, op] of Object.entries(item)) operations.set(op.operationId, { path, method, op });
+
+// Compiling schemas is the test's business, never the runtime's: the document is added once, and each answer is
+// checked against a reference into it.
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+ajv.addFormat('date-time', (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s));
+ajv.addSchema(DOCUMENT as object, 'openapi.json');
+const compiled = new Map<string, ValidateFunction>();
+const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+
+interface Answer {
+  status: number;
+  contentType: string;
+  text: string;
+  /** A HEAD answer has the headers of a GET but no body to check. */
+  head?: boolean;
+}
+
+/** What the document allows for this status; throws, naming the operation, when it allows nothing. */
+function check(operationId: string, answer: Answer): void {
+  const entry = operations.get(operationId);
+  expect(entry, `operation ${operationId} in the document`).toBeDefined();
+  const { path, method, op } = entry!;
+  const key = [String(answer.status), `${String(answer.status)[0]}XX`, 'default'].find((k) => op.responses[k]);
+  const where = `${operationId} (${method.toUpperCase()} ${path}) answered ${answer.status} ${answer.contentType}: ${answer.text.slice(0, 300)}`;
+  expect(key, `${where}: status not in the document`).toBeDefined();
+  const content = op.responses[key!]!.content;
+  if (answer.head) return;
+  if (!content) {
+    expect(answer.text, `${where}: the document says no body`).toBe('');
+    return;
+  }
+  const media = answer.contentType.split(';')[0]!.trim();
+  const type = media in content ? media : '*/*' in content ? '*/*' : undefined;
+  expect(type, `${where}: content type not in the document (${Object.keys(content).join(', ')})`).toBeDefined();
+  const schemaKey = pointer('paths', path, method, 'responses', key!, 'content', type!, 'schema');
+  if (!content[type!]!.schema || Object.keys(content[type!]!.schema as object).length === 0) return;
+  let validate = compiled.get(schemaKey);
+  if (!validate) {
+    validate = ajv.compile({ $ref: `openapi.json#/${schemaKey}` });
+    compiled.set(schemaKey, validate);
+  }
+  const body = type === 'application/json' ? (JSON.parse(answer.text) as unknown) : answer.text;
+  expect(validate(body), `${where}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+}
+
+let h: Harness;
+let sentinel: Sentinel;
+let token: string;
+const seen = new Map<string, { success: number; error: number }>();
+
+/** Sends one request and checks the answer against the document; returns it for the case to look at. */
+async function call(
+  operationId: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; headers?: Record<string, string>; auth?: boolean; raw?: string } = {},
+): Promise<Answer & { headers: Headers }> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.auth !== false) headers.authorization = `Bearer ${token}`;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${h.url}${path}`, {
+    method,
+    headers,
+    body: opts.raw ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined),
+    redirect: 'manual',
+  });
+  const answer = {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? '',
+    text: await res.text(),
+    head: method === 'HEAD',
+  };
+  check(operationId, answer);
+  const tally = seen.get(operationId) ?? { success: 0, error: 0 };
+  if (res.status < 400) tally.success++;
+  else tally.error++;
+  seen.set(operationId, tally);
+  return { ...answer, headers: res.headers };
+}
+
+beforeAll(async () => {
+  h = await startHarness({ env: { LOG_LEVEL: 'warn' } });
+  sentinel = await new Sentinel().start();
+  const res = await fetch(`${h.url}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET }),
+  });
+  token = ((await res.json()) as { access_token: string }).access_token;
+});
+afterAll(async () => {
+  await sentinel?.close();
+  await h?.close();
+});
+
+describe('every operation of the OpenAPI document, against the running service', () => {
+  it('health and the token endpoint', async () => {
+    await call('health', 'GET', '/health', { auth: false });
+    await call('health', 'HEAD', '/health', { auth: false });
+    const ok = await call('issueToken', 'POST', '/oauth/token', {
+      auth: false,
+      body: { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
+    });
+    expect(JSON.parse(ok.text).token_type).toBe('Bearer');
+    await call('issueToken', 'POST', '/oauth/token', { auth: false, body: { grant_type: 'password' } });
+    await call('issueToken', 'POST', '/oauth/token', { auth: false, body: { client_id: 'x', client_secret: 'y' } });
+    await call('issueToken', 'POST', '/oauth/token', {
+      auth: false,
+      raw: '{"client_id":',
+      headers: { 'content-type': 'application/json' },
+    });
+  });
+
+  it('connectors and tools', async () => {
+    await call('listConnectors', 'GET', '/v1/connectors');
+    await call('listConnectors', 'GET', '/v1/connectors', { auth: false });
+    await call('getConnector', 'GET', '/v1/connectors/mail');
+    await call('getConnector', 'GET', '/v1/connectors/helpdesk');
+    await call('getConnector', 'GET', '/v1/connectors/notes');
+    await call('getConnector', 'GET', '/v1/connectors/nope');
+    const all = await call('listTools', 'GET', '/v1/tools');
+    expect(JSON.parse(all.text).count).toBe(127);
+    await call('listTools', 'GET', '/v1/tools?connector=callintel');
+    await call('listTools', 'GET', '/v1/tools?connector=nope');
+    await call('listTools', 'GET', '/v1/tools?connector=a&connector=b');
+    await call('getTool', 'GET', '/v1/tools/helpdesk_ticket_get');
+    await call('getTool', 'GET', '/v1/tools/callintel_calls_list');
+    await call('getTool', 'GET', '/v1/tools/nope');
+  });
+
+  it('connections', async () => {
+    await call('createConnection', 'POST', '/v1/connections', {
+      body: { connection_name: 'data', connector: 'prodata', api_base_url: sentinel.url },
+    });
+    await oauthConnection(h, 'mailbox', 'mail', sentinel.url);
+    await call('createConnection', 'POST', '/v1/connections', {
+      body: { connection_name: 'data', connector: 'prodata' },
+    });
+    await call('createConnection', 'POST', '/v1/connections', {
+      body: { connection_name: 'x', connector: 'mail', bogus: 1 },
+    });
+    await call('createConnection', 'POST', '/v1/connections', {
+      raw: '{"connection_name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    await call('listConnections', 'GET', '/v1/connections');
+    await call('listConnections', 'GET', '/v1/connections', { auth: false });
+    await call('getConnection', 'GET', '/v1/connections/mailbox');
+    await call('getConnection', 'GET', '/v1/connections/nope');
+    await call('updateConnection', 'PATCH', '/v1/connections/mailbox', { body: { scopes: ['Mail.Read'] } });
+    await call('updateConnection', 'PATCH', '/v1/connections/mailbox', { body: { connector: 'crm' } });
+    await call('updateConnection', 'PATCH', '/v1/connections/nope', { body: {} });
+    await call('createConnection', 'POST', '/v1/connections', { body: { connection_name: 'gone', connector: 'crm' } });
+    await call('deleteConnection', 'DELETE', '/v1/connections/gone');
+    await call('deleteConnection', 'DELETE', '/v1/connections/gone');
+  });
+
+  it('connected accounts and authorization links', async () => {
+    const created = await call('getOrCreateConnectedAccount', 'POST', '/v1/connected-accounts', {
+      body: { connection_name: 'data', identifier: 'user-1' },
+    });
+    expect(created.status).toBe(201);
+    const again = await call('getOrCreateConnectedAccount', 'POST', '/v1/connected-accounts', {
+      body: { connection_name: 'data', identifier: 'user-1' },
+    });
+    expect(again.status).toBe(200);
+    await call('getOrCreateConnectedAccount', 'POST', '/v1/connected-accounts', {
+      body: { connection_name: 'nope', identifier: 'user-1' },
+    });
+    const upserted = await call('upsertConnectedAccount', 'PUT', '/v1/connected-accounts', {
+      body: { connection_name: 'data', identifier: 'user-1', credentials: { api_key: 'key-user-1' } },
+    });
+    const id = JSON.parse(upserted.text).connected_account.id as string;
+    await call('upsertConnectedAccount', 'PUT', '/v1/connected-accounts', {
+      body: { connection_name: 'data', identifier: 'user-1', credentials: { nope: 'x' } },
+    });
+    await call('listConnectedAccounts', 'GET', '/v1/connected-accounts');
+    await call('listConnectedAccounts', 'GET', '/v1/connected-accounts?connection_name=data&limit=1&status=ACTIVE');
+    await call('listConnectedAccounts', 'GET', '/v1/connected-accounts?limit=0');
+    await call('listConnectedAccounts', 'GET', '/v1/connected-accounts?cursor=nope');
+    await call('listConnectedAccounts', 'GET', '/v1/connected-accounts?connection_name=nope');
+    await call('getConnectedAccount', 'GET', `/v1/connected-accounts/${id}`);
+    await call('getConnectedAccount', 'GET', '/v1/connected-accounts/ca_nope');
+
+    await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+      body: { connection_name: 'mailbox', identifier: 'user-2' },
+    });
+    await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+      body: { connection_name: 'data', identifier: 'user-2' },
+    });
+    await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+      body: { connection_name: 'mailbox', identifier: 'user-2', redirect_url: 'https://elsewhere.example/x' },
+    });
+
+    const other = await call('getOrCreateConnectedAccount', 'POST', '/v1/connected-accounts', {
+      body: { connection_name: 'data', identifier: 'user-3' },
+    });
+    const otherId = JSON.parse(other.text).connected_account.id as string;
+    await call('disconnectConnectedAccount', 'POST', `/v1/connected-accounts/${otherId}/disconnect`);
+    await call('disconnectConnectedAccount', 'POST', '/v1/connected-accounts/ca_nope/disconnect');
+    await call('deleteConnectedAccount', 'DELETE', `/v1/connected-accounts/${otherId}`);
+    await call('deleteConnectedAccount', 'DELETE', `/v1/connected-accounts/${otherId}`);
+  });
+
+  it('the OAuth browser endpoints: authorize and callback', async () => {
+    const link = JSON.parse(
+      (
+        await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+          body: { connection_name: 'mailbox', identifier: 'user-4' },
+        })
+      ).text,
+    ).link as string;
+    const start = await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
+    expect(start.status).toBe(302);
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('fake_user', 'user-4');
+    const consent = await fetch(authorize, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const done = await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
+    expect(done.status).toBe(200);
+    // The same state again is a replay.
+    await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
+    await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
+    await call('oauthAuthorize', 'GET', `${new URL(link).pathname}?link=a&link=b`, { auth: false });
+  });
+
+  it('tool execution: a live call, a dry run, the provider refusing, the service refusing', async () => {
+    const body = {
+      tool_name: 'prodata_scrape_profile',
+      tool_input: { profile_url: 'https://www.linkedin.com/in/x' },
+      connection_name: 'data',
+      identifier: 'user-1',
+    };
+    await call('executeTool', 'POST', '/v1/tools/execute', { body });
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, dry_run: true } });
+    sentinel.respond = () => ({ status: 404, body: JSON.stringify({ error: 'no such profile' }) });
+    try {
+      const refused = await call('executeTool', 'POST', '/v1/tools/execute', { body });
+      expect(JSON.parse(refused.text).error.code).toBe('provider_error');
+    } finally {
+      sentinel.respond = undefined;
+    }
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, tool_input: { profile_url: 5 } } });
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, tool_name: 'nope' } });
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, identifier: 'nobody' } });
+    await call('executeTool', 'POST', '/v1/tools/execute', {
+      raw: '{',
+      headers: { 'content-type': 'application/json' },
+    });
+  });
+
+  it('the proxy, with every method the document lists', async () => {
+    const headers = { connection_name: 'data', identifier: 'user-1' };
+    for (const method of ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD']) {
+      const id = `proxy${method[0]}${method.slice(1).toLowerCase()}`;
+      await call(id, method, '/proxy/echo', {
+        headers,
+        ...(method === 'GET' || method === 'HEAD' ? {} : { raw: 'x' }),
+      });
+      await call(id, method, '/proxy/echo', { headers: { connection_name: 'data' } });
+    }
+    await call('proxyGet', 'GET', '/proxy/echo', { headers: { connection_name: 'nope', identifier: 'user-1' } });
+    await call('proxyGet', 'GET', '/proxy/echo', { headers, auth: false });
+  });
+
+  it('API credentials', async () => {
+    const created = await call('createApiCredential', 'POST', '/v1/api-credentials', { body: { name: 'conformance' } });
+    await call('createApiCredential', 'POST', '/v1/api-credentials', { body: { name: 5 } });
+    await call('listApiCredentials', 'GET', '/v1/api-credentials');
+    await call('listApiCredentials', 'GET', '/v1/api-credentials', { auth: false });
+    const { id } = JSON.parse(created.text) as { id: string };
+    await call('revokeApiCredential', 'DELETE', `/v1/api-credentials/${id}`);
+    await call('revokeApiCredential', 'DELETE', `/v1/api-credentials/${id}`);
+  });
+
+  it('left no operation of the document without a success and an error', () => {
+    // /health has no error to provoke: it reads nothing from the request and needs no store round trip.
+    const missing = [...operations.keys()].filter((id) => {
+      const t = seen.get(id);
+      return !t || t.success === 0 || (t.error === 0 && id !== 'health');
+    });
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('the checker itself', () => {
+  it('fails an answer that drifts from the document', () => {
+    const drift: Answer = {
+      status: 200,
+      contentType: 'application/json; charset=utf-8',
+      text: JSON.stringify({ status: 'ok', store: 'sqlite', tools: 127, extra: true }),
+    };
+    expect(() => check('health', drift)).toThrow(/extra|additional/);
+    expect(() => check('health', { ...drift, status: 201 })).toThrow(/status not in the document/);
+    expect(() => check('health', { ...drift, contentType: 'text/html' })).toThrow(/content type/);
+  });
+});
