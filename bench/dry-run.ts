@@ -2,7 +2,7 @@
  * Dry-run cost in process: `node --import tsx bench/dry-run.ts <version root>` starts that version's service
  * in this process (its own loadConfig and startServer), prepares it over HTTP like the load runs, then times
  * `services.executor.execute({ dryRun: true })` — validation, account lookup and request planning, no HTTP.
- * Prints one JSON line: µs per call for each tool (median of five batches).
+ * Prints one JSON line: for each tool, CPU and wall µs per call.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -42,18 +42,22 @@ const running = await startServer(
 await prepare(running.url, 'http://127.0.0.1:9', await serviceToken(running.url));
 
 const account = { connectionName: CONNECTION, identifier: IDENTIFIER };
-async function measure(toolName: string, input: () => Record<string, unknown>): Promise<number> {
+/** µs per call, median of five batches: CPU time of this process (what other work on the machine cannot inflate) and wall time. */
+async function measure(toolName: string, input: () => Record<string, unknown>): Promise<{ cpu: number; wall: number }> {
   const run = () => running.services.executor.execute({ toolName, input: input(), dryRun: true, account });
-  await run();
   for (let i = 0; i < 3000; i++) await run();
-  const batches: number[] = [];
+  const cpu: number[] = [];
+  const wall: number[] = [];
   for (let b = 0; b < 5; b++) {
     const n = 5000;
+    const c = process.cpuUsage();
     const t = process.hrtime.bigint();
     for (let i = 0; i < n; i++) await run();
-    batches.push(Number(process.hrtime.bigint() - t) / 1000 / n);
+    wall.push(Number(process.hrtime.bigint() - t) / 1000 / n);
+    const used = process.cpuUsage(c);
+    cpu.push((used.user + used.system) / n);
   }
-  return median(batches);
+  return { cpu: median(cpu), wall: median(wall) };
 }
 
 const result = {

@@ -260,11 +260,11 @@ async function main() {
   const inRound = <T>(xs: T[], round: number) => (round % 2 ? [...xs].reverse() : xs);
 
   console.error('cold start to first /health');
-  const coldStarts = new Map<string, number[]>(versions.map((v) => [v.label, []]));
+  const coldStarts = new Map<string, Array<{ ms: number; cpuMs: number }>>(versions.map((v) => [v.label, []]));
   for (let i = 0; i < STARTS; i++) {
     for (const v of inRound(versions, i)) {
       const s = await startService(v, TEST_CORE);
-      coldStarts.get(v.label)!.push(s.startMs);
+      coldStarts.get(v.label)!.push({ ms: s.startMs, cpuMs: s.startCpuMs });
       await s.stop();
     }
   }
@@ -365,7 +365,7 @@ async function main() {
   await stop(baseline);
 
   console.error('dry run, in process');
-  const dryRuns = new Map<string, Record<string, number> | { error: string }>();
+  const dryRuns = new Map<string, Report['dryRun'][string]>();
   for (const v of versions) {
     const child = spawnOnCore(
       TEST_CORE,
@@ -381,7 +381,7 @@ async function main() {
     const line = out.trim().split('\n').pop() ?? '';
     try {
       if (code !== 0) throw new Error();
-      dryRuns.set(v.label, JSON.parse(line) as Record<string, number>);
+      dryRuns.set(v.label, { tools: JSON.parse(line) as Record<string, { cpu: number; wall: number }> });
     } catch {
       // An older version whose internals differ still gets its load figures.
       dryRuns.set(v.label, { error: `exit ${code}: ${(err || out).trim().split('\n').slice(-3).join(' ')}` });
@@ -406,12 +406,12 @@ async function main() {
     },
     versions: versions.map((v) => v.label),
     rounds,
-    coldStartsMs: Object.fromEntries(coldStarts),
+    coldStarts: Object.fromEntries(coldStarts),
     idleRssMb: Object.fromEntries([...services].map(([label, s]) => [label, s.idleRssMb])),
     loadRssMb: Object.fromEntries(loadRss),
     baselineLoadRssMb: baselineRss,
     streams,
-    dryRunUs: Object.fromEntries(dryRuns),
+    dryRun: Object.fromEntries(dryRuns),
     seconds: (performance.now() - t0) / 1000,
   };
   const md = markdown(report);

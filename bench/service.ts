@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { freePort, sleep, spawnOnCore, stop } from './system.ts';
+import { freePort, processCpuMicros, sleep, spawnOnCore, stop } from './system.ts';
 
 export interface Version {
   /** "current" for the working tree, else the git ref given to --compare. */
@@ -52,6 +52,8 @@ export interface Running {
   url: string;
   /** Spawn to the first successful /health, ms. */
   startMs: number;
+  /** CPU the process had used by then (all its threads), ms: what the start costs whatever else the machine runs. */
+  startCpuMs: number;
   stop(): Promise<void>;
 }
 
@@ -97,7 +99,9 @@ export async function startService(version: Version, core: number, nodeFlags: st
     await stopIt();
     throw e;
   }
-  return { version, proc, pid: proc.pid!, url, startMs: performance.now() - started, stop: stopIt };
+  const startMs = performance.now() - started;
+  const startCpuMs = processCpuMicros(proc.pid!) / 1000;
+  return { version, proc, pid: proc.pid!, url, startMs, startCpuMs, stop: stopIt };
 }
 
 async function expectOk(what: string, res: Response): Promise<string> {
