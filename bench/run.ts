@@ -13,8 +13,7 @@
  * asserts a time.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -126,64 +125,47 @@ const ready = (p: ChildProcess) =>
     p.once('exit', (code) => reject(new Error(`a bench helper exited (code ${code}) before it was ready`)));
   });
 
-/** One 200 MB download or upload through the process under test, with its peak RSS growth and CPU. */
-async function transfer(kind: 'download' | 'upload', url: string, headers: Record<string, string>, pid: number) {
+/**
+ * One download or upload through the process under test, driven by curl on the load core (a native client,
+ * like wrk), with the peak RSS growth and CPU of the process under test. Uploads read a sparse file.
+ */
+async function transfer(
+  kind: 'download' | 'upload',
+  url: string,
+  headers: Record<string, string>,
+  pid: number,
+  uploadFile: string,
+): Promise<Transfer> {
+  const args = [
+    '-sS',
+    '--no-buffer',
+    '-H',
+    'Expect:',
+    '-w',
+    '\n%{http_code} %{size_download} %{size_upload} %{time_total}',
+  ];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  if (kind === 'upload') args.push('-X', 'POST', '-H', 'content-type: application/octet-stream', '-T', uploadFile);
+  else args.push('-o', '/dev/null');
   resetPeakRss(pid);
   const rss0 = rssMb(pid);
   const cpu0 = processCpuMicros(pid);
-  const start = performance.now();
-  const bytes = await new Promise<number>((resolve, reject) => {
-    const u = new URL(url);
-    const req = http.request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: `${u.pathname}${u.search}`,
-        method: kind === 'download' ? 'GET' : 'POST',
-        headers:
-          kind === 'upload'
-            ? { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(STREAM_BYTES) }
-            : headers,
-      },
-      (res) => {
-        let n = 0;
-        const answer: Buffer[] = [];
-        res.on('data', (c: Buffer) => {
-          n += c.length;
-          if (kind === 'upload') answer.push(c);
-        });
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new Error(`${kind} through ${url}: HTTP ${res.statusCode}`));
-          resolve(
-            kind === 'download' ? n : (JSON.parse(Buffer.concat(answer).toString()) as { received: number }).received,
-          );
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    if (kind === 'upload') {
-      const chunk = Buffer.alloc(64 * 1024, 98);
-      let sent = 0;
-      const write = () => {
-        while (sent < STREAM_BYTES) {
-          const n = Math.min(chunk.length, STREAM_BYTES - sent);
-          sent += n;
-          if (!req.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void req.once('drain', write);
-        }
-        req.end();
-      };
-      write();
-    } else req.end();
-  });
-  const seconds = (performance.now() - start) / 1000;
-  if (bytes !== STREAM_BYTES) throw new Error(`${kind} through ${url} moved ${bytes} bytes, expected ${STREAM_BYTES}`);
-  const mb = bytes / 1024 / 1024;
-  return {
-    mbps: mb / seconds,
-    rssGrowthMb: peakRssMb(pid) - rss0,
-    cpuUsPerMb: (processCpuMicros(pid) - cpu0) / mb,
-  } satisfies Transfer;
+  const curl = spawnOnCore(LOAD_CORE, 'curl', [...args, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  curl.stdout!.on('data', (c: Buffer) => (out += c));
+  curl.stderr!.on('data', (c: Buffer) => (err += c));
+  const code = await new Promise((r) => curl.once('close', r));
+  const cpu = processCpuMicros(pid) - cpu0;
+  const rssGrowthMb = peakRssMb(pid) - rss0;
+  const lines = out.trim().split('\n');
+  const [status, down, up, seconds] = lines.pop()!.split(' ').map(Number) as [number, number, number, number];
+  const moved = kind === 'download' ? down : (JSON.parse(lines.join('\n')) as { received?: number }).received;
+  if (code !== 0 || status !== 200 || moved !== STREAM_BYTES || (kind === 'upload' && up !== STREAM_BYTES)) {
+    throw new Error(`${kind} through ${url}: curl exit ${code}, HTTP ${status}, ${moved} bytes moved; ${err}${out}`);
+  }
+  const mb = STREAM_BYTES / 1024 / 1024;
+  return { mbps: mb / seconds, rssGrowthMb, cpuUsPerMb: cpu / mb };
 }
 
 /** `<ref>` checked out into a temporary git worktree that uses this tree's node_modules. */
@@ -351,13 +333,23 @@ async function main() {
       };
     }),
   ];
+  const uploadDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-upload-'));
+  cleanups.push(() => rmSync(uploadDir, { recursive: true, force: true }));
+  const uploadFile = join(uploadDir, 'body');
+  writeFileSync(uploadFile, '');
+  truncateSync(uploadFile, STREAM_BYTES);
   for (let run = 1; run <= STREAM_RUNS; run++) {
     for (const s of services.values()) s.token = await serviceToken(s.url);
     for (const t of streamTargets.slice(1)) t.headers.authorization = `Bearer ${services.get(t.key)!.token}`;
     for (const kind of ['download', 'upload'] as const) {
       for (const t of [streamTargets[0]!, ...inRound(streamTargets.slice(1), run - 1)]) {
         const path = kind === 'download' ? `/big?bytes=${STREAM_BYTES}` : '/upload';
-        streams.push({ run, kind, key: t.key, ...(await transfer(kind, `${t.url}${path}`, t.headers, t.pid)) });
+        streams.push({
+          run,
+          kind,
+          key: t.key,
+          ...(await transfer(kind, `${t.url}${path}`, t.headers, t.pid, uploadFile)),
+        });
       }
     }
   }

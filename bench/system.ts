@@ -100,27 +100,32 @@ function has(command: string, args: string[]): boolean {
 }
 
 /**
- * wrk (and taskset) must be on the PATH. As root with apt-get, a missing wrk is installed; otherwise the bench
- * stops and says how to get it.
+ * The native tools the bench drives and pins with: wrk (load), curl (streaming), taskset (pinning). As root with
+ * apt-get, the missing ones are installed; otherwise the bench stops and says how to get them.
  */
 export function ensureTools(): void {
-  if (!has('taskset', ['-V'])) {
-    throw new Error('taskset is missing; it is in util-linux (Debian: apt-get install util-linux)');
-  }
-  if (has('wrk', ['-v'])) return;
-  const root = process.getuid?.() === 0;
-  if (root && has('apt-get', ['--version'])) {
-    console.error('wrk is missing; installing it with apt-get (Debian package "wrk")');
-    const install = () => spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'inherit' }).status === 0;
+  const tools = [
+    { command: 'wrk', probe: ['-v'], pkg: 'wrk' },
+    { command: 'curl', probe: ['--version'], pkg: 'curl' },
+    { command: 'taskset', probe: ['-V'], pkg: 'util-linux' },
+  ];
+  let missing = tools.filter((t) => !has(t.command, t.probe));
+  if (!missing.length) return;
+  const pkgs = missing.map((t) => t.pkg);
+  if (process.getuid?.() === 0 && has('apt-get', ['--version'])) {
+    console.error(`missing ${missing.map((t) => t.command).join(', ')}; installing with apt-get: ${pkgs.join(' ')}`);
+    const install = () => spawnSync('apt-get', ['install', '-y', '-q', ...pkgs], { stdio: 'inherit' }).status === 0;
     if (!install()) {
       spawnSync('apt-get', ['update', '-q'], { stdio: 'inherit' });
-      if (!install()) throw new Error('apt-get could not install wrk');
+      install();
     }
-    if (has('wrk', ['-v'])) return;
+    missing = missing.filter((t) => !has(t.command, t.probe));
+    if (!missing.length) return;
   }
   throw new Error(
-    'The bench drives load with wrk, a native load generator, which is not installed. Install it (Debian/Ubuntu: ' +
-      '`sudo apt-get install wrk`; macOS: `brew install wrk`) and run the bench again.',
+    `The bench needs ${missing.map((t) => t.command).join(', ')} (native tools, so that the load generator does not ` +
+      `compete in JavaScript for the cores it measures). Install them (Debian/Ubuntu: \`sudo apt-get install ` +
+      `${missing.map((t) => t.pkg).join(' ')}\`) and run the bench again.`,
   );
 }
 
