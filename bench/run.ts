@@ -61,26 +61,25 @@ const { values: opt } = parseArgs({
     'test-core': { type: 'string', default: '1' },
   },
 });
-const positive = (name: keyof typeof opt, min = 1) => {
+const wholeNumber = (name: keyof typeof opt, min = 1) => {
   const n = Number(opt[name]);
   if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number ≥ ${min}, got "${opt[name]}"`);
   return n;
 };
-const ROUNDS = positive('rounds', 3);
-const SECONDS = positive('duration');
-const WARMUP = positive('warmup');
-const CONNECTIONS = positive('connections');
-const STARTS = positive('starts');
-const STREAM_BYTES = positive('stream-mb') * 1024 * 1024;
-const STREAM_RUNS = positive('stream-runs');
-const LOAD_CORE = positive('load-core', 0);
-const TEST_CORE = positive('test-core', 0);
+const ROUNDS = wholeNumber('rounds', 3);
+const SECONDS = wholeNumber('duration');
+const WARMUP = wholeNumber('warmup');
+const CONNECTIONS = wholeNumber('connections');
+const STARTS = wholeNumber('starts');
+const STREAM_BYTES = wholeNumber('stream-mb') * 1024 * 1024;
+const STREAM_RUNS = wholeNumber('stream-runs');
+const LOAD_CORE = wholeNumber('load-core', 0);
+const TEST_CORE = wholeNumber('test-core', 0);
 
 /** Something measured under load: the baseline, or one version's proxy or tool scenario. */
 interface Target {
   key: string;
   scenario: 'baseline' | 'proxy' | 'tool';
-  version?: string;
   pid: () => number;
   request: () => WrkRequest;
 }
@@ -278,7 +277,6 @@ async function main() {
       targets.push({
         key: `${scenario}:${v.label}`,
         scenario,
-        version: v.label,
         pid: () => s.pid,
         request: () => requests(s.url, s.token)[scenario],
       });
