@@ -52,7 +52,15 @@ export interface Report {
   baselineLoadRssMb: number;
   streams: Array<{ run: number; kind: 'download' | 'upload'; key: string } & Transfer>;
   /** Per version: µs per dry-run call of each tool, or why it could not be measured. */
-  dryRun: Record<string, { tools: Record<string, { cpu: number; wall: number }> } | { error: string }>;
+  dryRun: Record<
+    string,
+    | {
+        /** The median of the passes. */
+        tools: Record<string, { cpu: number; wall: number }>;
+        passes: Array<Record<string, { cpu: number; wall: number }>>;
+      }
+    | { error: string }
+  >;
   seconds: number;
 }
 
@@ -289,7 +297,7 @@ export function markdown(report: Report): string {
   const tools = [...new Set(Object.values(report.dryRun).flatMap((d) => ('tools' in d ? Object.keys(d.tools) : [])))];
   for (const tool of tools) {
     mem.push([
-      `dry run ${tool}, in process (µs/call: CPU / wall)`,
+      `dry run ${tool}, in process, median of 2 passes (µs/call: CPU / wall)`,
       ...report.versions.map((v) => {
         const d = report.dryRun[v]!;
         return 'tools' in d && d.tools[tool] ? `${f(d.tools[tool].cpu, 1)} / ${f(d.tools[tool].wall, 1)}` : 'n/a';
