@@ -1,6 +1,6 @@
 /**
  * What the bench reads from Linux and the tools it needs: CPU pinning (taskset), per-process CPU and memory
- * from /proc, per-core busy time, free ports, wrk.
+ * from /proc, per-core busy time, free ports, and the native tools (wrk, curl, taskset).
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
