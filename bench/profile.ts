@@ -57,6 +57,7 @@ for (const [k, v] of self) {
   const f = k.split(' ')[1]!.replace(/:\d+$/, '');
   byFile.set(f, (byFile.get(f) ?? 0) + v);
 }
+console.log(`\nProfile kept for Chrome DevTools: ${join(profDir, file)}`);
 console.log('\nTop functions by self time:');
 for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 30))
   console.log(`${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
