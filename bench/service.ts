@@ -1,0 +1,190 @@
+/**
+ * Starting one version of the service (the working tree, or a git ref checked out elsewhere) the way
+ * `npm start` does, on one core, and preparing it over its HTTP API only: a service token, a helpdesk
+ * connection pointed at the fake upstream, one account. The HTTP API is what stays stable between versions,
+ * so the same code can start and drive an older commit.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { freePort, processCpuMicros, sleep, spawnOnCore, stop } from './system.ts';
+
+export interface Version {
+  /** "current" for the working tree, else the git ref given to --compare. */
+  label: string;
+  root: string;
+}
+
+export const CLIENT_ID = 'bench_client';
+export const CLIENT_SECRET = 'bench_secret_0123456789abcdefghij';
+export const CONNECTION = 'helpdesk';
+export const IDENTIFIER = 'bench';
+export const DESK_DOMAIN = 'acme.zendesk.com';
+/** The one upstream request every load scenario causes (the tool's, the proxy's and the baseline's). */
+export const TICKET_PATH = '/v2/tickets/123?include=users';
+export const TOOL_CALL = {
+  tool_name: 'helpdesk_ticket_get',
+  connection_name: CONNECTION,
+  identifier: IDENTIFIER,
+  tool_input: { ticket_id: 123, include: 'users' },
+};
+
+/**
+ * Node arguments that start the service as the version's `npm start` script does, without the npm, shell and
+ * tsx wrapper processes in between, so that the pid measured is the service's own: `tsx <file>` becomes
+ * `node --import tsx <file>`; `node <args>` is kept.
+ */
+export function serviceArgs(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const start = pkg.scripts?.start?.trim() ?? '';
+  const tsx = /^tsx\s+(.+)$/.exec(start);
+  if (tsx) return ['--import', 'tsx', ...tsx[1]!.split(/\s+/)];
+  const node = /^node\s+(.+)$/.exec(start);
+  if (node) return node[1]!.split(/\s+/);
+  throw new Error(`${root}/package.json: cannot read how to start the service from its start script "${start}"`);
+}
+
+export interface Running {
+  version: Version;
+  proc: ChildProcess;
+  pid: number;
+  url: string;
+  /** Spawn to the first successful /health, ms. */
+  startMs: number;
+  /** CPU the process had used by then (all its threads), ms: what the start costs whatever else the machine runs. */
+  startCpuMs: number;
+  stop(): Promise<void>;
+}
+
+export async function startService(version: Version, core: number, nodeFlags: string[] = []): Promise<Running> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-data-'));
+  const url = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const proc = spawnOnCore(core, process.execPath, [...nodeFlags, ...serviceArgs(version.root)], {
+    cwd: version.root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      DATA_DIR: dataDir,
+      INITIAL_CLIENT_ID: CLIENT_ID,
+      INITIAL_CLIENT_SECRET: CLIENT_SECRET,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const stopIt = async () => {
+    await stop(proc);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    for (;;) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`the ${version.label} service exited before answering /health: ${stderr}`);
+      }
+      if (performance.now() - started > 60_000) throw new Error(`the ${version.label} service did not start in 60 s`);
+      try {
+        if ((await fetch(`${url}/health`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      await sleep(5);
+    }
+  } catch (e) {
+    await stopIt();
+    throw e;
+  }
+  const startMs = performance.now() - started;
+  const startCpuMs = processCpuMicros(proc.pid!) / 1000;
+  return { version, proc, pid: proc.pid!, url, startMs, startCpuMs, stop: stopIt };
+}
+
+async function expectOk(what: string, res: Response): Promise<string> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${what}: HTTP ${res.status} ${text.slice(0, 500)}`);
+  return text;
+}
+
+/** A service token for the bench's API credential (form body; HTTP Basic as a fallback). */
+export async function serviceToken(url: string): Promise<string> {
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  let res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: form,
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
+  });
+  if (!res.ok) {
+    await res.body?.cancel();
+    res = await fetch(`${url}/oauth/token`, {
+      method: 'POST',
+      headers: { ...form, authorization: `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'client_credentials' }),
+    });
+  }
+  const body = JSON.parse(await expectOk('POST /oauth/token', res)) as { access_token?: string };
+  if (!body.access_token) throw new Error('POST /oauth/token answered without an access_token');
+  return body.access_token;
+}
+
+/** The helpdesk connection (base URL on the fake upstream) and one account with an API token. */
+export async function prepare(url: string, upstreamUrl: string, token: string): Promise<void> {
+  const json = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  await expectOk(
+    'POST /v1/connections',
+    await fetch(`${url}/v1/connections`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({
+        connection_name: CONNECTION,
+        connector: 'helpdesk',
+        api_base_url: `${upstreamUrl}/desks/{domain}/api`,
+      }),
+    }),
+  );
+  await expectOk(
+    'PUT /v1/connected-accounts',
+    await fetch(`${url}/v1/connected-accounts`, {
+      method: 'PUT',
+      headers: json,
+      body: JSON.stringify({
+        connection_name: CONNECTION,
+        identifier: IDENTIFIER,
+        credentials: { domain: DESK_DOMAIN, email: 'bench@example.com', api_token: 'bench-token-0123456789' },
+      }),
+    }),
+  );
+}
+
+/** The load scenarios' requests against one running service. */
+export function requests(url: string, token: string) {
+  const auth = { authorization: `Bearer ${token}` };
+  return {
+    proxy: {
+      url: `${url}/proxy${TICKET_PATH}`,
+      headers: { ...auth, connection_name: CONNECTION, identifier: IDENTIFIER },
+    },
+    tool: {
+      url: `${url}/v1/tools/execute`,
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify(TOOL_CALL),
+    },
+  };
+}
+
+/** One request of each scenario, checked, so a round never measures a stream of errors. */
+export async function checkScenarios(url: string, token: string): Promise<void> {
+  const r = requests(url, token);
+  const proxied = await expectOk('proxy GET', await fetch(r.proxy.url, { headers: r.proxy.headers }));
+  if (!proxied.includes('Benchmark ticket')) throw new Error(`proxy GET answered an unexpected body: ${proxied}`);
+  const tool = await expectOk(
+    'POST /v1/tools/execute',
+    await fetch(r.tool.url, { method: 'POST', headers: r.tool.headers, body: r.tool.body }),
+  );
+  if (!tool.includes('Benchmark ticket')) throw new Error(`the tool call answered an unexpected body: ${tool}`);
+}

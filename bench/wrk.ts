@@ -1,0 +1,91 @@
+/**
+ * One wrk run: a native load generator on its own core, one thread, a fixed number of keep-alive connections.
+ * The request comes from a Lua script; wrk's done() hook writes the exact counts and latency percentiles as JSON.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { spawnOnCore } from './system.ts';
+
+export interface WrkRequest {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface WrkResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Socket errors (connect, read, write, timeout) and answers that were not 2xx or 3xx. */
+  errors: number;
+}
+
+const MARK = 'BENCH_WRK_JSON ';
+
+/** A Lua long string that no part of the value can close. */
+function luaString(value: string): string {
+  let eq = '';
+  while (value.includes(`]${eq}]`)) eq += '=';
+  return `[${eq}[${value}]${eq}]`;
+}
+
+function script(req: WrkRequest): string {
+  const lines = [`wrk.method = ${luaString(req.method ?? 'GET')}`];
+  if (req.body !== undefined) lines.push(`wrk.body = ${luaString(req.body)}`);
+  for (const [k, v] of Object.entries(req.headers ?? {}))
+    lines.push(`wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`);
+  lines.push(
+    'done = function(summary, latency, requests)',
+    '  local e = summary.errors',
+    `  io.write(string.format('${MARK}{"requests":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\\n',`,
+    '    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,',
+    '    latency:percentile(50), latency:percentile(99), latency.max))',
+    'end',
+  );
+  return lines.join('\n') + '\n';
+}
+
+export async function runWrk(
+  req: WrkRequest,
+  opts: { core: number; connections: number; seconds: number },
+): Promise<WrkResult> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'acs-bench-wrk-'));
+  const file = join(dir, 'request.lua');
+  writeFileSync(file, script(req));
+  try {
+    const proc = spawnOnCore(
+      opts.core,
+      'wrk',
+      ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '-s', file, req.url],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    proc.stdout!.on('data', (c: Buffer) => (out += c));
+    proc.stderr!.on('data', (c: Buffer) => (err += c));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      proc.once('error', reject);
+      proc.once('close', resolve);
+    });
+    const line = out.split('\n').find((l) => l.startsWith(MARK));
+    if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${err || out}`);
+    const r = JSON.parse(line.slice(MARK.length)) as Record<string, number>;
+    const seconds = r.duration_us! / 1e6;
+    return {
+      requests: r.requests!,
+      seconds,
+      rps: r.requests! / seconds,
+      p50Ms: r.p50_us! / 1000,
+      p99Ms: r.p99_us! / 1000,
+      maxMs: r.max_us! / 1000,
+      errors: r.errors!,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
