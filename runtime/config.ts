@@ -4,7 +4,10 @@ import { resolve } from 'node:path';
 export interface Config {
   port: number;
   host: string;
-  /** The service's public base URL, used in authorization links and OAuth redirect URIs. */
+  /**
+   * The service's public base URL, used in authorization links and OAuth redirect URIs. Empty when PORT is 0 and
+   * PUBLIC_URL is not set, until startServer sets it from the port the system gave.
+   */
   publicUrl: string;
   dataDir: string;
   /** postgres://… selects the PostgreSQL store; otherwise SQLite under dataDir. */
@@ -43,12 +46,15 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env);
   const host = env.HOST || '127.0.0.1';
-  const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
-  try {
-    const u = new URL(publicUrl);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-  } catch {
-    throw new Error(`PUBLIC_URL must be an http(s) URL, got "${publicUrl}"`);
+  const derived = !env.PUBLIC_URL && port === 0;
+  const publicUrl = derived ? '' : (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
+  if (!derived) {
+    try {
+      const u = new URL(publicUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new Error(`PUBLIC_URL must be an http(s) URL, got "${publicUrl}"`);
+    }
   }
   return {
     port,

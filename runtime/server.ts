@@ -61,25 +61,42 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts the service: store, keys, first credential, HTTP server. */
+/**
+ * Starts the service: store, keys, first credential, HTTP server. With port 0 the system picks a free port:
+ * `config.port` becomes the port it got and, when PUBLIC_URL was not given, `config.publicUrl` the address served.
+ */
 export async function startServer(config: Config, opts: ServiceOptions = {}): Promise<RunningServer> {
-  const services = await createServices(config, opts);
-  const server = http.createServer(createHandler(services));
-  // A burst of new connections (thousands of clients at once) waits in the accept queue instead of having
-  // its SYNs dropped and retried seconds later; Node's default is 511, the kernel caps it at somaxconn.
-  server.listen(config.port, config.host, 4096);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
+  const server = http.createServer();
+  const listen = async () => {
+    // A burst of new connections (thousands of clients at once) waits in the accept queue instead of having
+    // its SYNs dropped and retried seconds later; Node's default is 511, the kernel caps it at somaxconn.
+    server.listen(config.port, config.host, 4096);
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+    config.port = (server.address() as AddressInfo).port;
+  };
+  const url = () => `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  // The services are built with the public URL, which a system-picked port is part of; otherwise the port opens
+  // only once the service can answer on it.
+  if (!config.publicUrl) {
+    await listen();
+    config.publicUrl = url();
+  }
+  const services = await createServices(config, opts).catch((e: unknown) => {
+    server.close();
+    throw e;
   });
+  server.on('request', createHandler(services));
+  if (!server.listening) await listen();
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
-  const port = (server.address() as AddressInfo).port;
   return {
     server,
     services,
-    url: `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`,
+    url: url(),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

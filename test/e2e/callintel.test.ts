@@ -30,7 +30,8 @@ import {
   WS_SUPPORT,
 } from '../fakes/gong.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError, type DryRunData } from '../../runtime/client/index.ts';
+import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
+import type { DryRunData } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
 
 const KEY = 'QWERTY1234567890';
@@ -43,29 +44,11 @@ let h: Harness;
 let gong: FakeGong;
 const executed = new Set<string>();
 
-type Who = { connectionName: string; identifier: string };
-
-async function run(toolName: string, toolInput: Record<string, unknown>, who: Who = oauthWho) {
-  executed.add(toolName);
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
-    .data as any;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+// A call the test expects to fail counts as executed too.
+const run = toolRunner<any>({ harness: () => h, who: oauthWho, executed, countWhen: 'called' });
 
 /** The requests the fake received while `fn` ran. */
-async function received(fn: () => Promise<unknown>) {
-  const before = gong.requests.length;
-  await fn();
-  return gong.requests.slice(before);
-}
+const received = (fn: () => Promise<unknown>) => requestsDuring(() => gong.requests, fn);
 
 beforeAll(async () => {
   gong = await new FakeGong({ accessKey: KEY, accessKeySecret: SECRET }).start();

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from '../fakes/crm.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
 let h: Harness;
@@ -25,28 +25,7 @@ const DEFAULT_SCOPES = [
   'crm.objects.deals.write',
 ];
 
-async function run(
-  toolName: string,
-  toolInput: Record<string, unknown>,
-  account: { connectionName: string; identifier: string } = who,
-) {
-  const { data } = await h.client.executeTool({
-    toolName: toolName as never,
-    toolInput: toolInput as never,
-    ...account,
-  });
-  executed.add(toolName);
-  return data as Record<string, any>;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner({ harness: () => h, who, executed });
 
 const last = () => crm.requests.at(-1)!;
 

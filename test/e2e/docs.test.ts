@@ -7,7 +7,7 @@ import { FakeDrive, GOOGLE_DOC, GOOGLE_SHEET } from '../fakes/google-drive.ts';
 import { FakeDocs, type StoredDocument } from '../fakes/google-docs.ts';
 import { authorizeCapturing } from '../fakes/google-setup.ts';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
 let h: Harness;
@@ -20,19 +20,7 @@ const LIST_FIELDS =
   'nextPageToken,incompleteSearch,files(id,name,mimeType,createdTime,modifiedTime,owners,webViewLink)';
 const DEFAULT_QUERY = "mimeType='application/vnd.google-apps.document' and trashed=false";
 
-async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
-    .data as Record<string, any>;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner({ harness: () => h, who });
 
 /** The plain text of a Document resource's body. */
 function bodyText(doc: Record<string, any>): string {

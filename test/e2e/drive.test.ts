@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { FakeDrive, GOOGLE_DOC } from '../fakes/google-drive.ts';
 import { authorizeCapturing, seedDrive, type DriveSeed } from '../fakes/google-setup.ts';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
 let h: Harness;
@@ -19,19 +19,7 @@ const who = { connectionName: 'drive', identifier: 'user-1' };
 const LIST_FIELDS =
   'nextPageToken,incompleteSearch,files(id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink)';
 
-async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
-    .data as Record<string, any>;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner({ harness: () => h, who });
 
 const lastQuery = () => drive.requests.at(-1)!.query;
 const names = (r: Record<string, any>) => (r.files as Array<{ name: string }>).map((f) => f.name);

@@ -4,20 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { AccountFieldSpec } from '../../core/spec-model.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { fieldValue } from '../helpers/tools.ts';
 
 let h: Harness;
 const SECRET = 'dry-run-secret-value-do-not-leak';
-
-function fieldValue(f: AccountFieldSpec, exampleFields: Record<string, string>): string {
-  if (exampleFields[f.name]) return exampleFields[f.name]!;
-  if (f.example) return f.example;
-  if (f.default) return f.default;
-  if (f.format === 'email') return 'someone@example.com';
-  if (f.secret) return `${SECRET}-${f.name}`;
-  return `value-${f.name}`;
-}
 
 beforeAll(async () => {
   h = await startHarness();
@@ -29,7 +20,7 @@ beforeAll(async () => {
       ...(auth.kind === 'oauth2' ? { client_id: 'dry-run-client', client_secret: SECRET } : {}),
     });
     if ('fields' in auth) {
-      const credentials = Object.fromEntries(auth.fields.map((f) => [f.name, fieldValue(f, c.exampleFields)]));
+      const credentials = Object.fromEntries(auth.fields.map((f) => [f.name, fieldValue(f, c.exampleFields, SECRET)]));
       await h.client.upsertConnectedAccount({ connectionName: c.name, identifier: 'dry', credentials });
     } else {
       // An OAuth account needs no tokens for a dry run; token-response fields the examples assume are set directly.

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDesk } from '../fakes/desk.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 import { rawGet } from '../helpers/raw-http.ts';
 
@@ -17,19 +17,7 @@ const TOKEN = 'zd-api-token-7f3a9c1e5b';
 const creds = { domain: DOMAIN, email: EMAIL, api_token: TOKEN };
 const who = { connectionName: 'helpdesk', identifier: 'user-1' };
 
-async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
-    .data as Record<string, any>;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner({ harness: () => h, who });
 
 beforeAll(async () => {
   h = await startHarness();

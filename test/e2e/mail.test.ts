@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tools } from '../../generated/registry.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { startFakeGraph, type FakeGraph } from '../fakes/graph.ts';
 import { seedFor } from '../fakes/graph-seed.ts';
 
@@ -14,19 +14,7 @@ let h: Harness;
 let graph: FakeGraph;
 const who = { connectionName: 'mail', identifier: 'ada' };
 
-async function run(toolName: string, toolInput: Record<string, unknown>) {
-  return (await h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who }))
-    .data as Record<string, any> | null;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner<Record<string, any> | null>({ harness: () => h, who });
 
 beforeAll(async () => {
   h = await startHarness();

@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeNotesMcp, MEETINGS } from '../fakes/notes-mcp.ts';
 import { followAuthorizationLink, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError, type Connection } from '../../runtime/client/index.ts';
+import { failure } from '../helpers/tools.ts';
+import type { Connection } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
@@ -20,15 +21,6 @@ const s256 = (v: string) => createHash('sha256').update(v).digest('base64url');
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
   isError?: boolean;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
 }
 
 /** A harness whose OAuth server advertises discovery and registration and requires the fake MCP server as resource. */

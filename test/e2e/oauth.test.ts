@@ -7,8 +7,8 @@
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { expireStoredToken, failure } from '../helpers/tools.ts';
 import { listen, type Listening } from '../fakes/listen.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
 
 let h: Harness;
 let api: Listening;
@@ -39,10 +39,6 @@ afterAll(async () => {
 });
 
 const services = () => h.running.services;
-async function expireStoredToken(accountId: string) {
-  const a = (await services().store.getAccount(accountId))!;
-  await services().store.updateAccount(accountId, { tokenExpiresAt: Date.now() - 1000 }, Date.now(), a.version);
-}
 async function settings(identifier: string) {
   return h.client.executeTool({
     toolName: 'mail_mailbox_settings_get' as never,
@@ -51,15 +47,6 @@ async function settings(identifier: string) {
     identifier,
   });
 }
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
-
 describe('authorization', () => {
   it('shows the redirect URI the provider app must register', async () => {
     const c = await h.client.getConnection('mail');
@@ -179,7 +166,7 @@ describe('authorization', () => {
 describe('token refresh', () => {
   it('refreshes an expired token once for 50 concurrent calls', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     const before = h.oauth.counts.refresh_token;
     const results = await Promise.all(Array.from({ length: 50 }, () => settings('alice')));
     expect(results.every((r) => (r.data as { timeZone: string }).timeZone === 'UTC')).toBe(true);
@@ -188,7 +175,7 @@ describe('token refresh', () => {
 
   it('refreshes once for 500 concurrent calls (the count the benchmark also reports)', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     const before = h.oauth.counts.refresh_token;
     const results = await Promise.allSettled(Array.from({ length: 500 }, () => settings('alice')));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
@@ -200,7 +187,7 @@ describe('token refresh', () => {
     const used = new Set(
       h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.refresh_token),
     );
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     await settings('alice');
     const last = h.oauth.tokenRequests.filter((r) => r.grant_type === 'refresh_token').at(-1)!;
     expect(used.has(last.refresh_token)).toBe(false);
@@ -213,7 +200,7 @@ describe('token refresh', () => {
 
   it('keeps the rotated tokens when an unrelated change lands during the refresh', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     h.oauth.refreshDelayMs = 300;
     const call = settings('alice');
     // While the provider is answering, something else writes the account (bumping its version).
@@ -227,7 +214,7 @@ describe('token refresh', () => {
     );
     expect(h.oauth.liveRefreshTokens()).toContain(stored.refresh_token);
     // The next refresh works with what was stored (the provider rotates: a lost token would be invalid_grant).
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     expect((await settings('alice')).data).toMatchObject({ timeZone: 'UTC' });
     expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
   });
@@ -246,7 +233,7 @@ describe('token refresh', () => {
 
   it('keeps the account ACTIVE through a provider outage during refresh, and recovers', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     h.oauth.failNext = { count: 1, status: 503 };
     const e = await failure(settings('alice'));
     expect(e.status).toBe(503);
@@ -263,7 +250,7 @@ describe('token refresh', () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'bob' })).id;
     expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
     h.oauth.revokeSubject('bob');
-    await expireStoredToken(id);
+    await expireStoredToken(services().store, id);
     const e = await failure(settings('bob'));
     expect(e.status).toBe(409);
     expect(e.code).toBe('account_expired');

@@ -8,7 +8,7 @@ import { FakeHarvestApi } from '../fakes/harvestapi.ts';
 import { FakeApifyProfileScraper, MODE_EMAIL, MODE_NO_EMAIL, PROFILE_SCRAPER } from '../fakes/apify-profile-scraper.ts';
 import { FakeHarvestTimeTracking } from '../fakes/harvest-timetracking.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
 let h: Harness;
@@ -26,25 +26,7 @@ const executed = new Set<string>();
 
 type Data = Record<string, any>;
 
-async function run(toolName: string, toolInput: Record<string, unknown>, identifier = who.identifier): Promise<Data> {
-  const res = await h.client.executeTool({
-    toolName: toolName as never,
-    toolInput: toolInput as never,
-    connectionName: who.connectionName,
-    identifier,
-  });
-  executed.add(toolName);
-  return res.data as Data;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner<Data>({ harness: () => h, who, executed });
 
 /** The query the data API received last, for one path. */
 function lastQuery(path: string): Record<string, string> {
@@ -757,7 +739,7 @@ describe('provider errors stay provider errors', () => {
       identifier: 'wrong-key',
       credentials: { api_key: 'not-the-key' },
     });
-    const e = await failure(run('prodata_search_geo', { search: 'Berlin' }, 'wrong-key'));
+    const e = await failure(run('prodata_search_geo', { search: 'Berlin' }, { ...who, identifier: 'wrong-key' }));
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);
     expect(e.providerBody).toEqual({ error: 'Invalid or missing API key' });

@@ -14,7 +14,7 @@ import {
   type ReceivedRequest,
 } from '../fakes/apify.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 import { MAX_RUN_POLLS, WAIT_FOR_FINISH_SECS } from '../../specs/hooks/scraper.ts';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -28,35 +28,10 @@ const executed = new Set<string>();
 
 type Data = Record<string, any>;
 
-async function run(
-  toolName: string,
-  toolInput: Record<string, unknown>,
-  identity: { connectionName: string; identifier: string } = who,
-): Promise<Data> {
-  const { data } = await h.client.executeTool({
-    toolName: toolName as never,
-    toolInput: toolInput as never,
-    ...identity,
-  });
-  executed.add(toolName);
-  return data as Data;
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
-}
+const run = toolRunner<Data>({ harness: () => h, who, executed });
 
 /** The requests the fake received while `fn` ran. */
-async function during(fn: () => Promise<unknown>): Promise<ReceivedRequest[]> {
-  const before = fake.requests.length;
-  await fn();
-  return fake.requests.slice(before);
-}
+const during = (fn: () => Promise<unknown>): Promise<ReceivedRequest[]> => requestsDuring(() => fake.requests, fn);
 
 beforeAll(async () => {
   restoreDns = routeLocalhostSubdomains();

@@ -526,7 +526,6 @@ export interface FakeGraphOptions {
   validateToken: (token: string) => boolean;
   /** Seed the sample mailbox (`GraphState.seedSample`); default true. */
   sample?: boolean;
-  port?: number;
 }
 
 export interface FakeGraph {
@@ -1030,7 +1029,7 @@ export async function startFakeGraph(opts: FakeGraphOptions): Promise<FakeGraph>
     );
   });
 
-  const listening = await listen(app, opts.port);
+  const listening = await listen(app);
   base = listening.url;
   return {
     url: listening.url,

@@ -8,9 +8,9 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Starts an Express app on 127.0.0.1 (an ephemeral port unless one is given). */
-export async function listen(app: Express, port = 0): Promise<Listening> {
-  const server = app.listen(port, '127.0.0.1');
+/** Starts an Express app on 127.0.0.1, on a port the system picks (reported in `url`). */
+export async function listen(app: Express): Promise<Listening> {
+  const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

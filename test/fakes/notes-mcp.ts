@@ -387,7 +387,7 @@ export class FakeNotesMcp {
     return entries;
   }
 
-  async start(port = 0): Promise<this> {
+  async start(): Promise<this> {
     const app = express();
     app.disable('x-powered-by');
 
@@ -488,7 +488,7 @@ export class FakeNotesMcp {
       await session.server.close();
     });
 
-    this.listening = await listen(app, port);
+    this.listening = await listen(app);
     return this;
   }
 

@@ -144,7 +144,7 @@ export class FakeOAuthServer {
     return client;
   }
 
-  async start(port = 0): Promise<this> {
+  async start(): Promise<this> {
     const app = express();
     app.disable('x-powered-by');
     app.use((req, _res, next) => {
@@ -304,7 +304,7 @@ export class FakeOAuthServer {
         .json({ error: 'unsupported_grant_type', error_description: `grant_type ${body.grant_type} is not supported` });
     });
 
-    this.listening = await listen(app, port);
+    this.listening = await listen(app);
     return this;
   }
 

@@ -1,5 +1,5 @@
 /**
- * Starts the real service on an ephemeral port with a fresh data directory (SQLite by default, or a
+ * Starts the real service on a port the system picks with a fresh data directory (SQLite by default, or a
  * fresh PostgreSQL schema), the fake OAuth server, and a client library instance — the way a client
  * application would use it. Captures every log line so tests can scan them for secrets.
  */
@@ -19,6 +19,10 @@ export const TEST_CLIENT_ID = 'acs_test_client';
 export const TEST_CLIENT_SECRET = 'acs_sk_test_secret_0123456789abcdef';
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/**
+ * A port nothing listens on at the moment of the call, for a connection that must be refused. Not a port to listen
+ * on later, as another process may take it in between: a server listens on port 0 and reports the port it got.
+ */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -28,6 +32,22 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * The environment of a test service on `dataDir`, with the test API credential. The first start takes a port the
+ * system picks; a restart given the URL it got (`restartAt`) comes back on that port at the same public URL, as a
+ * restarted deployment does: service tokens, authorization links and redirect URIs name it.
+ */
+export function serviceEnv(dataDir: string, restartAt?: string): Record<string, string> {
+  return {
+    ...(restartAt ? { PORT: new URL(restartAt).port, PUBLIC_URL: restartAt } : { PORT: '0' }),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    INITIAL_CLIENT_ID: TEST_CLIENT_ID,
+    INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
+    LOG_LEVEL: 'info',
+  };
 }
 
 export interface Harness {
@@ -57,17 +77,7 @@ export interface HarnessOptions {
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'acs-test-'));
-  const port = await freePort();
-  const config = loadConfig({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    INITIAL_CLIENT_ID: TEST_CLIENT_ID,
-    INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
-    LOG_LEVEL: 'info',
-    ...opts.env,
-  });
+  const config = loadConfig({ ...serviceEnv(dataDir), ...opts.env });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {

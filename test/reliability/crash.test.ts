@@ -16,17 +16,17 @@
  * refresh at once, not stay locked by the dead process.
  * Every secret involved is then searched for in the service's output and the raw database files.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { spawnService, type ServiceProcess } from '../helpers/service-process.ts';
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { FakeDesk } from '../fakes/desk.ts';
-import { listen, type Listening } from '../fakes/listen.ts';
+import type { Listening } from '../fakes/listen.ts';
+import { startMailboxSettingsApi } from '../fakes/mailbox-settings.ts';
 import { SqliteStore, encodeCursor } from '../../runtime/store/sqlite.ts';
 import type { Account } from '../../runtime/store/types.ts';
 import { loadKeyring } from '../../runtime/crypto/keys.ts';
@@ -45,16 +45,9 @@ const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';
 const DESK_TOKEN = `zd-desk-${randomBytes(12).toString('hex')}`;
 
-interface Child {
-  proc: ChildProcess;
-  output: string[];
-  exited: Promise<number | null>;
-}
-
 let dataDir: string;
-let port: number;
-let url: string;
-let child: Child | undefined;
+let url: string | undefined;
+let child: ServiceProcess | undefined;
 let oauth: FakeOAuthServer;
 let tap: TokenTap;
 let api: Listening;
@@ -64,51 +57,20 @@ const output: string[] = [];
 const secrets = new SecretRegistry();
 const providerSecret = `secret-crash-${randomBytes(12).toString('hex')}`;
 
-function startChild(): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], {
-    cwd: process.cwd(),
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: url,
-      DATA_DIR: dataDir,
-      INITIAL_CLIENT_ID: TEST_CLIENT_ID,
-      INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const c: Child = {
-    proc,
-    output: [],
-    exited: new Promise((resolve) => proc.once('exit', (code) => resolve(code))),
-  };
-  proc.stdout!.on('data', (d: Buffer) => c.output.push(d.toString('utf8')));
-  proc.stderr!.on('data', (d: Buffer) => c.output.push(d.toString('utf8')));
-  return (async () => {
-    for (let i = 0; ; i++) {
-      if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode}: ${c.output.join('')}`);
-      try {
-        const res = await fetch(`${url}/health`);
-        if (res.ok) return c;
-      } catch {
-        // Not listening yet.
-      }
-      if (i > 1200) throw new Error(`the service did not start: ${c.output.join('')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
+/** The first start takes a port the system picks; every restart comes back on it (see serviceEnv). */
+async function startChild(): Promise<ServiceProcess> {
+  const c = await spawnService({ PATH: process.env.PATH, HOME: process.env.HOME, ...serviceEnv(dataDir, url) });
+  url ??= c.url;
+  return c;
 }
 
-async function kill(c: Child): Promise<void> {
+async function kill(c: ServiceProcess): Promise<void> {
   c.proc.kill('SIGKILL');
   await c.exited;
   output.push(...c.output);
 }
 
-async function stop(c: Child): Promise<void> {
+async function stop(c: ServiceProcess): Promise<void> {
   c.proc.kill('SIGTERM');
   await c.exited;
   output.push(...c.output);
@@ -359,23 +321,12 @@ async function servesAgain(r: number): Promise<string[]> {
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'acs-crash-'));
-  port = await freePort();
-  url = `http://127.0.0.1:${port}`;
   oauth = await new FakeOAuthServer().start();
   oauth.addClient({ client_id: 'client-crash', client_secret: providerSecret, auth: 'client_secret_post' });
   tap = await new TokenTap(oauth.tokenUrl).start();
   desk = await new FakeDesk().start();
   desk.addTenant(DOMAIN, EMAIL, DESK_TOKEN);
-  const app = express();
-  app.get('/v1.0/me/mailboxSettings', (req, res) => {
-    const grant = oauth.validate(req.headers.authorization);
-    if (!grant)
-      res.status(401).json({
-        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
-      });
-    else res.json({ timeZone: 'UTC', subject: grant.subject });
-  });
-  api = await listen(app);
+  api = await startMailboxSettingsApi(oauth);
   child = await startChild();
   const res = await fetch(`${url}/oauth/token`, {
     method: 'POST',

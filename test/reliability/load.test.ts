@@ -6,7 +6,7 @@
  * keep growing from one round to the next; /health answers 200 again and again while the calls are in
  * flight (its latencies are printed, not asserted). RELIABILITY_SOAK=1 runs ten rounds instead of two.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,8 @@ import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AgentConnectorClient } from '../../runtime/client/index.ts';
 import { FaultyUpstream } from '../fakes/faulty-upstream.ts';
-import { freePort, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { spawnService } from '../helpers/service-process.ts';
 import { record } from './summary.ts';
 
 const SOAK = process.env.RELIABILITY_SOAK === '1';
@@ -70,32 +71,13 @@ function rssOf(pid: number): number {
 }
 
 async function startService(): Promise<void> {
-  const port = await freePort();
   dataDir = mkdtempSync(join(tmpdir(), 'acs-load-'));
-  url = `http://127.0.0.1:${port}`;
-  service = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: url,
-      DATA_DIR: dataDir,
-      INITIAL_CLIENT_ID: TEST_CLIENT_ID,
-      INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 600; i++) {
-    if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}`);
-    const ok = await fetch(`${url}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the service did not start');
+  // serviceEnv logs at info, for the startup line that says the port; nothing is logged per call at info. A
+  // PUBLIC_URL in this process's environment is not this service's: the service derives its own.
+  const env = { ...process.env, PUBLIC_URL: undefined, ...serviceEnv(dataDir) };
+  const started = await spawnService(env, { stderr: 'inherit' });
+  service = started.proc;
+  url = started.url;
 }
 
 /** Connections the kernel refused to queue because a listen backlog was full (this network namespace). */

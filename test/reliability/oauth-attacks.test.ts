@@ -13,12 +13,12 @@ import { followAuthorizationLink, oauthConnection, startHarness, type Harness } 
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { Sentinel } from './sentinel.ts';
-import { record } from './summary.ts';
+import { record, tallied, type Tally } from './summary.ts';
 
 const RETURN_ORIGIN = 'https://app.client.example';
 let h: Harness;
 let api: Sentinel;
-const tally = { tried: 0, failed: 0 };
+const tally: Tally = { tried: 0, failed: 0 };
 
 beforeAll(async () => {
   h = await startHarness({ env: { ALLOWED_REDIRECT_ORIGINS: RETURN_ORIGIN, LOG_LEVEL: 'debug' } });
@@ -41,15 +41,7 @@ afterAll(async () => {
 });
 
 /** Counts one attack (or `n`) and whether it held. */
-async function attack(n: number, fn: () => Promise<void>): Promise<void> {
-  tally.tried += n;
-  try {
-    await fn();
-  } catch (e) {
-    tally.failed++;
-    throw e;
-  }
-}
+const attack = (n: number, fn: () => Promise<void>) => tallied(tally, n, fn);
 
 /** Opens a link up to the provider: the authorization URL the browser is sent to. */
 async function startFlow(identifier: string, connectionName = 'mail', redirectUrl?: string) {

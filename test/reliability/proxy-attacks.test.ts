@@ -15,7 +15,7 @@ import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { guardedLookup, isPublicAddress, upstreamDns } from '../../runtime/upstream/address-guard.ts';
 import { Sentinel } from './sentinel.ts';
 import { rawExchange, rawHttp } from './raw-socket.ts';
-import { record } from './summary.ts';
+import { record, tallied, type Tally } from './summary.ts';
 
 let h: Harness;
 let sentinel: Sentinel;
@@ -45,18 +45,10 @@ const DNS: Record<string, string[]> = {
 };
 const asked: string[] = [];
 
-const tally = { tried: 0, failed: 0 };
+const tally: Tally = { tried: 0, failed: 0 };
 /** Runs one attack (or a group of them, counted as `count`) and records whether it held. */
 function counted(_what: string, fn: () => Promise<void>, count = 1): () => Promise<void> {
-  return async () => {
-    tally.tried += count;
-    try {
-      await fn();
-    } catch (e) {
-      tally.failed++;
-      throw e;
-    }
-  };
+  return () => tallied(tally, count, fn);
 }
 
 beforeAll(async () => {

@@ -13,19 +13,20 @@
  *   sampler reading the row throughout, was issued together in one token response, and the stored refresh token
  *   is the live one.
  */
-import express from 'express';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   authorize,
-  freePort,
   PG_URL,
+  serviceEnv,
   startHarness,
   TEST_CLIENT_ID,
   TEST_CLIENT_SECRET,
   type Harness,
 } from '../helpers/harness.ts';
-import { listen, type Listening } from '../fakes/listen.ts';
+import { expireStoredToken } from '../helpers/tools.ts';
+import type { Listening } from '../fakes/listen.ts';
+import { startMailboxSettingsApi } from '../fakes/mailbox-settings.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { AgentConnectorClient } from '../../runtime/client/index.ts';
@@ -56,16 +57,7 @@ interface Pair {
 
 async function startPair(kind: 'sqlite' | 'postgres'): Promise<Pair> {
   const h = await startHarness({ store: kind });
-  const port = await freePort();
-  const config = loadConfig({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: h.dataDir,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    INITIAL_CLIENT_ID: TEST_CLIENT_ID,
-    INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
-    LOG_LEVEL: 'info',
-  });
+  const config = loadConfig(serviceEnv(h.dataDir));
   const logsB: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -94,20 +86,7 @@ async function startPair(kind: 'sqlite' | 'postgres'): Promise<Pair> {
   const side: Store = schema ? new PostgresStore(PG_URL, schema, 2) : new SqliteStore(join(h.dataDir, 'acs.sqlite'));
 
   const tap = await new TokenTap(h.oauth.tokenUrl).start();
-  const app = express();
-  app.use((req, res, next) => {
-    if (!h.oauth.validate(req.headers.authorization)) {
-      res.status(401).json({
-        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
-      });
-      return;
-    }
-    next();
-  });
-  app.get('/v1.0/me/mailboxSettings', (req, res) =>
-    res.json({ timeZone: 'UTC', subject: h.oauth.validate(req.headers.authorization)!.subject }),
-  );
-  const api = await listen(app);
+  const api = await startMailboxSettingsApi(h.oauth);
   const clientSecret = `secret-race-${Math.random().toString(36).slice(2)}`;
   h.oauth.addClient({ client_id: 'client-race', client_secret: clientSecret, auth: 'client_secret_post' });
   await h.client.createConnection({
@@ -145,11 +124,6 @@ function burst(p: Pair, identifier: string) {
   for (let i = 0; i < CALLS_PER_INSTANCE; i++)
     calls.push(settings(p.h.client, identifier), settings(p.clientB, identifier));
   return Promise.allSettled(calls);
-}
-
-async function expireStoredToken(p: Pair, id: string) {
-  const a = (await p.side.getAccount(id))!;
-  await p.side.updateAccount(id, { tokenExpiresAt: Date.now() - 1000 }, Date.now(), a.version);
 }
 
 function storedSecrets(p: Pair, sealed: string | null, id: string): Record<string, string> {
@@ -232,7 +206,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       let failedRounds = 0;
       const perRound: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        await expireStoredToken(p, id);
+        await expireStoredToken(p.side, id);
         const before = p.h.oauth.counts.refresh_token;
         // Holds the winner's refresh at the provider, so the other instance surely reads the expired token too.
         p.h.oauth.refreshDelayMs = 150;
@@ -288,7 +262,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     it('invalid_grant after a refresh made outside the lock: re-reads, stays ACTIVE; a real revocation still expires', async () => {
       // The race: between the service's read and its refresh, someone else rotated the token and stored the result.
       const id = await authorize(p.h, 'mail', 'outside');
-      await expireStoredToken(p, id);
+      await expireStoredToken(p.side, id);
       let stored: { access_token: string; refresh_token: string } | undefined;
       p.tap.beforeRefresh = async (rt) => {
         p.tap.beforeRefresh = undefined;
@@ -322,7 +296,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
       // The control: the token was consumed elsewhere but nothing new was stored — a revocation, not a race.
       const id2 = await authorize(p.h, 'mail', 'revoked');
-      await expireStoredToken(p, id2);
+      await expireStoredToken(p.side, id2);
       p.tap.beforeRefresh = async (rt) => {
         p.tap.beforeRefresh = undefined;
         await refreshElsewhere(p, rt);
@@ -361,7 +335,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       })();
       const refreshes = ROUNDS * 4;
       for (let i = 0; i < refreshes; i++) {
-        await expireStoredToken(p, id);
+        await expireStoredToken(p.side, id);
         await (i % 2 ? settings(p.clientB, 'atomic') : settings(p.h.client, 'atomic'));
         const a = (await p.side.getAccount(id))!;
         const s = storedSecrets(p, a.secretsSealed, id);

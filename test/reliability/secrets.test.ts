@@ -22,15 +22,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { freePort, serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { expireStoredToken, failure } from '../helpers/tools.ts';
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { FakeDesk } from '../fakes/desk.ts';
-import { listen, type Listening } from '../fakes/listen.ts';
+import type { Listening } from '../fakes/listen.ts';
+import { startMailboxSettingsApi } from '../fakes/mailbox-settings.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
-import { AgentConnectorClient, ConnectorServiceError } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../runtime/client/index.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import { TokenTap } from './token-tap.ts';
 import { record } from './summary.ts';
@@ -49,8 +50,7 @@ const tenants = {
 } as const;
 
 let dataDir: string;
-let port: number;
-let url: string;
+let url: string | undefined;
 let service: RunningServer | undefined;
 let client: AgentConnectorClient;
 let oauth: FakeOAuthServer;
@@ -78,23 +78,18 @@ const registry = new SecretRegistry();
 /** Responses that show a secret by design (a new API credential's secret, shown once): kept out of the scan. */
 const byDesign = new Set<string>();
 
+/** The first start takes a port the system picks; a restart comes back on it (see serviceEnv). */
 async function startService(): Promise<RunningServer> {
-  const config = loadConfig({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    PUBLIC_URL: url,
-    INITIAL_CLIENT_ID: TEST_CLIENT_ID,
-    INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
-    LOG_LEVEL: 'info',
-  });
+  const config = loadConfig(serviceEnv(dataDir, url));
   const sink = new Writable({
     write(chunk, _enc, cb) {
       logs.push(String(chunk));
       cb();
     },
   });
-  return startServer(config, { logDestination: sink });
+  const running = await startServer(config, { logDestination: sink });
+  url ??= running.url;
+  return running;
 }
 
 async function restart(): Promise<void> {
@@ -116,15 +111,6 @@ function keys(...args: string[]): Promise<{ code: number; out: string }> {
       },
     );
   });
-}
-
-async function failure(p: Promise<unknown>): Promise<ConnectorServiceError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(ConnectorServiceError);
-  return e as ConnectorServiceError;
 }
 
 function run(
@@ -173,37 +159,23 @@ async function accountId(connectionName: string, identifier: string): Promise<st
   return (await client.getOrCreateConnectedAccount({ connectionName, identifier })).id;
 }
 
-async function expireStoredToken(id: string) {
-  await withStore(async (store) => {
-    const a = (await store.getAccount(id))!;
-    await store.updateAccount(id, { tokenExpiresAt: Date.now() - 1000 }, Date.now(), a.version);
-  });
+async function expireToken(id: string) {
+  await withStore((store) => expireStoredToken(store, id));
 }
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'acs-secrets-'));
-  port = await freePort();
-  url = `http://127.0.0.1:${port}`;
   oauth = await new FakeOAuthServer().start();
   oauth.addClient({ client_id: MAIL_CLIENT, client_secret: MAIL_SECRET_1, auth: 'client_secret_post' });
   tap = await new TokenTap(oauth.tokenUrl).start();
   desk = await new FakeDesk().start();
   for (const t of Object.values(tenants)) desk.addTenant(t.domain, EMAIL, t.token);
-  const app = express();
-  app.get('/v1.0/me/mailboxSettings', (req, res) => {
-    const grant = oauth.validate(req.headers.authorization);
-    if (!grant)
-      res.status(401).json({
-        error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
-      });
-    else res.json({ timeZone: 'UTC', subject: grant.subject });
-  });
-  api = await listen(app);
+  api = await startMailboxSettingsApi(oauth);
   service = await startService();
   client = new AgentConnectorClient({
     clientId: TEST_CLIENT_ID,
     clientSecret: TEST_CLIENT_SECRET,
-    envUrl: url,
+    envUrl: service.url,
     fetch: rec,
   });
   registry.add('API client secret', TEST_CLIENT_SECRET);
@@ -322,7 +294,7 @@ describe('secrets', () => {
     expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe(
       'mail-user',
     );
-    await expireStoredToken(await accountId('mail', 'mail-user'));
+    await expireToken(await accountId('mail', 'mail-user'));
     await run('mail_mailbox_settings_get', 'mail-user', 'mail');
     oauth.expireAccessTokens();
     await run('mail_mailbox_settings_get', 'mail-user', 'mail');
@@ -505,7 +477,7 @@ describe('secrets', () => {
       [
         'refresh (client secret)',
         async () => {
-          await expireStoredToken(await accountId('mail', 'mail-user'));
+          await expireToken(await accountId('mail', 'mail-user'));
           return run('mail_mailbox_settings_get', 'mail-user', 'mail');
         },
       ],
@@ -588,7 +560,7 @@ describe('secrets', () => {
         ),
       ).toBe(true);
     });
-    await expireStoredToken(await accountId('mail', 'mail-user'));
+    await expireToken(await accountId('mail', 'mail-user'));
     const refresh = await failure(run('mail_mailbox_settings_get', 'mail-user', 'mail'));
     if (refresh.status >= 500 || refresh.code !== 'credentials_unreadable' || !refresh.message.includes('mail')) {
       outcomes.push(`refresh with a tampered client secret: ${refresh.status} ${refresh.code} ${refresh.message}`);

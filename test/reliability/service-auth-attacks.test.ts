@@ -11,17 +11,17 @@ import http from 'node:http';
 import { syncBuiltinESMExports } from 'node:module';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { exportJWK, SignJWT } from 'jose';
-import { freePort, startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { TOKEN_AUDIENCE } from '../../runtime/auth/service-auth.ts';
 import { Sentinel } from './sentinel.ts';
-import { record } from './summary.ts';
+import { record, tallied, type Tally } from './summary.ts';
 
 let h: Harness;
 let second: RunningServer | undefined;
 let keyServer: Sentinel;
-const tally = { tried: 0, failed: 0 };
+const tally: Tally = { tried: 0, failed: 0 };
 
 beforeAll(async () => {
   h = await startHarness({ env: { TOKEN_TTL_SECONDS: '600', LOG_LEVEL: 'warn' } });
@@ -42,15 +42,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function attack(n: number, fn: () => Promise<void>): Promise<void> {
-  tally.tried += n;
-  try {
-    await fn();
-  } catch (e) {
-    tally.failed++;
-    throw e;
-  }
-}
+const attack = (n: number, fn: () => Promise<void>) => tallied(tally, n, fn);
 
 /** POST /oauth/token from a chosen local address (the whole of 127/8 is loopback), as a form. */
 function tokenRequest(
@@ -219,10 +211,9 @@ describe('revocation', () => {
   it('stops a credential in a second instance sharing the store once its revocation cache window has passed', async () => {
     await attack(3, async () => {
       // A second instance on the same data directory: same store, same key file, same public URL (behind one address).
-      const port = await freePort();
       second = await startServer(
         loadConfig({
-          PORT: String(port),
+          PORT: '0',
           HOST: '127.0.0.1',
           DATA_DIR: h.dataDir,
           PUBLIC_URL: h.config.publicUrl,

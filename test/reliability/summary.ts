@@ -27,3 +27,20 @@ export function record(f: Figure): void {
   appendFileSync(join(SUMMARY_DIR, `${process.pid}.jsonl`), `${JSON.stringify(f)}\n`);
   console.log(`[${f.category}] ${f.what}: ${f.tried} tried, ${f.failed} failed${f.detail ? ` (${f.detail})` : ''}`);
 }
+
+/** What a test file tried, and how many of those tries failed, for its figure. */
+export interface Tally {
+  tried: number;
+  failed: number;
+}
+
+/** Runs `fn` counted as `n` tries; if it throws, that is one failure, and the error goes on to fail the test. */
+export async function tallied(tally: Tally, n: number, fn: () => Promise<void>): Promise<void> {
+  tally.tried += n;
+  try {
+    await fn();
+  } catch (e) {
+    tally.failed++;
+    throw e;
+  }
+}

@@ -20,11 +20,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Ajv } from 'ajv';
 import { connectors, tools } from '../../generated/registry.ts';
-import type { AccountFieldSpec, ToolSpec } from '../../core/spec-model.ts';
+import type { ToolSpec } from '../../core/spec-model.ts';
 import { loadSpecFile, specFiles } from '../../generator/load.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { resolveBaseUrl } from '../../runtime/connectors/catalog.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { fieldValue } from '../helpers/tools.ts';
 import {
   hintsOf,
   serviceRuleViolations,
@@ -60,15 +61,6 @@ const tally = {
   fewestTool: '',
 };
 
-function fieldValue(f: AccountFieldSpec, exampleFields: Record<string, string>): string {
-  if (exampleFields[f.name]) return exampleFields[f.name]!;
-  if (f.example) return f.example;
-  if (f.default) return f.default;
-  if (f.format === 'email') return 'someone@example.com';
-  if (f.secret) return `${SECRET}-${f.name}`;
-  return `value-${f.name}`;
-}
-
 beforeAll(async () => {
   h = await startHarness({ env: { LOG_LEVEL: 'warn' } });
   for (const file of specFiles(join(process.cwd(), 'specs'))) {
@@ -86,7 +78,7 @@ beforeAll(async () => {
       await h.client.upsertConnectedAccount({
         connectionName: c.name,
         identifier: IDENTIFIER,
-        credentials: Object.fromEntries(auth.fields.map((f) => [f.name, fieldValue(f, c.exampleFields)])),
+        credentials: Object.fromEntries(auth.fields.map((f) => [f.name, fieldValue(f, c.exampleFields, SECRET)])),
       });
     } else {
       const a = await h.client.getOrCreateConnectedAccount({ connectionName: c.name, identifier: IDENTIFIER });

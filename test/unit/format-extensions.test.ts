@@ -2,17 +2,9 @@
  * Format additions made for the call-intelligence connector: a base URL that is an account field holding a
  * whole URL, the `unsupported` rule, a hook tool that sends nothing, and `$each` building plain objects.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generate } from '../../generator/main.ts';
-
-function specDir(yaml: string, name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'acs-fmt-'));
-  writeFileSync(join(dir, `${name}.yaml`), yaml);
-  return dir;
-}
+import { generatorError, specDir } from '../helpers/specs.ts';
 
 /** A connector named `callintel`, so that hooks resolve against specs/hooks/callintel.ts. */
 const header = (baseUrl = '"{api_base_url}"') => `name: callintel
@@ -31,14 +23,7 @@ example_fields: { api_base_url: "https://eu.demo.example" }
 tools:
 `;
 
-async function errorsOf(yaml: string): Promise<string> {
-  try {
-    await generate(specDir(yaml, 'callintel'));
-  } catch (e) {
-    return (e as Error).message;
-  }
-  throw new Error('expected the generator to fail');
-}
+const errorsOf = (yaml: string) => generatorError(yaml, 'callintel');
 
 const tool = `  - name: callintel_get
     description: Get

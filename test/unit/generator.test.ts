@@ -1,16 +1,11 @@
 /** The generator: spec errors that name file, line, tool and field; the request-template semantics; drift. */
-import { mkdtempSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generate } from '../../generator/main.ts';
 import * as H from '../../core/template-runtime.ts';
-
-function specDir(yaml: string, name = 'demo'): string {
-  const dir = mkdtempSync(join(tmpdir(), 'acs-gen-'));
-  writeFileSync(join(dir, `${name}.yaml`), yaml);
-  return dir;
-}
+import { generatorError, specDir } from '../helpers/specs.ts';
 
 const header = `name: demo
 title: Demo
@@ -25,14 +20,7 @@ api:
 tools:
 `;
 
-async function errorsOf(yaml: string): Promise<string> {
-  try {
-    await generate(specDir(yaml));
-  } catch (e) {
-    return (e as Error).message;
-  }
-  throw new Error('expected the generator to fail');
-}
+const errorsOf = (yaml: string) => generatorError(yaml, 'demo');
 
 describe('spec errors', () => {
   it('names the file, line, tool and field of a meta-schema violation', async () => {
@@ -161,6 +149,7 @@ describe('body roots', () => {
       - input: { id: "1" }
         requests: [{ method: PATCH, url: "https://api.demo.example/items/1", body: { status: DONE } }]
 `,
+      'demo',
     );
     const out = await generate(dir);
     const code = out.files.get('generated/connectors/demo.ts')!;
