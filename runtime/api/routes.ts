@@ -4,7 +4,7 @@ import { Management, type ConnectionInput } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
-import { encodeCursor } from '../store/sqlite.ts';
+import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import { checkBody, CONNECTION_NAME, IDENTIFIER, queryString } from './input.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 
@@ -159,7 +159,7 @@ export function apiRouter(s: Services): Router {
         after: cursor,
       });
     } catch (e) {
-      if ((e as Error).message === 'invalid cursor')
+      if (e instanceof InvalidCursor)
         throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
           { field: 'cursor', message: 'is not a cursor from a previous page' },
         ]);

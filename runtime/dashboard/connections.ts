@@ -11,7 +11,7 @@ import type { ConnectionInput } from '../management.ts';
 import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } from '../connectors/catalog.ts';
 import { checkBody, IDENTIFIER } from '../api/input.ts';
 import { connectionRules } from '../api/routes.ts';
-import { encodeCursor } from '../store/sqlite.ts';
+import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
 import {
@@ -430,7 +430,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         after,
       });
     } catch (e) {
-      if ((e as Error).message === 'invalid cursor')
+      if (e instanceof InvalidCursor)
         throw new ServiceError(
           400,
           'invalid_input',

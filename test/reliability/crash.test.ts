@@ -27,7 +27,8 @@ import { freePort, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { listen, type Listening } from '../fakes/listen.ts';
-import { SqliteStore, encodeCursor } from '../../runtime/store/sqlite.ts';
+import { SqliteStore } from '../../runtime/store/sqlite.ts';
+import { encodeCursor } from '../../runtime/store/cursor.ts';
 import type { Account } from '../../runtime/store/types.ts';
 import { loadKeyring } from '../../runtime/crypto/keys.ts';
 import { Sealer } from '../../runtime/crypto/sealer.ts';
