@@ -293,22 +293,25 @@ export class Management {
         allowlistedFields(connector),
       ));
     }
-    const { account } = await this.getOrCreateAccount(connectionName, identifier);
     if (verify && isKeyAuth(auth) && auth.verify) {
       await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
     }
-    const updated = (await this.s.store.updateAccount(
-      account.id,
-      {
-        status: 'ACTIVE',
-        fields,
-        secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
-        tokenExpiresAt: expiresAt,
-        lastError: null,
-      },
-      Date.now(),
-    ))!;
-    this.s.accounts.forgetAccount(account.id);
+    // One transaction: a crash between creating the account and storing its credentials keeps neither.
+    const updated = await this.s.store.transaction(async (tx) => {
+      const { account } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+      return (await tx.updateAccount(
+        account.id,
+        {
+          status: 'ACTIVE',
+          fields,
+          secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
+          tokenExpiresAt: expiresAt,
+          lastError: null,
+        },
+        Date.now(),
+      ))!;
+    });
+    this.s.accounts.forgetAccount(updated.id);
     return { account: updated, connection };
   }
 

@@ -8,7 +8,7 @@ import { Management } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
-import { encodeCursor } from '../store/sqlite.ts';
+import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
@@ -190,7 +190,7 @@ export function routeTable(s: Services): RouteTable {
           after: query.cursor,
         });
       } catch (e) {
-        if ((e as Error).message === 'invalid cursor')
+        if (e instanceof InvalidCursor)
           throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
             { field: 'cursor', message: 'is not a cursor from a previous page' },
           ]);

@@ -10,7 +10,7 @@ import { ACCOUNT_STATUSES } from '../store/types.ts';
 import type { ConnectionInput } from '../management.ts';
 import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } from '../connectors/catalog.ts';
 import { checkRequest } from '../api/validate.ts';
-import { encodeCursor } from '../store/sqlite.ts';
+import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { attachErrors, fieldId, type Field } from './fields.ts';
 import { firstSentence } from './views.ts';
@@ -436,7 +436,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         after,
       });
     } catch (e) {
-      if ((e as Error).message === 'invalid cursor')
+      if (e instanceof InvalidCursor)
         throw new ServiceError(
           400,
           'invalid_input',

@@ -148,13 +148,20 @@ export interface SealedCell {
 }
 
 /**
- * Persistence. Two implementations share one contract (and one test suite): SQLite (embedded default)
- * and PostgreSQL (scale-out). Every method is a single atomic operation.
+ * Persistence, over SQLite (embedded default) or PostgreSQL (scale-out): one implementation
+ * (runtime/store/sql-store.ts) and one contract test suite for both. Every method is a single atomic operation;
+ * `transaction` groups several into one.
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   migrate(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Runs `fn` in one transaction: the writes made through `tx` commit together when `fn` resolves, and none
+   * is kept when it throws or the process dies first. Inside `fn`, use `tx` only (on SQLite the transaction
+   * holds the store's single connection until it ends).
+   */
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /** True when no sealed data exists yet (a new key may be created). */
   isEmpty(): Promise<boolean>;
   integrityCheck(): Promise<string[]>;
@@ -222,6 +229,12 @@ export interface Store {
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
 }
+
+/** The store's reads and writes, bound to one transaction. */
+export type StoreTransaction = Omit<
+  Store,
+  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock'
+>;
 
 /** A new connected account that has no credentials yet. */
 export function pendingAccount(id: string, connectionId: string, identifier: string, now = Date.now()): Account {

@@ -2,13 +2,21 @@
  * One contract, two stores: every behaviour the runtime relies on, checked against SQLite and against a
  * real PostgreSQL (a fresh schema per run; never skipped).
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import { PostgresStore } from '../../runtime/store/postgres.ts';
-import type { Account, Connection, Store } from '../../runtime/store/types.ts';
+import { encodeCursor, InvalidCursor } from '../../runtime/store/cursor.ts';
+import {
+  LockTimeout,
+  type Account,
+  type ActivityRecord,
+  type Connection,
+  type Store,
+} from '../../runtime/store/types.ts';
 import { newId } from '../../runtime/ids.ts';
 import { PG_URL } from '../helpers/harness.ts';
 
@@ -19,6 +27,7 @@ const factories: Array<[string, () => Store]> = [
   ['sqlite', () => new SqliteStore(join(dir, 'contract.sqlite'))],
   ['postgres', () => new PostgresStore(PG_URL, schema)],
 ];
+const location = { sqlite: join(dir, 'contract.sqlite'), postgres: schema };
 
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
@@ -150,14 +159,22 @@ describe.each(factories)('%s store', (kind, make) => {
       const page = await store.listAccounts({ connectionId: c.id, limit: 10, after });
       seen.push(...page.map((a) => a.identifier));
       if (page.length < 10) break;
-      const last = page.at(-1)!;
-      after = Buffer.from(`${last.createdAt}:${last.id}`).toString('base64url');
+      after = encodeCursor(page.at(-1)!);
     }
     expect(seen).toHaveLength(25);
     expect(new Set(seen).size).toBe(25);
     expect(await store.listAccounts({ connectionId: c.id, identifierContains: 'p-1', limit: 100 })).toHaveLength(10);
     expect(await store.listAccounts({ connectionId: c.id, identifierContains: '%', limit: 100 })).toHaveLength(0);
     expect(await store.listAccounts({ connectionId: c.id, status: 'ACTIVE', limit: 100 })).toHaveLength(0);
+  });
+
+  it('refuses a cursor no page produced with an InvalidCursor error', async () => {
+    for (const after of [
+      'garbage',
+      Buffer.from('no-colon').toString('base64url'),
+      Buffer.from(':x').toString('base64url'),
+    ])
+      await expect(store.listAccounts({ limit: 10, after })).rejects.toBeInstanceOf(InvalidCursor);
   });
 
   it('consumes an OAuth state once, and never after it expires', async () => {
@@ -217,6 +234,124 @@ describe.each(factories)('%s store', (kind, make) => {
     // The lock is released after an error too.
     await expect(store.withAccountLock(a.id, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await store.withAccountLock(a.id, async () => 'ok', 1000)).toBe('ok');
+  });
+
+  it('times out with LockTimeout while another holder keeps the account lock', async () => {
+    const c = connection('c6b');
+    await store.createConnection(c);
+    const { account: a } = await store.getOrCreateAccount(account(c.id, 'busy'));
+    let release!: () => void;
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => (inside = r));
+    const held = store.withAccountLock(a.id, () => {
+      inside();
+      return new Promise<void>((r) => (release = r));
+    });
+    await entered;
+    await expect(store.withAccountLock(a.id, async () => 'never', 50)).rejects.toBeInstanceOf(LockTimeout);
+    release();
+    await held;
+    expect(await store.withAccountLock(a.id, async () => 'free', 1000)).toBe('free');
+  });
+
+  it('commits the writes of a transaction together', async () => {
+    const c = connection('tx1');
+    await store.createConnection(c);
+    const result = await store.transaction(async (tx) => {
+      const { account: a, created } = await tx.getOrCreateAccount(account(c.id, 'tx-commit'));
+      expect(created).toBe(true);
+      const updated = await tx.updateAccount(a.id, { status: 'ACTIVE', secretsSealed: 'v1.k.a.b' }, Date.now());
+      await tx.setMeta('tx-meta', 'written');
+      return updated!.id;
+    });
+    expect(await store.getAccount(result)).toMatchObject({ status: 'ACTIVE', secretsSealed: 'v1.k.a.b', version: 1 });
+    expect(await store.getMeta('tx-meta')).toBe('written');
+  });
+
+  it('keeps none of the writes of a transaction that throws, and shows none of them outside it before it ends', async () => {
+    const c = connection('tx2');
+    await store.createConnection(c);
+    const { account: existing } = await store.getOrCreateAccount(account(c.id, 'tx-existing'));
+    let seenOutside: Promise<Account | undefined> | undefined;
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.getOrCreateAccount(account(c.id, 'tx-rolled-back'));
+        await tx.updateAccount(existing.id, { status: 'ACTIVE' }, Date.now());
+        await tx.deleteConnection(c.id);
+        // A read outside the transaction while it is open: it must not see the uncommitted writes.
+        seenOutside = store.getAccount(existing.id);
+        await new Promise((r) => setTimeout(r, 20));
+        throw new Error('abandoned');
+      }),
+    ).rejects.toThrow('abandoned');
+    expect(await seenOutside).toMatchObject({ status: 'PENDING_AUTH', version: 0 });
+    expect(await store.getConnection(c.id)).toBeDefined();
+    expect(await store.findAccount(c.id, 'tx-rolled-back')).toBeUndefined();
+    expect(await store.getAccount(existing.id)).toMatchObject({ status: 'PENDING_AUTH', version: 0 });
+  });
+
+  it('keeps none of the writes of a transaction whose process is killed before it commits', async () => {
+    const c = connection('tx3');
+    await store.createConnection(c);
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/store/transaction-child.ts', kind, location[kind as 'sqlite' | 'postgres'], c.id],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => d.toString().includes('written') && resolve());
+      child.once('exit', (code) => reject(new Error(`child exited (${code}) before writing`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    expect(await store.findAccount(c.id, 'killed')).toBeUndefined();
+    expect(await store.getAccount('ca_killed')).toBeUndefined();
+    // The store is usable after it: the dead writer held no lock that outlived it.
+    const { created } = await store.getOrCreateAccount(account(c.id, 'killed'));
+    expect(created).toBe(true);
+  });
+
+  it('moves last-used times forward only', async () => {
+    const c = connection('touch');
+    await store.createConnection(c);
+    const { account: a } = await store.getOrCreateAccount(account(c.id, 'toucher'));
+    const { account: b } = await store.getOrCreateAccount(account(c.id, 'toucher-2'));
+    await store.touchAccounts(
+      new Map([
+        [a.id, 2_000],
+        [b.id, 1_000],
+      ]),
+    );
+    await store.touchAccounts(
+      new Map([
+        [a.id, 1_500],
+        [b.id, 3_000],
+        ['ca_absent', 9],
+      ]),
+    );
+    expect((await store.getAccount(a.id))!.lastUsedAt).toBe(2_000);
+    expect((await store.getAccount(b.id))!.lastUsedAt).toBe(3_000);
+  });
+
+  it('records a batch of activity larger than one statement may carry', async () => {
+    // 7,000 rows of 10 values is past PostgreSQL's 65,535 parameters per statement.
+    const batch: ActivityRecord[] = Array.from({ length: 7_000 }, (_, i) => ({
+      id: `bulk_${String(i).padStart(5, '0')}`,
+      kind: 'proxy',
+      name: 'GET /bulk',
+      connectionName: null,
+      accountId: null,
+      identifier: null,
+      status: 200,
+      errorCode: null,
+      latencyMs: i,
+      createdAt: 1_000_000 + i,
+    }));
+    await store.recordActivity(batch);
+    const newest = await store.listActivity(3, 1_000_000 + batch.length);
+    expect(newest.map((r) => r.id)).toEqual(['bulk_06999', 'bulk_06998', 'bulk_06997']);
+    await store.pruneActivity(1_000_000 + batch.length);
+    expect(await store.listActivity(1, 1_000_000 + batch.length)).toEqual([]);
   });
 
   it('records activity and api credentials', async () => {

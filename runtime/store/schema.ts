@@ -1,0 +1,90 @@
+/**
+ * The tables as the query builder sees them (runtime/store/migrations/*.sql creates them). Times are epoch
+ * milliseconds; JSON-valued columns are TEXT on both databases, parsed in rows.ts.
+ */
+export interface Database {
+  schema_migrations: { version: string; applied_at: number };
+  meta: { key: string; value: string };
+  api_credentials: {
+    id: string;
+    client_id: string;
+    secret_hash: string;
+    name: string;
+    created_at: number;
+    revoked_at: number | null;
+    last_used_at: number | null;
+  };
+  connections: {
+    id: string;
+    name: string;
+    connector: string;
+    auth_kind: string;
+    client_id: string | null;
+    client_secret_sealed: string | null;
+    scopes: string;
+    api_base_url: string | null;
+    api_hosts: string;
+    oauth: string;
+    registration_sealed: string | null;
+    created_at: number;
+    updated_at: number;
+  };
+  connected_accounts: {
+    id: string;
+    connection_id: string;
+    identifier: string;
+    status: string;
+    fields: string;
+    secrets_sealed: string | null;
+    token_expires_at: number | null;
+    last_used_at: number | null;
+    last_error: string | null;
+    version: number;
+    /** SQLite's account lease (runtime/store/sqlite.ts); unused on PostgreSQL, which takes an advisory lock. */
+    lock_until: number | null;
+    lock_owner: string | null;
+    created_at: number;
+    updated_at: number;
+  };
+  oauth_links: {
+    token_hash: string;
+    connection_id: string;
+    account_id: string;
+    redirect_url: string | null;
+    expires_at: number;
+  };
+  oauth_states: {
+    state_hash: string;
+    connection_id: string;
+    account_id: string;
+    verifier_sealed: string;
+    redirect_url: string | null;
+    expires_at: number;
+    used_at: number | null;
+  };
+  activity: {
+    id: string;
+    kind: string;
+    name: string;
+    connection_name: string | null;
+    account_id: string | null;
+    identifier: string | null;
+    status: number;
+    error_code: string | null;
+    latency_ms: number;
+    created_at: number;
+  };
+  dashboard_users: {
+    id: string;
+    username: string;
+    password_hash: string;
+    created_at: number;
+    updated_at: number;
+  };
+  dashboard_sessions: {
+    id_hash: string;
+    user_id: string;
+    created_at: number;
+    expires_at: number;
+  };
+}

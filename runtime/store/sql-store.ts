@@ -1,0 +1,539 @@
+import { sql, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import { decodeCursor } from './cursor.ts';
+import { migrate } from './migrate.ts';
+import { prepare } from './prepared.ts';
+import {
+  escapeLike,
+  SEALED_COLUMNS,
+  SEALED_META_KEYS,
+  toAccount,
+  toActivity,
+  toConnection,
+  toCredential,
+  toDashboardSession,
+  toDashboardUser,
+  toLink,
+  toState,
+} from './rows.ts';
+import type { Database } from './schema.ts';
+import type {
+  Account,
+  AccountPatch,
+  AccountQuery,
+  ActivityRecord,
+  ApiCredential,
+  Connection,
+  ConnectionPatch,
+  DashboardSession,
+  DashboardUser,
+  OAuthLink,
+  OAuthState,
+  SealedCell,
+  Store,
+  StoreTransaction,
+} from './types.ts';
+
+export type Db = Kysely<Database>;
+
+/**
+ * What differs between SQLite and PostgreSQL, and only that: opening and closing, running a compiled query
+ * (SQLite's is synchronous), the account lock, the integrity check, running a migration script, serialising
+ * migrators, and the two batched writes (a statement per row costs next to nothing on SQLite and a round trip
+ * each on PostgreSQL). README.md beside this file says why each one differs.
+ */
+export interface Backend {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly db: Db;
+  /** Runs a compiled query on `db` (the store's root, or a transaction). */
+  run<R>(db: Db, query: CompiledQuery<R>): Promise<QueryResult<R>>;
+  /** Runs `fn` while no other process migrates the same database; creates the namespace if needed. */
+  migrationScope(fn: (db: Db) => Promise<void>): Promise<void>;
+  /** Runs a migration file (several statements) inside the transaction `tx`. */
+  execScript(tx: Db, script: string): Promise<void>;
+  withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs: number): Promise<T>;
+  integrityCheck(): Promise<string[]>;
+  /** Sets each account's last use, unless a later one is stored; all in one transaction. */
+  touchAccounts(db: Db, lastUsed: ReadonlyMap<string, number>): Promise<void>;
+  /** Inserts the rows in one transaction. */
+  insertActivity(db: Db, rows: readonly ActivityRow[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Runs `fn` in a transaction, or in the current one when `db` is already bound to one. */
+export function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
+
+/** The hot reads, built and compiled once per store (see prepared.ts). */
+function hotQueries(db: Db) {
+  return {
+    accountById: prepare((a: { id: string }) => db.selectFrom('connected_accounts').selectAll().where('id', '=', a.id)),
+    accountByIdentifier: prepare((a: { connectionId: string; identifier: string }) =>
+      db
+        .selectFrom('connected_accounts')
+        .selectAll()
+        .where('connection_id', '=', a.connectionId)
+        .where('identifier', '=', a.identifier),
+    ),
+    connectionById: prepare((a: { id: string }) => db.selectFrom('connections').selectAll().where('id', '=', a.id)),
+    connectionByName: prepare((a: { name: string }) =>
+      db.selectFrom('connections').selectAll().where('name', '=', a.name),
+    ),
+    credentialById: prepare((a: { id: string }) => db.selectFrom('api_credentials').selectAll().where('id', '=', a.id)),
+    credentialByClientId: prepare((a: { clientId: string }) =>
+      db.selectFrom('api_credentials').selectAll().where('client_id', '=', a.clientId),
+    ),
+  };
+}
+type HotQueries = ReturnType<typeof hotQueries>;
+
+export type ActivityRow = Database['activity'];
+
+const activityRow = (r: ActivityRecord): ActivityRow => ({
+  id: r.id,
+  kind: r.kind,
+  name: r.name,
+  connection_name: r.connectionName,
+  account_id: r.accountId,
+  identifier: r.identifier,
+  status: r.status,
+  error_code: r.errorCode,
+  latency_ms: r.latencyMs,
+  created_at: r.createdAt,
+});
+
+/** Sealed values live in these (table, column) pairs only; replaceSealed refuses any other. */
+const SEALED_ID_COLUMN = new Map<string, string>([
+  ...SEALED_COLUMNS.map(([table, id, column]) => [`${table}.${column}`, id] as const),
+  ['meta.value', 'key'],
+]);
+
+/**
+ * The one store: every query written once with the Kysely query builder, compiled for SQLite or PostgreSQL by
+ * the backend's dialect. An instance bound to a transaction (see `transaction`) runs the same methods inside it.
+ */
+export class SqlStore implements Store {
+  readonly kind: 'sqlite' | 'postgres';
+  private readonly db: Db;
+  private readonly q: HotQueries;
+
+  constructor(
+    private readonly backend: Backend,
+    bound?: { db: Db; queries: HotQueries },
+  ) {
+    this.kind = backend.kind;
+    this.db = bound?.db ?? backend.db;
+    this.q = bound?.queries ?? hotQueries(backend.db);
+  }
+
+  /**
+   * Runs `fn` in one transaction: every write made through `tx` commits together, or none does (a throw, or
+   * the process dying, rolls them all back). Use only `tx` inside `fn`: on SQLite the store has one
+   * connection, which the transaction holds until it ends.
+   */
+  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, (db) => fn(new SqlStore(this.backend, { db, queries: this.q })));
+  }
+
+  migrate(): Promise<void> {
+    return migrate(this.backend);
+  }
+
+  close(): Promise<void> {
+    return this.backend.close();
+  }
+
+  async isEmpty(): Promise<boolean> {
+    const r = await this.db
+      .selectNoFrom((eb) => [
+        eb.selectFrom('connections').select(eb.fn.countAll().as('n')).as('connections'),
+        eb.selectFrom('connected_accounts').select(eb.fn.countAll().as('n')).as('accounts'),
+        eb.selectFrom('meta').select(eb.fn.countAll().as('n')).where('key', '=', 'service_token_key').as('keys'),
+      ])
+      .executeTakeFirstOrThrow();
+    return Number(r.connections) + Number(r.accounts) + Number(r.keys) === 0;
+  }
+
+  integrityCheck(): Promise<string[]> {
+    return this.backend.integrityCheck();
+  }
+
+  async getMeta(key: string) {
+    const r = await this.db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirst();
+    return r?.value;
+  }
+  async initMeta(key: string, value: string) {
+    await this.db
+      .insertInto('meta')
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    return (await this.getMeta(key))!;
+  }
+  async setMeta(key: string, value: string) {
+    await this.db
+      .insertInto('meta')
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+      .execute();
+  }
+
+  async createApiCredential(c: ApiCredential) {
+    await this.db
+      .insertInto('api_credentials')
+      .values({
+        id: c.id,
+        client_id: c.clientId,
+        secret_hash: c.secretHash,
+        name: c.name,
+        created_at: c.createdAt,
+        revoked_at: c.revokedAt,
+        last_used_at: c.lastUsedAt,
+      })
+      .execute();
+  }
+  async getApiCredentialByClientId(clientId: string) {
+    const [r] = (await this.backend.run(this.db, this.q.credentialByClientId.bind({ clientId }))).rows;
+    return r ? toCredential(r) : undefined;
+  }
+  async getApiCredential(id: string) {
+    const [r] = (await this.backend.run(this.db, this.q.credentialById.bind({ id }))).rows;
+    return r ? toCredential(r) : undefined;
+  }
+  async listApiCredentials() {
+    return (await this.db.selectFrom('api_credentials').selectAll().orderBy('created_at').orderBy('id').execute()).map(
+      toCredential,
+    );
+  }
+  async revokeApiCredential(id: string, at: number) {
+    const r = await this.db
+      .updateTable('api_credentials')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async countApiCredentials() {
+    const r = await this.db
+      .selectFrom('api_credentials')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+  async touchApiCredential(id: string, at: number) {
+    await this.db.updateTable('api_credentials').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
+  async createConnection(c: Connection) {
+    await this.db
+      .insertInto('connections')
+      .values({
+        id: c.id,
+        name: c.name,
+        connector: c.connector,
+        auth_kind: c.authKind,
+        client_id: c.clientId,
+        client_secret_sealed: c.clientSecretSealed,
+        scopes: JSON.stringify(c.scopes),
+        api_base_url: c.apiBaseUrl,
+        api_hosts: JSON.stringify(c.apiHosts),
+        oauth: JSON.stringify(c.oauth),
+        registration_sealed: c.registrationSealed,
+        created_at: c.createdAt,
+        updated_at: c.updatedAt,
+      })
+      .execute();
+  }
+  async getConnectionByName(name: string) {
+    const [r] = (await this.backend.run(this.db, this.q.connectionByName.bind({ name }))).rows;
+    return r ? toConnection(r) : undefined;
+  }
+  async getConnection(id: string) {
+    const [r] = (await this.backend.run(this.db, this.q.connectionById.bind({ id }))).rows;
+    return r ? toConnection(r) : undefined;
+  }
+  async listConnections() {
+    const rows = await this.db
+      .selectFrom('connections as c')
+      .selectAll('c')
+      .select((eb) =>
+        eb
+          .selectFrom('connected_accounts as a')
+          .select(eb.fn.countAll().as('n'))
+          .whereRef('a.connection_id', '=', 'c.id')
+          .as('account_count'),
+      )
+      .orderBy('c.created_at')
+      .orderBy('c.id')
+      .execute();
+    return rows.map((r) => ({ ...toConnection(r), accountCount: Number(r.account_count) }));
+  }
+  async updateConnection(id: string, patch: ConnectionPatch, at: number) {
+    const json = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
+    const r = await this.db
+      .updateTable('connections')
+      .set({
+        client_id: patch.clientId,
+        client_secret_sealed: patch.clientSecretSealed,
+        scopes: json(patch.scopes),
+        api_base_url: patch.apiBaseUrl,
+        api_hosts: json(patch.apiHosts),
+        oauth: json(patch.oauth),
+        registration_sealed: patch.registrationSealed,
+        updated_at: at,
+      })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toConnection(r) : undefined;
+  }
+  async deleteConnection(id: string) {
+    return inTransaction(this.db, async (db) => {
+      const { n } = await db
+        .selectFrom('connected_accounts')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('connection_id', '=', id)
+        .executeTakeFirstOrThrow();
+      const r = await db.deleteFrom('connections').where('id', '=', id).executeTakeFirst();
+      return r.numDeletedRows ? Number(n) : undefined;
+    });
+  }
+  async countAccounts(connectionId: string) {
+    const r = await this.db
+      .selectFrom('connected_accounts')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('connection_id', '=', connectionId)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async getOrCreateAccount(a: Account) {
+    const inserted = await this.db
+      .insertInto('connected_accounts')
+      .values({
+        id: a.id,
+        connection_id: a.connectionId,
+        identifier: a.identifier,
+        status: a.status,
+        fields: JSON.stringify(a.fields),
+        secrets_sealed: a.secretsSealed,
+        token_expires_at: a.tokenExpiresAt,
+        last_used_at: a.lastUsedAt,
+        last_error: a.lastError,
+        version: a.version,
+        lock_until: null,
+        lock_owner: null,
+        created_at: a.createdAt,
+        updated_at: a.updatedAt,
+      })
+      .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return { account: toAccount(inserted), created: true };
+    return { account: (await this.findAccount(a.connectionId, a.identifier))!, created: false };
+  }
+  async getAccount(id: string) {
+    const [r] = (await this.backend.run(this.db, this.q.accountById.bind({ id }))).rows;
+    return r ? toAccount(r) : undefined;
+  }
+  async findAccount(connectionId: string, identifier: string) {
+    const [r] = (await this.backend.run(this.db, this.q.accountByIdentifier.bind({ connectionId, identifier }))).rows;
+    return r ? toAccount(r) : undefined;
+  }
+  async listAccounts(q: AccountQuery) {
+    const after = decodeCursor(q.after);
+    let query = this.db.selectFrom('connected_accounts').selectAll();
+    if (q.connectionId) query = query.where('connection_id', '=', q.connectionId);
+    if (q.identifier !== undefined) query = query.where('identifier', '=', q.identifier);
+    if (q.identifierContains)
+      query = query.where(sql<boolean>`identifier LIKE ${`%${escapeLike(q.identifierContains)}%`} ESCAPE '\\'`);
+    if (q.status) query = query.where('status', '=', q.status);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('created_at', '>', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
+        ]),
+      );
+    }
+    return (await query.orderBy('created_at').orderBy('id').limit(q.limit).execute()).map(toAccount);
+  }
+  async updateAccount(id: string, patch: AccountPatch, at: number, expectedVersion?: number) {
+    let query = this.db
+      .updateTable('connected_accounts')
+      .set((eb) => ({
+        version: eb('version', '+', 1),
+        updated_at: at,
+        status: patch.status,
+        fields: patch.fields === undefined ? undefined : JSON.stringify(patch.fields),
+        secrets_sealed: patch.secretsSealed,
+        token_expires_at: patch.tokenExpiresAt,
+        last_error: patch.lastError,
+      }))
+      .where('id', '=', id);
+    if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion);
+    const r = await query.returningAll().executeTakeFirst();
+    return r ? toAccount(r) : undefined;
+  }
+  async deleteAccount(id: string) {
+    const r = await this.db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    return r.numDeletedRows === 1n;
+  }
+  async touchAccounts(lastUsed: ReadonlyMap<string, number>) {
+    if (!lastUsed.size) return;
+    await this.backend.touchAccounts(this.db, lastUsed);
+  }
+  withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs = 30_000): Promise<T> {
+    return this.backend.withAccountLock(id, fn, waitMs);
+  }
+
+  async createOAuthLink(l: OAuthLink) {
+    await this.db
+      .insertInto('oauth_links')
+      .values({
+        token_hash: l.tokenHash,
+        connection_id: l.connectionId,
+        account_id: l.accountId,
+        redirect_url: l.redirectUrl,
+        expires_at: l.expiresAt,
+      })
+      .execute();
+  }
+  async getOAuthLink(tokenHash: string, now: number) {
+    const r = await this.db
+      .selectFrom('oauth_links')
+      .selectAll()
+      .where('token_hash', '=', tokenHash)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return r ? toLink(r) : undefined;
+  }
+  async createOAuthState(s: OAuthState) {
+    await this.db
+      .insertInto('oauth_states')
+      .values({
+        state_hash: s.stateHash,
+        connection_id: s.connectionId,
+        account_id: s.accountId,
+        verifier_sealed: s.verifierSealed,
+        redirect_url: s.redirectUrl,
+        expires_at: s.expiresAt,
+        used_at: s.usedAt,
+      })
+      .execute();
+  }
+  async consumeOAuthState(stateHash: string, now: number) {
+    const r = await this.db
+      .updateTable('oauth_states')
+      .set({ used_at: now })
+      .where('state_hash', '=', stateHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toState(r) : undefined;
+  }
+  async deleteExpiredOAuth(now: number) {
+    await this.db
+      .deleteFrom('oauth_states')
+      .where('expires_at', '<', now - 86_400_000)
+      .execute();
+    await this.db.deleteFrom('oauth_links').where('expires_at', '<', now).execute();
+  }
+
+  async recordActivity(records: readonly ActivityRecord[]) {
+    if (!records.length) return;
+    await this.backend.insertActivity(this.db, records.map(activityRow));
+  }
+  async listActivity(limit: number, before?: number) {
+    let query = this.db.selectFrom('activity').selectAll();
+    if (before) query = query.where('created_at', '<', before);
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toActivity);
+  }
+  async pruneActivity(olderThan: number) {
+    await this.db.deleteFrom('activity').where('created_at', '<', olderThan).execute();
+  }
+
+  async createDashboardUser(u: DashboardUser) {
+    const r = await this.db
+      .insertInto('dashboard_users')
+      .values({
+        id: u.id,
+        username: u.username,
+        password_hash: u.passwordHash,
+        created_at: u.createdAt,
+        updated_at: u.updatedAt,
+      })
+      .onConflict((oc) => oc.column('username').doNothing())
+      .executeTakeFirst();
+    return r.numInsertedOrUpdatedRows === 1n;
+  }
+  async getDashboardUserByName(username: string) {
+    const r = await this.db
+      .selectFrom('dashboard_users')
+      .selectAll()
+      .where('username', '=', username)
+      .executeTakeFirst();
+    return r ? toDashboardUser(r) : undefined;
+  }
+  async setDashboardPassword(userId: string, passwordHash: string, at: number) {
+    await inTransaction(this.db, async (db) => {
+      await db
+        .updateTable('dashboard_users')
+        .set({ password_hash: passwordHash, updated_at: at })
+        .where('id', '=', userId)
+        .execute();
+      await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).execute();
+    });
+  }
+  async createDashboardSession(s: DashboardSession) {
+    await this.db
+      .insertInto('dashboard_sessions')
+      .values({ id_hash: s.idHash, user_id: s.userId, created_at: s.createdAt, expires_at: s.expiresAt })
+      .execute();
+  }
+  async getDashboardSession(idHash: string, now: number) {
+    const r = await this.db
+      .selectFrom('dashboard_sessions as s')
+      .innerJoin('dashboard_users as u', 'u.id', 's.user_id')
+      .selectAll('s')
+      .select('u.username')
+      .where('s.id_hash', '=', idHash)
+      .where('s.expires_at', '>', now)
+      .executeTakeFirst();
+    return r ? toDashboardSession(r) : undefined;
+  }
+  async deleteDashboardSession(idHash: string) {
+    const r = await this.db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).executeTakeFirst();
+    return r.numDeletedRows === 1n;
+  }
+  async deleteExpiredDashboardSessions(now: number) {
+    await this.db.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).execute();
+  }
+
+  async listSealed(): Promise<SealedCell[]> {
+    const out: SealedCell[] = [];
+    for (const [table, idCol, col] of SEALED_COLUMNS) {
+      const { rows } = await sql<{ id: string; value: string }>`
+        SELECT ${sql.ref(idCol)} AS id, ${sql.ref(col)} AS value FROM ${sql.table(table)} WHERE ${sql.ref(col)} IS NOT NULL
+      `.execute(this.db);
+      for (const r of rows) out.push({ table, column: col, id: r.id, value: r.value });
+    }
+    for (const key of SEALED_META_KEYS) {
+      const value = await this.getMeta(key);
+      if (value) out.push({ table: 'meta', column: 'value', id: key, value });
+    }
+    return out;
+  }
+  async replaceSealed(cell: SealedCell, previous: string) {
+    const idCol = SEALED_ID_COLUMN.get(`${cell.table}.${cell.column}`);
+    if (!idCol) throw new Error(`${cell.table}.${cell.column} does not hold sealed values`);
+    const r = await sql`
+      UPDATE ${sql.table(cell.table)} SET ${sql.ref(cell.column)} = ${cell.value}
+      WHERE ${sql.ref(idCol)} = ${cell.id} AND ${sql.ref(cell.column)} = ${previous}
+    `.execute(this.db);
+    return r.numAffectedRows === 1n;
+  }
+}
