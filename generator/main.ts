@@ -10,6 +10,7 @@ import { Project } from 'ts-morph';
 import { checkConnector, type CheckedTool } from './check.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
 import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
+import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
 import { emitOpenApi } from './emit-openapi.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
 import type { ConnectorSpec } from '../core/spec-model.ts';
@@ -77,6 +78,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   files.set(`${OUT}/registry.ts`, emitRegistry(project, connectors).getFullText());
   files.set(`${OUT}/docs/index.md`, emitIndexDoc(connectors));
   files.set(`${OUT}/docs/openapi.json`, JSON.stringify(emitOpenApi(connectors), null, 2));
+  files.set(SPEC_MODEL_PATH, await emitSpecModel());
 
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {
@@ -107,7 +109,7 @@ async function main() {
   const existing = new Set(listFiles(OUT).map((p) => relative('.', p)));
   const changed: string[] = [];
   for (const [path, content] of result.files) {
-    const onDisk = existing.has(path) ? readFileSync(path, 'utf8') : undefined;
+    const onDisk = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
     existing.delete(path);
     if (onDisk !== content) changed.push(path);
   }
