@@ -59,7 +59,7 @@ describe('spec errors', () => {
     input:
       id: { type: string }
       unused: { type: string }
-    request: { method: GET, path: "/items/{id}", query: { q: missing } }
+    request: { method: GET, path: "/items/{id}", query: { q: "{missing}" } }
     examples: [{ input: { id: 1 }, requests: [{ method: GET, url: "x" }] }]
   - name: other_b
     description: B
@@ -70,6 +70,47 @@ describe('spec errors', () => {
     );
     expect(msg).toContain('tool demo_a, field request.path: path parameter "id" must be a required input parameter');
     expect(msg).toContain('tool other_b, field name: must start with "demo_"');
+  });
+
+  it('refuses the old form of a parameter in query, with file, line, field and how to write it now', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_list
+    description: List
+    input:
+      page: { type: integer }
+    request: { method: GET, path: /items, query: { page: page } }
+    examples: [{ input: {}, requests: [{ method: GET, url: "https://api.demo.example/items" }] }]
+`,
+    );
+    expect(msg).toContain(
+      `demo.yaml:16:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
+    );
+  });
+
+  it('reads a bare string in query, headers, body and arguments alike: text, with {placeholders}', async () => {
+    const out = await generate(
+      specDir(
+        header +
+          `  - name: demo_send
+    description: Send
+    input:
+      n: { type: integer, required: true }
+    request:
+      method: POST
+      path: "/items/{n}"
+      query: { fmt: json, n: "{n}", label: "n={n}" }
+      headers: { X-Fmt: json, X-N: "n={n}" }
+      body: { fmt: json, n: "{n}", label: "n={n}" }
+    examples: [{ input: { n: 1 }, requests: [{ method: POST, url: "https://api.demo.example/items/1?fmt=json&n=1&label=n%3D1" }] }]
+`,
+      ),
+    );
+    const code = out.files.get('generated/connectors/demo.ts')!.replace(/\s+/g, ' ');
+    const text = "H.tpl(['n=', input['n'], ''])";
+    expect(code).toContain(`[ ['fmt', 'json'], ['n', input['n']], ['label', ${text}], ]`);
+    expect(code).toContain(`headers: H.obj({ 'X-Fmt': 'json', 'X-N': ${text} }, [])!`);
+    expect(code).toContain(`body: H.obj({ fmt: 'json', n: input['n'], label: ${text} }, [])!`);
   });
 
   it('rejects YAML syntax errors with a line', async () => {
