@@ -506,11 +506,23 @@ export const tools: readonly ToolDefinition[] = [
     examples: [
       {
         input: { url: 'https://docs.apify.com/platform/actors/running#input' },
-        requests: [{ method: 'GET', url: 'https://docs.apify.com/platform/actors/running.md' }],
+        requests: [
+          {
+            method: 'GET',
+            url: 'https://docs.apify.com/platform/actors/running.md',
+            headers: { accept: 'text/markdown, text/plain;q=0.9, */*;q=0.1' },
+          },
+        ],
       },
       {
         input: { url: 'https://crawlee.dev/js/docs/quick-start' },
-        requests: [{ method: 'GET', url: 'https://crawlee.dev/js/docs/quick-start.md' }],
+        requests: [
+          {
+            method: 'GET',
+            url: 'https://crawlee.dev/js/docs/quick-start.md',
+            headers: { accept: 'text/markdown, text/plain;q=0.9, */*;q=0.1' },
+          },
+        ],
       },
     ],
   } satisfies ToolDefinition<I.ScraperFetchPlatformDocsInput>,
@@ -781,6 +793,10 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'POST',
             url: 'https://5JC94MPMLY-dsn.algolia.net/1/indexes/*/queries',
+            headers: {
+              'x-algolia-application-id': '5JC94MPMLY',
+              'x-algolia-api-key': '878493fcd7001e3c179b6db6796a999b',
+            },
             body: {
               requests: [
                 {
@@ -804,6 +820,10 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'POST',
             url: 'https://5JC94MPMLY-dsn.algolia.net/1/indexes/*/queries',
+            headers: {
+              'x-algolia-application-id': '5JC94MPMLY',
+              'x-algolia-api-key': '267679200b833c2ca1255ab276731869',
+            },
             body: {
               requests: [
                 {
