@@ -152,6 +152,13 @@ function rules_scraper_get_actor_output(input: I.ScraperGetActorOutputInput): Fi
   const errors: FieldError[] = [];
   if (typeof input['fields'] === 'string') {
     const values = T.csv(input['fields']);
+    if (values.length === 0)
+      errors.push({
+        field: 'fields',
+        message: input['fields'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[^\\s,]+$').test(v)) {
         errors.push({ field: 'fields', message: `value "${v}" does not match ^[^\\s,]+\$` });

@@ -113,6 +113,31 @@ describe('spec errors', () => {
     expect(code).toContain(`body: H.obj({ fmt: 'json', n: input['n'], label: ${text} }, [])!`);
   });
 
+  it('hints at quoting when an unknown key is the rest of a text value cut at a comma', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_list
+    description: List
+    input:
+      sort: { type: string, description: Results, sorted by date }
+      page: { type: integer, descripton: Page }
+    request: { method: GET, path: /items, query: { sort: "{sort}", page: "{page}" } }
+    examples: [{ input: {}, requests: [{ method: GET, url: "https://api.demo.example/items" }] }]
+`,
+    );
+    expect(msg).toContain(
+      'tool demo_list, field input.sort.sorted by date: is not a known field here: it looks like the rest of a text value cut at a comma (in a one-line { ... } mapping a comma ends a value); quote the text: description: "Results, sorted by date"',
+    );
+    expect(msg).toContain(
+      'tool demo_list, field input.page.descripton: is not a known field here (check the spelling against specs/connector.schema.json)',
+    );
+  });
+
+  it('says "must be an array" for a field of the wrong type', async () => {
+    const msg = await errorsOf(header + '  - name: demo_x\n    description: X\n    input: {}\n    rules: x\n');
+    expect(msg).toContain('tool demo_x, field rules: must be an array');
+  });
+
   it('rejects YAML syntax errors with a line', async () => {
     expect(await errorsOf('name: demo\n  bad: [')).toMatch(/demo\.yaml:\d+:\d+: .*YAML syntax/);
   });
