@@ -225,6 +225,9 @@ export interface ApiSpec {
     connect_ms?: number;
     response_ms?: number;
   };
+  /**
+   * Headers sent on every upstream request of every tool (the proxy sends only the client's own headers and the credentials).
+   */
   headers?: StringMap;
 }
 export interface RetrySpec {

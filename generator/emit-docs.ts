@@ -282,3 +282,60 @@ export function emitIndexDoc(connectors: ConnectorSpec[]): string {
     })),
   });
 }
+
+const NUMBER_WORDS = [
+  'No',
+  'One',
+  'Two',
+  'Three',
+  'Four',
+  'Five',
+  'Six',
+  'Seven',
+  'Eight',
+  'Nine',
+  'Ten',
+  'Eleven',
+  'Twelve',
+];
+
+const AUTH_KINDS: Record<AuthSpec['kind'], string> = {
+  oauth2: 'OAuth 2.0',
+  oauth2_mcp: 'OAuth 2.1 with discovery and dynamic client registration',
+  api_key: 'API key',
+  bearer: 'Bearer token',
+  basic: 'Basic',
+};
+
+export const README_START =
+  '<!-- connectors: written by `npm run generate` from specs/*.yaml; edit the specs, not this part -->';
+export const README_END = '<!-- /connectors -->';
+
+/**
+ * The README's connector summary (counts, table, hooks), between README_START and README_END, so a new or
+ * changed connector cannot leave it wrong (`npm run generate -- --check` fails when it differs).
+ */
+export function emitReadmeConnectors(readme: string, connectors: ConnectorSpec[]): string {
+  const start = readme.indexOf(README_START);
+  const end = readme.indexOf(README_END);
+  if (start < 0 || end < start) throw new Error(`README.md must contain ${README_START} ... ${README_END}`);
+  const total = connectors.reduce((n, c) => n + c.tools.length, 0);
+  const hooked = connectors.flatMap((c) => c.tools.filter((t) => t.hook).map(() => c.name));
+  const hookFiles = [...new Set(hooked)].map((name) => `\`specs/hooks/${name}.ts\``);
+  const count = connectors.length;
+  const auth = (a: AuthSpec) =>
+    AUTH_KINDS[a.kind] + ('fields' in a ? ` (${a.fields.map((f) => `\`${f.name}\``).join(', ')})` : '');
+  const lines = [
+    `${NUMBER_WORDS[count] ?? count} connector${count === 1 ? '' : 's'}, ${total} tools; each page of [\`generated/docs/\`](generated/docs/index.md) lists every tool with its parameters, rules, upstream requests and provider notes.`,
+    '',
+    '| Connector | Tools | Provider API | Authentication |',
+    '|---|---|---|---|',
+    ...connectors.map(
+      (c) =>
+        `| [\`${c.name}\`](generated/docs/${c.name}.md) | ${c.tools.length} | ${cell(c.provider)} | ${cell(c.auth.map(auth).join(' or '))} |`,
+    ),
+    '',
+    `${total - hooked.length} of the ${total} tools are fully declarative; ${hooked.length} use a named hook${hookFiles.length ? ` (${hookFiles.join(', ')})` : ''}.`,
+  ];
+  return `${readme.slice(0, start + README_START.length)}\n\n${lines.join('\n')}\n\n${readme.slice(end)}`;
+}

@@ -9,7 +9,7 @@ import * as prettier from 'prettier';
 import { Project } from 'ts-morph';
 import { checkConnector, type CheckedTool } from './check.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
-import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
+import { emitConnectorDoc, emitIndexDoc, emitReadmeConnectors } from './emit-docs.ts';
 import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
 import { emitOpenApi } from './emit-openapi.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
@@ -79,6 +79,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   files.set(`${OUT}/docs/index.md`, emitIndexDoc(connectors));
   files.set(`${OUT}/docs/openapi.json`, JSON.stringify(emitOpenApi(connectors), null, 2));
   files.set(SPEC_MODEL_PATH, await emitSpecModel());
+  files.set('README.md', emitReadmeConnectors(readFileSync('README.md', 'utf8'), connectors));
 
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {
