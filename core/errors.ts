@@ -47,3 +47,12 @@ export class UpstreamFailure extends ServiceError {
     super(status, code, message);
   }
 }
+
+/** "must be a string", "must be an array", "must be a string or a number" for a value of the wrong JSON type. */
+export function mustBeType(type: unknown): string {
+  const names = (Array.isArray(type) ? type : String(type).split(',')).map((t) => {
+    const name = String(t).trim();
+    return `${/^[aeiou]/.test(name) ? 'an' : 'a'} ${name}`;
+  });
+  return `must be ${names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0]}`;
+}

@@ -1,7 +1,7 @@
 /**
- * Named value transforms that request templates may apply with `$pipe` (and `{param|name}` in paths and
- * `$template`). They are pure, total on the values the validators let through, and shared by the generator
- * (which checks names) and the generated request builders (which call them).
+ * Named value transforms that request templates apply as `'{param|name}'` or with `$pipe` (each documented
+ * with an example in docs/templates.md). They are pure, total on the values the validators let through, and
+ * shared by the generator (which checks names) and the generated request builders (which call them).
  */
 
 function splitCsv(value: unknown): string[] {

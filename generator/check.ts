@@ -4,6 +4,7 @@ import { Project } from 'ts-morph';
 import type { LoadedSpec } from './load.ts';
 import { SpecError } from './load.ts';
 import type { ToolSpec } from '../core/spec-model.ts';
+import { mustBeType } from '../core/errors.ts';
 import { compileRequests, type Fail } from './compile.ts';
 import { compileRules } from './rules.ts';
 import { toolInputSchema, toolParams } from './schema.ts';
@@ -121,7 +122,8 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         const input = structuredClone(example.input);
         if (!validate(input)) {
           const e = validate.errors![0]!;
-          fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${e.message}`);
+          const problem = e.keyword === 'type' ? mustBeType(e.params.type) : e.message;
+          fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${problem}`);
         }
       });
       out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages });

@@ -1,21 +1,21 @@
 /**
  * Compiles a tool's request templates (YAML) into the TypeScript body of its request builder.
+ * The language is described, with an example of every operator, modifier and transform, in docs/templates.md
+ * (test/unit/template-docs.test.ts checks that the page covers everything accepted here). In short:
  *
- * Template language, in body / headers (literal by default):
- *   - a scalar, array or plain object is literal structure;
- *   - an object with an operator key is an expression:
- *       {$in: param}           the input value (absent when not given)
- *       {$item: true | "a.b"}  the current element inside `$each` / `for_each`
- *       {$const: value}        a literal, even an object
- *       {$template: "a {p} b"} string interpolation, `{p|transform}` allowed; absent when a value is absent
- *       {$join: [...], $sep}   joins the parts that are present
- *       {$concat: [...]}       concatenates the arrays that are present
- *       {$merge: [...]}        shallow-merges the objects that are present, later ones winning
- *       {$uuid_from: [p...]}   a deterministic UUID from input values (idempotency keys)
- *     with modifiers, applied in this order: $pipe (transforms), $each (maps an array),
- *     $default (a literal when absent), $when (a condition on the input).
- * In `query` and `arguments` maps a plain string names an input parameter (use {$const} for a literal).
- * An object that holds any input-derived value is dropped when all of them are absent.
+ * One rule for every string in `path`, `query`, `headers`, `body` and `arguments`: a bare string is text, and
+ * `{name}` in it is the input parameter `name` (`{name|transform}` transformed; `{$item}`, `{$item.a.b}` the
+ * element of `$each` / `for_each`). A string that is one placeholder and nothing else is the value itself
+ * (a number stays a number, a list a list; absent when the parameter is absent); placeholders inside longer
+ * text are converted to text (the text is absent when one of them is absent).
+ *
+ * An object with an operator key is an expression, the long form that can carry modifiers:
+ *   {$in: name} = '{name}'   {$item: true | "a.b"} = '{$item}' / '{$item.a.b}'   {$template: "a {p}"} (always text)
+ *   {$const: value} (a literal, even an object or text with braces)   {$join: [...], $sep}   {$concat: [...]}
+ *   {$merge: [...]}   {$uuid_from: [names]}
+ * with modifiers, applied in this order: $pipe (transforms), $each (maps an array), $default, $when.
+ * Any other scalar, list or mapping is literal structure; an object that holds any input-derived value is
+ * dropped when all of them are absent.
  */
 import type { Condition, ParamSpec, RequestSpec, ToolSpec } from '../core/spec-model.ts';
 import { transformNames } from '../core/transforms.ts';
@@ -30,9 +30,18 @@ export interface Compiled {
 
 export type Fail = (path: Array<string | number>, problem: string) => never;
 
-const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$merge', '$uuid_from'] as const;
-const MODIFIERS = ['$pipe', '$each', '$default', '$when', '$sep'] as const;
+export const OPERATORS = ['$in', '$item', '$const', '$template', '$join', '$concat', '$merge', '$uuid_from'] as const;
+export const MODIFIERS = ['$pipe', '$each', '$default', '$when', '$sep'] as const;
+/** The steps of a `$pipe` that take an argument, by name; a named transform (core/transforms.ts) is a bare name. */
+const PIPE_STEP_CODE: Record<string, (code: string, arg: unknown) => string> = {
+  map: (code, table) => `mapValue(${code}, ${JSON.stringify(table)})`,
+  prefix: (code, text) => `(${JSON.stringify(text)} + ${code})`,
+  suffix: (code, text) => `(${code} + ${JSON.stringify(text)})`,
+};
+export const PIPE_STEPS = Object.keys(PIPE_STEP_CODE);
 const TRANSFORMS = new Set<string>(transformNames);
+const PLACEHOLDER = /\{([^{}]+)\}/g;
+const WHOLE_PLACEHOLDER = /^\{([^{}]+)\}$/;
 
 interface Scope {
   params: Record<string, ParamSpec>;
@@ -70,17 +79,37 @@ function pipeCode(inner: string, steps: unknown, scope: Scope, path: Array<strin
         scope.fail([...path, i], `unknown transform "${step}"; known: ${[...TRANSFORMS].join(', ')}`);
       }
       code = `T.${step}(${code})`;
-    } else if (step && typeof step === 'object' && 'map' in step) {
-      code = `mapValue(${code}, ${JSON.stringify((step as { map: unknown }).map)})`;
-    } else if (step && typeof step === 'object' && 'prefix' in step) {
-      code = `(${JSON.stringify((step as { prefix: string }).prefix)} + ${code})`;
-    } else if (step && typeof step === 'object' && 'suffix' in step) {
-      code = `(${code} + ${JSON.stringify((step as { suffix: string }).suffix)})`;
     } else {
-      scope.fail([...path, i], 'a transform is a name, {map: {...}}, {prefix: ...} or {suffix: ...}');
+      const keys = step && typeof step === 'object' && !Array.isArray(step) ? Object.keys(step) : [];
+      if (keys.length !== 1 || !Object.hasOwn(PIPE_STEP_CODE, keys[0]!)) {
+        scope.fail([...path, i], `a transform is a name, or one of ${PIPE_STEPS.map((k) => `{${k}: ...}`).join(', ')}`);
+      }
+      code = PIPE_STEP_CODE[keys[0]!]!(code, (step as Record<string, unknown>)[keys[0]!]);
     }
   });
   return code;
+}
+
+/** The value a placeholder names: an input parameter, or `$item` / `$item.a.b` inside `$each` or `for_each`. */
+function placeholderValue(name: string, scope: Scope, path: Array<string | number>): Compiled {
+  if (name === '$item' || name.startsWith('$item.')) {
+    const item = scope.items.at(-1);
+    if (!item) scope.fail(path, `{${name}} is only valid inside $each or a request with for_each`);
+    if (name === '$item') return { code: item!, dynamic: true, optional: false };
+    return { code: `H.pick(${item}, ${JSON.stringify(name.slice(6).split('.'))})`, dynamic: true, optional: true };
+  }
+  if (!scope.params[name]) {
+    scope.fail(
+      path,
+      `refers to "${name}", which is not an input parameter of this tool (for literal braces write {$const: '...'})`,
+    );
+  }
+  return paramRef(name, scope, path);
+}
+
+function splitPlaceholder(inner: string): { name: string; pipes: string[] } {
+  const [name, ...pipes] = inner.split('|').map((s) => s.trim());
+  return { name: name!, pipes };
 }
 
 /** `"a {p|t} b"` → parts alternating literal text and value code. */
@@ -88,11 +117,11 @@ function interpolate(text: string, scope: Scope, path: Array<string | number>): 
   const parts: string[] = [];
   let optional = false;
   let last = 0;
-  const re = /\{([^{}]+)\}/g;
+  const re = new RegExp(PLACEHOLDER);
   for (let m = re.exec(text); m; m = re.exec(text)) {
     parts.push(JSON.stringify(text.slice(last, m.index)));
-    const [name, ...pipes] = m[1]!.split('|').map((s) => s.trim());
-    const ref = paramRef(name!, scope, path);
+    const { name, pipes } = splitPlaceholder(m[1]!);
+    const ref = placeholderValue(name, scope, path);
     optional ||= ref.optional;
     const piped = pipes.length ? pipeCode('v', pipes, scope, path) : 'v';
     parts.push(pipes.length ? `H.map(${ref.code}, (v) => ${piped})` : ref.code);
@@ -100,6 +129,35 @@ function interpolate(text: string, scope: Scope, path: Array<string | number>): 
   }
   parts.push(JSON.stringify(text.slice(last)));
   return { parts, optional };
+}
+
+/** Applies `$pipe` steps to a compiled value, leaving an absent value absent. */
+function piped(c: Compiled, steps: unknown, scope: Scope, path: Array<string | number>): Compiled {
+  return c.optional
+    ? { ...c, code: `H.map(${c.code}, (v: any) => ${pipeCode('v', steps, scope, path)})` }
+    : { ...c, code: pipeCode(c.code, steps, scope, path) };
+}
+
+/** A bare string: text, with `{placeholders}`; one placeholder alone is the value itself. */
+function compileString(text: string, scope: Scope, path: Array<string | number>): Compiled {
+  const whole = WHOLE_PLACEHOLDER.exec(text);
+  if (whole) {
+    const { name, pipes } = splitPlaceholder(whole[1]!);
+    const value = placeholderValue(name, scope, path);
+    return pipes.length ? piped(value, pipes, scope, path) : value;
+  }
+  if (new RegExp(PLACEHOLDER).test(text)) {
+    const { parts } = interpolate(text, scope, path);
+    return { code: `H.tpl([${parts.join(', ')}])`, dynamic: true, optional: true };
+  }
+  if (Object.hasOwn(scope.params, text)) {
+    scope.fail(
+      path,
+      `"${text}" is text, not the input parameter ${text}: a bare string is always literal text. ` +
+        `Write '{${text}}' (quoted) for the parameter's value, or {$const: ${text}} if you mean the text`,
+    );
+  }
+  return lit(text);
 }
 
 export function conditionCode(
@@ -142,15 +200,10 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
       if (typeof arg !== 'string') scope.fail([...path, op], '$in takes a parameter name');
       c = paramRef(arg as string, scope, [...path, op]);
       break;
-    case '$item': {
-      const item = scope.items.at(-1);
-      if (!item) scope.fail([...path, op], '$item is only valid inside $each or a request with for_each');
-      if (arg === true) c = { code: item!, dynamic: true, optional: false };
-      else if (typeof arg === 'string')
-        c = { code: `H.pick(${item}, ${JSON.stringify(arg.split('.'))})`, dynamic: true, optional: true };
-      else scope.fail([...path, op], '$item takes true or a dotted field path');
+    case '$item':
+      if (arg !== true && typeof arg !== 'string') scope.fail([...path, op], '$item takes true or a dotted field path');
+      c = placeholderValue(arg === true ? '$item' : `$item.${arg as string}`, scope, [...path, op]);
       break;
-    }
     case '$const':
       c = lit(arg);
       break;
@@ -187,12 +240,7 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
       throw new Error(op);
   }
   if (t.$sep !== undefined && op !== '$join') scope.fail([...path, '$sep'], '$sep only goes with $join');
-  if (t.$pipe !== undefined) {
-    const piped = pipeCode('v', t.$pipe, scope, [...path, '$pipe']);
-    c = c.optional
-      ? { ...c, code: `H.map(${c.code}, (v: any) => ${piped})` }
-      : { ...c, code: pipeCode(c.code, t.$pipe, scope, [...path, '$pipe']) };
-  }
+  if (t.$pipe !== undefined) c = piped(c, t.$pipe, scope, [...path, '$pipe']);
   if (t.$each !== undefined) {
     const itemVar = `item${scope.items.length}`;
     const inner = compileTemplate(t.$each, { ...scope, items: [...scope.items, itemVar] }, [...path, '$each']);
@@ -221,6 +269,7 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
 function compileRoot(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
   if (t === null || typeof t !== 'object' || Array.isArray(t) || isExpression(t))
     return compileTemplate(t, scope, path);
+  refuseUnquotedPlaceholder(t as Record<string, unknown>, scope, path);
   const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
   const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
   if (!entries.some(([, c]) => c.optional))
@@ -228,7 +277,21 @@ function compileRoot(t: unknown, scope: Scope, path: Array<string | number>): Co
   return { code: `H.obj({ ${body} }, [])!`, dynamic: true, optional: false };
 }
 
+/**
+ * `x: {name}` without quotes is YAML for the mapping `{name: null}`, which would be sent as that object:
+ * refused when `name` is something a placeholder could name.
+ */
+function refuseUnquotedPlaceholder(t: Record<string, unknown>, scope: Scope, path: Array<string | number>): void {
+  const keys = Object.keys(t);
+  if (keys.length !== 1 || t[keys[0]!] !== null) return;
+  const name = splitPlaceholder(keys[0]!).name;
+  if (Object.hasOwn(scope.params, name) || name === '$item' || name.startsWith('$item.')) {
+    scope.fail(path, `{${keys[0]}} without quotes is a YAML mapping, not a placeholder: write '{${keys[0]}}' (quoted)`);
+  }
+}
+
 export function compileTemplate(t: unknown, scope: Scope, path: Array<string | number>): Compiled {
+  if (typeof t === 'string') return compileString(t, scope, path);
   if (t === null || typeof t !== 'object') return lit(t);
   if (Array.isArray(t)) {
     const items = t.map((x, i) => compileTemplate(x, scope, [...path, i]));
@@ -237,6 +300,7 @@ export function compileTemplate(t: unknown, scope: Scope, path: Array<string | n
       return { code: `[${items.map((i) => i.code).join(', ')}]`, dynamic, optional: false };
     return { code: `H.arr([${items.map((i) => i.code).join(', ')}], ${dynamic})`, dynamic, optional: dynamic };
   }
+  refuseUnquotedPlaceholder(t as Record<string, unknown>, scope, path);
   if (isExpression(t)) return compileExpression(t, scope, path);
   const entries = Object.entries(t).map(([k, v]) => [k, compileTemplate(v, scope, [...path, k])] as const);
   const body = entries.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ');
@@ -247,24 +311,13 @@ export function compileTemplate(t: unknown, scope: Scope, path: Array<string | n
   return { code: `H.obj({ ${body} }, ${JSON.stringify(dynamicKeys)})`, dynamic: true, optional: true };
 }
 
-/** A flat map (query, arguments) where plain strings name input parameters. */
-function compileParamMap(
+/** A flat map (query, arguments): each value a template. */
+function compileMap(
   map: Record<string, unknown>,
   scope: Scope,
   path: Array<string | number>,
 ): Array<readonly [string, Compiled]> {
-  return Object.entries(map).map(([key, v]) => {
-    if (typeof v === 'string') {
-      if (!scope.params[v]) {
-        scope.fail(
-          [...path, key],
-          `"${v}" is not an input parameter; write {$const: ${JSON.stringify(v)}} for a literal`,
-        );
-      }
-      return [key, paramRef(v, scope, [...path, key])] as const;
-    }
-    return [key, compileTemplate(v, scope, [...path, key])] as const;
-  });
+  return Object.entries(map).map(([key, v]) => [key, compileTemplate(v, scope, [...path, key])] as const);
 }
 
 function compilePath(pathTemplate: string, scope: Scope, path: Array<string | number>): string {
@@ -339,7 +392,7 @@ export function compileRequests(
       if (req.method || req.query || req.body !== undefined) {
         fail(path, 'an MCP request has mcp_tool and arguments only');
       }
-      const args = compileParamMap(req.arguments ?? {}, itemScope, [...path, 'arguments']);
+      const args = compileMap(req.arguments ?? {}, itemScope, [...path, 'arguments']);
       const argsCode = `H.obj({ ${args.map(([k, c]) => `${JSON.stringify(k)}: ${c.code}`).join(', ')} }, [])!`;
       fields.push(`method: "POST"`, `url: ${base}`, `headers: {}`);
       fields.push(`mcp: { tool: ${JSON.stringify(req.mcp_tool)}, arguments: args }`);
@@ -355,7 +408,7 @@ export function compileRequests(
     if (!req.path) fail([...path, 'path'], 'is required');
     if (req.arguments) fail([...path, 'arguments'], 'arguments only go with mcp_tool');
     const urlPath = compilePath(req.path!, itemScope, [...path, 'path']);
-    const query = compileParamMap(req.query ?? {}, itemScope, [...path, 'query']);
+    const query = compileMap(req.query ?? {}, itemScope, [...path, 'query']);
     const queryCode = query.length
       ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]`
       : '';

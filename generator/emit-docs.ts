@@ -1,12 +1,35 @@
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
-import type { AuthSpec, ConnectorSpec, ParamSpec, RequestSpec, RuleSpec, ToolSpec } from '../core/spec-model.ts';
+import type {
+  AuthSpec,
+  ConnectorSpec,
+  ExampleSpec,
+  ParamSpec,
+  RequestSpec,
+  RuleSpec,
+  ToolSpec,
+} from '../core/spec-model.ts';
+import { shownHeaders } from '../core/request-headers.ts';
 import { toolParams } from './schema.ts';
 
+// The output is Markdown, not HTML: Handlebars' HTML escaping would print `&#x60;` for a backtick. What
+// Markdown itself needs escaped is done by md() and cell().
 const template = (name: string) =>
-  Handlebars.compile(readFileSync(new URL(`./templates/${name}`, import.meta.url), 'utf8'), { noEscape: false });
+  Handlebars.compile(readFileSync(new URL(`./templates/${name}`, import.meta.url), 'utf8'), { noEscape: true });
 
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n+/g, ' ');
+/**
+ * Text as Markdown shows it: outside code spans, `<` would open an HTML tag (`/documents/<id>` would lose
+ * `<id>`) and `&name;` would be read as an entity, so both are backslash-escaped; code spans stay as written.
+ */
+export function md(text: string): string {
+  return text
+    .split(/(`+[^`]*`+)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/</g, '\\<').replace(/&(?=#?\w+;)/g, '\\&')))
+    .join('');
+}
+
+/** Text in a table cell: Markdown-escaped, on one line, with `|` escaped (also inside code spans, as GFM requires). */
+const cell = (s: string) => md(s).replace(/\|/g, '\\|').replace(/\n+/g, ' ');
 
 function typeLabel(p: ParamSpec): string {
   if (p.type === 'array') return `array<${p.items ? typeLabel(p.items) : 'any'}>`;
@@ -41,7 +64,7 @@ function ruleText(rule: RuleSpec): string {
     return `${rule.requires.map((r) => `\`${r}\``).join(', ')} required when ${when}`;
   }
   if ('unsupported' in rule) {
-    return `${rule.unsupported.map((r) => `\`${r}\``).join(', ')} refused (400): ${rule.message ?? "the provider's API has no field for it"}`;
+    return `${rule.unsupported.map((r) => `\`${r}\``).join(', ')} refused (400): ${md(rule.message ?? "the provider's API has no field for it")}`;
   }
   if ('at_least_one_of' in rule) return `at least one of ${rule.at_least_one_of.map((r) => `\`${r}\``).join(', ')}`;
   const m = rule.max_page;
@@ -102,42 +125,117 @@ function authLines(a: AuthSpec): { title: string; lines: string[] } {
           'Connected-account credentials (set with upsert or in the dashboard):',
           ...a.fields.map(
             (f) =>
-              `\`${f.name}\` — ${f.title}${f.secret ? ' (secret, sealed at rest, never shown again)' : ''}${f.description ? `: ${f.description}` : ''}${
+              `\`${f.name}\` — ${md(f.title)}${f.secret ? ' (secret, sealed at rest, never shown again)' : ''}${f.description ? `: ${md(f.description)}` : ''}${
                 f.host_allowlist ? ` (allowed hosts: ${f.host_allowlist.map((h) => `\`${h}\``).join(', ')})` : ''
               }`,
           ),
-          ...(a.verify ? [`Checked on save with \`${a.verify.method} ${a.verify.path}\``] : []),
+          ...(a.verify
+            ? [
+                `Checked with \`${a.verify.method} ${a.verify.path}\` when saved with \`"verify": true\` (\`PUT /v1/connected-accounts\`) or the dashboard's check box; refused credentials are not saved. Without it, credentials are saved unchecked and the account is ACTIVE until the provider refuses a call`,
+              ]
+            : []),
         ],
       };
   }
 }
 
-function exampleRequest(tool: ToolSpec): string {
-  return tool.examples[0]!.requests.map((r) => {
-    const lines = [`${r.method} ${r.url}`];
-    for (const [k, v] of Object.entries(r.headers ?? {})) lines.push(`${k}: ${v}`);
-    if (r.body !== undefined) lines.push('', JSON.stringify(r.body, null, 2));
-    return lines.join('\n');
-  }).join('\n\n');
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A URL pattern of a request template: `{x}` in the base matches any text, in the path one segment. */
+function requestPattern(connector: ConnectorSpec, r: RequestSpec): RegExp {
+  const base = r.host ? connector.api.hosts![r.host]! : connector.api.base_url;
+  const part = (text: string, any: string) =>
+    text
+      .split(/\{[^{}]+\}/)
+      .map(escapeRegExp)
+      .join(any);
+  return new RegExp(`^${part(base, '.+?')}${part(r.path ?? '', '[^/?#]+')}(\\?.*)?$`);
+}
+
+/**
+ * The request template an example's request came from: the one whose URL it matches; for a hook tool with one
+ * template, that one (its hook may rewrite the URL, keeping the template's headers and anonymity).
+ */
+function templateOf(connector: ConnectorSpec, tool: ToolSpec, sent: ExampleSpec['requests'][number]) {
+  const templates = tool.request ? [tool.request] : (tool.requests ?? []);
+  if (connector.api.transport === 'mcp') {
+    const name = (sent.body as { params?: { name?: unknown } } | undefined)?.params?.name;
+    return templates.find((r) => r.mcp_tool === name);
+  }
+  const matching = templates.find(
+    (r) => r.method === sent.method && r.path && requestPattern(connector, r).test(sent.url),
+  );
+  return matching ?? (tool.hook && templates.length === 1 ? templates[0] : undefined);
+}
+
+/**
+ * Every header an example's request is sent with, credentials redacted (as applied by the connector's first
+ * auth kind): the connector's, the user agent, content type, credentials, and the ones the example lists.
+ * The golden tests check that the dry-run planner produces exactly these.
+ */
+export function exampleRequestHeaders(
+  connector: ConnectorSpec,
+  tool: ToolSpec,
+  sent: ExampleSpec['requests'][number],
+): Record<string, string> {
+  const from = templateOf(connector, tool, sent);
+  return shownHeaders(connector, connector.auth[0]!.apply, {
+    headers: sent.headers ?? {},
+    body: sent.body,
+    bodyEncoding: from?.body_encoding,
+    anonymous: from?.anonymous,
+    apply: from?.apply,
+    mcp: connector.api.transport === 'mcp' ? { tool: from?.mcp_tool ?? '', arguments: {} } : undefined,
+  });
+}
+
+function exampleRequests(connector: ConnectorSpec, tool: ToolSpec, example: ExampleSpec): string {
+  return example.requests
+    .map((r) => {
+      const lines = [`${r.method} ${r.url}`];
+      for (const [k, v] of Object.entries(exampleRequestHeaders(connector, tool, r))) lines.push(`${k}: ${v}`);
+      if (r.body !== undefined) lines.push('', JSON.stringify(r.body, null, 2));
+      return lines.join('\n');
+    })
+    .join('\n\n');
+}
+
+/**
+ * A proxy path from a real example (the first request on the API root, not on another host), with the
+ * example's values in it rather than placeholders.
+ */
+function proxyExample(connector: ConnectorSpec): { path: string; url: string } {
+  const fields: Record<string, string> = { ...connector.example_fields };
+  for (const a of connector.auth)
+    if ('fields' in a) for (const f of a.fields) fields[f.name] ??= f.example ?? f.default ?? '';
+  const base = connector.api.base_url.replace(/\{([^{}]+)\}/g, (m, name: string) => fields[name] || m);
+  for (const tool of connector.tools) {
+    for (const example of tool.examples) {
+      for (const sent of example.requests) {
+        const from = templateOf(connector, tool, sent);
+        if (from && !from.host && !from.mcp_tool && sent.url.startsWith(base)) {
+          const path = sent.url.slice(base.length);
+          return { path, url: `${connector.api.base_url}${path}` };
+        }
+      }
+    }
+  }
+  return { path: '/', url: `${connector.api.base_url}/` };
 }
 
 export function emitConnectorDoc(connector: ConnectorSpec): string {
-  const proxyExample = (() => {
-    // A path on the proxy root: requests sent to another host (`host:`) are not reachable through the proxy.
-    const onRoot = (t: ConnectorSpec['tools'][number]) =>
-      [t.request, ...(t.requests ?? [])].find((r) => r?.path && !r.host);
-    const first = connector.tools.find(onRoot);
-    const p = (first ? onRoot(first) : undefined)?.path ?? '/';
-    return p.replace(/\{[^}]+\}/g, '123');
-  })();
   return template('connector.md.hbs')({
     name: connector.name,
     title: connector.title,
-    description: connector.description.trim(),
+    description: md(connector.description.trim()),
     provider: connector.provider,
     docsUrl: connector.docs_url,
     baseUrl: connector.api.base_url,
-    proxyExample,
+    proxyExample: proxyExample(connector),
+    connectorHeaders: Object.keys(connector.api.headers ?? {}).length > 0,
+    authTitle: authLines(connector.auth[0]!).title,
     hosts: Object.entries(connector.api.hosts ?? {}).map(([name, url]) => ({ name, url })),
     transport: connector.api.transport ?? 'rest',
     auth: connector.auth.map(authLines),
@@ -147,10 +245,10 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
         name: tool.name,
         anchor: tool.name,
         summary: cell(tool.description.split('\n')[0]!),
-        description: tool.description.trim(),
+        description: md(tool.description.trim()),
         params: Object.entries(params).map(([name, p]) => ({
           name,
-          type: typeLabel(p),
+          type: `\`${typeLabel(p)}\``,
           required: !!p.required,
           default: p.default === undefined ? '' : `\`${JSON.stringify(p.default)}\``,
           constraints: constraints(p),
@@ -159,10 +257,14 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
         rules: (tool.rules ?? []).map(ruleText),
         upstream: (tool.request ? [tool.request] : (tool.requests ?? [])).map((r) => upstreamLine(connector, r)),
         hook: tool.hook,
-        notes: tool.notes?.trim(),
-        exampleInput: JSON.stringify(tool.examples[0]!.input, null, 2),
-        exampleRequest: exampleRequest(tool),
-        exampleMany: tool.examples[0]!.requests.length > 1,
+        notes: tool.notes ? md(tool.notes.trim()) : undefined,
+        examples: tool.examples.map((example, i) => ({
+          heading: `Example${tool.examples.length > 1 ? ` ${i + 1}` : ''}${example.title ? `: ${md(example.title.replace(/\.$/, ''))}` : ''}`,
+          input: JSON.stringify(example.input, null, 2),
+          requests: exampleRequests(connector, tool, example),
+          many: example.requests.length > 1,
+          none: example.requests.length === 0,
+        })),
       };
     }),
   });
@@ -179,4 +281,61 @@ export function emitIndexDoc(connectors: ConnectorSpec[]): string {
       auth: c.auth.map((a) => a.kind).join(' or '),
     })),
   });
+}
+
+const NUMBER_WORDS = [
+  'No',
+  'One',
+  'Two',
+  'Three',
+  'Four',
+  'Five',
+  'Six',
+  'Seven',
+  'Eight',
+  'Nine',
+  'Ten',
+  'Eleven',
+  'Twelve',
+];
+
+const AUTH_KINDS: Record<AuthSpec['kind'], string> = {
+  oauth2: 'OAuth 2.0',
+  oauth2_mcp: 'OAuth 2.1 with discovery and dynamic client registration',
+  api_key: 'API key',
+  bearer: 'Bearer token',
+  basic: 'Basic',
+};
+
+export const README_START =
+  '<!-- connectors: written by `npm run generate` from specs/*.yaml; edit the specs, not this part -->';
+export const README_END = '<!-- /connectors -->';
+
+/**
+ * The README's connector summary (counts, table, hooks), between README_START and README_END, so a new or
+ * changed connector cannot leave it wrong (`npm run generate -- --check` fails when it differs).
+ */
+export function emitReadmeConnectors(readme: string, connectors: ConnectorSpec[]): string {
+  const start = readme.indexOf(README_START);
+  const end = readme.indexOf(README_END);
+  if (start < 0 || end < start) throw new Error(`README.md must contain ${README_START} ... ${README_END}`);
+  const total = connectors.reduce((n, c) => n + c.tools.length, 0);
+  const hooked = connectors.flatMap((c) => c.tools.filter((t) => t.hook).map(() => c.name));
+  const hookFiles = [...new Set(hooked)].map((name) => `\`specs/hooks/${name}.ts\``);
+  const count = connectors.length;
+  const auth = (a: AuthSpec) =>
+    AUTH_KINDS[a.kind] + ('fields' in a ? ` (${a.fields.map((f) => `\`${f.name}\``).join(', ')})` : '');
+  const lines = [
+    `${NUMBER_WORDS[count] ?? count} connector${count === 1 ? '' : 's'}, ${total} tools; each page of [\`generated/docs/\`](generated/docs/index.md) lists every tool with its parameters, rules, upstream requests and provider notes.`,
+    '',
+    '| Connector | Tools | Provider API | Authentication |',
+    '|---|---|---|---|',
+    ...connectors.map(
+      (c) =>
+        `| [\`${c.name}\`](generated/docs/${c.name}.md) | ${c.tools.length} | ${cell(c.provider)} | ${cell(c.auth.map(auth).join(' or '))} |`,
+    ),
+    '',
+    `${total - hooked.length} of the ${total} tools are fully declarative; ${hooked.length} use a named hook${hookFiles.length ? ` (${hookFiles.join(', ')})` : ''}.`,
+  ];
+  return `${readme.slice(0, start + README_START.length)}\n\n${lines.join('\n')}\n\n${readme.slice(end)}`;
 }

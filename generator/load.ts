@@ -3,6 +3,7 @@ import { basename, join, relative } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { ConnectorSpec } from '../core/spec-model.ts';
+import { mustBeType } from '../core/errors.ts';
 
 /** A problem in a connector spec, located by file, line, tool and field. */
 export class SpecError extends Error {
@@ -63,18 +64,43 @@ function pathFromPointer(pointer: string): Array<string | number> {
     .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
-function describeAjvError(err: ErrorObject): { path: Array<string | number>; problem: string } {
+function valueAt(doc: unknown, path: Array<string | number>): unknown {
+  let cur = doc;
+  for (const seg of path) cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[seg] : undefined;
+  return cur;
+}
+
+function describeAjvError(err: ErrorObject, spec: unknown): { path: Array<string | number>; problem: string } {
   const path = pathFromPointer(err.instancePath);
   switch (err.keyword) {
     case 'required':
       return { path: [...path, err.params.missingProperty], problem: 'is required' };
-    case 'additionalProperties':
+    case 'additionalProperties': {
+      const key = String(err.params.additionalProperty);
+      const parent = valueAt(spec, path) as Record<string, unknown>;
+      // `{ description: Results, sorted by date }` is YAML for a description "Results" and a key
+      // "sorted by date" with no value: a field name has no space, and a real field has a value.
+      const restOfText = /\s/.test(key) || parent[key] === null;
+      if (!restOfText)
+        return {
+          path: [...path, key],
+          problem: 'is not a known field here (check the spelling against specs/connector.schema.json)',
+        };
+      const keys = Object.keys(parent);
+      const before = keys[keys.indexOf(key) - 1];
+      const cut = before !== undefined && typeof parent[before] === 'string' ? parent[before] : undefined;
       return {
-        path: [...path, err.params.additionalProperty],
-        problem: 'is not a known field here (check the spelling against specs/connector.schema.json)',
+        path: [...path, key],
+        problem:
+          'is not a known field here: it looks like the rest of a text value cut at a comma (in a one-line ' +
+          `{ ... } mapping a comma ends a value); quote the text` +
+          (cut !== undefined ? `: ${before}: ${JSON.stringify(`${cut}, ${key}`)}` : ''),
       };
+    }
     case 'enum':
       return { path, problem: `must be one of: ${(err.params.allowedValues as unknown[]).join(', ')}` };
+    case 'type':
+      return { path, problem: mustBeType(err.params.type) };
     case 'propertyNames':
       return { path: [...path, err.params.propertyName], problem: 'is not a valid name' };
     default:
@@ -141,7 +167,7 @@ export function loadSpecFile(file: string, cwd = process.cwd()): LoadedSpec {
   const validate = metaSchemaValidator();
   if (!validate(spec)) {
     const errors = relevantErrors(validate.errors ?? []).map((e) => {
-      const { path, problem } = describeAjvError(e);
+      const { path, problem } = describeAjvError(e, spec);
       return error(path, problem);
     });
     throw new AggregateSpecError(errors);

@@ -9,7 +9,8 @@ import * as prettier from 'prettier';
 import { Project } from 'ts-morph';
 import { checkConnector, type CheckedTool } from './check.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
-import { emitConnectorDoc, emitIndexDoc } from './emit-docs.ts';
+import { emitConnectorDoc, emitIndexDoc, emitReadmeConnectors } from './emit-docs.ts';
+import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
 import { emitOpenApi } from './emit-openapi.ts';
 import { emitApiQueryValidators, emitApiTypes, emitApiValidators } from './emit-api.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
@@ -81,6 +82,8 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   files.set(`${OUT}/api/validators.ts`, emitApiValidators());
   files.set(`${OUT}/api/query-validators.ts`, emitApiQueryValidators());
   files.set(`${OUT}/api/types.ts`, await emitApiTypes());
+  files.set(SPEC_MODEL_PATH, await emitSpecModel());
+  files.set('README.md', emitReadmeConnectors(readFileSync('README.md', 'utf8'), connectors));
 
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {
@@ -111,7 +114,7 @@ async function main() {
   const existing = new Set(listFiles(OUT).map((p) => relative('.', p)));
   const changed: string[] = [];
   for (const [path, content] of result.files) {
-    const onDisk = existing.has(path) ? readFileSync(path, 'utf8') : undefined;
+    const onDisk = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
     existing.delete(path);
     if (onDisk !== content) changed.push(path);
   }

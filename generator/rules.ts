@@ -35,7 +35,10 @@ export function compileRules(
 
   for (const [name, p] of Object.entries(params)) {
     if (p.csv) {
-      const checks: string[] = [];
+      // Without this, " , ," would pass and be sent as an empty parameter.
+      const checks: string[] = [
+        `if (values.length === 0) errors.push({ field: ${JSON.stringify(name)}, message: ${ref(name)}.trim() ? "must list at least one value (it holds only commas and spaces)" : "must list at least one comma-separated value" });`,
+      ];
       if (p.csv.max_items !== undefined) {
         checks.push(
           `if (values.length > ${p.csv.max_items}) errors.push({ field: ${JSON.stringify(name)}, message: \`has \${values.length} comma-separated values; at most ${p.csv.max_items} are allowed\` });`,

@@ -384,6 +384,13 @@ function rules_callintel_calls_list(input: I.CallintelCallsListInput): FieldErro
   const errors: FieldError[] = [];
   if (typeof input['call_ids'] === 'string') {
     const values = T.csv(input['call_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'call_ids',
+        message: input['call_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[0-9]{1,20}$').test(v)) {
         errors.push({ field: 'call_ids', message: `value "${v}" does not match ^[0-9]{1,20}\$` });

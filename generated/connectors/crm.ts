@@ -141,6 +141,13 @@ function rules_crm_companies_search(input: I.CrmCompaniesSearchInput): FieldErro
   }
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;
@@ -207,6 +214,13 @@ function rules_crm_company_get(input: I.CrmCompanyGetInput): FieldError[] {
   const errors: FieldError[] = [];
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;
@@ -271,6 +285,13 @@ function rules_crm_contact_get(input: I.CrmContactGetInput): FieldError[] {
   const errors: FieldError[] = [];
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;
@@ -321,6 +342,13 @@ function rules_crm_contacts_list(input: I.CrmContactsListInput): FieldError[] {
   const errors: FieldError[] = [];
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;
@@ -365,6 +393,13 @@ function rules_crm_contacts_search(input: I.CrmContactsSearchInput): FieldError[
   }
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;
@@ -470,6 +505,13 @@ function rules_crm_deals_search(input: I.CrmDealsSearchInput): FieldError[] {
   }
   if (typeof input['properties'] === 'string') {
     const values = T.csv(input['properties']);
+    if (values.length === 0)
+      errors.push({
+        field: 'properties',
+        message: input['properties'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
   }
 
   return errors;

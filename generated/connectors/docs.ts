@@ -129,6 +129,13 @@ function rules_docs_list_documents(input: I.DocsListDocumentsInput): FieldError[
   const errors: FieldError[] = [];
   if (typeof input['order_by'] === 'string') {
     const values = T.csv(input['order_by']);
+    if (values.length === 0)
+      errors.push({
+        field: 'order_by',
+        message: input['order_by'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp(

@@ -155,6 +155,13 @@ function rules_drive_search_files(input: I.DriveSearchFilesInput): FieldError[] 
   const errors: FieldError[] = [];
   if (typeof input['order_by'] === 'string') {
     const values = T.csv(input['order_by']);
+    if (values.length === 0)
+      errors.push({
+        field: 'order_by',
+        message: input['order_by'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp(

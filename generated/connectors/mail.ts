@@ -249,6 +249,13 @@ function rules_mail_create_calendar_event(input: I.MailCreateCalendarEventInput)
   const errors: FieldError[] = [];
   if (typeof input['attendees_required'] === 'string') {
     const values = T.csv(input['attendees_required']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_required',
+        message: input['attendees_required'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -264,6 +271,13 @@ function rules_mail_create_calendar_event(input: I.MailCreateCalendarEventInput)
   }
   if (typeof input['attendees_optional'] === 'string') {
     const values = T.csv(input['attendees_optional']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_optional',
+        message: input['attendees_optional'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -279,6 +293,13 @@ function rules_mail_create_calendar_event(input: I.MailCreateCalendarEventInput)
   }
   if (typeof input['attendees_resource'] === 'string') {
     const values = T.csv(input['attendees_resource']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_resource',
+        message: input['attendees_resource'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -308,6 +329,13 @@ function rules_mail_create_calendar_event(input: I.MailCreateCalendarEventInput)
   }
   if (typeof input['recurrence_days_of_week'] === 'string') {
     const values = T.csv(input['recurrence_days_of_week']);
+    if (values.length === 0)
+      errors.push({
+        field: 'recurrence_days_of_week',
+        message: input['recurrence_days_of_week'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^([Ss]un|[Mm]on|[Tt]ue|[Ww]ed|[Tt]hu|[Ff]ri|[Ss]at)[A-Za-z]*$').test(v)) {
         errors.push({
@@ -493,6 +521,13 @@ function rules_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput)
   const errors: FieldError[] = [];
   if (typeof input['attendees_required'] === 'string') {
     const values = T.csv(input['attendees_required']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_required',
+        message: input['attendees_required'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -508,6 +543,13 @@ function rules_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput)
   }
   if (typeof input['attendees_optional'] === 'string') {
     const values = T.csv(input['attendees_optional']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_optional',
+        message: input['attendees_optional'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -523,6 +565,13 @@ function rules_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput)
   }
   if (typeof input['attendees_resource'] === 'string') {
     const values = T.csv(input['attendees_resource']);
+    if (values.length === 0)
+      errors.push({
+        field: 'attendees_resource',
+        message: input['attendees_resource'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (
         !new RegExp('^(\\[\\s*\\]|\\[?\\s*"?[^\\s"@\\[\\],;]+@[^\\s"@\\[\\],;]+\\.[^\\s"@\\[\\],;]+"?\\s*\\]?)$').test(
@@ -552,6 +601,13 @@ function rules_mail_update_calendar_event(input: I.MailUpdateCalendarEventInput)
   }
   if (typeof input['recurrence_days_of_week'] === 'string') {
     const values = T.csv(input['recurrence_days_of_week']);
+    if (values.length === 0)
+      errors.push({
+        field: 'recurrence_days_of_week',
+        message: input['recurrence_days_of_week'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^([Ss]un|[Mm]on|[Tt]ue|[Ww]ed|[Tt]hu|[Ff]ri|[Ss]at)[A-Za-z]*$').test(v)) {
         errors.push({

@@ -436,6 +436,13 @@ function rules_prodata_search_ads(input: I.ProdataSearchAdsInput): FieldError[] 
   const errors: FieldError[] = [];
   if (typeof input['countries'] === 'string') {
     const values = T.csv(input['countries']);
+    if (values.length === 0)
+      errors.push({
+        field: 'countries',
+        message: input['countries'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[A-Za-z]{2}$').test(v)) {
         errors.push({ field: 'countries', message: `value "${v}" does not match ^[A-Za-z]{2}\$` });
@@ -465,6 +472,13 @@ function rules_prodata_search_companies(input: I.ProdataSearchCompaniesInput): F
   const errors: FieldError[] = [];
   if (typeof input['company_size'] === 'string') {
     const values = T.csv(input['company_size']);
+    if (values.length === 0)
+      errors.push({
+        field: 'company_size',
+        message: input['company_size'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(1-10|11-50|51-200|201-500|501-1000|1001-5000|5001-10000|10001\\+)$').test(v)) {
         errors.push({
@@ -535,6 +549,13 @@ function rules_prodata_search_jobs(input: I.ProdataSearchJobsInput): FieldError[
   const errors: FieldError[] = [];
   if (typeof input['company_id'] === 'string') {
     const values = T.csv(input['company_id']);
+    if (values.length === 0)
+      errors.push({
+        field: 'company_id',
+        message: input['company_id'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[0-9]+$').test(v)) {
         errors.push({ field: 'company_id', message: `value "${v}" does not match ^[0-9]+\$` });
@@ -543,6 +564,13 @@ function rules_prodata_search_jobs(input: I.ProdataSearchJobsInput): FieldError[
   }
   if (typeof input['employment_type'] === 'string') {
     const values = T.csv(input['employment_type']);
+    if (values.length === 0)
+      errors.push({
+        field: 'employment_type',
+        message: input['employment_type'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(full-time|part-time|contract|temporary|internship)$').test(v)) {
         errors.push({
@@ -554,6 +582,13 @@ function rules_prodata_search_jobs(input: I.ProdataSearchJobsInput): FieldError[
   }
   if (typeof input['experience_level'] === 'string') {
     const values = T.csv(input['experience_level']);
+    if (values.length === 0)
+      errors.push({
+        field: 'experience_level',
+        message: input['experience_level'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(internship|entry|associate|mid-senior|director|executive)$').test(v)) {
         errors.push({
@@ -565,6 +600,13 @@ function rules_prodata_search_jobs(input: I.ProdataSearchJobsInput): FieldError[
   }
   if (typeof input['workplace_type'] === 'string') {
     const values = T.csv(input['workplace_type']);
+    if (values.length === 0)
+      errors.push({
+        field: 'workplace_type',
+        message: input['workplace_type'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(office|hybrid|remote)$').test(v)) {
         errors.push({ field: 'workplace_type', message: `value "${v}" does not match ^(office|hybrid|remote)\$` });
@@ -606,6 +648,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   const errors: FieldError[] = [];
   if (typeof input['company_headcount'] === 'string') {
     const values = T.csv(input['company_headcount']);
+    if (values.length === 0)
+      errors.push({
+        field: 'company_headcount',
+        message: input['company_headcount'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(self-employed|1-10|11-50|51-200|201-500|501-1000|1001-5000|5001-10000|10001\\+)$').test(v)) {
         errors.push({
@@ -617,6 +666,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['current_companies'] === 'string') {
     const values = T.csv(input['current_companies']);
+    if (values.length === 0)
+      errors.push({
+        field: 'current_companies',
+        message: input['current_companies'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 50)
       errors.push({
         field: 'current_companies',
@@ -625,6 +681,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['current_job_titles'] === 'string') {
     const values = T.csv(input['current_job_titles']);
+    if (values.length === 0)
+      errors.push({
+        field: 'current_job_titles',
+        message: input['current_job_titles'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'current_job_titles',
@@ -633,6 +696,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['first_names'] === 'string') {
     const values = T.csv(input['first_names']);
+    if (values.length === 0)
+      errors.push({
+        field: 'first_names',
+        message: input['first_names'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'first_names',
@@ -641,6 +711,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['last_names'] === 'string') {
     const values = T.csv(input['last_names']);
+    if (values.length === 0)
+      errors.push({
+        field: 'last_names',
+        message: input['last_names'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'last_names',
@@ -649,6 +726,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['industry_ids'] === 'string') {
     const values = T.csv(input['industry_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'industry_ids',
+        message: input['industry_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'industry_ids',
@@ -657,6 +741,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['locations'] === 'string') {
     const values = T.csv(input['locations']);
+    if (values.length === 0)
+      errors.push({
+        field: 'locations',
+        message: input['locations'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'locations',
@@ -665,6 +756,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['past_companies'] === 'string') {
     const values = T.csv(input['past_companies']);
+    if (values.length === 0)
+      errors.push({
+        field: 'past_companies',
+        message: input['past_companies'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 50)
       errors.push({
         field: 'past_companies',
@@ -673,6 +771,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['past_job_titles'] === 'string') {
     const values = T.csv(input['past_job_titles']);
+    if (values.length === 0)
+      errors.push({
+        field: 'past_job_titles',
+        message: input['past_job_titles'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'past_job_titles',
@@ -681,6 +786,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['seniority_level_ids'] === 'string') {
     const values = T.csv(input['seniority_level_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'seniority_level_ids',
+        message: input['seniority_level_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(100|110|120|130|200|210|220|300|310|320)$').test(v)) {
         errors.push({
@@ -692,6 +804,13 @@ function rules_prodata_search_leads(input: I.ProdataSearchLeadsInput): FieldErro
   }
   if (typeof input['years_of_experience_ids'] === 'string') {
     const values = T.csv(input['years_of_experience_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'years_of_experience_ids',
+        message: input['years_of_experience_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[1-5]$').test(v)) {
         errors.push({ field: 'years_of_experience_ids', message: `value "${v}" does not match ^[1-5]\$` });
@@ -727,6 +846,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   const errors: FieldError[] = [];
   if (typeof input['company_headcount'] === 'string') {
     const values = T.csv(input['company_headcount']);
+    if (values.length === 0)
+      errors.push({
+        field: 'company_headcount',
+        message: input['company_headcount'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(self-employed|1-10|11-50|51-200|201-500|501-1000|1001-5000|5001-10000|10001\\+)$').test(v)) {
         errors.push({
@@ -738,6 +864,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['current_companies'] === 'string') {
     const values = T.csv(input['current_companies']);
+    if (values.length === 0)
+      errors.push({
+        field: 'current_companies',
+        message: input['current_companies'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 50)
       errors.push({
         field: 'current_companies',
@@ -746,6 +879,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['current_job_titles'] === 'string') {
     const values = T.csv(input['current_job_titles']);
+    if (values.length === 0)
+      errors.push({
+        field: 'current_job_titles',
+        message: input['current_job_titles'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'current_job_titles',
@@ -754,6 +894,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['first_names'] === 'string') {
     const values = T.csv(input['first_names']);
+    if (values.length === 0)
+      errors.push({
+        field: 'first_names',
+        message: input['first_names'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'first_names',
@@ -762,6 +909,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['last_names'] === 'string') {
     const values = T.csv(input['last_names']);
+    if (values.length === 0)
+      errors.push({
+        field: 'last_names',
+        message: input['last_names'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'last_names',
@@ -770,6 +924,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['industry_ids'] === 'string') {
     const values = T.csv(input['industry_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'industry_ids',
+        message: input['industry_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'industry_ids',
@@ -778,6 +939,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['locations'] === 'string') {
     const values = T.csv(input['locations']);
+    if (values.length === 0)
+      errors.push({
+        field: 'locations',
+        message: input['locations'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     if (values.length > 70)
       errors.push({
         field: 'locations',
@@ -786,6 +954,13 @@ function rules_prodata_search_people(input: I.ProdataSearchPeopleInput): FieldEr
   }
   if (typeof input['seniority_level_ids'] === 'string') {
     const values = T.csv(input['seniority_level_ids']);
+    if (values.length === 0)
+      errors.push({
+        field: 'seniority_level_ids',
+        message: input['seniority_level_ids'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^(100|110|120|130|200|210|220|300|310|320)$').test(v)) {
         errors.push({

@@ -152,6 +152,13 @@ function rules_scraper_get_actor_output(input: I.ScraperGetActorOutputInput): Fi
   const errors: FieldError[] = [];
   if (typeof input['fields'] === 'string') {
     const values = T.csv(input['fields']);
+    if (values.length === 0)
+      errors.push({
+        field: 'fields',
+        message: input['fields'].trim()
+          ? 'must list at least one value (it holds only commas and spaces)'
+          : 'must list at least one comma-separated value',
+      });
     for (const v of values)
       if (!new RegExp('^[^\\s,]+$').test(v)) {
         errors.push({ field: 'fields', message: `value "${v}" does not match ^[^\\s,]+\$` });
@@ -506,11 +513,23 @@ export const tools: readonly ToolDefinition[] = [
     examples: [
       {
         input: { url: 'https://docs.apify.com/platform/actors/running#input' },
-        requests: [{ method: 'GET', url: 'https://docs.apify.com/platform/actors/running.md' }],
+        requests: [
+          {
+            method: 'GET',
+            url: 'https://docs.apify.com/platform/actors/running.md',
+            headers: { accept: 'text/markdown, text/plain;q=0.9, */*;q=0.1' },
+          },
+        ],
       },
       {
         input: { url: 'https://crawlee.dev/js/docs/quick-start' },
-        requests: [{ method: 'GET', url: 'https://crawlee.dev/js/docs/quick-start.md' }],
+        requests: [
+          {
+            method: 'GET',
+            url: 'https://crawlee.dev/js/docs/quick-start.md',
+            headers: { accept: 'text/markdown, text/plain;q=0.9, */*;q=0.1' },
+          },
+        ],
       },
     ],
   } satisfies ToolDefinition<I.ScraperFetchPlatformDocsInput>,
@@ -781,6 +800,10 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'POST',
             url: 'https://5JC94MPMLY-dsn.algolia.net/1/indexes/*/queries',
+            headers: {
+              'x-algolia-application-id': '5JC94MPMLY',
+              'x-algolia-api-key': '878493fcd7001e3c179b6db6796a999b',
+            },
             body: {
               requests: [
                 {
@@ -804,6 +827,10 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'POST',
             url: 'https://5JC94MPMLY-dsn.algolia.net/1/indexes/*/queries',
+            headers: {
+              'x-algolia-application-id': '5JC94MPMLY',
+              'x-algolia-api-key': '267679200b833c2ca1255ab276731869',
+            },
             body: {
               requests: [
                 {

@@ -54,19 +54,16 @@ export function credentialHeaderNames(apply: CredentialApply): string[] {
   return names;
 }
 
-/** The headers that carry the credentials. With `redact`, secret values are replaced by [REDACTED]. */
+/** The headers that carry the credentials (core/request-headers.ts shows them redacted). */
 export function credentialHeaders(
   apply: CredentialApply,
   values: Record<string, string | undefined>,
-  redact = false,
 ): Record<string, string> {
-  const v = (t: string) => (redact ? '[REDACTED]' : fill(t, values, 'the credential header'));
+  const v = (t: string) => fill(t, values, 'the credential header');
   const out: Record<string, string> = {};
   if (apply.bearer !== undefined) out.authorization = `Bearer ${v(apply.bearer)}`;
   if (apply.basic !== undefined) {
-    out.authorization = redact
-      ? 'Basic [REDACTED]'
-      : `Basic ${Buffer.from(`${v(apply.basic.username)}:${v(apply.basic.password)}`, 'utf8').toString('base64')}`;
+    out.authorization = `Basic ${Buffer.from(`${v(apply.basic.username)}:${v(apply.basic.password)}`, 'utf8').toString('base64')}`;
   }
   for (const [name, t] of Object.entries(apply.headers ?? {})) out[name.toLowerCase()] = v(t);
   return out;

@@ -1,7 +1,10 @@
 import type { AuthSpec } from '../../core/spec-model.ts';
 import type { Connection } from '../store/types.ts';
 import type { ConnectorDefinition, ToolDefinition, UpstreamRequest } from '../../core/tool-types.ts';
-import { credentialHeaders, resolveBaseUrl } from '../connectors/catalog.ts';
+import { resolveBaseUrl } from '../connectors/catalog.ts';
+import { shownHeaders } from '../../core/request-headers.ts';
+
+export { baseHeaders, encodeBody, lowerKeys } from '../../core/request-headers.ts';
 
 export interface PlannedRequest {
   method: string;
@@ -15,28 +18,6 @@ export interface PlanTarget {
   connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'>;
   fields: Record<string, string>;
   auth: AuthSpec;
-}
-
-export const USER_AGENT = 'agent-connector-service/0.1';
-
-export function lowerKeys(h: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k in h) out[k.toLowerCase()] = h[k]!;
-  return out;
-}
-
-export function encodeBody(req: UpstreamRequest): { body?: string; contentType?: string } {
-  if (req.body === undefined) return {};
-  if (req.bodyEncoding === 'form') {
-    const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
-    return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
-  }
-  return { body: JSON.stringify(req.body), contentType: 'application/json' };
-}
-
-export function baseHeaders(connector: ConnectorDefinition): Record<string, string> {
-  return { accept: 'application/json', 'user-agent': USER_AGENT, ...lowerKeys(connector.api.headers ?? {}) };
 }
 
 /** Replaces every occurrence of the given secret values in a string or JSON value by [REDACTED]. */
@@ -59,14 +40,7 @@ export function describeRequest(
   r: UpstreamRequest,
   secretValues: readonly string[] = [],
 ): PlannedRequest {
-  const headers: Record<string, string> = { ...baseHeaders(target.connector), ...lowerKeys(r.headers) };
-  if (r.mcp) {
-    headers['content-type'] = 'application/json';
-    headers.accept = 'application/json, text/event-stream';
-  }
-  if (!r.anonymous) Object.assign(headers, credentialHeaders(r.apply ?? target.auth.apply, {}, true));
-  const { contentType } = encodeBody(r);
-  if (contentType) headers['content-type'] = contentType;
+  const headers = shownHeaders(target.connector, target.auth.apply, r);
   return redactValues(
     { method: r.method, url: r.url, headers, ...(r.body !== undefined ? { body: r.body } : {}) },
     secretValues,

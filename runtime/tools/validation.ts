@@ -1,4 +1,5 @@
 import type { AjvError, FieldError, ToolDefinition } from '../../core/tool-types.ts';
+import { mustBeType } from '../../core/errors.ts';
 
 function fieldPath(instancePath: string, extra?: string): string {
   const parts = instancePath
@@ -60,7 +61,7 @@ function message(tool: ToolDefinition, e: AjvError): FieldError {
     case 'type':
       return {
         field: fieldPath(e.instancePath),
-        message: `must be ${p.type === 'integer' ? 'an integer' : `a ${p.type}`}`,
+        message: mustBeType(p.type),
       };
     case 'enum':
       return {

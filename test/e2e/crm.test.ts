@@ -463,7 +463,7 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
       props: 'must not be empty',
     });
     expect(await fields('crm_contact_update', { contact_id: '101', props: '{"firstname":"x"}' })).toEqual({
-      props: 'must be a object',
+      props: 'must be an object',
     });
 
     expect(await fields('crm_deal_update', { deal_id: '5001', properties: {} })).toEqual({

@@ -334,7 +334,7 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
       requests: 'must have at least 1 item(s)',
     });
     expect(await fields('docs_update_document', { document_id: 'a', requests: ['insertText'] })).toEqual({
-      'requests[0]': 'must be a object',
+      'requests[0]': 'must be an object',
     });
     expect(
       await fields('docs_update_document', {

@@ -689,7 +689,7 @@ describe('bad input is a 400 naming the field, before any upstream call', () => 
       'prodata_bulk_scrape_profiles',
       { scraper_token: SCRAPER_TOKEN, profile_urls: 'https://www.linkedin.com/in/x' },
       'profile_urls',
-      'must be a array',
+      'must be an array',
     ],
     ['prodata_scrape_profile', { public_identifier: 'x', find_email: 'yes' }, 'find_email', 'must be a boolean'],
     // The service's own names only: the provider's camelCase names are refused with a hint.

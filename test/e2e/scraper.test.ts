@@ -544,7 +544,7 @@ describe('limits and bad input are 400s naming the field, before any upstream ca
       'is not an allowed field here',
     ],
     ['scraper_call_actor', { actor: 'apify/x' }, 'input', 'is required'],
-    ['scraper_call_actor', { actor: 'apify/x', input: [1] }, 'input', 'must be a object'],
+    ['scraper_call_actor', { actor: 'apify/x', input: [1] }, 'input', 'must be an object'],
     [
       'scraper_fetch_actor_details',
       { actor: 'apify/x', output: { pictures: true } },

@@ -1,4 +1,7 @@
-/** The connector doc's proxy example names a path on the proxy root, never one of a request sent to another host. */
+/**
+ * The connector doc's proxy example is a real example's path on the proxy root (its values, not placeholders),
+ * never one of a request sent to another host.
+ */
 import { describe, expect, it } from 'vitest';
 import { emitConnectorDoc } from '../../generator/emit-docs.ts';
 import type { ConnectorSpec } from '../../core/spec-model.ts';
@@ -18,10 +21,9 @@ const connector = (tools: ConnectorSpec['tools']): ConnectorSpec => ({
   api: { base_url: 'https://api.demo.example', hosts: { other: 'https://other.example' } },
   tools,
 });
-const example = [{ input: {}, requests: [{ method: 'GET', url: 'https://x.example/' }] }];
 
 describe('proxy example in connector docs', () => {
-  it('skips tools whose request goes to another host', () => {
+  it("takes the first example on the API root, with the example's values for every path parameter", () => {
     const doc = emitConnectorDoc(
       connector([
         {
@@ -29,22 +31,32 @@ describe('proxy example in connector docs', () => {
           description: 'A',
           input: {},
           request: { host: 'other', method: 'POST', path: '/v2/elsewhere' },
-          examples: example,
+          examples: [{ input: {}, requests: [{ method: 'POST', url: 'https://other.example/v2/elsewhere' }] }],
         },
         {
           name: 'demo_b',
           description: 'B',
-          input: {},
+          input: { owner: { type: 'string', required: true }, repo: { type: 'string', required: true } },
           requests: [
             { host: 'other', method: 'GET', path: '/v2/also-elsewhere' },
-            { method: 'GET', path: '/items/{id}' },
+            { method: 'GET', path: '/repos/{owner}/{repo}/issues' },
           ],
-          examples: example,
+          examples: [
+            {
+              input: { owner: 'octo', repo: 'hello' },
+              requests: [
+                { method: 'GET', url: 'https://other.example/v2/also-elsewhere' },
+                { method: 'GET', url: 'https://api.demo.example/repos/octo/hello/issues' },
+              ],
+            },
+          ],
         },
       ]),
     );
-    expect(doc).toContain('a proxy path such as `/items/123` goes to `https://api.demo.example/items/123`');
-    expect(doc).not.toContain('`https://api.demo.example/v2/elsewhere`');
+    expect(doc).toContain(
+      'a proxy path such as `/repos/octo/hello/issues` goes to `https://api.demo.example/repos/octo/hello/issues`',
+    );
+    expect(doc).not.toContain('/123');
   });
 
   it('falls back to / when no tool uses the proxy root', () => {
@@ -55,7 +67,7 @@ describe('proxy example in connector docs', () => {
           description: 'A',
           input: {},
           request: { host: 'other', method: 'GET', path: '/x' },
-          examples: example,
+          examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://other.example/x' }] }],
         },
       ]),
     );

@@ -58,7 +58,7 @@ describe('format additions', () => {
     expect(await errorsOf(header() + required)).toContain(
       'field input.note: is required, so an `unsupported` rule would refuse every call',
     );
-    const sent = tool.replace('path: "/items/{id}" }', 'path: "/items/{id}", query: { note: note } }');
+    const sent = tool.replace('path: "/items/{id}" }', 'path: "/items/{id}", query: { note: "{note}" } }');
     expect(await errorsOf(header() + sent)).toContain(
       'field input.note: is refused by an `unsupported` rule, so the request may not use it',
     );

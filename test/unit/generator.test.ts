@@ -47,7 +47,7 @@ describe('spec errors', () => {
     input:
       id: { type: string }
       unused: { type: string }
-    request: { method: GET, path: "/items/{id}", query: { q: missing } }
+    request: { method: GET, path: "/items/{id}", query: { q: "{missing}" } }
     examples: [{ input: { id: 1 }, requests: [{ method: GET, url: "x" }] }]
   - name: other_b
     description: B
@@ -58,6 +58,73 @@ describe('spec errors', () => {
     );
     expect(msg).toContain('tool demo_a, field request.path: path parameter "id" must be a required input parameter');
     expect(msg).toContain('tool other_b, field name: must start with "demo_"');
+  });
+
+  it('refuses the old form of a parameter in query, with file, line, field and how to write it now', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_list
+    description: List
+    input:
+      page: { type: integer }
+    request: { method: GET, path: /items, query: { page: page } }
+    examples: [{ input: {}, requests: [{ method: GET, url: "https://api.demo.example/items" }] }]
+`,
+    );
+    expect(msg).toContain(
+      `demo.yaml:16:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
+    );
+  });
+
+  it('reads a bare string in query, headers, body and arguments alike: text, with {placeholders}', async () => {
+    const out = await generate(
+      specDir(
+        header +
+          `  - name: demo_send
+    description: Send
+    input:
+      n: { type: integer, required: true }
+    request:
+      method: POST
+      path: "/items/{n}"
+      query: { fmt: json, n: "{n}", label: "n={n}" }
+      headers: { X-Fmt: json, X-N: "n={n}" }
+      body: { fmt: json, n: "{n}", label: "n={n}" }
+    examples: [{ input: { n: 1 }, requests: [{ method: POST, url: "https://api.demo.example/items/1?fmt=json&n=1&label=n%3D1" }] }]
+`,
+        'demo',
+      ),
+    );
+    const code = out.files.get('generated/connectors/demo.ts')!.replace(/\s+/g, ' ');
+    const text = "H.tpl(['n=', input['n'], ''])";
+    expect(code).toContain(`[ ['fmt', 'json'], ['n', input['n']], ['label', ${text}], ]`);
+    expect(code).toContain(`headers: H.obj({ 'X-Fmt': 'json', 'X-N': ${text} }, [])!`);
+    expect(code).toContain(`body: H.obj({ fmt: 'json', n: input['n'], label: ${text} }, [])!`);
+  });
+
+  it('hints at quoting when an unknown key is the rest of a text value cut at a comma', async () => {
+    const msg = await errorsOf(
+      header +
+        `  - name: demo_list
+    description: List
+    input:
+      sort: { type: string, description: Results, sorted by date }
+      page: { type: integer, descripton: Page }
+    request: { method: GET, path: /items, query: { sort: "{sort}", page: "{page}" } }
+    examples: [{ input: {}, requests: [{ method: GET, url: "https://api.demo.example/items" }] }]
+`,
+    );
+    expect(msg).toContain(
+      'tool demo_list, field input.sort.sorted by date: is not a known field here: it looks like the rest of a text value cut at a comma (in a one-line { ... } mapping a comma ends a value); quote the text: description: "Results, sorted by date"',
+    );
+    expect(msg).toContain(
+      'tool demo_list, field input.page.descripton: is not a known field here (check the spelling against specs/connector.schema.json)',
+    );
+  });
+
+  it('says "must be an array" for a field of the wrong type', async () => {
+    const msg = await errorsOf(header + '  - name: demo_x\n    description: X\n    input: {}\n    rules: x\n');
+    expect(msg).toContain('tool demo_x, field rules: must be an array');
   });
 
   it('rejects YAML syntax errors with a line', async () => {

@@ -65,7 +65,7 @@ describe('minProperties', () => {
     description: Get
     input:
       q: { type: string, minProperties: 1 }
-    request: { method: GET, path: /items, query: { q: q } }
+    request: { method: GET, path: /items, query: { q: "{q}" } }
     examples: [{ input: { q: "1" }, requests: [{ method: GET, url: "https://api.demo.example/items?q=1" }] }]
 `,
     );

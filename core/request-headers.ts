@@ -1,0 +1,61 @@
+/**
+ * The headers an upstream request carries besides its own: the connector's (`api.headers`), the service's
+ * user agent, the body's content type, the MCP transport's, and the account's credentials. One definition for
+ * the runtime (which sends them, and shows them redacted in dry runs) and the generator (which shows them in
+ * the connector docs), so the docs show what is really sent.
+ */
+import type { ApiSpec, CredentialApply } from './spec-model.ts';
+import type { UpstreamRequest } from './tool-types.ts';
+
+export const USER_AGENT = 'agent-connector-service/0.1';
+
+export const REDACTED = '[REDACTED]';
+
+export function lowerKeys(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in h) out[k.toLowerCase()] = h[k]!;
+  return out;
+}
+
+export function encodeBody(req: Pick<UpstreamRequest, 'body' | 'bodyEncoding'>): {
+  body?: string;
+  contentType?: string;
+} {
+  if (req.body === undefined) return {};
+  if (req.bodyEncoding === 'form') {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
+    return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
+  }
+  return { body: JSON.stringify(req.body), contentType: 'application/json' };
+}
+
+export function baseHeaders(connector: { api: Pick<ApiSpec, 'headers'> }): Record<string, string> {
+  return { accept: 'application/json', 'user-agent': USER_AGENT, ...lowerKeys(connector.api.headers ?? {}) };
+}
+
+/** The headers an `apply` sets, with every credential value shown as [REDACTED]. */
+export function redactedCredentialHeaders(apply: CredentialApply): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (apply.bearer !== undefined) out.authorization = `Bearer ${REDACTED}`;
+  if (apply.basic !== undefined) out.authorization = `Basic ${REDACTED}`;
+  for (const name of Object.keys(apply.headers ?? {})) out[name.toLowerCase()] = REDACTED;
+  return out;
+}
+
+/** Every header a request is sent with, credentials redacted: what a dry run and the docs show. */
+export function shownHeaders(
+  connector: { api: Pick<ApiSpec, 'headers'> },
+  defaultApply: CredentialApply,
+  r: Pick<UpstreamRequest, 'headers' | 'body' | 'bodyEncoding' | 'anonymous' | 'apply' | 'mcp'>,
+): Record<string, string> {
+  const headers: Record<string, string> = { ...baseHeaders(connector), ...lowerKeys(r.headers) };
+  if (r.mcp) {
+    headers['content-type'] = 'application/json';
+    headers.accept = 'application/json, text/event-stream';
+  }
+  if (!r.anonymous) Object.assign(headers, redactedCredentialHeaders(r.apply ?? defaultApply));
+  const { contentType } = encodeBody(r);
+  if (contentType) headers['content-type'] = contentType;
+  return headers;
+}
