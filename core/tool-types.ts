@@ -93,6 +93,21 @@ export interface ToolExample {
   requests: Array<{ method: string; url: string; headers?: Record<string, string>; body?: unknown }>;
 }
 
+/**
+ * What a tool does to the world, as MCP's tool annotations say it (and as agents use it to decide what needs a
+ * user's confirmation). Declared per tool in its YAML.
+ */
+export interface ToolAnnotations {
+  /** Changes nothing at the provider. */
+  readOnlyHint: boolean;
+  /** May delete or overwrite what exists (meaningful when not read-only). */
+  destructiveHint: boolean;
+  /** Calling it again with the same input has no further effect. */
+  idempotentHint: boolean;
+  /** Reaches beyond the user's own account data (the open web, public profiles). */
+  openWorldHint: boolean;
+}
+
 export interface ToolDefinition<I = any> {
   name: string;
   connector: string;
@@ -113,6 +128,7 @@ export interface ToolDefinition<I = any> {
   notes?: string;
   /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
   keywords?: readonly string[];
+  annotations?: ToolAnnotations;
   examples: readonly ToolExample[];
 }
 
