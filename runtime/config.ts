@@ -35,16 +35,32 @@ export interface Config {
   trustProxy: boolean;
 }
 
-function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+/** A setting the service cannot start with: names the environment variable and what is wrong with it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The shortest dashboard admin password accepted (ADMIN_PASSWORD, and passwords generated on first start). */
+export const MIN_PASSWORD_LENGTH = 12;
+
+function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isInteger(n) || n > max) {
+    throw new ConfigError(name, `must be a whole number from 0 to ${max}, got "${raw}"`);
+  }
   return n;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = int('PORT', 8080, env);
+  const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
   const derived = !env.PUBLIC_URL && port === 0;
   const publicUrl = derived ? '' : (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
@@ -53,8 +69,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       const u = new URL(publicUrl);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
     } catch {
-      throw new Error(`PUBLIC_URL must be an http(s) URL, got "${publicUrl}"`);
+      throw new ConfigError('PUBLIC_URL', `must be an http(s) URL, got "${publicUrl}"`);
     }
+  }
+  if (
+    env.ADMIN_PASSWORD !== undefined &&
+    env.ADMIN_PASSWORD !== '' &&
+    env.ADMIN_PASSWORD.length < MIN_PASSWORD_LENGTH
+  ) {
+    throw new ConfigError(
+      'ADMIN_PASSWORD',
+      `must have at least ${MIN_PASSWORD_LENGTH} characters (it has ${env.ADMIN_PASSWORD.length})`,
+    );
+  }
+  if (env.DATABASE_URL && !/^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL (unset it to use SQLite)');
   }
   return {
     port,

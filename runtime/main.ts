@@ -1,13 +1,28 @@
 /** `npm start`: the service on its configured port, SQLite under ./data unless DATABASE_URL is set. */
-import { loadConfig } from './config.ts';
-import { startServer } from './server.ts';
+import { loadConfig, type Config } from './config.ts';
+import { startServer, type RunningServer } from './server.ts';
+import { describeStartupError } from './startup-errors.ts';
 
-const config = loadConfig();
-const running = await startServer(config);
+let config: Config;
+let running: RunningServer;
+try {
+  config = loadConfig();
+  running = await startServer(config);
+} catch (e) {
+  const line = describeStartupError(e, process.env);
+  if (!line) throw e;
+  process.stderr.write(`agent connector service cannot start: ${line}\n`);
+  process.exit(1);
+}
 const { services } = running;
 services.log.info(
   { url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind },
   'agent connector service started',
+);
+// On every start, for a person at a terminal (the log line above is for machines).
+process.stdout.write(
+  `\nAgent connector service at ${config.publicUrl} (store: ${services.store.kind})\n` +
+    `  dashboard: ${config.publicUrl}/dashboard\n  API index: ${config.publicUrl}/  OpenAPI: ${config.publicUrl}/openapi.json\n`,
 );
 
 if (services.firstCredential) {

@@ -1,6 +1,6 @@
 /**
  * `npm run demo`: the service with fake providers, so a newcomer sees it work with no provider account.
- * Starts the fake OAuth server, a fake mail provider and a fake support desk; the service on DEMO_PORT
+ * Starts the fake OAuth server, a fake mail provider and a fake support desk; the service on DEMO_PORT or PORT
  * (8090) with data under ./data/demo; a `mail` and a `helpdesk` connection pointed at the fakes; an
  * ACTIVE demo account on each (the mail one connected through the real authorization flow); then
  * prints the commands to try. Ctrl-C stops everything.
@@ -15,7 +15,8 @@ import { startFakeGraph } from './fakes/graph.ts';
 import { FakeDesk } from './fakes/desk.ts';
 import { followAuthorizationLink } from './helpers/harness.ts';
 
-const port = Number(process.env.DEMO_PORT ?? 8090);
+// PORT as for the service itself; DEMO_PORT wins when both are set (to run the demo beside a service on PORT).
+const port = Number(process.env.DEMO_PORT ?? process.env.PORT ?? 8090);
 const dataDir = resolve(process.env.DEMO_DATA_DIR ?? './data/demo');
 const clientId = 'demo_client';
 const clientSecret = 'demo_secret_do_not_use_in_production';
@@ -32,7 +33,8 @@ const config = loadConfig({
   ...process.env,
   PORT: String(port),
   DATA_DIR: dataDir,
-  PUBLIC_URL: process.env.PUBLIC_URL ?? `http://localhost:${port}`,
+  // Port 0 (any free port): the service derives its public URL from the port it gets.
+  PUBLIC_URL: process.env.PUBLIC_URL ?? (port ? `http://localhost:${port}` : undefined),
   INITIAL_CLIENT_ID: clientId,
   INITIAL_CLIENT_SECRET: clientSecret,
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',

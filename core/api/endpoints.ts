@@ -81,6 +81,30 @@ const connectionNotFound = error('No connection of that name');
 const accountNotFound = error('No connected account with that id');
 
 export const endpoints = {
+  index: {
+    method: 'GET',
+    path: '/',
+    summary: 'Where to start: a browser goes to the dashboard; an API client gets links to the rest',
+    description:
+      'A request that accepts text/html (a browser) is redirected to /dashboard; anything else gets a small JSON ' +
+      'index: the service, its health and readiness, the OpenAPI document, the docs and the dashboard.',
+    auth: 'none',
+    responses: {
+      '200': ok('The index', S.serviceIndex),
+      '302': {
+        description: 'A browser, to the dashboard',
+        headers: { location: { description: 'The dashboard', schema: text } },
+      },
+      '500': internal,
+    },
+  },
+  openapi: {
+    method: 'GET',
+    path: '/openapi.json',
+    summary: 'This document: the OpenAPI 3.1 description of the HTTP API, with every tool’s input schema',
+    auth: 'none',
+    responses: { '200': ok('The OpenAPI document', { type: 'object' }), '500': internal },
+  },
   health: {
     method: 'GET',
     path: '/health',

@@ -126,6 +126,27 @@ export const tokenResponse: JsonSchema = {
   properties: { access_token: str, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } },
 };
 
+export const serviceIndex: JsonSchema = {
+  type: 'object',
+  required: ['service', 'links'],
+  additionalProperties: false,
+  properties: {
+    service: { const: 'agent-connector-service' },
+    links: {
+      type: 'object',
+      description: 'Absolute URLs',
+      required: ['health', 'openapi', 'docs', 'dashboard'],
+      additionalProperties: false,
+      properties: {
+        health: { ...str, description: 'Liveness' },
+        openapi: { ...str, description: 'The OpenAPI 3.1 document of the HTTP API' },
+        docs: { ...str, description: 'The generated documentation of every connector and tool' },
+        dashboard: { ...str, description: 'The dashboard, for people' },
+      },
+    },
+  },
+};
+
 export const health: JsonSchema = {
   type: 'object',
   required: ['status', 'store', 'tools'],

@@ -251,6 +251,33 @@ export interface ExecuteToolResponse {
   data: unknown;
   execution_id: string;
 }
+export interface IndexResponse {
+  service: 'agent-connector-service';
+  /**
+   * Absolute URLs
+   */
+  links: {
+    /**
+     * Liveness
+     */
+    health: string;
+    /**
+     * The OpenAPI 3.1 document of the HTTP API
+     */
+    openapi: string;
+    /**
+     * The generated documentation of every connector and tool
+     */
+    docs: string;
+    /**
+     * The dashboard, for people
+     */
+    dashboard: string;
+  };
+}
+export interface OpenapiResponse {
+  [k: string]: unknown | undefined;
+}
 export interface HealthResponse {
   status: 'ok';
   store: 'sqlite' | 'postgres';
@@ -481,6 +508,8 @@ export interface OauthCallbackParams {
 
 /** Each endpoint of core/api/endpoints.ts: what it takes and what it answers on success. */
 export interface Operations {
+  index: { body: never; query: never; params: never; response: IndexResponse };
+  openapi: { body: never; query: never; params: never; response: OpenapiResponse };
   health: { body: never; query: never; params: never; response: HealthResponse };
   issueToken: { body: IssueTokenBody; query: never; params: never; response: IssueTokenResponse };
   listConnectors: { body: never; query: never; params: never; response: ListConnectorsResponse };

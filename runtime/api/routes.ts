@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 /**
  * The route table: a handler for each endpoint of core/api/endpoints.ts, which declares its method, path,
  * schemas and auth. runtime/api/router.ts matches, authenticates, parses and validates before a handler runs.
@@ -71,6 +73,10 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The generated OpenAPI document, served as the generator wrote it (read once, on first request). */
+const OPENAPI_FILE = fileURLToPath(new URL('../../generated/docs/openapi.json', import.meta.url));
+let openApiText: string | undefined;
+
 /** The client's address: with TRUST_PROXY, the first address of X-Forwarded-For, as a reverse proxy sets it. */
 function clientAddress(
   s: Services,
@@ -88,6 +94,29 @@ function clientAddress(
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
   return {
+    index: async ({ req, res }) => {
+      const base = s.config.publicUrl;
+      if (/\btext\/html\b/.test(req.headers.accept ?? '')) return redirect(res, `${base}/dashboard`);
+      return {
+        body: {
+          service: 'agent-connector-service',
+          links: {
+            health: `${base}/health`,
+            openapi: `${base}/openapi.json`,
+            docs: `${base}/dashboard/tools`,
+            dashboard: `${base}/dashboard`,
+          },
+        },
+      };
+    },
+    openapi: async ({ res }) => {
+      const text = (openApiText ??= readFileSync(OPENAPI_FILE, 'utf8'));
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    },
     health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
 
     issueToken: async ({ req, res, body }) => {

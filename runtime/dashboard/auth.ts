@@ -10,7 +10,7 @@
  *   store accepts the same cookies and key rotation re-encrypts it.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Config } from '../config.ts';
+import { ConfigError, MIN_PASSWORD_LENGTH, type Config } from '../config.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import type { Store } from '../store/types.ts';
@@ -19,7 +19,7 @@ import { Throttle } from '../auth/throttle.ts';
 import { dummyHash, hashPassword, verifyPassword } from './password.ts';
 
 export const ADMIN_USERNAME = 'admin';
-export const MIN_PASSWORD_LENGTH = 12;
+export { MIN_PASSWORD_LENGTH };
 const KEY_META = 'dashboard_cookie_key';
 const SIGN_IN_FORM_TTL_SECONDS = 3600;
 
@@ -90,7 +90,7 @@ export class DashboardAuth {
 
   private async ensureAdmin(configured: string | undefined): Promise<string | undefined> {
     if (configured !== undefined && configured.length < MIN_PASSWORD_LENGTH) {
-      throw new Error(`ADMIN_PASSWORD must have at least ${MIN_PASSWORD_LENGTH} characters`);
+      throw new ConfigError('ADMIN_PASSWORD', `must have at least ${MIN_PASSWORD_LENGTH} characters`);
     }
     const existing = await this.store.getDashboardUserByName(ADMIN_USERNAME);
     const now = Date.now();

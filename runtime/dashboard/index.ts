@@ -90,6 +90,12 @@ export function dashboardRouter(s: Services): Router {
     );
   };
 
+  // Natural guesses at the sign-in page's address lead to it (and on to the dashboard, not to a 404, after signing in).
+  r.get(['/login', '/log-in', '/signin'], (req, res) => {
+    const next = queryValue(req, 'next');
+    res.redirect(303, `${BASE}/sign-in${next ? `?next=${encodeURIComponent(safeNext(next))}` : ''}`);
+  });
+
   r.get('/sign-in', async (req, res) => {
     if (await s.dashboard.session(req.headers.cookie)) {
       res.redirect(303, safeNext(queryValue(req, 'next')));

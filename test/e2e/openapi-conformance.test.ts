@@ -119,6 +119,15 @@ afterAll(async () => {
 });
 
 describe('every operation of the OpenAPI document, against the running service', () => {
+  it('the index and the document itself', async () => {
+    const index = await call('index', 'GET', '/', { auth: false, headers: { accept: 'application/json' } });
+    expect(JSON.parse(index.text).links.openapi).toBe(`${h.url}/openapi.json`);
+    const browser = await call('index', 'GET', '/', { auth: false, headers: { accept: 'text/html,*/*;q=0.8' } });
+    expect(browser.headers.get('location')).toBe(`${h.url}/dashboard`);
+    const doc = await call('openapi', 'GET', '/openapi.json', { auth: false });
+    expect(JSON.parse(doc.text)).toEqual(DOCUMENT);
+  });
+
   it('health and the token endpoint', async () => {
     await call('health', 'GET', '/health', { auth: false });
     await call('health', 'HEAD', '/health', { auth: false });
@@ -299,10 +308,11 @@ describe('every operation of the OpenAPI document, against the running service',
   });
 
   it('left no operation of the document without a success and an error', () => {
-    // /health has no error to provoke: it reads nothing from the request and needs no store round trip.
+    // /health, / and /openapi.json have no error to provoke: they read nothing from the request and need no store.
+    const noError = new Set(['health', 'index', 'openapi']);
     const missing = [...operations.keys()].filter((id) => {
       const t = seen.get(id);
-      return !t || t.success === 0 || (t.error === 0 && id !== 'health');
+      return !t || t.success === 0 || (t.error === 0 && !noError.has(id));
     });
     expect(missing).toEqual([]);
   });

@@ -1,0 +1,151 @@
+/**
+ * What a new user does first, as the README says it: the shell blocks of "Using the HTTP API" run as written
+ * against a started service; `npm run demo` starts and the commands it prints work; a mistake in the start-up
+ * settings is one line naming the variable; `/` and the natural guesses at the dashboard's sign-in page lead
+ * somewhere useful.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+
+const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+
+/** The ```sh blocks of one `## ` section of the README, in order. */
+function shellBlocks(section: string): string[] {
+  const start = README.indexOf(`\n## ${section}\n`);
+  expect(start, `README section "${section}"`).toBeGreaterThan(-1);
+  const end = README.indexOf('\n## ', start + 1);
+  const text = README.slice(start, end < 0 ? undefined : end);
+  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+/** Runs a script in bash with -eu -o pipefail; resolves with its exit code and output. */
+function bash(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the README, as a new user reads it', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => h?.close());
+
+  it('runs the shell blocks of "Using the HTTP API" as written', async () => {
+    const blocks = shellBlocks('Using the HTTP API');
+    expect(blocks.length).toBeGreaterThanOrEqual(3);
+    const { code, stdout, stderr } = await bash(blocks.join('\n'), {
+      ENV_URL: h.url,
+      CLIENT_ID: TEST_CLIENT_ID,
+      CLIENT_SECRET: TEST_CLIENT_SECRET,
+    });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    // Every call answered as the README means it to: no error anywhere in what the blocks printed.
+    expect(stdout).not.toContain('"error"');
+    expect(stdout).toContain('helpdesk_ticket_get');
+    expect(stdout).toContain('"url": "https://acme.zendesk.com/api/v2/tickets/123"');
+    expect(stdout).toContain('"authorization": "Basic [REDACTED]"');
+    expect(stdout).toMatch(new RegExp(`^${h.url}/sso/v1/oauth/conn_[\\w-]+/callback$`, 'm'));
+    expect(stdout).toMatch(new RegExp(`^${h.url}/sso/v1/oauth/conn_[\\w-]+/authorize\\?link=`, 'm'));
+    const connection = await h.client.getConnection('mail');
+    expect(connection.scopes).toEqual(['offline_access', 'User.Read', 'Mail.Read']);
+  });
+
+  it('answers / with links for an API client and sends a browser to the dashboard', async () => {
+    const json = await fetch(`${h.url}/`, { headers: { accept: 'application/json' } });
+    expect(json.status).toBe(200);
+    const { links } = (await json.json()) as { links: Record<string, string> };
+    for (const link of Object.values(links)) {
+      const res = await fetch(link, { redirect: 'manual' });
+      expect(res.status, link).toBeLessThan(400);
+    }
+    const html = await fetch(`${h.url}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    expect(html.status).toBe(302);
+    expect(html.headers.get('location')).toBe(`${h.url}/dashboard`);
+  });
+
+  it('leads /dashboard/login to the sign-in page, and on to the dashboard after signing in', async () => {
+    for (const guess of ['/dashboard/login', '/dashboard/log-in', '/dashboard/signin']) {
+      const res = await fetch(`${h.url}${guess}`, { redirect: 'manual' });
+      expect(res.status, guess).toBe(303);
+      expect(res.headers.get('location'), guess).toBe('/dashboard/sign-in');
+    }
+  });
+});
+
+describe('start-up mistakes', () => {
+  const cases: Array<[string, Record<string, string>, RegExp]> = [
+    ['a short ADMIN_PASSWORD', { ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must have at least 12 characters/],
+    ['a PORT that is not a number', { PORT: 'abc' }, /^PORT must be a whole number from 0 to 65535, got "abc"$/],
+    [
+      'an unreachable DATABASE_URL',
+      { DATABASE_URL: 'postgres://someone:hunter22@127.0.0.1:9/nowhere' },
+      /^DATABASE_URL: cannot use PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:9\/nowhere: nothing is listening there \(ECONNREFUSED\)$/,
+    ],
+  ];
+  it.each(cases)('%s is one line naming the variable, and exit code 1', async (_name, env, line) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-startup-'));
+    try {
+      const { code, stdout, stderr } = await bash('exec node --import tsx runtime/main.ts', {
+        ...env,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+      });
+      expect(code).toBe(1);
+      expect(stdout).toBe('');
+      const lines = stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]!.replace(/^agent connector service cannot start: /, '')).toMatch(line);
+      expect(stderr).not.toContain('hunter22');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm run demo', () => {
+  it('starts on any free port and the commands it prints work as printed', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-demo-'));
+    const demo = spawn(process.execPath, ['--import', 'tsx', 'test/demo.ts'], {
+      env: { ...process.env, DEMO_PORT: '0', DEMO_DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let printed = '';
+      await new Promise<void>((resolve, reject) => {
+        demo.stdout.on('data', (d: Buffer) => {
+          printed += d.toString();
+          if (printed.includes('(Ctrl-C to stop)')) resolve();
+        });
+        demo.once('exit', (code) => reject(new Error(`the demo exited with ${code}: ${printed}`)));
+      });
+      const commands = printed.slice(printed.indexOf('Try it:') + 'Try it:'.length, printed.indexOf('API credential'));
+      const { code, stdout, stderr } = await bash(commands.replace(/\\\n/g, ' '), {});
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      const answers = stdout.split(/(?<=\})(?=\{)/);
+      expect(answers).toHaveLength(5);
+      expect(answers.slice(0, 4).every((a) => !a.includes('"error"'))).toBe(true);
+      expect(answers[4]).toContain('"code":"invalid_input"');
+      expect(answers[4]).toContain('"field":"page"');
+    } finally {
+      demo.kill('SIGTERM');
+      await new Promise((r) => demo.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
