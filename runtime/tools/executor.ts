@@ -120,7 +120,7 @@ export class ToolExecutor {
     }
     let planned: UpstreamRequest[];
     try {
-      planned = tool.build(input as never, { base });
+      planned = tool.build(input, { base });
     } catch (e) {
       throw templateInputError(e, tool);
     }

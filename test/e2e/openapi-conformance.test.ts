@@ -29,7 +29,7 @@ for (const [path, item] of Object.entries(DOCUMENT.paths))
 // checked against a reference into it.
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('date-time', (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s));
-ajv.addSchema(DOCUMENT as object, 'openapi.json');
+ajv.addSchema(DOCUMENT, 'openapi.json');
 const compiled = new Map<string, ValidateFunction>();
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 

@@ -213,7 +213,7 @@ function roundTrip(tool: ToolDefinition, format: LlmFormat, strict: boolean) {
       expect(conforms(parameters, args)).toEqual([]);
     } else if (format === 'gemini') {
       const parameters = geminiFunctionDeclaration(tool).parameters;
-      args = parameters ? asGeminiModel(parameters as Node, tool.inputSchema, original) : {};
+      args = parameters ? asGeminiModel(parameters, tool.inputSchema, original) : {};
       if (parameters) expect(conforms(geminiAsJsonSchema(parameters as Node), args)).toEqual([]);
     } else {
       const def = llmTool(tool, format) as unknown as Node;
