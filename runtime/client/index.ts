@@ -387,7 +387,8 @@ export class AgentConnectorClient {
    * model, in the calls' order: for OpenAI `tool_calls`, `{role: 'tool', tool_call_id, content}` messages; for
    * Anthropic content (its `tool_use` blocks; other blocks are skipped), `tool_result` blocks. A call that fails
    * (bad arguments, an account to connect, the provider refusing) becomes an error result the model can read —
-   * `{"error": {code, message, …}}` — never an exception.
+   * `{"error": {code, message, …}}` — never an exception. A success carries the provider's data as JSON
+   * (`{"ok": true, "data": null}` when the provider answered with no content).
    */
   async handleToolCalls(
     p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCall[] | null | undefined },
@@ -450,7 +451,8 @@ export class AgentConnectorClient {
         ...(connectionName ? { connection_name: connectionName } : {}),
         ...(p.dryRun ? { dry_run: true } : {}),
       });
-      return { content: JSON.stringify(r.data ?? null), isError: false };
+      // A provider that answers with no content (202, 204) still tells the model the call worked.
+      return { content: JSON.stringify(r.data ?? { ok: true, data: null }), isError: false };
     } catch (e) {
       if (e instanceof ConnectorServiceError) {
         return fail({
