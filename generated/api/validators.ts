@@ -221,6 +221,12 @@ const schema14 = {
     connection_name: { type: ['string', 'null'], maxLength: 200 },
     identifier: { type: ['string', 'null'], maxLength: 255 },
     dry_run: { type: ['boolean', 'null'], default: false },
+    input_format: {
+      enum: ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp', null],
+      description:
+        'The tool format the model was given (`GET /v1/tools?format=`), to read its arguments back: `openai-strict` drops the nulls strict mode sends for optional fields and parses objects sent as JSON text; `gemini` also restores renamed parameters. The result is then validated as any input.',
+      'x-message': 'must be one of: openai, openai-strict, anthropic, gemini, mcp',
+    },
   },
 };
 const func54 = func54_module.default ?? func54_module;
@@ -249,7 +255,8 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'connected_account_id' ||
         key0 === 'connection_name' ||
         key0 === 'identifier' ||
-        key0 === 'dry_run'
+        key0 === 'dry_run' ||
+        key0 === 'input_format'
       )) {
         const err1 = {
           instancePath,
@@ -444,12 +451,36 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.input_format !== undefined && func0.call(data, 'input_format')) {
+      let data6 = data.input_format;
+      if (!(
+        data6 === 'openai' ||
+        data6 === 'openai-strict' ||
+        data6 === 'anthropic' ||
+        data6 === 'gemini' ||
+        data6 === 'mcp' ||
+        data6 === null
+      )) {
+        const err13 = {
+          instancePath: instancePath + '/input_format',
+          schemaPath: '#/properties/input_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.input_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err14];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err14);
     }
     errors++;
   }

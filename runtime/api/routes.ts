@@ -14,6 +14,8 @@ import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
+import { listTools } from './agent-tools.ts';
+import { searchTools } from '../tools/search.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
@@ -179,16 +181,14 @@ export function routeTable(s: Services): RouteTable {
       return { body: connectorView(c, true) };
     },
 
-    listTools: async ({ query }) => {
-      const connector = query.connector;
-      if (connector !== undefined && !connectors.has(connector)) {
-        throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
-          { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
-        ]);
-      }
-      const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
-      return { body: { tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length } };
-    },
+    listTools: async ({ query }) => ({
+      body: await listTools(s, query, (t) => toolView(t, connectors.get(t.connector)!)),
+    }),
+    searchTools: async ({ query }) => ({
+      body: {
+        tools: searchTools(query.q, { limit: Math.min(query.limit ?? 5, tools.size), connector: query.connector }),
+      },
+    }),
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
       if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);

@@ -166,6 +166,16 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('listTools', 'GET', '/v1/tools?connector=callintel');
     await call('listTools', 'GET', '/v1/tools?connector=nope');
     await call('listTools', 'GET', '/v1/tools?connector=a&connector=b');
+    for (const format of ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp'])
+      await call('listTools', 'GET', `/v1/tools?format=${format}&connector=helpdesk`);
+    await call('listTools', 'GET', '/v1/tools?format=openai&strict=true&api=responses&names=helpdesk_ticket_get');
+    await call('listTools', 'GET', '/v1/tools?format=gemini&identifier=nobody');
+    await call('listTools', 'GET', '/v1/tools?format=claude');
+    await call('listTools', 'GET', '/v1/tools?format=mcp&names=helpdesk_tiket_get');
+    await call('searchTools', 'GET', '/v1/tools/search?q=reply%20to%20a%20ticket&limit=3');
+    await call('searchTools', 'GET', '/v1/tools/search?q=list&connector=mail&limit=1000');
+    await call('searchTools', 'GET', '/v1/tools/search?q=%20');
+    await call('searchTools', 'GET', '/v1/tools/search');
     await call('getTool', 'GET', '/v1/tools/helpdesk_ticket_get');
     await call('getTool', 'GET', '/v1/tools/callintel_calls_list');
     await call('getTool', 'GET', '/v1/tools/nope');
@@ -276,6 +286,11 @@ describe('every operation of the OpenAPI document, against the running service',
     };
     await call('executeTool', 'POST', '/v1/tools/execute', { body });
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, dry_run: true } });
+    const { connection_name: _c, ...byIdentifier } = body;
+    await call('executeTool', 'POST', '/v1/tools/execute', {
+      body: { ...byIdentifier, dry_run: true, input_format: 'openai-strict' },
+    });
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, input_format: 'grok' } });
     sentinel.respond = () => ({ status: 404, body: JSON.stringify({ error: 'no such profile' }) });
     try {
       const refused = await call('executeTool', 'POST', '/v1/tools/execute', { body });
