@@ -8,7 +8,7 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });

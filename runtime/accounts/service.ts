@@ -46,6 +46,12 @@ export function notActiveError(account: Account): ServiceError {
         'account_not_authorized',
         `Connected account ${account.id} is PENDING_AUTH: it has no credentials yet. Send the user an authorization link (OAuth) or upsert its credentials (API key).`,
       );
+    case 'PENDING_VERIFICATION':
+      return new ServiceError(
+        409,
+        'account_pending_verification',
+        `Connected account ${account.id} is PENDING_VERIFICATION: the user authorized it, and your application has not yet confirmed the user (POST /v1/connected-accounts/verify).`,
+      );
     case 'EXPIRED':
       return new ServiceError(
         409,

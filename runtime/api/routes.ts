@@ -267,8 +267,14 @@ export function routeTable(s: Services): RouteTable {
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
+        body.user_verify_url ?? undefined,
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+    },
+    verifyConnectedAccountUser: async ({ body }) => {
+      const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);

@@ -277,6 +277,35 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('oauthAuthorize', 'GET', `${new URL(link).pathname}?link=a&link=b`, { auth: false });
   });
 
+  it('user verification after OAuth', async () => {
+    const { link } = JSON.parse(
+      (
+        await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+          body: { connection_name: 'mailbox', identifier: 'user-5', user_verify_url: `${h.url}/verify-user` },
+        })
+      ).text,
+    ) as { link: string };
+    const start = await fetch(link, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('fake_user', 'user-5');
+    const consent = await fetch(authorize, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const done = await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
+    expect(done.status).toBe(302);
+    const authRequestId = new URL(done.headers.get('location')!).searchParams.get('auth_request_id')!;
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { identifier: 'user-5' },
+    });
+    // The link is spent: opening it again is refused.
+    await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
+  });
+
   it('tool execution: a live call, a dry run, the provider refusing, the service refusing', async () => {
     const body = {
       tool_name: 'prodata_scrape_profile',
