@@ -35,6 +35,8 @@ export interface Config {
   trustProxy: boolean;
   /** After SIGTERM, how long in-flight requests and proxied streams may take to finish before they are cut. */
   shutdownGraceSeconds: number;
+  /** When set, GET /metrics requires `Authorization: Bearer <this>`. */
+  metricsToken?: string;
 }
 
 /** A setting the service cannot start with: names the environment variable and what is wrong with it. */
@@ -111,5 +113,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dashboardSessionTtlSeconds: int('DASHBOARD_SESSION_TTL_SECONDS', 8 * 3600, env) || 8 * 3600,
     trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 30, env),
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }

@@ -28,8 +28,13 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
     // While draining, each answer closes its connection, so keep-alive clients move to another instance.
     if (lifecycle.draining) res.setHeader('connection', 'close');
     const match = router.match(req.method ?? 'GET', req.url ?? '/');
-    if (match) router.serve(match, req, res);
-    else app(req, res);
+    if (match) {
+      s.metrics.countResponse(res, match.route.operation);
+      router.serve(match, req, res);
+    } else {
+      s.metrics.countResponse(res, /^\/dashboard(\/|\?|$)/i.test(req.url ?? '') ? 'dashboard' : 'unmatched');
+      app(req, res);
+    }
   };
 }
 

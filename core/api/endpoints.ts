@@ -126,6 +126,20 @@ export const endpoints = {
       '500': internal,
     },
   },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics: requests, tool executions, upstream latency, token refreshes, accounts, webhooks',
+    description:
+      'The Prometheus text format. Open unless METRICS_TOKEN is set; then it needs `Authorization: Bearer <METRICS_TOKEN>` ' +
+      '(its own token, not a service token).',
+    auth: 'none',
+    responses: {
+      '200': { description: 'The metrics', content: { 'text/plain': { type: 'string' } } },
+      '401': error('METRICS_TOKEN is set and the request does not carry it'),
+      '500': internal,
+    },
+  },
   issueToken: {
     method: 'POST',
     path: '/oauth/token',

@@ -709,6 +709,7 @@ export interface Operations {
   openapi: { body: never; query: never; params: never; response: OpenapiResponse };
   health: { body: never; query: never; params: never; response: HealthResponse };
   ready: { body: never; query: never; params: never; response: ReadyResponse };
+  metrics: { body: never; query: never; params: never; response: never };
   issueToken: { body: IssueTokenBody; query: never; params: never; response: IssueTokenResponse };
   listConnectors: { body: never; query: never; params: never; response: ListConnectorsResponse };
   getConnector: { body: never; query: never; params: GetConnectorParams; response: Connector };

@@ -17,6 +17,7 @@ import { executeTool } from './execute.ts';
 import { listTools } from './agent-tools.ts';
 import { searchTools } from '../tools/search.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
+import { metricsTokenMatches } from '../metrics.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -130,6 +131,23 @@ export function routeTable(s: Services): RouteTable {
         () => false,
       );
       return reachable ? { body: { status: 'ready' } } : { status: 503, body: { status: 'store_unavailable' } };
+    },
+
+    metrics: async ({ req, res }) => {
+      if (
+        s.config.metricsToken !== undefined &&
+        !metricsTokenMatches(req.headers.authorization, s.config.metricsToken)
+      ) {
+        res.setHeader('www-authenticate', 'Bearer realm="metrics"');
+        throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
+      }
+      const text = await s.metrics.registry.metrics();
+      res.writeHead(200, {
+        'content-type': s.metrics.registry.contentType,
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
     },
 
     issueToken: async ({ req, res, body }) => {

@@ -331,6 +331,15 @@ export class SqlStore implements Store {
     return Number(r.n);
   }
 
+  async countAccountsByStatus() {
+    const rows = await this.db
+      .selectFrom('connected_accounts')
+      .select((eb) => ['status', eb.fn.countAll().as('n')])
+      .groupBy('status')
+      .execute();
+    return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+  }
+
   async getOrCreateAccount(a: Account) {
     const inserted = await this.db
       .insertInto('connected_accounts')

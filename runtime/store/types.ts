@@ -245,6 +245,8 @@ export interface Store {
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
   countAccounts(connectionId: string): Promise<number>;
+  /** How many accounts have each status (statuses without accounts are left out). */
+  countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;

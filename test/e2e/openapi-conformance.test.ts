@@ -132,6 +132,13 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('health', 'GET', '/health', { auth: false });
     await call('health', 'HEAD', '/health', { auth: false });
     expect(JSON.parse((await call('ready', 'GET', '/ready', { auth: false })).text)).toEqual({ status: 'ready' });
+    await call('metrics', 'GET', '/metrics', { auth: false });
+    h.running.services.config.metricsToken = 'conformance-metrics-token';
+    try {
+      await call('metrics', 'GET', '/metrics', { auth: false });
+    } finally {
+      h.running.services.config.metricsToken = undefined;
+    }
     // What a draining process answers (SIGTERM sets this; test/e2e/graceful-drain.test.ts sends the signal).
     h.running.services.lifecycle.draining = true;
     try {
