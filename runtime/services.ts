@@ -32,6 +32,8 @@ export interface Services {
   /** Set when this start created the dashboard's admin account with a generated password: print it once. */
   firstAdminPassword?: string;
   keyCreated: boolean;
+  /** Set when the process begins to stop: /ready answers 503 and responses close their connections. */
+  lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
 
@@ -106,6 +108,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     firstCredential,
     firstAdminPassword,
     keyCreated,
+    lifecycle: { draining: false },
     async close() {
       clearInterval(touchTimer);
       clearInterval(sweepTimer);

@@ -112,6 +112,20 @@ export const endpoints = {
     auth: 'none',
     responses: { '200': ok('Healthy', S.health), '500': internal },
   },
+  ready: {
+    method: 'GET',
+    path: '/ready',
+    summary: 'Readiness: 200 once the store answers and its migrations ran; 503 before, and while draining',
+    description:
+      'For a load balancer or an orchestrator: send traffic only while this answers 200. After SIGTERM it answers 503 ' +
+      '(`status: draining`) while in-flight requests finish.',
+    auth: 'none',
+    responses: {
+      '200': ok('Ready', S.readiness),
+      '503': ok('Not ready: starting, the store does not answer, or draining', S.readiness),
+      '500': internal,
+    },
+  },
   issueToken: {
     method: 'POST',
     path: '/oauth/token',

@@ -135,15 +135,25 @@ export const serviceIndex: JsonSchema = {
     links: {
       type: 'object',
       description: 'Absolute URLs',
-      required: ['health', 'openapi', 'docs', 'dashboard'],
+      required: ['health', 'ready', 'openapi', 'docs', 'dashboard'],
       additionalProperties: false,
       properties: {
         health: { ...str, description: 'Liveness' },
+        ready: { ...str, description: 'Readiness (503 while starting or draining)' },
         openapi: { ...str, description: 'The OpenAPI 3.1 document of the HTTP API' },
         docs: { ...str, description: 'The generated documentation of every connector and tool' },
         dashboard: { ...str, description: 'The dashboard, for people' },
       },
     },
+  },
+};
+
+export const readiness: JsonSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: {
+    status: { enum: ['ready', 'starting', 'store_unavailable', 'draining'] },
   },
 };
 

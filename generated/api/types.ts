@@ -262,6 +262,10 @@ export interface IndexResponse {
      */
     health: string;
     /**
+     * Readiness (503 while starting or draining)
+     */
+    ready: string;
+    /**
      * The OpenAPI 3.1 document of the HTTP API
      */
     openapi: string;
@@ -285,6 +289,9 @@ export interface HealthResponse {
    * How many tools the service offers
    */
   tools: number;
+}
+export interface ReadyResponse {
+  status: 'ready' | 'starting' | 'store_unavailable' | 'draining';
 }
 export interface IssueTokenBody {
   /**
@@ -511,6 +518,7 @@ export interface Operations {
   index: { body: never; query: never; params: never; response: IndexResponse };
   openapi: { body: never; query: never; params: never; response: OpenapiResponse };
   health: { body: never; query: never; params: never; response: HealthResponse };
+  ready: { body: never; query: never; params: never; response: ReadyResponse };
   issueToken: { body: IssueTokenBody; query: never; params: never; response: IssueTokenResponse };
   listConnectors: { body: never; query: never; params: never; response: ListConnectorsResponse };
   getConnector: { body: never; query: never; params: GetConnectorParams; response: Connector };

@@ -102,6 +102,7 @@ export function routeTable(s: Services): RouteTable {
           service: 'agent-connector-service',
           links: {
             health: `${base}/health`,
+            ready: `${base}/ready`,
             openapi: `${base}/openapi.json`,
             docs: `${base}/dashboard/tools`,
             dashboard: `${base}/dashboard`,
@@ -118,6 +119,16 @@ export function routeTable(s: Services): RouteTable {
       res.end(text);
     },
     health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    ready: async ({ res }) => {
+      res.setHeader('cache-control', 'no-store');
+      if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
+      // Migrations ran before the services existed; what can change since is whether the store answers.
+      const reachable = await s.store.getMeta('service_token_key').then(
+        () => true,
+        () => false,
+      );
+      return reachable ? { body: { status: 'ready' } } : { status: 503, body: { status: 'store_unavailable' } };
+    },
 
     issueToken: async ({ req, res, body }) => {
       res.setHeader('cache-control', 'no-store');

@@ -131,6 +131,15 @@ describe('every operation of the OpenAPI document, against the running service',
   it('health and the token endpoint', async () => {
     await call('health', 'GET', '/health', { auth: false });
     await call('health', 'HEAD', '/health', { auth: false });
+    expect(JSON.parse((await call('ready', 'GET', '/ready', { auth: false })).text)).toEqual({ status: 'ready' });
+    // What a draining process answers (SIGTERM sets this; test/e2e/graceful-drain.test.ts sends the signal).
+    h.running.services.lifecycle.draining = true;
+    try {
+      const draining = await call('ready', 'GET', '/ready', { auth: false });
+      expect([draining.status, JSON.parse(draining.text)]).toEqual([503, { status: 'draining' }]);
+    } finally {
+      h.running.services.lifecycle.draining = false;
+    }
     const ok = await call('issueToken', 'POST', '/oauth/token', {
       auth: false,
       body: { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
