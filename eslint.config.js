@@ -1,13 +1,13 @@
 // Lint for every hand-written file: typescript-eslint's type-aware recommended rules over the TypeScript of
 // tsconfig.json (core, generator, specs, runtime, test, bench), plain recommended rules over the JavaScript
-// (the dashboard's browser script, this file). generated/ is written by `npm run generate` and checked for drift
-// there instead. Run it with `npm run lint`.
+// (the dashboard's browser script, the build scripts, this file). generated/ is written by `npm run generate`
+// and checked for drift there instead; dist/ is the build's output. Run it with `npm run lint`.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['generated/**', 'node_modules/**', 'data/**', 'test-output/**', 'bench/results/**'],
+    ignores: ['generated/**', 'dist/**', 'node_modules/**', 'data/**', 'test-output/**', 'bench/results/**'],
   },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
@@ -41,6 +41,20 @@ export default tseslint.config(
     extends: [tseslint.configs.disableTypeChecked],
   },
   {
+    // Node scripts (the build, this file).
+    files: ['scripts/**/*.mjs', 'eslint.config.js'],
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+      },
+    },
+  },
+  {
     // The dashboard's progressive enhancement runs in the browser, as a classic script.
     files: ['runtime/dashboard/static/**/*.js'],
     languageOptions: {
@@ -56,6 +70,7 @@ export default tseslint.config(
         URLSearchParams: 'readonly',
         FormData: 'readonly',
         DOMParser: 'readonly',
+        history: 'readonly',
         HTMLElement: 'readonly',
         console: 'readonly',
       },
