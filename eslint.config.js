@@ -34,6 +34,17 @@ export default tseslint.config(
           ignoreRestSiblings: true,
         },
       ],
+      // The rule's default allow-list (Error, URL, URLSearchParams from the DOM library), plus the same classes as
+      // Node declares them (tsconfig has no DOM library): their string form is the one meant, a query string or URL.
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        {
+          allow: [
+            { name: ['Error', 'URL', 'URLSearchParams'], from: 'lib' },
+            { name: ['URL', 'URLSearchParams'], from: 'package', package: 'url' },
+          ],
+        },
+      ],
     },
   },
   {
