@@ -79,8 +79,16 @@ export interface McpToolInfo {
 }
 
 /**
+ * In a planned request (what a dry run shows), a value that comes from an earlier response of the same call —
+ * a run id, a user id looked up by email — and so cannot be known before that response arrives.
+ */
+export const FROM_PREVIOUS = '{from: previous response}';
+
+/**
  * A named hook, for what a request template cannot say (several dependent requests, a lookup).
- * `plan` says which requests a dry run shows; `run` performs the tool and returns its `data`.
+ * `plan` says which requests a dry run shows: every request `run` may send, in order, with FROM_PREVIOUS where
+ * a value comes from an earlier answer (a request repeated while polling is shown once); without `plan`, the
+ * template's requests are shown. `run` performs the tool and returns its `data`.
  */
 export interface ToolHook<I> {
   plan?(input: I, planned: UpstreamRequest[], base: (host?: string) => string): UpstreamRequest[];
