@@ -14,6 +14,7 @@ import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
+import { unknownToolError } from '../tools/validation.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
@@ -180,7 +181,7 @@ export function routeTable(s: Services): RouteTable {
     },
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
-      if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
+      if (!t) throw unknownToolError(params.tool_name, [...tools.keys()]);
       return { body: toolView(t, connectors.get(t.connector)!) };
     },
     executeTool: async ({ body, res }) => executeTool(s, body, res),

@@ -5,7 +5,7 @@ import type { ActivityRecorder } from '../activity.ts';
 import { getTool, tools } from '../connectors/catalog.ts';
 import type { HttpResponse } from '../upstream/http.ts';
 import type { Upstream } from '../upstream/upstream.ts';
-import { suggest, validateToolInput } from './validation.ts';
+import { unknownToolError, validateToolInput } from './validation.ts';
 import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
 import { baseHeaders, encodeBody, lowerKeys, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
@@ -79,12 +79,7 @@ export class ToolExecutor {
       ]);
     }
     const tool = getTool(name);
-    if (!tool) {
-      const hint = suggest(name, [...tools.keys()]);
-      throw new ServiceError(404, 'unknown_tool', `No tool named "${name}"${hint ? `; did you mean ${hint}?` : ''}`, [
-        { field: 'tool_name', message: `is not a known tool${hint ? ` (did you mean ${hint}?)` : ''}` },
-      ]);
-    }
+    if (!tool) throw unknownToolError(name, [...tools.keys()]);
     return tool;
   }
 
