@@ -287,6 +287,10 @@ export interface ToolSpec {
   hook?: string;
   notes?: string;
   /**
+   * Warnings the execute response carries (`warnings: [{field, message}]`) when an input parameter is given that the provider cannot act on, while the call itself goes ahead.
+   */
+  warnings?: WarningSpec[];
+  /**
    * @minItems 1
    */
   examples: ExampleSpec[];
@@ -435,6 +439,13 @@ export interface ResponseSpec {
     status: number;
     data: unknown;
   }[];
+}
+export interface WarningSpec {
+  /**
+   * The input parameter whose presence (a value that is not empty) gives the warning.
+   */
+  when: string;
+  message: string;
 }
 /**
  * An input with the exact upstream request(s) it must produce (credentials redacted); the golden tests check every one.

@@ -51,8 +51,20 @@ export interface UpstreamResponse {
   json?: string;
 }
 
+/**
+ * Something the caller should know about a call that went ahead: an input the provider could not act on (a note
+ * it cannot store), a default the service chose. The execute response carries them as `warnings`.
+ */
+export interface ToolWarning {
+  /** The input field it concerns, when there is one. */
+  field?: string;
+  message: string;
+}
+
 export interface HookContext<I> {
   input: I;
+  /** Adds a warning to the execute response (the call still succeeds). */
+  warn(warning: ToolWarning): void;
   /** The requests the tool's YAML template built for this input. */
   planned: UpstreamRequest[];
   base(host?: string): string;
@@ -134,6 +146,8 @@ export interface ToolDefinition<I = any> {
   versionFields?: readonly string[];
   hook?: ToolHook<I>;
   notes?: string;
+  /** Warnings given when an input parameter is present (declared in the YAML): `when` names the parameter. */
+  inputWarnings?: ReadonlyArray<{ when: string; message: string }>;
   /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
   keywords?: readonly string[];
   annotations?: ToolAnnotations;

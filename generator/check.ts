@@ -83,6 +83,9 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       if (requests.some((r) => r.method === 'DELETE') && !tool.annotations.destructiveHint) {
         fail(['annotations', 'destructiveHint'], 'must be true for a tool that sends a DELETE');
       }
+      (tool.warnings ?? []).forEach((w, i) => {
+        if (!(w.when in tool.input)) fail(['warnings', i, 'when'], `"${w.when}" is not an input parameter of the tool`);
+      });
       for (const [name, p] of Object.entries(tool.input)) {
         if (tool.versioned && (name === 'schema_version' || name === 'tool_version')) {
           fail(['input', name], 'is added by `versioned: true`; do not declare it');
@@ -120,7 +123,7 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       }
       if (!tool.hook) {
         for (const name of Object.keys(tool.input)) {
-          if (!build.used.has(name) && !refused.has(name)) {
+          if (!build.used.has(name) && !refused.has(name) && !tool.warnings?.some((w) => w.when === name)) {
             fail(
               ['input', name],
               'is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',

@@ -777,16 +777,8 @@ function build_callintel_engage_task_complete(
   return out;
 }
 
-function rules_callintel_engage_task_complete(input: I.CallintelEngageTaskCompleteInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['completion_notes'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message:
-          "cannot be stored: Gong's task API has no notes field, so the task was not changed; complete it without completion_notes",
-      });
-  return errors;
+function rules_callintel_engage_task_complete(_input: I.CallintelEngageTaskCompleteInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput, ctx: BuildContext): UpstreamRequest[] {
@@ -803,16 +795,8 @@ function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput,
   return out;
 }
 
-function rules_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['skip_reason'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message:
-          "cannot be stored: Gong's task API has no reason field, so the task was not changed; skip it without skip_reason",
-      });
-  return errors;
+function rules_callintel_engage_task_skip(_input: I.CallintelEngageTaskSkipInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_tasks_list(
@@ -845,15 +829,8 @@ function build_callintel_engage_tasks_list(
   return out;
 }
 
-function rules_callintel_engage_tasks_list(input: I.CallintelEngageTasksListInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['cursor'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message: "is not accepted: Gong's task list is not paged, it returns all of the user's tasks in one response",
-      });
-  return errors;
+function rules_callintel_engage_tasks_list(_input: I.CallintelEngageTasksListInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_users_list(
@@ -897,14 +874,17 @@ function build_callintel_users_get(input: I.CallintelUsersGetInput, ctx: BuildCo
     headers: {},
     body: H.obj(
       {
-        filter: H.obj(
-          {
-            userIds: input['user_ids'],
-            createdFromDateTime: input['created_from_date_time'],
-            createdToDateTime: input['created_to_date_time'],
-          },
-          ['userIds', 'createdFromDateTime', 'createdToDateTime'],
-        ),
+        filter:
+          H.merge([
+            H.obj(
+              {
+                userIds: input['user_ids'],
+                createdFromDateTime: input['created_from_date_time'],
+                createdToDateTime: input['created_to_date_time'],
+              },
+              ['userIds', 'createdFromDateTime', 'createdToDateTime'],
+            ),
+          ]) ?? {},
         cursor: input['cursor'],
       },
       [],
@@ -2148,7 +2128,10 @@ export const tools: readonly ToolDefinition[] = [
       type: 'object',
       properties: {
         task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-        completion_notes: { type: 'string', description: "Not accepted: Gong's tasks have no notes field." },
+        completion_notes: {
+          type: 'string',
+          description: "Accepted, but not stored: Gong's tasks have no notes field; the response's `warnings` says so.",
+        },
         user_id: {
           type: 'string',
           description:
@@ -2165,8 +2148,14 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_task_complete,
     hook: changeTaskStatusAsOwner,
     notes:
-      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: it is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: the task is completed all the same, and the execute response carries `warnings: [{field: completion_notes, message}]` saying the note was not stored (a dry run shows the same warning).",
     keywords: ['done', 'finish'],
+    inputWarnings: [
+      {
+        when: 'completion_notes',
+        message: "was not stored: Gong's task API has no notes field; the task was completed without it",
+      },
+    ],
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2202,7 +2191,11 @@ export const tools: readonly ToolDefinition[] = [
       type: 'object',
       properties: {
         task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-        skip_reason: { type: 'string', description: "Not accepted: Gong's tasks have no reason field." },
+        skip_reason: {
+          type: 'string',
+          description:
+            "Accepted, but not stored: Gong's tasks have no reason field; the response's `warnings` says so.",
+        },
         user_id: {
           type: 'string',
           description:
@@ -2219,7 +2212,13 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_task_skip,
     hook: changeTaskStatusAsOwner,
     notes:
-      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` cannot be stored: the task is skipped all the same, and the execute response carries `warnings: [{field: skip_reason, message}]` saying the reason was not stored.",
+    inputWarnings: [
+      {
+        when: 'skip_reason',
+        message: "was not stored: Gong's task API has no reason field; the task was skipped without it",
+      },
+    ],
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2263,7 +2262,11 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Email address of the Gong user whose tasks are listed.',
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
-        cursor: { type: 'string', description: "Not accepted: Gong's task list is not paged." },
+        cursor: {
+          type: 'string',
+          description:
+            "Accepted for the spec's interface: Gong's task list is not paged, so the first page holds every task and no next cursor is returned.",
+        },
         from_date: {
           type: 'string',
           description: 'Only tasks due at or after this date or time (ISO 8601).',
@@ -2289,7 +2292,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_tasks_list,
     hook: listTasksByAssigneeEmail,
     notes:
-      "Gong lists tasks by Gong user id (`POST /v2/tasks`, `filter.userId`), not by email. The hook (`listTasksByAssigneeEmail`) pages through `GET /v2/users` until a user's email address (or alias) matches `assignee_email` (404 naming the field when none does), then lists that user's tasks; the dry run shows the user id as a placeholder. Gong requires `types`, `taskAction` and `status`: the tool asks for flow and manual tasks in every status (OPEN, DONE, DISMISSED), and `CALL` is the only task action Gong's API offers, so other follow-ups are not returned. The response is not paged, so `cursor` is refused with a 400; `from_date` and `to_date` have no upstream field and are applied by the service to each task's `dueDate` (tasks without one are left out when either is given). Gong's 404 \"No tasks found\" is an empty list. The data adds `assignee: {userId, emailAddress}`, the owner id that callintel_engage_task_complete and _skip need.",
+      "Gong lists tasks by Gong user id (`POST /v2/tasks`, `filter.userId`), not by email. The hook (`listTasksByAssigneeEmail`) pages through `GET /v2/users` until a user's email address (or alias) matches `assignee_email` (404 naming the field when none does), then lists that user's tasks; the dry run shows the user id as a placeholder. Gong requires `types`, `taskAction` and `status`: the tool asks for flow and manual tasks in every status (OPEN, DONE, DISMISSED), and `CALL` is the only task action Gong's API offers, so other follow-ups are not returned. The response is not paged: `cursor` is accepted and changes nothing (the first page holds every task, and no next cursor is returned); `from_date` and `to_date` have no upstream field and are applied by the service to each task's `dueDate` (tasks without one are left out when either is given). Gong's 404 \"No tasks found\" is an empty list. The data adds `assignee: {userId, emailAddress}`, the owner id that callintel_engage_task_complete and _skip need.",
     keywords: ['follow-ups'],
     examples: [
       {
@@ -2404,7 +2407,8 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_callintel_users_get,
     build: build_callintel_users_get,
-    notes: 'Without any filter field the request has no `filter` and Gong returns every user, paged.',
+    notes:
+      'Gong requires a `filter` object: without any filter field the request sends `filter: {}`, and Gong returns every user, paged.',
     keywords: ['role', 'manager'],
     examples: [
       {
@@ -2416,6 +2420,11 @@ export const tools: readonly ToolDefinition[] = [
             body: { filter: { userIds: ['234599484848423'], createdFromDateTime: '2025-01-01T00:00:00Z' } },
           },
         ],
+      },
+      {
+        title: 'every user (no filter field)',
+        input: {},
+        requests: [{ method: 'POST', url: 'https://us-12345.api.gong.io/v2/users/extensive', body: { filter: {} } }],
       },
     ],
   } satisfies ToolDefinition<I.CallintelUsersGetInput>,

@@ -267,7 +267,9 @@ export class AgentConnectorClient {
   }
 
   /** Executes a named tool; `toolInput` is typed per tool from the generated types. */
-  async executeTool<N extends ToolName>(p: ExecuteParams<N>): Promise<{ data: unknown; executionId: string }> {
+  async executeTool<N extends ToolName>(
+    p: ExecuteParams<N>,
+  ): Promise<{ data: unknown; executionId: string; warnings?: Array<{ field?: string; message: string }> }> {
     const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
@@ -276,7 +278,7 @@ export class AgentConnectorClient {
         : { connection_name: p.connectionName, identifier: p.identifier }),
       ...(p.dryRun ? { dry_run: true } : {}),
     });
-    return { data: r.data, executionId: r.execution_id };
+    return { data: r.data, executionId: r.execution_id, ...(r.warnings ? { warnings: r.warnings } : {}) };
   }
 
   // Proxy
