@@ -285,6 +285,21 @@ export const executeResponse: JsonSchema = {
         "The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
     },
     execution_id: str,
+    warnings: {
+      type: 'array',
+      description:
+        'Present when the call went ahead but something could not be done as asked: an input the provider cannot ' +
+        'act on (a note it has no field for), a default the service chose. Declared per tool (its notes say which).',
+      items: {
+        type: 'object',
+        required: ['message'],
+        additionalProperties: false,
+        properties: {
+          field: { type: 'string', description: 'The input field it concerns' },
+          message: { type: 'string' },
+        },
+      },
+    },
   },
 };
 

@@ -297,6 +297,16 @@ export interface ExecuteToolResponse {
    */
   data: unknown;
   execution_id: string;
+  /**
+   * Present when the call went ahead but something could not be done as asked: an input the provider cannot act on (a note it has no field for), a default the service chose. Declared per tool (its notes say which).
+   */
+  warnings?: {
+    /**
+     * The input field it concerns
+     */
+    field?: string;
+    message: string;
+  }[];
 }
 export interface OpenAITool {
   type: 'function';

@@ -16,6 +16,7 @@ import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
 import { listTools } from './agent-tools.ts';
 import { searchTools } from '../tools/search.ts';
+import { unknownToolError } from '../tools/validation.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 import { metricsTokenMatches } from '../metrics.ts';
 
@@ -209,7 +210,7 @@ export function routeTable(s: Services): RouteTable {
     }),
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
-      if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
+      if (!t) throw unknownToolError(params.tool_name, [...tools.keys()]);
       return { body: toolView(t, connectors.get(t.connector)!) };
     },
     executeTool: async ({ body, res }) => executeTool(s, body, res),

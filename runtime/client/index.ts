@@ -488,7 +488,9 @@ export class AgentConnectorClient {
   }
 
   /** Executes a named tool; `toolInput` is typed per tool from the generated types. */
-  async executeTool<N extends ToolName>(p: ExecuteParams<N>): Promise<{ data: unknown; executionId: string }> {
+  async executeTool<N extends ToolName>(
+    p: ExecuteParams<N>,
+  ): Promise<{ data: unknown; executionId: string; warnings?: Array<{ field?: string; message: string }> }> {
     const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
@@ -497,7 +499,7 @@ export class AgentConnectorClient {
         : { connection_name: p.connectionName, identifier: p.identifier }),
       ...(p.dryRun ? { dry_run: true } : {}),
     });
-    return { data: r.data, executionId: r.execution_id };
+    return { data: r.data, executionId: r.execution_id, ...(r.warnings ? { warnings: r.warnings } : {}) };
   }
 
   // Proxy

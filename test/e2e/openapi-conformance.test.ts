@@ -170,6 +170,10 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('getConnector', 'GET', '/v1/connectors/nope');
     const all = await call('listTools', 'GET', '/v1/tools');
     expect(JSON.parse(all.text).count).toBe(127);
+    // Every tool shows its human title (issue 13 point 8), never its name again.
+    const listed = JSON.parse(all.text).tools as Array<{ name: string; title: string }>;
+    expect(listed.find((t) => t.name === 'mail_list_messages')!.title).toBe('List mail messages');
+    expect(listed.filter((t) => t.title === t.name)).toEqual([]);
     await call('listTools', 'GET', '/v1/tools?connector=callintel');
     await call('listTools', 'GET', '/v1/tools?connector=nope');
     await call('listTools', 'GET', '/v1/tools?connector=a&connector=b');
@@ -186,6 +190,12 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('getTool', 'GET', '/v1/tools/helpdesk_ticket_get');
     await call('getTool', 'GET', '/v1/tools/callintel_calls_list');
     await call('getTool', 'GET', '/v1/tools/nope');
+    // An unknown name gets the names made of the same words (issue 13 point 8).
+    const unknown = await call('getTool', 'GET', '/v1/tools/mail_messages_list');
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.text).error.message).toBe(
+      'No tool named "mail_messages_list"; did you mean one of mail_list_messages, mail_todo_lists_list, mail_get_message?',
+    );
   });
 
   it('connections', async () => {
@@ -336,6 +346,14 @@ describe('every operation of the OpenAPI document, against the running service',
     }
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, tool_input: { profile_url: 5 } } });
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, tool_name: 'nope' } });
+    const wordy = await call('executeTool', 'POST', '/v1/tools/execute', {
+      body: { ...body, tool_name: 'prodata_profile_scrape' },
+    });
+    expect(wordy.status).toBe(404);
+    expect(JSON.parse(wordy.text).error.details[0]).toEqual({
+      field: 'tool_name',
+      message: expect.stringMatching(/^is not a known tool \(did you mean (one of )?prodata_scrape_profile\b/),
+    });
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, identifier: 'nobody' } });
     await call('executeTool', 'POST', '/v1/tools/execute', {
       raw: '{',
