@@ -393,13 +393,13 @@ export class AgentConnectorClient {
   async handleToolCalls(
     p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCall[] | null | undefined },
   ): Promise<OpenAIToolMessage[]>;
-  async handleToolCalls(
-    p: HandleToolCallsBase & { content: ReadonlyArray<AnthropicToolUseBlock | { type: string }> },
+  async handleToolCalls<B extends { type: string }>(
+    p: HandleToolCallsBase & { content: readonly B[] },
   ): Promise<AnthropicToolResultBlock[]>;
   async handleToolCalls(
     p: HandleToolCallsBase & {
       toolCalls?: readonly OpenAIToolCall[] | null;
-      content?: ReadonlyArray<AnthropicToolUseBlock | { type: string }>;
+      content?: ReadonlyArray<{ type: string }>;
     },
   ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
     if (typeof p.identifier !== 'string') throw new Error('handleToolCalls: identifier is required');
@@ -413,7 +413,7 @@ export class AgentConnectorClient {
       }));
     }
     if (!Array.isArray(p.content)) throw new Error('handleToolCalls: give toolCalls (OpenAI) or content (Anthropic)');
-    const uses = p.content.filter((b): b is AnthropicToolUseBlock => b.type === 'tool_use');
+    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
     const outcomes = await Promise.all(
       uses.map((b) => this.runToolCall(p, { name: b.name, input: b.input, format: 'anthropic' })),
     );
