@@ -112,6 +112,34 @@ export const endpoints = {
     auth: 'none',
     responses: { '200': ok('Healthy', S.health), '500': internal },
   },
+  ready: {
+    method: 'GET',
+    path: '/ready',
+    summary: 'Readiness: 200 once the store answers and its migrations ran; 503 before, and while draining',
+    description:
+      'For a load balancer or an orchestrator: send traffic only while this answers 200. After SIGTERM it answers 503 ' +
+      '(`status: draining`) while in-flight requests finish.',
+    auth: 'none',
+    responses: {
+      '200': ok('Ready', S.readiness),
+      '503': ok('Not ready: starting, the store does not answer, or draining', S.readiness),
+      '500': internal,
+    },
+  },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics: requests, tool executions, upstream latency, token refreshes, accounts, webhooks',
+    description:
+      'The Prometheus text format. Open unless METRICS_TOKEN is set; then it needs `Authorization: Bearer <METRICS_TOKEN>` ' +
+      '(its own token, not a service token).',
+    auth: 'none',
+    responses: {
+      '200': { description: 'The metrics', content: { 'text/plain': { type: 'string' } } },
+      '401': error('METRICS_TOKEN is set and the request does not carry it'),
+      '500': internal,
+    },
+  },
   issueToken: {
     method: 'POST',
     path: '/oauth/token',
@@ -479,6 +507,12 @@ export const endpoints = {
             maxLength: 2048,
             description: "Where the user lands after authorizing; its origin must be the service's or allowed",
           }),
+          user_verify_url: S.orNull({
+            type: 'string',
+            maxLength: 2048,
+            description:
+              "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+          }),
         },
         ['connection_name', 'identifier'],
       ),
@@ -492,6 +526,27 @@ export const endpoints = {
       '404': connectionNotFound,
       '409': error('The OAuth connection has no client_id and client_secret yet'),
       '502': error("The MCP server's authorization server could not be discovered"),
+      ...bearer,
+    },
+  },
+  verifyConnectedAccountUser: {
+    method: 'POST',
+    path: '/v1/connected-accounts/verify',
+    summary: 'Confirm the user of an authorization started with a user_verify_url: the account becomes ACTIVE',
+    description:
+      "Send the `auth_request_id` your user_verify_url received and the identifier of the user signed in to your application. The request is single-use: an unknown, expired or used one is refused, and so is an identifier other than the account's (which also discards that authorization).",
+    auth: 'bearer',
+    noun: 'verification',
+    body: {
+      required: true,
+      schema: object({ auth_request_id: S.requiredText(), identifier: S.identifier }),
+    },
+    responses: {
+      '200': ok('Verified: the account is ACTIVE', S.accountEnvelope),
+      ...bodyErrors,
+      '403': error("The identifier is not the account's; the authorization is discarded"),
+      '404': error('No pending verification with this auth_request_id (unknown, expired or used)'),
+      '409': error('The account no longer waits for a verification'),
       ...bearer,
     },
   },
@@ -627,10 +682,11 @@ export const endpoints = {
     responses: {
       '200': html('Account connected'),
       '302': {
-        description: "To the link's redirect_url, with status, connected_account_id and identifier",
+        description:
+          "To the link's user_verify_url with auth_request_id, or else to its redirect_url, with status, connected_account_id and identifier",
         headers: { location: { description: 'The redirect URL', schema: text } },
       },
-      '4XX': pageOrError('A forged, expired or replayed state, or the provider refused'),
+      '4XX': pageOrError('A forged, expired or replayed state, a link already used, or the provider refused'),
       '5XX': pageOrError('The code exchange failed'),
     },
   },

@@ -8,7 +8,7 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
@@ -135,15 +135,25 @@ export const serviceIndex: JsonSchema = {
     links: {
       type: 'object',
       description: 'Absolute URLs',
-      required: ['health', 'openapi', 'docs', 'dashboard'],
+      required: ['health', 'ready', 'openapi', 'docs', 'dashboard'],
       additionalProperties: false,
       properties: {
         health: { ...str, description: 'Liveness' },
+        ready: { ...str, description: 'Readiness (503 while starting or draining)' },
         openapi: { ...str, description: 'The OpenAPI 3.1 document of the HTTP API' },
         docs: { ...str, description: 'The generated documentation of every connector and tool' },
         dashboard: { ...str, description: 'The dashboard, for people' },
       },
     },
+  },
+};
+
+export const readiness: JsonSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: {
+    status: { enum: ['ready', 'starting', 'store_unavailable', 'draining'] },
   },
 };
 

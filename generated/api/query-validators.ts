@@ -456,8 +456,8 @@ const schema13 = {
     connection_name: { type: 'string' },
     identifier: { type: 'string' },
     status: {
-      enum: ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED', ''],
-      'x-message': 'must be one of: PENDING_AUTH, ACTIVE, EXPIRED, DISCONNECTED',
+      enum: ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED', ''],
+      'x-message': 'must be one of: PENDING_AUTH, PENDING_VERIFICATION, ACTIVE, EXPIRED, DISCONNECTED',
     },
     limit: {
       type: 'integer',
@@ -546,6 +546,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       let data2 = data.status;
       if (!(
         data2 === 'PENDING_AUTH' ||
+        data2 === 'PENDING_VERIFICATION' ||
         data2 === 'ACTIVE' ||
         data2 === 'EXPIRED' ||
         data2 === 'DISCONNECTED' ||

@@ -270,7 +270,7 @@ export interface ConnectedAccount {
   connection_name: string;
   connector: string;
   identifier: string;
-  status: 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
+  status: 'PENDING_AUTH' | 'PENDING_VERIFICATION' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
   /**
    * Non-secret credential fields (for example a desk domain)
    */
@@ -396,6 +396,10 @@ export interface IndexResponse {
      */
     health: string;
     /**
+     * Readiness (503 while starting or draining)
+     */
+    ready: string;
+    /**
      * The OpenAPI 3.1 document of the HTTP API
      */
     openapi: string;
@@ -419,6 +423,9 @@ export interface HealthResponse {
    * How many tools the service offers
    */
   tools: number;
+}
+export interface ReadyResponse {
+  status: 'ready' | 'starting' | 'store_unavailable' | 'draining';
 }
 export interface IssueTokenBody {
   /**
@@ -547,7 +554,7 @@ export interface DeleteConnectionResponse {
 export interface ListConnectedAccountsQuery {
   connection_name?: string;
   identifier?: string;
-  status?: 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED' | '';
+  status?: 'PENDING_AUTH' | 'PENDING_VERIFICATION' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED' | '';
   limit?: number;
   /**
    * `next_cursor` of the previous page
@@ -596,11 +603,25 @@ export interface CreateAuthorizationLinkBody {
    * Where the user lands after authorizing; its origin must be the service's or allowed
    */
   redirect_url?: string | null;
+  /**
+   * Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed
+   */
+  user_verify_url?: string | null;
 }
 export interface CreateAuthorizationLinkResponse {
   link: string;
   expires_at: string;
   connected_account_id: string;
+}
+export interface VerifyConnectedAccountUserBody {
+  auth_request_id: string;
+  /**
+   * The end user's identifier in the client application (any text, 1-255 characters)
+   */
+  identifier: string;
+}
+export interface VerifyConnectedAccountUserResponse {
+  connected_account: ConnectedAccount;
 }
 export interface GetConnectedAccountParams {
   /**
@@ -687,6 +708,8 @@ export interface Operations {
   index: { body: never; query: never; params: never; response: IndexResponse };
   openapi: { body: never; query: never; params: never; response: OpenapiResponse };
   health: { body: never; query: never; params: never; response: HealthResponse };
+  ready: { body: never; query: never; params: never; response: ReadyResponse };
+  metrics: { body: never; query: never; params: never; response: never };
   issueToken: { body: IssueTokenBody; query: never; params: never; response: IssueTokenResponse };
   listConnectors: { body: never; query: never; params: never; response: ListConnectorsResponse };
   getConnector: { body: never; query: never; params: GetConnectorParams; response: Connector };
@@ -722,6 +745,12 @@ export interface Operations {
     query: never;
     params: never;
     response: CreateAuthorizationLinkResponse;
+  };
+  verifyConnectedAccountUser: {
+    body: VerifyConnectedAccountUserBody;
+    query: never;
+    params: never;
+    response: VerifyConnectedAccountUserResponse;
   };
   getConnectedAccount: {
     body: never;

@@ -1899,6 +1899,12 @@ const schema22 = {
       maxLength: 2048,
       description: "Where the user lands after authorizing; its origin must be the service's or allowed",
     },
+    user_verify_url: {
+      type: ['string', 'null'],
+      maxLength: 2048,
+      description:
+        "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+    },
   },
 };
 function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -1934,7 +1940,12 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_name' || key0 === 'identifier' || key0 === 'redirect_url')) {
+      if (!(
+        key0 === 'connection_name' ||
+        key0 === 'identifier' ||
+        key0 === 'redirect_url' ||
+        key0 === 'user_verify_url'
+      )) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2074,31 +2085,79 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.user_verify_url !== undefined && func0.call(data, 'user_verify_url')) {
+      let data3 = data.user_verify_url;
+      if (typeof data3 !== 'string' && data3 !== null) {
+        const err11 = {
+          instancePath: instancePath + '/user_verify_url',
+          schemaPath: '#/properties/user_verify_url/type',
+          keyword: 'type',
+          params: { type: schema22.properties.user_verify_url.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (typeof data3 === 'string') {
+        if (func54(data3) > 2048) {
+          const err12 = {
+            instancePath: instancePath + '/user_verify_url',
+            schemaPath: '#/properties/user_verify_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
   validate21.errors = vErrors;
   return errors === 0;
 }
-export const getConnectedAccount_params = validate22;
+export const verifyConnectedAccountUser_body = validate22;
 const schema23 = {
   type: 'object',
-  required: ['id'],
+  required: ['auth_request_id', 'identifier'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The connected account's id" } },
+  properties: {
+    auth_request_id: { type: 'string', minLength: 1 },
+    identifier: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$',
+      description: "The end user's identifier in the client application (any text, 1-255 characters)",
+      'x-message': 'must be 1-255 characters of well-formed text without control characters',
+    },
+  },
 };
 function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+    if (data.auth_request_id === undefined || !func0.call(data, 'auth_request_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'auth_request_id' },
+      };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -2106,29 +2165,27 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.identifier === undefined || !func0.call(data, 'identifier')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'identifier' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
+      if (!(key0 === 'auth_request_id' || key0 === 'identifier')) {
+        const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2138,19 +2195,111 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.auth_request_id !== undefined && func0.call(data, 'auth_request_id')) {
+      let data0 = data.auth_request_id;
+      if (typeof data0 === 'string') {
+        if (func54(data0) < 1) {
+          const err3 = {
+            instancePath: instancePath + '/auth_request_id',
+            schemaPath: '#/properties/auth_request_id/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      } else {
+        const err4 = {
+          instancePath: instancePath + '/auth_request_id',
+          schemaPath: '#/properties/auth_request_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data1 = data.identifier;
+      if (typeof data1 === 'string') {
+        if (func54(data1) > 255) {
+          const err5 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 255 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+        if (func54(data1) < 1) {
+          const err6 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (!pattern1.test(data1)) {
+          const err7 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/identifier',
+          schemaPath: '#/properties/identifier/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err3];
+      vErrors = [err9];
     } else {
-      vErrors.push(err3);
+      vErrors.push(err9);
     }
     errors++;
   }
   validate22.errors = vErrors;
   return errors === 0;
 }
-export const disconnectConnectedAccount_params = validate23;
+export const getConnectedAccount_params = validate23;
 const schema24 = {
   type: 'object',
   required: ['id'],
@@ -2214,7 +2363,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
   validate23.errors = vErrors;
   return errors === 0;
 }
-export const deleteConnectedAccount_params = validate24;
+export const disconnectConnectedAccount_params = validate24;
 const schema25 = {
   type: 'object',
   required: ['id'],
@@ -2278,86 +2427,14 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   validate24.errors = vErrors;
   return errors === 0;
 }
-export const createApiCredential_body = validate25;
+export const deleteConnectedAccount_params = validate25;
 const schema26 = {
-  type: 'object',
-  required: [],
-  additionalProperties: false,
-  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
-};
-function validate25(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name')) {
-        const err0 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err0];
-        } else {
-          vErrors.push(err0);
-        }
-        errors++;
-      }
-    }
-    if (data.name !== undefined && func0.call(data, 'name')) {
-      let data0 = data.name;
-      if (typeof data0 !== 'string' && data0 !== null) {
-        const err1 = {
-          instancePath: instancePath + '/name',
-          schemaPath: '#/properties/name/type',
-          keyword: 'type',
-          params: { type: schema26.properties.name.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-      if (typeof data0 === 'string') {
-        if (func54(data0) > 200) {
-          const err2 = {
-            instancePath: instancePath + '/name',
-            schemaPath: '#/properties/name/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 200 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
-  validate25.errors = vErrors;
-  return errors === 0;
-}
-export const revokeApiCredential_params = validate26;
-const schema27 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The credential's id" } },
+  properties: { id: { type: 'string', description: "The connected account's id" } },
 };
-function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate25(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2411,11 +2488,147 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
+  validate25.errors = vErrors;
+  return errors === 0;
+}
+export const createApiCredential_body = validate26;
+const schema27 = {
+  type: 'object',
+  required: [],
+  additionalProperties: false,
+  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
+};
+function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'name')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.name !== undefined && func0.call(data, 'name')) {
+      let data0 = data.name;
+      if (typeof data0 !== 'string' && data0 !== null) {
+        const err1 = {
+          instancePath: instancePath + '/name',
+          schemaPath: '#/properties/name/type',
+          keyword: 'type',
+          params: { type: schema27.properties.name.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (typeof data0 === 'string') {
+        if (func54(data0) > 200) {
+          const err2 = {
+            instancePath: instancePath + '/name',
+            schemaPath: '#/properties/name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
   validate26.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate27;
+export const revokeApiCredential_params = validate27;
 const schema28 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The credential's id" } },
+};
+function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate27.errors = vErrors;
+  return errors === 0;
+}
+export const proxy_params = validate28;
+const schema29 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -2426,7 +2639,7 @@ const schema28 = {
     },
   },
 };
-function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2480,79 +2693,10 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate27.errors = vErrors;
-  return errors === 0;
-}
-export const oauthAuthorize_params = validate28;
-const schema29 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string' } },
-};
-function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      if (typeof data.connection_id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate28.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate29;
+export const oauthAuthorize_params = validate29;
 const schema30 = {
   type: 'object',
   required: ['connection_id'],
@@ -2619,5 +2763,74 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate29.errors = vErrors;
+  return errors === 0;
+}
+export const oauthCallback_params = validate30;
+const schema31 = {
+  type: 'object',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string' } },
+};
+function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      if (typeof data.connection_id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate30.errors = vErrors;
   return errors === 0;
 }

@@ -17,6 +17,7 @@ import { executeTool } from './execute.ts';
 import { listTools } from './agent-tools.ts';
 import { searchTools } from '../tools/search.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
+import { metricsTokenMatches } from '../metrics.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -104,6 +105,7 @@ export function routeTable(s: Services): RouteTable {
           service: 'agent-connector-service',
           links: {
             health: `${base}/health`,
+            ready: `${base}/ready`,
             openapi: `${base}/openapi.json`,
             docs: `${base}/dashboard/tools`,
             dashboard: `${base}/dashboard`,
@@ -120,6 +122,33 @@ export function routeTable(s: Services): RouteTable {
       res.end(text);
     },
     health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    ready: async ({ res }) => {
+      res.setHeader('cache-control', 'no-store');
+      if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
+      // Migrations ran before the services existed; what can change since is whether the store answers.
+      const reachable = await s.store.getMeta('service_token_key').then(
+        () => true,
+        () => false,
+      );
+      return reachable ? { body: { status: 'ready' } } : { status: 503, body: { status: 'store_unavailable' } };
+    },
+
+    metrics: async ({ req, res }) => {
+      if (
+        s.config.metricsToken !== undefined &&
+        !metricsTokenMatches(req.headers.authorization, s.config.metricsToken)
+      ) {
+        res.setHeader('www-authenticate', 'Bearer realm="metrics"');
+        throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
+      }
+      const text = await s.metrics.registry.metrics();
+      res.writeHead(200, {
+        'content-type': s.metrics.registry.contentType,
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    },
 
     issueToken: async ({ req, res, body }) => {
       res.setHeader('cache-control', 'no-store');
@@ -256,8 +285,14 @@ export function routeTable(s: Services): RouteTable {
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
+        body.user_verify_url ?? undefined,
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+    },
+    verifyConnectedAccountUser: async ({ body }) => {
+      const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);

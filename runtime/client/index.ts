@@ -263,12 +263,28 @@ export class AgentConnectorClient {
     connectionName: string;
     identifier: string;
     redirectUrl?: string;
+    /** After authorizing, the user's browser goes here with `auth_request_id` (see verifyConnectedAccountUser). */
+    userVerifyUrl?: string;
   }): Promise<Operations['createAuthorizationLink']['response']> {
     return this.json('POST', '/v1/connected-accounts/authorization-link', {
       connection_name: p.connectionName,
       identifier: p.identifier,
       ...(p.redirectUrl ? { redirect_url: p.redirectUrl } : {}),
+      ...(p.userVerifyUrl ? { user_verify_url: p.userVerifyUrl } : {}),
     });
+  }
+
+  /**
+   * Confirms that the user signed in to your application is the account's identifier, after an authorization
+   * started with a userVerifyUrl: the account becomes ACTIVE.
+   */
+  async verifyConnectedAccountUser(p: { authRequestId: string; identifier: string }): Promise<ConnectedAccount> {
+    const r = await this.json<Operations['verifyConnectedAccountUser']['response']>(
+      'POST',
+      '/v1/connected-accounts/verify',
+      { auth_request_id: p.authRequestId, identifier: p.identifier },
+    );
+    return r.connected_account;
   }
 
   async getOrCreateConnectedAccount(p: { connectionName: string; identifier: string }): Promise<ConnectedAccount> {

@@ -29,7 +29,7 @@ for (const [path, item] of Object.entries(DOCUMENT.paths))
 // checked against a reference into it.
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('date-time', (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s));
-ajv.addSchema(DOCUMENT as object, 'openapi.json');
+ajv.addSchema(DOCUMENT, 'openapi.json');
 const compiled = new Map<string, ValidateFunction>();
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
@@ -131,6 +131,22 @@ describe('every operation of the OpenAPI document, against the running service',
   it('health and the token endpoint', async () => {
     await call('health', 'GET', '/health', { auth: false });
     await call('health', 'HEAD', '/health', { auth: false });
+    expect(JSON.parse((await call('ready', 'GET', '/ready', { auth: false })).text)).toEqual({ status: 'ready' });
+    await call('metrics', 'GET', '/metrics', { auth: false });
+    h.running.services.config.metricsToken = 'conformance-metrics-token';
+    try {
+      await call('metrics', 'GET', '/metrics', { auth: false });
+    } finally {
+      h.running.services.config.metricsToken = undefined;
+    }
+    // What a draining process answers (SIGTERM sets this; test/e2e/graceful-drain.test.ts sends the signal).
+    h.running.services.lifecycle.draining = true;
+    try {
+      const draining = await call('ready', 'GET', '/ready', { auth: false });
+      expect([draining.status, JSON.parse(draining.text)]).toEqual([503, { status: 'draining' }]);
+    } finally {
+      h.running.services.lifecycle.draining = false;
+    }
     const ok = await call('issueToken', 'POST', '/oauth/token', {
       auth: false,
       body: { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
@@ -266,6 +282,35 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
     await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
     await call('oauthAuthorize', 'GET', `${new URL(link).pathname}?link=a&link=b`, { auth: false });
+  });
+
+  it('user verification after OAuth', async () => {
+    const { link } = JSON.parse(
+      (
+        await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+          body: { connection_name: 'mailbox', identifier: 'user-5', user_verify_url: `${h.url}/verify-user` },
+        })
+      ).text,
+    ) as { link: string };
+    const start = await fetch(link, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('fake_user', 'user-5');
+    const consent = await fetch(authorize, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const done = await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
+    expect(done.status).toBe(302);
+    const authRequestId = new URL(done.headers.get('location')!).searchParams.get('auth_request_id')!;
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { identifier: 'user-5' },
+    });
+    // The link is spent: opening it again is refused.
+    await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
   });
 
   it('tool execution: a live call, a dry run, the provider refusing, the service refusing', async () => {
