@@ -126,6 +126,12 @@ export interface OpenAIToolCall {
   type: 'function';
   function: { name: string; arguments: string };
 }
+/** What `handleToolCalls` takes: the SDK's tool calls, whose union also has kinds other than functions. */
+export interface OpenAIToolCallLike {
+  id: string;
+  type: string;
+  function?: { name: string; arguments: string };
+}
 /** What goes back to an OpenAI model for one tool call. */
 export interface OpenAIToolMessage {
   role: 'tool';
@@ -407,14 +413,14 @@ export class AgentConnectorClient {
    * (`{"ok": true, "data": null}` when the provider answered with no content).
    */
   async handleToolCalls(
-    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCall[] | null | undefined },
+    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCallLike[] | null | undefined },
   ): Promise<OpenAIToolMessage[]>;
   async handleToolCalls<B extends { type: string }>(
     p: HandleToolCallsBase & { content: readonly B[] },
   ): Promise<AnthropicToolResultBlock[]>;
   async handleToolCalls(
     p: HandleToolCallsBase & {
-      toolCalls?: readonly OpenAIToolCall[] | null;
+      toolCalls?: readonly OpenAIToolCallLike[] | null;
       content?: ReadonlyArray<{ type: string }>;
     },
   ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
@@ -565,8 +571,15 @@ export class AgentConnectorClient {
 }
 
 /** An OpenAI tool call's arguments (JSON text) read; OpenAI strict mode's nulls are the service's to map back. */
-function openaiCall(c: OpenAIToolCall): ToolCallRequest {
+function openaiCall(c: OpenAIToolCallLike): ToolCallRequest {
   const name = c?.function?.name ?? '';
+  if (c?.type !== 'function' || !c.function)
+    return {
+      name,
+      input: {},
+      format: 'openai-strict',
+      argumentsError: `Only function tool calls can run here (this one is of type "${String(c?.type)}")`,
+    };
   const raw = c?.function?.arguments;
   if (typeof raw !== 'string') return { name, input: raw ?? {}, format: 'openai-strict' };
   if (!raw.trim()) return { name, input: {}, format: 'openai-strict' };

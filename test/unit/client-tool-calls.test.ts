@@ -107,7 +107,11 @@ describe('handleToolCalls', () => {
     const { client, sent } = recordingClient();
     const out = await client.handleToolCalls({
       identifier: 'u',
-      toolCalls: [call('c1', 'helpdesk_ticket_get', '{"ticket_id": 1'), call('c2', 'helpdesk_ticket_get', '[1]')],
+      toolCalls: [
+        call('c1', 'helpdesk_ticket_get', '{"ticket_id": 1'),
+        call('c2', 'helpdesk_ticket_get', '[1]'),
+        { id: 'c3', type: 'custom' },
+      ],
     });
     expect(sent).toHaveLength(0);
     expect(JSON.parse(out[0]!.content).error).toMatchObject({ code: 'invalid_arguments' });
