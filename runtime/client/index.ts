@@ -126,6 +126,12 @@ export interface OpenAIToolCall {
   type: 'function';
   function: { name: string; arguments: string };
 }
+/** What `handleToolCalls` takes: the SDK's tool calls, whose union also has kinds other than functions. */
+export interface OpenAIToolCallLike {
+  id: string;
+  type: string;
+  function?: { name: string; arguments: string };
+}
 /** What goes back to an OpenAI model for one tool call. */
 export interface OpenAIToolMessage {
   role: 'tool';
@@ -407,15 +413,15 @@ export class AgentConnectorClient {
    * (`{"ok": true, "data": null}` when the provider answered with no content).
    */
   async handleToolCalls(
-    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCall[] | null | undefined },
+    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCallLike[] | null | undefined },
   ): Promise<OpenAIToolMessage[]>;
-  async handleToolCalls(
-    p: HandleToolCallsBase & { content: ReadonlyArray<AnthropicToolUseBlock | { type: string }> },
+  async handleToolCalls<B extends { type: string }>(
+    p: HandleToolCallsBase & { content: readonly B[] },
   ): Promise<AnthropicToolResultBlock[]>;
   async handleToolCalls(
     p: HandleToolCallsBase & {
-      toolCalls?: readonly OpenAIToolCall[] | null;
-      content?: ReadonlyArray<AnthropicToolUseBlock | { type: string }>;
+      toolCalls?: readonly OpenAIToolCallLike[] | null;
+      content?: ReadonlyArray<{ type: string }>;
     },
   ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
     if (typeof p.identifier !== 'string') throw new Error('handleToolCalls: identifier is required');
@@ -429,7 +435,7 @@ export class AgentConnectorClient {
       }));
     }
     if (!Array.isArray(p.content)) throw new Error('handleToolCalls: give toolCalls (OpenAI) or content (Anthropic)');
-    const uses = p.content.filter((b): b is AnthropicToolUseBlock => b.type === 'tool_use');
+    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
     const outcomes = await Promise.all(
       uses.map((b) => this.runToolCall(p, { name: b.name, input: b.input, format: 'anthropic' })),
     );
@@ -567,8 +573,15 @@ export class AgentConnectorClient {
 }
 
 /** An OpenAI tool call's arguments (JSON text) read; OpenAI strict mode's nulls are the service's to map back. */
-function openaiCall(c: OpenAIToolCall): ToolCallRequest {
+function openaiCall(c: OpenAIToolCallLike): ToolCallRequest {
   const name = c?.function?.name ?? '';
+  if (c?.type !== 'function' || !c.function)
+    return {
+      name,
+      input: {},
+      format: 'openai-strict',
+      argumentsError: `Only function tool calls can run here (this one is of type "${String(c?.type)}")`,
+    };
   const raw = c?.function?.arguments;
   if (typeof raw !== 'string') return { name, input: raw ?? {}, format: 'openai-strict' };
   if (!raw.trim()) return { name, input: {}, format: 'openai-strict' };
