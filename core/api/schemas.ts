@@ -562,6 +562,115 @@ export const toolSearchHit: JsonSchema = {
   },
 };
 
+export const MCP_MODES = ['tools', 'search'] as const;
+
+const mcpMode: JsonSchema = {
+  enum: MCP_MODES,
+  description:
+    '`tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best ' +
+    'matching configured tools with their input schemas) and `execute_tool` (name + input)',
+  'x-message': `must be one of: ${MCP_MODES.join(', ')}`,
+};
+const nameList = (what: string): JsonSchema => ({
+  type: 'array',
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: what,
+});
+const mcpToolNames = nameList(
+  'Tool names to expose (each runs on the listed connection of its connector, or the only one)',
+);
+const mcpConnectionNames = nameList("Connection names: every tool of each connection's connector is exposed");
+
+/** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export const mcpServer: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'name',
+    'mode',
+    'tools',
+    'connections',
+    'tool_count',
+    'active_urls',
+    'mcp_endpoint',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    name: str,
+    mode: { enum: MCP_MODES },
+    tools: { type: 'array', items: str },
+    connections: { type: 'array', items: str },
+    tool_count: { type: 'integer', description: 'How many tools the server exposes now' },
+    active_urls: { type: 'integer', description: 'URLs neither revoked nor expired' },
+    mcp_endpoint: {
+      type: 'string',
+      description:
+        'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
+    },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const mcpServerCreate: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { ...connectionName, description: 'Unique among MCP servers' },
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+export const mcpServerUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: orNull(connectionName),
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+/** An MCP URL as listed: never its token. */
+export const mcpUrl: JsonSchema = {
+  type: 'object',
+  required: ['id', 'identifier', 'status', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    identifier: str,
+    status: { enum: ['active', 'revoked', 'expired'] },
+    created_at: dateTime,
+    expires_at: dateTime,
+    revoked_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+  },
+};
+
+/** A JSON-RPC 2.0 message the MCP endpoint answers: a result, or an error. */
+export const jsonRpcResponse: JsonSchema = {
+  type: 'object',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { const: '2.0' },
+    id: { type: ['string', 'integer', 'null'] },
+    result: { type: 'object' },
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'integer' }, message: str, data: {} },
+    },
+  },
+};
+
 /** The schemas the OpenAPI document and the client's types name, by name. */
 export const components: Readonly<Record<string, JsonSchema>> = {
   Error: errorResponse,
@@ -582,4 +691,9 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   GeminiTool: geminiTool,
   McpTool: mcpTool,
   ToolSearchHit: toolSearchHit,
+  McpServer: mcpServer,
+  McpServerCreate: mcpServerCreate,
+  McpServerUpdate: mcpServerUpdate,
+  McpUrl: mcpUrl,
+  JsonRpcResponse: jsonRpcResponse,
 };

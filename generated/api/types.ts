@@ -395,6 +395,91 @@ export interface ToolSearchHit {
    */
   score: number;
 }
+export interface McpServer {
+  id: string;
+  name: string;
+  mode: 'tools' | 'search';
+  tools: string[];
+  connections: string[];
+  /**
+   * How many tools the server exposes now
+   */
+  tool_count: number;
+  /**
+   * URLs neither revoked nor expired
+   */
+  active_urls: number;
+  /**
+   * The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier
+   */
+  mcp_endpoint: string;
+  created_at: string;
+  updated_at: string;
+}
+export interface McpServerCreate {
+  /**
+   * Unique among MCP servers
+   */
+  name: string;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+}
+export interface McpServerUpdate {
+  name?: string | null;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+}
+export interface McpUrl {
+  id: string;
+  identifier: string;
+  status: 'active' | 'revoked' | 'expired';
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+export interface JsonRpcResponse {
+  jsonrpc: '2.0';
+  id?: string | number | null;
+  result?: {
+    [k: string]: unknown | undefined;
+  };
+  error?: {
+    code: number;
+    message: string;
+    data?: unknown;
+    [k: string]: unknown | undefined;
+  };
+  [k: string]: unknown | undefined;
+}
 export interface IndexResponse {
   service: 'agent-connector-service';
   /**
@@ -686,6 +771,106 @@ export interface RevokeApiCredentialResponse {
   revoked: true;
   id: string;
 }
+export interface ListMcpServersResponse {
+  mcp_servers: McpServer[];
+}
+export interface GetMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface UpdateMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface DeleteMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface DeleteMcpServerResponse {
+  deleted: true;
+  id: string;
+}
+export interface CreateMcpUrlBody {
+  /**
+   * The end user's identifier in the client application (any text, 1-255 characters)
+   */
+  identifier: string;
+  /**
+   * Seconds until the URL stops working (default 2592000: 30 days; at most one year)
+   */
+  expires_in?: number | null;
+}
+export interface CreateMcpUrlParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface CreateMcpUrlResponse {
+  id: string;
+  /**
+   * Shown once: the MCP endpoint for this end user
+   */
+  url: string;
+  identifier: string;
+  expires_at: string;
+}
+export interface ListMcpUrlsParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface ListMcpUrlsResponse {
+  urls: McpUrl[];
+}
+export interface RevokeMcpUrlParams {
+  id: string;
+  /**
+   * The URL's id
+   */
+  url_id: string;
+}
+export interface RevokeMcpUrlResponse {
+  revoked: true;
+  id: string;
+}
+export interface McpServerPostParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpServerGetParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpServerDeleteParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpUrlPostParams {
+  /**
+   * The URL's token
+   */
+  token: string;
+}
+export interface McpUrlGetParams {
+  token: string;
+}
+export interface McpUrlDeleteParams {
+  token: string;
+}
 export interface ProxyParams {
   /**
    * The upstream path (and query) relative to the provider's API root, sent as it is
@@ -793,6 +978,20 @@ export interface Operations {
     params: RevokeApiCredentialParams;
     response: RevokeApiCredentialResponse;
   };
+  listMcpServers: { body: never; query: never; params: never; response: ListMcpServersResponse };
+  createMcpServer: { body: McpServerCreate; query: never; params: never; response: McpServer };
+  getMcpServer: { body: never; query: never; params: GetMcpServerParams; response: McpServer };
+  updateMcpServer: { body: McpServerUpdate; query: never; params: UpdateMcpServerParams; response: McpServer };
+  deleteMcpServer: { body: never; query: never; params: DeleteMcpServerParams; response: DeleteMcpServerResponse };
+  createMcpUrl: { body: CreateMcpUrlBody; query: never; params: CreateMcpUrlParams; response: CreateMcpUrlResponse };
+  listMcpUrls: { body: never; query: never; params: ListMcpUrlsParams; response: ListMcpUrlsResponse };
+  revokeMcpUrl: { body: never; query: never; params: RevokeMcpUrlParams; response: RevokeMcpUrlResponse };
+  mcpServerPost: { body: never; query: never; params: McpServerPostParams; response: JsonRpcResponse };
+  mcpServerGet: { body: never; query: never; params: McpServerGetParams; response: never };
+  mcpServerDelete: { body: never; query: never; params: McpServerDeleteParams; response: never };
+  mcpUrlPost: { body: never; query: never; params: McpUrlPostParams; response: JsonRpcResponse };
+  mcpUrlGet: { body: never; query: never; params: McpUrlGetParams; response: never };
+  mcpUrlDelete: { body: never; query: never; params: McpUrlDeleteParams; response: never };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
