@@ -7,6 +7,8 @@ import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
 import { dashboardRouter, favicon } from './dashboard/index.ts';
+import { createGrpcServer } from './scalekit/grpc.ts';
+import { sharePortWithHttp2 } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -88,11 +90,14 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
     server.close();
     throw e;
   });
-  server.on('request', createHandler(services));
-  if (!server.listening) await listen();
+  const handler = createHandler(services);
+  server.on('request', handler);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
+  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/).
+  const endHttp2 = sharePortWithHttp2(server, createGrpcServer(services, handler), server.headersTimeout);
+  if (!server.listening) await listen();
   return {
     server,
     services,
@@ -101,6 +106,7 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        endHttp2();
       });
       await services.close();
     },
