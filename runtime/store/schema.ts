@@ -87,4 +87,11 @@ export interface Database {
     created_at: number;
     expires_at: number;
   };
+  throttles: {
+    key: string;
+    count: number;
+    last_at: number;
+    blocked_until: number;
+    version: number;
+  };
 }

@@ -322,8 +322,14 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
   it('has the tables, columns, keys, indexes and constraints the current migrations create', async () => {
     const legacy = await openRaw('bare');
     await applyLegacyMigrations(legacy, kind);
-    const legacySchema = await describeSchema(legacy, kind);
     await legacy.close();
+    // The migrations written after the legacy trees (005_security.sql, …) apply on top of them.
+    const upgraded = openStore('bare');
+    await upgraded.migrate();
+    await upgraded.close();
+    const reopenedLegacy = await openRaw('bare');
+    const legacySchema = await describeSchema(reopenedLegacy, kind);
+    await reopenedLegacy.close();
     const store = openStore('fresh');
     await store.migrate();
     await store.close();
@@ -341,6 +347,7 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
       'oauth_links',
       'oauth_states',
       'schema_migrations',
+      'throttles',
     ]);
     expect(freshSchema).toEqual(legacySchema);
   });
@@ -353,13 +360,18 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
     await raw.close();
 
     // The versions the old code recorded are the names of the one migration set.
-    expect(migrationFiles()).toEqual(legacyVersions);
+    expect(migrationFiles().slice(0, legacyVersions.length)).toEqual(legacyVersions);
 
     const store = openStore('legacy');
     try {
       await store.migrate();
       const reopened = await openRaw('legacy');
-      expect(await snapshot(reopened)).toEqual(before);
+      const after = await snapshot(reopened);
+      // Later migrations add their own records; the legacy ones stay as they were.
+      after.schema_migrations = after.schema_migrations!.filter((r) =>
+        legacyVersions.includes(String((r as { version: unknown }).version)),
+      );
+      expect(after).toEqual(before);
       await reopened.close();
 
       expect(await store.integrityCheck()).toEqual([]);
