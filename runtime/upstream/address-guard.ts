@@ -50,9 +50,11 @@ export function isPublicAddress(address: string): boolean {
   // isIP first: ipaddr.js also reads the classic inet_aton forms (0x7f.1, 2130706433), which URLs normalise.
   const family = isIP(bare.replace(/%.*$/, ''));
   if (family === 0) return false;
+  const noZone = bare.replace(/%.*$/, '');
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    parsed = ipaddr.parse(bare.replace(/%.*$/, ''));
+    // IPv6 in the WHATWG URL parser's canonical form first (ipaddr.js reads ::a.b.c.d as ::ffff:a.b.c.d).
+    parsed = ipaddr.parse(family === 6 ? new URL(`http://[${noZone}]/`).hostname.slice(1, -1) : noZone);
   } catch {
     return false;
   }
