@@ -118,4 +118,11 @@ export interface Database {
     created_at: number;
     last_used_at: number | null;
   };
+  throttles: {
+    key: string;
+    count: number;
+    last_at: number;
+    blocked_until: number;
+    version: number;
+  };
 }

@@ -39,6 +39,7 @@ import type {
   SealedCell,
   Store,
   StoreTransaction,
+  ThrottleState,
 } from './types.ts';
 
 export type Db = Kysely<Database>;
@@ -602,6 +603,52 @@ export class SqlStore implements Store {
   async deleteDashboardSession(idHash: string) {
     const r = await this.db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).executeTakeFirst();
     return r.numDeletedRows === 1n;
+  }
+  async getThrottle(key: string): Promise<ThrottleState | undefined> {
+    const r = await this.db.selectFrom('throttles').selectAll().where('key', '=', key).executeTakeFirst();
+    return r
+      ? {
+          count: Number(r.count),
+          lastAt: Number(r.last_at),
+          blockedUntil: Number(r.blocked_until),
+          version: Number(r.version),
+        }
+      : undefined;
+  }
+  async compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null) {
+    if (expectedVersion === undefined) {
+      if (next === null) return true;
+      const r = await this.db
+        .insertInto('throttles')
+        .values({
+          key,
+          count: next.count,
+          last_at: next.lastAt,
+          blocked_until: next.blockedUntil,
+          version: next.version,
+        })
+        .onConflict((oc) => oc.column('key').doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
+    }
+    if (next === null) {
+      const r = await this.db
+        .deleteFrom('throttles')
+        .where('key', '=', key)
+        .where('version', '=', expectedVersion)
+        .executeTakeFirst();
+      return r.numDeletedRows === 1n;
+    }
+    const r = await this.db
+      .updateTable('throttles')
+      .set({ count: next.count, last_at: next.lastAt, blocked_until: next.blockedUntil, version: next.version })
+      .where('key', '=', key)
+      .where('version', '=', expectedVersion)
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async deleteStaleThrottles(before: number) {
+    await this.db.deleteFrom('throttles').where('last_at', '<', before).where('blocked_until', '<', before).execute();
   }
   async deleteExpiredDashboardSessions(now: number) {
     await this.db.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).execute();

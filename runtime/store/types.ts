@@ -229,6 +229,16 @@ export interface Store {
   initMeta(key: string, value: string): Promise<string>;
   setMeta(key: string, value: string): Promise<void>;
 
+  /** A failed-attempt throttle's state (runtime/auth/throttle.ts), or undefined when it has none. */
+  getThrottle(key: string): Promise<ThrottleState | undefined>;
+  /**
+   * Writes `next` if the stored state is still the one read (`expectedVersion`; undefined: none stored), as one
+   * compare-and-set; false when another attempt changed it first (read again and retry). `next: null` deletes.
+   */
+  compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null): Promise<boolean>;
+  /** Deletes throttle states last changed before `before`. */
+  deleteStaleThrottles(before: number): Promise<void>;
+
   createApiCredential(c: ApiCredential): Promise<void>;
   getApiCredentialByClientId(clientId: string): Promise<ApiCredential | undefined>;
   getApiCredential(id: string): Promise<ApiCredential | undefined>;
@@ -323,6 +333,14 @@ export interface Store {
   listSealed(): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
+}
+
+/** A failed-attempt throttle's state: attempts counted, when the last was, until when it is blocked. */
+export interface ThrottleState {
+  count: number;
+  lastAt: number;
+  blockedUntil: number;
+  version: number;
 }
 
 /** The store's reads and writes, bound to one transaction. */
