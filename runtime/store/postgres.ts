@@ -7,7 +7,8 @@ import {
   type QueryResult,
   type RawBuilder,
 } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pgTypes from 'pg';
 import type { Database } from './schema.ts';
 import { prepare } from './prepared.ts';
 import { SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
@@ -41,7 +42,7 @@ class ChangeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client(this.config);
+    const client = new (loadPg().Client)(this.config);
     client.on('error', () => {}); // followed by 'end', handled below
     await client.connect();
     try {
@@ -107,6 +108,19 @@ class ChangeListener {
   }
 }
 
+type Pg = typeof pgTypes;
+/**
+ * The PostgreSQL driver, loaded when a PostgreSQL store is opened: a service on SQLite never pays for it (about
+ * a quarter of the start-up's module loading, and its memory).
+ */
+let driver: Pg | undefined;
+const loadPg = (): Pg => (driver ??= createRequire(import.meta.url)('pg') as Pg);
+declare namespace pg {
+  type Pool = pgTypes.Pool;
+  type Client = pgTypes.Client;
+  type ClientConfig = pgTypes.ClientConfig;
+}
+
 /** Serialises migrators of one database (any schema): held for the whole run, on one connection. */
 const MIGRATION_LOCK = 424242;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -115,7 +129,7 @@ const types = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === 20
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
+      : loadPg().types.getTypeParser(oid, format as never)) as typeof pgTypes.types.getTypeParser,
 };
 
 /**
@@ -268,7 +282,7 @@ export class PostgresStore extends SqlStore {
       types,
       options: schema ? `-c search_path=${schema}` : undefined,
     };
-    const pool = new pg.Pool({ ...clientConfig, max: poolSize });
+    const pool = new (loadPg().Pool)({ ...clientConfig, max: poolSize });
     super(new PostgresBackend(pool, schema, clientConfig));
     this.pool = pool;
   }
