@@ -1,4 +1,5 @@
 import { sql, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import type { ChangeFeed, ChangedTable } from './changes.ts';
 import { decodeCursor } from './cursor.ts';
 import { migrate } from './migrate.ts';
 import { prepare } from './prepared.ts';
@@ -71,6 +72,10 @@ export interface Backend {
   touchAccounts(db: Db, lastUsed: ReadonlyMap<string, number>): Promise<void>;
   /** Inserts the rows in one transaction. */
   insertActivity(db: Db, rows: readonly ActivityRow[]): Promise<void>;
+  /** Changes to the cached tables (see changes.ts); the store emits its own writes, the backend those of others. */
+  readonly changes: ChangeFeed;
+  /** Starts following other processes' changes. */
+  watchChanges(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -140,14 +145,35 @@ export class SqlStore implements Store {
   readonly kind: 'sqlite' | 'postgres';
   private readonly db: Db;
   private readonly q: HotQueries;
+  /** In a transaction: the changes it made, announced once it has committed. */
+  private readonly pending: Array<[ChangedTable, string]> | undefined;
 
   constructor(
     private readonly backend: Backend,
-    bound?: { db: Db; queries: HotQueries },
+    bound?: { db: Db; queries: HotQueries; pending: Array<[ChangedTable, string]> },
   ) {
     this.kind = backend.kind;
     this.db = bound?.db ?? backend.db;
     this.q = bound?.queries ?? hotQueries(backend.db);
+    this.pending = bound?.pending;
+  }
+
+  get changes(): ChangeFeed {
+    return this.backend.changes;
+  }
+
+  watchChanges(): Promise<void> {
+    return this.backend.watchChanges();
+  }
+
+  /**
+   * Announces a write to a cached table to this process's caches at once (other processes learn of it from the
+   * database: NOTIFY, or SQLite's data_version). Called after the write; in a transaction, after the commit, so
+   * that no cache reloads the row before the change is visible.
+   */
+  private changed(table: ChangedTable, id: string): void {
+    if (this.pending) this.pending.push([table, id]);
+    else this.backend.changes.emit({ table, id });
   }
 
   /**
@@ -156,7 +182,14 @@ export class SqlStore implements Store {
    * connection, which the transaction holds until it ends.
    */
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, (db) => fn(new SqlStore(this.backend, { db, queries: this.q })));
+    if (this.pending) return fn(this);
+    const pending: Array<[ChangedTable, string]> = [];
+    try {
+      return await inTransaction(this.db, (db) => fn(new SqlStore(this.backend, { db, queries: this.q, pending })));
+    } finally {
+      // Announced even after a rollback: a change that did not happen only costs a cache miss.
+      for (const [table, id] of pending) this.backend.changes.emit({ table, id });
+    }
   }
 
   migrate(): Promise<void> {
@@ -192,6 +225,7 @@ export class SqlStore implements Store {
       .values({ key, value })
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
+    this.changed('meta', key);
     return (await this.getMeta(key))!;
   }
   async setMeta(key: string, value: string) {
@@ -200,6 +234,7 @@ export class SqlStore implements Store {
       .values({ key, value })
       .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
       .execute();
+    this.changed('meta', key);
   }
 
   async createApiCredential(c: ApiCredential) {
@@ -215,6 +250,7 @@ export class SqlStore implements Store {
         last_used_at: c.lastUsedAt,
       })
       .execute();
+    this.changed('api_credentials', c.id);
   }
   async getApiCredentialByClientId(clientId: string) {
     const [r] = (await this.backend.run(this.db, this.q.credentialByClientId.bind({ clientId }))).rows;
@@ -236,6 +272,7 @@ export class SqlStore implements Store {
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
+    this.changed('api_credentials', id);
     return r.numUpdatedRows === 1n;
   }
   async countApiCredentials() {
@@ -268,6 +305,7 @@ export class SqlStore implements Store {
         updated_at: c.updatedAt,
       })
       .execute();
+    this.changed('connections', c.id);
   }
   async getConnectionByName(name: string) {
     const [r] = (await this.backend.run(this.db, this.q.connectionByName.bind({ name }))).rows;
@@ -310,10 +348,11 @@ export class SqlStore implements Store {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst();
+    this.changed('connections', id);
     return r ? toConnection(r) : undefined;
   }
   async deleteConnection(id: string) {
-    return inTransaction(this.db, async (db) => {
+    const deleted = await inTransaction(this.db, async (db) => {
       const { n } = await db
         .selectFrom('connected_accounts')
         .select((eb) => eb.fn.countAll().as('n'))
@@ -322,6 +361,10 @@ export class SqlStore implements Store {
       const r = await db.deleteFrom('connections').where('id', '=', id).executeTakeFirst();
       return r.numDeletedRows ? Number(n) : undefined;
     });
+    this.changed('connections', id);
+    // Its accounts went with it (ON DELETE CASCADE).
+    this.changed('connected_accounts', '*');
+    return deleted;
   }
   async countAccounts(connectionId: string) {
     const r = await this.db
@@ -363,7 +406,10 @@ export class SqlStore implements Store {
       .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
       .returningAll()
       .executeTakeFirst();
-    if (inserted) return { account: toAccount(inserted), created: true };
+    if (inserted) {
+      this.changed('connected_accounts', a.id);
+      return { account: toAccount(inserted), created: true };
+    }
     return { account: (await this.findAccount(a.connectionId, a.identifier))!, created: false };
   }
   async getAccount(id: string) {
@@ -408,10 +454,12 @@ export class SqlStore implements Store {
       .where('id', '=', id);
     if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion);
     const r = await query.returningAll().executeTakeFirst();
+    if (r) this.changed('connected_accounts', id);
     return r ? toAccount(r) : undefined;
   }
   async deleteAccount(id: string) {
     const r = await this.db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    this.changed('connected_accounts', id);
     return r.numDeletedRows === 1n;
   }
   async touchAccounts(lastUsed: ReadonlyMap<string, number>) {
@@ -817,6 +865,7 @@ export class SqlStore implements Store {
       UPDATE ${sql.table(cell.table)} SET ${sql.ref(cell.column)} = ${cell.value}
       WHERE ${sql.ref(idCol)} = ${cell.id} AND ${sql.ref(cell.column)} = ${previous}
     `.execute(this.db);
+    if (r.numAffectedRows === 1n && cell.table !== 'oauth_states') this.changed(cell.table, cell.id);
     return r.numAffectedRows === 1n;
   }
 }

@@ -1,3 +1,5 @@
+import type { ChangeFeed } from './changes.ts';
+
 /** The account lock could not be taken in time (another holder is still working). */
 export class LockTimeout extends Error {
   constructor(readonly accountId: string) {
@@ -212,6 +214,13 @@ export interface SealedCell {
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Changes to the cached tables: made through this store (after commit), and, once `watchChanges` resolved,
+   * made by other processes sharing the database (runtime/store/changes.ts).
+   */
+  readonly changes: ChangeFeed;
+  /** Starts following changes made by other processes (PostgreSQL: LISTEN on its own connection). */
+  watchChanges(): Promise<void>;
   migrate(): Promise<void>;
   close(): Promise<void>;
   /**
@@ -346,7 +355,7 @@ export interface ThrottleState {
 /** The store's reads and writes, bound to one transaction. */
 export type StoreTransaction = Omit<
   Store,
-  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock'
+  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock' | 'changes' | 'watchChanges'
 >;
 
 /** A new connected account that has no credentials yet. */
