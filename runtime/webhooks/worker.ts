@@ -16,7 +16,7 @@ import { send } from '../upstream/http.ts';
 import { webhookHostsFor } from './targets.ts';
 
 /** A claimed delivery is not taken by another instance for this long (longer than one attempt may take). */
-const LEASE_MS = 60_000;
+const LEASE_MS = 30_000;
 const RETRY_WINDOW_MS = 24 * 3_600_000;
 const MAX_DELAY_MS = 3_600_000;
 const BATCH = 20;
