@@ -1,4 +1,5 @@
 import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
+import { updateAccountWithEvent } from '../webhooks/events.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -377,11 +378,12 @@ export class AccountService {
     if (current.version !== seen.version && (reason === 'unauthorized' || !this.needsRefresh(current))) return current;
     const secrets = this.openSecrets(current);
     if (!secrets.refresh_token) {
-      const expired = await this.store.updateAccount(
-        current.id,
+      const expired = await updateAccountWithEvent(
+        this.store,
+        current,
+        resolved.connection,
         { status: 'EXPIRED', lastError: 'The access token expired and the provider issued no refresh token' },
-        Date.now(),
-        current.version,
+        { expectedVersion: current.version },
       );
       throw notActiveError(expired ?? current);
     }
@@ -450,11 +452,12 @@ export class AccountService {
         if (again && again.version !== current.version) return again;
         this.metrics?.tokenRefresh(resolved.connector.name, 'expired');
         const message = `The provider refused the refresh token (${e.message})`;
-        const expired = await this.store.updateAccount(
-          current.id,
+        const expired = await updateAccountWithEvent(
+          this.store,
+          current,
+          resolved.connection,
           { status: 'EXPIRED', lastError: message },
-          Date.now(),
-          current.version,
+          { expectedVersion: current.version },
         );
         this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
         throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });

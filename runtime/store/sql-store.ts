@@ -2,6 +2,7 @@ import { sql, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import type { ChangeFeed, ChangedTable } from './changes.ts';
 import { decodeCursor } from './cursor.ts';
 import { migrate } from './migrate.ts';
+import { newId } from '../ids.ts';
 import { prepare } from './prepared.ts';
 import {
   escapeLike,
@@ -18,6 +19,8 @@ import {
   toMcpUrl,
   toState,
   toVerification,
+  toWebhookDelivery,
+  toWebhookEndpoint,
 } from './rows.ts';
 import type { Database } from './schema.ts';
 import type {
@@ -41,6 +44,9 @@ import type {
   Store,
   StoreTransaction,
   ThrottleState,
+  WebhookAttemptResult,
+  WebhookEndpoint,
+  WebhookEvent,
 } from './types.ts';
 
 export type Db = Kysely<Database>;
@@ -843,6 +849,167 @@ export class SqlStore implements Store {
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
       .execute();
   }
+  async createWebhookEndpoint(e: WebhookEndpoint) {
+    await this.db
+      .insertInto('webhook_endpoints')
+      .values({
+        id: e.id,
+        url: e.url,
+        events: JSON.stringify(e.events),
+        secret_sealed: e.secretSealed,
+        created_at: e.createdAt,
+        updated_at: e.updatedAt,
+      })
+      .execute();
+  }
+  async getWebhookEndpoint(id: string) {
+    const r = await this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toWebhookEndpoint(r) : undefined;
+  }
+  async listWebhookEndpoints() {
+    const rows = await this.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toWebhookEndpoint);
+  }
+  async updateWebhookEndpoint(
+    id: string,
+    patch: { url?: string; events?: string[]; secretSealed?: string },
+    at: number,
+  ) {
+    const r = await this.db
+      .updateTable('webhook_endpoints')
+      .set({
+        url: patch.url,
+        events: patch.events === undefined ? undefined : JSON.stringify(patch.events),
+        secret_sealed: patch.secretSealed,
+        updated_at: at,
+      })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toWebhookEndpoint(r) : undefined;
+  }
+  async deleteWebhookEndpoint(id: string) {
+    const r = await this.db.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst();
+    return r.numDeletedRows === 1n;
+  }
+  async addWebhookEvent(e: WebhookEvent) {
+    await this.db
+      .insertInto('webhook_outbox')
+      .values({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })
+      .execute();
+  }
+  async fanOutWebhookEvents(limit: number, now: number) {
+    return inTransaction(this.db, async (db) => {
+      let q = db.selectFrom('webhook_outbox').selectAll().orderBy('created_at').orderBy('id').limit(limit);
+      if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
+      const events = await q.execute();
+      if (!events.length) return 0;
+      const endpoints = (await db.selectFrom('webhook_endpoints').selectAll().execute()).map(toWebhookEndpoint);
+      const rows = events.flatMap((ev) =>
+        endpoints
+          .filter((ep) => ep.events.includes(ev.type))
+          .map((ep) => ({
+            id: newId('whd'),
+            endpoint_id: ep.id,
+            event_id: ev.id,
+            event_type: ev.type,
+            payload: ev.payload,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: now,
+            last_status: null,
+            last_error: null,
+            last_latency_ms: null,
+            created_at: Number(ev.created_at),
+            updated_at: now,
+            delivered_at: null,
+          })),
+      );
+      if (rows.length) {
+        await db
+          .insertInto('webhook_deliveries')
+          .values(rows)
+          .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
+          .execute();
+      }
+      await db
+        .deleteFrom('webhook_outbox')
+        .where(
+          'id',
+          'in',
+          events.map((e) => e.id),
+        )
+        .execute();
+      return events.length;
+    });
+  }
+  async claimWebhookDeliveries(now: number, leaseMs: number, limit: number) {
+    return inTransaction(this.db, async (db) => {
+      let q = db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', now)
+        .orderBy('next_attempt_at')
+        .limit(limit);
+      if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
+      const ids = (await q.execute()).map((r) => r.id);
+      if (!ids.length) return [];
+      const rows = await db
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: now + leaseMs, updated_at: now }))
+        .where('id', 'in', ids)
+        .returningAll()
+        .execute();
+      return rows.map(toWebhookDelivery);
+    });
+  }
+  async finishWebhookAttempt(id: string, result: WebhookAttemptResult, at: number) {
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: result.status,
+        next_attempt_at: result.nextAttemptAt,
+        last_status: result.lastStatus,
+        last_error: result.lastError,
+        last_latency_ms: result.lastLatencyMs,
+        updated_at: at,
+        ...(result.status === 'succeeded' ? { delivered_at: at } : {}),
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+  async getWebhookDelivery(id: string) {
+    const r = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toWebhookDelivery(r) : undefined;
+  }
+  async listWebhookDeliveries(endpointId: string, limit: number, before?: { createdAt: number; id: string }) {
+    let q = this.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
+    if (before) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', before.createdAt),
+          eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)]),
+        ]),
+      );
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toWebhookDelivery);
+  }
+  async redeliverWebhook(id: string, now: number) {
+    const r = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toWebhookDelivery(r) : undefined;
+  }
 
   async listSealed(): Promise<SealedCell[]> {
     const out: SealedCell[] = [];
@@ -865,7 +1032,9 @@ export class SqlStore implements Store {
       UPDATE ${sql.table(cell.table)} SET ${sql.ref(cell.column)} = ${cell.value}
       WHERE ${sql.ref(idCol)} = ${cell.id} AND ${sql.ref(cell.column)} = ${previous}
     `.execute(this.db);
-    if (r.numAffectedRows === 1n && cell.table !== 'oauth_states') this.changed(cell.table, cell.id);
+    if (r.numAffectedRows === 1n && cell.table !== 'oauth_states' && cell.table !== 'webhook_endpoints') {
+      this.changed(cell.table, cell.id);
+    }
     return r.numAffectedRows === 1n;
   }
 }
