@@ -136,6 +136,34 @@ export const endpoints = {
     auth: 'none',
     responses: { '200': ok('Healthy', S.health), '500': internal },
   },
+  ready: {
+    method: 'GET',
+    path: '/ready',
+    summary: 'Readiness: 200 once the store answers and its migrations ran; 503 before, and while draining',
+    description:
+      'For a load balancer or an orchestrator: send traffic only while this answers 200. After SIGTERM it answers 503 ' +
+      '(`status: draining`) while in-flight requests finish.',
+    auth: 'none',
+    responses: {
+      '200': ok('Ready', S.readiness),
+      '503': ok('Not ready: starting, the store does not answer, or draining', S.readiness),
+      '500': internal,
+    },
+  },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics: requests, tool executions, upstream latency, token refreshes, accounts, webhooks',
+    description:
+      'The Prometheus text format. Open unless METRICS_TOKEN is set; then it needs `Authorization: Bearer <METRICS_TOKEN>` ' +
+      '(its own token, not a service token).',
+    auth: 'none',
+    responses: {
+      '200': { description: 'The metrics', content: { 'text/plain': { type: 'string' } } },
+      '401': error('METRICS_TOKEN is set and the request does not carry it'),
+      '500': internal,
+    },
+  },
   issueToken: {
     method: 'POST',
     path: '/oauth/token',
@@ -179,16 +207,111 @@ export const endpoints = {
   listTools: {
     method: 'GET',
     path: '/v1/tools',
-    summary: 'Tools with their input JSON Schemas',
+    summary: 'Tools with their input JSON Schemas, or as LLM tool definitions (OpenAI, Anthropic, Gemini, MCP)',
+    description:
+      'Without `format`, each tool with its JSON Schema and metadata. With `format`, the tools in that vendor’s own ' +
+      'tool-definition shape, ready to hand to its SDK as they are: `openai` (Chat Completions function tools; ' +
+      '`api=responses` for the Responses API’s flat shape), `openai-strict` (or `format=openai&strict=true`: strict ' +
+      'mode, every property required, optional ones nullable), `anthropic` (`name`, `description`, `input_schema`), ' +
+      '`gemini` (one Tool with `functionDeclarations`, in Gemini’s OpenAPI subset), `mcp` (MCP `Tool` objects). ' +
+      'Filters combine: `connector`, `names` (exact tool names), `connection_names` (the tools of those connections’ ' +
+      'connectors) and `identifier` (only tools whose connection has an ACTIVE account for that end user). ' +
+      'Send a model’s arguments back with `POST /v1/tools/execute` and the same `input_format`.',
     auth: 'bearer',
     noun: 'query',
     query: {
       type: 'object',
-      properties: { connector: { type: 'string', description: "Only this connector's tools" } },
+      properties: {
+        connector: { type: 'string', description: "Only this connector's tools" },
+        format: {
+          enum: [...S.LLM_TOOL_FORMATS, ''],
+          description: 'The LLM vendor shape to answer in; left out, the service’s own tool view',
+          'x-message': `must be one of: ${S.LLM_TOOL_FORMATS.join(', ')}`,
+        },
+        strict: {
+          type: 'boolean',
+          description: 'With format=openai: strict mode (the same as format=openai-strict)',
+          'x-message': 'must be true or false',
+        },
+        api: {
+          enum: ['chat', 'responses', ''],
+          description: 'With an OpenAI format: the Chat Completions shape (default) or the Responses API’s',
+          'x-message': 'must be one of: chat, responses',
+        },
+        names: {
+          type: 'string',
+          description: 'Only these tools: a comma-separated list of tool names (an unknown one is a 400)',
+        },
+        connection_names: {
+          type: 'string',
+          description: "Only the tools of these connections' connectors: a comma-separated list of connection names",
+        },
+        identifier: {
+          type: 'string',
+          description: 'Only the tools whose connection has an ACTIVE connected account for this end user',
+        },
+      },
     },
     responses: {
-      '200': ok('Tools', object({ tools: { type: 'array', items: S.tool }, count: { type: 'integer' } })),
-      '400': error('Unknown connector, or a parameter given twice'),
+      '200': ok('Tools', {
+        anyOf: [
+          object({ tools: { type: 'array', items: S.tool }, count: { type: 'integer' } }),
+          S.llmToolList(
+            { enum: ['openai', 'openai-strict'] },
+            S.openaiTool,
+            'format=openai or openai-strict: OpenAI Chat Completions function tools',
+            { api: { const: 'chat' } },
+          ),
+          S.llmToolList(
+            { enum: ['openai', 'openai-strict'] },
+            S.openaiResponsesTool,
+            'format=openai or openai-strict with api=responses: OpenAI Responses API function tools',
+            { api: { const: 'responses' } },
+          ),
+          S.llmToolList({ const: 'anthropic' }, S.anthropicTool, 'format=anthropic: Anthropic tools'),
+          S.llmToolList(
+            { const: 'gemini' },
+            S.geminiTool,
+            'format=gemini: one Gemini Tool with every function declaration (none when no tool is left)',
+          ),
+          S.llmToolList({ const: 'mcp' }, S.mcpTool, 'format=mcp: MCP Tool objects'),
+        ],
+      }),
+      '400': error(
+        'An unknown connector, tool name or connection name (with suggestions), a bad format, or a parameter given twice',
+      ),
+      ...bearer,
+    },
+  },
+  searchTools: {
+    method: 'GET',
+    path: '/v1/tools/search',
+    summary: 'The tools that fit a task described in plain words, best first',
+    description:
+      'Ranks every tool by relevance to a task such as “reply to the customer’s ticket saying we fixed it”: ' +
+      'BM25+ with field boosts, prefix and fuzzy matching over each tool’s name, title, description, parameters, ' +
+      'connector and keywords. Fewer than `limit` tools come back when fewer match at all.',
+    auth: 'bearer',
+    noun: 'search',
+    query: {
+      type: 'object',
+      required: ['q'],
+      properties: {
+        q: S.requiredText({ description: 'The task, in natural language' }),
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 5,
+          description: 'At most this many tools (all tools when it is more than there are)',
+          'x-message': 'must be an integer from 1 to 1000',
+        },
+        connector: { type: 'string', description: "Only this connector's tools" },
+      },
+    },
+    responses: {
+      '200': ok('Matching tools, best first', object({ tools: { type: 'array', items: S.toolSearchHit } })),
+      '400': error('An empty query, a bad limit, an unknown connector, or a parameter given twice'),
       ...bearer,
     },
   },
@@ -205,7 +328,9 @@ export const endpoints = {
     path: '/v1/tools/execute',
     summary: 'Execute a named tool for a connected account',
     description:
-      'The account is given by `connected_account_id`, or by `connection_name` and `identifier`. With `dry_run`, ' +
+      'The account is given by `connected_account_id`, or by `connection_name` and `identifier`, or by `identifier` ' +
+      'alone: the account of that end user on the connection of the tool’s connector (if several connections ' +
+      'qualify, the one with an ACTIVE account; still several: 400, give `connection_name`). With `dry_run`, ' +
       'nothing is sent: `data.requests` holds the upstream requests the tool would send, credentials redacted. ' +
       "A provider's refusal keeps the provider's status, with `code: provider_error` and the header `x-error-source: provider`.",
     auth: 'bearer',
@@ -220,6 +345,14 @@ export const endpoints = {
           connection_name: S.orNull({ type: 'string', maxLength: 200 }),
           identifier: S.orNull({ type: 'string', maxLength: 255 }),
           dry_run: S.orNull({ type: 'boolean', default: false }),
+          input_format: {
+            enum: [...S.LLM_TOOL_FORMATS, null],
+            description:
+              'The tool format the model was given (`GET /v1/tools?format=`), to read its arguments back: ' +
+              '`openai-strict` drops the nulls strict mode sends for optional fields and parses objects sent as ' +
+              'JSON text; `gemini` also restores renamed parameters. The result is then validated as any input.',
+            'x-message': `must be one of: ${S.LLM_TOOL_FORMATS.join(', ')}`,
+          },
         },
         ['tool_name'],
       ),
@@ -398,6 +531,12 @@ export const endpoints = {
             maxLength: 2048,
             description: "Where the user lands after authorizing; its origin must be the service's or allowed",
           }),
+          user_verify_url: S.orNull({
+            type: 'string',
+            maxLength: 2048,
+            description:
+              "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+          }),
         },
         ['connection_name', 'identifier'],
       ),
@@ -411,6 +550,27 @@ export const endpoints = {
       '404': connectionNotFound,
       '409': error('The OAuth connection has no client_id and client_secret yet'),
       '502': error("The MCP server's authorization server could not be discovered"),
+      ...bearer,
+    },
+  },
+  verifyConnectedAccountUser: {
+    method: 'POST',
+    path: '/v1/connected-accounts/verify',
+    summary: 'Confirm the user of an authorization started with a user_verify_url: the account becomes ACTIVE',
+    description:
+      "Send the `auth_request_id` your user_verify_url received and the identifier of the user signed in to your application. The request is single-use: an unknown, expired or used one is refused, and so is an identifier other than the account's (which also discards that authorization).",
+    auth: 'bearer',
+    noun: 'verification',
+    body: {
+      required: true,
+      schema: object({ auth_request_id: S.requiredText(), identifier: S.identifier }),
+    },
+    responses: {
+      '200': ok('Verified: the account is ACTIVE', S.accountEnvelope),
+      ...bodyErrors,
+      '403': error("The identifier is not the account's; the authorization is discarded"),
+      '404': error('No pending verification with this auth_request_id (unknown, expired or used)'),
+      '409': error('The account no longer waits for a verification'),
       ...bearer,
     },
   },
@@ -736,10 +896,11 @@ export const endpoints = {
     responses: {
       '200': html('Account connected'),
       '302': {
-        description: "To the link's redirect_url, with status, connected_account_id and identifier",
+        description:
+          "To the link's user_verify_url with auth_request_id, or else to its redirect_url, with status, connected_account_id and identifier",
         headers: { location: { description: 'The redirect URL', schema: text } },
       },
-      '4XX': pageOrError('A forged, expired or replayed state, or the provider refused'),
+      '4XX': pageOrError('A forged, expired or replayed state, a link already used, or the provider refused'),
       '5XX': pageOrError('The code exchange failed'),
     },
   },

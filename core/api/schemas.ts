@@ -8,7 +8,7 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
@@ -135,15 +135,25 @@ export const serviceIndex: JsonSchema = {
     links: {
       type: 'object',
       description: 'Absolute URLs',
-      required: ['health', 'openapi', 'docs', 'dashboard'],
+      required: ['health', 'ready', 'openapi', 'docs', 'dashboard'],
       additionalProperties: false,
       properties: {
         health: { ...str, description: 'Liveness' },
+        ready: { ...str, description: 'Readiness (503 while starting or draining)' },
         openapi: { ...str, description: 'The OpenAPI 3.1 document of the HTTP API' },
         docs: { ...str, description: 'The generated documentation of every connector and tool' },
         dashboard: { ...str, description: 'The dashboard, for people' },
       },
     },
+  },
+};
+
+export const readiness: JsonSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: {
+    status: { enum: ['ready', 'starting', 'store_unavailable', 'draining'] },
   },
 };
 
@@ -423,6 +433,120 @@ export const apiCredential: JsonSchema = {
   },
 };
 
+/**
+ * The tool formats `GET /v1/tools?format=` answers, one per LLM vendor's own tool-definition shape
+ * (runtime/tools/llm-formats.ts builds them and documents each vendor's rules).
+ */
+export const LLM_TOOL_FORMATS = ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp'] as const;
+
+const toolName = { type: 'string', description: 'The tool name, as in `POST /v1/tools/execute`' } as const;
+const parametersSchema = { type: 'object', description: "The tool's input as the vendor's dialect of JSON Schema" };
+
+/** OpenAI Chat Completions: an entry of `tools`. */
+export const openaiTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'function'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name', 'description', 'parameters'],
+      additionalProperties: false,
+      properties: {
+        name: toolName,
+        description: str,
+        parameters: parametersSchema,
+        strict: { type: 'boolean', description: 'Present (true) in strict mode (structured outputs)' },
+      },
+    },
+  },
+};
+
+/** OpenAI Responses API: an entry of `tools` (the function's fields flat). */
+export const openaiResponsesTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'name', 'description', 'parameters', 'strict'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    name: toolName,
+    description: str,
+    parameters: parametersSchema,
+    strict: { type: 'boolean' },
+  },
+};
+
+/** Anthropic Messages API: an entry of `tools`. */
+export const anthropicTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'description', 'input_schema'],
+  additionalProperties: false,
+  properties: { name: toolName, description: str, input_schema: parametersSchema },
+};
+
+/** Gemini: a `Tool` holding `functionDeclarations` (its `parameters` is the API's OpenAPI-subset Schema). */
+export const geminiTool: JsonSchema = {
+  type: 'object',
+  required: ['functionDeclarations'],
+  additionalProperties: false,
+  properties: {
+    functionDeclarations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'description'],
+        additionalProperties: false,
+        properties: {
+          name: toolName,
+          description: str,
+          parameters: { type: 'object', description: 'Left out for a function without parameters' },
+        },
+      },
+    },
+  },
+};
+
+/** MCP: a `Tool` of a `tools/list` result. */
+export const mcpTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'title', 'description', 'inputSchema'],
+  additionalProperties: false,
+  properties: { name: toolName, title: str, description: str, inputSchema: parametersSchema },
+};
+
+/** `GET /v1/tools?format=…`: `tools` goes to the vendor's SDK as it is. */
+export const llmToolList = (
+  format: JsonSchema,
+  items: JsonSchema,
+  description: string,
+  extra: Record<string, JsonSchema> = {},
+): JsonSchema => ({
+  type: 'object',
+  required: ['format', ...Object.keys(extra), 'tools', 'count'],
+  additionalProperties: false,
+  description,
+  properties: {
+    format,
+    ...extra,
+    tools: { type: 'array', items },
+    count: { type: 'integer', description: 'How many tools (functions) the list holds' },
+  },
+});
+
+export const toolSearchHit: JsonSchema = {
+  type: 'object',
+  required: ['name', 'connector', 'title', 'description', 'score'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    connector: str,
+    title: str,
+    description: str,
+    score: { type: 'number', description: 'Relevance (BM25+ with field boosts); higher is better' },
+  },
+};
+
 export const MCP_MODES = ['tools', 'search'] as const;
 
 const mcpMode: JsonSchema = {
@@ -551,4 +675,10 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   McpServerUpdate: mcpServerUpdate,
   McpUrl: mcpUrl,
   JsonRpcResponse: jsonRpcResponse,
+  OpenAITool: openaiTool,
+  OpenAIResponsesTool: openaiResponsesTool,
+  AnthropicTool: anthropicTool,
+  GeminiTool: geminiTool,
+  McpTool: mcpTool,
+  ToolSearchHit: toolSearchHit,
 };

@@ -221,6 +221,12 @@ const schema14 = {
     connection_name: { type: ['string', 'null'], maxLength: 200 },
     identifier: { type: ['string', 'null'], maxLength: 255 },
     dry_run: { type: ['boolean', 'null'], default: false },
+    input_format: {
+      enum: ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp', null],
+      description:
+        'The tool format the model was given (`GET /v1/tools?format=`), to read its arguments back: `openai-strict` drops the nulls strict mode sends for optional fields and parses objects sent as JSON text; `gemini` also restores renamed parameters. The result is then validated as any input.',
+      'x-message': 'must be one of: openai, openai-strict, anthropic, gemini, mcp',
+    },
   },
 };
 const func54 = func54_module.default ?? func54_module;
@@ -249,7 +255,8 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'connected_account_id' ||
         key0 === 'connection_name' ||
         key0 === 'identifier' ||
-        key0 === 'dry_run'
+        key0 === 'dry_run' ||
+        key0 === 'input_format'
       )) {
         const err1 = {
           instancePath,
@@ -444,12 +451,36 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.input_format !== undefined && func0.call(data, 'input_format')) {
+      let data6 = data.input_format;
+      if (!(
+        data6 === 'openai' ||
+        data6 === 'openai-strict' ||
+        data6 === 'anthropic' ||
+        data6 === 'gemini' ||
+        data6 === 'mcp' ||
+        data6 === null
+      )) {
+        const err13 = {
+          instancePath: instancePath + '/input_format',
+          schemaPath: '#/properties/input_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.input_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err14];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -1868,6 +1899,12 @@ const schema22 = {
       maxLength: 2048,
       description: "Where the user lands after authorizing; its origin must be the service's or allowed",
     },
+    user_verify_url: {
+      type: ['string', 'null'],
+      maxLength: 2048,
+      description:
+        "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+    },
   },
 };
 function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -1903,7 +1940,12 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_name' || key0 === 'identifier' || key0 === 'redirect_url')) {
+      if (!(
+        key0 === 'connection_name' ||
+        key0 === 'identifier' ||
+        key0 === 'redirect_url' ||
+        key0 === 'user_verify_url'
+      )) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2043,31 +2085,79 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.user_verify_url !== undefined && func0.call(data, 'user_verify_url')) {
+      let data3 = data.user_verify_url;
+      if (typeof data3 !== 'string' && data3 !== null) {
+        const err11 = {
+          instancePath: instancePath + '/user_verify_url',
+          schemaPath: '#/properties/user_verify_url/type',
+          keyword: 'type',
+          params: { type: schema22.properties.user_verify_url.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (typeof data3 === 'string') {
+        if (func54(data3) > 2048) {
+          const err12 = {
+            instancePath: instancePath + '/user_verify_url',
+            schemaPath: '#/properties/user_verify_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
   validate21.errors = vErrors;
   return errors === 0;
 }
-export const getConnectedAccount_params = validate22;
+export const verifyConnectedAccountUser_body = validate22;
 const schema23 = {
   type: 'object',
-  required: ['id'],
+  required: ['auth_request_id', 'identifier'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The connected account's id" } },
+  properties: {
+    auth_request_id: { type: 'string', minLength: 1 },
+    identifier: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$',
+      description: "The end user's identifier in the client application (any text, 1-255 characters)",
+      'x-message': 'must be 1-255 characters of well-formed text without control characters',
+    },
+  },
 };
 function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+    if (data.auth_request_id === undefined || !func0.call(data, 'auth_request_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'auth_request_id' },
+      };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -2075,29 +2165,27 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.identifier === undefined || !func0.call(data, 'identifier')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'identifier' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
+      if (!(key0 === 'auth_request_id' || key0 === 'identifier')) {
+        const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
         };
         if (vErrors === null) {
           vErrors = [err2];
@@ -2107,19 +2195,111 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.auth_request_id !== undefined && func0.call(data, 'auth_request_id')) {
+      let data0 = data.auth_request_id;
+      if (typeof data0 === 'string') {
+        if (func54(data0) < 1) {
+          const err3 = {
+            instancePath: instancePath + '/auth_request_id',
+            schemaPath: '#/properties/auth_request_id/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      } else {
+        const err4 = {
+          instancePath: instancePath + '/auth_request_id',
+          schemaPath: '#/properties/auth_request_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data1 = data.identifier;
+      if (typeof data1 === 'string') {
+        if (func54(data1) > 255) {
+          const err5 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 255 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+        if (func54(data1) < 1) {
+          const err6 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (!pattern1.test(data1)) {
+          const err7 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/identifier',
+          schemaPath: '#/properties/identifier/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err3];
+      vErrors = [err9];
     } else {
-      vErrors.push(err3);
+      vErrors.push(err9);
     }
     errors++;
   }
   validate22.errors = vErrors;
   return errors === 0;
 }
-export const disconnectConnectedAccount_params = validate23;
+export const getConnectedAccount_params = validate23;
 const schema24 = {
   type: 'object',
   required: ['id'],
@@ -2183,7 +2363,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
   validate23.errors = vErrors;
   return errors === 0;
 }
-export const deleteConnectedAccount_params = validate24;
+export const disconnectConnectedAccount_params = validate24;
 const schema25 = {
   type: 'object',
   required: ['id'],
@@ -2247,86 +2427,14 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   validate24.errors = vErrors;
   return errors === 0;
 }
-export const createApiCredential_body = validate25;
+export const deleteConnectedAccount_params = validate25;
 const schema26 = {
-  type: 'object',
-  required: [],
-  additionalProperties: false,
-  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
-};
-function validate25(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name')) {
-        const err0 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err0];
-        } else {
-          vErrors.push(err0);
-        }
-        errors++;
-      }
-    }
-    if (data.name !== undefined && func0.call(data, 'name')) {
-      let data0 = data.name;
-      if (typeof data0 !== 'string' && data0 !== null) {
-        const err1 = {
-          instancePath: instancePath + '/name',
-          schemaPath: '#/properties/name/type',
-          keyword: 'type',
-          params: { type: schema26.properties.name.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-      if (typeof data0 === 'string') {
-        if (func54(data0) > 200) {
-          const err2 = {
-            instancePath: instancePath + '/name',
-            schemaPath: '#/properties/name/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 200 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
-  validate25.errors = vErrors;
-  return errors === 0;
-}
-export const revokeApiCredential_params = validate26;
-const schema27 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The credential's id" } },
+  properties: { id: { type: 'string', description: "The connected account's id" } },
 };
-function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate25(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2380,11 +2488,147 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
+  validate25.errors = vErrors;
+  return errors === 0;
+}
+export const createApiCredential_body = validate26;
+const schema27 = {
+  type: 'object',
+  required: [],
+  additionalProperties: false,
+  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
+};
+function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'name')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.name !== undefined && func0.call(data, 'name')) {
+      let data0 = data.name;
+      if (typeof data0 !== 'string' && data0 !== null) {
+        const err1 = {
+          instancePath: instancePath + '/name',
+          schemaPath: '#/properties/name/type',
+          keyword: 'type',
+          params: { type: schema27.properties.name.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (typeof data0 === 'string') {
+        if (func54(data0) > 200) {
+          const err2 = {
+            instancePath: instancePath + '/name',
+            schemaPath: '#/properties/name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
   validate26.errors = vErrors;
   return errors === 0;
 }
-export const createMcpServer_body = validate27;
+export const revokeApiCredential_params = validate27;
 const schema28 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The credential's id" } },
+};
+function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate27.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpServer_body = validate28;
+const schema29 = {
   type: 'object',
   required: ['name'],
   additionalProperties: false,
@@ -2415,7 +2659,7 @@ const schema28 = {
     },
   },
 };
-function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2483,7 +2727,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema28.properties.mode.enum },
+          params: { allowedValues: schema29.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2500,7 +2744,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema28.properties.tools.type },
+          params: { type: schema29.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2580,7 +2824,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema28.properties.connections.type },
+          params: { type: schema29.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2662,17 +2906,17 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate27.errors = vErrors;
+  validate28.errors = vErrors;
   return errors === 0;
 }
-export const getMcpServer_params = validate28;
-const schema29 = {
+export const getMcpServer_params = validate29;
+const schema30 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The MCP server's id" } },
 };
-function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2726,11 +2970,11 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate28.errors = vErrors;
+  validate29.errors = vErrors;
   return errors === 0;
 }
-export const updateMcpServer_body = validate29;
-const schema30 = {
+export const updateMcpServer_body = validate30;
+const schema31 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -2759,7 +3003,7 @@ const schema30 = {
     },
   },
 };
-function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2786,7 +3030,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/name',
           schemaPath: '#/properties/name/type',
           keyword: 'type',
-          params: { type: schema30.properties.name.type },
+          params: { type: schema31.properties.name.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -2819,7 +3063,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema30.properties.mode.enum },
+          params: { allowedValues: schema31.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -2836,7 +3080,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema30.properties.tools.type },
+          params: { type: schema31.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2916,7 +3160,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema30.properties.connections.type },
+          params: { type: schema31.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2998,74 +3242,10 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate29.errors = vErrors;
-  return errors === 0;
-}
-export const updateMcpServer_params = validate30;
-const schema31 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate30.errors = vErrors;
   return errors === 0;
 }
-export const deleteMcpServer_params = validate31;
+export const updateMcpServer_params = validate31;
 const schema32 = {
   type: 'object',
   required: ['id'],
@@ -3129,8 +3309,72 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
   validate31.errors = vErrors;
   return errors === 0;
 }
-export const createMcpUrl_body = validate32;
+export const deleteMcpServer_params = validate32;
 const schema33 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
+};
+function validate32(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate32.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpUrl_body = validate33;
+const schema34 = {
   type: 'object',
   required: ['identifier'],
   additionalProperties: false,
@@ -3153,7 +3397,7 @@ const schema33 = {
     },
   },
 };
-function validate32(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3254,7 +3498,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/expires_in',
           schemaPath: '#/properties/expires_in/type',
           keyword: 'type',
-          params: { type: schema33.properties.expires_in.type },
+          params: { type: schema34.properties.expires_in.type },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3303,74 +3547,10 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate32.errors = vErrors;
-  return errors === 0;
-}
-export const createMcpUrl_params = validate33;
-const schema34 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate33.errors = vErrors;
   return errors === 0;
 }
-export const listMcpUrls_params = validate34;
+export const createMcpUrl_params = validate34;
 const schema35 = {
   type: 'object',
   required: ['id'],
@@ -3434,14 +3614,78 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
   validate34.errors = vErrors;
   return errors === 0;
 }
-export const revokeMcpUrl_params = validate35;
+export const listMcpUrls_params = validate35;
 const schema36 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
+};
+function validate35(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate35.errors = vErrors;
+  return errors === 0;
+}
+export const revokeMcpUrl_params = validate36;
+const schema37 = {
   type: 'object',
   required: ['id', 'url_id'],
   additionalProperties: false,
   properties: { id: { type: 'string' }, url_id: { type: 'string', description: "The URL's id" } },
 };
-function validate35(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3525,74 +3769,10 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate35.errors = vErrors;
-  return errors === 0;
-}
-export const mcpServerPost_params = validate36;
-const schema37 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate36.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerGet_params = validate37;
+export const mcpServerPost_params = validate37;
 const schema38 = {
   type: 'object',
   required: ['id'],
@@ -3656,7 +3836,7 @@ function validate37(data, { instancePath = '', parentData, parentDataProperty, r
   validate37.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerDelete_params = validate38;
+export const mcpServerGet_params = validate38;
 const schema39 = {
   type: 'object',
   required: ['id'],
@@ -3720,24 +3900,19 @@ function validate38(data, { instancePath = '', parentData, parentDataProperty, r
   validate38.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlPost_params = validate39;
+export const mcpServerDelete_params = validate39;
 const schema40 = {
   type: 'object',
-  required: ['token'],
+  required: ['id'],
   additionalProperties: false,
-  properties: { token: { type: 'string', description: "The URL's token" } },
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
 };
 function validate39(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.token === undefined || !func0.call(data, 'token')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'token' },
-      };
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -3746,7 +3921,7 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'token')) {
+      if (!(key0 === 'id')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3761,11 +3936,11 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.token !== undefined && func0.call(data, 'token')) {
-      if (typeof data.token !== 'string') {
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
         const err2 = {
-          instancePath: instancePath + '/token',
-          schemaPath: '#/properties/token/type',
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -3789,12 +3964,12 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
   validate39.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlGet_params = validate40;
+export const mcpUrlPost_params = validate40;
 const schema41 = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
-  properties: { token: { type: 'string' } },
+  properties: { token: { type: 'string', description: "The URL's token" } },
 };
 function validate40(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -3858,7 +4033,7 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
   validate40.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlDelete_params = validate41;
+export const mcpUrlGet_params = validate41;
 const schema42 = {
   type: 'object',
   required: ['token'],
@@ -3927,8 +4102,77 @@ function validate41(data, { instancePath = '', parentData, parentDataProperty, r
   validate41.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate42;
+export const mcpUrlDelete_params = validate42;
 const schema43 = {
+  type: 'object',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string' } },
+};
+function validate42(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token === undefined || !func0.call(data, 'token')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'token' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'token')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      if (typeof data.token !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate42.errors = vErrors;
+  return errors === 0;
+}
+export const proxy_params = validate43;
+const schema44 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -3939,7 +4183,7 @@ const schema43 = {
     },
   },
 };
-function validate42(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3993,79 +4237,10 @@ function validate42(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate42.errors = vErrors;
-  return errors === 0;
-}
-export const oauthAuthorize_params = validate43;
-const schema44 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string' } },
-};
-function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      if (typeof data.connection_id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate43.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate44;
+export const oauthAuthorize_params = validate44;
 const schema45 = {
   type: 'object',
   required: ['connection_id'],
@@ -4132,5 +4307,74 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate44.errors = vErrors;
+  return errors === 0;
+}
+export const oauthCallback_params = validate45;
+const schema46 = {
+  type: 'object',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string' } },
+};
+function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      if (typeof data.connection_id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate45.errors = vErrors;
   return errors === 0;
 }

@@ -17,7 +17,10 @@ import { executeTool } from './execute.ts';
 import { McpEndpoint, methodNotAllowed } from '../mcp/endpoint.ts';
 import { proxyIdentifier } from '../proxy/proxy.ts';
 import { identifier as identifierSchema } from '../../core/api/schemas.ts';
+import { listTools } from './agent-tools.ts';
+import { searchTools } from '../tools/search.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
+import { metricsTokenMatches } from '../metrics.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -106,6 +109,7 @@ export function routeTable(s: Services): RouteTable {
           service: 'agent-connector-service',
           links: {
             health: `${base}/health`,
+            ready: `${base}/ready`,
             openapi: `${base}/openapi.json`,
             docs: `${base}/dashboard/tools`,
             dashboard: `${base}/dashboard`,
@@ -122,6 +126,33 @@ export function routeTable(s: Services): RouteTable {
       res.end(text);
     },
     health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    ready: async ({ res }) => {
+      res.setHeader('cache-control', 'no-store');
+      if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
+      // Migrations ran before the services existed; what can change since is whether the store answers.
+      const reachable = await s.store.getMeta('service_token_key').then(
+        () => true,
+        () => false,
+      );
+      return reachable ? { body: { status: 'ready' } } : { status: 503, body: { status: 'store_unavailable' } };
+    },
+
+    metrics: async ({ req, res }) => {
+      if (
+        s.config.metricsToken !== undefined &&
+        !metricsTokenMatches(req.headers.authorization, s.config.metricsToken)
+      ) {
+        res.setHeader('www-authenticate', 'Bearer realm="metrics"');
+        throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
+      }
+      const text = await s.metrics.registry.metrics();
+      res.writeHead(200, {
+        'content-type': s.metrics.registry.contentType,
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    },
 
     issueToken: async ({ req, res, body }) => {
       res.setHeader('cache-control', 'no-store');
@@ -172,16 +203,14 @@ export function routeTable(s: Services): RouteTable {
       return { body: connectorView(c, true) };
     },
 
-    listTools: async ({ query }) => {
-      const connector = query.connector;
-      if (connector !== undefined && !connectors.has(connector)) {
-        throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
-          { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
-        ]);
-      }
-      const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
-      return { body: { tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length } };
-    },
+    listTools: async ({ query }) => ({
+      body: await listTools(s, query, (t) => toolView(t, connectors.get(t.connector)!)),
+    }),
+    searchTools: async ({ query }) => ({
+      body: {
+        tools: searchTools(query.q, { limit: Math.min(query.limit ?? 5, tools.size), connector: query.connector }),
+      },
+    }),
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
       if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
@@ -260,8 +289,14 @@ export function routeTable(s: Services): RouteTable {
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
+        body.user_verify_url ?? undefined,
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+    },
+    verifyConnectedAccountUser: async ({ body }) => {
+      const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);

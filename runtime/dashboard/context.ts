@@ -86,7 +86,7 @@ export function queryValue(req: Request, name: string): string {
 
 /** The field errors of a validation failure, or undefined for any other error. */
 export function fieldErrorsOf(e: unknown): FieldError[] | undefined {
-  if (e instanceof ServiceError && e.status === 400 && Array.isArray(e.details)) return e.details as FieldError[];
+  if (e instanceof ServiceError && e.status === 400 && Array.isArray(e.details)) return e.details;
   return undefined;
 }
 

@@ -1,6 +1,7 @@
 import type {
   Account,
   AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
@@ -50,7 +51,8 @@ export const toAccount = (r: Row): Account => ({
   id: str(r.id),
   connectionId: str(r.connection_id),
   identifier: str(r.identifier),
-  status: str(r.status) as AccountStatus,
+  // See migration 004: the column keeps PENDING_AUTH while the account waits for its user's verification.
+  status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),
@@ -67,6 +69,16 @@ export const toLink = (r: Row): OAuthLink => ({
   accountId: str(r.account_id),
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
+  userVerifyUrl: strOrNull(r.user_verify_url),
+  openedAt: numOrNull(r.opened_at),
+  usedAt: numOrNull(r.used_at),
+});
+
+export const toVerification = (r: Row): AccountVerification => ({
+  requestHash: str(r.request_hash),
+  accountId: str(r.account_id),
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
 });
 
 export const toState = (r: Row): OAuthState => ({
@@ -77,6 +89,7 @@ export const toState = (r: Row): OAuthState => ({
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
   usedAt: numOrNull(r.used_at),
+  linkHash: strOrNull(r.link_hash),
 });
 
 export const toActivity = (r: Row): ActivityRecord => ({

@@ -16,12 +16,15 @@ import {
   toMcpServer,
   toMcpUrl,
   toState,
+  toVerification,
 } from './rows.ts';
 import type { Database } from './schema.ts';
 import type {
   Account,
   AccountPatch,
   AccountQuery,
+  AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
@@ -112,6 +115,15 @@ const activityRow = (r: ActivityRecord): ActivityRow => ({
   latency_ms: r.latencyMs,
   created_at: r.createdAt,
 });
+
+/**
+ * The status columns of an account: PENDING_VERIFICATION is stored as PENDING_AUTH with the time the wait began
+ * (migration 004), so nothing that reads the status column alone takes such an account for usable.
+ */
+const statusColumns = (status: AccountStatus, at: number) =>
+  status === 'PENDING_VERIFICATION'
+    ? { status: 'PENDING_AUTH', verification_pending_since: at }
+    : { status, verification_pending_since: null };
 
 /** Sealed values live in these (table, column) pairs only; replaceSealed refuses any other. */
 const SEALED_ID_COLUMN = new Map<string, string>([
@@ -319,6 +331,15 @@ export class SqlStore implements Store {
     return Number(r.n);
   }
 
+  async countAccountsByStatus() {
+    const rows = await this.db
+      .selectFrom('connected_accounts')
+      .select((eb) => ['status', eb.fn.countAll().as('n')])
+      .groupBy('status')
+      .execute();
+    return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+  }
+
   async getOrCreateAccount(a: Account) {
     const inserted = await this.db
       .insertInto('connected_accounts')
@@ -326,7 +347,7 @@ export class SqlStore implements Store {
         id: a.id,
         connection_id: a.connectionId,
         identifier: a.identifier,
-        status: a.status,
+        ...statusColumns(a.status, a.createdAt),
         fields: JSON.stringify(a.fields),
         secrets_sealed: a.secretsSealed,
         token_expires_at: a.tokenExpiresAt,
@@ -359,7 +380,8 @@ export class SqlStore implements Store {
     if (q.identifier !== undefined) query = query.where('identifier', '=', q.identifier);
     if (q.identifierContains)
       query = query.where(sql<boolean>`identifier LIKE ${`%${escapeLike(q.identifierContains)}%`} ESCAPE '\\'`);
-    if (q.status) query = query.where('status', '=', q.status);
+    if (q.status === 'PENDING_VERIFICATION') query = query.where('verification_pending_since', 'is not', null);
+    else if (q.status) query = query.where('status', '=', q.status).where('verification_pending_since', 'is', null);
     if (after) {
       query = query.where((eb) =>
         eb.or([
@@ -376,7 +398,7 @@ export class SqlStore implements Store {
       .set((eb) => ({
         version: eb('version', '+', 1),
         updated_at: at,
-        status: patch.status,
+        ...(patch.status === undefined ? {} : statusColumns(patch.status, at)),
         fields: patch.fields === undefined ? undefined : JSON.stringify(patch.fields),
         secrets_sealed: patch.secretsSealed,
         token_expires_at: patch.tokenExpiresAt,
@@ -400,16 +422,47 @@ export class SqlStore implements Store {
   }
 
   async createOAuthLink(l: OAuthLink) {
+    await inTransaction(this.db, async (tx) => {
+      await tx
+        .updateTable('oauth_links')
+        .set({ used_at: l.openedAt ?? Date.now() })
+        .where('account_id', '=', l.accountId)
+        .where('opened_at', 'is not', null)
+        .where('used_at', 'is', null)
+        .execute();
+      await tx
+        .insertInto('oauth_links')
+        .values({
+          token_hash: l.tokenHash,
+          connection_id: l.connectionId,
+          account_id: l.accountId,
+          redirect_url: l.redirectUrl,
+          expires_at: l.expiresAt,
+          user_verify_url: l.userVerifyUrl ?? null,
+          opened_at: l.openedAt ?? null,
+          used_at: l.usedAt ?? null,
+        })
+        .execute();
+    });
+  }
+  async markOAuthLinkOpened(tokenHash: string, at: number) {
     await this.db
-      .insertInto('oauth_links')
-      .values({
-        token_hash: l.tokenHash,
-        connection_id: l.connectionId,
-        account_id: l.accountId,
-        redirect_url: l.redirectUrl,
-        expires_at: l.expiresAt,
-      })
+      .updateTable('oauth_links')
+      .set({ opened_at: at })
+      .where('token_hash', '=', tokenHash)
+      .where('opened_at', 'is', null)
       .execute();
+  }
+  async consumeOAuthLink(tokenHash: string, now: number) {
+    const r = await this.db
+      .updateTable('oauth_links')
+      .set({ used_at: now })
+      .where('token_hash', '=', tokenHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toLink(r) : undefined;
   }
   async getOAuthLink(tokenHash: string, now: number) {
     const r = await this.db
@@ -431,6 +484,7 @@ export class SqlStore implements Store {
         redirect_url: s.redirectUrl,
         expires_at: s.expiresAt,
         used_at: s.usedAt,
+        link_hash: s.linkHash ?? null,
       })
       .execute();
   }
@@ -451,6 +505,35 @@ export class SqlStore implements Store {
       .where('expires_at', '<', now - 86_400_000)
       .execute();
     await this.db.deleteFrom('oauth_links').where('expires_at', '<', now).execute();
+    await this.db.deleteFrom('account_verifications').where('expires_at', '<', now).execute();
+  }
+
+  async createAccountVerification(v: AccountVerification) {
+    await this.db
+      .insertInto('account_verifications')
+      .values({ request_hash: v.requestHash, account_id: v.accountId, expires_at: v.expiresAt, used_at: v.usedAt })
+      .execute();
+  }
+  async getAccountVerification(requestHash: string, now: number) {
+    const r = await this.db
+      .selectFrom('account_verifications')
+      .selectAll()
+      .where('request_hash', '=', requestHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return r ? toVerification(r) : undefined;
+  }
+  async consumeAccountVerification(requestHash: string, now: number) {
+    const r = await this.db
+      .updateTable('account_verifications')
+      .set({ used_at: now })
+      .where('request_hash', '=', requestHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toVerification(r) : undefined;
   }
 
   async recordActivity(records: readonly ActivityRecord[]) {

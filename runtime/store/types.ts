@@ -6,8 +6,14 @@ export class LockTimeout extends Error {
   }
 }
 
-export type AccountStatus = 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
-export const ACCOUNT_STATUSES: readonly AccountStatus[] = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'];
+export type AccountStatus = 'PENDING_AUTH' | 'PENDING_VERIFICATION' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
+export const ACCOUNT_STATUSES: readonly AccountStatus[] = [
+  'PENDING_AUTH',
+  'PENDING_VERIFICATION',
+  'ACTIVE',
+  'EXPIRED',
+  'DISCONNECTED',
+];
 
 export interface ApiCredential {
   id: string;
@@ -67,6 +73,20 @@ export interface OAuthLink {
   accountId: string;
   redirectUrl: string | null;
   expiresAt: number;
+  /** Where the user's browser goes after the provider's callback, to have the client confirm the user. */
+  userVerifyUrl?: string | null;
+  /** When the link was first opened. */
+  openedAt?: number | null;
+  /** When a flow completed through it, or a newer link replaced it after it had been opened: it is spent. */
+  usedAt?: number | null;
+}
+
+/** A pending user verification: the SHA-256 of the auth_request_id given to the user's browser. */
+export interface AccountVerification {
+  requestHash: string;
+  accountId: string;
+  expiresAt: number;
+  usedAt: number | null;
 }
 
 export interface OAuthState {
@@ -77,6 +97,8 @@ export interface OAuthState {
   redirectUrl: string | null;
   expiresAt: number;
   usedAt: number | null;
+  /** The link the flow started from (absent for states made before links were single-use). */
+  linkHash?: string | null;
 }
 
 export interface ActivityRecord {
@@ -223,6 +245,8 @@ export interface Store {
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
   countAccounts(connectionId: string): Promise<number>;
+  /** How many accounts have each status (statuses without accounts are left out). */
+  countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
@@ -239,12 +263,27 @@ export interface Store {
    */
   withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs?: number): Promise<T>;
 
+  /**
+   * Stores a new link; every earlier link of the same account that has been opened but not used is spent at
+   * once (a newer link replaces it), in the same transaction.
+   */
   createOAuthLink(l: OAuthLink): Promise<void>;
+  /** The unexpired link with this hash, used or not. */
   getOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
+  /** Records the first opening of a link. */
+  markOAuthLinkOpened(tokenHash: string, at: number): Promise<void>;
+  /** Spends the link and returns it, only if it exists and is unused and unexpired: one completion per link. */
+  consumeOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
   createOAuthState(s: OAuthState): Promise<void>;
   /** Marks the state used and returns it, only if it exists, is unused and unexpired: single use. */
   consumeOAuthState(stateHash: string, now: number): Promise<OAuthState | undefined>;
   deleteExpiredOAuth(now: number): Promise<void>;
+
+  createAccountVerification(v: AccountVerification): Promise<void>;
+  /** The unexpired, unused verification with this hash. */
+  getAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
+  /** Marks the verification used and returns it, only if it exists, is unused and unexpired: single use. */
+  consumeAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
 
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;

@@ -29,7 +29,7 @@ for (const [path, item] of Object.entries(DOCUMENT.paths))
 // checked against a reference into it.
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('date-time', (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s));
-ajv.addSchema(DOCUMENT as object, 'openapi.json');
+ajv.addSchema(DOCUMENT, 'openapi.json');
 const compiled = new Map<string, ValidateFunction>();
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
@@ -131,6 +131,22 @@ describe('every operation of the OpenAPI document, against the running service',
   it('health and the token endpoint', async () => {
     await call('health', 'GET', '/health', { auth: false });
     await call('health', 'HEAD', '/health', { auth: false });
+    expect(JSON.parse((await call('ready', 'GET', '/ready', { auth: false })).text)).toEqual({ status: 'ready' });
+    await call('metrics', 'GET', '/metrics', { auth: false });
+    h.running.services.config.metricsToken = 'conformance-metrics-token';
+    try {
+      await call('metrics', 'GET', '/metrics', { auth: false });
+    } finally {
+      h.running.services.config.metricsToken = undefined;
+    }
+    // What a draining process answers (SIGTERM sets this; test/e2e/graceful-drain.test.ts sends the signal).
+    h.running.services.lifecycle.draining = true;
+    try {
+      const draining = await call('ready', 'GET', '/ready', { auth: false });
+      expect([draining.status, JSON.parse(draining.text)]).toEqual([503, { status: 'draining' }]);
+    } finally {
+      h.running.services.lifecycle.draining = false;
+    }
     const ok = await call('issueToken', 'POST', '/oauth/token', {
       auth: false,
       body: { client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET },
@@ -157,6 +173,16 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('listTools', 'GET', '/v1/tools?connector=callintel');
     await call('listTools', 'GET', '/v1/tools?connector=nope');
     await call('listTools', 'GET', '/v1/tools?connector=a&connector=b');
+    for (const format of ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp'])
+      await call('listTools', 'GET', `/v1/tools?format=${format}&connector=helpdesk`);
+    await call('listTools', 'GET', '/v1/tools?format=openai&strict=true&api=responses&names=helpdesk_ticket_get');
+    await call('listTools', 'GET', '/v1/tools?format=gemini&identifier=nobody');
+    await call('listTools', 'GET', '/v1/tools?format=claude');
+    await call('listTools', 'GET', '/v1/tools?format=mcp&names=helpdesk_tiket_get');
+    await call('searchTools', 'GET', '/v1/tools/search?q=reply%20to%20a%20ticket&limit=3');
+    await call('searchTools', 'GET', '/v1/tools/search?q=list&connector=mail&limit=1000');
+    await call('searchTools', 'GET', '/v1/tools/search?q=%20');
+    await call('searchTools', 'GET', '/v1/tools/search');
     await call('getTool', 'GET', '/v1/tools/helpdesk_ticket_get');
     await call('getTool', 'GET', '/v1/tools/callintel_calls_list');
     await call('getTool', 'GET', '/v1/tools/nope');
@@ -258,6 +284,35 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('oauthAuthorize', 'GET', `${new URL(link).pathname}?link=a&link=b`, { auth: false });
   });
 
+  it('user verification after OAuth', async () => {
+    const { link } = JSON.parse(
+      (
+        await call('createAuthorizationLink', 'POST', '/v1/connected-accounts/authorization-link', {
+          body: { connection_name: 'mailbox', identifier: 'user-5', user_verify_url: `${h.url}/verify-user` },
+        })
+      ).text,
+    ) as { link: string };
+    const start = await fetch(link, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('fake_user', 'user-5');
+    const consent = await fetch(authorize, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const done = await call('oauthCallback', 'GET', callback.pathname + callback.search, { auth: false });
+    expect(done.status).toBe(302);
+    const authRequestId = new URL(done.headers.get('location')!).searchParams.get('auth_request_id')!;
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'user-5' },
+    });
+    await call('verifyConnectedAccountUser', 'POST', '/v1/connected-accounts/verify', {
+      body: { identifier: 'user-5' },
+    });
+    // The link is spent: opening it again is refused.
+    await call('oauthAuthorize', 'GET', new URL(link).pathname + new URL(link).search, { auth: false });
+  });
+
   it('tool execution: a live call, a dry run, the provider refusing, the service refusing', async () => {
     const body = {
       tool_name: 'prodata_scrape_profile',
@@ -267,6 +322,11 @@ describe('every operation of the OpenAPI document, against the running service',
     };
     await call('executeTool', 'POST', '/v1/tools/execute', { body });
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, dry_run: true } });
+    const { connection_name: _c, ...byIdentifier } = body;
+    await call('executeTool', 'POST', '/v1/tools/execute', {
+      body: { ...byIdentifier, dry_run: true, input_format: 'openai-strict' },
+    });
+    await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, input_format: 'grok' } });
     sentinel.respond = () => ({ status: 404, body: JSON.stringify({ error: 'no such profile' }) });
     try {
       const refused = await call('executeTool', 'POST', '/v1/tools/execute', { body });

@@ -538,6 +538,66 @@ describe('client headers against credentials and forwarding information', () => 
     })();
   });
 
+  // Many servers read `_` as `-` (and ignore case): x_forwarded_for is X-Forwarded-For to them.
+  const UNDERSCORED: Record<string, string> = {
+    x_forwarded_for: '6.6.6.6',
+    X_Forwarded_Host: 'evil.example',
+    x_forwarded_proto: 'http',
+    x_real_ip: '6.6.6.6',
+    proxy_authorization: 'Basic Y2xpZW50OnZhbHVl',
+    Proxy_Connection: 'keep-alive',
+    x_request_id: 'spoofed',
+  };
+  const spellingTally: Tally = { tried: 0, failed: 0 };
+  afterAll(() =>
+    record({
+      category: 'attacks tried',
+      what: 'header spellings (underscores, case) of blocked and credential headers',
+      tried: spellingTally.tried,
+      failed: spellingTally.failed,
+    }),
+  );
+
+  it('drops forwarding and session headers spelled with underscores or in any case', async () => {
+    await tallied(spellingTally, Object.keys(UNDERSCORED).length * 2, async () => {
+      for (const connection of ['desk', 'data']) {
+        const lines = [
+          ...proxyHeaders(connection),
+          ...Object.entries(UNDERSCORED).map(([k, v]) => `${k}: ${v}`),
+          'X_Custom: kept',
+        ];
+        const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', lines));
+        expect(res.status, res.raw.slice(0, 200)).toBe(200);
+        const seen = sentinel.requests.at(-1)!;
+        const names = seen.headers.map(([k]) => k.toLowerCase().replace(/_/g, '-'));
+        for (const name of Object.keys(UNDERSCORED))
+          expect(names, name).not.toContain(name.toLowerCase().replace(/_/g, '-'));
+        expect(JSON.stringify(seen.headers)).not.toContain('6.6.6.6');
+        expect(JSON.stringify(seen.headers)).not.toContain('Y2xpZW50OnZhbHVl');
+        // A header that is neither passes as the client spelled it.
+        expect(seen.headers.filter(([k]) => k === 'x_custom')).toEqual([['x_custom', 'kept']]);
+      }
+    });
+  });
+
+  it("refuses the connector's credential header spelled with underscores, sending nothing", async () => {
+    const lines = [
+      'x_api_key: client-key',
+      'X_API_KEY: client-key',
+      'X_Api-Key: client-key',
+      'x_upstream_authorization: Bearer x',
+    ];
+    await tallied(spellingTally, lines.length, async () => {
+      const before = sentinel.requests.length;
+      for (const line of lines) {
+        const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', [...proxyHeaders('data'), line]));
+        expect(res.status, `${line}: ${res.raw.slice(0, 200)}`).toBe(400);
+        expect(res.body).toContain('credential_header_not_allowed');
+      }
+      expect(sentinel.requests.length).toBe(before);
+    });
+  });
+
   it("refuses a client value for the connector's credential header, in any spelling, sending nothing", async () => {
     await counted('credential headers', async () => {
       const before = sentinel.requests.length;

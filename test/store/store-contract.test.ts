@@ -299,7 +299,7 @@ describe.each(factories)('%s store', (kind, make) => {
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: Buffer) => d.toString().includes('written') && resolve());
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('written') && resolve());
       child.once('exit', (code) => reject(new Error(`child exited (${code}) before writing`)));
     });
     child.kill('SIGKILL');
