@@ -6,6 +6,7 @@
  *   const { link } = await client.getAuthorizationLink({ connectionName: 'mail', identifier: 'user-42' });
  *   const { data } = await client.executeTool({ toolName: 'mail_list_messages', connectionName: 'mail', identifier: 'user-42', toolInput: { $top: 5 } });
  */
+import { Webhook } from 'standardwebhooks';
 import type { ToolInputs, ToolName } from '../../generated/types.ts';
 import type {
   AnthropicTool,
@@ -125,6 +126,12 @@ export interface OpenAIToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
+}
+/** What `handleToolCalls` takes: the SDK's tool calls, whose union also has kinds other than functions. */
+export interface OpenAIToolCallLike {
+  id: string;
+  type: string;
+  function?: { name: string; arguments: string };
 }
 /** What goes back to an OpenAI model for one tool call. */
 export interface OpenAIToolMessage {
@@ -407,15 +414,15 @@ export class AgentConnectorClient {
    * (`{"ok": true, "data": null}` when the provider answered with no content).
    */
   async handleToolCalls(
-    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCall[] | null | undefined },
+    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCallLike[] | null | undefined },
   ): Promise<OpenAIToolMessage[]>;
-  async handleToolCalls(
-    p: HandleToolCallsBase & { content: ReadonlyArray<AnthropicToolUseBlock | { type: string }> },
+  async handleToolCalls<B extends { type: string }>(
+    p: HandleToolCallsBase & { content: readonly B[] },
   ): Promise<AnthropicToolResultBlock[]>;
   async handleToolCalls(
     p: HandleToolCallsBase & {
-      toolCalls?: readonly OpenAIToolCall[] | null;
-      content?: ReadonlyArray<AnthropicToolUseBlock | { type: string }>;
+      toolCalls?: readonly OpenAIToolCallLike[] | null;
+      content?: ReadonlyArray<{ type: string }>;
     },
   ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
     if (typeof p.identifier !== 'string') throw new Error('handleToolCalls: identifier is required');
@@ -429,7 +436,7 @@ export class AgentConnectorClient {
       }));
     }
     if (!Array.isArray(p.content)) throw new Error('handleToolCalls: give toolCalls (OpenAI) or content (Anthropic)');
-    const uses = p.content.filter((b): b is AnthropicToolUseBlock => b.type === 'tool_use');
+    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
     const outcomes = await Promise.all(
       uses.map((b) => this.runToolCall(p, { name: b.name, input: b.input, format: 'anthropic' })),
     );
@@ -488,7 +495,9 @@ export class AgentConnectorClient {
   }
 
   /** Executes a named tool; `toolInput` is typed per tool from the generated types. */
-  async executeTool<N extends ToolName>(p: ExecuteParams<N>): Promise<{ data: unknown; executionId: string }> {
+  async executeTool<N extends ToolName>(
+    p: ExecuteParams<N>,
+  ): Promise<{ data: unknown; executionId: string; warnings?: Array<{ field?: string; message: string }> }> {
     const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
@@ -497,7 +506,7 @@ export class AgentConnectorClient {
         : { connection_name: p.connectionName, identifier: p.identifier }),
       ...(p.dryRun ? { dry_run: true } : {}),
     });
-    return { data: r.data, executionId: r.execution_id };
+    return { data: r.data, executionId: r.execution_id, ...(r.warnings ? { warnings: r.warnings } : {}) };
   }
 
   // Proxy
@@ -565,8 +574,15 @@ export class AgentConnectorClient {
 }
 
 /** An OpenAI tool call's arguments (JSON text) read; OpenAI strict mode's nulls are the service's to map back. */
-function openaiCall(c: OpenAIToolCall): ToolCallRequest {
+function openaiCall(c: OpenAIToolCallLike): ToolCallRequest {
   const name = c?.function?.name ?? '';
+  if (c?.type !== 'function' || !c.function)
+    return {
+      name,
+      input: {},
+      format: 'openai-strict',
+      argumentsError: `Only function tool calls can run here (this one is of type "${String(c?.type)}")`,
+    };
   const raw = c?.function?.arguments;
   if (typeof raw !== 'string') return { name, input: raw ?? {}, format: 'openai-strict' };
   if (!raw.trim()) return { name, input: {}, format: 'openai-strict' };
@@ -595,3 +611,41 @@ function toError(status: number, body: Record<string, unknown> | undefined): Con
     body?.request_id as string | undefined,
   );
 }
+
+/** A webhook event as the service sends it (see POST /v1/webhooks). */
+export interface WebhookEventBody {
+  type: string;
+  timestamp: string;
+  data: {
+    connected_account_id: string;
+    connection_name: string;
+    connector: string;
+    identifier: string;
+    status: string;
+    reason: string | null;
+  };
+}
+
+/**
+ * Verifies a webhook delivery with the endpoint's secret (`whsec_…`), as the Standard Webhooks specification says:
+ * the signature over `webhook-id`, `webhook-timestamp` and the raw body, and a timestamp within five minutes.
+ * Returns the event; throws `WebhookVerificationError` when anything does not match. Pass the body exactly as
+ * received (the raw text, not a re-serialised object).
+ */
+export function verifyWebhook(
+  payload: string | Buffer,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secret: string,
+): WebhookEventBody {
+  const get = (name: string): string => {
+    const v = headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+  };
+  return new Webhook(secret).verify(payload, {
+    'webhook-id': get('webhook-id'),
+    'webhook-timestamp': get('webhook-timestamp'),
+    'webhook-signature': get('webhook-signature'),
+  }) as WebhookEventBody;
+}
+
+export { WebhookVerificationError } from 'standardwebhooks';

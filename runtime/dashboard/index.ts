@@ -120,10 +120,12 @@ export function dashboardRouter(s: Services): Router {
     if (!result.ok) {
       if (result.retryAfterSeconds) {
         res.setHeader('retry-after', String(result.retryAfterSeconds));
-        signInPage(req, res, 429, {
+        signInPage(req, res, result.busy ? 503 : 429, {
           next,
           username,
-          error: `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
+          error: result.busy
+            ? `Too many sign-ins at once. Try again in ${result.retryAfterSeconds} seconds.`
+            : `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
         });
       } else {
         signInPage(req, res, 401, { next, username, error: 'Wrong username or password.' });

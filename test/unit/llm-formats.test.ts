@@ -323,6 +323,18 @@ describe('mapping back', () => {
   });
 });
 
+describe('reading plain OpenAI arguments as strict mode ones (what handleToolCalls does for every OpenAI call)', () => {
+  // A tool call does not say whether the model had the strict or the plain definitions; reading every OpenAI call
+  // the strict way must then change nothing a plain-mode model sends that the tool's schema accepts.
+  it.each(all.map((t) => [t.name, t]))('%s: every example comes back unchanged', (_n, tool) => {
+    for (const example of tool.examples) {
+      const back = inputFromModel(tool, 'openai', JSON.stringify(example.input), { strict: true });
+      expect(back.errors).toEqual([]);
+      expect(back.input).toEqual(example.input);
+    }
+  });
+});
+
 describe('the converter', () => {
   const synthetic = (inputSchema: Node): ToolDefinition =>
     ({ ...tool('helpdesk_ticket_create'), name: 'demo_tool', inputSchema }) as ToolDefinition;
