@@ -109,7 +109,7 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
     };
     let created: McpServerConfig;
     try {
-      const body = checkRequest('createMcpServer', 'body', form) as Operations['createMcpServer']['body'];
+      const body = checkRequest<Operations['createMcpServer']['body']>('createMcpServer', 'body', form);
       created = await servers.create(body);
     } catch (e) {
       const errors = fieldErrorsOf(e);
@@ -195,10 +195,10 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
     );
   };
 
-  r.get('/mcp-servers/:id', async (req, res) => serverPage(req, res, await servers.get(req.params.id!)));
+  r.get('/mcp-servers/:id', async (req, res) => serverPage(req, res, await servers.get(req.params.id)));
 
   r.post('/mcp-servers/:id/urls', async (req, res) => {
-    const m = await servers.get(req.params.id!);
+    const m = await servers.get(req.params.id);
     const form = { identifier: formString(req.body, 'identifier'), days: formString(req.body, 'days').trim() };
     const days = form.days === '' ? undefined : Number(form.days);
     let made;
@@ -206,10 +206,10 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
       if (days !== undefined && !Number.isInteger(days)) {
         throw Object.assign(new Error('days'), { dashboardErrors: [{ field: 'days', message: 'must be whole days' }] });
       }
-      const body = checkRequest('createMcpUrl', 'body', {
+      const body = checkRequest<Operations['createMcpUrl']['body']>('createMcpUrl', 'body', {
         identifier: form.identifier,
         ...(days !== undefined ? { expires_in: days * 86_400 } : {}),
-      }) as Operations['createMcpUrl']['body'];
+      });
       made = await servers.createUrl(m.id, body.identifier, body.expires_in ?? undefined);
     } catch (e) {
       const errors =
@@ -235,7 +235,7 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.get('/mcp-servers/:id/urls/:urlId/revoke', async (req, res) => {
-    const m = await servers.get(req.params.id!);
+    const m = await servers.get(req.params.id);
     const u = (await s.store.listMcpUrls(m.id)).find((x) => x.id === req.params.urlId);
     if (!u || u.revokedAt !== null) {
       return serverPage(
@@ -258,13 +258,13 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/mcp-servers/:id/urls/:urlId/revoke', async (req, res) => {
-    const m = await servers.get(req.params.id!);
-    await servers.revokeUrl(m.id, req.params.urlId!);
+    const m = await servers.get(req.params.id);
+    await servers.revokeUrl(m.id, req.params.urlId);
     res.redirect(303, `${serverPath(m.id)}?done=mcp-url-revoked`);
   });
 
   r.get('/mcp-servers/:id/delete', async (req, res) => {
-    const m = await servers.get(req.params.id!);
+    const m = await servers.get(req.params.id);
     render(ctx, req, res, 'confirm', {
       title: `Delete ${m.name}?`,
       nav: 'mcp',
@@ -276,7 +276,7 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/mcp-servers/:id/delete', async (req, res) => {
-    await servers.delete(req.params.id!);
+    await servers.delete(req.params.id);
     res.redirect(303, `${BASE}/mcp-servers?done=mcp-server-deleted`);
   });
 }

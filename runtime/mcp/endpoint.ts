@@ -135,7 +135,11 @@ export class McpEndpoint {
       return jsonRpcError(res, e.status, -32001, e.message);
     }
     try {
-      await new Promise<void>((resolve, reject) => this.parseJson(req, res, (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        this.parseJson(req, res, (err) =>
+          err ? reject(err instanceof Error ? err : new Error('The request body could not be read')) : resolve(),
+        ),
+      );
     } catch (e) {
       const type = (e as { type?: string }).type;
       if (type === 'entity.too.large')
@@ -264,7 +268,7 @@ export class McpEndpoint {
       return text(`Internal error while running ${e.tool.name}`, true);
     }
     if (err.code === 'invalid_input' && Array.isArray(err.details)) {
-      return text(`Invalid input for ${e.tool.name}: ${fieldList(err.details as FieldError[])}`, true);
+      return text(`Invalid input for ${e.tool.name}: ${fieldList(err.details)}`, true);
     }
     if (NEEDS_CONNECTING.has(err.code)) return this.connectHint(scope, e, err);
     return text(`${err.message} (${err.code})`, true);

@@ -12,7 +12,7 @@ import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { newId, randomSecret } from '../ids.ts';
 import type { Services } from '../services.ts';
-import type { Connection, McpMode, McpServerConfig, McpUrl } from '../store/types.ts';
+import type { Connection, McpServerConfig, McpUrl } from '../store/types.ts';
 import { suggest } from '../tools/validation.ts';
 
 /** A tool an MCP server exposes, and the connection it runs on (undefined: none can be chosen, `problem` says why). */
@@ -174,7 +174,7 @@ export class McpServers {
     const m: McpServerConfig = {
       id: newId('mcp'),
       name: body.name,
-      mode: (body.mode ?? 'tools') as McpMode,
+      mode: body.mode ?? 'tools',
       tools: toolNames,
       connections: connectionNames,
       createdAt: now,
@@ -195,7 +195,7 @@ export class McpServers {
       id,
       {
         name: body.name ?? undefined,
-        mode: (body.mode ?? undefined) as McpMode | undefined,
+        mode: body.mode ?? undefined,
         tools: body.tools == null ? undefined : toolNames,
         connections: body.connections == null ? undefined : connectionNames,
       },
