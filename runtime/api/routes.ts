@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
+import { scalekitRest } from '../scalekit/rest.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -93,6 +94,7 @@ function clientAddress(
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
+  const sk = scalekitRest(s);
   return {
     index: async ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -311,6 +313,17 @@ export function routeTable(s: Services): RouteTable {
       s.tokens.forgetCredential(params.id);
       return { body: { revoked: true, id: params.id } };
     },
+
+    scalekitListConnectedAccounts: async ({ query }) => sk.listConnectedAccounts(query),
+    scalekitCreateConnectedAccount: async ({ body }) => sk.createConnectedAccount(body),
+    scalekitUpdateConnectedAccount: async ({ body }) => sk.updateConnectedAccount(body),
+    scalekitDeleteConnectedAccount: async ({ body }) => sk.deleteConnectedAccount(body),
+    scalekitMagicLink: async ({ body }) => sk.magicLink(body),
+    scalekitVerifyConnectedAccountUser: async ({ body }) => sk.verify(body),
+    scalekitGetConnectedAccountAuth: async ({ query }) => sk.getConnectedAccountAuth(query),
+    scalekitExecuteTool: async ({ body }) => sk.executeTool(body),
+    scalekitListTools: async ({ query }) => sk.listTools(query),
+    scalekitListAppConnections: async ({ query }) => sk.listAppConnections(query),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 
