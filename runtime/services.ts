@@ -13,6 +13,7 @@ import { ProxyHandler } from './proxy/proxy.ts';
 import { Upstream } from './upstream/upstream.ts';
 import { OAuthFlow } from './oauth/flow.ts';
 import { DashboardAuth } from './dashboard/auth.ts';
+import { Metrics } from './metrics.ts';
 
 export interface Services {
   config: Config;
@@ -27,11 +28,14 @@ export interface Services {
   proxy: ProxyHandler;
   oauth: OAuthFlow;
   dashboard: DashboardAuth;
+  metrics: Metrics;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
   /** Set when this start created the dashboard's admin account with a generated password: print it once. */
   firstAdminPassword?: string;
   keyCreated: boolean;
+  /** Set when the process begins to stop: /ready answers 503 and responses close their connections. */
+  lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
 
@@ -74,10 +78,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
 
   const { auth: dashboard, firstAdminPassword } = await DashboardAuth.init(store, sealer, config);
 
+  const metrics = new Metrics(store);
   const activity = new ActivityRecorder(store, log);
   const accounts = new AccountService(store, sealer, config, log);
-  const upstream = new Upstream(accounts, config, log);
-  const executor = new ToolExecutor(accounts, upstream, activity);
+  accounts.metrics = metrics;
+  const upstream = new Upstream(accounts, config, log, metrics);
+  const executor = new ToolExecutor(accounts, upstream, activity, metrics);
   const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
 
@@ -103,9 +109,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     proxy,
     oauth,
     dashboard,
+    metrics,
     firstCredential,
     firstAdminPassword,
     keyCreated,
+    lifecycle: { draining: false },
     async close() {
       clearInterval(touchTimer);
       clearInterval(sweepTimer);

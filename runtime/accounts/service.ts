@@ -1,6 +1,7 @@
 import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
@@ -83,6 +84,8 @@ export class AccountService {
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
   refreshCount = 0;
+  /** Where refresh outcomes are counted (set by createServices). */
+  metrics?: Metrics;
 
   constructor(
     private store: Store,
@@ -375,6 +378,7 @@ export class AccountService {
           `The refreshed tokens of account ${current.id} could not be stored; try again`,
           503,
         );
+      this.metrics?.tokenRefresh(resolved.connector.name, 'success');
       this.log.info({ account: current.id, reason }, 'refreshed access token');
       return updated;
     } catch (e) {
@@ -383,6 +387,7 @@ export class AccountService {
         // Classify only after a re-read: if the stored token changed meanwhile, this was a race, not a revocation.
         const again = await this.store.getAccount(current.id);
         if (again && again.version !== current.version) return again;
+        this.metrics?.tokenRefresh(resolved.connector.name, 'expired');
         const message = `The provider refused the refresh token (${e.message})`;
         const expired = await this.store.updateAccount(
           current.id,
@@ -393,6 +398,7 @@ export class AccountService {
         this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
         throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });
       }
+      this.metrics?.tokenRefresh(resolved.connector.name, 'failed');
       await this.store.updateAccount(
         current.id,
         { lastError: `Token refresh failed: ${e.message}` },

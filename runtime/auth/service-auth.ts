@@ -5,7 +5,7 @@ import type { ApiCredential } from '../store/types.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { ServiceError, unauthorized } from '../../core/errors.ts';
-import { Throttle } from './throttle.ts';
+import { reserveAll, Throttle } from './throttle.ts';
 import { aad } from '../crypto/aad.ts';
 
 export const TOKEN_AUDIENCE = 'agent-connector-service';
@@ -62,8 +62,8 @@ export class ServiceTokens {
   private verified = new Map<string, TokenClaims>();
   private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
   /** Failed attempts per client id (protects each credential) and, more leniently, per address. */
-  readonly clientThrottle = new Throttle(5);
-  readonly addressThrottle = new Throttle(30);
+  readonly clientThrottle: Throttle;
+  readonly addressThrottle: Throttle;
 
   constructor(
     private store: Store,
@@ -71,7 +71,10 @@ export class ServiceTokens {
     private issuer: string,
     readonly ttlSeconds: number,
     private revocationCacheMs = 5_000,
-  ) {}
+  ) {
+    this.clientThrottle = new Throttle(store, 'client:', { free: 5 });
+    this.addressThrottle = new Throttle(store, 'token-address:', { free: 30 });
+  }
 
   async init(): Promise<void> {
     const sealed = await this.store.initMeta(
@@ -88,7 +91,14 @@ export class ServiceTokens {
     remote: string,
   ): Promise<{ token: string; expiresIn: number }> {
     const now = Date.now();
-    const wait = Math.max(this.addressThrottle.blockedFor(remote, now), this.clientThrottle.blockedFor(clientId, now));
+    // Counted before the check, so simultaneous guesses cannot all pass a block that the first failures set.
+    const wait = await reserveAll(
+      [
+        [this.addressThrottle, remote],
+        [this.clientThrottle, clientId],
+      ],
+      now,
+    );
     if (wait > 0) {
       throw new ServiceError(429, 'too_many_attempts', 'Too many failed attempts; try again later', undefined, {
         'retry-after': String(Math.ceil(wait / 1000)),
@@ -100,11 +110,10 @@ export class ServiceTokens {
       ? secretMatches(clientSecret, credential.secretHash)
       : (secretMatches(clientSecret, '00'.repeat(32)), false);
     if (!credential || !ok || credential.revokedAt) {
-      this.addressThrottle.fail(remote, now);
-      this.clientThrottle.fail(clientId, now);
       throw new ServiceError(401, 'invalid_client', 'Unknown client or wrong secret');
     }
-    this.clientThrottle.succeed(clientId);
+    await this.clientThrottle.settleSuccess(clientId, 'forget', now);
+    await this.addressThrottle.settleSuccess(remote, 'refund', now);
     void this.store.touchApiCredential(credential.id, now).catch(() => {});
     const token = await new SignJWT({ cid: credential.clientId })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -50,7 +50,11 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
  *
  * Returns a function that ends the connections still undecided and every HTTP/2 session (for shutdown).
  */
-export function sharePortWithHttp2(server: Server, h2: Http2Server, firstByteTimeoutMs: number): () => void {
+export function sharePortWithHttp2(
+  server: Server,
+  h2: Http2Server,
+  firstByteTimeoutMs: number,
+): (opts?: { graceful?: boolean }) => void {
   const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');
   const undecided = new Set<Socket>();
@@ -86,8 +90,12 @@ export function sharePortWithHttp2(server: Server, h2: Http2Server, firstByteTim
     socket.once('close', onClose);
   });
 
-  return () => {
+  // Graceful: a GOAWAY to every session (streams in flight finish, then the session closes); else cut at once.
+  return ({ graceful = false } = {}) => {
     for (const socket of undecided) socket.destroy();
-    for (const session of sessions) session.destroy();
+    for (const session of sessions) {
+      if (graceful) session.close();
+      else session.destroy();
+    }
   };
 }

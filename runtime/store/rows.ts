@@ -7,6 +7,8 @@ import type {
   Connection,
   DashboardSession,
   DashboardUser,
+  McpServerConfig,
+  McpUrl,
   OAuthLink,
   OAuthState,
 } from './types.ts';
@@ -117,6 +119,27 @@ export const toDashboardSession = (r: Row): DashboardSession & { username: strin
   username: str(r.username),
   createdAt: num(r.created_at),
   expiresAt: num(r.expires_at),
+});
+
+export const toMcpServer = (r: Row): McpServerConfig => ({
+  id: str(r.id),
+  name: str(r.name),
+  mode: str(r.mode) as McpServerConfig['mode'],
+  tools: JSON.parse(str(r.tools)) as string[],
+  connections: JSON.parse(str(r.connections)) as string[],
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toMcpUrl = (r: Row): McpUrl => ({
+  id: str(r.id),
+  serverId: str(r.server_id),
+  identifier: str(r.identifier),
+  tokenHash: str(r.token_hash),
+  expiresAt: num(r.expires_at),
+  revokedAt: numOrNull(r.revoked_at),
+  createdAt: num(r.created_at),
+  lastUsedAt: numOrNull(r.last_used_at),
 });
 
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */

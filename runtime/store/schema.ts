@@ -99,4 +99,30 @@ export interface Database {
     created_at: number;
     expires_at: number;
   };
+  mcp_servers: {
+    id: string;
+    name: string;
+    mode: string;
+    tools: string;
+    connections: string;
+    created_at: number;
+    updated_at: number;
+  };
+  mcp_urls: {
+    id: string;
+    server_id: string;
+    identifier: string;
+    token_hash: string;
+    expires_at: number;
+    revoked_at: number | null;
+    created_at: number;
+    last_used_at: number | null;
+  };
+  throttles: {
+    key: string;
+    count: number;
+    last_at: number;
+    blocked_until: number;
+    version: number;
+  };
 }

@@ -58,8 +58,8 @@ class SqliteConnection implements DatabaseConnection {
       stmt = this.raw.prepare(q.sql);
       this.statements.set(q.sql, stmt);
     }
-    if (stmt.reader) return { rows: stmt.all(q.parameters as unknown[]) as R[] };
-    const { changes } = stmt.run(q.parameters as unknown[]);
+    if (stmt.reader) return { rows: stmt.all(q.parameters) as R[] };
+    const { changes } = stmt.run(q.parameters);
     return { rows: [], numAffectedRows: BigInt(changes) };
   }
 

@@ -132,6 +132,42 @@ export interface DashboardSession {
   expiresAt: number;
 }
 
+export type McpMode = 'tools' | 'search';
+
+/** A named MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export interface McpServerConfig {
+  id: string;
+  /** Unique among MCP servers. */
+  name: string;
+  /** `tools`: every configured tool is listed; `search`: two meta-tools, search_tools and execute_tool. */
+  mode: McpMode;
+  /** Tool names exposed explicitly. */
+  tools: string[];
+  /** Connection names: every tool of each one's connector is exposed, run on that connection. */
+  connections: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface McpServerPatch {
+  name?: string;
+  mode?: McpMode;
+  tools?: string[];
+  connections?: string[];
+}
+
+/** A URL that reaches one MCP server for one end user; only the SHA-256 of its random token is stored. */
+export interface McpUrl {
+  id: string;
+  serverId: string;
+  identifier: string;
+  tokenHash: string;
+  expiresAt: number;
+  revokedAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
 export interface AccountQuery {
   connectionId?: string;
   identifier?: string;
@@ -193,6 +229,16 @@ export interface Store {
   initMeta(key: string, value: string): Promise<string>;
   setMeta(key: string, value: string): Promise<void>;
 
+  /** A failed-attempt throttle's state (runtime/auth/throttle.ts), or undefined when it has none. */
+  getThrottle(key: string): Promise<ThrottleState | undefined>;
+  /**
+   * Writes `next` if the stored state is still the one read (`expectedVersion`; undefined: none stored), as one
+   * compare-and-set; false when another attempt changed it first (read again and retry). `next: null` deletes.
+   */
+  compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null): Promise<boolean>;
+  /** Deletes throttle states last changed before `before`. */
+  deleteStaleThrottles(before: number): Promise<void>;
+
   createApiCredential(c: ApiCredential): Promise<void>;
   getApiCredentialByClientId(clientId: string): Promise<ApiCredential | undefined>;
   getApiCredential(id: string): Promise<ApiCredential | undefined>;
@@ -209,6 +255,8 @@ export interface Store {
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
   countAccounts(connectionId: string): Promise<number>;
+  /** How many accounts have each status (statuses without accounts are left out). */
+  countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
@@ -262,9 +310,37 @@ export interface Store {
   deleteDashboardSession(idHash: string): Promise<boolean>;
   deleteExpiredDashboardSessions(now: number): Promise<void>;
 
+  /** Inserts the server unless its name is taken; true when inserted. */
+  createMcpServer(s: McpServerConfig): Promise<boolean>;
+  getMcpServer(id: string): Promise<McpServerConfig | undefined>;
+  getMcpServerByName(name: string): Promise<McpServerConfig | undefined>;
+  /** Every MCP server, oldest first, with the number of its URLs neither revoked nor expired at `now`. */
+  listMcpServers(now: number): Promise<Array<McpServerConfig & { activeUrls: number }>>;
+  /** Applies the patch; `name_taken` when the new name is another server's, undefined when absent. */
+  updateMcpServer(id: string, patch: McpServerPatch, at: number): Promise<McpServerConfig | 'name_taken' | undefined>;
+  /** Deletes the server and its URLs; false when absent. */
+  deleteMcpServer(id: string): Promise<boolean>;
+  createMcpUrl(u: McpUrl): Promise<void>;
+  /** The server's URLs, newest first (revoked and expired ones included). */
+  listMcpUrls(serverId: string): Promise<McpUrl[]>;
+  /** The URL with this token hash and its server, whatever its state (the caller checks revocation and expiry). */
+  findMcpUrl(tokenHash: string): Promise<{ url: McpUrl; server: McpServerConfig } | undefined>;
+  /** Marks the URL revoked, only if it belongs to the server and is not revoked yet. */
+  revokeMcpUrl(serverId: string, urlId: string, at: number): Promise<boolean>;
+  /** Sets the URL's last use, unless a later one is stored. */
+  touchMcpUrl(id: string, at: number): Promise<void>;
+
   listSealed(): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
+}
+
+/** A failed-attempt throttle's state: attempts counted, when the last was, until when it is blocked. */
+export interface ThrottleState {
+  count: number;
+  lastAt: number;
+  blockedUntil: number;
+  version: number;
 }
 
 /** The store's reads and writes, bound to one transaction. */
