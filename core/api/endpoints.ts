@@ -103,6 +103,8 @@ const mcpAnswers = {
   '415': rpcOrServiceError('The body is not application/json'),
 } as const;
 const accountNotFound = error('No connected account with that id');
+const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
+const webhookNotFound = error('No webhook with that id');
 
 /**
  * Scalekit's AgentKit REST shape (`/api/v1/…`): bodies and answers are the snake_case JSON mapping of the
@@ -859,6 +861,108 @@ export const endpoints = {
     auth: 'none',
     params: pathParams({ token: text }),
     responses: { '405': mcpNotAllowed },
+  },
+  listWebhooks: {
+    method: 'GET',
+    path: '/v1/webhooks',
+    summary: 'Webhook endpoints (never their secrets)',
+    auth: 'bearer',
+    responses: { '200': ok('Webhooks', object({ webhooks: { type: 'array', items: S.webhook } })), ...bearer },
+  },
+  createWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks',
+    summary: 'Subscribe a URL to account lifecycle events; the signing secret is in this answer only',
+    description:
+      'Deliveries follow the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`), ' +
+      'are retried with exponential backoff for 24 hours, and never carry a credential.',
+    auth: 'bearer',
+    noun: 'webhook',
+    body: { schema: S.webhookCreate, required: true },
+    responses: { '201': ok('Created', S.webhookWithSecret), ...bodyErrors, ...bearer },
+  },
+  getWebhook: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}',
+    summary: 'One webhook endpoint',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Webhook', S.webhook), '404': webhookNotFound, ...bearer },
+  },
+  updateWebhook: {
+    method: 'PATCH',
+    path: '/v1/webhooks/{id}',
+    summary: 'Change a webhook’s URL or events (only the fields given change)',
+    auth: 'bearer',
+    noun: 'webhook update',
+    params: webhookParam,
+    body: { schema: S.webhookUpdate, required: true },
+    responses: { '200': ok('Updated', S.webhook), ...bodyErrors, '404': webhookNotFound, ...bearer },
+  },
+  deleteWebhook: {
+    method: 'DELETE',
+    path: '/v1/webhooks/{id}',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    summary: 'Replace the signing secret; the new one is in this answer only',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Rotated', S.webhookWithSecret), '404': webhookNotFound, ...bearer },
+  },
+  listWebhookDeliveries: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}/deliveries',
+    summary: 'The delivery log: each event sent to this endpoint, newest first, with its status, attempts and latency',
+    auth: 'bearer',
+    noun: 'query',
+    params: webhookParam,
+    query: {
+      type: 'object',
+      properties: {
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: 20,
+          'x-message': 'must be an integer from 1 to 100',
+        },
+        cursor: { type: 'string', description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of deliveries',
+        object({
+          deliveries: { type: 'array', items: S.webhookDelivery },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad limit or cursor'),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  redeliverWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    summary: 'Send a delivery again now (same `webhook-id`, so a receiver can tell it from a new event)',
+    auth: 'bearer',
+    params: pathParams({ id: { type: 'string', description: "The webhook's id" }, delivery_id: text }),
+    responses: {
+      '200': ok('Queued', object({ delivery: S.webhookDelivery })),
+      '404': error('No such webhook, or no such delivery for it'),
+      ...bearer,
+    },
   },
   proxy: {
     method: 'ANY',

@@ -10,6 +10,15 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 
 export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
+/** The account lifecycle events a webhook endpoint may subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [
+  'connected_account.created',
+  'connected_account.active',
+  'connected_account.expired',
+  'connected_account.disconnected',
+  'connected_account.deleted',
+] as const;
+
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
 
@@ -696,4 +705,93 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   McpServerUpdate: mcpServerUpdate,
   McpUrl: mcpUrl,
   JsonRpcResponse: jsonRpcResponse,
+};
+
+const webhookEvents: JsonSchema = {
+  type: 'array',
+  minItems: 1,
+  uniqueItems: true,
+  items: { enum: [...WEBHOOK_EVENT_TYPES], 'x-message': `must be one of: ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+  description: 'The account lifecycle events to receive',
+};
+
+const webhookUrl: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS',
+};
+
+export const webhookCreate: JsonSchema = {
+  type: 'object',
+  required: ['url', 'events'],
+  additionalProperties: false,
+  properties: { url: webhookUrl, events: webhookEvents },
+};
+
+export const webhookUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { url: orNull(webhookUrl), events: orNull(webhookEvents) },
+};
+
+export const webhook: JsonSchema = {
+  type: 'object',
+  required: ['id', 'url', 'events', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    url: str,
+    events: { type: 'array', items: { enum: [...WEBHOOK_EVENT_TYPES] } },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const webhookWithSecret: JsonSchema = {
+  ...webhook,
+  required: [...(webhook.required as string[]), 'secret'],
+  properties: {
+    ...(webhook.properties as Record<string, JsonSchema>),
+    secret: {
+      type: 'string',
+      description: 'The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it',
+    },
+  },
+};
+
+export const webhookDelivery: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'webhook_id',
+    'event_id',
+    'event_type',
+    'event',
+    'status',
+    'attempts',
+    'next_attempt_at',
+    'last_status_code',
+    'last_error',
+    'latency_ms',
+    'created_at',
+    'delivered_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    webhook_id: str,
+    event_id: { ...str, description: 'The `webhook-id` header: the same on every attempt and redelivery' },
+    event_type: { enum: [...WEBHOOK_EVENT_TYPES] },
+    event: { type: 'object', description: 'The body sent: `{type, timestamp, data}`' },
+    status: { enum: ['pending', 'succeeded', 'failed'] },
+    attempts: { type: 'integer' },
+    next_attempt_at: nullableDateTime,
+    last_status_code: { type: ['integer', 'null'], description: "The receiver's HTTP status on the last attempt" },
+    last_error: nullableStr,
+    latency_ms: { type: ['integer', 'null'], description: 'How long the last attempt took' },
+    created_at: dateTime,
+    delivered_at: nullableDateTime,
+  },
 };

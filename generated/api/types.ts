@@ -871,6 +871,262 @@ export interface McpUrlGetParams {
 export interface McpUrlDeleteParams {
   token: string;
 }
+export interface ListWebhooksResponse {
+  webhooks: {
+    id: string;
+    url: string;
+    events: (
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    )[];
+    created_at: string;
+    updated_at: string;
+  }[];
+}
+export interface CreateWebhookBody {
+  /**
+   * Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS
+   */
+  url: string;
+  /**
+   * The account lifecycle events to receive
+   *
+   * @minItems 1
+   */
+  events: [
+    (
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    ),
+    ...(
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    )[],
+  ];
+}
+export interface CreateWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+  /**
+   * The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it
+   */
+  secret: string;
+}
+export interface GetWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface GetWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+}
+export interface UpdateWebhookBody {
+  /**
+   * Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS
+   */
+  url?: string | null;
+  /**
+   * The account lifecycle events to receive
+   *
+   * @minItems 1
+   */
+  events?:
+    | [
+        (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+        ),
+        ...(
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+        )[],
+      ]
+    | null;
+}
+export interface UpdateWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface UpdateWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+}
+export interface DeleteWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface DeleteWebhookResponse {
+  deleted: true;
+  id: string;
+}
+export interface RotateWebhookSecretParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface RotateWebhookSecretResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+  /**
+   * The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it
+   */
+  secret: string;
+}
+export interface ListWebhookDeliveriesQuery {
+  limit?: number;
+  /**
+   * `next_cursor` of the previous page
+   */
+  cursor?: string;
+  [k: string]: unknown | undefined;
+}
+export interface ListWebhookDeliveriesParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface ListWebhookDeliveriesResponse {
+  deliveries: {
+    id: string;
+    webhook_id: string;
+    /**
+     * The `webhook-id` header: the same on every attempt and redelivery
+     */
+    event_id: string;
+    event_type:
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted';
+    /**
+     * The body sent: `{type, timestamp, data}`
+     */
+    event: {
+      [k: string]: unknown | undefined;
+    };
+    status: 'pending' | 'succeeded' | 'failed';
+    attempts: number;
+    next_attempt_at: string | null;
+    /**
+     * The receiver's HTTP status on the last attempt
+     */
+    last_status_code: number | null;
+    last_error: string | null;
+    /**
+     * How long the last attempt took
+     */
+    latency_ms: number | null;
+    created_at: string;
+    delivered_at: string | null;
+  }[];
+  /**
+   * null on the last page
+   */
+  next_cursor: string | null;
+}
+export interface RedeliverWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+  delivery_id: string;
+}
+export interface RedeliverWebhookResponse {
+  delivery: {
+    id: string;
+    webhook_id: string;
+    /**
+     * The `webhook-id` header: the same on every attempt and redelivery
+     */
+    event_id: string;
+    event_type:
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted';
+    /**
+     * The body sent: `{type, timestamp, data}`
+     */
+    event: {
+      [k: string]: unknown | undefined;
+    };
+    status: 'pending' | 'succeeded' | 'failed';
+    attempts: number;
+    next_attempt_at: string | null;
+    /**
+     * The receiver's HTTP status on the last attempt
+     */
+    last_status_code: number | null;
+    last_error: string | null;
+    /**
+     * How long the last attempt took
+     */
+    latency_ms: number | null;
+    created_at: string;
+    delivered_at: string | null;
+  };
+}
 export interface ProxyParams {
   /**
    * The upstream path (and query) relative to the provider's API root, sent as it is
@@ -1202,6 +1458,29 @@ export interface Operations {
   mcpUrlPost: { body: never; query: never; params: McpUrlPostParams; response: JsonRpcResponse };
   mcpUrlGet: { body: never; query: never; params: McpUrlGetParams; response: never };
   mcpUrlDelete: { body: never; query: never; params: McpUrlDeleteParams; response: never };
+  listWebhooks: { body: never; query: never; params: never; response: ListWebhooksResponse };
+  createWebhook: { body: CreateWebhookBody; query: never; params: never; response: CreateWebhookResponse };
+  getWebhook: { body: never; query: never; params: GetWebhookParams; response: GetWebhookResponse };
+  updateWebhook: {
+    body: UpdateWebhookBody;
+    query: never;
+    params: UpdateWebhookParams;
+    response: UpdateWebhookResponse;
+  };
+  deleteWebhook: { body: never; query: never; params: DeleteWebhookParams; response: DeleteWebhookResponse };
+  rotateWebhookSecret: {
+    body: never;
+    query: never;
+    params: RotateWebhookSecretParams;
+    response: RotateWebhookSecretResponse;
+  };
+  listWebhookDeliveries: {
+    body: never;
+    query: ListWebhookDeliveriesQuery;
+    params: ListWebhookDeliveriesParams;
+    response: ListWebhookDeliveriesResponse;
+  };
+  redeliverWebhook: { body: never; query: never; params: RedeliverWebhookParams; response: RedeliverWebhookResponse };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };

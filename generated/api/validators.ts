@@ -2,6 +2,7 @@
 // @ts-nocheck -- precompiled ajv validators
 /* eslint-disable */
 import func54_module from 'ajv/dist/runtime/ucs2length.js';
+import func32_module from 'ajv/dist/runtime/equal.js';
 export const issueToken_body = validate10;
 const schema11 = {
   type: 'object',
@@ -4171,8 +4172,825 @@ function validate42(data, { instancePath = '', parentData, parentDataProperty, r
   validate42.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate43;
+export const createWebhook_body = validate43;
 const schema44 = {
+  type: 'object',
+  required: ['url', 'events'],
+  additionalProperties: false,
+  properties: {
+    url: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS',
+    },
+    events: {
+      type: 'array',
+      minItems: 1,
+      uniqueItems: true,
+      items: {
+        enum: [
+          'connected_account.created',
+          'connected_account.active',
+          'connected_account.expired',
+          'connected_account.disconnected',
+          'connected_account.deleted',
+        ],
+        'x-message':
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted',
+      },
+      description: 'The account lifecycle events to receive',
+    },
+  },
+};
+const func32 = func32_module.default ?? func32_module;
+function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.url === undefined || !func0.call(data, 'url')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'url' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.events === undefined || !func0.call(data, 'events')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'events' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'url' || key0 === 'events')) {
+        const err2 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.url !== undefined && func0.call(data, 'url')) {
+      let data0 = data.url;
+      if (typeof data0 === 'string') {
+        if (func54(data0) > 2048) {
+          const err3 = {
+            instancePath: instancePath + '/url',
+            schemaPath: '#/properties/url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+        if (func54(data0) < 1) {
+          const err4 = {
+            instancePath: instancePath + '/url',
+            schemaPath: '#/properties/url/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/url',
+          schemaPath: '#/properties/url/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.events !== undefined && func0.call(data, 'events')) {
+      let data1 = data.events;
+      if (Array.isArray(data1)) {
+        if (data1.length < 1) {
+          const err6 = {
+            instancePath: instancePath + '/events',
+            schemaPath: '#/properties/events/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        const len0 = data1.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          let data2 = data1[i0];
+          if (!(
+            data2 === 'connected_account.created' ||
+            data2 === 'connected_account.active' ||
+            data2 === 'connected_account.expired' ||
+            data2 === 'connected_account.disconnected' ||
+            data2 === 'connected_account.deleted'
+          )) {
+            const err7 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/enum',
+              keyword: 'enum',
+              params: { allowedValues: schema44.properties.events.items.enum },
+            };
+            if (vErrors === null) {
+              vErrors = [err7];
+            } else {
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+        }
+        let i1 = data1.length;
+        let j0;
+        if (i1 > 1) {
+          outer0: for (; i1--;) {
+            for (j0 = i1; j0--;) {
+              if (func32(data1[i1], data1[j0])) {
+                const err8 = {
+                  instancePath: instancePath + '/events',
+                  schemaPath: '#/properties/events/uniqueItems',
+                  keyword: 'uniqueItems',
+                  params: { i: i1, j: j0 },
+                };
+                if (vErrors === null) {
+                  vErrors = [err8];
+                } else {
+                  vErrors.push(err8);
+                }
+                errors++;
+                break outer0;
+              }
+            }
+          }
+        }
+      } else {
+        const err9 = {
+          instancePath: instancePath + '/events',
+          schemaPath: '#/properties/events/type',
+          keyword: 'type',
+          params: { type: 'array' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err10];
+    } else {
+      vErrors.push(err10);
+    }
+    errors++;
+  }
+  validate43.errors = vErrors;
+  return errors === 0;
+}
+export const getWebhook_params = validate44;
+const schema45 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate44.errors = vErrors;
+  return errors === 0;
+}
+export const updateWebhook_body = validate45;
+const schema46 = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    url: {
+      type: ['string', 'null'],
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS',
+    },
+    events: {
+      type: ['array', 'null'],
+      minItems: 1,
+      uniqueItems: true,
+      items: {
+        enum: [
+          'connected_account.created',
+          'connected_account.active',
+          'connected_account.expired',
+          'connected_account.disconnected',
+          'connected_account.deleted',
+        ],
+        'x-message':
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted',
+      },
+      description: 'The account lifecycle events to receive',
+    },
+  },
+};
+function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'url' || key0 === 'events')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.url !== undefined && func0.call(data, 'url')) {
+      let data0 = data.url;
+      if (typeof data0 !== 'string' && data0 !== null) {
+        const err1 = {
+          instancePath: instancePath + '/url',
+          schemaPath: '#/properties/url/type',
+          keyword: 'type',
+          params: { type: schema46.properties.url.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (typeof data0 === 'string') {
+        if (func54(data0) > 2048) {
+          const err2 = {
+            instancePath: instancePath + '/url',
+            schemaPath: '#/properties/url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+        if (func54(data0) < 1) {
+          const err3 = {
+            instancePath: instancePath + '/url',
+            schemaPath: '#/properties/url/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.events !== undefined && func0.call(data, 'events')) {
+      let data1 = data.events;
+      if (!Array.isArray(data1) && data1 !== null) {
+        const err4 = {
+          instancePath: instancePath + '/events',
+          schemaPath: '#/properties/events/type',
+          keyword: 'type',
+          params: { type: schema46.properties.events.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (Array.isArray(data1)) {
+        if (data1.length < 1) {
+          const err5 = {
+            instancePath: instancePath + '/events',
+            schemaPath: '#/properties/events/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+        const len0 = data1.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          let data2 = data1[i0];
+          if (!(
+            data2 === 'connected_account.created' ||
+            data2 === 'connected_account.active' ||
+            data2 === 'connected_account.expired' ||
+            data2 === 'connected_account.disconnected' ||
+            data2 === 'connected_account.deleted'
+          )) {
+            const err6 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/enum',
+              keyword: 'enum',
+              params: { allowedValues: schema46.properties.events.items.enum },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        let i1 = data1.length;
+        let j0;
+        if (i1 > 1) {
+          outer0: for (; i1--;) {
+            for (j0 = i1; j0--;) {
+              if (func32(data1[i1], data1[j0])) {
+                const err7 = {
+                  instancePath: instancePath + '/events',
+                  schemaPath: '#/properties/events/uniqueItems',
+                  keyword: 'uniqueItems',
+                  params: { i: i1, j: j0 },
+                };
+                if (vErrors === null) {
+                  vErrors = [err7];
+                } else {
+                  vErrors.push(err7);
+                }
+                errors++;
+                break outer0;
+              }
+            }
+          }
+        }
+      }
+    }
+  } else {
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err8];
+    } else {
+      vErrors.push(err8);
+    }
+    errors++;
+  }
+  validate45.errors = vErrors;
+  return errors === 0;
+}
+export const updateWebhook_params = validate46;
+const schema47 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate46.errors = vErrors;
+  return errors === 0;
+}
+export const deleteWebhook_params = validate47;
+const schema48 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate47(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate47.errors = vErrors;
+  return errors === 0;
+}
+export const rotateWebhookSecret_params = validate48;
+const schema49 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate48(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate48.errors = vErrors;
+  return errors === 0;
+}
+export const listWebhookDeliveries_params = validate49;
+const schema50 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate49(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate49.errors = vErrors;
+  return errors === 0;
+}
+export const redeliverWebhook_params = validate50;
+const schema51 = {
+  type: 'object',
+  required: ['id', 'delivery_id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" }, delivery_id: { type: 'string' } },
+};
+function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.delivery_id === undefined || !func0.call(data, 'delivery_id')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'delivery_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id' || key0 === 'delivery_id')) {
+        const err2 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.delivery_id !== undefined && func0.call(data, 'delivery_id')) {
+      if (typeof data.delivery_id !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/delivery_id',
+          schemaPath: '#/properties/delivery_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err5];
+    } else {
+      vErrors.push(err5);
+    }
+    errors++;
+  }
+  validate50.errors = vErrors;
+  return errors === 0;
+}
+export const proxy_params = validate51;
+const schema52 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -4183,7 +5001,7 @@ const schema44 = {
     },
   },
 };
-function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4237,17 +5055,17 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate43.errors = vErrors;
+  validate51.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_params = validate44;
-const schema45 = {
+export const oauthAuthorize_params = validate52;
+const schema53 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string' } },
 };
-function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4306,17 +5124,17 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate44.errors = vErrors;
+  validate52.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate45;
-const schema46 = {
+export const oauthCallback_params = validate53;
+const schema54 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string' } },
 };
-function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate53(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4375,15 +5193,15 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate45.errors = vErrors;
+  validate53.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate46;
-const schema47 = {
+export const scalekitCreateConnectedAccount_body = validate54;
+const schema55 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
-function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4395,15 +5213,15 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate46.errors = vErrors;
+  validate54.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate47;
-const schema48 = {
+export const scalekitUpdateConnectedAccount_body = validate55;
+const schema56 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
-function validate47(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4415,15 +5233,15 @@ function validate47(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate47.errors = vErrors;
+  validate55.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate48;
-const schema49 = {
+export const scalekitDeleteConnectedAccount_body = validate56;
+const schema57 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
-function validate48(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4435,16 +5253,16 @@ function validate48(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate48.errors = vErrors;
+  validate56.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate49;
-const schema50 = {
+export const scalekitMagicLink_body = validate57;
+const schema58 = {
   type: 'object',
   description:
     'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
-function validate49(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4456,15 +5274,15 @@ function validate49(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate49.errors = vErrors;
+  validate57.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate50;
-const schema51 = {
+export const scalekitVerifyConnectedAccountUser_body = validate58;
+const schema59 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
 };
-function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4476,15 +5294,15 @@ function validate50(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate50.errors = vErrors;
+  validate58.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate51;
-const schema52 = {
+export const scalekitExecuteTool_body = validate59;
+const schema60 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
 };
-function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -4496,6 +5314,6 @@ function validate51(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate51.errors = vErrors;
+  validate59.errors = vErrors;
   return errors === 0;
 }

@@ -23,6 +23,7 @@ import { proxyIdentifier } from '../proxy/proxy.ts';
 import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 import { metricsTokenMatches } from '../metrics.ts';
+import { deliveryView, webhookView } from '../webhooks/service.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -313,11 +314,34 @@ export function routeTable(s: Services): RouteTable {
       return { body: { connected_account: m.accountView(a, c) } };
     },
     deleteConnectedAccount: async ({ params }) => {
-      const ok = await s.store.deleteAccount(params.id);
-      if (!ok) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
-      s.accounts.forgetAccount(params.id);
+      await m.deleteAccount(params.id);
       return { body: { deleted: true, id: params.id } };
     },
+
+    listWebhooks: async () => ({
+      body: { webhooks: (await s.store.listWebhookEndpoints()).map(webhookView) },
+    }),
+    createWebhook: async ({ body }) => {
+      const { endpoint, secret } = await s.webhooks.create(body.url, body.events);
+      return { status: 201, body: { ...webhookView(endpoint), secret } };
+    },
+    getWebhook: async ({ params }) => ({ body: webhookView(await s.webhooks.get(params.id)) }),
+    updateWebhook: async ({ params, body }) => ({ body: webhookView(await s.webhooks.update(params.id, body)) }),
+    deleteWebhook: async ({ params }) => {
+      await s.webhooks.delete(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+    rotateWebhookSecret: async ({ params }) => {
+      const { endpoint, secret } = await s.webhooks.rotateSecret(params.id);
+      return { body: { ...webhookView(endpoint), secret } };
+    },
+    listWebhookDeliveries: async ({ params, query }) => {
+      const page = await s.webhooks.deliveries(params.id, query.limit ?? 20, query.cursor);
+      return { body: { deliveries: page.deliveries.map(deliveryView), next_cursor: page.nextCursor } };
+    },
+    redeliverWebhook: async ({ params }) => ({
+      body: { delivery: deliveryView(await s.webhooks.redeliver(params.id, params.delivery_id)) },
+    }),
 
     listApiCredentials: async () => {
       const list = await s.store.listApiCredentials();

@@ -443,6 +443,41 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('scalekitDeleteConnectedAccount', 'POST', '/api/v1/connected_accounts:delete', { body: account });
   });
 
+  it('webhooks', async () => {
+    h.running.services.config.webhookAllowedHosts = ['127.0.0.1'];
+    const created = await call('createWebhook', 'POST', '/v1/webhooks', {
+      body: { url: `${sentinel.url}/hooks`, events: ['connected_account.active'] },
+    });
+    await call('createWebhook', 'POST', '/v1/webhooks', { body: { url: 'http://10.0.0.1/', events: ['x'] } });
+    const { id } = JSON.parse(created.text) as { id: string };
+    await call('listWebhooks', 'GET', '/v1/webhooks');
+    await call('listWebhooks', 'GET', '/v1/webhooks', { auth: false });
+    await call('getWebhook', 'GET', `/v1/webhooks/${id}`);
+    await call('getWebhook', 'GET', '/v1/webhooks/wh_nope');
+    await call('updateWebhook', 'PATCH', `/v1/webhooks/${id}`, { body: { events: ['connected_account.expired'] } });
+    await call('updateWebhook', 'PATCH', `/v1/webhooks/${id}`, { body: { events: [] } });
+    await call('rotateWebhookSecret', 'POST', `/v1/webhooks/${id}/rotate-secret`);
+    await call('rotateWebhookSecret', 'POST', '/v1/webhooks/wh_nope/rotate-secret');
+    await call('listWebhookDeliveries', 'GET', `/v1/webhooks/${id}/deliveries`);
+    await call('listWebhookDeliveries', 'GET', `/v1/webhooks/${id}/deliveries?limit=0`);
+    await call('redeliverWebhook', 'POST', `/v1/webhooks/${id}/deliveries/whd_nope/redeliver`);
+    // A delivery to redeliver: one event, written as a status change writes it, fanned out to this endpoint.
+    await call('updateWebhook', 'PATCH', `/v1/webhooks/${id}`, { body: { events: ['connected_account.active'] } });
+    const store = h.running.services.store;
+    await store.addWebhookEvent({
+      id: 'msg_conformance',
+      type: 'connected_account.active',
+      payload: '{"type":"connected_account.active","timestamp":"2026-01-01T00:00:00.000Z","data":{}}',
+      createdAt: Date.now(),
+    });
+    await store.fanOutWebhookEvents(10, Date.now());
+    const page = await call('listWebhookDeliveries', 'GET', `/v1/webhooks/${id}/deliveries`);
+    const [delivery] = (JSON.parse(page.text) as { deliveries: Array<{ id: string }> }).deliveries;
+    await call('redeliverWebhook', 'POST', `/v1/webhooks/${id}/deliveries/${delivery!.id}/redeliver`);
+    await call('deleteWebhook', 'DELETE', `/v1/webhooks/${id}`);
+    await call('deleteWebhook', 'DELETE', `/v1/webhooks/${id}`);
+  });
+
   it('API credentials', async () => {
     const created = await call('createApiCredential', 'POST', '/v1/api-credentials', { body: { name: 'conformance' } });
     await call('createApiCredential', 'POST', '/v1/api-credentials', { body: { name: 5 } });
