@@ -106,6 +106,33 @@ const accountNotFound = error('No connected account with that id');
 const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
 const webhookNotFound = error('No webhook with that id');
 
+/**
+ * Scalekit's AgentKit REST shape (`/api/v1/…`): bodies and answers are the snake_case JSON mapping of the
+ * protobuf messages the official SDK ships (runtime/scalekit/descriptors.ts), decoded and encoded with those
+ * descriptors, so their fields are not listed again here; an unknown field is refused naming it.
+ */
+const scalekitMessage = (name: string): JsonSchema => ({
+  type: 'object',
+  description: `The JSON of scalekit.v1.${name} (snake_case field names)`,
+});
+const scalekitBody = (name: string) => ({ required: false, schema: scalekitMessage(name) });
+const scalekitErrors = {
+  ...bodyErrors,
+  '404': error('No connection or connected account of that name'),
+  '409': error('The account is not ACTIVE, or already exists'),
+  ...bearer,
+};
+const scalekitQuery = (properties: Record<string, JsonSchema>): JsonSchema => ({ type: 'object', properties });
+const accountQuery = {
+  connector: { type: 'string', description: 'The connection name' },
+  identifier: { type: 'string' },
+  id: { type: 'string', description: 'The connected account id' },
+} as const;
+const pageQuery = {
+  page_size: { type: 'integer', minimum: 0, maximum: 1000, 'x-message': 'must be an integer from 0 to 1000' },
+  page_token: { type: 'string' },
+} as const;
+
 export const endpoints = {
   index: {
     method: 'GET',
@@ -1006,6 +1033,140 @@ export const endpoints = {
       },
       '4XX': pageOrError('A forged, expired or replayed state, a link already used, or the provider refused'),
       '5XX': pageOrError('The code exchange failed'),
+    },
+  },
+  scalekitListConnectedAccounts: {
+    method: 'GET',
+    path: '/api/v1/connected_accounts',
+    summary: 'Scalekit REST shape: ListConnectedAccounts',
+    auth: 'bearer',
+    noun: 'query',
+    query: scalekitQuery({
+      connector: accountQuery.connector,
+      identifier: accountQuery.identifier,
+      provider: { type: 'string', description: 'The connector' },
+      query: { type: 'string', description: 'Part of the identifier' },
+      ...pageQuery,
+    }),
+    responses: {
+      '200': ok('Accounts', scalekitMessage('connected_accounts.ListConnectedAccountsResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitCreateConnectedAccount: {
+    method: 'POST',
+    path: '/api/v1/connected_accounts',
+    summary: 'Scalekit REST shape: CreateConnectedAccount',
+    auth: 'bearer',
+    body: scalekitBody('connected_accounts.CreateConnectedAccountRequest'),
+    responses: {
+      '200': ok('Created', scalekitMessage('connected_accounts.CreateConnectedAccountResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitUpdateConnectedAccount: {
+    method: 'PUT',
+    path: '/api/v1/connected_accounts',
+    summary: 'Scalekit REST shape: UpdateConnectedAccount',
+    auth: 'bearer',
+    body: scalekitBody('connected_accounts.UpdateConnectedAccountRequest'),
+    responses: {
+      '200': ok('Updated', scalekitMessage('connected_accounts.UpdateConnectedAccountResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitDeleteConnectedAccount: {
+    method: 'POST',
+    path: '/api/v1/connected_accounts:delete',
+    summary: 'Scalekit REST shape: DeleteConnectedAccount',
+    auth: 'bearer',
+    body: scalekitBody('connected_accounts.DeleteConnectedAccountRequest'),
+    responses: {
+      '200': ok('Deleted', scalekitMessage('connected_accounts.DeleteConnectedAccountResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitMagicLink: {
+    method: 'POST',
+    path: '/api/v1/connected_accounts/magic_link',
+    summary: 'Scalekit REST shape: GetMagicLinkForConnectedAccount (an authorization link)',
+    auth: 'bearer',
+    body: scalekitBody('connected_accounts.GetMagicLinkForConnectedAccountRequest'),
+    responses: {
+      '200': ok('Link', scalekitMessage('connected_accounts.GetMagicLinkForConnectedAccountResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitVerifyConnectedAccountUser: {
+    method: 'POST',
+    path: '/api/v1/connected_accounts/verify',
+    summary: 'Scalekit REST shape: VerifyConnectedAccountUser',
+    auth: 'bearer',
+    body: scalekitBody('connected_accounts.VerifyConnectedAccountUserRequest'),
+    responses: {
+      '200': ok('Verified', scalekitMessage('connected_accounts.VerifyConnectedAccountUserResponse')),
+      ...scalekitErrors,
+      '403': error("The identifier is not the account's"),
+    },
+  },
+  scalekitGetConnectedAccountAuth: {
+    method: 'GET',
+    path: '/api/v1/connected_accounts/auth',
+    summary: 'Scalekit REST shape: GetConnectedAccountAuth (never a credential)',
+    auth: 'bearer',
+    noun: 'query',
+    query: scalekitQuery(accountQuery),
+    responses: {
+      '200': ok('Account', scalekitMessage('connected_accounts.GetConnectedAccountByIdentifierResponse')),
+      ...scalekitErrors,
+    },
+  },
+  scalekitExecuteTool: {
+    method: 'POST',
+    path: '/api/v1/execute_tool',
+    summary: 'Scalekit REST shape: ExecuteTool',
+    auth: 'bearer',
+    body: scalekitBody('tools.ExecuteToolRequest'),
+    responses: {
+      '200': ok('The tool result', scalekitMessage('tools.ExecuteToolResponse')),
+      ...scalekitErrors,
+      '4XX': error(
+        "The provider's failure: `provider_error` with the provider's status and body, and the execution_id",
+      ),
+      '5XX': error('The provider could not be reached, timed out or answered malformed'),
+    },
+  },
+  scalekitListTools: {
+    method: 'GET',
+    path: '/api/v1/tools',
+    summary: 'Scalekit REST shape: ListTools',
+    auth: 'bearer',
+    noun: 'query',
+    query: scalekitQuery({
+      provider: { type: 'string', description: 'The connector' },
+      connector: { type: 'string', description: 'The connection name' },
+      identifier: { type: 'string', description: 'Only the connectors where this identifier has an ACTIVE account' },
+      tool_name: { type: 'string', description: 'Comma-separated tool names' },
+      query: { type: 'string' },
+      summary: { type: 'boolean', description: 'Names only' },
+      ...pageQuery,
+    }),
+    responses: { '200': ok('Tools', scalekitMessage('tools.ListToolsResponse')), ...scalekitErrors },
+  },
+  scalekitListAppConnections: {
+    method: 'GET',
+    path: '/api/v1/connections/app',
+    summary: 'Scalekit REST shape: ListAppConnections',
+    auth: 'bearer',
+    noun: 'query',
+    query: scalekitQuery({
+      provider: { type: 'string', description: 'The connector' },
+      query: { type: 'string' },
+      ...pageQuery,
+    }),
+    responses: {
+      '200': ok('Connections', scalekitMessage('connections.ListAppConnectionsResponse')),
+      ...scalekitErrors,
     },
   },
 } as const satisfies Record<string, Endpoint>;

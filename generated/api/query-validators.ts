@@ -1006,3 +1006,900 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
   validate15.errors = vErrors;
   return errors === 0;
 }
+export const scalekitListConnectedAccounts_query = validate16;
+const schema17 = {
+  type: 'object',
+  properties: {
+    connector: { type: 'string', description: 'The connection name' },
+    identifier: { type: 'string' },
+    provider: { type: 'string', description: 'The connector' },
+    query: { type: 'string', description: 'Part of the identifier' },
+    page_size: { type: 'integer', minimum: 0, maximum: 1000, 'x-message': 'must be an integer from 0 to 1000' },
+    page_token: { type: 'string' },
+  },
+};
+function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connector !== undefined && func0.call(data, 'connector')) {
+      let data0 = data.connector;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/connector',
+              schemaPath: '#/properties/connector/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['connector'] = coerced0;
+          }
+        }
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data1 = data.identifier;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err1 = {
+              instancePath: instancePath + '/identifier',
+              schemaPath: '#/properties/identifier/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err1];
+            } else {
+              vErrors.push(err1);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['identifier'] = coerced1;
+          }
+        }
+      }
+    }
+    if (data.provider !== undefined && func0.call(data, 'provider')) {
+      let data2 = data.provider;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/provider',
+              schemaPath: '#/properties/provider/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['provider'] = coerced2;
+          }
+        }
+      }
+    }
+    if (data.query !== undefined && func0.call(data, 'query')) {
+      let data3 = data.query;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err3 = {
+              instancePath: instancePath + '/query',
+              schemaPath: '#/properties/query/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err3];
+            } else {
+              vErrors.push(err3);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['query'] = coerced3;
+          }
+        }
+      }
+    }
+    if (data.page_size !== undefined && func0.call(data, 'page_size')) {
+      let data4 = data.page_size;
+      if (!(typeof data4 == 'number' && !(data4 % 1) && !isNaN(data4) && isFinite(data4))) {
+        let dataType4 = typeof data4;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (
+            dataType4 === 'boolean' ||
+            data4 === null ||
+            (dataType4 === 'string' && data4 && data4 == +data4 && !(data4 % 1))
+          ) {
+            coerced4 = +data4;
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/page_size',
+              schemaPath: '#/properties/page_size/type',
+              keyword: 'type',
+              params: { type: 'integer' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data4 = coerced4;
+          if (data !== undefined) {
+            data['page_size'] = coerced4;
+          }
+        }
+      }
+      if (typeof data4 == 'number' && isFinite(data4)) {
+        if (data4 > 1000 || isNaN(data4)) {
+          const err5 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/maximum',
+            keyword: 'maximum',
+            params: { comparison: '<=', limit: 1000 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+        if (data4 < 0 || isNaN(data4)) {
+          const err6 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/minimum',
+            keyword: 'minimum',
+            params: { comparison: '>=', limit: 0 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.page_token !== undefined && func0.call(data, 'page_token')) {
+      let data5 = data.page_token;
+      if (typeof data5 !== 'string') {
+        let dataType5 = typeof data5;
+        let coerced5 = undefined;
+        if (!(coerced5 !== undefined)) {
+          if (dataType5 == 'number' || dataType5 == 'boolean') {
+            coerced5 = '' + data5;
+          } else if (data5 === null) {
+            coerced5 = '';
+          } else {
+            const err7 = {
+              instancePath: instancePath + '/page_token',
+              schemaPath: '#/properties/page_token/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err7];
+            } else {
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+        }
+        if (coerced5 !== undefined) {
+          data5 = coerced5;
+          if (data !== undefined) {
+            data['page_token'] = coerced5;
+          }
+        }
+      }
+    }
+  } else {
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err8];
+    } else {
+      vErrors.push(err8);
+    }
+    errors++;
+  }
+  validate16.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitGetConnectedAccountAuth_query = validate17;
+const schema18 = {
+  type: 'object',
+  properties: {
+    connector: { type: 'string', description: 'The connection name' },
+    identifier: { type: 'string' },
+    id: { type: 'string', description: 'The connected account id' },
+  },
+};
+function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connector !== undefined && func0.call(data, 'connector')) {
+      let data0 = data.connector;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/connector',
+              schemaPath: '#/properties/connector/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['connector'] = coerced0;
+          }
+        }
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data1 = data.identifier;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err1 = {
+              instancePath: instancePath + '/identifier',
+              schemaPath: '#/properties/identifier/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err1];
+            } else {
+              vErrors.push(err1);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['identifier'] = coerced1;
+          }
+        }
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data2 = data.id;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/id',
+              schemaPath: '#/properties/id/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['id'] = coerced2;
+          }
+        }
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate17.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitListTools_query = validate18;
+const schema19 = {
+  type: 'object',
+  properties: {
+    provider: { type: 'string', description: 'The connector' },
+    connector: { type: 'string', description: 'The connection name' },
+    identifier: { type: 'string', description: 'Only the connectors where this identifier has an ACTIVE account' },
+    tool_name: { type: 'string', description: 'Comma-separated tool names' },
+    query: { type: 'string' },
+    summary: { type: 'boolean', description: 'Names only' },
+    page_size: { type: 'integer', minimum: 0, maximum: 1000, 'x-message': 'must be an integer from 0 to 1000' },
+    page_token: { type: 'string' },
+  },
+};
+function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.provider !== undefined && func0.call(data, 'provider')) {
+      let data0 = data.provider;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/provider',
+              schemaPath: '#/properties/provider/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['provider'] = coerced0;
+          }
+        }
+      }
+    }
+    if (data.connector !== undefined && func0.call(data, 'connector')) {
+      let data1 = data.connector;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err1 = {
+              instancePath: instancePath + '/connector',
+              schemaPath: '#/properties/connector/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err1];
+            } else {
+              vErrors.push(err1);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['connector'] = coerced1;
+          }
+        }
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data2 = data.identifier;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/identifier',
+              schemaPath: '#/properties/identifier/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['identifier'] = coerced2;
+          }
+        }
+      }
+    }
+    if (data.tool_name !== undefined && func0.call(data, 'tool_name')) {
+      let data3 = data.tool_name;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err3 = {
+              instancePath: instancePath + '/tool_name',
+              schemaPath: '#/properties/tool_name/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err3];
+            } else {
+              vErrors.push(err3);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['tool_name'] = coerced3;
+          }
+        }
+      }
+    }
+    if (data.query !== undefined && func0.call(data, 'query')) {
+      let data4 = data.query;
+      if (typeof data4 !== 'string') {
+        let dataType4 = typeof data4;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (dataType4 == 'number' || dataType4 == 'boolean') {
+            coerced4 = '' + data4;
+          } else if (data4 === null) {
+            coerced4 = '';
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/query',
+              schemaPath: '#/properties/query/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data4 = coerced4;
+          if (data !== undefined) {
+            data['query'] = coerced4;
+          }
+        }
+      }
+    }
+    if (data.summary !== undefined && func0.call(data, 'summary')) {
+      let data5 = data.summary;
+      if (typeof data5 !== 'boolean') {
+        let coerced5 = undefined;
+        if (!(coerced5 !== undefined)) {
+          if (data5 === 'false' || data5 === 0 || data5 === null) {
+            coerced5 = false;
+          } else if (data5 === 'true' || data5 === 1) {
+            coerced5 = true;
+          } else {
+            const err5 = {
+              instancePath: instancePath + '/summary',
+              schemaPath: '#/properties/summary/type',
+              keyword: 'type',
+              params: { type: 'boolean' },
+            };
+            if (vErrors === null) {
+              vErrors = [err5];
+            } else {
+              vErrors.push(err5);
+            }
+            errors++;
+          }
+        }
+        if (coerced5 !== undefined) {
+          data5 = coerced5;
+          if (data !== undefined) {
+            data['summary'] = coerced5;
+          }
+        }
+      }
+    }
+    if (data.page_size !== undefined && func0.call(data, 'page_size')) {
+      let data6 = data.page_size;
+      if (!(typeof data6 == 'number' && !(data6 % 1) && !isNaN(data6) && isFinite(data6))) {
+        let dataType6 = typeof data6;
+        let coerced6 = undefined;
+        if (!(coerced6 !== undefined)) {
+          if (
+            dataType6 === 'boolean' ||
+            data6 === null ||
+            (dataType6 === 'string' && data6 && data6 == +data6 && !(data6 % 1))
+          ) {
+            coerced6 = +data6;
+          } else {
+            const err6 = {
+              instancePath: instancePath + '/page_size',
+              schemaPath: '#/properties/page_size/type',
+              keyword: 'type',
+              params: { type: 'integer' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (coerced6 !== undefined) {
+          data6 = coerced6;
+          if (data !== undefined) {
+            data['page_size'] = coerced6;
+          }
+        }
+      }
+      if (typeof data6 == 'number' && isFinite(data6)) {
+        if (data6 > 1000 || isNaN(data6)) {
+          const err7 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/maximum',
+            keyword: 'maximum',
+            params: { comparison: '<=', limit: 1000 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+        if (data6 < 0 || isNaN(data6)) {
+          const err8 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/minimum',
+            keyword: 'minimum',
+            params: { comparison: '>=', limit: 0 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.page_token !== undefined && func0.call(data, 'page_token')) {
+      let data7 = data.page_token;
+      if (typeof data7 !== 'string') {
+        let dataType7 = typeof data7;
+        let coerced7 = undefined;
+        if (!(coerced7 !== undefined)) {
+          if (dataType7 == 'number' || dataType7 == 'boolean') {
+            coerced7 = '' + data7;
+          } else if (data7 === null) {
+            coerced7 = '';
+          } else {
+            const err9 = {
+              instancePath: instancePath + '/page_token',
+              schemaPath: '#/properties/page_token/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err9];
+            } else {
+              vErrors.push(err9);
+            }
+            errors++;
+          }
+        }
+        if (coerced7 !== undefined) {
+          data7 = coerced7;
+          if (data !== undefined) {
+            data['page_token'] = coerced7;
+          }
+        }
+      }
+    }
+  } else {
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err10];
+    } else {
+      vErrors.push(err10);
+    }
+    errors++;
+  }
+  validate18.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitListAppConnections_query = validate19;
+const schema20 = {
+  type: 'object',
+  properties: {
+    provider: { type: 'string', description: 'The connector' },
+    query: { type: 'string' },
+    page_size: { type: 'integer', minimum: 0, maximum: 1000, 'x-message': 'must be an integer from 0 to 1000' },
+    page_token: { type: 'string' },
+  },
+};
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.provider !== undefined && func0.call(data, 'provider')) {
+      let data0 = data.provider;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/provider',
+              schemaPath: '#/properties/provider/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['provider'] = coerced0;
+          }
+        }
+      }
+    }
+    if (data.query !== undefined && func0.call(data, 'query')) {
+      let data1 = data.query;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err1 = {
+              instancePath: instancePath + '/query',
+              schemaPath: '#/properties/query/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err1];
+            } else {
+              vErrors.push(err1);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['query'] = coerced1;
+          }
+        }
+      }
+    }
+    if (data.page_size !== undefined && func0.call(data, 'page_size')) {
+      let data2 = data.page_size;
+      if (!(typeof data2 == 'number' && !(data2 % 1) && !isNaN(data2) && isFinite(data2))) {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (
+            dataType2 === 'boolean' ||
+            data2 === null ||
+            (dataType2 === 'string' && data2 && data2 == +data2 && !(data2 % 1))
+          ) {
+            coerced2 = +data2;
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/page_size',
+              schemaPath: '#/properties/page_size/type',
+              keyword: 'type',
+              params: { type: 'integer' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['page_size'] = coerced2;
+          }
+        }
+      }
+      if (typeof data2 == 'number' && isFinite(data2)) {
+        if (data2 > 1000 || isNaN(data2)) {
+          const err3 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/maximum',
+            keyword: 'maximum',
+            params: { comparison: '<=', limit: 1000 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+        if (data2 < 0 || isNaN(data2)) {
+          const err4 = {
+            instancePath: instancePath + '/page_size',
+            schemaPath: '#/properties/page_size/minimum',
+            keyword: 'minimum',
+            params: { comparison: '>=', limit: 0 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.page_token !== undefined && func0.call(data, 'page_token')) {
+      let data3 = data.page_token;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err5 = {
+              instancePath: instancePath + '/page_token',
+              schemaPath: '#/properties/page_token/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err5];
+            } else {
+              vErrors.push(err5);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['page_token'] = coerced3;
+          }
+        }
+      }
+    }
+  } else {
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err6];
+    } else {
+      vErrors.push(err6);
+    }
+    errors++;
+  }
+  validate19.errors = vErrors;
+  return errors === 0;
+}

@@ -1153,6 +1153,216 @@ export interface OauthCallbackQuery {
 export interface OauthCallbackParams {
   connection_id: string;
 }
+export interface ScalekitListConnectedAccountsQuery {
+  /**
+   * The connection name
+   */
+  connector?: string;
+  identifier?: string;
+  /**
+   * The connector
+   */
+  provider?: string;
+  /**
+   * Part of the identifier
+   */
+  query?: string;
+  page_size?: number;
+  page_token?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.ListConnectedAccountsResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitListConnectedAccountsResponse".
+ */
+export interface ScalekitListConnectedAccountsResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitCreateConnectedAccountBody".
+ */
+export interface ScalekitCreateConnectedAccountBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitCreateConnectedAccountResponse".
+ */
+export interface ScalekitCreateConnectedAccountResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitUpdateConnectedAccountBody".
+ */
+export interface ScalekitUpdateConnectedAccountBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitUpdateConnectedAccountResponse".
+ */
+export interface ScalekitUpdateConnectedAccountResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitDeleteConnectedAccountBody".
+ */
+export interface ScalekitDeleteConnectedAccountBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitDeleteConnectedAccountResponse".
+ */
+export interface ScalekitDeleteConnectedAccountResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitMagicLinkBody".
+ */
+export interface ScalekitMagicLinkBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitMagicLinkResponse".
+ */
+export interface ScalekitMagicLinkResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitVerifyConnectedAccountUserBody".
+ */
+export interface ScalekitVerifyConnectedAccountUserBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitVerifyConnectedAccountUserResponse".
+ */
+export interface ScalekitVerifyConnectedAccountUserResponse {
+  [k: string]: unknown | undefined;
+}
+export interface ScalekitGetConnectedAccountAuthQuery {
+  /**
+   * The connection name
+   */
+  connector?: string;
+  identifier?: string;
+  /**
+   * The connected account id
+   */
+  id?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connected_accounts.GetConnectedAccountByIdentifierResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitGetConnectedAccountAuthResponse".
+ */
+export interface ScalekitGetConnectedAccountAuthResponse {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitExecuteToolBody".
+ */
+export interface ScalekitExecuteToolBody {
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.tools.ExecuteToolResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitExecuteToolResponse".
+ */
+export interface ScalekitExecuteToolResponse {
+  [k: string]: unknown | undefined;
+}
+export interface ScalekitListToolsQuery {
+  /**
+   * The connector
+   */
+  provider?: string;
+  /**
+   * The connection name
+   */
+  connector?: string;
+  /**
+   * Only the connectors where this identifier has an ACTIVE account
+   */
+  identifier?: string;
+  /**
+   * Comma-separated tool names
+   */
+  tool_name?: string;
+  query?: string;
+  /**
+   * Names only
+   */
+  summary?: boolean;
+  page_size?: number;
+  page_token?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.tools.ListToolsResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitListToolsResponse".
+ */
+export interface ScalekitListToolsResponse {
+  [k: string]: unknown | undefined;
+}
+export interface ScalekitListAppConnectionsQuery {
+  /**
+   * The connector
+   */
+  provider?: string;
+  query?: string;
+  page_size?: number;
+  page_token?: string;
+  [k: string]: unknown | undefined;
+}
+/**
+ * The JSON of scalekit.v1.connections.ListAppConnectionsResponse (snake_case field names)
+ *
+ * This interface was referenced by `ApiTypesRoot`'s JSON-Schema
+ * via the `definition` "ScalekitListAppConnectionsResponse".
+ */
+export interface ScalekitListAppConnectionsResponse {
+  [k: string]: unknown | undefined;
+}
 
 /** Each endpoint of core/api/endpoints.ts: what it takes and what it answers on success. */
 export interface Operations {
@@ -1274,4 +1484,54 @@ export interface Operations {
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
+  scalekitListConnectedAccounts: {
+    body: never;
+    query: ScalekitListConnectedAccountsQuery;
+    params: never;
+    response: ScalekitListConnectedAccountsResponse;
+  };
+  scalekitCreateConnectedAccount: {
+    body: ScalekitCreateConnectedAccountBody;
+    query: never;
+    params: never;
+    response: ScalekitCreateConnectedAccountResponse;
+  };
+  scalekitUpdateConnectedAccount: {
+    body: ScalekitUpdateConnectedAccountBody;
+    query: never;
+    params: never;
+    response: ScalekitUpdateConnectedAccountResponse;
+  };
+  scalekitDeleteConnectedAccount: {
+    body: ScalekitDeleteConnectedAccountBody;
+    query: never;
+    params: never;
+    response: ScalekitDeleteConnectedAccountResponse;
+  };
+  scalekitMagicLink: { body: ScalekitMagicLinkBody; query: never; params: never; response: ScalekitMagicLinkResponse };
+  scalekitVerifyConnectedAccountUser: {
+    body: ScalekitVerifyConnectedAccountUserBody;
+    query: never;
+    params: never;
+    response: ScalekitVerifyConnectedAccountUserResponse;
+  };
+  scalekitGetConnectedAccountAuth: {
+    body: never;
+    query: ScalekitGetConnectedAccountAuthQuery;
+    params: never;
+    response: ScalekitGetConnectedAccountAuthResponse;
+  };
+  scalekitExecuteTool: {
+    body: ScalekitExecuteToolBody;
+    query: never;
+    params: never;
+    response: ScalekitExecuteToolResponse;
+  };
+  scalekitListTools: { body: never; query: ScalekitListToolsQuery; params: never; response: ScalekitListToolsResponse };
+  scalekitListAppConnections: {
+    body: never;
+    query: ScalekitListAppConnectionsQuery;
+    params: never;
+    response: ScalekitListAppConnectionsResponse;
+  };
 }

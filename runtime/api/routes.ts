@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
+import { scalekitRest } from '../scalekit/rest.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -101,6 +102,7 @@ function clientAddress(
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
+  const sk = scalekitRest(s);
   const mcp = new McpEndpoint(s);
   return {
     index: async ({ req, res }) => {
@@ -370,6 +372,16 @@ export function routeTable(s: Services): RouteTable {
       return { body: { revoked: true, id: params.id } };
     },
 
+    scalekitListConnectedAccounts: async ({ query }) => sk.listConnectedAccounts(query),
+    scalekitCreateConnectedAccount: async ({ body }) => sk.createConnectedAccount(body),
+    scalekitUpdateConnectedAccount: async ({ body }) => sk.updateConnectedAccount(body),
+    scalekitDeleteConnectedAccount: async ({ body }) => sk.deleteConnectedAccount(body),
+    scalekitMagicLink: async ({ body }) => sk.magicLink(body),
+    scalekitVerifyConnectedAccountUser: async ({ body }) => sk.verify(body),
+    scalekitGetConnectedAccountAuth: async ({ query }) => sk.getConnectedAccountAuth(query),
+    scalekitExecuteTool: async ({ body }) => sk.executeTool(body),
+    scalekitListTools: async ({ query }) => sk.listTools(query),
+    scalekitListAppConnections: async ({ query }) => sk.listAppConnections(query),
     listMcpServers: async () => ({ body: await mcp.servers.list() }),
     createMcpServer: async ({ body }) => {
       const created = await mcp.servers.create(body);

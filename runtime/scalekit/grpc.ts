@@ -72,7 +72,20 @@ export function createGrpcServer(
     grpc: true,
     grpcWeb: false,
     connect: true,
-    fallback: fallback as never,
+    fallback: ((req: IncomingMessage, res: ServerResponse) => {
+      // A gRPC call to a service not served here (the SDK's SSO or directory clients): UNIMPLEMENTED, as
+      // trailers only, rather than the HTTP handler's refusal of HTTP/2.
+      if (String(req.headers['content-type'] ?? '').startsWith('application/grpc')) {
+        res.writeHead(200, {
+          'content-type': 'application/grpc',
+          'grpc-status': String(Code.Unimplemented),
+          'grpc-message': encodeURIComponent(`${req.url ?? ''} is not served here`),
+        });
+        res.end();
+        return;
+      }
+      fallback(req, res);
+    }) as never,
   });
   return http2.createServer(handler);
 }

@@ -375,6 +375,74 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('proxyGet', 'GET', '/proxy/echo', { headers, auth: false });
   });
 
+  it("Scalekit's REST shape (/api/v1/…)", async () => {
+    const account = { connector: 'data', identifier: 'sk-1' };
+    await call('scalekitCreateConnectedAccount', 'POST', '/api/v1/connected_accounts', {
+      body: {
+        ...account,
+        connected_account: { authorization_details: { static_auth: { details: { api_key: 'k-sk-1' } } } },
+      },
+    });
+    await call('scalekitCreateConnectedAccount', 'POST', '/api/v1/connected_accounts', {
+      body: { ...account, bogus: 1 },
+    });
+    await call('scalekitUpdateConnectedAccount', 'PUT', '/api/v1/connected_accounts', {
+      body: {
+        ...account,
+        connected_account: { authorization_details: { static_auth: { details: { api_key: 'k-sk-2' } } } },
+      },
+    });
+    await call('scalekitUpdateConnectedAccount', 'PUT', '/api/v1/connected_accounts', {
+      body: { connector: 'data', identifier: 'nobody' },
+    });
+    await call(
+      'scalekitGetConnectedAccountAuth',
+      'GET',
+      '/api/v1/connected_accounts/auth?connector=data&identifier=sk-1',
+    );
+    await call(
+      'scalekitGetConnectedAccountAuth',
+      'GET',
+      '/api/v1/connected_accounts/auth?connector=nope&identifier=sk-1',
+    );
+    await call('scalekitListConnectedAccounts', 'GET', '/api/v1/connected_accounts?connector=data&page_size=5');
+    await call('scalekitListConnectedAccounts', 'GET', '/api/v1/connected_accounts?page_token=nope');
+    await call('scalekitListTools', 'GET', '/api/v1/tools?provider=prodata&page_size=3');
+    await call('scalekitListTools', 'GET', '/api/v1/tools?page_token=x');
+    await call('scalekitListAppConnections', 'GET', '/api/v1/connections/app');
+    await call('scalekitListAppConnections', 'GET', '/api/v1/connections/app', { auth: false });
+    await call('scalekitExecuteTool', 'POST', '/api/v1/execute_tool', {
+      body: {
+        tool_name: 'prodata_scrape_profile',
+        params: { profile_url: 'https://www.linkedin.com/in/x' },
+        ...account,
+      },
+    });
+    await call('scalekitExecuteTool', 'POST', '/api/v1/execute_tool', {
+      body: { tool_name: 'prodata_scrape_profile', params: { profile_url: 5 }, ...account },
+    });
+    const link = await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
+      body: { connector: 'mailbox', identifier: 'sk-2', user_verify_url: `${h.url}/verify-user` },
+    });
+    await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
+      body: { connector: 'data', identifier: 'sk-2' },
+    });
+    const start = await fetch(JSON.parse(link.text).link, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('fake_user', 'sk-2');
+    const consent = await fetch(authorize, { redirect: 'manual' });
+    const done = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    const authRequestId = new URL(done.headers.get('location')!).searchParams.get('auth_request_id')!;
+    await call('scalekitVerifyConnectedAccountUser', 'POST', '/api/v1/connected_accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'sk-2' },
+    });
+    await call('scalekitVerifyConnectedAccountUser', 'POST', '/api/v1/connected_accounts/verify', {
+      body: { auth_request_id: authRequestId, identifier: 'sk-2' },
+    });
+    await call('scalekitDeleteConnectedAccount', 'POST', '/api/v1/connected_accounts:delete', { body: account });
+    await call('scalekitDeleteConnectedAccount', 'POST', '/api/v1/connected_accounts:delete', { body: account });
+  });
+
   it('webhooks', async () => {
     h.running.services.config.webhookAllowedHosts = ['127.0.0.1'];
     const created = await call('createWebhook', 'POST', '/v1/webhooks', {
