@@ -110,12 +110,14 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
     });
     return;
   }
-  const e = err as { type?: string; status?: number; message?: string };
+  const e = err as { type?: string; status?: number; message?: string; limit?: number };
   if (e?.type === 'entity.too.large') {
+    // The limit of the parser that refused it: each route has its own (16 KB for /oauth/token).
+    const limit = typeof e.limit === 'number' ? e.limit : s.config.bodyLimitBytes;
     sendJson(
       res,
       413,
-      errorBody(req, 'payload_too_large', `The request body is larger than ${s.config.bodyLimitBytes} bytes`),
+      errorBody(req, 'payload_too_large', `The request body is larger than ${limit} bytes, this route's limit`),
       service,
     );
     return;
