@@ -151,8 +151,25 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
   );
 }
 
+/**
+ * The result pages of an authorization (`/sso/…`): nothing to load, no script, never framed (a page another
+ * site frames could be clickjacked into a consent), never cached.
+ */
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
+  res.writeHead(status, {
+    ...PAGE_HEADERS,
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(html),
+  });
   res.end(html);
 }
 
