@@ -55,12 +55,16 @@ export interface TokenClaims {
 /**
  * Issues and verifies the service's short-lived bearer tokens (HS256 JWTs). The signing key is random,
  * stored sealed in the store, so every process behind the same store accepts the same tokens. A revoked
- * credential's tokens stop working at once in this process and within `revocationCacheMs` in others.
+ * credential's tokens stop working at once in this process, and in others as soon as the store's change feed
+ * tells them (runtime/store/changes.ts: milliseconds); `revocationCacheMs` bounds a credential's cached state
+ * when the feed is not live.
  */
 export class ServiceTokens {
   private key!: Uint8Array;
   private verified = new Map<string, TokenClaims>();
   private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
+  /** Bumped on every credential change: a state read while one arrived is used but not kept. */
+  private credentialGeneration = 0;
   /** Failed attempts per client id (protects each credential) and, more leniently, per address. */
   readonly clientThrottle: Throttle;
   readonly addressThrottle: Throttle;
@@ -74,6 +78,11 @@ export class ServiceTokens {
   ) {
     this.clientThrottle = new Throttle(store, 'client:', { free: 5 });
     this.addressThrottle = new Throttle(store, 'token-address:', { free: 30 });
+    store.changes.subscribe((c) => {
+      if (c.table === '*' || c.table === 'api_credentials') this.credentialGeneration++;
+      if (c.table === '*' || (c.table === 'api_credentials' && c.id === '*')) this.credentialState.clear();
+      else if (c.table === 'api_credentials') this.credentialState.delete(c.id);
+    });
   }
 
   async init(): Promise<void> {
@@ -153,11 +162,13 @@ export class ServiceTokens {
       if (this.verified.size > 10_000) this.verified.clear();
       this.verified.set(token, claims);
     }
+    this.store.changes.poll();
     let state = this.credentialState.get(claims.credentialId);
     if (!state || now - state.checkedAt > this.revocationCacheMs) {
+      const generation = this.credentialGeneration;
       const credential = await this.store.getApiCredential(claims.credentialId);
       state = { revoked: !credential || credential.revokedAt !== null, checkedAt: now };
-      this.credentialState.set(claims.credentialId, state);
+      if (generation === this.credentialGeneration) this.credentialState.set(claims.credentialId, state);
     }
     if (state.revoked) throw unauthorized('The API credential behind this token was revoked');
     return claims;

@@ -17,6 +17,7 @@ import { connectionRoutes } from './connections.ts';
 import { credentialRoutes } from './credentials.ts';
 import { toolRoutes } from './tools.ts';
 import { activityRoutes } from './activity.ts';
+import { mcpRoutes } from './mcp.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -177,6 +178,7 @@ export function dashboardRouter(s: Services): Router {
   credentialRoutes(r, ctx);
   toolRoutes(r, ctx);
   activityRoutes(r, ctx);
+  mcpRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 

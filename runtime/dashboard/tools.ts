@@ -195,7 +195,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/tools/:tool', async (req, res) => {
-    const tool = toolOrThrow(req.params.tool!);
+    const tool = toolOrThrow(req.params.tool);
     await toolPage(req, res, tool, {
       connection: queryValue(req, 'connection'),
       identifier: queryValue(req, 'identifier'),
@@ -203,7 +203,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/tools/:tool', async (req, res) => {
-    const tool = toolOrThrow(req.params.tool!);
+    const tool = toolOrThrow(req.params.tool);
     const values: Record<string, string> = {};
     for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
       if (typeof v === 'string' && k !== '_csrf') setOwn(values, k, v);
@@ -257,7 +257,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
       }
       if (!(e instanceof ServiceError)) throw e;
       if (e.code === 'invalid_input' && Array.isArray(e.details)) {
-        await toolPage(req, res, tool, values, { errors: e.details as FieldError[] }, 400);
+        await toolPage(req, res, tool, values, { errors: e.details }, 400);
         return;
       }
       const where =

@@ -161,7 +161,7 @@ export function guardedLookup(
     typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
   upstreamDns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
     if (err) return cb(err, []);
-    const list = addresses as LookupAddress[];
+    const list = addresses;
     const bad = list.find((a) => !isPublicAddress(a.address));
     if (bad || !list.length) {
       const e: NodeJS.ErrnoException = new Error(
@@ -177,8 +177,8 @@ export function guardedLookup(
 
 /** Keep-alive agents whose sockets connect only to public addresses. */
 export const guardedAgents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup }),
 };
 
 /** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */

@@ -214,7 +214,7 @@ function roundTrip(tool: ToolDefinition, format: LlmFormat, strict: boolean) {
       expect(conforms(parameters, args)).toEqual([]);
     } else if (format === 'gemini') {
       const parameters = geminiFunctionDeclaration(tool).parameters;
-      args = parameters ? asGeminiModel(parameters as Node, tool.inputSchema, original) : {};
+      args = parameters ? asGeminiModel(parameters, tool.inputSchema, original) : {};
       if (parameters) expect(conforms(geminiAsJsonSchema(parameters as Node), args)).toEqual([]);
     } else {
       const def = llmTool(tool, format) as unknown as Node;
@@ -320,6 +320,18 @@ describe('mapping back', () => {
     const back = inputFromModel(t, 'anthropic', { comment_body: 'x', subject: null });
     expect(back.input).toEqual({ comment_body: 'x', subject: null });
     expect(validateToolInput(t, back.input)).toEqual([{ field: 'subject', message: 'must be a string' }]);
+  });
+});
+
+describe('reading plain OpenAI arguments as strict mode ones (what handleToolCalls does for every OpenAI call)', () => {
+  // A tool call does not say whether the model had the strict or the plain definitions; reading every OpenAI call
+  // the strict way must then change nothing a plain-mode model sends that the tool's schema accepts.
+  it.each(all.map((t) => [t.name, t]))('%s: every example comes back unchanged', (_n, tool) => {
+    for (const example of tool.examples) {
+      const back = inputFromModel(tool, 'openai', JSON.stringify(example.input), { strict: true });
+      expect(back.errors).toEqual([]);
+      expect(back.input).toEqual(example.input);
+    }
   });
 });
 
