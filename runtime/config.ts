@@ -19,6 +19,9 @@ export interface Config {
   /** Origins a client may send users back to after authorization (besides the service itself). */
   allowedRedirectOrigins: string[];
   bodyLimitBytes: number;
+  /** A request body with no byte for this long is cut (408); on routes without authentication, one not complete
+   * within twice this. */
+  bodyIdleTimeoutMs: number;
   toolResponseLimitBytes: number;
   /** Upper bound on every connector's upstream connect and response timeouts, in ms; 0 keeps the connectors' own. */
   upstreamTimeoutMaxMs: number;
@@ -107,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim().replace(/\/+$/, ''))
       .filter(Boolean),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, env),
+    bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 10_000, env),
     toolResponseLimitBytes: int('TOOL_RESPONSE_LIMIT_BYTES', 10 * 1024 * 1024, env),
     upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),

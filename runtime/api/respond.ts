@@ -110,12 +110,14 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
     });
     return;
   }
-  const e = err as { type?: string; status?: number; message?: string };
+  const e = err as { type?: string; status?: number; message?: string; limit?: number };
   if (e?.type === 'entity.too.large') {
+    // The limit of the parser that refused it: each route has its own (16 KB for /oauth/token).
+    const limit = typeof e.limit === 'number' ? e.limit : s.config.bodyLimitBytes;
     sendJson(
       res,
       413,
-      errorBody(req, 'payload_too_large', `The request body is larger than ${s.config.bodyLimitBytes} bytes`),
+      errorBody(req, 'payload_too_large', `The request body is larger than ${limit} bytes, this route's limit`),
       service,
     );
     return;
@@ -149,8 +151,25 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
   );
 }
 
+/**
+ * The result pages of an authorization (`/sso/…`): nothing to load, no script, never framed (a page another
+ * site frames could be clickjacked into a consent), never cached.
+ */
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
+  res.writeHead(status, {
+    ...PAGE_HEADERS,
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(html),
+  });
   res.end(html);
 }
 

@@ -54,7 +54,7 @@ export type Handler<Op extends OperationId> = (ctx: Context<Op>) => Promise<Repl
 export type RouteTable = { [Op in OperationId]: Handler<Op> };
 
 /** The token endpoint's body (form fields or JSON) is small; a larger one is refused early. */
-const FORM_BODY_LIMIT = '16kb';
+const FORM_BODY_LIMIT = 16 * 1024;
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
@@ -68,6 +68,8 @@ interface Route {
   /** Rest routes: the fixed part before the rest parameter, lower case, with its final slash. */
   prefix?: string;
   parsers: Middleware[];
+  /** The largest body the route's parsers accept. */
+  bodyLimit: number;
 }
 
 export interface Match {
@@ -97,6 +99,7 @@ export class Router {
     table: RouteTable,
   ) {
     const json = express.json({ limit: s.config.bodyLimitBytes, strict: true }) as Middleware;
+    const bodyLimit = (e: Endpoint) => (e.body?.form ? FORM_BODY_LIMIT : s.config.bodyLimitBytes);
     const form = [
       express.urlencoded({ limit: FORM_BODY_LIMIT, extended: false }),
       express.json({ limit: FORM_BODY_LIMIT }),
@@ -112,6 +115,7 @@ export class Router {
         // Every authenticated JSON route reads a JSON body when one is sent (it is checked where the endpoint
         // declares one); the proxy streams its body upstream unread.
         parsers: endpoint.body?.form ? form : endpoint.auth === 'bearer' && !endpoint.rest ? [json] : [],
+        bodyLimit: bodyLimit(endpoint),
       };
       const methods = endpoint.method === 'ANY' ? ['*'] : [endpoint.method];
       if (endpoint.rest) {
@@ -190,7 +194,7 @@ export class Router {
       params = checkRequest(operation, 'params', params);
     }
     const query = endpoint.query ? checkRequest(operation, 'query', parseQuery(m.query)) : undefined;
-    for (const parse of parsers) await runMiddleware(parse, req, res);
+    if (parsers.length) await this.readBody(m.route, req, res);
     const body = endpoint.body
       ? checkRequest(operation, 'body', req.body === undefined && !endpoint.body.required ? {} : req.body)
       : undefined;
@@ -204,6 +208,69 @@ export class Router {
     });
     if (reply) sendJson(res, reply.status ?? 200, reply.body);
   }
+
+  /**
+   * Reads a request body with the route's parsers, refusing early what cannot be accepted: a Content-Length over the
+   * route's limit before a byte is read (413 naming that limit), and a body that stops arriving — no byte for
+   * `bodyIdleTimeoutMs`, or (routes without authentication) not complete within twice that — with 408 and the
+   * connection closed, so slow bodies cannot hold connections open.
+   */
+  private async readBody(route: Route, req: ApiRequest, res: ServerResponse): Promise<void> {
+    const s = this.s;
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > route.bodyLimit) {
+      res.setHeader('connection', 'close');
+      throw bodyTooLarge(route.bodyLimit);
+    }
+    const idleMs = s.config.bodyIdleTimeoutMs;
+    if (req.complete || idleMs <= 0) {
+      for (const parse of route.parsers) await runMiddleware(parse, req, res);
+      return;
+    }
+    let fail!: (e: Error) => void;
+    const cut = new Promise<never>((_resolve, reject) => (fail = reject));
+    const timedOut = (what: string) => {
+      res.setHeader('connection', 'close');
+      res.once('finish', () => req.destroy());
+      fail(new ServiceError(408, 'request_timeout', `The request body ${what}`));
+    };
+    // Progress is read off the socket (a 'data' listener here would start the stream before the parser listens).
+    let bytes = req.socket.bytesRead;
+    let lastProgress = Date.now();
+    const idle = setInterval(
+      () => {
+        if (req.socket.bytesRead !== bytes) {
+          bytes = req.socket.bytesRead;
+          lastProgress = Date.now();
+        } else if (Date.now() - lastProgress >= idleMs) timedOut(`stopped arriving (no data for ${idleMs} ms)`);
+      },
+      Math.max(25, Math.floor(idleMs / 4)),
+    );
+    const total =
+      route.endpoint.auth === 'bearer'
+        ? undefined
+        : setTimeout(() => timedOut(`did not arrive within ${2 * idleMs} ms`), 2 * idleMs);
+    try {
+      await Promise.race([
+        (async () => {
+          for (const parse of route.parsers) await runMiddleware(parse, req, res);
+        })(),
+        cut,
+      ]);
+    } finally {
+      clearInterval(idle);
+      if (total) clearTimeout(total);
+    }
+  }
+}
+
+/** The 413 of a body over `limit` bytes (the limit of the route it was sent to). */
+export function bodyTooLarge(limit: number): ServiceError {
+  return new ServiceError(
+    413,
+    'payload_too_large',
+    `The request body is larger than ${limit} bytes, this route's limit`,
+  );
 }
 
 function decodeParam(name: string, raw: string): string {

@@ -386,3 +386,19 @@ describe('a provider that names its own API host', () => {
     });
   });
 });
+
+describe('the /sso result pages (issue 12, point 9)', () => {
+  it('are sent with a CSP that allows no script and no framing, X-Frame-Options DENY and no-store', async () => {
+    const res = await fetch(`${h.url}/sso/v1/oauth/conn_nope/callback?state=forged&code=x`, { redirect: 'manual' });
+    const html = await res.text();
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(html).toContain('<h1>');
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('script-src');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+});
