@@ -181,6 +181,7 @@ describe('GET /v1/tools filters', () => {
     expect(await field('format=openai-strict&strict=false')).toBe('strict');
     expect(await field('format=mcp&api=responses')).toBe('api');
     expect(await field('format=openai&format=mcp')).toBe('format');
+    expect(await field('format=openai&identifier=')).toBe('identifier');
   });
 });
 
