@@ -417,7 +417,7 @@ export class AgentConnectorClient {
     if (p.connectionNames) q.set('connection_names', p.connectionNames.join(','));
     if (p.names) q.set('names', p.names.join(','));
     if (p.identifier !== undefined) q.set('identifier', p.identifier);
-    const r = await this.json<Operations['listTools']['response']>('GET', `/v1/tools?${q}`);
+    const r = await this.json<Operations['listTools']['response']>('GET', `/v1/tools?${q.toString()}`);
     return r.tools as Array<ToolDefinitionOf<F, A>>;
   }
 
@@ -426,7 +426,7 @@ export class AgentConnectorClient {
     const p = new URLSearchParams({ q });
     if (options.limit !== undefined) p.set('limit', String(options.limit));
     if (options.connector) p.set('connector', options.connector);
-    return (await this.json<Operations['searchTools']['response']>('GET', `/v1/tools/search?${p}`)).tools;
+    return (await this.json<Operations['searchTools']['response']>('GET', `/v1/tools/search?${p.toString()}`)).tools;
   }
 
   /**
@@ -510,7 +510,8 @@ export class AgentConnectorClient {
       });
     }
     if (!Array.isArray(p.content)) throw new Error('handleToolCalls: content must be an array of content blocks');
-    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
+    const content = p.content as ReadonlyArray<{ type: string }>;
+    const uses = content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
     const outcomes = await run(uses.map((b) => ({ name: b.name, input: b.input, format: 'anthropic' as const })));
     return uses.map((b, i): AnthropicToolResultBlock => ({
       type: 'tool_result',
