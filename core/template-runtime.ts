@@ -57,6 +57,7 @@ export function tpl(parts: readonly unknown[]): string | undefined {
     if (i % 2 === 0) out += p as string;
     else {
       if (p === undefined || p === null) return undefined;
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- `{name}` in a string is the parameter as text (docs/templates.md); String() is that conversion for any value
       out += String(p);
     }
   }
@@ -71,7 +72,7 @@ export function join(parts: readonly unknown[], sep: string): string | undefined
 export function concat(parts: readonly unknown[]): unknown[] | undefined {
   const present = parts.filter((p) => p !== undefined && p !== null);
   if (!present.length) return undefined;
-  return present.flatMap((p) => (Array.isArray(p) ? p : [p]));
+  return present.flatMap((p) => (Array.isArray(p) ? (p as unknown[]) : [p]));
 }
 
 /** Shallow-merges the objects that are present (later ones win); absent when none is, or all are empty. */

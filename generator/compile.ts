@@ -416,7 +416,10 @@ export function compileRequests(
     if (req.headers) {
       const headerScope = { ...itemScope, used: new Set<string>() };
       const h = compileRoot(req.headers, headerScope, [...path, 'headers']);
-      for (const name of headerScope.used) (used.add(name), headerParams.add(name));
+      for (const name of headerScope.used) {
+        used.add(name);
+        headerParams.add(name);
+      }
       fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
     } else {
       fields.push('headers: {}');

@@ -57,7 +57,7 @@ export function syncAssets() {
       const rel = relative(DIST, file);
       const source = join(
         ROOT,
-        rel.replace(/\.js(\.map)?$/, (_, map) => '.ts'),
+        rel.replace(/\.js(\.map)?$/, (_, _map) => '.ts'),
       );
       const same = join(ROOT, rel);
       if (!existsSync(source) && !existsSync(same)) rmSync(file);

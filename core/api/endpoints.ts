@@ -78,7 +78,33 @@ const bodyErrors = {
 const connectionParam = pathParams({ connection_name: { type: 'string', description: "The connection's name" } });
 const accountParam = pathParams({ id: { type: 'string', description: "The connected account's id" } });
 const connectionNotFound = error('No connection of that name');
+const mcpServerParam = pathParams({ id: { type: 'string', description: "The MCP server's id" } });
+const mcpServerNotFound = error('No MCP server with that id');
+/** An MCP URL lives 30 days unless asked otherwise, at most a year. */
+export const MCP_URL_DEFAULT_TTL = 30 * 86_400;
+export const MCP_URL_MAX_TTL = 365 * 86_400;
+const rpcError = (description: string): ResponseSpec => ({ description, content: json(S.jsonRpcResponse) });
+/** Errors of reading the body may come in the service's shape (the bearer endpoint reads it as every API route does). */
+const rpcOrServiceError = (description: string): ResponseSpec => ({
+  description,
+  content: json({ anyOf: [S.jsonRpcResponse, S.errorResponse] }),
+});
+const mcpNotAllowed: ResponseSpec = {
+  ...rpcError('Method not allowed: only POST'),
+  headers: { allow: { description: '`POST`', schema: text } },
+};
+/** What the MCP Streamable HTTP transport answers a POST. */
+const mcpAnswers = {
+  '200': ok('The JSON-RPC response', S.jsonRpcResponse),
+  '202': { description: 'A notification or a response was accepted (no body)' },
+  '400': rpcOrServiceError('Not JSON, not a JSON-RPC message, or an unsupported MCP-Protocol-Version'),
+  '406': rpcError('The Accept header does not take both application/json and text/event-stream'),
+  '413': rpcOrServiceError('The body is larger than BODY_LIMIT_BYTES'),
+  '415': rpcOrServiceError('The body is not application/json'),
+} as const;
 const accountNotFound = error('No connected account with that id');
+const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
+const webhookNotFound = error('No webhook with that id');
 
 export const endpoints = {
   index: {
@@ -616,6 +642,298 @@ export const endpoints = {
     responses: {
       '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
       '404': error('No active credential with that id'),
+      ...bearer,
+    },
+  },
+  listMcpServers: {
+    method: 'GET',
+    path: '/v1/mcp-servers',
+    summary: 'MCP server configurations',
+    auth: 'bearer',
+    responses: {
+      '200': ok('MCP servers', object({ mcp_servers: { type: 'array', items: S.mcpServer } })),
+      ...bearer,
+    },
+  },
+  createMcpServer: {
+    method: 'POST',
+    path: '/v1/mcp-servers',
+    summary: 'Create an MCP server configuration: the tools it exposes (by name, or every tool of some connections)',
+    auth: 'bearer',
+    noun: 'MCP server',
+    body: { schema: S.mcpServerCreate, required: true },
+    responses: {
+      '201': ok('Created', S.mcpServer),
+      ...bodyErrors,
+      '409': error('An MCP server of that name exists'),
+      ...bearer,
+    },
+  },
+  getMcpServer: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'One MCP server configuration',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '200': ok('MCP server', S.mcpServer), '404': mcpServerNotFound, ...bearer },
+  },
+  updateMcpServer: {
+    method: 'PATCH',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'Update an MCP server configuration (only the fields given change)',
+    auth: 'bearer',
+    noun: 'MCP server update',
+    params: mcpServerParam,
+    body: { schema: S.mcpServerUpdate, required: true },
+    responses: {
+      '200': ok('Updated', S.mcpServer),
+      ...bodyErrors,
+      '404': mcpServerNotFound,
+      '409': error('Another MCP server has that name'),
+      ...bearer,
+    },
+  },
+  deleteMcpServer: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'Delete an MCP server configuration and its URLs (they stop working at once)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  createMcpUrl: {
+    method: 'POST',
+    path: '/v1/mcp-servers/{id}/urls',
+    summary: 'Make an MCP URL for one end user; the URL is in this answer only',
+    description:
+      'The URL carries a random token (only its hash is stored), scoped to this server and this identifier. An MCP client ' +
+      '(Claude Desktop, Cursor, the MCP Inspector, the OpenAI Agents SDK) uses it as it is, with no other credential.',
+    auth: 'bearer',
+    noun: 'MCP URL',
+    params: mcpServerParam,
+    body: {
+      required: true,
+      schema: object(
+        {
+          identifier: S.identifier,
+          expires_in: S.orNull({
+            type: 'integer',
+            minimum: 60,
+            maximum: MCP_URL_MAX_TTL,
+            default: MCP_URL_DEFAULT_TTL,
+            description: `Seconds until the URL stops working (default ${MCP_URL_DEFAULT_TTL}: 30 days; at most one year)`,
+            'x-message': `must be a whole number of seconds from 60 to ${MCP_URL_MAX_TTL}`,
+          }),
+        },
+        ['identifier'],
+      ),
+    },
+    responses: {
+      '201': ok(
+        'Created',
+        object({
+          id: text,
+          url: { type: 'string', description: 'Shown once: the MCP endpoint for this end user' },
+          identifier: text,
+          expires_at: { type: 'string', format: 'date-time' },
+        }),
+      ),
+      ...bodyErrors,
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  listMcpUrls: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}/urls',
+    summary: "An MCP server's URLs, newest first (never their tokens)",
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: {
+      '200': ok('URLs', object({ urls: { type: 'array', items: S.mcpUrl } })),
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  revokeMcpUrl: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}/urls/{url_id}',
+    summary: 'Revoke an MCP URL: it stops working at once',
+    auth: 'bearer',
+    params: pathParams({ id: text, url_id: { type: 'string', description: "The URL's id" } }),
+    responses: {
+      '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
+      '404': error('No such MCP server, or no URL of it with that id that is not revoked yet'),
+      ...bearer,
+    },
+  },
+  mcpServerPost: {
+    method: 'POST',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary:
+      'The MCP endpoint (Streamable HTTP, stateless) for server-side agents: bearer token + end user in a header',
+    description:
+      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it (protocol revision 2025-11-25 and ' +
+      'earlier ones the SDK supports); answered in JSON. No session: any instance answers any request.',
+    auth: 'bearer',
+    params: mcpServerParam,
+    headers: [
+      { name: 'x-identifier', required: true, description: 'The end user the tools run for (or `identifier`)' },
+      { name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' },
+    ],
+    responses: { ...mcpAnswers, '404': error('No MCP server with that id'), ...bearer },
+  },
+  mcpServerGet: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
+  },
+  mcpServerDelete: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
+  },
+  mcpUrlPost: {
+    method: 'POST',
+    path: '/mcp/{token}',
+    summary: "An end user's MCP endpoint (Streamable HTTP, stateless), as made by POST /v1/mcp-servers/{id}/urls",
+    description:
+      'The token in the path is the credential: scoped to one MCP server and one identifier, revocable and expiring.',
+    auth: 'none',
+    params: pathParams({ token: { type: 'string', description: "The URL's token" } }),
+    headers: [{ name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' }],
+    responses: {
+      ...mcpAnswers,
+      '401': rpcError('A revoked or expired URL'),
+      '404': rpcError('No such URL'),
+      '500': rpcError('Internal error'),
+    },
+  },
+  mcpUrlGet: {
+    method: 'GET',
+    path: '/mcp/{token}',
+    summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    params: pathParams({ token: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  mcpUrlDelete: {
+    method: 'DELETE',
+    path: '/mcp/{token}',
+    summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    params: pathParams({ token: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  listWebhooks: {
+    method: 'GET',
+    path: '/v1/webhooks',
+    summary: 'Webhook endpoints (never their secrets)',
+    auth: 'bearer',
+    responses: { '200': ok('Webhooks', object({ webhooks: { type: 'array', items: S.webhook } })), ...bearer },
+  },
+  createWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks',
+    summary: 'Subscribe a URL to account lifecycle events; the signing secret is in this answer only',
+    description:
+      'Deliveries follow the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`), ' +
+      'are retried with exponential backoff for 24 hours, and never carry a credential.',
+    auth: 'bearer',
+    noun: 'webhook',
+    body: { schema: S.webhookCreate, required: true },
+    responses: { '201': ok('Created', S.webhookWithSecret), ...bodyErrors, ...bearer },
+  },
+  getWebhook: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}',
+    summary: 'One webhook endpoint',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Webhook', S.webhook), '404': webhookNotFound, ...bearer },
+  },
+  updateWebhook: {
+    method: 'PATCH',
+    path: '/v1/webhooks/{id}',
+    summary: 'Change a webhook’s URL or events (only the fields given change)',
+    auth: 'bearer',
+    noun: 'webhook update',
+    params: webhookParam,
+    body: { schema: S.webhookUpdate, required: true },
+    responses: { '200': ok('Updated', S.webhook), ...bodyErrors, '404': webhookNotFound, ...bearer },
+  },
+  deleteWebhook: {
+    method: 'DELETE',
+    path: '/v1/webhooks/{id}',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    summary: 'Replace the signing secret; the new one is in this answer only',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Rotated', S.webhookWithSecret), '404': webhookNotFound, ...bearer },
+  },
+  listWebhookDeliveries: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}/deliveries',
+    summary: 'The delivery log: each event sent to this endpoint, newest first, with its status, attempts and latency',
+    auth: 'bearer',
+    noun: 'query',
+    params: webhookParam,
+    query: {
+      type: 'object',
+      properties: {
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: 20,
+          'x-message': 'must be an integer from 1 to 100',
+        },
+        cursor: { type: 'string', description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of deliveries',
+        object({
+          deliveries: { type: 'array', items: S.webhookDelivery },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad limit or cursor'),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  redeliverWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    summary: 'Send a delivery again now (same `webhook-id`, so a receiver can tell it from a new event)',
+    auth: 'bearer',
+    params: pathParams({ id: { type: 'string', description: "The webhook's id" }, delivery_id: text }),
+    responses: {
+      '200': ok('Queued', object({ delivery: S.webhookDelivery })),
+      '404': error('No such webhook, or no such delivery for it'),
       ...bearer,
     },
   },

@@ -10,6 +10,15 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 
 export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
+/** The account lifecycle events a webhook endpoint may subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [
+  'connected_account.created',
+  'connected_account.active',
+  'connected_account.expired',
+  'connected_account.disconnected',
+  'connected_account.deleted',
+] as const;
+
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
 
@@ -285,6 +294,21 @@ export const executeResponse: JsonSchema = {
         "The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
     },
     execution_id: str,
+    warnings: {
+      type: 'array',
+      description:
+        'Present when the call went ahead but something could not be done as asked: an input the provider cannot ' +
+        'act on (a note it has no field for), a default the service chose. Declared per tool (its notes say which).',
+      items: {
+        type: 'object',
+        required: ['message'],
+        additionalProperties: false,
+        properties: {
+          field: { type: 'string', description: 'The input field it concerns' },
+          message: { type: 'string' },
+        },
+      },
+    },
   },
 };
 
@@ -547,6 +571,115 @@ export const toolSearchHit: JsonSchema = {
   },
 };
 
+export const MCP_MODES = ['tools', 'search'] as const;
+
+const mcpMode: JsonSchema = {
+  enum: MCP_MODES,
+  description:
+    '`tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best ' +
+    'matching configured tools with their input schemas) and `execute_tool` (name + input)',
+  'x-message': `must be one of: ${MCP_MODES.join(', ')}`,
+};
+const nameList = (what: string): JsonSchema => ({
+  type: 'array',
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: what,
+});
+const mcpToolNames = nameList(
+  'Tool names to expose (each runs on the listed connection of its connector, or the only one)',
+);
+const mcpConnectionNames = nameList("Connection names: every tool of each connection's connector is exposed");
+
+/** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export const mcpServer: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'name',
+    'mode',
+    'tools',
+    'connections',
+    'tool_count',
+    'active_urls',
+    'mcp_endpoint',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    name: str,
+    mode: { enum: MCP_MODES },
+    tools: { type: 'array', items: str },
+    connections: { type: 'array', items: str },
+    tool_count: { type: 'integer', description: 'How many tools the server exposes now' },
+    active_urls: { type: 'integer', description: 'URLs neither revoked nor expired' },
+    mcp_endpoint: {
+      type: 'string',
+      description:
+        'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
+    },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const mcpServerCreate: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { ...connectionName, description: 'Unique among MCP servers' },
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+export const mcpServerUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: orNull(connectionName),
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+/** An MCP URL as listed: never its token. */
+export const mcpUrl: JsonSchema = {
+  type: 'object',
+  required: ['id', 'identifier', 'status', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    identifier: str,
+    status: { enum: ['active', 'revoked', 'expired'] },
+    created_at: dateTime,
+    expires_at: dateTime,
+    revoked_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+  },
+};
+
+/** A JSON-RPC 2.0 message the MCP endpoint answers: a result, or an error. */
+export const jsonRpcResponse: JsonSchema = {
+  type: 'object',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { const: '2.0' },
+    id: { type: ['string', 'integer', 'null'] },
+    result: { type: 'object' },
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'integer' }, message: str, data: {} },
+    },
+  },
+};
+
 /** The schemas the OpenAPI document and the client's types name, by name. */
 export const components: Readonly<Record<string, JsonSchema>> = {
   Error: errorResponse,
@@ -567,4 +700,98 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   GeminiTool: geminiTool,
   McpTool: mcpTool,
   ToolSearchHit: toolSearchHit,
+  McpServer: mcpServer,
+  McpServerCreate: mcpServerCreate,
+  McpServerUpdate: mcpServerUpdate,
+  McpUrl: mcpUrl,
+  JsonRpcResponse: jsonRpcResponse,
+};
+
+const webhookEvents: JsonSchema = {
+  type: 'array',
+  minItems: 1,
+  uniqueItems: true,
+  items: { enum: [...WEBHOOK_EVENT_TYPES], 'x-message': `must be one of: ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+  description: 'The account lifecycle events to receive',
+};
+
+const webhookUrl: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS',
+};
+
+export const webhookCreate: JsonSchema = {
+  type: 'object',
+  required: ['url', 'events'],
+  additionalProperties: false,
+  properties: { url: webhookUrl, events: webhookEvents },
+};
+
+export const webhookUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { url: orNull(webhookUrl), events: orNull(webhookEvents) },
+};
+
+export const webhook: JsonSchema = {
+  type: 'object',
+  required: ['id', 'url', 'events', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    url: str,
+    events: { type: 'array', items: { enum: [...WEBHOOK_EVENT_TYPES] } },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const webhookWithSecret: JsonSchema = {
+  ...webhook,
+  required: [...(webhook.required as string[]), 'secret'],
+  properties: {
+    ...(webhook.properties as Record<string, JsonSchema>),
+    secret: {
+      type: 'string',
+      description: 'The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it',
+    },
+  },
+};
+
+export const webhookDelivery: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'webhook_id',
+    'event_id',
+    'event_type',
+    'event',
+    'status',
+    'attempts',
+    'next_attempt_at',
+    'last_status_code',
+    'last_error',
+    'latency_ms',
+    'created_at',
+    'delivered_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    webhook_id: str,
+    event_id: { ...str, description: 'The `webhook-id` header: the same on every attempt and redelivery' },
+    event_type: { enum: [...WEBHOOK_EVENT_TYPES] },
+    event: { type: 'object', description: 'The body sent: `{type, timestamp, data}`' },
+    status: { enum: ['pending', 'succeeded', 'failed'] },
+    attempts: { type: 'integer' },
+    next_attempt_at: nullableDateTime,
+    last_status_code: { type: ['integer', 'null'], description: "The receiver's HTTP status on the last attempt" },
+    last_error: nullableStr,
+    latency_ms: { type: ['integer', 'null'], description: 'How long the last attempt took' },
+    created_at: dateTime,
+    delivered_at: nullableDateTime,
+  },
 };

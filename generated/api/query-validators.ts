@@ -723,9 +723,132 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
   validate12.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_query = validate13;
-const schema14 = { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } };
+export const listWebhookDeliveries_query = validate13;
+const schema14 = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, 'x-message': 'must be an integer from 1 to 100' },
+    cursor: { type: 'string', description: '`next_cursor` of the previous page' },
+  },
+};
 function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.limit === undefined) {
+      data.limit = 20;
+    }
+    let data0 = data.limit;
+    if (!(typeof data0 == 'number' && !(data0 % 1) && !isNaN(data0) && isFinite(data0))) {
+      let dataType0 = typeof data0;
+      let coerced0 = undefined;
+      if (!(coerced0 !== undefined)) {
+        if (
+          dataType0 === 'boolean' ||
+          data0 === null ||
+          (dataType0 === 'string' && data0 && data0 == +data0 && !(data0 % 1))
+        ) {
+          coerced0 = +data0;
+        } else {
+          const err0 = {
+            instancePath: instancePath + '/limit',
+            schemaPath: '#/properties/limit/type',
+            keyword: 'type',
+            params: { type: 'integer' },
+          };
+          if (vErrors === null) {
+            vErrors = [err0];
+          } else {
+            vErrors.push(err0);
+          }
+          errors++;
+        }
+      }
+      if (coerced0 !== undefined) {
+        data0 = coerced0;
+        if (data !== undefined) {
+          data['limit'] = coerced0;
+        }
+      }
+    }
+    if (typeof data0 == 'number' && isFinite(data0)) {
+      if (data0 > 100 || isNaN(data0)) {
+        const err1 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/maximum',
+          keyword: 'maximum',
+          params: { comparison: '<=', limit: 100 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (data0 < 1 || isNaN(data0)) {
+        const err2 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/minimum',
+          keyword: 'minimum',
+          params: { comparison: '>=', limit: 1 },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.cursor !== undefined && func0.call(data, 'cursor')) {
+      let data1 = data.cursor;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err3 = {
+              instancePath: instancePath + '/cursor',
+              schemaPath: '#/properties/cursor/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err3];
+            } else {
+              vErrors.push(err3);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['cursor'] = coerced1;
+          }
+        }
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate13.errors = vErrors;
+  return errors === 0;
+}
+export const oauthAuthorize_query = validate14;
+const schema15 = { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } };
+function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -771,11 +894,11 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate13.errors = vErrors;
+  validate14.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_query = validate14;
-const schema15 = {
+export const oauthCallback_query = validate15;
+const schema16 = {
   type: 'object',
   properties: {
     code: { type: 'string' },
@@ -784,7 +907,7 @@ const schema15 = {
     error_description: { type: 'string' },
   },
 };
-function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -929,6 +1052,6 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate14.errors = vErrors;
+  validate15.errors = vErrors;
   return errors === 0;
 }

@@ -297,6 +297,16 @@ export interface ExecuteToolResponse {
    */
   data: unknown;
   execution_id: string;
+  /**
+   * Present when the call went ahead but something could not be done as asked: an input the provider cannot act on (a note it has no field for), a default the service chose. Declared per tool (its notes say which).
+   */
+  warnings?: {
+    /**
+     * The input field it concerns
+     */
+    field?: string;
+    message: string;
+  }[];
 }
 export interface OpenAITool {
   type: 'function';
@@ -384,6 +394,91 @@ export interface ToolSearchHit {
    * Relevance (BM25+ with field boosts); higher is better
    */
   score: number;
+}
+export interface McpServer {
+  id: string;
+  name: string;
+  mode: 'tools' | 'search';
+  tools: string[];
+  connections: string[];
+  /**
+   * How many tools the server exposes now
+   */
+  tool_count: number;
+  /**
+   * URLs neither revoked nor expired
+   */
+  active_urls: number;
+  /**
+   * The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier
+   */
+  mcp_endpoint: string;
+  created_at: string;
+  updated_at: string;
+}
+export interface McpServerCreate {
+  /**
+   * Unique among MCP servers
+   */
+  name: string;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+}
+export interface McpServerUpdate {
+  name?: string | null;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+}
+export interface McpUrl {
+  id: string;
+  identifier: string;
+  status: 'active' | 'revoked' | 'expired';
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+export interface JsonRpcResponse {
+  jsonrpc: '2.0';
+  id?: string | number | null;
+  result?: {
+    [k: string]: unknown | undefined;
+  };
+  error?: {
+    code: number;
+    message: string;
+    data?: unknown;
+    [k: string]: unknown | undefined;
+  };
+  [k: string]: unknown | undefined;
 }
 export interface IndexResponse {
   service: 'agent-connector-service';
@@ -676,6 +771,362 @@ export interface RevokeApiCredentialResponse {
   revoked: true;
   id: string;
 }
+export interface ListMcpServersResponse {
+  mcp_servers: McpServer[];
+}
+export interface GetMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface UpdateMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface DeleteMcpServerParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface DeleteMcpServerResponse {
+  deleted: true;
+  id: string;
+}
+export interface CreateMcpUrlBody {
+  /**
+   * The end user's identifier in the client application (any text, 1-255 characters)
+   */
+  identifier: string;
+  /**
+   * Seconds until the URL stops working (default 2592000: 30 days; at most one year)
+   */
+  expires_in?: number | null;
+}
+export interface CreateMcpUrlParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface CreateMcpUrlResponse {
+  id: string;
+  /**
+   * Shown once: the MCP endpoint for this end user
+   */
+  url: string;
+  identifier: string;
+  expires_at: string;
+}
+export interface ListMcpUrlsParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface ListMcpUrlsResponse {
+  urls: McpUrl[];
+}
+export interface RevokeMcpUrlParams {
+  id: string;
+  /**
+   * The URL's id
+   */
+  url_id: string;
+}
+export interface RevokeMcpUrlResponse {
+  revoked: true;
+  id: string;
+}
+export interface McpServerPostParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpServerGetParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpServerDeleteParams {
+  /**
+   * The MCP server's id
+   */
+  id: string;
+}
+export interface McpUrlPostParams {
+  /**
+   * The URL's token
+   */
+  token: string;
+}
+export interface McpUrlGetParams {
+  token: string;
+}
+export interface McpUrlDeleteParams {
+  token: string;
+}
+export interface ListWebhooksResponse {
+  webhooks: {
+    id: string;
+    url: string;
+    events: (
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    )[];
+    created_at: string;
+    updated_at: string;
+  }[];
+}
+export interface CreateWebhookBody {
+  /**
+   * Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS
+   */
+  url: string;
+  /**
+   * The account lifecycle events to receive
+   *
+   * @minItems 1
+   */
+  events: [
+    (
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    ),
+    ...(
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted'
+    )[],
+  ];
+}
+export interface CreateWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+  /**
+   * The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it
+   */
+  secret: string;
+}
+export interface GetWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface GetWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+}
+export interface UpdateWebhookBody {
+  /**
+   * Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS
+   */
+  url?: string | null;
+  /**
+   * The account lifecycle events to receive
+   *
+   * @minItems 1
+   */
+  events?:
+    | [
+        (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+        ),
+        ...(
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+        )[],
+      ]
+    | null;
+}
+export interface UpdateWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface UpdateWebhookResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+}
+export interface DeleteWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface DeleteWebhookResponse {
+  deleted: true;
+  id: string;
+}
+export interface RotateWebhookSecretParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface RotateWebhookSecretResponse {
+  id: string;
+  url: string;
+  events: (
+    | 'connected_account.created'
+    | 'connected_account.active'
+    | 'connected_account.expired'
+    | 'connected_account.disconnected'
+    | 'connected_account.deleted'
+  )[];
+  created_at: string;
+  updated_at: string;
+  /**
+   * The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it
+   */
+  secret: string;
+}
+export interface ListWebhookDeliveriesQuery {
+  limit?: number;
+  /**
+   * `next_cursor` of the previous page
+   */
+  cursor?: string;
+  [k: string]: unknown | undefined;
+}
+export interface ListWebhookDeliveriesParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+}
+export interface ListWebhookDeliveriesResponse {
+  deliveries: {
+    id: string;
+    webhook_id: string;
+    /**
+     * The `webhook-id` header: the same on every attempt and redelivery
+     */
+    event_id: string;
+    event_type:
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted';
+    /**
+     * The body sent: `{type, timestamp, data}`
+     */
+    event: {
+      [k: string]: unknown | undefined;
+    };
+    status: 'pending' | 'succeeded' | 'failed';
+    attempts: number;
+    next_attempt_at: string | null;
+    /**
+     * The receiver's HTTP status on the last attempt
+     */
+    last_status_code: number | null;
+    last_error: string | null;
+    /**
+     * How long the last attempt took
+     */
+    latency_ms: number | null;
+    created_at: string;
+    delivered_at: string | null;
+  }[];
+  /**
+   * null on the last page
+   */
+  next_cursor: string | null;
+}
+export interface RedeliverWebhookParams {
+  /**
+   * The webhook's id
+   */
+  id: string;
+  delivery_id: string;
+}
+export interface RedeliverWebhookResponse {
+  delivery: {
+    id: string;
+    webhook_id: string;
+    /**
+     * The `webhook-id` header: the same on every attempt and redelivery
+     */
+    event_id: string;
+    event_type:
+      | 'connected_account.created'
+      | 'connected_account.active'
+      | 'connected_account.expired'
+      | 'connected_account.disconnected'
+      | 'connected_account.deleted';
+    /**
+     * The body sent: `{type, timestamp, data}`
+     */
+    event: {
+      [k: string]: unknown | undefined;
+    };
+    status: 'pending' | 'succeeded' | 'failed';
+    attempts: number;
+    next_attempt_at: string | null;
+    /**
+     * The receiver's HTTP status on the last attempt
+     */
+    last_status_code: number | null;
+    last_error: string | null;
+    /**
+     * How long the last attempt took
+     */
+    latency_ms: number | null;
+    created_at: string;
+    delivered_at: string | null;
+  };
+}
 export interface ProxyParams {
   /**
    * The upstream path (and query) relative to the provider's API root, sent as it is
@@ -783,6 +1234,43 @@ export interface Operations {
     params: RevokeApiCredentialParams;
     response: RevokeApiCredentialResponse;
   };
+  listMcpServers: { body: never; query: never; params: never; response: ListMcpServersResponse };
+  createMcpServer: { body: McpServerCreate; query: never; params: never; response: McpServer };
+  getMcpServer: { body: never; query: never; params: GetMcpServerParams; response: McpServer };
+  updateMcpServer: { body: McpServerUpdate; query: never; params: UpdateMcpServerParams; response: McpServer };
+  deleteMcpServer: { body: never; query: never; params: DeleteMcpServerParams; response: DeleteMcpServerResponse };
+  createMcpUrl: { body: CreateMcpUrlBody; query: never; params: CreateMcpUrlParams; response: CreateMcpUrlResponse };
+  listMcpUrls: { body: never; query: never; params: ListMcpUrlsParams; response: ListMcpUrlsResponse };
+  revokeMcpUrl: { body: never; query: never; params: RevokeMcpUrlParams; response: RevokeMcpUrlResponse };
+  mcpServerPost: { body: never; query: never; params: McpServerPostParams; response: JsonRpcResponse };
+  mcpServerGet: { body: never; query: never; params: McpServerGetParams; response: never };
+  mcpServerDelete: { body: never; query: never; params: McpServerDeleteParams; response: never };
+  mcpUrlPost: { body: never; query: never; params: McpUrlPostParams; response: JsonRpcResponse };
+  mcpUrlGet: { body: never; query: never; params: McpUrlGetParams; response: never };
+  mcpUrlDelete: { body: never; query: never; params: McpUrlDeleteParams; response: never };
+  listWebhooks: { body: never; query: never; params: never; response: ListWebhooksResponse };
+  createWebhook: { body: CreateWebhookBody; query: never; params: never; response: CreateWebhookResponse };
+  getWebhook: { body: never; query: never; params: GetWebhookParams; response: GetWebhookResponse };
+  updateWebhook: {
+    body: UpdateWebhookBody;
+    query: never;
+    params: UpdateWebhookParams;
+    response: UpdateWebhookResponse;
+  };
+  deleteWebhook: { body: never; query: never; params: DeleteWebhookParams; response: DeleteWebhookResponse };
+  rotateWebhookSecret: {
+    body: never;
+    query: never;
+    params: RotateWebhookSecretParams;
+    response: RotateWebhookSecretResponse;
+  };
+  listWebhookDeliveries: {
+    body: never;
+    query: ListWebhookDeliveriesQuery;
+    params: ListWebhookDeliveriesParams;
+    response: ListWebhookDeliveriesResponse;
+  };
+  redeliverWebhook: { body: never; query: never; params: RedeliverWebhookParams; response: RedeliverWebhookResponse };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };

@@ -29,10 +29,15 @@ export async function executeTool(
       identifier: body.identifier ?? undefined,
     },
   });
+  const warnings = result.warnings?.length ? `,"warnings":${JSON.stringify(result.warnings)}` : '';
   const payload =
     result.dataJson !== undefined
-      ? `{"data":${result.dataJson},"execution_id":${JSON.stringify(result.executionId)}}`
-      : JSON.stringify({ data: result.data, execution_id: result.executionId });
+      ? `{"data":${result.dataJson},"execution_id":${JSON.stringify(result.executionId)}${warnings}}`
+      : JSON.stringify({
+          data: result.data,
+          execution_id: result.executionId,
+          ...(result.warnings?.length ? { warnings: result.warnings } : {}),
+        });
   res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(payload),

@@ -16,8 +16,13 @@ import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
 import { listTools } from './agent-tools.ts';
 import { searchTools } from '../tools/search.ts';
+import { unknownToolError } from '../tools/validation.ts';
+import { McpEndpoint, methodNotAllowed } from '../mcp/endpoint.ts';
+import { proxyIdentifier } from '../proxy/proxy.ts';
+import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 import { metricsTokenMatches } from '../metrics.ts';
+import { deliveryView, webhookView } from '../webhooks/service.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -96,6 +101,7 @@ function clientAddress(
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
+  const mcp = new McpEndpoint(s);
   return {
     index: async ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -209,7 +215,7 @@ export function routeTable(s: Services): RouteTable {
     }),
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
-      if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
+      if (!t) throw unknownToolError(params.tool_name, [...tools.keys()]);
       return { body: toolView(t, connectors.get(t.connector)!) };
     },
     executeTool: async ({ body, res }) => executeTool(s, body, res),
@@ -306,11 +312,34 @@ export function routeTable(s: Services): RouteTable {
       return { body: { connected_account: m.accountView(a, c) } };
     },
     deleteConnectedAccount: async ({ params }) => {
-      const ok = await s.store.deleteAccount(params.id);
-      if (!ok) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
-      s.accounts.forgetAccount(params.id);
+      await m.deleteAccount(params.id);
       return { body: { deleted: true, id: params.id } };
     },
+
+    listWebhooks: async () => ({
+      body: { webhooks: (await s.store.listWebhookEndpoints()).map(webhookView) },
+    }),
+    createWebhook: async ({ body }) => {
+      const { endpoint, secret } = await s.webhooks.create(body.url, body.events);
+      return { status: 201, body: { ...webhookView(endpoint), secret } };
+    },
+    getWebhook: async ({ params }) => ({ body: webhookView(await s.webhooks.get(params.id)) }),
+    updateWebhook: async ({ params, body }) => ({ body: webhookView(await s.webhooks.update(params.id, body)) }),
+    deleteWebhook: async ({ params }) => {
+      await s.webhooks.delete(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+    rotateWebhookSecret: async ({ params }) => {
+      const { endpoint, secret } = await s.webhooks.rotateSecret(params.id);
+      return { body: { ...webhookView(endpoint), secret } };
+    },
+    listWebhookDeliveries: async ({ params, query }) => {
+      const page = await s.webhooks.deliveries(params.id, query.limit ?? 20, query.cursor);
+      return { body: { deliveries: page.deliveries.map(deliveryView), next_cursor: page.nextCursor } };
+    },
+    redeliverWebhook: async ({ params }) => ({
+      body: { delivery: deliveryView(await s.webhooks.redeliver(params.id, params.delivery_id)) },
+    }),
 
     listApiCredentials: async () => {
       const list = await s.store.listApiCredentials();
@@ -340,6 +369,62 @@ export function routeTable(s: Services): RouteTable {
       s.tokens.forgetCredential(params.id);
       return { body: { revoked: true, id: params.id } };
     },
+
+    listMcpServers: async () => ({ body: await mcp.servers.list() }),
+    createMcpServer: async ({ body }) => {
+      const created = await mcp.servers.create(body);
+      return { status: 201, body: await mcp.servers.describe(created) };
+    },
+    getMcpServer: async ({ params }) => ({ body: await mcp.servers.describe(await mcp.servers.get(params.id)) }),
+    updateMcpServer: async ({ params, body }) => ({
+      body: await mcp.servers.describe(await mcp.servers.update(params.id, body)),
+    }),
+    deleteMcpServer: async ({ params }) => {
+      await mcp.servers.delete(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+    createMcpUrl: async ({ params, body }) => ({
+      status: 201,
+      body: await mcp.servers.createUrl(params.id, body.identifier, body.expires_in ?? undefined),
+    }),
+    listMcpUrls: async ({ params }) => ({ body: await mcp.servers.listUrls(params.id) }),
+    revokeMcpUrl: async ({ params }) => {
+      await mcp.servers.revokeUrl(params.id, params.url_id);
+      return { body: { revoked: true, id: params.url_id } };
+    },
+    mcpServerPost: async ({ req, res, params }) => {
+      const server = await mcp.servers.get(params.id);
+      const identifier = proxyIdentifier(req);
+      if (
+        identifier === undefined ||
+        !new RegExp(identifierSchema.pattern as string).test(identifier) ||
+        identifier.length > 255
+      ) {
+        throw new ServiceError(
+          400,
+          'invalid_input',
+          "Send the end user's identifier in the header x-identifier (or identifier; x-identifier-encoded when it is not printable ASCII)",
+          [
+            {
+              field: 'x-identifier',
+              message: identifier === undefined ? 'is required' : `${identifierSchema['x-message']}`,
+            },
+          ],
+        );
+      }
+      await mcp.serve(req, res, { server, identifier }, req.body);
+    },
+    mcpServerGet: async ({ params, res }) => {
+      await mcp.servers.get(params.id);
+      methodNotAllowed(res);
+    },
+    mcpServerDelete: async ({ params, res }) => {
+      await mcp.servers.get(params.id);
+      methodNotAllowed(res);
+    },
+    mcpUrlPost: async ({ req, res, params }) => mcp.serveToken(req, res, params.token),
+    mcpUrlGet: async ({ res }) => methodNotAllowed(res),
+    mcpUrlDelete: async ({ res }) => methodNotAllowed(res),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 

@@ -6,6 +6,7 @@
  *   const { link } = await client.getAuthorizationLink({ connectionName: 'mail', identifier: 'user-42' });
  *   const { data } = await client.executeTool({ toolName: 'mail_list_messages', connectionName: 'mail', identifier: 'user-42', toolInput: { $top: 5 } });
  */
+import { Webhook } from 'standardwebhooks';
 import type { ToolInputs, ToolName } from '../../generated/types.ts';
 import type {
   AnthropicTool,
@@ -570,7 +571,9 @@ export class AgentConnectorClient {
   }
 
   /** Executes a named tool; `toolInput` is typed per tool from the generated types. */
-  async executeTool<N extends ToolName>(p: ExecuteParams<N>): Promise<{ data: unknown; executionId: string }> {
+  async executeTool<N extends ToolName>(
+    p: ExecuteParams<N>,
+  ): Promise<{ data: unknown; executionId: string; warnings?: Array<{ field?: string; message: string }> }> {
     const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
       tool_name: p.toolName,
       tool_input: p.toolInput,
@@ -579,7 +582,7 @@ export class AgentConnectorClient {
         : { connection_name: p.connectionName, identifier: p.identifier }),
       ...(p.dryRun ? { dry_run: true } : {}),
     });
-    return { data: r.data, executionId: r.execution_id };
+    return { data: r.data, executionId: r.execution_id, ...(r.warnings ? { warnings: r.warnings } : {}) };
   }
 
   // Proxy
@@ -684,3 +687,41 @@ function toError(status: number, body: Record<string, unknown> | undefined): Con
     body?.request_id as string | undefined,
   );
 }
+
+/** A webhook event as the service sends it (see POST /v1/webhooks). */
+export interface WebhookEventBody {
+  type: string;
+  timestamp: string;
+  data: {
+    connected_account_id: string;
+    connection_name: string;
+    connector: string;
+    identifier: string;
+    status: string;
+    reason: string | null;
+  };
+}
+
+/**
+ * Verifies a webhook delivery with the endpoint's secret (`whsec_…`), as the Standard Webhooks specification says:
+ * the signature over `webhook-id`, `webhook-timestamp` and the raw body, and a timestamp within five minutes.
+ * Returns the event; throws `WebhookVerificationError` when anything does not match. Pass the body exactly as
+ * received (the raw text, not a re-serialised object).
+ */
+export function verifyWebhook(
+  payload: string | Buffer,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secret: string,
+): WebhookEventBody {
+  const get = (name: string): string => {
+    const v = headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+  };
+  return new Webhook(secret).verify(payload, {
+    'webhook-id': get('webhook-id'),
+    'webhook-timestamp': get('webhook-timestamp'),
+    'webhook-signature': get('webhook-signature'),
+  }) as WebhookEventBody;
+}
+
+export { WebhookVerificationError } from 'standardwebhooks';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { accountEvent, updateAccountWithEvent } from '../webhooks/events.ts';
 import * as oauth from 'oauth4webapi';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -108,9 +109,11 @@ export class OAuthFlow {
     const returnTo = this.checkReturnUrl(redirectUrl);
     const verifyUrl = this.checkReturnUrl(userVerifyUrl, 'user_verify_url');
     const now = Date.now();
-    const { account } = await this.store.getOrCreateAccount(
-      pendingAccount(newId('ca'), connection.id, identifier, now),
-    );
+    const { account } = await this.store.transaction(async (tx) => {
+      const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
+      if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+      return r;
+    });
     const token = randomSecret(32);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
     await this.store.createOAuthLink({
@@ -236,8 +239,10 @@ export class OAuthFlow {
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;
     if (tokens.token_type) secrets.token_type = tokens.token_type;
     if (tokens.scope) secrets.scope = tokens.scope;
-    const updated = await this.store.updateAccount(
-      account.id,
+    const updated = await updateAccountWithEvent(
+      this.store,
+      account,
+      connection,
       {
         status: verifyUrl ? 'PENDING_VERIFICATION' : 'ACTIVE',
         secretsSealed: this.accounts.sealSecrets(account.id, secrets),
@@ -245,7 +250,7 @@ export class OAuthFlow {
         fields: { ...account.fields, ...tokens.fields },
         lastError: null,
       },
-      Date.now(),
+      { always: true, reason: 'authorized by the user' },
     );
     this.accounts.forgetAccount(account.id);
     this.log.info({ account: account.id, connection: connection.name }, 'account authorized');

@@ -11,6 +11,9 @@ import type {
   McpUrl,
   OAuthLink,
   OAuthState,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
 } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
@@ -131,6 +134,15 @@ export const toMcpServer = (r: Row): McpServerConfig => ({
   updatedAt: num(r.updated_at),
 });
 
+export const toWebhookEndpoint = (r: Row): WebhookEndpoint => ({
+  id: str(r.id),
+  url: str(r.url),
+  events: JSON.parse(str(r.events)) as string[],
+  secretSealed: str(r.secret_sealed),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
 export const toMcpUrl = (r: Row): McpUrl => ({
   id: str(r.id),
   serverId: str(r.server_id),
@@ -142,14 +154,32 @@ export const toMcpUrl = (r: Row): McpUrl => ({
   lastUsedAt: numOrNull(r.last_used_at),
 });
 
+export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
+  id: str(r.id),
+  endpointId: str(r.endpoint_id),
+  eventId: str(r.event_id),
+  eventType: str(r.event_type),
+  payload: str(r.payload),
+  status: str(r.status) as WebhookDeliveryStatus,
+  attempts: num(r.attempts),
+  nextAttemptAt: numOrNull(r.next_attempt_at),
+  lastStatus: numOrNull(r.last_status),
+  lastError: strOrNull(r.last_error),
+  lastLatencyMs: numOrNull(r.last_latency_ms),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+  deliveredAt: numOrNull(r.delivered_at),
+});
+
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
 export const SEALED_COLUMNS: ReadonlyArray<
-  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]
+  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints', string, string]
 > = [
   ['connections', 'id', 'client_secret_sealed'],
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],
   ['oauth_states', 'state_hash', 'verifier_sealed'],
+  ['webhook_endpoints', 'id', 'secret_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

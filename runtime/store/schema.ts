@@ -93,6 +93,32 @@ export interface Database {
     created_at: number;
     updated_at: number;
   };
+  webhook_endpoints: {
+    id: string;
+    url: string;
+    /** JSON array of event types. */
+    events: string;
+    secret_sealed: string;
+    created_at: number;
+    updated_at: number;
+  };
+  webhook_outbox: { id: string; type: string; payload: string; created_at: number };
+  webhook_deliveries: {
+    id: string;
+    endpoint_id: string;
+    event_id: string;
+    event_type: string;
+    payload: string;
+    status: string;
+    attempts: number;
+    next_attempt_at: number | null;
+    last_status: number | null;
+    last_error: string | null;
+    last_latency_ms: number | null;
+    created_at: number;
+    updated_at: number;
+    delivered_at: number | null;
+  };
   dashboard_sessions: {
     id_hash: string;
     user_id: string;
@@ -117,5 +143,12 @@ export interface Database {
     revoked_at: number | null;
     created_at: number;
     last_used_at: number | null;
+  };
+  throttles: {
+    key: string;
+    count: number;
+    last_at: number;
+    blocked_until: number;
+    version: number;
   };
 }

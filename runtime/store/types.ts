@@ -1,3 +1,5 @@
+import type { ChangeFeed } from './changes.ts';
+
 /** The account lock could not be taken in time (another holder is still working). */
 export class LockTimeout extends Error {
   constructor(readonly accountId: string) {
@@ -197,9 +199,57 @@ export interface ConnectionPatch {
   registrationSealed?: string | null;
 }
 
+/** Where account lifecycle events are sent (Standard Webhooks), with its sealed signing secret. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  secretSealed: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** An event in the outbox: written in the transaction of the change it reports, fanned out to endpoints later. */
+export interface WebhookEvent {
+  /** The Standard Webhooks message id (`webhook-id`), the same for every endpoint and every retry. */
+  id: string;
+  type: string;
+  /** The exact JSON body sent. */
+  payload: string;
+  createdAt: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One event for one endpoint: its retry schedule and the outcome of its last attempt. */
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  createdAt: number;
+  updatedAt: number;
+  deliveredAt: number | null;
+}
+
+export interface WebhookAttemptResult {
+  status: WebhookDeliveryStatus;
+  nextAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number;
+}
+
 /** A sealed value somewhere in the store, for key rotation. */
 export interface SealedCell {
-  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta';
+  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints';
   column: string;
   id: string;
   value: string;
@@ -212,6 +262,13 @@ export interface SealedCell {
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Changes to the cached tables: made through this store (after commit), and, once `watchChanges` resolved,
+   * made by other processes sharing the database (runtime/store/changes.ts).
+   */
+  readonly changes: ChangeFeed;
+  /** Starts following changes made by other processes (PostgreSQL: LISTEN on its own connection). */
+  watchChanges(): Promise<void>;
   migrate(): Promise<void>;
   close(): Promise<void>;
   /**
@@ -228,6 +285,16 @@ export interface Store {
   /** Sets the value only if the key is absent; returns the value now stored. */
   initMeta(key: string, value: string): Promise<string>;
   setMeta(key: string, value: string): Promise<void>;
+
+  /** A failed-attempt throttle's state (runtime/auth/throttle.ts), or undefined when it has none. */
+  getThrottle(key: string): Promise<ThrottleState | undefined>;
+  /**
+   * Writes `next` if the stored state is still the one read (`expectedVersion`; undefined: none stored), as one
+   * compare-and-set; false when another attempt changed it first (read again and retry). `next: null` deletes.
+   */
+  compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null): Promise<boolean>;
+  /** Deletes throttle states last changed before `before`. */
+  deleteStaleThrottles(before: number): Promise<void>;
 
   createApiCredential(c: ApiCredential): Promise<void>;
   getApiCredentialByClientId(clientId: string): Promise<ApiCredential | undefined>;
@@ -319,16 +386,57 @@ export interface Store {
   revokeMcpUrl(serverId: string, urlId: string, at: number): Promise<boolean>;
   /** Sets the URL's last use, unless a later one is stored. */
   touchMcpUrl(id: string, at: number): Promise<void>;
+  createWebhookEndpoint(e: WebhookEndpoint): Promise<void>;
+  getWebhookEndpoint(id: string): Promise<WebhookEndpoint | undefined>;
+  listWebhookEndpoints(): Promise<WebhookEndpoint[]>;
+  updateWebhookEndpoint(
+    id: string,
+    patch: { url?: string; events?: string[]; secretSealed?: string },
+    at: number,
+  ): Promise<WebhookEndpoint | undefined>;
+  deleteWebhookEndpoint(id: string): Promise<boolean>;
+  /** Adds an event to the outbox; call it on the transaction that makes the change the event reports. */
+  addWebhookEvent(e: WebhookEvent): Promise<void>;
+  /**
+   * Moves up to `limit` outbox events into deliveries, one per endpoint subscribed to the event's type, in one
+   * transaction; events several instances look at together go to one of them (SKIP LOCKED on PostgreSQL, the
+   * single writer on SQLite). Returns how many events it took.
+   */
+  fanOutWebhookEvents(limit: number, now: number): Promise<number>;
+  /**
+   * Claims up to `limit` pending deliveries due at `now` for `leaseMs`: their attempt count goes up and their next
+   * attempt moves past the lease, so no other instance takes them meanwhile; a claimer that dies leaves them due
+   * again when the lease ends.
+   */
+  claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<WebhookDelivery[]>;
+  finishWebhookAttempt(id: string, result: WebhookAttemptResult, at: number): Promise<void>;
+  getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined>;
+  /** Newest first; `before` is the created_at and id of the last one of the previous page. */
+  listWebhookDeliveries(
+    endpointId: string,
+    limit: number,
+    before?: { createdAt: number; id: string },
+  ): Promise<WebhookDelivery[]>;
+  /** Makes the delivery pending and due at `now` again (whatever its status); undefined when it does not exist. */
+  redeliverWebhook(id: string, now: number): Promise<WebhookDelivery | undefined>;
 
   listSealed(): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
 }
 
+/** A failed-attempt throttle's state: attempts counted, when the last was, until when it is blocked. */
+export interface ThrottleState {
+  count: number;
+  lastAt: number;
+  blockedUntil: number;
+  version: number;
+}
+
 /** The store's reads and writes, bound to one transaction. */
 export type StoreTransaction = Omit<
   Store,
-  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock'
+  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock' | 'changes' | 'watchChanges'
 >;
 
 /** A new connected account that has no credentials yet. */
