@@ -276,7 +276,7 @@ export const endpoints = {
           description: "Only the tools of these connections' connectors: a comma-separated list of connection names",
         },
         identifier: {
-          type: 'string',
+          ...S.identifier,
           description: 'Only the tools whose connection has an ACTIVE connected account for this end user',
         },
       },

@@ -18,7 +18,19 @@ import type {
   OpenAIToolMessage,
 } from '../../runtime/client/index.ts';
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+/** The parts of the tools' answers the model reads. */
+interface Ticket {
+  id: number;
+  requester_id: number;
+}
+interface Person {
+  name: string;
+  email: string;
+}
+interface ErrorResult {
+  error?: { message?: string; details?: Array<{ field: string }> };
+}
 
 /** What the model saw happen: a tool it called, with what, and what came back. */
 interface Seen {
@@ -39,7 +51,7 @@ function decide(offered: ReadonlySet<string>, seen: Seen[]): Step {
 
   const search = last('helpdesk_search_tickets');
   if (!search) return { calls: [{ name: 'helpdesk_search_tickets', input: { query: 'printer status:open' } }] };
-  const ticket = (search.result.results as Json[] | undefined)?.[0];
+  const ticket = (search.result.results as Ticket[] | undefined)?.[0];
   if (!ticket) return { text: 'I found no open ticket about the printer.' };
 
   const reply = last('helpdesk_ticket_reply');
@@ -59,8 +71,11 @@ function decide(offered: ReadonlySet<string>, seen: Seen[]): Step {
       ],
     };
   }
-  if (reply.isError) return { text: `I could not reply on the ticket: ${reply.result.error?.message}` };
-  const customer = requester.result.user as Json;
+  if (reply.isError)
+    return {
+      text: `I could not reply on the ticket: ${(reply.result as ErrorResult).error?.message ?? 'no reason given'}`,
+    };
+  const customer = requester.result.user as Person;
 
   const mail = last('mail_send_message');
   const summary = {
@@ -70,7 +85,7 @@ function decide(offered: ReadonlySet<string>, seen: Seen[]): Step {
   // The first attempt passes one address where the tool takes a list: the error result names the field.
   if (!mail) return { calls: [{ name: 'mail_send_message', input: { toRecipients: customer.email, ...summary } }] };
   if (mail.isError && seen.filter((s) => s.name === 'mail_send_message').length === 1) {
-    const field = (mail.result.error?.details as Json[] | undefined)?.[0]?.field;
+    const field = (mail.result as ErrorResult).error?.details?.[0]?.field;
     if (field === 'toRecipients')
       return { calls: [{ name: 'mail_send_message', input: { toRecipients: [customer.email], ...summary } }] };
   }
@@ -111,7 +126,7 @@ export type OpenAIMessage =
 export const openai = {
   chat: {
     completions: {
-      async create(request: { model: string; messages: OpenAIMessage[]; tools: OpenAITool[] }) {
+      create(request: { model: string; messages: OpenAIMessage[]; tools: OpenAITool[] }) {
         const seen: Seen[] = [];
         for (const m of request.messages) {
           if (m.role !== 'assistant' || !m.tool_calls) continue;
@@ -147,7 +162,10 @@ export const openai = {
                   },
                 })),
               };
-        return { choices: [{ index: 0, message, finish_reason: 'text' in step ? 'stop' : 'tool_calls' }] };
+        // Promise-returning, as the SDK's method is.
+        return Promise.resolve({
+          choices: [{ index: 0, message, finish_reason: 'text' in step ? 'stop' : 'tool_calls' }],
+        });
       },
     },
   },
@@ -162,7 +180,7 @@ export interface AnthropicMessage {
 /** The Messages API face: `anthropic.messages.create({ model, max_tokens, messages, tools })`. */
 export const anthropic = {
   messages: {
-    async create(request: { model: string; max_tokens: number; messages: AnthropicMessage[]; tools: AnthropicTool[] }) {
+    create(request: { model: string; max_tokens: number; messages: AnthropicMessage[]; tools: AnthropicTool[] }) {
       const blocks = request.messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content));
       const seen: Seen[] = blocks
         .filter((b): b is AnthropicToolUseBlock => b.type === 'tool_use')
@@ -182,7 +200,11 @@ export const anthropic = {
         'text' in step
           ? [{ type: 'text', text: step.text }]
           : step.calls.map((c) => ({ type: 'tool_use' as const, id: nextId('toolu'), name: c.name, input: c.input }));
-      return { role: 'assistant' as const, content, stop_reason: 'text' in step ? 'end_turn' : 'tool_use' };
+      return Promise.resolve({
+        role: 'assistant' as const,
+        content,
+        stop_reason: 'text' in step ? 'end_turn' : 'tool_use',
+      });
     },
   },
 };

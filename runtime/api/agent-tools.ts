@@ -138,7 +138,7 @@ export async function listTools(
       };
     case 'anthropic':
     case 'mcp':
-      return { format, tools: list.map((t) => llmTool(t, format) as never), count } as ListToolsResponse;
+      return { format, tools: list.map((t) => llmTool(t, format) as never), count };
   }
 }
 

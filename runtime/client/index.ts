@@ -154,6 +154,30 @@ export interface AnthropicToolResultBlock {
   is_error?: boolean;
 }
 
+/** A `function_call` item of an OpenAI Responses API answer's `output`. */
+export interface OpenAIResponsesFunctionCall {
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+/** What goes back to the Responses API for one `function_call` (an `input` item of the next request). */
+export interface OpenAIFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string;
+}
+/** A Gemini `functionCall` (`response.functionCalls` in the Gen AI SDK). */
+export interface GeminiFunctionCall {
+  id?: string;
+  name?: string;
+  args?: Record<string, unknown>;
+}
+/** A part to send back to Gemini for one `functionCall`: `output` on success, `error` on a failure. */
+export interface GeminiFunctionResponsePart {
+  functionResponse: { id?: string; name: string; response: Record<string, unknown> };
+}
+
 interface HandleToolCallsBase {
   /** The end user the tools act for. */
   identifier: string;
@@ -175,8 +199,9 @@ interface ToolCallRequest {
   argumentsError?: string;
 }
 
-/** The content a tool result carries back to the model: the data's JSON, or an error's. */
+/** What a tool result carries back to the model: the data (or `{error}`), and its JSON text. */
 export interface ToolCallOutcome {
+  value: unknown;
   content: string;
   isError: boolean;
 }
@@ -393,7 +418,7 @@ export class AgentConnectorClient {
     if (p.connectionNames) q.set('connection_names', p.connectionNames.join(','));
     if (p.names) q.set('names', p.names.join(','));
     if (p.identifier !== undefined) q.set('identifier', p.identifier);
-    const r = await this.json<Operations['listTools']['response']>('GET', `/v1/tools?${q}`);
+    const r = await this.json<Operations['listTools']['response']>('GET', `/v1/tools?${q.toString()}`);
     return r.tools as Array<ToolDefinitionOf<F, A>>;
   }
 
@@ -402,44 +427,93 @@ export class AgentConnectorClient {
     const p = new URLSearchParams({ q });
     if (options.limit !== undefined) p.set('limit', String(options.limit));
     if (options.connector) p.set('connector', options.connector);
-    return (await this.json<Operations['searchTools']['response']>('GET', `/v1/tools/search?${p}`)).tools;
+    return (await this.json<Operations['searchTools']['response']>('GET', `/v1/tools/search?${p.toString()}`)).tools;
   }
 
   /**
    * Runs the tool calls of a model's answer for one end user, in parallel, and returns what to send back to the
-   * model, in the calls' order: for OpenAI `tool_calls`, `{role: 'tool', tool_call_id, content}` messages; for
-   * Anthropic content (its `tool_use` blocks; other blocks are skipped), `tool_result` blocks. A call that fails
-   * (bad arguments, an account to connect, the provider refusing) becomes an error result the model can read —
-   * `{"error": {code, message, …}}` — never an exception. A success carries the provider's data as JSON
-   * (`{"ok": true, "data": null}` when the provider answered with no content).
+   * model, in the calls' order:
+   * - OpenAI Chat Completions `toolCalls` (`message.tool_calls`) → `{role: 'tool', tool_call_id, content}` messages;
+   * - OpenAI Responses API `output` (its `function_call` items; others are skipped) → `function_call_output` items;
+   * - Anthropic `content` (its `tool_use` blocks; others are skipped) → `tool_result` blocks;
+   * - Gemini `functionCalls` → `functionResponse` parts (`response: {output}` or `response: {error}`).
+   * A call that fails (bad arguments, an account to connect, the provider refusing) becomes an error result the
+   * model can read — `{"error": {code, message, …}}`, with `is_error` for Anthropic — never an exception. A success
+   * carries the provider's data as JSON (`{"ok": true, "data": null}` when the provider answered with no content).
    */
   async handleToolCalls(
     p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCallLike[] | null | undefined },
   ): Promise<OpenAIToolMessage[]>;
   async handleToolCalls<B extends { type: string }>(
+    p: HandleToolCallsBase & { output: readonly B[] },
+  ): Promise<OpenAIFunctionCallOutput[]>;
+  async handleToolCalls<B extends { type: string }>(
     p: HandleToolCallsBase & { content: readonly B[] },
   ): Promise<AnthropicToolResultBlock[]>;
   async handleToolCalls(
+    p: HandleToolCallsBase & { functionCalls: readonly GeminiFunctionCall[] | null | undefined },
+  ): Promise<GeminiFunctionResponsePart[]>;
+  async handleToolCalls(
     p: HandleToolCallsBase & {
       toolCalls?: readonly OpenAIToolCallLike[] | null;
+      output?: ReadonlyArray<{ type: string }>;
       content?: ReadonlyArray<{ type: string }>;
+      functionCalls?: readonly GeminiFunctionCall[] | null;
     },
-  ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
+  ): Promise<
+    OpenAIToolMessage[] | OpenAIFunctionCallOutput[] | AnthropicToolResultBlock[] | GeminiFunctionResponsePart[]
+  > {
     if (typeof p.identifier !== 'string') throw new Error('handleToolCalls: identifier is required');
-    if ('toolCalls' in p && p.content === undefined) {
+    const given = (['toolCalls', 'output', 'content', 'functionCalls'] as const).filter((k) => k in p);
+    if (given.length !== 1)
+      throw new Error(
+        'handleToolCalls: give one of toolCalls, output (OpenAI), content (Anthropic), functionCalls (Gemini)',
+      );
+    const run = (calls: ToolCallRequest[]) => Promise.all(calls.map((c) => this.runToolCall(p, c)));
+    if (given[0] === 'toolCalls') {
       const calls = p.toolCalls ?? [];
-      const outcomes = await Promise.all(calls.map((c) => this.runToolCall(p, openaiCall(c))));
+      const outcomes = await run(calls.map(openaiCall));
       return calls.map((c, i): OpenAIToolMessage => ({
         role: 'tool',
         tool_call_id: c.id,
         content: outcomes[i]!.content,
       }));
     }
-    if (!Array.isArray(p.content)) throw new Error('handleToolCalls: give toolCalls (OpenAI) or content (Anthropic)');
-    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
-    const outcomes = await Promise.all(
-      uses.map((b) => this.runToolCall(p, { name: b.name, input: b.input, format: 'anthropic' })),
-    );
+    if (given[0] === 'output') {
+      const calls = (p.output ?? []).filter(
+        (b) => b.type === 'function_call',
+      ) as unknown as OpenAIResponsesFunctionCall[];
+      const outcomes = await run(
+        calls.map((c) =>
+          openaiCall({ id: c.call_id, type: 'function', function: { name: c.name, arguments: c.arguments } }),
+        ),
+      );
+      return calls.map((c, i): OpenAIFunctionCallOutput => ({
+        type: 'function_call_output',
+        call_id: c.call_id,
+        output: outcomes[i]!.content,
+      }));
+    }
+    if (given[0] === 'functionCalls') {
+      const calls = p.functionCalls ?? [];
+      const outcomes = await run(
+        calls.map((c) => ({ name: c.name ?? '', input: c.args ?? {}, format: 'gemini' as const })),
+      );
+      return calls.map((c, i): GeminiFunctionResponsePart => {
+        const o = outcomes[i]!;
+        return {
+          functionResponse: {
+            ...(c.id !== undefined ? { id: c.id } : {}),
+            name: c.name ?? '',
+            response: o.isError ? (o.value as Record<string, unknown>) : { output: o.value },
+          },
+        };
+      });
+    }
+    if (!Array.isArray(p.content)) throw new Error('handleToolCalls: content must be an array of content blocks');
+    const content = p.content as ReadonlyArray<{ type: string }>;
+    const uses = content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
+    const outcomes = await run(uses.map((b) => ({ name: b.name, input: b.input, format: 'anthropic' as const })));
     return uses.map((b, i): AnthropicToolResultBlock => ({
       type: 'tool_result',
       tool_use_id: b.id,
@@ -451,6 +525,7 @@ export class AgentConnectorClient {
   /** One tool call, executed: its data, or the error as the model should read it. */
   async runToolCall(p: HandleToolCallsBase, call: ToolCallRequest): Promise<ToolCallOutcome> {
     const fail = (error: Record<string, unknown>): ToolCallOutcome => ({
+      value: { error },
       content: JSON.stringify({ error }),
       isError: true,
     });
@@ -475,7 +550,8 @@ export class AgentConnectorClient {
         ...(p.dryRun ? { dry_run: true } : {}),
       });
       // A provider that answers with no content (202, 204) still tells the model the call worked.
-      return { content: JSON.stringify(r.data ?? { ok: true, data: null }), isError: false };
+      const value = r.data ?? { ok: true, data: null };
+      return { value, content: JSON.stringify(value), isError: false };
     } catch (e) {
       if (e instanceof ConnectorServiceError) {
         return fail({

@@ -181,6 +181,7 @@ describe('GET /v1/tools filters', () => {
     expect(await field('format=openai-strict&strict=false')).toBe('strict');
     expect(await field('format=mcp&api=responses')).toBe('api');
     expect(await field('format=openai&format=mcp')).toBe('format');
+    expect(await field('format=openai&identifier=')).toBe('identifier');
   });
 });
 
@@ -345,8 +346,45 @@ describe('the client library', () => {
     expect(notJson!.error.code).toBe('invalid_arguments');
     expect(invalid!.error).toMatchObject({ code: 'invalid_input', details: [{ field: 'ticket_id' }] });
     expect(missing!.error).toMatchObject({ code: 'provider_error', provider_status: 404 });
-    expect(unknown!.error.message).toContain('did you mean helpdesk_ticket_get');
+    expect(unknown!.error.message).toMatch(/did you mean .*helpdesk_ticket_get/);
     expect(await h.client.handleToolCalls({ identifier: 'ada', toolCalls: undefined })).toEqual([]);
+  });
+
+  it('handleToolCalls: Gemini functionCalls with a renamed parameter, and OpenAI Responses function_call items', async () => {
+    const [gemini] = await h.client.getTools({ format: 'gemini', names: ['mail_list_messages'] });
+    const top = Object.keys(gemini!.functionDeclarations[0]!.parameters!.properties as object).find((n) =>
+      /top/.test(n),
+    )!;
+    expect(top).not.toBe('$top');
+    const parts = await h.client.handleToolCalls({
+      identifier: 'ada',
+      functionCalls: [
+        { id: 'fc1', name: 'mail_list_messages', args: { [top]: 1 } },
+        { id: 'fc2', name: 'mail_list_messages', args: { [top]: 'many' } },
+      ],
+    });
+    expect(parts[0]!.functionResponse).toMatchObject({ id: 'fc1', name: 'mail_list_messages' });
+    expect((parts[0]!.functionResponse.response.output as Json).value).toHaveLength(1);
+    // the error names the tool's own parameter, the one the service validated
+    expect(parts[1]!.functionResponse.response).toMatchObject({
+      error: { code: 'invalid_input', details: [{ field: '$top' }] },
+    });
+
+    const outputs = await h.client.handleToolCalls({
+      identifier: 'ada',
+      output: [
+        { type: 'message', role: 'assistant', content: [] },
+        {
+          type: 'function_call',
+          call_id: 'call_r1',
+          name: 'helpdesk_tickets_list',
+          arguments: '{"per_page":1,"page":null,"sort_by":null,"sort_order":null}',
+        },
+      ],
+    });
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({ type: 'function_call_output', call_id: 'call_r1' });
+    expect(JSON.parse(outputs[0]!.output).tickets).toHaveLength(1);
   });
 
   it('handleToolCalls: Anthropic tool_use blocks in, tool_result blocks out', async () => {

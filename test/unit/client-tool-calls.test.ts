@@ -160,6 +160,66 @@ describe('handleToolCalls', () => {
     ]);
   });
 
+  it('OpenAI Responses API: function_call items in, function_call_output items out', async () => {
+    const { client, sent, waiting } = recordingClient();
+    const done = client.handleToolCalls({
+      identifier: 'user-7',
+      output: [
+        { type: 'reasoning', id: 'rs_1' },
+        {
+          type: 'function_call',
+          id: 'fc_1',
+          call_id: 'call_9',
+          name: 'helpdesk_ticket_get',
+          arguments: '{"ticket_id":9}',
+        },
+      ],
+    });
+    await waiting(1);
+    expect(sent[0]!.body).toEqual({
+      tool_name: 'helpdesk_ticket_get',
+      tool_input: { ticket_id: 9 },
+      input_format: 'openai-strict',
+      identifier: 'user-7',
+    });
+    sent[0]!.answer(200, { data: { ticket: { id: 9 } }, execution_id: 'exe_9' });
+    expect(await done).toEqual([{ type: 'function_call_output', call_id: 'call_9', output: '{"ticket":{"id":9}}' }]);
+  });
+
+  it('Gemini: functionCalls in, functionResponse parts out (output, or error)', async () => {
+    const { client, sent, waiting } = recordingClient();
+    const done = client.handleToolCalls({
+      identifier: 'user-7',
+      functionCalls: [
+        { id: 'g1', name: 'mail_list_messages', args: { _top: 2 } },
+        { name: 'helpdesk_ticket_get', args: { ticket_id: 1 } },
+      ],
+    });
+    await waiting(2);
+    expect(sent.map((s) => [s.body.tool_name, s.body.tool_input, s.body.input_format])).toEqual([
+      ['mail_list_messages', { _top: 2 }, 'gemini'],
+      ['helpdesk_ticket_get', { ticket_id: 1 }, 'gemini'],
+    ]);
+    sent[0]!.answer(200, { data: { value: [] }, execution_id: 'exe_1' });
+    sent[1]!.answer(409, { error: { code: 'account_expired', message: 'Reconnect' }, request_id: 'r' });
+    expect(await done).toEqual([
+      { functionResponse: { id: 'g1', name: 'mail_list_messages', response: { output: { value: [] } } } },
+      {
+        functionResponse: {
+          name: 'helpdesk_ticket_get',
+          response: { error: { code: 'account_expired', message: 'Reconnect' } },
+        },
+      },
+    ]);
+  });
+
+  it('refuses to guess which vendor: exactly one of toolCalls, output, content, functionCalls', async () => {
+    const { client } = recordingClient();
+    await expect(client.handleToolCalls({ identifier: 'u', toolCalls: [], content: [] } as never)).rejects.toThrow(
+      /give one of/,
+    );
+  });
+
   it('a service that cannot be reached is an error result too, not an exception', async () => {
     const client = new AgentConnectorClient({
       clientId: 'id',
