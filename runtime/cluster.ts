@@ -7,6 +7,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
+import { serveClusterMetrics } from './metrics.ts';
 
 export function runPrimary(config: Config, log: Logger): void {
   let stopping = false;
@@ -33,6 +34,7 @@ export function runPrimary(config: Config, log: Logger): void {
     log.error({ worker: worker.process.pid, code, signal }, 'worker exited; starting another');
     fork();
   });
+  serveClusterMetrics();
   for (let i = 0; i < config.workers; i++) fork();
   log.info({ workers: config.workers }, 'started worker processes');
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -15,7 +15,7 @@ import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
-import { metricsTokenMatches } from '../metrics.ts';
+import { metricsText, metricsTokenMatches } from '../metrics.ts';
 import { deliveryView, webhookView } from '../webhooks/service.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
@@ -140,9 +140,9 @@ export function routeTable(s: Services): RouteTable {
         res.setHeader('www-authenticate', 'Bearer realm="metrics"');
         throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
       }
-      const text = await s.metrics.registry.metrics();
+      const { text, contentType } = await metricsText(s.metrics);
       res.writeHead(200, {
-        'content-type': s.metrics.registry.contentType,
+        'content-type': contentType,
         'cache-control': 'no-store',
         'content-length': Buffer.byteLength(text),
       });

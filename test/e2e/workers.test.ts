@@ -93,6 +93,20 @@ describe('WORKERS', () => {
       ),
     );
     expect(statuses.every((s) => s === 200)).toBe(true);
+    // Whichever worker takes the scrape, it counts the whole service: the workers' counters are summed.
+    for (let i = 0; i < 3; i++) {
+      const text = await new Promise<string>((resolve, reject) =>
+        http
+          .get(`${child!.url}/metrics`, { agent: false }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d: string) => (body += d));
+            res.on('end', () => resolve(body));
+          })
+          .on('error', reject),
+      );
+      expect(text).toContain('acs_http_requests_total{route="listTools",status="200"} 100');
+    }
 
     process.kill(first[0]!, 'SIGKILL');
     for (;;) {
