@@ -378,7 +378,7 @@ export class Management {
     if (c.refresh_token) secrets.refresh_token = c.refresh_token as string;
     if (typeof c.scope === 'string') secrets.scope = c.scope;
     const fields: Record<string, string> = {};
-    for (const f of extraFields) if (typeof c[f] === 'string') fields[f] = (c[f] as string).replace(/\/+$/, '');
+    for (const f of extraFields) if (typeof c[f] === 'string') fields[f] = c[f].replace(/\/+$/, '');
     return { fields, secrets, expiresAt };
   }
 

@@ -51,6 +51,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const log = createLogger(config.logLevel, opts.logDestination);
   const store = opts.store ?? openStore(config);
   await store.migrate();
+  // Caches of connections, accounts and credential states follow the store's changes, this process's and others'.
+  await store.watchChanges();
   const {
     keyring,
     created: keyCreated,

@@ -8,7 +8,7 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** The account lifecycle events a webhook endpoint may subscribe to. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -294,6 +294,21 @@ export const executeResponse: JsonSchema = {
         "The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
     },
     execution_id: str,
+    warnings: {
+      type: 'array',
+      description:
+        'Present when the call went ahead but something could not be done as asked: an input the provider cannot ' +
+        'act on (a note it has no field for), a default the service chose. Declared per tool (its notes say which).',
+      items: {
+        type: 'object',
+        required: ['message'],
+        additionalProperties: false,
+        properties: {
+          field: { type: 'string', description: 'The input field it concerns' },
+          message: { type: 'string' },
+        },
+      },
+    },
   },
 };
 
@@ -442,6 +457,229 @@ export const apiCredential: JsonSchema = {
   },
 };
 
+/**
+ * The tool formats `GET /v1/tools?format=` answers, one per LLM vendor's own tool-definition shape
+ * (runtime/tools/llm-formats.ts builds them and documents each vendor's rules).
+ */
+export const LLM_TOOL_FORMATS = ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp'] as const;
+
+const toolName = { type: 'string', description: 'The tool name, as in `POST /v1/tools/execute`' } as const;
+const parametersSchema = { type: 'object', description: "The tool's input as the vendor's dialect of JSON Schema" };
+
+/** OpenAI Chat Completions: an entry of `tools`. */
+export const openaiTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'function'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name', 'description', 'parameters'],
+      additionalProperties: false,
+      properties: {
+        name: toolName,
+        description: str,
+        parameters: parametersSchema,
+        strict: { type: 'boolean', description: 'Present (true) in strict mode (structured outputs)' },
+      },
+    },
+  },
+};
+
+/** OpenAI Responses API: an entry of `tools` (the function's fields flat). */
+export const openaiResponsesTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'name', 'description', 'parameters', 'strict'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    name: toolName,
+    description: str,
+    parameters: parametersSchema,
+    strict: { type: 'boolean' },
+  },
+};
+
+/** Anthropic Messages API: an entry of `tools`. */
+export const anthropicTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'description', 'input_schema'],
+  additionalProperties: false,
+  properties: { name: toolName, description: str, input_schema: parametersSchema },
+};
+
+/** Gemini: a `Tool` holding `functionDeclarations` (its `parameters` is the API's OpenAPI-subset Schema). */
+export const geminiTool: JsonSchema = {
+  type: 'object',
+  required: ['functionDeclarations'],
+  additionalProperties: false,
+  properties: {
+    functionDeclarations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'description'],
+        additionalProperties: false,
+        properties: {
+          name: toolName,
+          description: str,
+          parameters: { type: 'object', description: 'Left out for a function without parameters' },
+        },
+      },
+    },
+  },
+};
+
+/** MCP: a `Tool` of a `tools/list` result. */
+export const mcpTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'title', 'description', 'inputSchema'],
+  additionalProperties: false,
+  properties: { name: toolName, title: str, description: str, inputSchema: parametersSchema },
+};
+
+/** `GET /v1/tools?format=…`: `tools` goes to the vendor's SDK as it is. */
+export const llmToolList = (
+  format: JsonSchema,
+  items: JsonSchema,
+  description: string,
+  extra: Record<string, JsonSchema> = {},
+): JsonSchema => ({
+  type: 'object',
+  required: ['format', ...Object.keys(extra), 'tools', 'count'],
+  additionalProperties: false,
+  description,
+  properties: {
+    format,
+    ...extra,
+    tools: { type: 'array', items },
+    count: { type: 'integer', description: 'How many tools (functions) the list holds' },
+  },
+});
+
+export const toolSearchHit: JsonSchema = {
+  type: 'object',
+  required: ['name', 'connector', 'title', 'description', 'score'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    connector: str,
+    title: str,
+    description: str,
+    score: { type: 'number', description: 'Relevance (BM25+ with field boosts); higher is better' },
+  },
+};
+
+export const MCP_MODES = ['tools', 'search'] as const;
+
+const mcpMode: JsonSchema = {
+  enum: MCP_MODES,
+  description:
+    '`tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best ' +
+    'matching configured tools with their input schemas) and `execute_tool` (name + input)',
+  'x-message': `must be one of: ${MCP_MODES.join(', ')}`,
+};
+const nameList = (what: string): JsonSchema => ({
+  type: 'array',
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: what,
+});
+const mcpToolNames = nameList(
+  'Tool names to expose (each runs on the listed connection of its connector, or the only one)',
+);
+const mcpConnectionNames = nameList("Connection names: every tool of each connection's connector is exposed");
+
+/** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export const mcpServer: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'name',
+    'mode',
+    'tools',
+    'connections',
+    'tool_count',
+    'active_urls',
+    'mcp_endpoint',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    name: str,
+    mode: { enum: MCP_MODES },
+    tools: { type: 'array', items: str },
+    connections: { type: 'array', items: str },
+    tool_count: { type: 'integer', description: 'How many tools the server exposes now' },
+    active_urls: { type: 'integer', description: 'URLs neither revoked nor expired' },
+    mcp_endpoint: {
+      type: 'string',
+      description:
+        'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
+    },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const mcpServerCreate: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { ...connectionName, description: 'Unique among MCP servers' },
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+export const mcpServerUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: orNull(connectionName),
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+/** An MCP URL as listed: never its token. */
+export const mcpUrl: JsonSchema = {
+  type: 'object',
+  required: ['id', 'identifier', 'status', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    identifier: str,
+    status: { enum: ['active', 'revoked', 'expired'] },
+    created_at: dateTime,
+    expires_at: dateTime,
+    revoked_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+  },
+};
+
+/** A JSON-RPC 2.0 message the MCP endpoint answers: a result, or an error. */
+export const jsonRpcResponse: JsonSchema = {
+  type: 'object',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { const: '2.0' },
+    id: { type: ['string', 'integer', 'null'] },
+    result: { type: 'object' },
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'integer' }, message: str, data: {} },
+    },
+  },
+};
+
 /** The schemas the OpenAPI document and the client's types name, by name. */
 export const components: Readonly<Record<string, JsonSchema>> = {
   Error: errorResponse,
@@ -456,6 +694,17 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   ConnectedAccount: connectedAccount,
   ApiCredential: apiCredential,
   ExecuteToolResponse: executeResponse,
+  OpenAITool: openaiTool,
+  OpenAIResponsesTool: openaiResponsesTool,
+  AnthropicTool: anthropicTool,
+  GeminiTool: geminiTool,
+  McpTool: mcpTool,
+  ToolSearchHit: toolSearchHit,
+  McpServer: mcpServer,
+  McpServerCreate: mcpServerCreate,
+  McpServerUpdate: mcpServerUpdate,
+  McpUrl: mcpUrl,
+  JsonRpcResponse: jsonRpcResponse,
 };
 
 const webhookEvents: JsonSchema = {

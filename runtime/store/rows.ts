@@ -1,11 +1,14 @@
 import type {
   Account,
   AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
   DashboardSession,
   DashboardUser,
+  McpServerConfig,
+  McpUrl,
   OAuthLink,
   OAuthState,
   WebhookDelivery,
@@ -51,7 +54,8 @@ export const toAccount = (r: Row): Account => ({
   id: str(r.id),
   connectionId: str(r.connection_id),
   identifier: str(r.identifier),
-  status: str(r.status) as AccountStatus,
+  // See migration 004: the column keeps PENDING_AUTH while the account waits for its user's verification.
+  status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),
@@ -68,6 +72,16 @@ export const toLink = (r: Row): OAuthLink => ({
   accountId: str(r.account_id),
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
+  userVerifyUrl: strOrNull(r.user_verify_url),
+  openedAt: numOrNull(r.opened_at),
+  usedAt: numOrNull(r.used_at),
+});
+
+export const toVerification = (r: Row): AccountVerification => ({
+  requestHash: str(r.request_hash),
+  accountId: str(r.account_id),
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
 });
 
 export const toState = (r: Row): OAuthState => ({
@@ -78,6 +92,7 @@ export const toState = (r: Row): OAuthState => ({
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
   usedAt: numOrNull(r.used_at),
+  linkHash: strOrNull(r.link_hash),
 });
 
 export const toActivity = (r: Row): ActivityRecord => ({
@@ -109,6 +124,16 @@ export const toDashboardSession = (r: Row): DashboardSession & { username: strin
   expiresAt: num(r.expires_at),
 });
 
+export const toMcpServer = (r: Row): McpServerConfig => ({
+  id: str(r.id),
+  name: str(r.name),
+  mode: str(r.mode) as McpServerConfig['mode'],
+  tools: JSON.parse(str(r.tools)) as string[],
+  connections: JSON.parse(str(r.connections)) as string[],
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
 export const toWebhookEndpoint = (r: Row): WebhookEndpoint => ({
   id: str(r.id),
   url: str(r.url),
@@ -116,6 +141,17 @@ export const toWebhookEndpoint = (r: Row): WebhookEndpoint => ({
   secretSealed: str(r.secret_sealed),
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
+});
+
+export const toMcpUrl = (r: Row): McpUrl => ({
+  id: str(r.id),
+  serverId: str(r.server_id),
+  identifier: str(r.identifier),
+  tokenHash: str(r.token_hash),
+  expiresAt: num(r.expires_at),
+  revokedAt: numOrNull(r.revoked_at),
+  createdAt: num(r.created_at),
+  lastUsedAt: numOrNull(r.last_used_at),
 });
 
 export const toWebhookDelivery = (r: Row): WebhookDelivery => ({

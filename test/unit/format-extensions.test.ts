@@ -26,6 +26,8 @@ tools:
 const errorsOf = (yaml: string) => generatorError(yaml, 'callintel');
 
 const tool = `  - name: callintel_get
+    title: Test tool get
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Get
     input:
       id: { type: string, required: true }
@@ -62,7 +64,7 @@ describe('format additions', () => {
     expect(await errorsOf(header() + sent)).toContain(
       'field input.note: is refused by an `unsupported` rule, so the request may not use it',
     );
-    const unused = tool.replace(/    rules:\n.*\n.*\n/, '');
+    const unused = tool.replace(/ {4}rules:\n.*\n.*\n/, '');
     expect(await errorsOf(header() + unused)).toContain(
       'field input.note: is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',
     );
@@ -70,6 +72,8 @@ describe('format additions', () => {
 
   it('only a hook tool may send nothing', async () => {
     const hookOnly = `  - name: callintel_refuse
+    title: Test tool refuse
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Refuses
     input:
       flow_instance_id: { type: string, required: true }
@@ -94,6 +98,8 @@ describe('format additions', () => {
 
   it('$each may build a plain object from each item', async () => {
     const each = `  - name: callintel_bulk
+    title: Test tool bulk
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Bulk
     input:
       ids: { type: array, required: true, items: { type: string } }
