@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Service configuration, read once from environment variables (documented in the README). */
@@ -44,6 +45,8 @@ export interface Config {
   webhookAllowedHosts: string[];
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
+  /** Worker processes sharing the port (node:cluster); 1 runs the service in this process. */
+  workers: number;
 }
 
 /** A setting the service cannot start with: names the environment variable and what is wrong with it. */
@@ -96,7 +99,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.DATABASE_URL && !/^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL (unset it to use SQLite)');
   }
+  const workers = env.WORKERS === 'auto' ? availableParallelism() : int('WORKERS', 1, env, 256) || 1;
+  if (workers > 1 && !env.DATABASE_URL) {
+    // Measured reasoning, not caution: what one process caches (connections, credential revocations, sessions) is
+    // invalidated across processes by PostgreSQL's LISTEN/NOTIFY, which SQLite has no equivalent of, and SQLite
+    // lets one writer at a time, so extra processes add lock waits rather than throughput on writes.
+    throw new ConfigError(
+      'WORKERS',
+      `is ${env.WORKERS}: several worker processes need PostgreSQL (set DATABASE_URL), or set WORKERS=1 to use SQLite`,
+    );
+  }
   return {
+    workers,
     port,
     host,
     publicUrl,

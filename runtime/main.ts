@@ -1,77 +1,116 @@
 /** `npm start`: the service on its configured port, SQLite under ./data unless DATABASE_URL is set. */
+import cluster from 'node:cluster';
 import { loadConfig, type Config } from './config.ts';
 import { startServer, type RunningServer } from './server.ts';
+import { createServices, type Services } from './services.ts';
 import { describeStartupError } from './startup-errors.ts';
+import { runPrimary } from './cluster.ts';
 
-let config: Config;
-let running: RunningServer;
-try {
-  config = loadConfig();
-  running = await startServer(config);
-} catch (e) {
+function cannotStart(e: unknown): never {
   const line = describeStartupError(e, process.env);
   if (!line) throw e;
   process.stderr.write(`agent connector service cannot start: ${line}\n`);
   process.exit(1);
 }
-const { services } = running;
-services.log.info(
-  { url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind },
-  'agent connector service started',
-);
-// On every start, for a person at a terminal (the log line above is for machines).
-process.stdout.write(
-  `\nAgent connector service at ${config.publicUrl} (store: ${services.store.kind})\n` +
-    `  dashboard: ${config.publicUrl}/dashboard\n  API index: ${config.publicUrl}/  OpenAPI: ${config.publicUrl}/openapi.json\n`,
-);
 
-if (services.firstCredential) {
-  // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
-  // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
-  const { credential, clientSecret } = services.firstCredential;
-  const generated = config.initialClientSecret === undefined;
-  process.stdout.write(
-    [
-      '',
-      generated
-        ? 'First start: created an API credential. The secret is shown only this once; store it now.'
-        : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
-      `env_url=${config.publicUrl}`,
-      `client_id=${credential.clientId}`,
-      ...(generated ? [`client_secret=${clientSecret}`] : []),
-      '',
-    ].join('\n') + '\n',
-  );
+let config: Config;
+try {
+  config = loadConfig();
+} catch (e) {
+  cannotStart(e);
 }
 
-if (services.firstAdminPassword) {
-  process.stdout.write(
-    [
-      '',
-      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
-      'set ADMIN_PASSWORD and restart to choose another).',
-      `admin_password=${services.firstAdminPassword}`,
-      '',
-    ].join('\n') + '\n',
-  );
+if (config.workers > 1 && cluster.isPrimary) {
+  // The store is prepared once, here, before any worker starts: migrations, keys, the first credential.
+  let prepared: Services;
+  try {
+    prepared = await createServices({
+      ...config,
+      publicUrl: config.publicUrl || `http://${config.host}:${config.port}`,
+    });
+  } catch (e) {
+    cannotStart(e);
+  }
+  printFirstStart(prepared, config);
+  await prepared.close();
+  runPrimary(config, prepared.log);
+} else {
+  await serve(config);
 }
 
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    const graceSeconds = config.shutdownGraceSeconds;
-    services.log.info({ signal, graceSeconds }, 'draining: no new connections; in-flight requests may finish');
-    void running.drain(graceSeconds * 1000).then(
-      ({ cut }) => {
-        services.log.info({ cut }, cut ? 'stopped; connections still open after the grace period were cut' : 'stopped');
-        process.exit(0);
-      },
-      (e: unknown) => {
-        services.log.error({ err: e }, 'error while stopping');
-        process.exit(1);
-      },
+async function serve(config: Config): Promise<void> {
+  let running: RunningServer;
+  try {
+    running = await startServer(config);
+  } catch (e) {
+    cannotStart(e);
+  }
+  const { services } = running;
+  services.log.info(
+    { url: config.publicUrl, listen: `${config.host}:${config.port}`, store: services.store.kind },
+    'agent connector service started',
+  );
+  // On every start, for a person at a terminal (the log line above is for machines).
+  process.stdout.write(
+    `\nAgent connector service at ${config.publicUrl} (store: ${services.store.kind})\n` +
+      `  dashboard: ${config.publicUrl}/dashboard\n  API index: ${config.publicUrl}/  OpenAPI: ${config.publicUrl}/openapi.json\n`,
+  );
+
+  printFirstStart(services, config);
+
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      const graceSeconds = config.shutdownGraceSeconds;
+      services.log.info({ signal, graceSeconds }, 'draining: no new connections; in-flight requests may finish');
+      void running.drain(graceSeconds * 1000).then(
+        ({ cut }) => {
+          services.log.info(
+            { cut },
+            cut ? 'stopped; connections still open after the grace period were cut' : 'stopped',
+          );
+          process.exit(0);
+        },
+        (e: unknown) => {
+          services.log.error({ err: e }, 'error while stopping');
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+function printFirstStart(services: Services, config: Config): void {
+  if (services.firstCredential) {
+    // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
+    // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
+    const { credential, clientSecret } = services.firstCredential;
+    const generated = config.initialClientSecret === undefined;
+    process.stdout.write(
+      [
+        '',
+        generated
+          ? 'First start: created an API credential. The secret is shown only this once; store it now.'
+          : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
+        `env_url=${config.publicUrl}`,
+        `client_id=${credential.clientId}`,
+        ...(generated ? [`client_secret=${clientSecret}`] : []),
+        '',
+      ].join('\n') + '\n',
     );
-  });
+  }
+
+  if (services.firstAdminPassword) {
+    process.stdout.write(
+      [
+        '',
+        `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
+        'set ADMIN_PASSWORD and restart to choose another).',
+        `admin_password=${services.firstAdminPassword}`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
 }

@@ -8,7 +8,8 @@
  * its arguments on every call).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import cluster from 'node:cluster';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServerResponse } from 'node:http';
 import type { Store } from './store/types.ts';
 
@@ -32,6 +33,11 @@ export class Metrics {
 
   constructor(store: Store) {
     collectDefaultMetrics({ register: this.registry });
+    if (cluster.isWorker) {
+      // The primary asks every worker for this registry and sums them (see clusterMetricsText).
+      AggregatorRegistry.setRegistries([this.registry]);
+      new AggregatorRegistry();
+    }
     this.requests = new Counter({
       name: 'acs_http_requests_total',
       help: 'HTTP requests answered, by route (the endpoint, not the raw path) and status',
@@ -69,6 +75,8 @@ export class Metrics {
       help: 'Connected accounts by status (read from the store when scraped, at most every 10 s)',
       labelNames: ['status'],
       registers: [this.registry],
+      // Every worker reads the same store: across workers, the value is one worker's, not their sum.
+      aggregator: 'first',
       async collect() {
         const now = Date.now();
         if (!self.accountCounts || now - self.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
@@ -125,6 +133,42 @@ export class Metrics {
   webhookDelivery(event: string, outcome: 'success' | 'failure'): void {
     this.deliveries.labels(event, outcome).inc();
   }
+}
+
+const METRICS_REQUEST = 'acs:metrics-request';
+const METRICS_ANSWER = 'acs:metrics-answer';
+let metricsRequests = 0;
+
+/**
+ * The metrics text to answer a scrape with: this process's, or, in a worker, every worker's summed by the primary
+ * (prom-client's AggregatorRegistry), so a scrape counts the whole service whichever worker takes it.
+ */
+export async function metricsText(metrics: Metrics): Promise<{ text: string; contentType: string }> {
+  const contentType = metrics.registry.contentType;
+  if (!cluster.isWorker || !process.send) return { text: await metrics.registry.metrics(), contentType };
+  const id = ++metricsRequests;
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type?: string; id?: number; text?: string; error?: string }) => {
+      if (m?.type !== METRICS_ANSWER || m.id !== id) return;
+      process.off('message', onMessage);
+      if (m.error !== undefined) reject(new Error(`the primary could not collect the workers' metrics: ${m.error}`));
+      else resolve({ text: m.text ?? '', contentType });
+    };
+    process.on('message', onMessage);
+    process.send!({ type: METRICS_REQUEST, id });
+  });
+}
+
+/** In the primary: answers the workers' metrics requests with every worker's metrics summed. */
+export function serveClusterMetrics(): void {
+  const aggregator = new AggregatorRegistry();
+  cluster.on('message', (worker, m: { type?: string; id?: number }) => {
+    if (m?.type !== METRICS_REQUEST) return;
+    aggregator.clusterMetrics().then(
+      (text) => worker.send({ type: METRICS_ANSWER, id: m.id, text }),
+      (e: Error) => worker.send({ type: METRICS_ANSWER, id: m.id, error: e.message }),
+    );
+  });
 }
 
 const ROUTE = Symbol('metrics.route');

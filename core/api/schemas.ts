@@ -17,6 +17,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'connected_account.expired',
   'connected_account.disconnected',
   'connected_account.deleted',
+  'connected_account.verification_required',
 ] as const;
 
 /** An optional field may also be given as null, which means the same as leaving it out. */

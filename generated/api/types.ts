@@ -881,6 +881,7 @@ export interface ListWebhooksResponse {
       | 'connected_account.expired'
       | 'connected_account.disconnected'
       | 'connected_account.deleted'
+      | 'connected_account.verification_required'
     )[];
     created_at: string;
     updated_at: string;
@@ -903,6 +904,7 @@ export interface CreateWebhookBody {
       | 'connected_account.expired'
       | 'connected_account.disconnected'
       | 'connected_account.deleted'
+      | 'connected_account.verification_required'
     ),
     ...(
       | 'connected_account.created'
@@ -910,6 +912,7 @@ export interface CreateWebhookBody {
       | 'connected_account.expired'
       | 'connected_account.disconnected'
       | 'connected_account.deleted'
+      | 'connected_account.verification_required'
     )[],
   ];
 }
@@ -922,6 +925,7 @@ export interface CreateWebhookResponse {
     | 'connected_account.expired'
     | 'connected_account.disconnected'
     | 'connected_account.deleted'
+    | 'connected_account.verification_required'
   )[];
   created_at: string;
   updated_at: string;
@@ -945,6 +949,7 @@ export interface GetWebhookResponse {
     | 'connected_account.expired'
     | 'connected_account.disconnected'
     | 'connected_account.deleted'
+    | 'connected_account.verification_required'
   )[];
   created_at: string;
   updated_at: string;
@@ -967,6 +972,7 @@ export interface UpdateWebhookBody {
           | 'connected_account.expired'
           | 'connected_account.disconnected'
           | 'connected_account.deleted'
+          | 'connected_account.verification_required'
         ),
         ...(
           | 'connected_account.created'
@@ -974,6 +980,7 @@ export interface UpdateWebhookBody {
           | 'connected_account.expired'
           | 'connected_account.disconnected'
           | 'connected_account.deleted'
+          | 'connected_account.verification_required'
         )[],
       ]
     | null;
@@ -993,6 +1000,7 @@ export interface UpdateWebhookResponse {
     | 'connected_account.expired'
     | 'connected_account.disconnected'
     | 'connected_account.deleted'
+    | 'connected_account.verification_required'
   )[];
   created_at: string;
   updated_at: string;
@@ -1022,6 +1030,7 @@ export interface RotateWebhookSecretResponse {
     | 'connected_account.expired'
     | 'connected_account.disconnected'
     | 'connected_account.deleted'
+    | 'connected_account.verification_required'
   )[];
   created_at: string;
   updated_at: string;
@@ -1057,7 +1066,8 @@ export interface ListWebhookDeliveriesResponse {
       | 'connected_account.active'
       | 'connected_account.expired'
       | 'connected_account.disconnected'
-      | 'connected_account.deleted';
+      | 'connected_account.deleted'
+      | 'connected_account.verification_required';
     /**
      * The body sent: `{type, timestamp, data}`
      */
@@ -1104,7 +1114,8 @@ export interface RedeliverWebhookResponse {
       | 'connected_account.active'
       | 'connected_account.expired'
       | 'connected_account.disconnected'
-      | 'connected_account.deleted';
+      | 'connected_account.deleted'
+      | 'connected_account.verification_required';
     /**
      * The body sent: `{type, timestamp, data}`
      */

@@ -4196,9 +4196,10 @@ const schema44 = {
           'connected_account.expired',
           'connected_account.disconnected',
           'connected_account.deleted',
+          'connected_account.verification_required',
         ],
         'x-message':
-          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted',
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required',
       },
       description: 'The account lifecycle events to receive',
     },
@@ -4319,7 +4320,8 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
             data2 === 'connected_account.active' ||
             data2 === 'connected_account.expired' ||
             data2 === 'connected_account.disconnected' ||
-            data2 === 'connected_account.deleted'
+            data2 === 'connected_account.deleted' ||
+            data2 === 'connected_account.verification_required'
           )) {
             const err7 = {
               instancePath: instancePath + '/events/' + i0,
@@ -4472,9 +4474,10 @@ const schema46 = {
           'connected_account.expired',
           'connected_account.disconnected',
           'connected_account.deleted',
+          'connected_account.verification_required',
         ],
         'x-message':
-          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted',
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required',
       },
       description: 'The account lifecycle events to receive',
     },
@@ -4586,7 +4589,8 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
             data2 === 'connected_account.active' ||
             data2 === 'connected_account.expired' ||
             data2 === 'connected_account.disconnected' ||
-            data2 === 'connected_account.deleted'
+            data2 === 'connected_account.deleted' ||
+            data2 === 'connected_account.verification_required'
           )) {
             const err6 = {
               instancePath: instancePath + '/events/' + i0,

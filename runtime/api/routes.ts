@@ -22,7 +22,7 @@ import { McpEndpoint, methodNotAllowed } from '../mcp/endpoint.ts';
 import { proxyIdentifier } from '../proxy/proxy.ts';
 import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
-import { metricsTokenMatches } from '../metrics.ts';
+import { metricsText, metricsTokenMatches } from '../metrics.ts';
 import { deliveryView, webhookView } from '../webhooks/service.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
@@ -149,9 +149,9 @@ export function routeTable(s: Services): RouteTable {
         res.setHeader('www-authenticate', 'Bearer realm="metrics"');
         throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
       }
-      const text = await s.metrics.registry.metrics();
+      const { text, contentType } = await metricsText(s.metrics);
       res.writeHead(200, {
-        'content-type': s.metrics.registry.contentType,
+        'content-type': contentType,
         'cache-control': 'no-store',
         'content-length': Buffer.byteLength(text),
       });

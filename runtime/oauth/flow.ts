@@ -314,7 +314,16 @@ export class OAuthFlow {
         [{ field: 'identifier', message: 'does not match the account being verified' }],
       );
     }
-    const updated = await this.store.updateAccount(account.id, { status: 'ACTIVE' }, now, account.version);
+    const connection = await this.store.getConnection(account.connectionId);
+    const updated = connection
+      ? await updateAccountWithEvent(
+          this.store,
+          account,
+          connection,
+          { status: 'ACTIVE' },
+          { expectedVersion: account.version, reason: 'the user was verified' },
+        )
+      : undefined;
     if (!updated) throw new ServiceError(409, 'verification_not_pending', 'The account changed during verification');
     this.accounts.forgetAccount(account.id);
     return updated;

@@ -3,7 +3,7 @@
  * the change it reports. The body follows the Standard Webhooks shape `{type, timestamp, data}`; `data` names the
  * account (id, connection, connector, identifier, status) and why it changed — never a credential.
  */
-import { WEBHOOK_EVENT_TYPES } from '../../core/api/schemas.ts';
+import type { WEBHOOK_EVENT_TYPES } from '../../core/api/schemas.ts';
 import { newId } from '../ids.ts';
 import type { Account, AccountPatch, Connection, Store, StoreTransaction, WebhookEvent } from '../store/types.ts';
 
@@ -40,11 +40,10 @@ export function eventForStatus(status: Account['status']): WebhookEventType | un
       return 'connected_account.expired';
     case 'DISCONNECTED':
       return 'connected_account.disconnected';
+    case 'PENDING_VERIFICATION':
+      return 'connected_account.verification_required';
     default:
-      return (WEBHOOK_EVENT_TYPES as readonly string[]).includes('connected_account.verification_required') &&
-        (status as string) === 'PENDING_VERIFICATION'
-        ? ('connected_account.verification_required' as WebhookEventType)
-        : undefined;
+      return undefined;
   }
 }
 
