@@ -94,7 +94,7 @@ function clientAddress(
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
   return {
-    index: async ({ req, res }) => {
+    index: ({ req, res }) => {
       const base = s.config.publicUrl;
       if (/\btext\/html\b/.test(req.headers.accept ?? '')) return redirect(res, `${base}/dashboard`);
       return {
@@ -110,7 +110,7 @@ export function routeTable(s: Services): RouteTable {
         },
       };
     },
-    openapi: async ({ res }) => {
+    openapi: ({ res }) => {
       const text = (openApiText ??= readFileSync(OPENAPI_FILE, 'utf8'));
       res.writeHead(200, {
         'content-type': 'application/json; charset=utf-8',
@@ -118,7 +118,7 @@ export function routeTable(s: Services): RouteTable {
       });
       res.end(text);
     },
-    health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    health: () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
     ready: async ({ res }) => {
       res.setHeader('cache-control', 'no-store');
       if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
@@ -170,16 +170,16 @@ export function routeTable(s: Services): RouteTable {
       }
     },
 
-    listConnectors: async () => ({
+    listConnectors: () => ({
       body: { connectors: [...connectors.values()].map((c) => connectorView(c, false)) },
     }),
-    getConnector: async ({ params }) => {
+    getConnector: ({ params }) => {
       const c = connectors.get(params.name);
       if (!c) throw new ServiceError(404, 'connector_not_found', `No connector named "${params.name}"`);
       return { body: connectorView(c, true) };
     },
 
-    listTools: async ({ query }) => {
+    listTools: ({ query }) => {
       const connector = query.connector;
       if (connector !== undefined && !connectors.has(connector)) {
         throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
@@ -189,7 +189,7 @@ export function routeTable(s: Services): RouteTable {
       const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
       return { body: { tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length } };
     },
-    getTool: async ({ params }) => {
+    getTool: ({ params }) => {
       const t = getTool(params.tool_name);
       if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${params.tool_name}"`);
       return { body: toolView(t, connectors.get(t.connector)!) };

@@ -21,7 +21,7 @@ const types = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === 20
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
+      : (pg.types.getTypeParser(oid, format as never) as (v: string) => unknown)) as typeof pg.types.getTypeParser,
 };
 
 /**
