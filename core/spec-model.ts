@@ -255,7 +255,15 @@ export interface VersionSet {
 }
 export interface ToolSpec {
   name: string;
-  title?: string;
+  /**
+   * What the tool does in a few words, for people and agents ("List mail messages"); not the tool's name.
+   */
+  title: string;
+  annotations: ToolAnnotationsSpec;
+  /**
+   * Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search.
+   */
+  keywords?: string[];
   description: string;
   input: {
     [k: string]: ParamSpec;
@@ -278,11 +286,35 @@ export interface ToolSpec {
    */
   hook?: string;
   notes?: string;
-  read_only?: boolean;
+  /**
+   * Warnings the execute response carries (`warnings: [{field, message}]`) when an input parameter is given that the provider cannot act on, while the call itself goes ahead.
+   */
+  warnings?: WarningSpec[];
   /**
    * @minItems 1
    */
   examples: ExampleSpec[];
+}
+/**
+ * MCP's tool annotations, the one source of the tool's read-only flag.
+ */
+export interface ToolAnnotationsSpec {
+  /**
+   * Changes nothing at the provider.
+   */
+  readOnlyHint: boolean;
+  /**
+   * May delete or overwrite what exists (false for a read-only or purely additive tool).
+   */
+  destructiveHint: boolean;
+  /**
+   * Calling it again with the same input has no further effect.
+   */
+  idempotentHint: boolean;
+  /**
+   * Reaches beyond the user's own account data (the open web, public profiles).
+   */
+  openWorldHint: boolean;
 }
 /**
  * A JSON-Schema-like description of one tool input parameter.
@@ -407,6 +439,13 @@ export interface ResponseSpec {
     status: number;
     data: unknown;
   }[];
+}
+export interface WarningSpec {
+  /**
+   * The input parameter whose presence (a value that is not empty) gives the warning.
+   */
+  when: string;
+  message: string;
 }
 /**
  * An input with the exact upstream request(s) it must produce (credentials redacted); the golden tests check every one.

@@ -3,6 +3,7 @@
  * runtime so that generated code depends on nothing but this file and `transforms.ts`.
  */
 import { createHash } from 'node:crypto';
+import { setOwn } from './own.ts';
 
 export { transforms as T, mapValue } from './transforms.ts';
 
@@ -79,7 +80,7 @@ export function merge(parts: readonly unknown[]): Record<string, unknown> | unde
   const out: Record<string, unknown> = {};
   for (const p of parts) {
     if (p && typeof p === 'object' && !Array.isArray(p)) {
-      for (const [k, v] of Object.entries(p)) if (v !== undefined) out[k] = v;
+      for (const [k, v] of Object.entries(p)) if (v !== undefined) setOwn(out, k, v);
     }
   }
   return Object.keys(out).length ? out : undefined;

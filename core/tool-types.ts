@@ -51,8 +51,20 @@ export interface UpstreamResponse {
   json?: string;
 }
 
+/**
+ * Something the caller should know about a call that went ahead: an input the provider could not act on (a note
+ * it cannot store), a default the service chose. The execute response carries them as `warnings`.
+ */
+export interface ToolWarning {
+  /** The input field it concerns, when there is one. */
+  field?: string;
+  message: string;
+}
+
 export interface HookContext<I> {
   input: I;
+  /** Adds a warning to the execute response (the call still succeeds). */
+  warn(warning: ToolWarning): void;
   /** The requests the tool's YAML template built for this input. */
   planned: UpstreamRequest[];
   base: (host?: string) => string;
@@ -79,8 +91,16 @@ export interface McpToolInfo {
 }
 
 /**
+ * In a planned request (what a dry run shows), a value that comes from an earlier response of the same call —
+ * a run id, a user id looked up by email — and so cannot be known before that response arrives.
+ */
+export const FROM_PREVIOUS = '{from: previous response}';
+
+/**
  * A named hook, for what a request template cannot say (several dependent requests, a lookup).
- * `plan` says which requests a dry run shows; `run` performs the tool and returns its `data`.
+ * `plan` says which requests a dry run shows: every request `run` may send, in order, with FROM_PREVIOUS where
+ * a value comes from an earlier answer (a request repeated while polling is shown once); without `plan`, the
+ * template's requests are shown. `run` performs the tool and returns its `data`.
  */
 export interface ToolHook<I> {
   plan?(input: I, planned: UpstreamRequest[], base: (host?: string) => string): UpstreamRequest[];
@@ -126,6 +146,8 @@ export interface ToolDefinition<I = unknown> {
   versionFields?: readonly string[];
   hook?: ToolHook<I>;
   notes?: string;
+  /** Warnings given when an input parameter is present (declared in the YAML): `when` names the parameter. */
+  inputWarnings?: ReadonlyArray<{ when: string; message: string }>;
   /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
   keywords?: readonly string[];
   annotations?: ToolAnnotations;

@@ -206,7 +206,7 @@ export interface CallintelEngageProspectsUnassignByInstanceInput {
 export interface CallintelEngageTaskCompleteInput {
   /** The task. */
   task_id: string;
-  /** Not accepted: Gong's tasks have no notes field. */
+  /** Accepted, but not stored: Gong's tasks have no notes field; the response's `warnings` says so. */
   completion_notes?: string;
   /** Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`. */
   user_id?: string;
@@ -216,7 +216,7 @@ export interface CallintelEngageTaskCompleteInput {
 export interface CallintelEngageTaskSkipInput {
   /** The task. */
   task_id: string;
-  /** Not accepted: Gong's tasks have no reason field. */
+  /** Accepted, but not stored: Gong's tasks have no reason field; the response's `warnings` says so. */
   skip_reason?: string;
   /** Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`. */
   user_id?: string;
@@ -226,7 +226,7 @@ export interface CallintelEngageTaskSkipInput {
 export interface CallintelEngageTasksListInput {
   /** Email address of the Gong user whose tasks are listed. */
   assignee_email: string;
-  /** Not accepted: Gong's task list is not paged. */
+  /** Accepted for the spec's interface: Gong's task list is not paged, so the first page holds every task and no next cursor is returned. */
   cursor?: string;
   /** Only tasks due at or after this date or time (ISO 8601). */
   from_date?: string;

@@ -70,6 +70,22 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       if (!tool.name.startsWith(`${spec.name}_`)) fail(['name'], `must start with "${spec.name}_"`);
       if (seen.has(tool.name)) fail(['name'], 'is a duplicate tool name');
       seen.add(tool.name);
+      if (tool.title.trim().toLowerCase().replace(/\s+/g, '_') === tool.name) {
+        fail(['title'], 'must say in words what the tool does ("List mail messages"), not repeat its name');
+      }
+      const requests = tool.request ? [tool.request] : (tool.requests ?? []);
+      if (tool.annotations.readOnlyHint && tool.annotations.destructiveHint) {
+        fail(['annotations', 'destructiveHint'], 'must be false for a read-only tool (readOnlyHint: true)');
+      }
+      if (tool.annotations.readOnlyHint && requests.some((r) => r.method === 'DELETE')) {
+        fail(['annotations', 'readOnlyHint'], 'must be false for a tool that sends a DELETE');
+      }
+      if (requests.some((r) => r.method === 'DELETE') && !tool.annotations.destructiveHint) {
+        fail(['annotations', 'destructiveHint'], 'must be true for a tool that sends a DELETE');
+      }
+      (tool.warnings ?? []).forEach((w, i) => {
+        if (!(w.when in tool.input)) fail(['warnings', i, 'when'], `"${w.when}" is not an input parameter of the tool`);
+      });
       for (const [name, p] of Object.entries(tool.input)) {
         if (tool.versioned && (name === 'schema_version' || name === 'tool_version')) {
           fail(['input', name], 'is added by `versioned: true`; do not declare it');
@@ -107,7 +123,7 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
       }
       if (!tool.hook) {
         for (const name of Object.keys(tool.input)) {
-          if (!build.used.has(name) && !refused.has(name)) {
+          if (!build.used.has(name) && !refused.has(name) && !tool.warnings?.some((w) => w.when === name)) {
             fail(
               ['input', name],
               'is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',

@@ -163,6 +163,8 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       tool.versioned ? `versionFields: ["schema_version", "tool_version"],` : '',
       tool.hook ? `hook: ${tool.hook},` : '',
       tool.notes ? `notes: ${JSON.stringify(tool.notes.trim())},` : '',
+      tool.keywords?.length ? `keywords: ${JSON.stringify(tool.keywords)},` : '',
+      tool.warnings?.length ? `inputWarnings: ${JSON.stringify(tool.warnings)},` : '',
     ].filter(Boolean);
     const examples = tool.examples.map((e) => ({
       ...(e.title ? { title: e.title } : {}),
@@ -172,9 +174,10 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
     return `{
       name: ${JSON.stringify(tool.name)},
       connector: ${JSON.stringify(connector.name)},
-      title: ${JSON.stringify(tool.title ?? tool.name)},
+      title: ${JSON.stringify(tool.title)},
       description: ${JSON.stringify(tool.description)},
-      readOnly: ${tool.read_only ?? false},
+      readOnly: ${tool.annotations.readOnlyHint},
+      annotations: ${JSON.stringify(tool.annotations)},
       inputSchema: ${JSON.stringify(schema)},
       validate: V.${tool.name},
       messages: ${JSON.stringify(messages)},

@@ -244,6 +244,9 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
       return {
         name: tool.name,
         anchor: tool.name,
+        title: md(tool.title),
+        titleCell: cell(tool.title),
+        hints: hintLine(tool.annotations, tool.keywords),
         summary: cell(tool.description.split('\n')[0]!),
         description: md(tool.description.trim()),
         params: Object.entries(params).map(([name, p]) => ({
@@ -268,6 +271,17 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
       };
     }),
   });
+}
+
+/** The tool's MCP annotations (and search keywords) in one line of the docs. */
+function hintLine(a: ToolSpec['annotations'], keywords: readonly string[] | undefined): string {
+  const hints = [
+    a.readOnlyHint ? 'read-only' : 'writes',
+    ...(a.readOnlyHint ? [] : [a.destructiveHint ? 'destructive' : 'additive']),
+    a.idempotentHint ? 'idempotent' : 'not idempotent',
+    a.openWorldHint ? 'open world' : 'closed world',
+  ];
+  return `${hints.join(' · ')}${keywords?.length ? `. Keywords: ${keywords.map((k) => md(k)).join(', ')}` : ''}`;
 }
 
 export function emitIndexDoc(connectors: ConnectorSpec[]): string {

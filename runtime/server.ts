@@ -7,6 +7,8 @@ import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
 import { dashboardRouter, favicon } from './dashboard/index.ts';
+import { createGrpcServer } from './scalekit/grpc.ts';
+import { sharePortWithHttp2 } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -28,8 +30,13 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
     // While draining, each answer closes its connection, so keep-alive clients move to another instance.
     if (lifecycle.draining) res.setHeader('connection', 'close');
     const match = router.match(req.method ?? 'GET', req.url ?? '/');
-    if (match) router.serve(match, req, res);
-    else app(req, res);
+    if (match) {
+      s.metrics.countResponse(res, match.route.operation);
+      router.serve(match, req, res);
+    } else {
+      s.metrics.countResponse(res, /^\/dashboard(\/|\?|$)/i.test(req.url ?? '') ? 'dashboard' : 'unmatched');
+      app(req, res);
+    }
   };
 }
 
@@ -116,11 +123,14 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
     throw e;
   });
   server.off('request', starting);
-  server.on('request', createHandler(services));
-  if (!server.listening) await listen();
+  const handler = createHandler(services);
+  server.on('request', handler);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
+  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/).
+  const endHttp2 = sharePortWithHttp2(server, createGrpcServer(services, handler), server.headersTimeout);
+  if (!server.listening) await listen();
   return {
     server,
     services,
@@ -129,12 +139,15 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        endHttp2();
       });
       await services.close();
     },
     async drain(graceMs) {
       services.lifecycle.draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // HTTP/2 (gRPC) sessions get a GOAWAY: their streams in flight finish, no new ones start.
+      endHttp2({ graceful: true });
       // A connection that finishes its last response goes idle; close it then, instead of at keepAliveTimeout.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       let cut = 0;
@@ -142,6 +155,7 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
       if ((await Promise.race([closed, grace])) === 'timeout') {
         cut = (await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n ?? 0)))) || 0;
         server.closeAllConnections();
+        endHttp2();
         await closed;
       }
       clearInterval(sweep);

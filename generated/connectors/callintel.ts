@@ -777,16 +777,8 @@ function build_callintel_engage_task_complete(
   return out;
 }
 
-function rules_callintel_engage_task_complete(input: I.CallintelEngageTaskCompleteInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['completion_notes'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message:
-          "cannot be stored: Gong's task API has no notes field, so the task was not changed; complete it without completion_notes",
-      });
-  return errors;
+function rules_callintel_engage_task_complete(_input: I.CallintelEngageTaskCompleteInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput, ctx: BuildContext): UpstreamRequest[] {
@@ -803,16 +795,8 @@ function build_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput,
   return out;
 }
 
-function rules_callintel_engage_task_skip(input: I.CallintelEngageTaskSkipInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['skip_reason'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message:
-          "cannot be stored: Gong's task API has no reason field, so the task was not changed; skip it without skip_reason",
-      });
-  return errors;
+function rules_callintel_engage_task_skip(_input: I.CallintelEngageTaskSkipInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_tasks_list(
@@ -845,15 +829,8 @@ function build_callintel_engage_tasks_list(
   return out;
 }
 
-function rules_callintel_engage_tasks_list(input: I.CallintelEngageTasksListInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['cursor'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message: "is not accepted: Gong's task list is not paged, it returns all of the user's tasks in one response",
-      });
-  return errors;
+function rules_callintel_engage_tasks_list(_input: I.CallintelEngageTasksListInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_users_list(
@@ -897,14 +874,17 @@ function build_callintel_users_get(input: I.CallintelUsersGetInput, ctx: BuildCo
     headers: {},
     body: H.obj(
       {
-        filter: H.obj(
-          {
-            userIds: input['user_ids'],
-            createdFromDateTime: input['created_from_date_time'],
-            createdToDateTime: input['created_to_date_time'],
-          },
-          ['userIds', 'createdFromDateTime', 'createdToDateTime'],
-        ),
+        filter:
+          H.merge([
+            H.obj(
+              {
+                userIds: input['user_ids'],
+                createdFromDateTime: input['created_from_date_time'],
+                createdToDateTime: input['created_to_date_time'],
+              },
+              ['userIds', 'createdFromDateTime', 'createdToDateTime'],
+            ),
+          ]) ?? {},
         cursor: input['cursor'],
       },
       [],
@@ -1076,9 +1056,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_call_outcomes_list',
     connector: 'callintel',
-    title: 'callintel_call_outcomes_list',
+    title: 'List call outcomes',
     description: 'List call outcome definitions (name, ID).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_call_outcomes_list',
       title: 'callintel_call_outcomes_list',
@@ -1092,14 +1073,16 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_call_outcomes_list,
     build: build_callintel_call_outcomes_list,
     notes: 'Call outcomes live at `/v2/call-outcomes`, not under `/v2/settings`.',
+    keywords: ['disposition'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/call-outcomes' }] }],
   } satisfies ToolDefinition<I.CallintelCallOutcomesListInput>,
   {
     name: 'callintel_calls_create',
     connector: 'callintel',
-    title: 'callintel_calls_create',
+    title: 'Register a call recording',
     description: 'Register a call; returns a media upload URL for the recording.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_calls_create',
       title: 'callintel_calls_create',
@@ -1183,6 +1166,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: registerCall,
     notes:
       "Gong requires `clientUniqueId`, `direction`, `parties` and `primaryUser`, while the spec requires only `actual_start` and has no primary-user parameter. The hook (`registerCall`) sends the first party's `userId` as `primaryUser`; without any party that has a userId, or without `direction` or `parties`, Gong refuses the call with a 400 that is returned as a provider error. A missing `client_unique_id` is derived deterministically from the call's start, title, direction, parties and provider code, so registering the same call twice is refused by Gong instead of duplicating it. `language` is sent as Gong's `languageCode`. Party `speakerId` is not sent: Gong's party fields are writable only as emailAddress, name, userId (and phone and context fields the spec does not offer); speaker ids are assigned by Gong and appear in transcripts. Gong answers only `{requestId, callId}`; the recording is uploaded separately with `PUT /v2/calls/{callId}/media` (multipart). The tool adds `mediaUploadUrl` (the provider URL) and `mediaUploadPath` (the same path for the service's proxy, which injects the credentials).",
+    keywords: ['upload recording', 'log call'],
     examples: [
       {
         input: {
@@ -1252,9 +1236,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_calls_get',
     connector: 'callintel',
-    title: 'callintel_calls_get',
+    title: 'Get call details',
     description: 'Extensive call details (participants, interaction stats, topics, CRM associations).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_calls_get',
       title: 'callintel_calls_get',
@@ -1292,6 +1277,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_calls_get,
     notes:
       'The content selector asks for exactly what the purpose names: parties, topics and trackers, speakers, per-person interaction stats and questions, and the extended CRM context. Gong answers 404 "No calls found" instead of an empty list; that is returned as an empty page. The cursor travels in the body (POST).',
+    keywords: ['participants'],
     examples: [
       {
         input: {
@@ -1328,9 +1314,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_calls_list',
     connector: 'callintel',
-    title: 'callintel_calls_list',
+    title: 'List recorded calls',
     description: 'List calls.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_calls_list',
       title: 'callintel_calls_list',
@@ -1362,6 +1349,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_calls_list,
     notes:
       'Gong\'s call list (`GET /v2/calls`) cannot filter by call id. Without `call_ids` the tool lists with `GET /v2/calls` (dates, workspace and cursor as query parameters); with `call_ids` it sends `POST /v2/calls/extensive` with the ids in `filter.callIds` and no content selector, which returns the same basic call data (under `metaData`) for just those calls; Gong\'s 404 "No calls found" there is an empty page.',
+    keywords: ['recordings', 'meetings'],
     examples: [
       {
         input: {
@@ -1392,9 +1380,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_calls_transcript_get',
     connector: 'callintel',
-    title: 'callintel_calls_transcript_get',
+    title: 'Get call transcripts',
     description: 'Transcripts per call.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_calls_transcript_get',
       title: 'callintel_calls_transcript_get',
@@ -1432,6 +1421,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_calls_transcript_get,
     notes:
       'Segments are speaker-attributed (`speakerId`, matching the call\'s parties), by topic, with sentences carrying `start`/`end` offsets in milliseconds. Gong answers 404 "No calls found" instead of an empty list; that is returned as an empty page.',
+    keywords: ['transcription', 'what was said'],
     examples: [
       {
         input: { call_ids: ['7782342274025937895'], workspace_id: '623457276584334' },
@@ -1448,9 +1438,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_coaching_get',
     connector: 'callintel',
-    title: 'callintel_coaching_get',
+    title: 'Get coaching feedback',
     description: 'Coaching sessions and feedback; cursor paging.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_coaching_get',
       title: 'callintel_coaching_get',
@@ -1495,6 +1486,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_coaching_get,
     notes:
       "Deviation from the spec's interface: `GET /v2/coaching` requires the query parameters `workspace-id`, `manager-id`, `from` and `to` (hyphenated names), which the spec's tool does not have; with only `cursor` the call cannot succeed. The tool therefore adds the required `workspace_id`, `manager_id`, `from_date_time` and `to_date_time` (a 400 names each one missing, before any upstream call). Gong returns `coachingData` in one response without paging, so `cursor` is refused with a 400 instead of being ignored.",
+    keywords: ['manager feedback'],
     examples: [
       {
         input: {
@@ -1515,9 +1507,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_digital_interactions_create',
     connector: 'callintel',
-    title: 'callintel_engage_digital_interactions_create',
+    title: "Add a digital interaction to a prospect's timeline",
     description: "Add a digital interaction to a prospect's timeline.",
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_digital_interactions_create',
       title: 'callintel_engage_digital_interactions_create',
@@ -1555,6 +1548,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_digital_interactions_create,
     notes:
       "Gong requires an `eventId`, `eventType` and `content.contentTitle`. The event name is both the type and the content title; the event id is derived from the inputs, so a retried call carries the same id. The CRM contact and account ids become the person's and company's business contexts (`CONTACT`, `ACCOUNT`).",
+    keywords: ['web visit', 'engagement event'],
     examples: [
       {
         input: {
@@ -1588,9 +1582,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_email_activity_report',
     connector: 'callintel',
-    title: 'callintel_engage_email_activity_report',
+    title: 'Report email engagement',
     description: 'Report email engagement (opens, clicks, bounces, unsubscribes).',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_email_activity_report',
       title: 'callintel_engage_email_activity_report',
@@ -1627,6 +1622,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_email_activity_report,
     notes:
       "Gong's public API (checked against its full OpenAPI description, 2024 and 2026) has no endpoint for reporting email engagement. The nearest documented operation is the digital interaction (`POST /v2/digital-interaction`), which puts the event on the prospect's timeline; that is what the tool sends: `event_type` as the event type, \"Email <email_id>\" as the content title, `link_url` as the content URL, the prospect's email as the person, and an event id derived from the inputs (a retried report is not counted twice). The event appears on the timeline; it does not change Engage's own email statistics.",
+    keywords: ['email opens', 'clicks', 'bounces'],
     examples: [
       {
         input: {
@@ -1655,9 +1651,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_flow_content_override',
     connector: 'callintel',
-    title: 'callintel_engage_flow_content_override',
+    title: 'Override the content of a flow instance',
     description: 'Override flow placeholder values for a flow instance.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_flow_content_override',
       title: 'callintel_engage_flow_content_override',
@@ -1681,6 +1678,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: flowContentOverrideUnavailable,
     notes:
       "Gong's public API has no operation that changes placeholder values of an existing flow instance (checked against its full OpenAPI description, 2024 and 2026; the `/flows/{flowId}/content-override` path found in generated third-party descriptions does not exist). Placeholder values can only be given when prospects are assigned (`overrides.flowInstanceVariables` on `POST /v2/flows/prospects/assign`), and re-assigning would restart the flow for the prospect. The tool therefore sends nothing and answers 501 `not_supported_by_provider` with that explanation; a dry run shows no request.",
+    keywords: ['placeholder', 'personalize'],
     examples: [
       {
         input: { flow_instance_id: '1234361284629356', field_values: { 'recipient.first_name': 'Mike' } },
@@ -1691,9 +1689,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_flow_folders_list',
     connector: 'callintel',
-    title: 'callintel_engage_flow_folders_list',
+    title: 'List flow folders',
     description: 'Flow folders available to a user.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_flow_folders_list',
       title: 'callintel_engage_flow_folders_list',
@@ -1717,6 +1716,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_flow_folders_list,
     notes:
       'The folder list names its owner parameter `flowFolderOwnerEmail` (the flow list uses `flowOwnerEmail`). Gong returns the folders under the key `flows`.',
+    keywords: ['sequence folders'],
     examples: [
       {
         input: { flow_owner_email: 'rep@acme.com', workspace_id: '623457276584334' },
@@ -1732,9 +1732,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_flows_list',
     connector: 'callintel',
-    title: 'callintel_engage_flows_list',
+    title: 'List flows',
     description: 'Flows available to a user.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_flows_list',
       title: 'callintel_engage_flows_list',
@@ -1756,7 +1757,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/flow_owner_email/pattern': 'must be an email address' },
     checkRules: rules_callintel_engage_flows_list,
     build: build_callintel_engage_flows_list,
-
+    keywords: ['sequences', 'cadences'],
     examples: [
       {
         input: { flow_owner_email: 'rep@acme.com', cursor: 'eyJvIjoxMH0' },
@@ -1772,9 +1773,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_assign',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_assign',
+    title: 'Add prospects to a flow',
     description: 'Assign up to 200 CRM prospects to a flow.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_assign',
       title: 'callintel_engage_prospects_assign',
@@ -1804,6 +1806,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_prospects_assign,
     notes:
       "Gong's field is `crmProspectsIds` (plural \"Prospects\"). The spec's limit of 200 is enforced with a 400 before any upstream call; Gong's 2026 API description states 100 per request, so a batch of 101-200 may be refused by Gong (returned as a provider error). Prospects Gong could not assign come back in `prospectsNotAssigned`.",
+    keywords: ['enroll'],
     examples: [
       {
         input: {
@@ -1828,9 +1831,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_assign_cool_off_override',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_assign_cool_off_override',
+    title: 'Add prospects to a flow despite the cool-off period',
     description: 'Assign while bypassing the cool-off period.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_assign_cool_off_override',
       title: 'callintel_engage_prospects_assign_cool_off_override',
@@ -1860,6 +1864,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_prospects_assign_cool_off_override,
     notes:
       "Gong requires `flowInstanceOwnerEmail`, which the spec leaves optional: without it Gong answers 400 (returned as a provider error). The limit of 200 is the spec's (Gong's 2026 description says 100). Gong reportedly deprecates this endpoint in favour of `overrides.coolOffOverride` on the plain assignment; it is still in its API description and is used as is.",
+    keywords: ['enroll'],
     examples: [
       {
         input: {
@@ -1884,9 +1889,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_bulk_assign',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_bulk_assign',
+    title: 'Add many prospects to a flow',
     description: 'Asynchronous bulk assignment; returns assignment ID.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_bulk_assign',
       title: 'callintel_engage_prospects_bulk_assign',
@@ -1939,9 +1945,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_bulk_assign_status',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_bulk_assign_status',
+    title: 'Get the status of a bulk flow assignment',
     description: 'Status and result of a bulk assignment.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_bulk_assign_status',
       title: 'callintel_engage_prospects_bulk_assign_status',
@@ -1977,9 +1984,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_flows_list',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_flows_list',
+    title: "List prospects' flows",
     description: 'Flows assigned to given prospects.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_flows_list',
       title: 'callintel_engage_prospects_flows_list',
@@ -2018,9 +2026,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_unassign',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_unassign',
+    title: 'Remove prospects from a flow',
     description: 'Remove prospects from a flow by CRM ID.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_unassign',
       title: 'callintel_engage_prospects_unassign',
@@ -2044,6 +2053,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_prospects_unassign,
     notes:
       "Gong removes one prospect per request (`crmProspectId`, singular), so the tool sends one request per id, in order; the data is the list of Gong's answers (a single answer for a single id). Gong allows 3 calls per second; 429 answers are retried after Retry-After. If one request fails, the ones before it have taken effect.",
+    keywords: ['unenroll'],
     examples: [
       {
         input: { flow_id: '1695493301223590792', crm_prospect_ids: ['a5V1Q00A120DP4CVAW', '00Q1Q00001AbCdE'] },
@@ -2065,9 +2075,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_prospects_unassign_by_instance',
     connector: 'callintel',
-    title: 'callintel_engage_prospects_unassign_by_instance',
+    title: 'Remove flow enrollments by instance',
     description: 'Remove enrollments by flow instance ID.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_prospects_unassign_by_instance',
       title: 'callintel_engage_prospects_unassign_by_instance',
@@ -2089,6 +2100,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_engage_prospects_unassign_by_instance,
     build: build_callintel_engage_prospects_unassign_by_instance,
     notes: 'Gong takes at most 200 instances per request (the spec states no limit); more is refused by Gong with 400.',
+    keywords: ['unenroll'],
     examples: [
       {
         input: { flow_instance_ids: ['1234361284629356'] },
@@ -2105,9 +2117,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_task_complete',
     connector: 'callintel',
-    title: 'callintel_engage_task_complete',
+    title: 'Complete an Engage task',
     description: 'Mark task completed.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_task_complete',
       title: 'callintel_engage_task_complete',
@@ -2115,7 +2128,10 @@ export const tools: readonly ToolDefinition[] = [
       type: 'object',
       properties: {
         task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-        completion_notes: { type: 'string', description: "Not accepted: Gong's tasks have no notes field." },
+        completion_notes: {
+          type: 'string',
+          description: "Accepted, but not stored: Gong's tasks have no notes field; the response's `warnings` says so.",
+        },
         user_id: {
           type: 'string',
           description:
@@ -2132,7 +2148,14 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_task_complete,
     hook: changeTaskStatusAsOwner,
     notes:
-      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: it is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: the task is completed all the same, and the execute response carries `warnings: [{field: completion_notes, message}]` saying the note was not stored (a dry run shows the same warning).",
+    keywords: ['done', 'finish'],
+    inputWarnings: [
+      {
+        when: 'completion_notes',
+        message: "was not stored: Gong's task API has no notes field; the task was completed without it",
+      },
+    ],
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2157,9 +2180,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_task_skip',
     connector: 'callintel',
-    title: 'callintel_engage_task_skip',
+    title: 'Skip an Engage task',
     description: 'Skip task.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_task_skip',
       title: 'callintel_engage_task_skip',
@@ -2167,7 +2191,11 @@ export const tools: readonly ToolDefinition[] = [
       type: 'object',
       properties: {
         task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-        skip_reason: { type: 'string', description: "Not accepted: Gong's tasks have no reason field." },
+        skip_reason: {
+          type: 'string',
+          description:
+            "Accepted, but not stored: Gong's tasks have no reason field; the response's `warnings` says so.",
+        },
         user_id: {
           type: 'string',
           description:
@@ -2184,7 +2212,13 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_task_skip,
     hook: changeTaskStatusAsOwner,
     notes:
-      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` is refused with a 400 naming it (nothing is changed) rather than dropped.",
+      "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` cannot be stored: the task is skipped all the same, and the execute response carries `warnings: [{field: skip_reason, message}]` saying the reason was not stored.",
+    inputWarnings: [
+      {
+        when: 'skip_reason',
+        message: "was not stored: Gong's task API has no reason field; the task was skipped without it",
+      },
+    ],
     examples: [
       {
         input: { task_id: '1234361284629351', user_id: '234599484848423' },
@@ -2213,9 +2247,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_tasks_list',
     connector: 'callintel',
-    title: 'callintel_engage_tasks_list',
+    title: "List a user's Engage tasks",
     description: 'Tasks of a user (call, email, social and other follow-ups).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_tasks_list',
       title: 'callintel_engage_tasks_list',
@@ -2227,7 +2262,11 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Email address of the Gong user whose tasks are listed.',
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
-        cursor: { type: 'string', description: "Not accepted: Gong's task list is not paged." },
+        cursor: {
+          type: 'string',
+          description:
+            "Accepted for the spec's interface: Gong's task list is not paged, so the first page holds every task and no next cursor is returned.",
+        },
         from_date: {
           type: 'string',
           description: 'Only tasks due at or after this date or time (ISO 8601).',
@@ -2253,7 +2292,8 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_tasks_list,
     hook: listTasksByAssigneeEmail,
     notes:
-      "Gong lists tasks by Gong user id (`POST /v2/tasks`, `filter.userId`), not by email. The hook (`listTasksByAssigneeEmail`) pages through `GET /v2/users` until a user's email address (or alias) matches `assignee_email` (404 naming the field when none does), then lists that user's tasks; the dry run shows the user id as a placeholder. Gong requires `types`, `taskAction` and `status`: the tool asks for flow and manual tasks in every status (OPEN, DONE, DISMISSED), and `CALL` is the only task action Gong's API offers, so other follow-ups are not returned. The response is not paged, so `cursor` is refused with a 400; `from_date` and `to_date` have no upstream field and are applied by the service to each task's `dueDate` (tasks without one are left out when either is given). Gong's 404 \"No tasks found\" is an empty list. The data adds `assignee: {userId, emailAddress}`, the owner id that callintel_engage_task_complete and _skip need.",
+      "Gong lists tasks by Gong user id (`POST /v2/tasks`, `filter.userId`), not by email. The hook (`listTasksByAssigneeEmail`) pages through `GET /v2/users` until a user's email address (or alias) matches `assignee_email` (404 naming the field when none does), then lists that user's tasks; the dry run shows the user id as a placeholder. Gong requires `types`, `taskAction` and `status`: the tool asks for flow and manual tasks in every status (OPEN, DONE, DISMISSED), and `CALL` is the only task action Gong's API offers, so other follow-ups are not returned. The response is not paged: `cursor` is accepted and changes nothing (the first page holds every task, and no next cursor is returned); `from_date` and `to_date` have no upstream field and are applied by the service to each task's `dueDate` (tasks without one are left out when either is given). Gong's 404 \"No tasks found\" is an empty list. The data adds `assignee: {userId, emailAddress}`, the owner id that callintel_engage_task_complete and _skip need.",
+    keywords: ['follow-ups'],
     examples: [
       {
         input: { assignee_email: 'rep@acme.com', workspace_id: '623457276584334' },
@@ -2279,9 +2319,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_users_list',
     connector: 'callintel',
-    title: 'callintel_engage_users_list',
+    title: 'List active Engage users',
     description: 'Active users.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_users_list',
       title: 'callintel_engage_users_list',
@@ -2312,9 +2353,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_engage_workspaces_list',
     connector: 'callintel',
-    title: 'callintel_engage_workspaces_list',
+    title: 'List workspaces',
     description: 'Company workspaces.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_engage_workspaces_list',
       title: 'callintel_engage_workspaces_list',
@@ -2333,9 +2375,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_users_get',
     connector: 'callintel',
-    title: 'callintel_users_get',
+    title: 'Get detailed user profiles',
     description: 'Detailed user profiles (settings, roles, manager).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_users_get',
       title: 'callintel_users_get',
@@ -2364,7 +2407,9 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_callintel_users_get,
     build: build_callintel_users_get,
-    notes: 'Without any filter field the request has no `filter` and Gong returns every user, paged.',
+    notes:
+      'Gong requires a `filter` object: without any filter field the request sends `filter: {}`, and Gong returns every user, paged.',
+    keywords: ['role', 'manager'],
     examples: [
       {
         input: { user_ids: ['234599484848423'], created_from_date_time: '2025-01-01T00:00:00Z' },
@@ -2376,14 +2421,20 @@ export const tools: readonly ToolDefinition[] = [
           },
         ],
       },
+      {
+        title: 'every user (no filter field)',
+        input: {},
+        requests: [{ method: 'POST', url: 'https://us-12345.api.gong.io/v2/users/extensive', body: { filter: {} } }],
+      },
     ],
   } satisfies ToolDefinition<I.CallintelUsersGetInput>,
   {
     name: 'callintel_users_list',
     connector: 'callintel',
-    title: 'callintel_users_list',
+    title: 'List users',
     description: 'Users (name, email, title, manager).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_users_list',
       title: 'callintel_users_list',
@@ -2402,7 +2453,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_users_list,
     build: build_callintel_users_list,
-
+    keywords: ['team', 'reps'],
     examples: [
       {
         input: { cursor: 'eyJvIjoxMH0', include_avatars: true },
@@ -2415,9 +2466,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_library_folder_content_get',
     connector: 'callintel',
-    title: 'callintel_library_folder_content_get',
+    title: 'Get the content of a library folder',
     description: 'Calls, clips and media in a library folder.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_library_folder_content_get',
       title: 'callintel_library_folder_content_get',
@@ -2431,7 +2483,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_library_folder_content_get,
     build: build_callintel_library_folder_content_get,
-
+    keywords: ['clips'],
     examples: [
       {
         input: { folder_id: '3843152912968920037' },
@@ -2444,9 +2496,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_library_folders_list',
     connector: 'callintel',
-    title: 'callintel_library_folders_list',
+    title: 'List library folders',
     description: 'Library folders with names, IDs, hierarchy.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_library_folders_list',
       title: 'callintel_library_folders_list',
@@ -2474,9 +2527,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_scorecards_list',
     connector: 'callintel',
-    title: 'callintel_scorecards_list',
+    title: 'List scorecards',
     description: 'Scorecard definitions (name, questions, criteria).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_scorecards_list',
       title: 'callintel_scorecards_list',
@@ -2489,7 +2543,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_scorecards_list,
     build: build_callintel_scorecards_list,
-
+    keywords: ['rubric'],
     examples: [
       { input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/settings/scorecards' }] },
     ],
@@ -2497,9 +2551,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_trackers_list',
     connector: 'callintel',
-    title: 'callintel_trackers_list',
+    title: 'List keyword trackers',
     description: 'Keyword tracker definitions (name, phrases, categories).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_trackers_list',
       title: 'callintel_trackers_list',
@@ -2513,15 +2568,17 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_trackers_list,
     build: build_callintel_trackers_list,
     notes: 'Without a workspace filter Gong returns the trackers of every workspace.',
+    keywords: ['mentions'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/settings/trackers' }] }],
   } satisfies ToolDefinition<I.CallintelTrackersListInput>,
   {
     name: 'callintel_stats_interaction',
     connector: 'callintel',
-    title: 'callintel_stats_interaction',
+    title: 'Get interaction stats',
     description:
       'Per-participant interaction stats (talk ratio, longest monologue, patience, question rate, interactivity).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_stats_interaction',
       title: 'callintel_stats_interaction',
@@ -2558,6 +2615,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_stats_interaction,
     notes:
       '`POST /v2/stats/interaction` aggregates per user over a period of whole days: `fromDate`/`toDate` are dates (YYYY-MM-DD, in the company\'s time zone), so the times are cut to their date; `toDate` is exclusive and must not be after today. That endpoint cannot filter by call, so with `call_ids` the tool reads the same per-participant stats per call from `POST /v2/calls/extensive` (content selector `interaction.personInteractionStats`, with parties and speakers), where the period stays a date-time filter; Gong\'s 404 "No calls found" there is an empty page.',
+    keywords: ['talk ratio', 'monologue'],
     examples: [
       {
         input: { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-02-01T08:30:00Z' },
@@ -2601,9 +2659,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'callintel_stats_user_actions',
     connector: 'callintel',
-    title: 'callintel_stats_user_actions',
+    title: 'Get user activity stats',
     description: 'Per-user activity and scorecard stats.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'callintel_stats_user_actions',
       title: 'callintel_stats_user_actions',
@@ -2639,6 +2698,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_stats_user_actions,
     notes:
       "Mapped to Gong's aggregate activity (`POST /v2/stats/activity/aggregate`), which counts per user the calls hosted and attended, listening, sharing, comments, feedback and scorecards filled and received. Its period is in whole days: the times are cut to their date (YYYY-MM-DD, company time zone); `toDate` is exclusive and must not be after today.",
+    keywords: ['activity'],
     examples: [
       {
         input: {

@@ -521,9 +521,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_companies_search',
     connector: 'crm',
-    title: 'crm_companies_search',
+    title: 'Search companies',
     description: 'Search companies.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_companies_search',
       title: 'crm_companies_search',
@@ -552,6 +553,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_companies_search,
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array (invalid JSON, or JSON that is neither an array nor an object, is a 400 naming `filterGroups`); `properties` is split into an array. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced. HubSpot allows at most 5 filter groups, 10 filters per group and 25 filters in all, and refuses more with 400 VALIDATION_ERROR.",
+    keywords: ['accounts', 'businesses'],
     examples: [
       {
         input: {
@@ -586,9 +588,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_company_create',
     connector: 'crm',
-    title: 'crm_company_create',
+    title: 'Create a company',
     description: 'Create a company.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'crm_company_create',
       title: 'crm_company_create',
@@ -614,6 +617,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_crm_company_create,
     build: build_crm_company_create,
     notes: 'HubSpot property values are strings: `annualrevenue` and `numberofemployees` are sent as decimal strings.',
+    keywords: ['account', 'business'],
     examples: [
       {
         input: {
@@ -654,9 +658,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_company_get',
     connector: 'crm',
-    title: 'crm_company_get',
+    title: 'Get a company',
     description: 'Get a company.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_company_get',
       title: 'crm_company_get',
@@ -675,6 +680,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_company_get,
     notes:
       '`properties` stays a comma-separated query value (spaces around the commas are removed). Properties the portal does not have are left out of the answer by HubSpot, without an error.',
+    keywords: ['account'],
     examples: [
       {
         input: { company_id: '9001', properties: 'name, domain' },
@@ -687,9 +693,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_contact_create',
     connector: 'crm',
-    title: 'crm_contact_create',
+    title: 'Create a contact',
     description: 'Create a contact; the email address is the unique identifier.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'crm_contact_create',
       title: 'crm_contact_create',
@@ -727,6 +734,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_contact_create,
     notes:
       '`crm_lead_status` is HubSpot\'s `hs_lead_status`. A second contact with an email that already exists is refused by HubSpot with 409 CONFLICT ("Contact already exists. Existing ID: ..."), returned as a provider error. Lead status and lifecycle stage options are editable per portal, so they are not checked here; HubSpot refuses an unknown option with 400 VALIDATION_ERROR.',
+    keywords: ['lead'],
     examples: [
       {
         input: {
@@ -766,9 +774,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_contact_get',
     connector: 'crm',
-    title: 'crm_contact_get',
+    title: 'Get a contact',
     description: 'Get a contact.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_contact_get',
       title: 'crm_contact_get',
@@ -788,7 +797,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_crm_contact_get,
     build: build_crm_contact_get,
-
+    keywords: ['lead'],
     examples: [
       {
         input: { contact_id: '101', properties: 'email,firstname,hs_lead_status' },
@@ -804,9 +813,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_contact_update',
     connector: 'crm',
-    title: 'crm_contact_update',
+    title: 'Update a contact',
     description: 'Update a contact; only the properties given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_contact_update',
       title: 'crm_contact_update',
@@ -830,6 +840,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_contact_update,
     notes:
       "The spec marks `props` optional while its description calls it required. The input keeps it optional as typed, but an update without `props`, or with an empty object, is refused with 400 naming `props`: HubSpot would accept the empty PATCH and change nothing. `props` is sent as HubSpot's `properties` object unchanged, so its keys are HubSpot internal names (`hs_lead_status`, not `crm_lead_status`); HubSpot refuses an unknown property with 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), and an email already used by another contact with 409.",
+    keywords: ['lead'],
     examples: [
       {
         input: { contact_id: '101', props: { firstname: 'Janet', phone: '+1 555 0199' } },
@@ -847,9 +858,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_contacts_list',
     connector: 'crm',
-    title: 'crm_contacts_list',
+    title: 'List contacts',
     description: 'List contacts, cursor paging.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_contacts_list',
       title: 'crm_contacts_list',
@@ -879,6 +891,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_contacts_list,
     notes:
       'The spec describes `archived` as "include archived"; HubSpot\'s `archived=true` returns only archived contacts, not active and archived together. The flag is forwarded as given, so `archived: true` lists the archived ones. The next page\'s cursor is `paging.next.after`; its absence means the last page.',
+    keywords: ['leads'],
     examples: [
       {
         input: { limit: 2, after: '102', properties: 'email,firstname', archived: false },
@@ -894,9 +907,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_contacts_search',
     connector: 'crm',
-    title: 'crm_contacts_search',
+    title: 'Search contacts',
     description: 'Search contacts.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_contacts_search',
       title: 'crm_contacts_search',
@@ -925,6 +939,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_contacts_search,
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array (`{\"filterGroups\":[...]}` and a single group are normalised to the array); `properties` is split into an array. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced. Property names in filters are HubSpot's (`hs_lead_status`).",
+    keywords: ['leads'],
     examples: [
       {
         input: {
@@ -969,9 +984,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_deal_create',
     connector: 'crm',
-    title: 'crm_deal_create',
+    title: 'Create a deal',
     description: 'Create a deal.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'crm_deal_create',
       title: 'crm_deal_create',
@@ -1000,6 +1016,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_deal_create,
     notes:
       "`crm_priority` is HubSpot's `hs_priority`. The spec lists HIGH, MEDIUM, LOW (the ticket priority values); a deal's `hs_priority` options are lower-case `high`, `medium`, `low` and HubSpot compares options case-sensitively, so the value is lower-cased before it is sent. `amount` is sent as a decimal string (HubSpot property values are strings); `closedate` as the ISO date, which HubSpot takes as midnight UTC.",
+    keywords: ['opportunity'],
     examples: [
       {
         input: {
@@ -1036,9 +1053,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_deal_update',
     connector: 'crm',
-    title: 'crm_deal_update',
+    title: 'Update a deal',
     description: 'Update a deal; only the properties given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_deal_update',
       title: 'crm_deal_update',
@@ -1065,6 +1083,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_deal_update,
     notes:
       '`good_deal` is not a HubSpot default deal property: it is a custom property of the portal the tool catalogue was made against. When given it is merged into the `properties` object as the string "true" or "false"; a portal without a custom deal property of that internal name answers 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), returned as a provider error rather than dropped silently. An update with no property at all (an empty `properties` and no `good_deal`) is refused with 400 naming `properties`, since HubSpot would change nothing. The keys of `properties` are HubSpot internal names (`hs_priority`, not `crm_priority`) and are sent unchanged.',
+    keywords: ['opportunity', 'stage'],
     examples: [
       {
         input: { deal_id: '5001', properties: { dealstage: 'closedwon', amount: '90000' }, good_deal: true },
@@ -1093,9 +1112,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'crm_deals_search',
     connector: 'crm',
-    title: 'crm_deals_search',
+    title: 'Search deals',
     description: 'Search deals.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'crm_deals_search',
       title: 'crm_deals_search',
@@ -1124,6 +1144,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_deals_search,
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array; `properties` is split into an array. HubSpot's own spec writes the deals path with the object type id (`/crm/v3/objects/0-3/search`); the `deals` name is accepted the same. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced.",
+    keywords: ['opportunities', 'pipeline'],
     examples: [
       {
         input: {

@@ -186,6 +186,7 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get file metadata',
     description: 'Metadata of a file or folder by its ID (name, MIME type, size, creation time).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'drive_get_file_metadata',
       title: 'drive_get_file_metadata',
@@ -258,6 +259,7 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search inside files',
     description: 'Full-text search inside file bodies (and names), optionally limited to one MIME type.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'drive_search_content',
       title: 'drive_search_content',
@@ -307,6 +309,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       "Sent as files.list with `q = fullText contains '<term>'` (plus `and mimeType = '<mime_type>'`), with `'` and `\\` escaped as the query language requires. The service adds `and trashed = false` so files in the trash are not returned (use drive_search_files with your own query to search the trash). The tool never sends orderBy: Drive refuses sorting for fullText queries (400 \"Sorting is not supported for queries with fullText terms\"); results come in relevance order. `supports_all_drives` sets supportsAllDrives and includeItemsFromAllDrives (supportsAllDrives alone brings no shared-drive items into a list) and, when true, corpora=allDrives, because the default corpus `user` leaves out shared-drive files the user only reaches through membership; Drive may then answer `incompleteSearch: true`. A bare `fields` list is wrapped for the FileList, since Drive answers a bare `id,name` on a list with 400.",
+    keywords: ['full-text'],
     examples: [
       {
         title: 'Term with a quote, limited to PDFs',
@@ -336,6 +339,7 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search files and folders',
     description: 'Search files and folders by name, type, owner or parent with the Drive query language.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'drive_search_files',
       title: 'drive_search_files',

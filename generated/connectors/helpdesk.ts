@@ -444,9 +444,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_groups_list',
     connector: 'helpdesk',
-    title: 'helpdesk_groups_list',
+    title: 'List agent groups',
     description: 'List groups.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_groups_list',
       title: 'helpdesk_groups_list',
@@ -471,7 +472,7 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_helpdesk_groups_list,
     build: build_helpdesk_groups_list,
-
+    keywords: ['teams'],
     examples: [
       {
         input: { page: 2, per_page: 50 },
@@ -482,9 +483,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_organization_get',
     connector: 'helpdesk',
-    title: 'helpdesk_organization_get',
+    title: 'Get an organization',
     description: 'Organization by ID (name, domain names, tags, notes, shared ticket settings, custom fields).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_organization_get',
       title: 'helpdesk_organization_get',
@@ -501,7 +503,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/organization_id/multipleOf': 'must be a whole number' },
     checkRules: rules_helpdesk_organization_get,
     build: build_helpdesk_organization_get,
-
+    keywords: ['customer company'],
     examples: [
       {
         input: { organization_id: 42 },
@@ -512,9 +514,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_organizations_list',
     connector: 'helpdesk',
-    title: 'helpdesk_organizations_list',
+    title: 'List organizations',
     description: 'List organizations.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_organizations_list',
       title: 'helpdesk_organizations_list',
@@ -539,7 +542,7 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_helpdesk_organizations_list,
     build: build_helpdesk_organizations_list,
-
+    keywords: ['customer companies'],
     examples: [
       {
         input: { per_page: 100 },
@@ -550,10 +553,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_search_tickets',
     connector: 'helpdesk',
-    title: 'helpdesk_search_tickets',
+    title: 'Search tickets',
     description:
       "Search with the desk's query syntax. Results are capped at 1000 in total: the largest valid page is floor(1000 / per_page) (10 at per_page 100, 40 at per_page 25). Paging ends when next_page is null or the largest page is reached.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_search_tickets',
       title: 'helpdesk_search_tickets',
@@ -608,9 +612,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_side_conversation_get',
     connector: 'helpdesk',
-    title: 'helpdesk_side_conversation_get',
+    title: 'Get a side conversation',
     description: 'One side conversation of a ticket (needs the collaboration add-on).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_side_conversation_get',
       title: 'helpdesk_side_conversation_get',
@@ -649,9 +654,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_side_conversations_list',
     connector: 'helpdesk',
-    title: 'helpdesk_side_conversations_list',
+    title: "List a ticket's side conversations",
     description: 'Side conversations of a ticket (needs the collaboration add-on).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_side_conversations_list',
       title: 'helpdesk_side_conversations_list',
@@ -679,9 +685,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_ticket_comments_list',
     connector: 'helpdesk',
-    title: 'helpdesk_ticket_comments_list',
+    title: "List a ticket's comments",
     description: 'Comments (public replies and internal notes) of a ticket.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_ticket_comments_list',
       title: 'helpdesk_ticket_comments_list',
@@ -704,7 +711,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
     checkRules: rules_helpdesk_ticket_comments_list,
     build: build_helpdesk_ticket_comments_list,
-
+    keywords: ['replies', 'history'],
     examples: [
       {
         input: { ticket_id: 7, include: 'users' },
@@ -720,9 +727,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_ticket_create',
     connector: 'helpdesk',
-    title: 'helpdesk_ticket_create',
+    title: 'Create a ticket',
     description: 'Create a ticket.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_ticket_create',
       title: 'helpdesk_ticket_create',
@@ -752,7 +760,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/assignee_email/pattern': 'must be an email address' },
     checkRules: rules_helpdesk_ticket_create,
     build: build_helpdesk_ticket_create,
-
+    keywords: ['support case', 'report issue'],
     examples: [
       {
         input: {
@@ -788,9 +796,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_ticket_get',
     connector: 'helpdesk',
-    title: 'helpdesk_ticket_get',
+    title: 'Get a ticket',
     description: 'Ticket by ID.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_ticket_get',
       title: 'helpdesk_ticket_get',
@@ -807,7 +816,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
     checkRules: rules_helpdesk_ticket_get,
     build: build_helpdesk_ticket_get,
-
+    keywords: ['support case'],
     examples: [
       {
         input: { ticket_id: 123, include: 'users,groups' },
@@ -818,9 +827,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_ticket_reply',
     connector: 'helpdesk',
-    title: 'helpdesk_ticket_reply',
+    title: 'Reply to a ticket',
     description: 'Add a public reply or an internal note to a ticket.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_ticket_reply',
       title: 'helpdesk_ticket_reply',
@@ -840,6 +850,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_helpdesk_ticket_reply,
     notes:
       "The desk creates comments only through a ticket update (`ticket.comment`); there is no comment-create endpoint. Whether markdown is rendered depends on the desk's settings; the text is sent as `body` unchanged. The desk limits ticket updates to 100 per minute per account.",
+    keywords: ['respond', 'internal note', 'comment'],
     examples: [
       {
         input: { ticket_id: 123, body: 'Thanks, looking into it' },
@@ -856,9 +867,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_ticket_update',
     connector: 'helpdesk',
-    title: 'helpdesk_ticket_update',
+    title: 'Update a ticket',
     description: 'Update a ticket; only the fields given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_ticket_update',
       title: 'helpdesk_ticket_update',
@@ -895,7 +907,7 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_helpdesk_ticket_update,
     build: build_helpdesk_ticket_update,
-
+    keywords: ['status', 'solve'],
     examples: [
       {
         input: { ticket_id: 123, status: 'pending', priority: 'high', assignee_id: 456, tags: ['a', 'b'] },
@@ -912,9 +924,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_tickets_list',
     connector: 'helpdesk',
-    title: 'helpdesk_tickets_list',
+    title: 'List tickets',
     description: 'List tickets.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_tickets_list',
       title: 'helpdesk_tickets_list',
@@ -947,6 +960,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_helpdesk_tickets_list,
     notes:
       "`priority` and `ticket_type` are search sort fields; the desk's ticket list may ignore or refuse them (its list sorts by columns such as created_at, updated_at, status). They are forwarded as given.",
+    keywords: ['support cases'],
     examples: [
       {
         input: { per_page: 10, sort_by: 'updated_at' },
@@ -962,9 +976,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_user_create',
     connector: 'helpdesk',
-    title: 'helpdesk_user_create',
+    title: 'Create a desk user',
     description: 'Create a user (end-user, agent or admin).',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_user_create',
       title: 'helpdesk_user_create',
@@ -996,7 +1011,7 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_helpdesk_user_create,
     build: build_helpdesk_user_create,
-
+    keywords: ['customer'],
     examples: [
       {
         input: { name: 'Jane Roe', email: 'jane@x.com', organization_id: 42, phone: '+15551234567' },
@@ -1022,9 +1037,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_user_get',
     connector: 'helpdesk',
-    title: 'helpdesk_user_get',
+    title: 'Get a desk user',
     description: 'User by ID.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_user_get',
       title: 'helpdesk_user_get',
@@ -1041,7 +1057,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: { '#/properties/user_id/multipleOf': 'must be a whole number' },
     checkRules: rules_helpdesk_user_get,
     build: build_helpdesk_user_get,
-
+    keywords: ['customer'],
     examples: [
       {
         input: { user_id: 5, include: 'organizations' },
@@ -1052,9 +1068,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_users_list',
     connector: 'helpdesk',
-    title: 'helpdesk_users_list',
+    title: 'List desk users',
     description: 'List users.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_users_list',
       title: 'helpdesk_users_list',
@@ -1087,6 +1104,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_helpdesk_users_list,
     notes:
       "`sort` is the desk's cursor-pagination sort parameter; combined with offset paging (`page`) the desk may ignore it. It is forwarded as given.",
+    keywords: ['customers'],
     examples: [
       {
         input: { role: 'agent', sort: '-created_at' },
@@ -1097,9 +1115,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'helpdesk_views_list',
     connector: 'helpdesk',
-    title: 'helpdesk_views_list',
+    title: 'List ticket views',
     description: 'List ticket views.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'helpdesk_views_list',
       title: 'helpdesk_views_list',
@@ -1136,6 +1155,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_helpdesk_views_list,
     build: build_helpdesk_views_list,
     notes: 'The desk names the title sort `alphabetical`; `sort_by: title` is sent as `sort_by=alphabetical`.',
+    keywords: ['queues', 'saved filters'],
     examples: [
       {
         input: { access: 'shared', sort_by: 'title', sort_order: 'asc' },

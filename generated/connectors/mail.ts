@@ -1156,10 +1156,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_create_calendar_event',
     connector: 'mail',
-    title: 'mail_create_calendar_event',
+    title: 'Create a calendar event',
     description:
       'Create a calendar event. Giving attendees sends them invitations; giving recurrence_type makes a recurring series.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_create_calendar_event',
       title: 'mail_create_calendar_event',
@@ -1289,6 +1290,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_create_calendar_event,
     notes:
       "Graph's dateTimeTimeZone wants a local time without offset plus a separate zone, so an offset or Z on start_datetime/end_datetime is dropped and the wall-clock time is read in start_timezone/end_timezone (give the local time of that zone). Graph answers with start and end converted to UTC unless the request carries `Prefer: outlook.timezone`. attendees_required/_optional/_resource become one `attendees` array of `{emailAddress:{address}, type}`; each accepts a JSON array string or comma-separated text. Graph needs a full recurrence `{pattern, range}`: the interval defaults to 1, the range type to noEnd, the range start to the date of start_datetime; absoluteMonthly/absoluteYearly take the day of month (and the yearly types the month) from the series start, because the spec has no fields for them; relative patterns use Graph's default index (first). Pattern and range properties that do not apply to the chosen types are not sent, since Graph rejects them. Attendees receive invitations as soon as the event is created.",
+    keywords: ['meeting', 'appointment', 'invite'],
     examples: [
       {
         title: 'Weekly meeting with attendees, an online meeting and a recurrence that ends on a date',
@@ -1421,9 +1423,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_update_calendar_event',
     connector: 'mail',
-    title: 'mail_update_calendar_event',
+    title: 'Update a calendar event',
     description: 'Update a calendar event; only the fields given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_update_calendar_event',
       title: 'mail_update_calendar_event',
@@ -1557,6 +1560,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_update_calendar_event,
     notes:
       "Graph's `attendees` is replaced as a whole array: giving any of attendees_required/_optional/_resource overwrites all attendees with exactly the ones given (`[]` in one of them clears them). start_datetime and end_datetime are RFC3339 in the spec, but Graph's dateTimeTimeZone wants a local time plus a zone, so the offset is dropped and the time is read in start_timezone/end_timezone; because Graph replaces start/end as a whole, a time and its zone go together. A recurrence is sent as a full `{pattern, range}` object (Graph does not document partial recurrence updates), built as for mail_create_calendar_event; its range start is recurrence_start_date, else the date of start_datetime. categories (comma-separated) becomes the `categories` array and replaces the existing one.",
+    keywords: ['reschedule', 'meeting'],
     examples: [
       {
         title: 'Move the event, replace the attendees and set categories',
@@ -1618,9 +1622,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_delete_calendar_event',
     connector: 'mail',
-    title: 'mail_delete_calendar_event',
+    title: 'Delete a calendar event',
     description: 'Delete a calendar event by ID.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_delete_calendar_event',
       title: 'mail_delete_calendar_event',
@@ -1636,6 +1641,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_delete_calendar_event,
     notes:
       'Graph answers 204 with an empty body. When the user organizes the meeting, deleting it sends a cancellation to every attendee.',
+    keywords: ['cancel meeting'],
     examples: [
       {
         input: { event_id: 'AAMkAGI2TGuLAAA=' },
@@ -1646,9 +1652,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_get_calendar_event',
     connector: 'mail',
-    title: 'mail_get_calendar_event',
+    title: 'Get a calendar event',
     description: 'Get a calendar event by ID.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_get_calendar_event',
       title: 'mail_get_calendar_event',
@@ -1663,6 +1670,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_mail_get_calendar_event,
     build: build_mail_get_calendar_event,
     notes: 'Graph returns start and end in UTC (no `Prefer: outlook.timezone` header is sent) and the body as HTML.',
+    keywords: ['meeting'],
     examples: [
       {
         input: { event_id: 'AAMkAGI2TGuLAAA=' },
@@ -1679,9 +1687,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_list_calendar_events',
     connector: 'mail',
-    title: 'mail_list_calendar_events',
+    title: 'List calendar events',
     description: 'List calendar events with filter, sort, paging and field selection.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_list_calendar_events',
       title: 'mail_list_calendar_events',
@@ -1705,6 +1714,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_list_calendar_events,
     notes:
       "The spec's parameter names have no `$`; Graph's query options do, so filter, orderby, select, skip and top are sent as $filter, $orderby, $select, $skip and $top. The list holds single events and series masters only, not the expanded occurrences of a series (those come from /me/calendarView, which the spec has no tool for). Dates in filters compare in UTC. Further pages come from `@odata.nextLink`.",
+    keywords: ['meetings', 'agenda'],
     examples: [
       {
         input: {
@@ -1727,9 +1737,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_create_contact',
     connector: 'mail',
-    title: 'mail_create_contact',
+    title: 'Create an address-book contact',
     description: 'Create a contact.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_create_contact',
       title: 'mail_create_contact',
@@ -1764,6 +1775,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_mail_create_contact,
     build: build_mail_create_contact,
     notes: 'Graph itself requires none of these fields; the spec makes givenName and surname required.',
+    keywords: ['address book'],
     examples: [
       {
         input: {
@@ -1797,9 +1809,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_list_contacts',
     connector: 'mail',
-    title: 'mail_list_contacts',
+    title: 'List address-book contacts',
     description: 'List contacts.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_list_contacts',
       title: 'mail_list_contacts',
@@ -1822,6 +1835,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_mail_list_contacts,
     build: build_mail_list_contacts,
     notes: 'Further pages come from `@odata.nextLink`, which carries its own $skip.',
+    keywords: ['address book'],
     examples: [
       {
         input: {
@@ -1845,9 +1859,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_get_message',
     connector: 'mail',
-    title: 'mail_get_message',
+    title: 'Get an email',
     description: 'Get a message with its body, sender, recipients and attachment information.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_get_message',
       title: 'mail_get_message',
@@ -1873,9 +1888,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_list_messages',
     connector: 'mail',
-    title: 'mail_list_messages',
+    title: 'List mail messages',
     description: 'List messages in all folders, 10 by default.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_list_messages',
       title: 'mail_list_messages',
@@ -1926,9 +1942,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_search_messages',
     connector: 'mail',
-    title: 'mail_search_messages',
+    title: 'Search mail messages',
     description: 'Keyword search across message subject, body, sender and recipients.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_search_messages',
       title: 'mail_search_messages',
@@ -1985,9 +2002,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_list_attachments',
     connector: 'mail',
-    title: 'mail_list_attachments',
+    title: "List an email's attachments",
     description: 'List the attachment metadata (ID, name, size, content type) of a message.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_list_attachments',
       title: 'mail_list_attachments',
@@ -2018,9 +2036,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_get_attachment',
     connector: 'mail',
-    title: 'mail_get_attachment',
+    title: 'Download an email attachment',
     description: 'Download one attachment; returns the full attachment with its base64 `contentBytes`.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_get_attachment',
       title: 'mail_get_attachment',
@@ -2054,9 +2073,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_send_message',
     connector: 'mail',
-    title: 'mail_send_message',
+    title: 'Send an email',
     description: 'Send an email.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_send_message',
       title: 'mail_send_message',
@@ -2097,6 +2117,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_send_message,
     notes:
       "Graph answers 202 Accepted with an empty body and no message ID, so the tool's data is empty; delivery happens afterwards. Recipients become `{emailAddress:{address}}` objects inside `message`; saveToSentItems sits at the top level of the request, not inside the message, and is always sent (Graph's default is also true). Without bodyType no contentType is sent and Graph applies its own default. Needs the Mail.Send scope.",
+    keywords: ['email', 'compose'],
     examples: [
       {
         title: 'HTML with Cc and Bcc, not saved to Sent Items',
@@ -2150,9 +2171,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_reply_to_message',
     connector: 'mail',
-    title: 'mail_reply_to_message',
+    title: 'Reply to an email',
     description: 'Reply to a message; the reply goes to the original sender and is saved in Sent Items.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_reply_to_message',
       title: 'mail_reply_to_message',
@@ -2171,6 +2193,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_reply_to_message,
     notes:
       "Graph answers 202 Accepted with an empty body. The reply goes to the message's replyTo addresses when it has any, else to its sender. The spec names this parameter messageId (camelCase), unlike message_id elsewhere. Needs the Mail.Send scope.",
+    keywords: ['respond'],
     examples: [
       {
         input: { messageId: 'AAMkAGI2THVSAAA=', comment: 'Thanks, see you then.' },
@@ -2188,10 +2211,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_mailbox_settings_get',
     connector: 'mail',
-    title: 'mail_mailbox_settings_get',
+    title: 'Get mailbox settings',
     description:
       'Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_mailbox_settings_get',
       title: 'mail_mailbox_settings_get',
@@ -2207,6 +2231,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_mailbox_settings_get,
     notes:
       "Needs MailboxSettings.Read (or MailboxSettings.ReadWrite), which the spec's example scope list leaves out; the connection's default scopes include it.",
+    keywords: ['out of office', 'time zone', 'working hours'],
     examples: [
       { input: {}, requests: [{ method: 'GET', url: 'https://graph.microsoft.com/v1.0/me/mailboxSettings' }] },
     ],
@@ -2214,9 +2239,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_mailbox_settings_update',
     connector: 'mail',
-    title: 'mail_mailbox_settings_update',
+    title: 'Update mailbox settings',
     description: 'Update the mailbox settings; only the fields given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_mailbox_settings_update',
       title: 'mail_mailbox_settings_update',
@@ -2326,6 +2352,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_mailbox_settings_update,
     notes:
       "Property names are Graph's own, sent as given. dateFormat and timeFormat are .NET short date/time patterns; the time zones may be Windows or IANA names; Graph answers ErrorInvalidTimeSettings, InvalidTimeZone or RequestBodyRead (a malformed time of day) for bad values. Graph answers 200 with the updated properties. Needs MailboxSettings.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['out of office', 'vacation'],
     examples: [
       {
         title: 'Scheduled out-of-office, language, time zone, formats and working hours',
@@ -2395,9 +2422,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_lists_create',
     connector: 'mail',
-    title: 'mail_todo_lists_create',
+    title: 'Create a to-do list',
     description: 'Create a task list.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_lists_create',
       title: 'mail_todo_lists_create',
@@ -2413,6 +2441,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_lists_create,
     notes:
       "Needs the Tasks.ReadWrite scope (delegated only; Graph has no application permission for To Do), which the spec's example scope list leaves out. Personal accounts work.",
+    keywords: ['todo'],
     examples: [
       {
         input: { display_name: 'Groceries' },
@@ -2430,9 +2459,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_lists_delete',
     connector: 'mail',
-    title: 'mail_todo_lists_delete',
+    title: 'Delete a to-do list',
     description: 'Permanently delete a task list and all its tasks.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_lists_delete',
       title: 'mail_todo_lists_delete',
@@ -2448,6 +2478,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_lists_delete,
     notes:
       "Graph answers 204 with an empty body; the list's tasks are deleted with it. Needs Tasks.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['todo'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=' },
@@ -2458,9 +2489,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_lists_get',
     connector: 'mail',
-    title: 'mail_todo_lists_get',
+    title: 'Get a to-do list',
     description: 'Get a task list.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_lists_get',
       title: 'mail_todo_lists_get',
@@ -2476,6 +2508,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_lists_get,
     notes:
       "Needs the Tasks.ReadWrite scope (delegated only; Graph has no application permission for To Do), which the spec's example scope list leaves out. Personal accounts work.",
+    keywords: ['todo'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=' },
@@ -2486,9 +2519,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_lists_list',
     connector: 'mail',
-    title: 'mail_todo_lists_list',
+    title: 'List to-do lists',
     description: "List the user's task lists.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_lists_list',
       title: 'mail_todo_lists_list',
@@ -2503,14 +2537,16 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_lists_list,
     notes:
       "Further pages come from `@odata.nextLink`. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['todo'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://graph.microsoft.com/v1.0/me/todo/lists' }] }],
   } satisfies ToolDefinition<I.MailTodoListsListInput>,
   {
     name: 'mail_todo_lists_update',
     connector: 'mail',
-    title: 'mail_todo_lists_update',
+    title: 'Rename a to-do list',
     description: 'Rename a task list.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_lists_update',
       title: 'mail_todo_lists_update',
@@ -2529,6 +2565,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_lists_update,
     notes:
       'Well-known lists such as the default "Tasks" list may refuse a rename. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
+    keywords: ['todo'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=', display_name: 'Weekly groceries' },
@@ -2545,9 +2582,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_tasks_create',
     connector: 'mail',
-    title: 'mail_todo_tasks_create',
+    title: 'Create a to-do task',
     description: 'Create a task in a task list.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_tasks_create',
       title: 'mail_todo_tasks_create',
@@ -2596,6 +2634,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_tasks_create,
     notes:
       'body becomes `{content, contentType: "text"}`. To Do due dates are date-only: due_date goes as `dueDateTime {dateTime: "<due_date>T00:00:00", timeZone}`, and because Graph reports it back in UTC it can read as the previous or next day for other zones. A reminder goes as `reminderDateTime {dateTime, timeZone}` (offset dropped, wall-clock time read in reminder_time_zone) together with `isReminderOn: true`, since the tool has no field for it and Graph does not document turning it on by itself. The time zones are only sent with their date. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
+    keywords: ['todo', 'reminder'],
     examples: [
       {
         title: 'Every field, with a due date and a reminder',
@@ -2666,9 +2705,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_tasks_delete',
     connector: 'mail',
-    title: 'mail_todo_tasks_delete',
+    title: 'Delete a to-do task',
     description: 'Permanently delete a task.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_tasks_delete',
       title: 'mail_todo_tasks_delete',
@@ -2687,6 +2727,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_tasks_delete,
     notes:
       "Graph answers 204 with an empty body. Needs Tasks.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['todo'],
     examples: [
       {
         input: {
@@ -2705,9 +2746,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_tasks_get',
     connector: 'mail',
-    title: 'mail_todo_tasks_get',
+    title: 'Get a to-do task',
     description: 'Get a task.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_tasks_get',
       title: 'mail_todo_tasks_get',
@@ -2726,6 +2768,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_tasks_get,
     notes:
       "Graph reports dueDateTime in UTC, so a date-only due date can read as the neighbouring day. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['todo'],
     examples: [
       {
         input: {
@@ -2744,9 +2787,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_tasks_list',
     connector: 'mail',
-    title: 'mail_todo_tasks_list',
+    title: 'List to-do tasks',
     description: 'List the tasks of a task list.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_tasks_list',
       title: 'mail_todo_tasks_list',
@@ -2768,6 +2812,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_tasks_list,
     notes:
       "Graph supports only some OData query options on tasks. Further pages come from `@odata.nextLink`. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
+    keywords: ['todo'],
     examples: [
       {
         input: {
@@ -2795,9 +2840,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'mail_todo_tasks_update',
     connector: 'mail',
-    title: 'mail_todo_tasks_update',
+    title: 'Update a to-do task',
     description: 'Update a task; only the fields given change.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'mail_todo_tasks_update',
       title: 'mail_todo_tasks_update',
@@ -2836,6 +2882,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_todo_tasks_update,
     notes:
       'Mapped as in mail_todo_tasks_create: body becomes `{content, contentType: "text"}`, due_date becomes `dueDateTime {dateTime: "<due_date>T00:00:00", timeZone}` (due_time_zone is only sent with a due_date). The tool has no reminder fields. Graph answers 200 with the whole task. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
+    keywords: ['todo', 'complete'],
     examples: [
       {
         title: 'Complete a task',

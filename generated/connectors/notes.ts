@@ -147,10 +147,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'notes_get_meeting_transcript',
     connector: 'notes',
-    title: 'Get meeting transcript',
+    title: 'Get a meeting transcript',
     description:
       'Verbatim transcript of one meeting (no summaries or notes). Use it for exact quotes or wording; for summaries or action items use notes_query_meetings or notes_get_meetings.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'notes_get_meeting_transcript',
       title: 'notes_get_meeting_transcript',
@@ -184,6 +185,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       'Transcripts need a paid Granola plan (Business and above); on the free Basic plan the server refuses the call, which is returned as a provider error. The upstream tool is rate-limited aggressively: call it for one meeting at a time (concurrency 1), and expect a provider error when the limit is hit. The transcript text is returned exactly as the server sends it, as MCP `content` items.',
+    keywords: ['verbatim', 'quotes'],
     examples: [
       {
         input: { meeting_id: '0f8d6a2e-3c4b-4d5e-9f60-718293a4b5c6' },
@@ -212,10 +214,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'notes_get_meetings',
     connector: 'notes',
-    title: 'Get meetings',
+    title: 'Get meeting notes',
     description:
       'Private notes, generated summary, attendees and metadata of up to 10 meetings by ID. For open-ended questions about meeting content use notes_query_meetings.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'notes_get_meetings',
       title: 'notes_get_meetings',
@@ -254,6 +257,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       'The server takes at most 10 IDs per call; more are refused with 400 before anything is sent. On the free Basic plan only meetings of the last 30 days are available.',
+    keywords: ['summary'],
     examples: [
       {
         input: {
@@ -288,6 +292,7 @@ export const tools: readonly ToolDefinition[] = [
     description:
       'Meeting titles and metadata (date, participants) within a time range. Use notes_get_meetings for the content of the meetings found.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'notes_list_meetings',
       title: 'notes_list_meetings',
@@ -372,10 +377,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'notes_query_meetings',
     connector: 'notes',
-    title: 'Query meetings',
+    title: 'Ask a question about meetings',
     description:
       "Ask a natural-language question about the user's meetings. Returns Markdown with numbered inline citation links ([[0]](https://notes.granola.ai/d/<id>)) to the source meeting notes; callers must preserve these citations when they pass the answer on.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'notes_query_meetings',
       title: 'notes_query_meetings',
@@ -413,6 +419,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       "The answer is returned verbatim, citation links included, as the server's MCP `content` items; nothing is rewritten or stripped. The server streams many progress notifications before the result; the service skips them and returns the final result.",
+    keywords: ['what was discussed'],
     examples: [
       {
         input: {

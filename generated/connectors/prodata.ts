@@ -1027,10 +1027,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_bulk_scrape_profiles',
     connector: 'prodata',
-    title: 'Batch scrape profiles',
+    title: 'Scrape many LinkedIn profiles at once',
     description:
       "Batch scrape profiles with the scraping platform's hosted profile-scraper Actor, in one synchronous run. Costs 4 USD per 1000 profiles, 10 USD per 1000 with find_email; billed to the scraping-platform account of scraper_token.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_bulk_scrape_profiles',
       title: 'prodata_bulk_scrape_profiles',
@@ -1066,6 +1067,7 @@ export const tools: readonly ToolDefinition[] = [
     secretInputs: ['scraper_token'],
     notes:
       'Not a data-API call: it runs the Actor `harvestapi/linkedin-profile-scraper` on the scraping platform with `POST /v2/acts/harvestapi~linkedin-profile-scraper/run-sync-get-dataset-items` and `Authorization: Bearer <scraper_token>`, sending no account credentials. The body is the Actor input `{urls, profileScraperMode}`; find_email selects the mode "Profile details + email search ($10 per 1k)", otherwise (false or not given) "Profile details no email ($4 per 1k)" is sent explicitly so the cost is never left to the Actor\'s default. The mode strings are the Actor\'s own; that find_email maps to them is inferred from the spec\'s prices. The result is the run\'s dataset items (an array, one per profile). A run that does not finish within 300 s is answered by the platform with 408 and returned as a provider error (the run goes on there).',
+    keywords: ['batch'],
     examples: [
       {
         input: {
@@ -1108,9 +1110,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_ad',
     connector: 'prodata',
-    title: 'Ad by ID or URL',
+    title: 'Get a LinkedIn ad',
     description: 'An ad of the ad library, by its ID or its URL (one of them is required).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_ad',
       title: 'prodata_get_ad',
@@ -1126,7 +1129,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_get_ad,
     build: build_prodata_get_ad,
-
+    keywords: ['advert'],
     examples: [
       {
         input: { ad_id: '658401503' },
@@ -1152,9 +1155,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_comment_reactions',
     connector: 'prodata',
-    title: 'Reactions on a comment',
+    title: "Get a LinkedIn comment's reactions",
     description: "Reactions on a comment, by the comment's URL.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_comment_reactions',
       title: 'prodata_get_comment_reactions',
@@ -1171,7 +1175,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_get_comment_reactions,
     build: build_prodata_get_comment_reactions,
-
+    keywords: ['likes'],
     examples: [
       {
         input: {
@@ -1189,10 +1193,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_company',
     connector: 'prodata',
-    title: 'Time-tracking account information',
+    title: 'Get the time-tracking account',
     description:
       'Time-tracking account information (company name, base URI, plan type, clock format, currency, weekly capacity).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'prodata_get_company',
       title: 'prodata_get_company',
@@ -1216,6 +1221,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_get_company,
     notes:
       'Not a data-API call: `GET https://api.harvestapp.com/v2/company` of the Harvest time-tracking API, with `Authorization: Bearer <the account\'s api_key>`, `Harvest-Account-Id: <account_id>` (the spec\'s "Tracker-Account-Id" stands for this header) and a User-Agent naming the application, which Harvest requires. Credential mismatch: the connected account stores a data-API key, which is not a Harvest token; the call succeeds only when the stored key is a Harvest personal access token (or OAuth access token) for that account, otherwise Harvest answers 401 and the tool returns that provider error. The account ID is really obtained from the Harvest OAuth scope `harvest:{ACCOUNT_ID}` or from id.getharvest.com, not from a response header as the spec says. Harvest requires admin permissions for this call.',
+    keywords: ['harvest'],
     examples: [
       {
         input: { account_id: '1234567' },
@@ -1236,9 +1242,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_company_posts',
     connector: 'prodata',
-    title: 'Posts of a company page',
+    title: "Get a LinkedIn company's posts",
     description: "Posts of a company page, by the company's URL or universal name (one of them is required).",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_company_posts',
       title: 'prodata_get_company_posts',
@@ -1284,10 +1291,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_group',
     connector: 'prodata',
-    title: 'Group details',
+    title: 'Get a LinkedIn group',
     description:
       'Group details (name, description, member count, activity), by group ID or URL (one of them is required).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_group',
       title: 'prodata_get_group',
@@ -1324,9 +1332,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_post',
     connector: 'prodata',
-    title: 'Post by URL',
+    title: 'Get a LinkedIn post',
     description: 'A post, by its URL.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_post',
       title: 'prodata_get_post',
@@ -1357,9 +1366,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_post_comments',
     connector: 'prodata',
-    title: 'All comments on a post',
+    title: "Get a LinkedIn post's comments",
     description: "Comments on a post, by the post's URL.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_post_comments',
       title: 'prodata_get_post_comments',
@@ -1390,9 +1400,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_post_reactions',
     connector: 'prodata',
-    title: 'All reactions on a post',
+    title: "Get a LinkedIn post's reactions",
     description: "Reactions on a post, by the post's URL.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_post_reactions',
       title: 'prodata_get_post_reactions',
@@ -1408,6 +1419,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_get_post_reactions,
     notes:
       "The spec gives this tool no paging parameter, so it makes one request and returns the provider's first page of reactions together with its `pagination`; nothing is fetched beyond it.",
+    keywords: ['likes'],
     examples: [
       {
         input: { post: 'https://www.linkedin.com/feed/update/urn:li:activity:7300000000000000000/' },
@@ -1423,10 +1435,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_profile_comments',
     connector: 'prodata',
-    title: 'Comments made by a profile',
+    title: "Get a LinkedIn profile's comments",
     description:
       "Comments made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`).",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_profile_comments',
       title: 'prodata_get_profile_comments',
@@ -1479,9 +1492,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_profile_posts',
     connector: 'prodata',
-    title: 'Posts by a profile',
+    title: "Get a LinkedIn profile's posts",
     description: 'Posts by a profile, by profile URL, ID or public identifier (one of them is required).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_profile_posts',
       title: 'prodata_get_profile_posts',
@@ -1519,10 +1533,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_get_profile_reactions',
     connector: 'prodata',
-    title: 'Reactions made by a profile',
+    title: "Get a LinkedIn profile's reactions",
     description:
       "Reactions made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`).",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_get_profile_reactions',
       title: 'prodata_get_profile_reactions',
@@ -1545,7 +1560,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_get_profile_reactions,
     build: build_prodata_get_profile_reactions,
-
+    keywords: ['likes'],
     examples: [
       {
         input: { profile: 'https://www.linkedin.com/in/williamhgates' },
@@ -1570,10 +1585,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_scrape_company',
     connector: 'prodata',
-    title: 'Scrape a company',
+    title: 'Get a LinkedIn company page',
     description:
       'Company overview, headcount, follower count, locations, specialities, industries, funding; provide one of company_url, universal_name, search.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_scrape_company',
       title: 'prodata_scrape_company',
@@ -1595,7 +1611,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_scrape_company,
     build: build_prodata_scrape_company,
-
+    keywords: ['headcount'],
     examples: [
       {
         input: { universal_name: 'microsoft' },
@@ -1621,9 +1637,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_scrape_job',
     connector: 'prodata',
-    title: 'Scrape a job listing',
+    title: 'Get a LinkedIn job listing',
     description: 'Full job listing; provide one of job_url, job_id.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_scrape_job',
       title: 'prodata_scrape_job',
@@ -1639,7 +1656,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_scrape_job,
     build: build_prodata_scrape_job,
-
+    keywords: ['job posting'],
     examples: [
       {
         input: { job_id: '4012345678' },
@@ -1659,10 +1676,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_scrape_profile',
     connector: 'prodata',
-    title: 'Scrape a profile',
+    title: 'Get a LinkedIn profile',
     description:
       'Profile with contact details, history, education, skills; provide one of profile_url, public_identifier, profile_id. Typical processing time is about 2.6 s with main, 4.9 s for the full profile.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_scrape_profile',
       title: 'prodata_scrape_profile',
@@ -1693,6 +1711,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_scrape_profile,
     notes:
       "The provider reads its flags as query strings: a flag set to true is sent as `=true`; false (the provider's default) is not sent.",
+    keywords: ['person', 'resume'],
     examples: [
       {
         input: { public_identifier: 'williamhgates', main: true, find_email: true, skip_smtp: false },
@@ -1723,9 +1742,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_ads',
     connector: 'prodata',
-    title: 'Search the ad library',
+    title: 'Search LinkedIn ads',
     description: 'Search the ad library by keyword, advertiser, countries and date range.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_ads',
       title: 'prodata_search_ads',
@@ -1754,6 +1774,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_search_ads,
     notes:
       "`startdate` and `enddate` keep their lowercase names upstream. The spec leaves date_option's values open; the provider's five values are enforced, and countries must be two-letter codes.",
+    keywords: ['ad library'],
     examples: [
       {
         input: {
@@ -1776,9 +1797,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_companies',
     connector: 'prodata',
-    title: 'Search companies',
+    title: 'Search LinkedIn companies',
     description: 'Search companies by keyword, location and size.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_companies',
       title: 'prodata_search_companies',
@@ -1816,9 +1838,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_geo',
     connector: 'prodata',
-    title: 'Geo IDs by location name',
+    title: 'Find LinkedIn location IDs',
     description: 'Geo IDs by location name (for the geo_id / geo_ids filters of other tools).',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_geo',
       title: 'prodata_search_geo',
@@ -1832,7 +1855,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_search_geo,
     build: build_prodata_search_geo,
-
+    keywords: ['location'],
     examples: [
       {
         input: { search: 'San Francisco' },
@@ -1843,9 +1866,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_groups',
     connector: 'prodata',
-    title: 'Search groups',
+    title: 'Search LinkedIn groups',
     description: 'Search groups by keyword.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_groups',
       title: 'prodata_search_groups',
@@ -1875,9 +1899,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_jobs',
     connector: 'prodata',
-    title: 'Search jobs',
+    title: 'Search LinkedIn jobs',
     description: 'Search job listings.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_jobs',
       title: 'prodata_search_jobs',
@@ -1918,6 +1943,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_search_jobs,
     notes:
       "easy_apply true is sent as `easyApply=true`; false (the provider's default) is not sent. `salary` values contain `+`, which is sent percent-encoded. The comma-separated values of employment_type, experience_level and workplace_type are checked against the lists the spec gives, company_id against numeric IDs; posted_limit takes the spec's 24h, week, month (the provider's further `1h` is not offered).",
+    keywords: ['openings', 'hiring'],
     examples: [
       {
         input: {
@@ -1945,10 +1971,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_leads',
     connector: 'prodata',
-    title: 'Lead search',
+    title: 'Search leads with Sales Navigator filters',
     description:
       "Lead search with the premium prospecting tool's filters; accepts a prospecting-tool search URL. Multiple values are comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_leads',
       title: 'prodata_search_leads',
@@ -2004,6 +2031,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_prodata_search_leads,
     notes:
       "Every filter is forwarded; sales_nav_url overriding the other filters and geo_ids overriding locations happen at the provider. recently_changed_jobs true is sent as `recentlyChangedJobs=true`; false is not sent. The value-count limits (50 / 70) and page ≤ 100 are refused with 400 before any upstream call. The spec leaves company_headcount, seniority_level_ids and years_of_experience_ids open; their values are checked against the provider's fixed ID sets.",
+    keywords: ['prospects'],
     examples: [
       {
         input: {
@@ -2044,10 +2072,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_people',
     connector: 'prodata',
-    title: 'People search',
+    title: 'Search LinkedIn people',
     description:
       'People search; all parameters optional, multiple values comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_people',
       title: 'prodata_search_people',
@@ -2108,9 +2137,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_posts',
     connector: 'prodata',
-    title: 'Search posts',
+    title: 'Search LinkedIn posts',
     description: 'Search posts by keyword, author, company, group or profile.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_posts',
       title: 'prodata_search_posts',
@@ -2177,9 +2207,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'prodata_search_services',
     connector: 'prodata',
-    title: 'Search profiles offering services',
+    title: 'Search LinkedIn service providers',
     description: 'Search profiles that offer services.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'prodata_search_services',
       title: 'prodata_search_services',
@@ -2198,7 +2229,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_prodata_search_services,
     build: build_prodata_search_services,
-
+    keywords: ['freelancers'],
     examples: [
       {
         input: { search: 'web design', location: 'London', geo_id: '90009496' },

@@ -301,10 +301,11 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_call_actor',
     connector: 'scraper',
-    title: 'Call an Actor',
+    title: 'Run an Actor',
     description:
       'Run an Actor. By default waits for completion and returns results with a dataset preview; with async true returns a runId immediately. For Actors that are MCP servers the actor value has form `actorName:toolName`.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_call_actor',
       title: 'scraper_call_actor',
@@ -358,6 +359,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: callActor,
     notes:
       "Reads the Actor's default build (`GET /v2/acts/{actor}/builds/default`) to learn whether it is an MCP server (`actorDefinition.webServerMcpPath`) and which dataset fields its views show. A plain Actor is started with `POST /v2/acts/{actor}/runs?memory=&timeout=` (the body is `input`; `username/name` travels as `username~name`). With async true the run is returned at once as `{runId, actorName, status, startedAt, datasetId, keyValueStoreId, input}`. Otherwise the service polls `GET /v2/actor-runs/{runId}?waitForFinish=60` until the status is terminal (SUCCEEDED, FAILED, TIMED-OUT, ABORTED), at most 5 polls (about 300 s): a run still going after that is a 504 `actor_run_not_finished` whose details carry runId and datasetId, so the caller can go on with scraper_get_actor_run and scraper_get_actor_output (the run is not aborted). The preview reads the first 100 items (`GET /v2/datasets/{id}/items?limit=100`, total from `X-Apify-Pagination-Total`) and trims them to 50,000 characters as the MCP server does (all fields, then the fields the dataset views show, then fewer items); with previewOutput false no items are read, only the dataset's itemCount (`GET /v2/datasets/{id}`). Deviations: the MCP server reads every item for the preview and validates `input` itself with the Actor's input schema; here the platform validates it when the run starts (a mismatch is the platform's 400 `invalid-input`, returned as a provider error), because the service never compiles schemas at request time. `actorName:toolName` is implemented as the MCP server does: the Actor must be an MCP server (otherwise a 400 naming `actor`), and the tool is called with MCP `tools/call` over Streamable HTTP at `https://<actorId>.apify.actor<webServerMcpPath>` with the account's token; no run is started and the tool's result is returned. An MCP-server Actor called without a tool name is a 400 that says how to name the tool. A dry run shows the requests known before anything is sent: the build read and, for a plain Actor, the run start.",
+    keywords: ['scrape', 'crawl'],
     examples: [
       {
         title: 'Synchronous run (the default)',
@@ -408,9 +410,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_fetch_actor_details',
     connector: 'scraper',
-    title: 'Fetch Actor details',
+    title: 'Get Actor details',
     description: 'Actor details by ID or `username/name`.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_fetch_actor_details',
       title: 'scraper_fetch_actor_details',
@@ -485,9 +488,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_fetch_platform_docs',
     connector: 'scraper',
-    title: 'Fetch a docs page',
+    title: 'Read a platform docs page',
     description: 'Full content of a platform or crawler-library docs page.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_fetch_platform_docs',
       title: 'scraper_fetch_platform_docs',
@@ -510,6 +514,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: fetchPlatformDocs,
     notes:
       "No platform credentials are sent: the docs sites are public. The fragment is dropped and the page's Markdown is read at `<url>.md` (the docs sites serve every page as Markdown there), from the platform docs host for docs.apify.com and from the crawler docs host for crawlee.dev; the hook picks the host and path, the template gives method, headers and anonymity. Returns `{url, content}`; a page that does not exist is the site's 404, returned as a provider error. The MCP server caches pages for an hour; the service does not cache.",
+    keywords: ['documentation'],
     examples: [
       {
         input: { url: 'https://docs.apify.com/platform/actors/running#input' },
@@ -536,9 +541,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_get_actor_output',
     connector: 'scraper',
-    title: 'Get Actor output',
+    title: "Get an Actor run's output",
     description: "Items of a run's output dataset.",
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'scraper_get_actor_output',
       title: 'scraper_get_actor_output',
@@ -571,6 +577,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: getActorOutput,
     notes:
       '`GET /v2/datasets/{datasetId}/items?offset=&limit=&clean=true`, plus `fields` only when no field has a dot (the API projects top-level fields only); with a dotted field the projection is done locally, each item becoming `{"<field as written>": value}`. Then null, "", [] and {} are dropped recursively and items left empty are dropped, as the MCP server does. Returns `{datasetId, items, itemCount, totalItemCount, offset, limit}`; totalItemCount is the API\'s `X-Apify-Pagination-Total`. The MCP server also cuts its text rendering at 50,000 characters; the service returns the items themselves, bounded by the tool response size limit.',
+    keywords: ['dataset', 'results'],
     examples: [
       {
         title: 'Nested fields, projected locally',
@@ -601,6 +608,7 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get an Actor run',
     description: 'Run details by runId.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
       $id: 'scraper_get_actor_run',
       title: 'scraper_get_actor_run',
@@ -617,6 +625,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: getActorRun,
     notes:
       "`GET /v2/actor-runs/{runId}` (a missing run is the platform's 404), then, best effort, `GET /v2/acts/{actId}` for the Actor's `username/name`, and for a SUCCEEDED run `GET /v2/datasets/{defaultDatasetId}/items?limit=5` as a preview. Returns `{runId, actorId, actorName, status, statusMessage, startedAt, finishedAt, stats, usageTotalUsd, datasetId, keyValueStoreId, requestQueueId, dataset?: {datasetId, totalItemCount, previewItemCount, previewItems}}`: the run's defaultDatasetId, defaultKeyValueStoreId and defaultRequestQueueId are renamed to the spec's names. Status values: READY, RUNNING, SUCCEEDED, FAILED, TIMING-OUT, TIMED-OUT, ABORTING, ABORTED. The MCP server also infers a JSON schema of the preview items; the service does not.",
+    keywords: ['run status'],
     examples: [
       {
         input: { runId: 'HG7ML7M8z78YcAPEB' },
@@ -633,9 +642,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_rag_web_browser',
     connector: 'scraper',
-    title: 'Web search and page content',
+    title: 'Search the web and read pages',
     description: 'Runs a web search, scrapes top pages, returns content; scrapes a URL directly when query is a URL.',
     readOnly: false,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_rag_web_browser',
       title: 'scraper_rag_web_browser',
@@ -669,6 +679,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: ragWebBrowser,
     notes:
       "Runs the `apify/rag-web-browser` Actor the way the MCP server's Actor tool does: `GET /v2/acts/apify~rag-web-browser` for its default memory, `POST /v2/acts/apify~rag-web-browser/runs?memory=<min(default or 4096, 4096)>` with `{query, maxResults, outputFormats}`, then the same bounded polling as scraper_call_actor (at most 5 polls of `waitForFinish=60`, then a 504 with the runId) and `GET /v2/datasets/{id}/items?limit=100`; the items are trimmed to 50,000 characters. Returns `{runId, datasetId, status, totalItemCount, items}`. The Actor's Standby endpoint is not used, as in the MCP server. A dry run shows the first request; the run body is known, the memory comes from its answer.",
+    keywords: ['web search', 'browse'],
     examples: [
       {
         input: { query: 'web scraping best practices' },
@@ -676,6 +687,22 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'GET',
             url: 'https://api.apify.com/v2/acts/apify~rag-web-browser',
+            headers: { authorization: 'Bearer [REDACTED]' },
+          },
+          {
+            method: 'POST',
+            url: 'https://api.apify.com/v2/acts/apify~rag-web-browser/runs?memory={from: previous response}',
+            headers: { authorization: 'Bearer [REDACTED]', 'content-type': 'application/json' },
+            body: { query: 'web scraping best practices', maxResults: 3, outputFormats: ['markdown'] },
+          },
+          {
+            method: 'GET',
+            url: 'https://api.apify.com/v2/actor-runs/{from: previous response}?waitForFinish=60',
+            headers: { authorization: 'Bearer [REDACTED]' },
+          },
+          {
+            method: 'GET',
+            url: 'https://api.apify.com/v2/datasets/{from: previous response}/items?limit=100',
             headers: { authorization: 'Bearer [REDACTED]' },
           },
         ],
@@ -688,6 +715,7 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search the Actor store',
     description: 'Search the Actor store.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_search_actors',
       title: 'scraper_search_actors',
@@ -729,9 +757,10 @@ export const tools: readonly ToolDefinition[] = [
   {
     name: 'scraper_search_platform_docs',
     connector: 'scraper',
-    title: 'Search the docs',
+    title: 'Search the platform docs',
     description: 'Full-text search of docs.',
     readOnly: true,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
       $id: 'scraper_search_platform_docs',
       title: 'scraper_search_platform_docs',
@@ -767,6 +796,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_scraper_search_platform_docs,
     notes:
       "Not a platform call and no platform token: the docs search is Algolia DocSearch (`POST /1/indexes/*/queries` of the docs' own Algolia application), with the public search-only key each docs site publishes (the same ones the reference MCP server uses); no account credential is sent. docSource is the spec's neutral name and is translated: platform → the apify index (`version:latest`), crawler-js → crawlee-js (`type:lvl1`, English, the current docs tags), crawler-py → crawlee-py. Returns Algolia's `{results: [{hits: [{url, hierarchy, content}], nbHits, …}]}`; each hit's `url` carries its #anchor. Deviation: the MCP server fetches one page of hits (about 20) and slices it locally, so offset + limit past about 20 finds nothing; the service asks Algolia for exactly that window (`offset`, `length`), which gives the same first results and real ones beyond. The MCP server's one-hour cache is not kept.",
+    keywords: ['documentation'],
     examples: [
       {
         input: { query: 'actor input schema' },

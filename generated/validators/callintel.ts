@@ -3783,7 +3783,10 @@ const schema29 = {
   type: 'object',
   properties: {
     task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-    completion_notes: { type: 'string', description: "Not accepted: Gong's tasks have no notes field." },
+    completion_notes: {
+      type: 'string',
+      description: "Accepted, but not stored: Gong's tasks have no notes field; the response's `warnings` says so.",
+    },
     user_id: {
       type: 'string',
       description:
@@ -3928,7 +3931,10 @@ const schema30 = {
   type: 'object',
   properties: {
     task_id: { type: 'string', description: 'The task.', pattern: '^[0-9]{1,20}$' },
-    skip_reason: { type: 'string', description: "Not accepted: Gong's tasks have no reason field." },
+    skip_reason: {
+      type: 'string',
+      description: "Accepted, but not stored: Gong's tasks have no reason field; the response's `warnings` says so.",
+    },
     user_id: {
       type: 'string',
       description:
@@ -4077,7 +4083,11 @@ const schema31 = {
       description: 'Email address of the Gong user whose tasks are listed.',
       pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
     },
-    cursor: { type: 'string', description: "Not accepted: Gong's task list is not paged." },
+    cursor: {
+      type: 'string',
+      description:
+        "Accepted for the spec's interface: Gong's task list is not paged, so the first page holds every task and no next cursor is returned.",
+    },
     from_date: {
       type: 'string',
       description: 'Only tasks due at or after this date or time (ISO 8601).',

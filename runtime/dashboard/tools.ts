@@ -3,6 +3,7 @@
  * for a chosen connected account a form built from the tool's JSON Schema that runs the real executor —
  * a dry run shows the upstream request(s) with credentials redacted, an execution shows the response.
  */
+import { setOwn } from '../../core/own.ts';
 import type { Request, Response, Router } from 'express';
 import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
 import { connectors, getConnector, getTool, tools } from '../connectors/catalog.ts';
@@ -205,7 +206,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
     const tool = toolOrThrow(req.params.tool);
     const values: Record<string, string> = {};
     for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
-      if (typeof v === 'string' && k !== '_csrf') values[k] = v;
+      if (typeof v === 'string' && k !== '_csrf') setOwn(values, k, v);
     const dryRun = formString(req.body, 'action') === 'dry_run';
     const { input, errors: parseErrors } = toolInputFromForm(tool, req.body as Record<string, unknown>);
     // Without an account the executor cannot start; the input is still checked so every problem shows at once.

@@ -6,6 +6,7 @@ import type { AccountService } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { Upstream } from '../upstream/upstream.ts';
+import { setOwn } from '../../core/own.ts';
 
 /**
  * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
@@ -231,7 +232,7 @@ export class ProxyHandler {
     for (const [k, v] of Object.entries(req.headers)) {
       const name = canonicalHeaderName(k);
       if (v === undefined || DROP_REQUEST.has(name) || credentialNames.has(name)) continue;
-      headers[k] = v;
+      setOwn(headers, k, v);
     }
     const hasBody =
       req.headers['content-length'] !== undefined

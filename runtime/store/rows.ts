@@ -1,6 +1,7 @@
 import type {
   Account,
   AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
@@ -10,6 +11,9 @@ import type {
   McpUrl,
   OAuthLink,
   OAuthState,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
 } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
@@ -51,7 +55,8 @@ export const toAccount = (r: Row): Account => ({
   id: str(r.id),
   connectionId: str(r.connection_id),
   identifier: str(r.identifier),
-  status: str(r.status) as AccountStatus,
+  // See migration 004: the column keeps PENDING_AUTH while the account waits for its user's verification.
+  status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),
@@ -68,6 +73,16 @@ export const toLink = (r: Row): OAuthLink => ({
   accountId: str(r.account_id),
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
+  userVerifyUrl: strOrNull(r.user_verify_url),
+  openedAt: numOrNull(r.opened_at),
+  usedAt: numOrNull(r.used_at),
+});
+
+export const toVerification = (r: Row): AccountVerification => ({
+  requestHash: str(r.request_hash),
+  accountId: str(r.account_id),
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
 });
 
 export const toState = (r: Row): OAuthState => ({
@@ -78,6 +93,7 @@ export const toState = (r: Row): OAuthState => ({
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
   usedAt: numOrNull(r.used_at),
+  linkHash: strOrNull(r.link_hash),
 });
 
 export const toActivity = (r: Row): ActivityRecord => ({
@@ -119,6 +135,15 @@ export const toMcpServer = (r: Row): McpServerConfig => ({
   updatedAt: num(r.updated_at),
 });
 
+export const toWebhookEndpoint = (r: Row): WebhookEndpoint => ({
+  id: str(r.id),
+  url: str(r.url),
+  events: JSON.parse(str(r.events)) as string[],
+  secretSealed: str(r.secret_sealed),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
 export const toMcpUrl = (r: Row): McpUrl => ({
   id: str(r.id),
   serverId: str(r.server_id),
@@ -130,14 +155,32 @@ export const toMcpUrl = (r: Row): McpUrl => ({
   lastUsedAt: numOrNull(r.last_used_at),
 });
 
+export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
+  id: str(r.id),
+  endpointId: str(r.endpoint_id),
+  eventId: str(r.event_id),
+  eventType: str(r.event_type),
+  payload: str(r.payload),
+  status: str(r.status) as WebhookDeliveryStatus,
+  attempts: num(r.attempts),
+  nextAttemptAt: numOrNull(r.next_attempt_at),
+  lastStatus: numOrNull(r.last_status),
+  lastError: strOrNull(r.last_error),
+  lastLatencyMs: numOrNull(r.last_latency_ms),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+  deliveredAt: numOrNull(r.delivered_at),
+});
+
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
 export const SEALED_COLUMNS: ReadonlyArray<
-  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]
+  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints', string, string]
 > = [
   ['connections', 'id', 'client_secret_sealed'],
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],
   ['oauth_states', 'state_hash', 'verifier_sealed'],
+  ['webhook_endpoints', 'id', 'secret_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

@@ -2,11 +2,18 @@ import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
+import type { Metrics } from '../metrics.ts';
 import { getTool, tools } from '../connectors/catalog.ts';
 import type { HttpResponse } from '../upstream/http.ts';
 import type { Upstream } from '../upstream/upstream.ts';
-import { suggest, validateToolInput } from './validation.ts';
-import type { HookContext, ToolDefinition, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
+import { unknownToolError, validateToolInput } from './validation.ts';
+import type {
+  HookContext,
+  ToolDefinition,
+  ToolWarning,
+  UpstreamRequest,
+  UpstreamResponse,
+} from '../../core/tool-types.ts';
 import { baseHeaders, encodeBody, lowerKeys, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
 
@@ -27,6 +34,8 @@ export interface ExecuteRequest {
 export interface ExecuteResult {
   data: unknown;
   executionId: string;
+  /** What the caller should know about a call that went ahead (an input the provider could not act on). */
+  warnings?: ToolWarning[];
   /** `data` as the provider's own JSON text, when it passes through unchanged (no re-serialization needed). */
   dataJson?: string;
 }
@@ -60,6 +69,21 @@ function readBody(res: Pick<HttpResponse, 'headers' | 'body'>, strict: boolean):
   return { value: { content_type: type, size: res.body.length, content_base64: res.body.toString('base64') } };
 }
 
+/** A value counts as given unless absent, null, empty text or an empty list. */
+function given(v: unknown): boolean {
+  return v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0);
+}
+
+/** The warnings a tool's YAML declares for the inputs given. */
+export function inputWarnings(tool: ToolDefinition, input: Record<string, unknown>): ToolWarning[] {
+  return (tool.inputWarnings ?? [])
+    .filter((w) => given(input[w.when]))
+    .map((w) => ({ field: w.when, message: w.message }));
+}
+
+const withWarnings = <T extends object>(result: T, warnings: ToolWarning[]): T & { warnings?: ToolWarning[] } =>
+  warnings.length ? { ...result, warnings } : result;
+
 /**
  * Executes named tools: validate with the precompiled validator and rules, build the upstream request(s)
  * with the generated builder, then send them with the account's credentials (or, for a dry run, show them
@@ -70,6 +94,7 @@ export class ToolExecutor {
     private accounts: AccountService,
     private upstream: Upstream,
     private activity: ActivityRecorder,
+    private metrics: Metrics,
   ) {}
 
   private tool(name: unknown): ToolDefinition {
@@ -79,12 +104,7 @@ export class ToolExecutor {
       ]);
     }
     const tool = getTool(name);
-    if (!tool) {
-      const hint = suggest(name, [...tools.keys()]);
-      throw new ServiceError(404, 'unknown_tool', `No tool named "${name}"${hint ? `; did you mean ${hint}?` : ''}`, [
-        { field: 'tool_name', message: `is not a known tool${hint ? ` (did you mean ${hint}?)` : ''}` },
-      ]);
-    }
+    if (!tool) throw unknownToolError(name, [...tools.keys()]);
     return tool;
   }
 
@@ -113,7 +133,10 @@ export class ToolExecutor {
         auth: resolved.auth,
       };
       try {
-        return { data: { requests: planRequests(tool, input, target, base) }, executionId };
+        return withWarnings(
+          { data: { requests: planRequests(tool, input, target, base) }, executionId },
+          inputWarnings(tool, input),
+        );
       } catch (e) {
         throw templateInputError(e, tool);
       }
@@ -125,6 +148,7 @@ export class ToolExecutor {
       throw templateInputError(e, tool);
     }
 
+    const warnings = inputWarnings(tool, input);
     let status = 200;
     let errorCode: string | null = null;
     try {
@@ -134,6 +158,7 @@ export class ToolExecutor {
       if (tool.hook) {
         const ctx: HookContext<never> = {
           input: input as never,
+          warn: (w) => void warnings.push(w),
           planned,
           base,
           send: (r) => this.sendOne(live, r),
@@ -146,13 +171,15 @@ export class ToolExecutor {
         const res = await this.sendOne(live, planned[0]!);
         data = this.check(planned[0]!, res);
         // The provider's JSON passes through as it came: the route writes its text rather than serializing it again.
-        if (res.json !== undefined && data === res.body) return { data, executionId, dataJson: res.json };
+        if (res.json !== undefined && data === res.body) {
+          return withWarnings({ data, executionId, dataJson: res.json }, warnings);
+        }
       } else {
         const results: unknown[] = [];
         for (const r of planned) results.push(this.check(r, await this.sendOne(live, r)));
         data = results;
       }
-      return { data: data ?? null, executionId };
+      return withWarnings({ data: data ?? null, executionId }, warnings);
     } catch (caught) {
       const e = templateInputError(caught, tool);
       status = e instanceof ProviderError ? e.status : e instanceof ServiceError ? e.status : 500;
@@ -160,6 +187,7 @@ export class ToolExecutor {
       if (e instanceof ProviderError || e instanceof ServiceError) Object.assign(e, { executionId });
       throw e;
     } finally {
+      this.metrics.toolExecution(tool.name, tool.connector, errorCode ?? 'success');
       this.activity.record({
         id: executionId,
         kind: 'tool',

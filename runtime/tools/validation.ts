@@ -1,5 +1,5 @@
 import type { AjvError, FieldError, ToolDefinition } from '../../core/tool-types.ts';
-import { mustBeType } from '../../core/errors.ts';
+import { mustBeType, ServiceError } from '../../core/errors.ts';
 
 function fieldPath(instancePath: string, extra?: string): string {
   const parts = instancePath
@@ -38,6 +38,49 @@ export function suggest(name: string, known: readonly string[]): string | undefi
     }
   }
   return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;
+}
+
+/** The words of a name: `mail_messages_list`, `mailMessagesList` and `mail-messages-list` → mail, message, list. */
+function nameWords(name: string): Set<string> {
+  return new Set(
+    name
+      .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean)
+      .map((w) => (w.length > 3 && w.endsWith('s') && !w.endsWith('ss') ? w.slice(0, -1) : w)),
+  );
+}
+
+/**
+ * The known names an unknown one most likely meant, best first (at most `limit`): names made of the same words
+ * in another order or form (`mail_messages_list` → `mail_list_messages`), then a near spelling (edit distance,
+ * as `suggest`), then names sharing at least half of their words with it.
+ */
+export function suggestNames(name: string, known: readonly string[], limit = 3): string[] {
+  const words = nameWords(name);
+  const scored = known
+    .map((k) => {
+      const other = nameWords(k);
+      const shared = [...words].filter((w) => other.has(w)).length;
+      const jaccard = shared / new Set([...words, ...other]).size;
+      return { k, shared, jaccard, d: distance(name.toLowerCase(), k.toLowerCase()) };
+    })
+    .filter((c) => c.jaccard >= 0.5 && c.shared >= Math.min(2, words.size))
+    .sort((a, b) => b.jaccard - a.jaccard || a.d - b.d || a.k.localeCompare(b.k));
+  const sameWords = scored.filter((c) => c.jaccard === 1).map((c) => c.k);
+  const near = suggest(name, known);
+  return [...new Set([...sameWords, ...(near ? [near] : []), ...scored.map((c) => c.k)])].slice(0, limit);
+}
+
+/** The 404 for a tool name that is not in the registry, with the names it most likely meant. */
+export function unknownToolError(name: string, known: readonly string[]): ServiceError {
+  const hints = suggestNames(name, known);
+  const hint =
+    hints.length > 1 ? `did you mean one of ${hints.join(', ')}?` : hints.length ? `did you mean ${hints[0]}?` : '';
+  return new ServiceError(404, 'unknown_tool', `No tool named "${name}"${hint ? `; ${hint}` : ''}`, [
+    { field: 'tool_name', message: `is not a known tool${hint ? ` (${hint})` : ''}` },
+  ]);
 }
 
 function message(tool: ToolDefinition, e: AjvError): FieldError {

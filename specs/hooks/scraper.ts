@@ -4,6 +4,7 @@
  * that are MCP servers, local projection and cleaning of dataset items, the store's rental filter, the
  * docs-page host choice. Pure helpers are exported for the unit tests.
  */
+import { FROM_PREVIOUS } from '../../core/tool-types.ts';
 import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
 import type * as I from '../../generated/types.ts';
 import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../core/template-runtime.ts';
@@ -487,7 +488,28 @@ export const callActor: ToolHook<I.ScraperCallActorInput> = {
   },
 };
 
+/**
+ * The requests that follow a run's start, for a dry run: the poll (repeated while the run is not finished) and
+ * the dataset read, both on ids the start answers.
+ */
+function runFollowUps(base: Base, preview: boolean): UpstreamRequest[] {
+  return [
+    get(`${base()}/v2/actor-runs/${FROM_PREVIOUS}?waitForFinish=${WAIT_FOR_FINISH_SECS}`),
+    get(
+      preview
+        ? `${base()}/v2/datasets/${FROM_PREVIOUS}/items?limit=${PREVIEW_FETCH_LIMIT}`
+        : `${base()}/v2/datasets/${FROM_PREVIOUS}`,
+    ),
+  ];
+}
+
 export const ragWebBrowser: ToolHook<I.ScraperRagWebBrowserInput> = {
+  plan: (input, planned, base) => {
+    const { query, maxResults, outputFormats } = input;
+    const start = startRunRequest(base, RAG_ACTOR, { query, maxResults, outputFormats });
+    // The memory is the Actor's default (from the lookup), capped.
+    return [...planned, { ...start, url: `${start.url}?memory=${FROM_PREVIOUS}` }, ...runFollowUps(base, true)];
+  },
   async run(ctx) {
     const actor = data<{ defaultRunOptions?: { memoryMbytes?: number } }>(await ctx.call(ctx.planned[0]!));
     const memory = Math.min(actor.defaultRunOptions?.memoryMbytes || RAG_MAX_MEMORY_MB, RAG_MAX_MEMORY_MB);

@@ -443,11 +443,22 @@ describe('users, workspaces, settings and library', () => {
       expect(all.records.totalRecords).toBe(4);
       expect(rest.users).toHaveLength(2);
     });
+    // Gong requires `filter`: with no filter field the tool sends an empty one (issue 13 point 15).
     expect(seen.map((r) => r.body)).toEqual([
       { filter: { userIds: [U_REP, U_SDR], createdFromDateTime: '2025-05-01T00:00:00Z' } },
-      {},
-      { cursor: expect.any(String) },
+      { filter: {} },
+      { filter: {}, cursor: expect.any(String) },
     ]);
+    // The fake holds Gong to it: a body without `filter` is a 400.
+    const noFilter = await h.client.request({
+      ...oauthWho,
+      method: 'POST',
+      path: '/v2/users/extensive',
+      formData: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(noFilter.status).toBe(400);
+    expect(noFilter.data).toMatchObject({ errors: ['filter is required'] });
   });
 
   it('reads workspaces, call outcomes, scorecards, trackers, library folders and folder content', async () => {
@@ -802,23 +813,48 @@ describe('engagement tasks', () => {
     gong.tasks.get(TASK_UNDATED)!.status = 'OPEN';
   });
 
-  it('refuses notes and reasons Gong cannot store, changing nothing', async () => {
-    const before = gong.requests.length;
-    const notes = await failure(
-      run('callintel_engage_task_complete', {
-        task_id: TASK_UNDATED,
-        user_id: U_REP,
-        completion_notes: 'Left a voicemail',
-      }),
-    );
-    expect(notes.status).toBe(400);
-    expect(notes.details).toEqual([{ field: 'completion_notes', message: expect.stringContaining('no notes field') }]);
-    const reason = await failure(
-      run('callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'Duplicate' }),
-    );
-    expect(reason.details).toEqual([{ field: 'skip_reason', message: expect.stringContaining('no reason field') }]);
-    expect(gong.requests.length).toBe(before);
-    expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('OPEN');
+  it('accepts notes and reasons Gong cannot store: changes the status, and warns that the note was not stored', async () => {
+    const exec = (toolName: string, toolInput: Record<string, unknown>, dryRun = false) => {
+      executed.add(toolName);
+      return h.client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...oauthWho, dryRun });
+    };
+    const input = { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'Left a voicemail' };
+    const plan = await exec('callintel_engage_task_complete', input, true);
+    expect(plan.warnings).toEqual([{ field: 'completion_notes', message: expect.stringContaining('no notes field') }]);
+    const done = await exec('callintel_engage_task_complete', input);
+    // What Gong received has no trace of the note (it has no field for one), and the status changed.
+    expect(gong.requests.at(-1)).toMatchObject({ method: 'PATCH', path: `/v2/tasks/${TASK_UNDATED}` });
+    expect(gong.requests.at(-1)!.body).toEqual({ userId: U_REP, status: 'DONE' });
+    expect((done.data as { tasks: Array<{ status: string }> }).tasks[0]!.status).toBe('DONE');
+    expect(done.warnings).toEqual([
+      {
+        field: 'completion_notes',
+        message: "was not stored: Gong's task API has no notes field; the task was completed without it",
+      },
+    ]);
+    gong.tasks.get(TASK_UNDATED)!.status = 'OPEN';
+
+    const skipped = await exec('callintel_engage_task_skip', {
+      task_id: TASK_UNDATED,
+      user_id: U_REP,
+      skip_reason: 'Duplicate',
+    });
+    expect(gong.requests.at(-1)!.body).toEqual({ userId: U_REP, status: 'DISMISSED' });
+    expect(skipped.warnings).toEqual([{ field: 'skip_reason', message: expect.stringContaining('no reason field') }]);
+    expect(gong.tasks.get(TASK_UNDATED)!.status).toBe('DISMISSED');
+    gong.tasks.get(TASK_UNDATED)!.status = 'OPEN';
+
+    // Without a note there is no warning at all.
+    const plain = await exec('callintel_engage_task_skip', { task_id: TASK_UNDATED, user_id: U_REP }, true);
+    expect(plain.warnings).toBeUndefined();
+  });
+
+  it('accepts a cursor on the unpaged task list: the first page holds every task, and no next cursor comes back', async () => {
+    const first = await run('callintel_engage_tasks_list', { assignee_email: 'rep@acme.com' });
+    const paged = await run('callintel_engage_tasks_list', { assignee_email: 'rep@acme.com', cursor: 'c' });
+    expect(paged.tasks).toEqual(first.tasks);
+    expect(JSON.stringify(paged)).not.toContain('cursor');
+    expect(gong.requests.at(-1)!.body).not.toHaveProperty('cursor');
   });
 });
 
@@ -924,18 +960,6 @@ describe('bad input is a 400 naming the field, before anything is sent', () => {
       'flow_instance_owner_email',
       'is required',
     ],
-    [
-      'callintel_engage_task_complete',
-      { task_id: TASK_UNDATED, user_id: U_REP, completion_notes: 'x' },
-      'completion_notes',
-      /no notes field/,
-    ],
-    [
-      'callintel_engage_task_skip',
-      { task_id: TASK_UNDATED, user_id: U_REP, skip_reason: 'x' },
-      'skip_reason',
-      /no reason field/,
-    ],
     ['callintel_engage_task_skip', { task_id: 1234361284629354, user_id: U_REP }, 'task_id', 'must be a string'],
     [
       'callintel_coaching_get',
@@ -955,7 +979,6 @@ describe('bad input is a 400 naming the field, before anything is sent', () => {
       'cursor',
       /not paged/,
     ],
-    ['callintel_engage_tasks_list', { assignee_email: 'rep@acme.com', cursor: 'c' }, 'cursor', /not paged/],
     ['callintel_engage_tasks_list', { assignee_email: 'rep' }, 'assignee_email', 'must be an email address'],
     ['callintel_calls_list', { call_ids: `${CALL_1},abc` }, 'call_ids', /value "abc" does not match/],
     ['callintel_calls_get', { call_ids: [] }, 'call_ids', 'must have at least 1 item(s)'],

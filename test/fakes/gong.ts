@@ -737,7 +737,9 @@ export class FakeGong {
       this.h((req, res) => {
         const b = body(req);
         onlyKnown(b, ['filter', 'cursor'], 'the request body');
-        const f = (b.filter ?? {}) as Json;
+        // Gong's UsersRequest requires `filter` (an empty one asks for every user).
+        if (b.filter === undefined) throw bad('filter is required');
+        const f = b.filter as Json;
         if (!isObject(f)) throw bad('filter must be an object');
         onlyKnown(f, ['userIds', 'createdFromDateTime', 'createdToDateTime', 'includeAvatars'], 'filter');
         if (f.userIds !== undefined && !isIdList(f.userIds))

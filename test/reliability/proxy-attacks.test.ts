@@ -449,6 +449,46 @@ describe('support-desk domains that point elsewhere', () => {
 });
 
 describe('a malicious upstream', () => {
+  it('cannot redirect a tool call to IPv6 forms of loopback and private addresses (issue 12, point 7)', async () => {
+    const forms = [
+      `http://[::127.0.0.1]:${other.port}/`,
+      `http://[::ffff:0:7f00:1]:${other.port}/`,
+      `http://[::ffff:127.0.0.1]:${other.port}/`,
+      `http://[64:ff9b::7f00:1]:${other.port}/`,
+      `http://[2002:7f00:1::1]:${other.port}/`,
+      `http://[::ffff:a9fe:a9fe]/latest/meta-data/`,
+    ];
+    let failed = 0;
+    try {
+      for (const location of forms) {
+        sentinel.respond = (r) => (r.url.endsWith('/groups') ? { status: 302, headers: { location } } : undefined);
+        const before = other.requests.length;
+        const e = await h.client
+          .executeTool({
+            toolName: 'helpdesk_groups_list' as never,
+            toolInput: {} as never,
+            connectionName: 'desk',
+            identifier: 'u',
+          })
+          .catch((x: unknown) => x);
+        expect(e, location).toBeInstanceOf(ConnectorServiceError);
+        expect((e as ConnectorServiceError).code, location).toBe('upstream_host_not_public');
+        expect(other.requests.length).toBe(before);
+      }
+    } catch (e) {
+      failed++;
+      throw e;
+    } finally {
+      sentinel.respond = undefined;
+      record({
+        category: 'attacks tried',
+        what: 'IPv6 forms of non-public addresses in redirects',
+        tried: forms.length,
+        failed,
+      });
+    }
+  });
+
   it('cannot redirect a tool call to the metadata address, loopback names or another host', async () => {
     await counted('redirects', async () => {
       for (const location of [

@@ -28,6 +28,8 @@ describe('proxy example in connector docs', () => {
       connector([
         {
           name: 'demo_a',
+          title: 'Test tool demo_a',
+          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
           description: 'A',
           input: {},
           request: { host: 'other', method: 'POST', path: '/v2/elsewhere' },
@@ -35,6 +37,8 @@ describe('proxy example in connector docs', () => {
         },
         {
           name: 'demo_b',
+          title: 'Test tool demo_b',
+          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
           description: 'B',
           input: { owner: { type: 'string', required: true }, repo: { type: 'string', required: true } },
           requests: [
@@ -64,6 +68,8 @@ describe('proxy example in connector docs', () => {
       connector([
         {
           name: 'demo_a',
+          title: 'Test tool demo_a',
+          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
           description: 'A',
           input: {},
           request: { host: 'other', method: 'GET', path: '/x' },

@@ -26,6 +26,8 @@ tools:
 const errorsOf = (yaml: string) => generatorError(yaml, 'callintel');
 
 const tool = `  - name: callintel_get
+    title: Test tool get
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Get
     input:
       id: { type: string, required: true }
@@ -70,6 +72,8 @@ describe('format additions', () => {
 
   it('only a hook tool may send nothing', async () => {
     const hookOnly = `  - name: callintel_refuse
+    title: Test tool refuse
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Refuses
     input:
       flow_instance_id: { type: string, required: true }
@@ -94,6 +98,8 @@ describe('format additions', () => {
 
   it('$each may build a plain object from each item', async () => {
     const each = `  - name: callintel_bulk
+    title: Test tool bulk
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Bulk
     input:
       ids: { type: array, required: true, items: { type: string } }

@@ -27,6 +27,8 @@ describe('spec errors', () => {
     const msg = await errorsOf(
       header +
         `  - name: demo_get
+    title: Test tool get
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Get
     input:
       id: { type: strng, required: true }
@@ -35,7 +37,7 @@ describe('spec errors', () => {
 `,
     );
     expect(msg).toMatch(
-      /demo\.yaml:15:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/,
+      /demo\.yaml:17:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/,
     );
   });
 
@@ -43,6 +45,8 @@ describe('spec errors', () => {
     const msg = await errorsOf(
       header +
         `  - name: demo_a
+    title: Test tool a
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: A
     input:
       id: { type: string }
@@ -50,6 +54,8 @@ describe('spec errors', () => {
     request: { method: GET, path: "/items/{id}", query: { q: "{missing}" } }
     examples: [{ input: { id: 1 }, requests: [{ method: GET, url: "x" }] }]
   - name: other_b
+    title: Test tool b
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: B
     input: {}
     request: { method: GET, path: /b }
@@ -64,6 +70,8 @@ describe('spec errors', () => {
     const msg = await errorsOf(
       header +
         `  - name: demo_list
+    title: Test tool list
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: List
     input:
       page: { type: integer }
@@ -72,7 +80,7 @@ describe('spec errors', () => {
 `,
     );
     expect(msg).toContain(
-      `demo.yaml:16:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
+      `demo.yaml:18:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
     );
   });
 
@@ -81,6 +89,8 @@ describe('spec errors', () => {
       specDir(
         header +
           `  - name: demo_send
+    title: Test tool send
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Send
     input:
       n: { type: integer, required: true }
@@ -106,6 +116,8 @@ describe('spec errors', () => {
     const msg = await errorsOf(
       header +
         `  - name: demo_list
+    title: Test tool list
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: List
     input:
       sort: { type: string, description: Results, sorted by date }
@@ -123,7 +135,10 @@ describe('spec errors', () => {
   });
 
   it('says "must be an array" for a field of the wrong type', async () => {
-    const msg = await errorsOf(header + '  - name: demo_x\n    description: X\n    input: {}\n    rules: x\n');
+    const msg = await errorsOf(
+      header +
+        '  - name: demo_x\n    title: X\n    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }\n    description: X\n    input: {}\n    rules: x\n',
+    );
     expect(msg).toContain('tool demo_x, field rules: must be an array');
   });
 
@@ -135,6 +150,8 @@ describe('spec errors', () => {
     const msg = await errorsOf(
       header +
         `  - name: demo_c
+    title: Test tool c
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: C
     input:
       a: { type: string, required: true }
@@ -204,6 +221,8 @@ describe('body roots', () => {
     const dir = specDir(
       header +
         `  - name: demo_patch
+    title: Test tool patch
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Patch
     input:
       id: { type: string, required: true }

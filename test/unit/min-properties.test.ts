@@ -24,7 +24,14 @@ tools:
 `;
 
 function toolWith(props: ToolSpec['input']['x']): ToolDefinition {
-  const tool: ToolSpec = { name: 'demo_update', description: 'Update', input: { x: props }, examples: [] };
+  const tool: ToolSpec = {
+    name: 'demo_update',
+    title: 'Update a demo item',
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    description: 'Update',
+    input: { x: props },
+    examples: [],
+  };
   const { schema, messages } = toolInputSchema({ name: 'demo', tools: [tool] } as unknown as ConnectorSpec, tool);
   const validate = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false }).compile(schema);
   return {
@@ -62,6 +69,8 @@ describe('minProperties', () => {
       join(dir, 'demo.yaml'),
       header +
         `  - name: demo_get
+    title: Test tool get
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     description: Get
     input:
       q: { type: string, minProperties: 1 }

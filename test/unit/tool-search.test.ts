@@ -19,7 +19,7 @@ describe('tool search recall', () => {
     const r = recall(searchTools, tasks);
     expect(r.tasks).toBe(120);
     expect(r.top5, JSON.stringify(r.misses, null, 1)).toBeGreaterThanOrEqual(119);
-    expect(r.top1).toBeGreaterThanOrEqual(81);
+    expect(r.top1).toBeGreaterThanOrEqual(88);
   });
 
   it('finds the tool of the held-out tasks (30, never tuned on)', () => {
@@ -27,8 +27,8 @@ describe('tool search recall', () => {
     for (const t of tasks) for (const name of t.tools) expect(tools.has(name), name).toBe(true);
     const r = recall(searchTools, tasks);
     expect(r.tasks).toBe(30);
-    expect(r.top5).toBeGreaterThanOrEqual(22);
-    expect(r.top1).toBeGreaterThanOrEqual(16);
+    expect(r.top5).toBeGreaterThanOrEqual(25);
+    expect(r.top1).toBeGreaterThanOrEqual(17);
   });
 });
 
