@@ -34,6 +34,12 @@ export default tseslint.config(
           ignoreRestSiblings: true,
         },
       ],
+      // Passing on a caught value unchanged (a middleware's error, a promise's rejection) is not inventing a
+      // non-Error reason: what was thrown stays what callers see.
+      '@typescript-eslint/prefer-promise-reject-errors': [
+        'error',
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
       // The rule's default allow-list (Error, URL, URLSearchParams from the DOM library), plus the same classes as
       // Node declares them (tsconfig has no DOM library): their string form is the one meant, a query string or URL.
       '@typescript-eslint/restrict-template-expressions': [

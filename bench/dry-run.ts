@@ -22,8 +22,8 @@ interface Started {
 
 const root = process.argv[2]!;
 const mod = (path: string) => import(pathToFileURL(join(root, path)).href);
-const { loadConfig } = (await mod('runtime/config.ts')) as { loadConfig(env: NodeJS.ProcessEnv): unknown };
-const { startServer } = (await mod('runtime/server.ts')) as { startServer(config: unknown): Promise<Started> };
+const { loadConfig } = (await mod('runtime/config.ts')) as { loadConfig: (env: NodeJS.ProcessEnv) => unknown };
+const { startServer } = (await mod('runtime/server.ts')) as { startServer: (config: unknown) => Promise<Started> };
 
 const port = await freePort();
 const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-dry-'));

@@ -153,9 +153,9 @@ async function transfer(
   const curl = spawnOnCore(LOAD_CORE, 'curl', [...args, url], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  curl.stdout!.on('data', (c: Buffer) => (out += c));
-  curl.stderr!.on('data', (c: Buffer) => (err += c));
-  const code = await new Promise((r) => curl.once('close', r));
+  curl.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  curl.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await new Promise<number | null>((r) => curl.once('close', r));
   const cpu = processCpuMicros(pid) - cpu0;
   const rssGrowthMb = peakRssMb(pid) - rss0;
   const lines = out.trim().split('\n');
@@ -371,9 +371,9 @@ async function main() {
       );
       let out = '';
       let err = '';
-      child.stdout!.on('data', (c: Buffer) => (out += c));
-      child.stderr!.on('data', (c: Buffer) => (err += c));
-      const code = await new Promise((r) => child.once('close', r));
+      child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+      const code = await new Promise<number | null>((r) => child.once('close', r));
       try {
         if (code !== 0) throw new Error();
         dryPasses.get(v.label)!.push(JSON.parse(out.trim().split('\n').pop() ?? '') as DryRun);

@@ -66,8 +66,8 @@ export async function runWrk(
     );
     let out = '';
     let err = '';
-    proc.stdout!.on('data', (c: Buffer) => (out += c));
-    proc.stderr!.on('data', (c: Buffer) => (err += c));
+    proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
     const code = await new Promise<number | null>((resolve, reject) => {
       proc.once('error', reject);
       proc.once('close', resolve);

@@ -21,7 +21,7 @@ export interface UpstreamRequest {
 
 export interface BuildContext {
   /** The resolved base URL of the main API (no host name) or of a named host. */
-  base(host?: string): string;
+  base: (host?: string) => string;
 }
 
 export interface FieldError {
@@ -67,7 +67,7 @@ export interface HookContext<I> {
   warn(warning: ToolWarning): void;
   /** The requests the tool's YAML template built for this input. */
   planned: UpstreamRequest[];
-  base(host?: string): string;
+  base: (host?: string) => string;
   /** Sends one request with the account's credentials (retries, refresh and limits included). */
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Like `send`, but a non-2xx answer becomes a provider error; returns the body. */

@@ -5,7 +5,7 @@
 import type { Services } from './services.ts';
 import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
 import type { ConnectionUpdate } from '../generated/api/types.ts';
-import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverrides } from './store/types.ts';
+import type { Account, AccountStatus, Connection, ConnectionPatch } from './store/types.ts';
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
 import { newId } from './ids.ts';
 import { aad } from './crypto/aad.ts';

@@ -387,11 +387,10 @@ export class AccountService {
       );
       throw notActiveError(expired ?? current);
     }
-    let ep: OAuthEndpoints;
     // The connection is read fresh: a refresh is rare, and must use the client secret and endpoints as they
     // are now (an operator may have changed them through another instance), not a cached copy.
     const connection = (await this.store.getConnection(resolved.connection.id)) ?? resolved.connection;
-    ep = await endpointsFor(resolved.connector, connection, {
+    const ep: OAuthEndpoints = await endpointsFor(resolved.connector, connection, {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
       updateRegistration: registrationWriter(this.store, (id) => this.invalidateConnection(id)),

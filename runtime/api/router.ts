@@ -48,7 +48,8 @@ export interface Reply<Op extends OperationId> {
   body: Operations[Op]['response'];
 }
 
-export type Handler<Op extends OperationId> = (ctx: Context<Op>) => Promise<Reply<Op> | void>;
+/** May answer at once or later: the router awaits either. */
+export type Handler<Op extends OperationId> = (ctx: Context<Op>) => Promise<Reply<Op> | void> | Reply<Op> | void;
 
 /** A handler for every endpoint: an endpoint without one does not type-check. */
 export type RouteTable = { [Op in OperationId]: Handler<Op> };
@@ -86,6 +87,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 
 function runMiddleware(mw: Middleware, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the middleware's error, passed on unchanged
   return new Promise((resolve, reject) => mw(req, res, (err) => (err ? reject(err) : resolve())));
 }
 

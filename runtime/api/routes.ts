@@ -105,7 +105,7 @@ export function routeTable(s: Services): RouteTable {
   const sk = scalekitRest(s);
   const mcp = new McpEndpoint(s);
   return {
-    index: async ({ req, res }) => {
+    index: ({ req, res }) => {
       const base = s.config.publicUrl;
       if (/\btext\/html\b/.test(req.headers.accept ?? '')) return redirect(res, `${base}/dashboard`);
       return {
@@ -121,7 +121,7 @@ export function routeTable(s: Services): RouteTable {
         },
       };
     },
-    openapi: async ({ res }) => {
+    openapi: ({ res }) => {
       const text = (openApiText ??= readFileSync(OPENAPI_FILE, 'utf8'));
       res.writeHead(200, {
         'content-type': 'application/json; charset=utf-8',
@@ -129,7 +129,7 @@ export function routeTable(s: Services): RouteTable {
       });
       res.end(text);
     },
-    health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    health: () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
     ready: async ({ res }) => {
       res.setHeader('cache-control', 'no-store');
       if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
@@ -198,10 +198,10 @@ export function routeTable(s: Services): RouteTable {
       }
     },
 
-    listConnectors: async () => ({
+    listConnectors: () => ({
       body: { connectors: [...connectors.values()].map((c) => connectorView(c, false)) },
     }),
-    getConnector: async ({ params }) => {
+    getConnector: ({ params }) => {
       const c = connectors.get(params.name);
       if (!c) throw new ServiceError(404, 'connector_not_found', `No connector named "${params.name}"`);
       return { body: connectorView(c, true) };
@@ -210,12 +210,12 @@ export function routeTable(s: Services): RouteTable {
     listTools: async ({ query }) => ({
       body: await listTools(s, query, (t) => toolView(t, connectors.get(t.connector)!)),
     }),
-    searchTools: async ({ query }) => ({
+    searchTools: ({ query }) => ({
       body: {
         tools: searchTools(query.q, { limit: Math.min(query.limit ?? 5, tools.size), connector: query.connector }),
       },
     }),
-    getTool: async ({ params }) => {
+    getTool: ({ params }) => {
       const t = getTool(params.tool_name);
       if (!t) throw unknownToolError(params.tool_name, [...tools.keys()]);
       return { body: toolView(t, connectors.get(t.connector)!) };

@@ -110,20 +110,20 @@ function message(e: Endpoint, part: RequestPart, error: AjvError, data: unknown)
     case 'minLength':
       return {
         field: field(),
-        message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit} characters`,
+        message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit as number} characters`,
       };
     case 'maxLength':
-      return { field: field(), message: `must have at most ${p.limit} characters` };
+      return { field: field(), message: `must have at most ${p.limit as number} characters` };
     case 'minimum':
-      return { field: field(), message: `must be at least ${p.limit}` };
+      return { field: field(), message: `must be at least ${p.limit as number}` };
     case 'maximum':
-      return { field: field(), message: `must be at most ${p.limit}` };
+      return { field: field(), message: `must be at most ${p.limit as number}` };
     case 'enum':
       return { field: field(), message: `must be one of: ${(p.allowedValues as unknown[]).join(', ')}` };
     case 'const':
       return { field: field(), message: `must be ${JSON.stringify(p.allowedValue)}` };
     case 'pattern':
-      return { field: field(), message: `must match the pattern ${p.pattern}` };
+      return { field: field(), message: `must match the pattern ${p.pattern as string}` };
     default:
       return { field: field(), message: 'is invalid' };
   }

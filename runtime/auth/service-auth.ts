@@ -151,6 +151,7 @@ export class ServiceTokens {
         });
         claims = {
           credentialId: String(payload.sub),
+          // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the claim is this service's own string, in a token it signed and verified
           clientId: String(payload.cid ?? ''),
           expiresAt: payload.exp! * 1000,
         };

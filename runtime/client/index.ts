@@ -678,7 +678,9 @@ function toError(status: number, body: Record<string, unknown> | undefined): Con
   const e = (body?.error ?? {}) as Record<string, unknown>;
   return new ConnectorServiceError(
     status,
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the service's error code and message are strings; String() keeps a malformed body from throwing here
     String(e.code ?? 'error'),
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- as above
     String(e.message ?? `HTTP ${status}`),
     (e.details as FieldError[]) ?? [],
     e.provider_status as number | undefined,

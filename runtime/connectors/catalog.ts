@@ -94,6 +94,7 @@ export function checkField(spec: AccountFieldSpec, raw: unknown): string | undef
   const value = raw.trim();
   if (!value) return 'must not be empty';
   if (value.length > 4096) return 'is too long';
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
   if (spec.format === 'email' && !EMAIL.test(value)) return 'must be an email address';
   if (spec.format === 'url') {

@@ -284,7 +284,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     res.redirect(303, next);
   });
 
-  const editForm = async (
+  const editForm = (
     req: Request,
     res: Response,
     c: Connection,
@@ -361,7 +361,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/:name/edit', async (req, res) => {
-    await editForm(req, res, await s.accounts.connectionByName(req.params.name));
+    editForm(req, res, await s.accounts.connectionByName(req.params.name));
   });
 
   r.post('/connections/:name/edit', async (req, res) => {
@@ -389,7 +389,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     } catch (e) {
       const errors = fieldErrorsOf(e);
       if (!errors) throw e;
-      await editForm(req, res, c, values, errors, 400, checked);
+      editForm(req, res, c, values, errors, 400, checked);
       return;
     }
     res.redirect(303, `${connectionPath(c.name)}?done=connection-saved`);
@@ -473,7 +473,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           incomplete: c.authKind === 'oauth2' && (!c.clientId || !c.clientSecretSealed),
           oauth2: c.authKind === 'oauth2',
           mcp: c.authKind === 'oauth2_mcp',
-          oauthEndpoints: Object.entries(c.oauth).map(([k, v]) => ({ k, v })),
+          oauthEndpoints: Object.entries(c.oauth as Record<string, string | undefined>).map(([k, v]) => ({ k, v })),
           apiHosts: Object.entries(c.apiHosts).map(([k, v]) => ({ k, v })),
         },
         keyAuth: isKeyAuth(auth),
@@ -532,7 +532,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     }
   });
 
-  const accountForm = async (
+  const accountForm = (
     req: Request,
     res: Response,
     c: Connection,
@@ -598,7 +598,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/:name/accounts/new', async (req, res) => {
-    await accountForm(req, res, await s.accounts.connectionByName(req.params.name), {});
+    accountForm(req, res, await s.accounts.connectionByName(req.params.name), {});
   });
 
   r.post('/connections/:name/accounts/new', async (req, res) => {
@@ -625,14 +625,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       await m.upsertAccount(c.name, values.identifier!, credentials, values.verify === '1');
     } catch (e) {
       if (!(e instanceof ServiceError) || (e.status >= 500 && e.code !== 'verification_failed')) throw e;
-      await accountForm(
-        req,
-        res,
-        c,
-        values,
-        fieldErrorsOf(e) ?? [{ field: 'credentials', message: e.message }],
-        e.status,
-      );
+      accountForm(req, res, c, values, fieldErrorsOf(e) ?? [{ field: 'credentials', message: e.message }], e.status);
       return;
     }
     res.redirect(

@@ -148,6 +148,7 @@ export function toolFields(tool: ToolDefinition, values: Record<string, string>)
     };
     if (s.enum) {
       const options: FieldOption[] = [
+        // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a choice's default is a scalar; String() is its label
         { value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' },
       ];
       for (const v of s.enum) options.push({ value: String(v), label: String(v), selected: value === String(v) });
@@ -155,6 +156,7 @@ export function toolFields(tool: ToolDefinition, values: Record<string, string>)
     }
     if (s.type === 'boolean') {
       const options: FieldOption[] = [
+        // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a choice's default is a scalar; String() is its label
         { value: '', label: s.default !== undefined ? `(default: ${String(s.default)})` : '—' },
       ];
       for (const v of ['true', 'false']) options.push({ value: v, label: v, selected: value === v });

@@ -208,7 +208,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
     for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
       if (typeof v === 'string' && k !== '_csrf') setOwn(values, k, v);
     const dryRun = formString(req.body, 'action') === 'dry_run';
-    const { input, errors: parseErrors } = toolInputFromForm(tool, req.body);
+    const { input, errors: parseErrors } = toolInputFromForm(tool, req.body as Record<string, unknown>);
     // Without an account the executor cannot start; the input is still checked so every problem shows at once.
     const accountErrors: FieldError[] = ['connection', 'identifier']
       .filter((f) => !values[f])

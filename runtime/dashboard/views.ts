@@ -26,6 +26,7 @@ export function firstSentence(text: string): string {
  * wraps where a reader expects it instead of in the middle of a word.
  */
 function urlBreaks(url: unknown): Handlebars.SafeString {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a template may pass any value; String() is what Handlebars would print
   const parts = String(url ?? '').split(/(?<=\/)(?=[^/])|(?=[?&])/);
   return new Handlebars.SafeString(parts.map((p) => Handlebars.escapeExpression(p)).join('<wbr>'));
 }
@@ -33,6 +34,7 @@ function urlBreaks(url: unknown): Handlebars.SafeString {
 /** A small, safe subset of Markdown for descriptions and provider notes: `code`, **bold**, paragraphs, links. */
 function inlineMarkdown(text: unknown): Handlebars.SafeString {
   // Escapes like Handlebars but keeps backticks, which the code spans below need.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a template may pass any value; String() is what Handlebars would print
   const escaped = String(text ?? '').replace(/[&<>"'=]/g, (c) => `&#${c.charCodeAt(0)};`);
   const html = escaped
     .split(/\n{2,}/)
@@ -60,6 +62,7 @@ export class Views {
     hb.registerHelper('time', time);
     hb.registerHelper('md', inlineMarkdown);
     hb.registerHelper('url-breaks', urlBreaks);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a template may pass any value; String() is what Handlebars would print
     hb.registerHelper('lower', (v: unknown) => String(v ?? '').toLowerCase());
     for (const f of readdirSync(new URL('partials/', dir))) {
       if (f.endsWith('.hbs')) hb.registerPartial(f.slice(0, -4), readFileSync(new URL(`partials/${f}`, dir), 'utf8'));

@@ -1,5 +1,5 @@
 import * as oauth from 'oauth4webapi';
-import type { OAuth2AuthSpec, OAuth2McpAuthSpec } from '../../core/spec-model.ts';
+import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import type { Connection, Store } from '../store/types.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';

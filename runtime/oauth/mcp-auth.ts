@@ -250,6 +250,7 @@ export async function discoverMcpAuthorization(
     reg = {
       client_id: client.client_id,
       client_secret: typeof client.client_secret === 'string' ? client.client_secret : undefined,
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a registration answer's method name is a string (RFC 7591); String() keeps a malformed one from throwing
       token_endpoint_auth_method: String(client.token_endpoint_auth_method ?? 'none'),
       issuer: d.as.issuer,
       redirect_uri: redirectUri,

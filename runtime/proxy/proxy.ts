@@ -125,6 +125,7 @@ const decodeAscii = (s: string) =>
 /** What makes a path (raw, or after some decodings) unfit to append to the provider's API root. */
 function pathProblem(text: string): string | undefined {
   if (/^\/?[a-z][a-z0-9+.-]*:/i.test(text) || text.includes('://')) return 'must be a path, not an absolute URL';
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(text)) return 'must not contain control characters (raw or percent-encoded)';
   if (text.includes('\\') || /%5c/i.test(text)) return 'must not contain backslashes (raw or percent-encoded)';
   if (/%2f/i.test(text)) return 'must not contain encoded slashes (%2F)';

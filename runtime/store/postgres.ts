@@ -129,7 +129,9 @@ const types = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === 20
       ? (v: string) => Number(v)
-      : loadPg().types.getTypeParser(oid, format as never)) as typeof pgTypes.types.getTypeParser,
+      : (loadPg().types.getTypeParser(oid, format as never) as (
+          v: string,
+        ) => unknown)) as typeof pgTypes.types.getTypeParser,
 };
 
 /**

@@ -22,6 +22,7 @@ type Row = Record<string, unknown>;
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 const str = (v: unknown): string => String(v);
+// eslint-disable-next-line @typescript-eslint/no-base-to-string -- a column value is a scalar; String() is its text form
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
 export const toCredential = (r: Row): ApiCredential => ({

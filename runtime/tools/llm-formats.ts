@@ -196,7 +196,7 @@ const STRUCTURAL = new Set([
   'examples',
 ]);
 
-const plural = (n: unknown, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+const plural = (n: unknown, one: string, many: string) => `${n as number} ${n === 1 ? one : many}`;
 
 /** The sentence that tells the model about a constraint its schema dialect cannot carry. */
 function constraintNote(keyword: string, value: unknown): string {
@@ -404,7 +404,7 @@ const memo = new WeakMap<ToolDefinition, Map<string, LlmTool>>();
 
 function cached<T extends LlmTool>(tool: ToolDefinition, key: string, make: () => T): T {
   let byKey = memo.get(tool);
-  if (!byKey) memo.set(tool, (byKey = new Map()));
+  if (!byKey) memo.set(tool, (byKey = new Map<string, LlmTool>()));
   let out = byKey.get(key);
   if (!out) byKey.set(key, (out = deepFreeze(make())));
   return out as T;

@@ -112,28 +112,28 @@ function message(tool: ToolDefinition, e: AjvError): FieldError {
         message: `must be one of: ${(p.allowedValues as unknown[]).map(String).join(', ')}`,
       };
     case 'minimum':
-      return { field: fieldPath(e.instancePath), message: `must be at least ${p.limit}` };
+      return { field: fieldPath(e.instancePath), message: `must be at least ${p.limit as number}` };
     case 'maximum':
-      return { field: fieldPath(e.instancePath), message: `must be at most ${p.limit}` };
+      return { field: fieldPath(e.instancePath), message: `must be at most ${p.limit as number}` };
     case 'exclusiveMinimum':
-      return { field: fieldPath(e.instancePath), message: `must be greater than ${p.limit}` };
+      return { field: fieldPath(e.instancePath), message: `must be greater than ${p.limit as number}` };
     case 'exclusiveMaximum':
-      return { field: fieldPath(e.instancePath), message: `must be less than ${p.limit}` };
+      return { field: fieldPath(e.instancePath), message: `must be less than ${p.limit as number}` };
     case 'minLength':
       return {
         field: fieldPath(e.instancePath),
-        message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit} characters`,
+        message: p.limit === 1 ? 'must not be empty' : `must have at least ${p.limit as number} characters`,
       };
     case 'maxLength':
-      return { field: fieldPath(e.instancePath), message: `must have at most ${p.limit} characters` };
+      return { field: fieldPath(e.instancePath), message: `must have at most ${p.limit as number} characters` };
     case 'minItems':
-      return { field: fieldPath(e.instancePath), message: `must have at least ${p.limit} item(s)` };
+      return { field: fieldPath(e.instancePath), message: `must have at least ${p.limit as number} item(s)` };
     case 'maxItems':
-      return { field: fieldPath(e.instancePath), message: `must have at most ${p.limit} items` };
+      return { field: fieldPath(e.instancePath), message: `must have at most ${p.limit as number} items` };
     case 'multipleOf':
       return { field: fieldPath(e.instancePath), message: custom ?? 'must be a whole number' };
     case 'pattern':
-      return { field: fieldPath(e.instancePath), message: custom ?? `must match the pattern ${p.pattern}` };
+      return { field: fieldPath(e.instancePath), message: custom ?? `must match the pattern ${p.pattern as string}` };
     default:
       return { field: fieldPath(e.instancePath), message: custom ?? e.message ?? 'is invalid' };
   }

@@ -140,14 +140,14 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
     },
   });
   let tooLarge = false;
-  promise.on('response', (res: http.IncomingMessage) => {
+  void promise.on('response', (res: http.IncomingMessage) => {
     const length = Number(res.headers['content-length']);
     if (Number.isFinite(length) && length > opts.maxBytes) {
       tooLarge = true;
       promise.cancel();
     }
   });
-  promise.on('downloadProgress', (p: { transferred: number }) => {
+  void promise.on('downloadProgress', (p: { transferred: number }) => {
     if (p.transferred > opts.maxBytes && !tooLarge) {
       tooLarge = true;
       promise.cancel();

@@ -100,7 +100,7 @@ export async function findReply(body: string, contentType: string, id: number): 
     } catch {
       throw malformed('malformed JSON');
     }
-    messages.push(...(Array.isArray(parsed) ? parsed : [parsed]));
+    messages.push(...(Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]));
   } else {
     throw malformed(`content type ${JSON.stringify(contentType)} is neither JSON nor an event stream`);
   }
@@ -174,7 +174,7 @@ async function mcpFailure(e: unknown, policy: FetchPolicy): Promise<Error> {
     return new ProviderError([-32600, -32601, -32602].includes(e.error.code) ? 400 : 502, { error: e.error });
   if (e instanceof ServiceError) return e;
   const { McpError, RequestTimeout } = await mcpSdk();
-  if (e instanceof McpError && e.code === RequestTimeout) {
+  if (e instanceof McpError && e.code === (RequestTimeout as number)) {
     return new UpstreamFailure(
       'upstream_timeout',
       `The MCP server did not answer in time (after ${requestOptions(policy).timeout} ms)`,

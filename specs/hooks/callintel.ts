@@ -109,18 +109,21 @@ export const listTasksByAssigneeEmail: ToolHook<CallintelEngageTasksListInput> =
 
 export const flowContentOverrideUnavailable: ToolHook<CallintelEngageFlowContentOverrideInput> = {
   plan: () => [],
-  async run(ctx) {
-    throw new ServiceError(
-      501,
-      'not_supported_by_provider',
-      `Gong's API cannot change the placeholder values of an existing flow instance (${ctx.input.flow_instance_id}): ` +
-        'placeholder values can only be set when prospects are assigned to a flow (callintel_engage_prospects_assign). Nothing was sent.',
-      [
-        {
-          field: 'flow_instance_id',
-          message: 'Gong offers no operation that overrides the placeholder values of a flow instance',
-        },
-      ],
+  // Refuses every input, as the promise the hook interface returns.
+  run(ctx) {
+    return Promise.reject(
+      new ServiceError(
+        501,
+        'not_supported_by_provider',
+        `Gong's API cannot change the placeholder values of an existing flow instance (${ctx.input.flow_instance_id}): ` +
+          'placeholder values can only be set when prospects are assigned to a flow (callintel_engage_prospects_assign). Nothing was sent.',
+        [
+          {
+            field: 'flow_instance_id',
+            message: 'Gong offers no operation that overrides the placeholder values of a flow instance',
+          },
+        ],
+      ),
     );
   },
 };

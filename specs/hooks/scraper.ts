@@ -421,7 +421,9 @@ function shortenEnum(values: unknown[]): unknown[] {
 export function currentPricing(infos: unknown, now = Date.now()): Json | null {
   if (!Array.isArray(infos)) return null;
   const started = (infos as Json[])
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a date is a string or a number; anything else parses to NaN, which counts as not started
     .filter((p) => !p.startedAt || Date.parse(String(p.startedAt)) <= now)
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- as above
     .sort((a, b) => Date.parse(String(a.startedAt ?? 0)) - Date.parse(String(b.startedAt ?? 0)));
   return started.at(-1) ?? null;
 }
@@ -675,7 +677,7 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
     let i = 0;
     const actorReq = needs.actor ? requests[i++] : undefined;
     const buildReq = needs.build ? requests[i++] : undefined;
-    const storeReq = needs.store ? requests[i++] : undefined;
+    const storeReq = needs.store ? requests[i] : undefined;
     const [actor, build, store] = await Promise.all([
       actorReq ? ctx.call(actorReq).then((b) => data<Json>(b)) : undefined,
       buildReq ? ctx.call(buildReq).then((b) => data<Build>(b)) : undefined,
@@ -687,7 +689,9 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
         : undefined,
     ]);
 
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the provider's Actor and build ids are strings
     const id = String(actor?.id ?? build?.actId ?? '');
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string, @typescript-eslint/restrict-template-expressions -- the provider's Actor username and name are strings
     const fullName = actor?.username && actor.name ? `${actor.username}/${actor.name}` : input.actor;
     const out: Json = {
       actor: { id, fullName, title: actor?.title ?? null, url: `https://apify.com/${fullName}` },

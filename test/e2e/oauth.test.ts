@@ -12,14 +12,12 @@ import { listen, type Listening } from '../fakes/listen.ts';
 
 let h: Harness;
 let api: Listening;
-let apiCalls = 0;
 const RETURN_ORIGIN = 'https://app.client.example';
 
 beforeAll(async () => {
   h = await startHarness({ env: { ALLOWED_REDIRECT_ORIGINS: RETURN_ORIGIN } });
   const app = express();
   app.use((req, res, next) => {
-    apiCalls++;
     if (!h.oauth.validate(req.headers.authorization)) {
       res.status(401).json({
         error: { code: 'InvalidAuthenticationToken', message: 'Access token has expired or is not yet valid.' },
@@ -381,7 +379,7 @@ describe('token refresh', () => {
     expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
   });
 
-  it('never writes a token or a client secret to the logs', async () => {
+  it('never writes a token or a client secret to the logs', () => {
     const text = h.logs.join('');
     for (const t of [...h.oauth.issuedAccessTokens(), ...h.oauth.liveRefreshTokens()]) expect(text).not.toContain(t);
     expect(text).not.toMatch(/secret-mail/);

@@ -128,7 +128,7 @@ describe('run workflow', () => {
 
     const topLevel = await during(async () => {
       const output = await run('scraper_get_actor_output', {
-        datasetId: (await lastRun()).defaultDatasetId,
+        datasetId: lastRun().defaultDatasetId,
         fields: 'url,text',
         limit: 2,
         offset: 1,
@@ -182,7 +182,7 @@ describe('run workflow', () => {
   });
 });
 
-async function lastRun() {
+function lastRun() {
   return [...fake.runs.values()].at(-1)!;
 }
 
@@ -195,8 +195,8 @@ describe('scraper_call_actor', () => {
         previewOutput: false,
       });
       expect(result).toMatchObject({ status: 'SUCCEEDED', items: [], previewItemCount: 0, totalItemCount: 4 });
-      expect(result.datasetId).toBe((await lastRun()).defaultDatasetId);
-      expect(result.runId).toBe((await lastRun()).id);
+      expect(result.datasetId).toBe(lastRun().defaultDatasetId);
+      expect(result.runId).toBe(lastRun().id);
     });
     expect(sent.filter((r) => r.path.endsWith('/items'))).toHaveLength(0);
     expect(sent.at(-1)!.path).toMatch(/^\/v2\/datasets\/ds\w+$/);
@@ -218,7 +218,7 @@ describe('scraper_call_actor', () => {
     const e = await failure(run('scraper_call_actor', { actor: 'acme/slow-crawler', input: {} }));
     expect(e.status).toBe(504);
     expect(e.code).toBe('actor_run_not_finished');
-    const slow = await lastRun();
+    const slow = lastRun();
     expect(e.message).toContain(slow.id);
     expect(e.message).toContain('scraper_get_actor_run');
     expect(e.details as unknown).toEqual({ runId: slow.id, datasetId: slow.defaultDatasetId, status: 'RUNNING' });
@@ -631,7 +631,7 @@ describe('proxy and provider errors', () => {
     expect(fake.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
     const items = await h.client.request({
       ...who,
-      path: `/v2/datasets/${(await lastRun()).defaultDatasetId}/items`,
+      path: `/v2/datasets/${lastRun().defaultDatasetId}/items`,
       queryParams: { limit: 1 },
     });
     expect(Array.isArray(items.data)).toBe(true);

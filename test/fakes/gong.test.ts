@@ -74,6 +74,7 @@ describe('fake Gong', () => {
       flowId: FLOW_REP_1,
     });
     expect(plural.body.errors).toEqual(['crmProspectId must be one CRM id (a string)']);
+    // eslint-disable-next-line no-loss-of-precision -- the test sends an id too large for a double on purpose
     const numeric = await call('POST', '/v2/calls/transcript', { filter: { callIds: [7782342274025937895] } });
     expect(numeric.body.errors).toEqual(['filter.callIds must be a list of call ids as strings']);
   });

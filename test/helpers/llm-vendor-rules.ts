@@ -104,7 +104,8 @@ export function openaiStrictSchemaViolations(root: Node): string[] {
       else {
         enumValues += node.enum.length;
         for (const v of node.enum) {
-          if (!matchesType(v, types)) out.push(`${path}: enum value ${JSON.stringify(v)} is not of type ${types}`);
+          if (!matchesType(v, types))
+            out.push(`${path}: enum value ${JSON.stringify(v)} is not of type ${types.join(',')}`);
           if (typeof v === 'string') characters += v.length;
         }
         if (types.includes('null') && !node.enum.includes(null)) out.push(`${path}: a nullable enum must list null`);

@@ -121,8 +121,9 @@ export async function scanHarnessSecrets(h: {
   }
   return {
     /** The SQLite file again once the service checkpointed its write-ahead log into it. */
-    async afterClose() {
+    afterClose() {
       if (sqlite && registry.size) findings.push(...registry.findInFiles([db]));
+      return Promise.resolve();
     },
     assertClean() {
       const file = (expect.getState().testPath ?? '').replace(`${process.cwd()}/`, '');

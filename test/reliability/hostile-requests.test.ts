@@ -481,6 +481,7 @@ describe('identifiers in any script round-trip', () => {
       fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
       fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
     )
+    // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
     .filter((s) => s.length <= 255 && !/[\u0000-\u001f\u007f]/.test(s) && !/[\uD800-\uDFFF]/u.test(s));
 
   it('creates, finds, lists, runs tools and proxies for the same account', async () => {
@@ -626,8 +627,10 @@ describe('line breaks and NUL in proxy headers and query strings', () => {
     expect(seen.length, outcomes.join('; ')).toBe(forwarded);
     expect(sentinel.headerValues('x-injected')).toEqual([]);
     for (const r of seen) {
+      // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
       expect(r.url).not.toMatch(/[\r\n\u0000 ]/);
       expect(r.url.startsWith('/echo')).toBe(true);
+      // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
       for (const [k, v] of r.headers) expect(`${k}: ${v}`).not.toMatch(/[\r\n\u0000]/);
     }
     expect(seen.at(-1)!.url).toBe('/echo?q=a%0d%0aX-Injected:%20encoded&r=%00');

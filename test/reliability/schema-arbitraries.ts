@@ -197,10 +197,14 @@ export function hintsOf(tool: ToolSpec | undefined): SpecHints {
   }
   for (const r of tool.rules ?? []) {
     if ('unsupported' in r) r.unsupported.forEach((f) => (hints.unsupported.add(f), hints.ruleFields.add(f)));
-    if ('at_least_one_of' in r)
-      (hints.atLeastOne.push(r.at_least_one_of), r.at_least_one_of.forEach((f) => hints.ruleFields.add(f)));
-    if ('requires' in r)
-      (hints.requires.push({ requires: r.requires, when: r.when }), r.requires.forEach((f) => hints.ruleFields.add(f)));
+    if ('at_least_one_of' in r) {
+      hints.atLeastOne.push(r.at_least_one_of);
+      r.at_least_one_of.forEach((f) => hints.ruleFields.add(f));
+    }
+    if ('requires' in r) {
+      hints.requires.push({ requires: r.requires, when: r.when });
+      r.requires.forEach((f) => hints.ruleFields.add(f));
+    }
     if ('max_page' in r) hints.ruleFields.add(r.max_page.page);
   }
   return hints;
@@ -347,7 +351,10 @@ function objectArb(s: Schema, depth: number, hints: SpecHints | undefined): fc.A
           if (!Object.entries(r.when).every(([k, c]) => holds(c, o[k]))) continue;
           for (const f of r.requires) {
             const i = entryArbs.findIndex((e) => e.name === f);
-            if (i >= 0 && !given(o[f]) && given(values[i]!.x)) (own(o, f, values[i]!.x), (changed = true));
+            if (i >= 0 && !given(o[f]) && given(values[i]!.x)) {
+              own(o, f, values[i]!.x);
+              changed = true;
+            }
           }
         }
         if (!changed) break;

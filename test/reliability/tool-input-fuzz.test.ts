@@ -26,14 +26,7 @@ import { ServiceError } from '../../core/errors.ts';
 import { resolveBaseUrl } from '../../runtime/connectors/catalog.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { fieldValue } from '../helpers/tools.ts';
-import {
-  hintsOf,
-  serviceRuleViolations,
-  toolCase,
-  type Schema,
-  type SpecHints,
-  type ToolCase,
-} from './schema-arbitraries.ts';
+import { hintsOf, serviceRuleViolations, toolCase, type SpecHints, type ToolCase } from './schema-arbitraries.ts';
 import { record } from './summary.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? (process.env.RELIABILITY_SOAK === '1' ? 10_000 : 1_000));

@@ -233,7 +233,7 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(maxInside).toBe(1);
     // The lock is released after an error too.
     await expect(store.withAccountLock(a.id, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    expect(await store.withAccountLock(a.id, async () => 'ok', 1000)).toBe('ok');
+    expect(await store.withAccountLock(a.id, () => Promise.resolve('ok'), 1000)).toBe('ok');
   });
 
   it('times out with LockTimeout while another holder keeps the account lock', async () => {
@@ -248,10 +248,10 @@ describe.each(factories)('%s store', (kind, make) => {
       return new Promise<void>((r) => (release = r));
     });
     await entered;
-    await expect(store.withAccountLock(a.id, async () => 'never', 50)).rejects.toBeInstanceOf(LockTimeout);
+    await expect(store.withAccountLock(a.id, () => Promise.resolve('never'), 50)).rejects.toBeInstanceOf(LockTimeout);
     release();
     await held;
-    expect(await store.withAccountLock(a.id, async () => 'free', 1000)).toBe('free');
+    expect(await store.withAccountLock(a.id, () => Promise.resolve('free'), 1000)).toBe('free');
   });
 
   it('commits the writes of a transaction together', async () => {

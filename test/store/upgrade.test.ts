@@ -454,7 +454,7 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
       expect(await store.getAccount(added.id)).toMatchObject({ status: 'ACTIVE', version: 1 });
       await store.touchAccounts(new Map([[accounts[0]!.id, T + 700]]));
       expect((await store.getAccount(accounts[0]!.id))!.lastUsedAt).toBe(T + 700);
-      expect(await store.withAccountLock(accounts[0]!.id, async () => 'locked', 1000)).toBe('locked');
+      expect(await store.withAccountLock(accounts[0]!.id, () => Promise.resolve('locked'), 1000)).toBe('locked');
       await store.setDashboardPassword('du_legacy', 'scrypt$new', T + 800);
       expect(await store.getDashboardSession('session-hash', T)).toBeUndefined();
       expect(await store.deleteConnection(connection.id)).toBe(accounts.length + 1);

@@ -17,5 +17,6 @@ export function evaluateTemplate(
   };
   const compiled = compileTemplate(template, { params, items: [], used: new Set(), fail }, []);
   const js = ts.transpile(`(${compiled.code})`, { target: ts.ScriptTarget.ES2022 });
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- running the generator's emitted expression is what this helper is for
   return new Function('H', 'T', 'mapValue', 'input', `return ${js}`)(H, H.T, H.mapValue, input);
 }

@@ -178,14 +178,12 @@ describe('waiting for a run', () => {
     const urls: string[] = [];
     const ctx = {
       base,
-      send: async (): Promise<UpstreamResponse> => {
-        throw new Error('not used');
-      },
-      call: async (r: UpstreamRequest) => {
+      send: (): Promise<UpstreamResponse> => Promise.reject(new Error('not used')),
+      call: (r: UpstreamRequest) => {
         urls.push(r.url);
-        return {
+        return Promise.resolve({
           data: { id: 'r1', status: statuses[Math.min(urls.length - 1, statuses.length - 1)], defaultDatasetId: 'd1' },
-        };
+        });
       },
     };
     return { ctx, urls };
