@@ -589,6 +589,53 @@ describe('stats and coaching', () => {
       to: '2026-07-01T00:00:00Z',
     });
   });
+
+  it("coaching with the spec's input alone (cursor only): workspaces, managers and the last 30 days resolved", async () => {
+    const before = Date.now();
+    const seen = await received(async () => {
+      const c = await run('callintel_coaching_get', { cursor: 'first' });
+      // Every workspace (the fake company has two) for the one manager of active users.
+      expect(c.resolved).toMatchObject({ workspaceIds: [WS_SALES, WS_SUPPORT], managerIds: [U_MANAGER] });
+      expect(
+        c.coachingData.map((d: { workspaceId: string; manager: { id: string } }) => [d.workspaceId, d.manager.id]),
+      ).toEqual([
+        [WS_SALES, U_MANAGER],
+        [WS_SUPPORT, U_MANAGER],
+      ]);
+      expect(Date.parse(c.resolved.to)).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+      expect(Date.parse(c.resolved.to) - Date.parse(c.resolved.from)).toBe(30 * 86_400_000);
+      expect(JSON.stringify(c)).not.toContain('cursor');
+    });
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /v2/workspaces',
+      'GET /v2/users',
+      'GET /v2/users',
+      'GET /v2/coaching',
+      'GET /v2/coaching',
+    ]);
+    expect(seen.slice(3).map((r) => r.query['workspace-id'])).toEqual([WS_SALES, WS_SUPPORT]);
+    for (const r of seen.slice(3)) expect(r.query).toMatchObject({ 'manager-id': U_MANAGER });
+
+    // Given a workspace and a period, only the managers are looked up.
+    const one = await received(() =>
+      run('callintel_coaching_get', { workspace_id: WS_SUPPORT, from_date_time: '2026-06-01T00:00:00Z' }),
+    );
+    expect(one.map((r) => r.path)).toEqual(['/v2/users', '/v2/users', '/v2/coaching']);
+    expect(one.at(-1)!.query).toMatchObject({ 'workspace-id': WS_SUPPORT, from: '2026-06-01T00:00:00Z' });
+
+    // The dry run shows every request, with the values that come from earlier answers as placeholders.
+    const plan = await h.client.executeTool({
+      toolName: 'callintel_coaching_get',
+      toolInput: { to_date_time: '2026-07-01T00:00:00Z' },
+      ...oauthWho,
+      dryRun: true,
+    });
+    expect((plan.data as DryRunData).requests.map((r) => `${r.method} ${r.url.replace(gong.url, '')}`)).toEqual([
+      'GET /v2/workspaces',
+      'GET /v2/users',
+      'GET /v2/coaching?workspace-id={from: previous response}&manager-id={from: previous response}&from=2026-06-01T00:00:00Z&to=2026-07-01T00:00:00Z',
+    ]);
+  });
 });
 
 describe('engagement flows and prospects', () => {
@@ -961,24 +1008,7 @@ describe('bad input is a 400 naming the field, before anything is sent', () => {
       'is required',
     ],
     ['callintel_engage_task_skip', { task_id: 1234361284629354, user_id: U_REP }, 'task_id', 'must be a string'],
-    [
-      'callintel_coaching_get',
-      { workspace_id: WS_SALES, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z' },
-      'manager_id',
-      'is required',
-    ],
-    [
-      'callintel_coaching_get',
-      {
-        workspace_id: WS_SALES,
-        manager_id: U_MANAGER,
-        from_date_time: '2026-06-01T00:00:00Z',
-        to_date_time: '2026-07-01T00:00:00Z',
-        cursor: 'c',
-      },
-      'cursor',
-      /not paged/,
-    ],
+    ['callintel_coaching_get', { manager_id: 'Mia' }, 'manager_id', /must match the pattern/],
     ['callintel_engage_tasks_list', { assignee_email: 'rep' }, 'assignee_email', 'must be an email address'],
     ['callintel_calls_list', { call_ids: `${CALL_1},abc` }, 'call_ids', /value "abc" does not match/],
     ['callintel_calls_get', { call_ids: [] }, 'call_ids', 'must have at least 1 item(s)'],
