@@ -177,6 +177,60 @@ describe('two ways to authenticate on one connector', () => {
     });
   });
 
+  it("OAuth import: takes the token response's own api_base_url_for_customer, and refuses an account without a host", async () => {
+    const tokens = { access_token: 'imported-access', refresh_token: 'imported-refresh', expires_in: 3600 };
+    const before = gong.requests.length;
+    const missing = await failure(
+      h.client.upsertConnectedAccount({ ...oauthWho, identifier: 'imported', credentials: tokens }),
+    );
+    expect(missing.status).toBe(400);
+    expect(missing.details).toEqual([
+      { field: 'credentials.api_base_url', message: expect.stringContaining('api_base_url_for_customer') },
+    ]);
+    const listed = await h.client.listConnectedAccounts({ connectionName: 'callintel', identifier: 'imported' });
+    expect(JSON.stringify(listed)).not.toContain('"identifier":"imported"');
+
+    const saved = await h.client.upsertConnectedAccount({
+      ...oauthWho,
+      identifier: 'imported',
+      credentials: { ...tokens, api_base_url_for_customer: 'https://us-12345.api.gong.io/' },
+    });
+    expect(saved.status).toBe('ACTIVE');
+    const { data } = await h.client.executeTool({
+      toolName: 'callintel_users_list',
+      toolInput: {},
+      ...oauthWho,
+      identifier: 'imported',
+      dryRun: true,
+    });
+    expect((data as DryRunData).requests[0]).toMatchObject({
+      url: 'https://us-12345.api.gong.io/v2/users',
+      headers: { authorization: 'Bearer [REDACTED]' },
+    });
+    // Both names at once must agree; a host off Gong is refused, whichever name carries it.
+    const both = await failure(
+      h.client.upsertConnectedAccount({
+        ...oauthWho,
+        identifier: 'imported',
+        credentials: {
+          ...tokens,
+          api_base_url: 'https://us-1.api.gong.io',
+          api_base_url_for_customer: 'https://us-2.api.gong.io',
+        },
+      }),
+    );
+    expect(both.details).toEqual([{ field: 'credentials.api_base_url_for_customer', message: expect.any(String) }]);
+    const evil = await failure(
+      h.client.upsertConnectedAccount({
+        ...oauthWho,
+        identifier: 'imported',
+        credentials: { ...tokens, api_base_url_for_customer: 'https://gong.io.evil.example' },
+      }),
+    );
+    expect(evil.status).toBe(400);
+    expect(gong.requests.length).toBe(before);
+  });
+
   it('access key: a wrong secret is Gong 401, returned as the provider error', async () => {
     await h.client.upsertConnectedAccount({
       ...keyWho,
