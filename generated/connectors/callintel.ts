@@ -2185,7 +2185,23 @@ export const tools: readonly ToolDefinition[] = [
         input: { task_id: '1234361284629351' },
         requests: [
           { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
-          { method: 'PATCH', url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351', body: { status: 'DONE' } },
+          {
+            method: 'POST',
+            url: 'https://us-12345.api.gong.io/v2/tasks',
+            body: {
+              filter: {
+                userId: '{from: previous response}',
+                types: ['FLOW', 'MANUAL'],
+                taskAction: ['CALL'],
+                status: ['OPEN'],
+              },
+            },
+          },
+          {
+            method: 'PATCH',
+            url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
+            body: { status: 'DONE', userId: '{from: previous response}' },
+          },
         ],
       },
     ],
@@ -2249,9 +2265,21 @@ export const tools: readonly ToolDefinition[] = [
         requests: [
           { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
           {
+            method: 'POST',
+            url: 'https://us-12345.api.gong.io/v2/tasks',
+            body: {
+              filter: {
+                userId: '{from: previous response}',
+                types: ['FLOW', 'MANUAL'],
+                taskAction: ['CALL'],
+                status: ['OPEN'],
+              },
+            },
+          },
+          {
             method: 'PATCH',
             url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
-            body: { status: 'DISMISSED' },
+            body: { status: 'DISMISSED', userId: '{from: previous response}' },
           },
         ],
       },
@@ -2317,7 +2345,7 @@ export const tools: readonly ToolDefinition[] = [
             url: 'https://us-12345.api.gong.io/v2/tasks',
             body: {
               filter: {
-                userId: '<Gong user id of rep@acme.com>',
+                userId: '{from: previous response}',
                 workspaceId: '623457276584334',
                 types: ['FLOW', 'MANUAL'],
                 taskAction: ['CALL'],

@@ -72,7 +72,17 @@ function dueWithin(task: GongTask, from: number | undefined, to: number | undefi
   return (from === undefined || due >= from) && (to === undefined || due <= to);
 }
 
+/** A planned request whose body's `filter.userId` (or `userId`) is the user id an earlier answer gives. */
+function withUserFromPrevious(r: UpstreamRequest, where: 'filter' | 'root'): UpstreamRequest {
+  const body = structuredClone((r.body ?? {}) as Record<string, unknown>);
+  if (where === 'filter') (body.filter as Record<string, unknown>).userId = FROM_PREVIOUS;
+  else body.userId = FROM_PREVIOUS;
+  return { ...r, body };
+}
+
 export const listTasksByAssigneeEmail: ToolHook<CallintelEngageTasksListInput> = {
+  // The users list (paged until the email matches), then the tasks of the user id it gives.
+  plan: (_input, planned) => [planned[0]!, withUserFromPrevious(planned[1]!, 'filter')],
   async run(ctx) {
     const [lookup, list] = ctx.planned as [UpstreamRequest, UpstreamRequest];
     const wanted = ctx.input.assignee_email.trim().toLowerCase();
@@ -150,7 +160,24 @@ async function* users(
   } while (cursor);
 }
 
+/** The open-task search of one user, when looking for a task's owner. */
+function openTasksOf(base: string, userId: string): UpstreamRequest {
+  return {
+    method: 'POST',
+    url: `${base}/v2/tasks`,
+    headers: {},
+    body: { filter: { userId, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN'] } },
+    emptyOn: [{ status: 404, data: { tasks: [] } }],
+  };
+}
+
 export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput | CallintelEngageTaskSkipInput> = {
+  // Without user_id: the users list, each user's open tasks (repeated per user until the task is found), then the
+  // status change as the owner found.
+  plan: (input, planned, base) =>
+    input.user_id
+      ? planned
+      : [planned[0]!, openTasksOf(base(), FROM_PREVIOUS), withUserFromPrevious(planned.at(-1)!, 'root')],
   async run(ctx) {
     const patch = ctx.planned.at(-1)!;
     if (ctx.input.user_id) return ctx.call(patch);
@@ -171,13 +198,7 @@ export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput 
           ],
         );
       }
-      const answer = (await ctx.call({
-        method: 'POST',
-        url: `${ctx.base()}/v2/tasks`,
-        headers: {},
-        body: { filter: { userId: user.id, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN'] } },
-        emptyOn: [{ status: 404, data: { tasks: [] } }],
-      })) as { tasks?: Array<{ id?: unknown }> };
+      const answer = (await ctx.call(openTasksOf(ctx.base(), user.id))) as { tasks?: Array<{ id?: unknown }> };
       if ((answer?.tasks ?? []).some((t) => String(t.id) === ctx.input.task_id)) {
         return ctx.call({ ...patch, body: { ...(patch.body as Record<string, unknown>), userId: user.id } });
       }
