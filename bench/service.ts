@@ -4,7 +4,7 @@
  * connection pointed at the fake upstream, one account. The HTTP API is what stays stable between versions,
  * so the same code can start and drive an older commit.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +38,16 @@ export const TOOL_CALL = {
 export function serviceArgs(root: string): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
   const start = pkg.scripts?.start?.trim() ?? '';
+  // `npm start` builds dist/ when stale and runs the compiled service in its own process: build here, once, and
+  // run what it runs, `node dist/runtime/main.js` (as the README's production command does).
+  if (start === 'node scripts/start.mjs') {
+    const built = spawnSync(process.execPath, ['scripts/build.mjs'], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    if (built.status !== 0) throw new Error(`${root}: npm run build failed`);
+    return ['dist/runtime/main.js'];
+  }
   const tsx = /^tsx\s+(.+)$/.exec(start);
   if (tsx) return ['--import', 'tsx', ...tsx[1]!.split(/\s+/)];
   const node = /^node\s+(.+)$/.exec(start);

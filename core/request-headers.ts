@@ -24,7 +24,9 @@ export function encodeBody(req: Pick<UpstreamRequest, 'body' | 'bodyEncoding'>):
   if (req.body === undefined) return {};
   if (req.bodyEncoding === 'form') {
     const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(req.body as Record<string, unknown>)) if (v !== undefined) p.set(k, String(v));
+    for (const [k, v] of Object.entries(req.body as Record<string, unknown>))
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a form body's values are the spec's scalars; String() is their form encoding
+      if (v !== undefined) p.set(k, String(v));
     return { body: p.toString(), contentType: 'application/x-www-form-urlencoded' };
   }
   return { body: JSON.stringify(req.body), contentType: 'application/json' };

@@ -3,6 +3,7 @@
  * runtime so that generated code depends on nothing but this file and `transforms.ts`.
  */
 import { createHash } from 'node:crypto';
+import { setOwn } from './own.ts';
 
 export { transforms as T, mapValue } from './transforms.ts';
 
@@ -56,6 +57,7 @@ export function tpl(parts: readonly unknown[]): string | undefined {
     if (i % 2 === 0) out += p as string;
     else {
       if (p === undefined || p === null) return undefined;
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- `{name}` in a string is the parameter as text (docs/templates.md); String() is that conversion for any value
       out += String(p);
     }
   }
@@ -70,7 +72,7 @@ export function join(parts: readonly unknown[], sep: string): string | undefined
 export function concat(parts: readonly unknown[]): unknown[] | undefined {
   const present = parts.filter((p) => p !== undefined && p !== null);
   if (!present.length) return undefined;
-  return present.flatMap((p) => (Array.isArray(p) ? p : [p]));
+  return present.flatMap((p) => (Array.isArray(p) ? (p as unknown[]) : [p]));
 }
 
 /** Shallow-merges the objects that are present (later ones win); absent when none is, or all are empty. */
@@ -78,7 +80,7 @@ export function merge(parts: readonly unknown[]): Record<string, unknown> | unde
   const out: Record<string, unknown> = {};
   for (const p of parts) {
     if (p && typeof p === 'object' && !Array.isArray(p)) {
-      for (const [k, v] of Object.entries(p)) if (v !== undefined) out[k] = v;
+      for (const [k, v] of Object.entries(p)) if (v !== undefined) setOwn(out, k, v);
     }
   }
   return Object.keys(out).length ? out : undefined;

@@ -128,7 +128,7 @@ export interface ToolAnnotations {
   openWorldHint: boolean;
 }
 
-export interface ToolDefinition<I = any> {
+export interface ToolDefinition<I = unknown> {
   name: string;
   connector: string;
   title: string;

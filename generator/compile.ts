@@ -66,7 +66,7 @@ function paramRef(name: string, scope: Scope, path: Array<string | number>): Com
   return {
     code: `input[${JSON.stringify(name)}]`,
     dynamic: true,
-    optional: !(p!.required || p!.default !== undefined),
+    optional: !(p.required || p.default !== undefined),
   };
 }
 
@@ -95,7 +95,7 @@ function placeholderValue(name: string, scope: Scope, path: Array<string | numbe
   if (name === '$item' || name.startsWith('$item.')) {
     const item = scope.items.at(-1);
     if (!item) scope.fail(path, `{${name}} is only valid inside $each or a request with for_each`);
-    if (name === '$item') return { code: item!, dynamic: true, optional: false };
+    if (name === '$item') return { code: item, dynamic: true, optional: false };
     return { code: `H.pick(${item}, ${JSON.stringify(name.slice(6).split('.'))})`, dynamic: true, optional: true };
   }
   if (!scope.params[name]) {
@@ -198,18 +198,18 @@ function compileExpression(t: Record<string, unknown>, scope: Scope, path: Array
   switch (op) {
     case '$in':
       if (typeof arg !== 'string') scope.fail([...path, op], '$in takes a parameter name');
-      c = paramRef(arg as string, scope, [...path, op]);
+      c = paramRef(arg, scope, [...path, op]);
       break;
     case '$item':
       if (arg !== true && typeof arg !== 'string') scope.fail([...path, op], '$item takes true or a dotted field path');
-      c = placeholderValue(arg === true ? '$item' : `$item.${arg as string}`, scope, [...path, op]);
+      c = placeholderValue(arg === true ? '$item' : `$item.${arg}`, scope, [...path, op]);
       break;
     case '$const':
       c = lit(arg);
       break;
     case '$template': {
       if (typeof arg !== 'string') scope.fail([...path, op], '$template takes a string');
-      const { parts, optional } = interpolate(arg as string, scope, [...path, op]);
+      const { parts, optional } = interpolate(arg, scope, [...path, op]);
       c = { code: `H.tpl([${parts.join(', ')}])`, dynamic: true, optional: optional || true };
       break;
     }
@@ -381,7 +381,7 @@ export function compileRequests(
     if (req.for_each !== undefined) {
       const p = params[req.for_each];
       if (!p) fail([...path, 'for_each'], `"${req.for_each}" is not an input parameter`);
-      if (p!.type !== 'array') fail([...path, 'for_each'], `"${req.for_each}" must be an array parameter`);
+      if (p.type !== 'array') fail([...path, 'for_each'], `"${req.for_each}" must be an array parameter`);
       used.add(req.for_each);
       itemScope = { ...scope, items: ['item'], forEach: req.for_each };
     }
@@ -407,7 +407,7 @@ export function compileRequests(
     if (!req.method) fail([...path, 'method'], 'is required');
     if (!req.path) fail([...path, 'path'], 'is required');
     if (req.arguments) fail([...path, 'arguments'], 'arguments only go with mcp_tool');
-    const urlPath = compilePath(req.path!, itemScope, [...path, 'path']);
+    const urlPath = compilePath(req.path, itemScope, [...path, 'path']);
     const query = compileMap(req.query ?? {}, itemScope, [...path, 'query']);
     const queryCode = query.length
       ? `, [${query.map(([k, c]) => `[${JSON.stringify(k)}, ${c.code}]`).join(', ')}]`
@@ -416,7 +416,10 @@ export function compileRequests(
     if (req.headers) {
       const headerScope = { ...itemScope, used: new Set<string>() };
       const h = compileRoot(req.headers, headerScope, [...path, 'headers']);
-      for (const name of headerScope.used) (used.add(name), headerParams.add(name));
+      for (const name of headerScope.used) {
+        used.add(name);
+        headerParams.add(name);
+      }
       fields.push(`headers: ${h.optional ? `(${h.code} ?? {})` : h.code} as Record<string, string>`);
     } else {
       fields.push('headers: {}');

@@ -39,7 +39,7 @@ function validatorModule(options: AjvOptions, schemas: Array<[string, JsonSchema
   const exports: Record<string, string> = {};
   for (const [name, schema] of schemas) {
     // A copy: ajv compiles one schema object once, and endpoints that share one would share a declaration.
-    ajv.addSchema(structuredClone(schema) as object, name);
+    ajv.addSchema(structuredClone(schema), name);
     exports[name] = name;
   }
   return `${HEADER}// @ts-nocheck -- precompiled ajv validators\n/* eslint-disable */\n${esmValidators(standaloneCode(ajv, exports))}`;
@@ -139,7 +139,7 @@ export async function emitApiTypes(): Promise<string> {
     add('response', 'Response', success.length > 1 ? { anyOf: success } : success[0]);
     operations.push(`${op}: { ${parts.join(' ')} };`);
   }
-  const source = await compile({ $defs: definitions } as never, 'ApiTypesRoot', {
+  const source = await compile({ $defs: definitions }, 'ApiTypesRoot', {
     bannerComment: '',
     unreachableDefinitions: true,
     strictIndexSignatures: true,

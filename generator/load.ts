@@ -74,7 +74,7 @@ function describeAjvError(err: ErrorObject, spec: unknown): { path: Array<string
   const path = pathFromPointer(err.instancePath);
   switch (err.keyword) {
     case 'required':
-      return { path: [...path, err.params.missingProperty], problem: 'is required' };
+      return { path: [...path, err.params.missingProperty as string], problem: 'is required' };
     case 'additionalProperties': {
       const key = String(err.params.additionalProperty);
       const parent = valueAt(spec, path) as Record<string, unknown>;
@@ -102,7 +102,7 @@ function describeAjvError(err: ErrorObject, spec: unknown): { path: Array<string
     case 'type':
       return { path, problem: mustBeType(err.params.type) };
     case 'propertyNames':
-      return { path: [...path, err.params.propertyName], problem: 'is not a valid name' };
+      return { path: [...path, err.params.propertyName as string], problem: 'is not a valid name' };
     default:
       return { path, problem: err.message ?? 'is invalid' };
   }

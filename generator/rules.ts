@@ -8,7 +8,7 @@ function describeCondition(when: Record<string, unknown>): string {
       const o = c as Record<string, unknown>;
       if ('equals' in o) return `${k} is ${JSON.stringify(o.equals)}`;
       if ('in' in o) return `${k} is one of ${(o.in as unknown[]).join(', ')}`;
-      if ('gt' in o) return `${k} is above ${o.gt}`;
+      if ('gt' in o) return `${k} is above ${String(o.gt)}`;
       return o.present ? `${k} is given` : `${k} is not given`;
     })
     .join(' and ');

@@ -139,7 +139,7 @@ export function paramTsType(p: ParamSpec): string {
 
 export function pascal(name: string): string {
   return name
-    .split(/[_\-]/)
+    .split(/[_-]/)
     .filter(Boolean)
     .map((s) => s[0]!.toUpperCase() + s.slice(1))
     .join('');

@@ -3,7 +3,9 @@ import type { ActivityRecord, Store } from './store/types.ts';
 
 /**
  * Records tool executions and proxy calls (no payloads, no secrets) for the dashboard's activity page.
- * Writes are batched off the request path: one insert per second at most, and a bounded buffer.
+ * Writes are batched off the request path: one batch insert a second (`intervalMs`), or at once when `batchSize`
+ * records are waiting, so a busy second does not pile up; `flush()` on shutdown writes what is left (the service
+ * awaits it before exiting on SIGTERM). Only while the store refuses writes does the bounded buffer drop the oldest.
  */
 export class ActivityRecorder {
   private buffer: ActivityRecord[] = [];
@@ -15,12 +17,14 @@ export class ActivityRecorder {
     private log: Logger,
     private intervalMs = 1_000,
     private maxBuffer = 10_000,
+    private batchSize = 1_000,
   ) {}
 
   record(r: ActivityRecord): void {
     if (this.buffer.length >= this.maxBuffer) this.buffer.shift();
     this.buffer.push(r);
-    if (!this.timer) {
+    if (this.buffer.length >= this.batchSize && !this.flushing) void this.flush();
+    else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.intervalMs);
       this.timer.unref();
     }
@@ -29,7 +33,9 @@ export class ActivityRecorder {
   async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.flushing) await this.flushing;
+    // Until no write is under way: a caller returning while another's batch is still being written could let the
+    // store close under it (shutdown).
+    while (this.flushing) await this.flushing;
     if (!this.buffer.length) return;
     const batch = this.buffer;
     this.buffer = [];

@@ -33,6 +33,14 @@ export interface Config {
   dashboardSessionTtlSeconds: number;
   /** Trust X-Forwarded-* from a reverse proxy. */
   trustProxy: boolean;
+  /** After SIGTERM, how long in-flight requests and proxied streams may take to finish before they are cut. */
+  shutdownGraceSeconds: number;
+  /** When set, GET /metrics requires `Authorization: Bearer <this>`. */
+  metricsToken?: string;
+  /** Hosts (`host` or `host:port`) a webhook may reach even when they resolve to private addresses. */
+  webhookAllowedHosts: string[];
+  /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
+  webhookRetryBaseMs: number;
 }
 
 /** A setting the service cannot start with: names the environment variable and what is wrong with it. */
@@ -108,5 +116,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminPassword: env.ADMIN_PASSWORD || undefined,
     dashboardSessionTtlSeconds: int('DASHBOARD_SESSION_TTL_SECONDS', 8 * 3600, env) || 8 * 3600,
     trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+    shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 30, env),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    webhookAllowedHosts: (env.WEBHOOK_ALLOWED_HOSTS || '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
   };
 }

@@ -61,7 +61,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
-    services.log.info({ signal }, 'shutting down');
-    void running.close().then(() => process.exit(0));
+    const graceSeconds = config.shutdownGraceSeconds;
+    services.log.info({ signal, graceSeconds }, 'draining: no new connections; in-flight requests may finish');
+    void running.drain(graceSeconds * 1000).then(
+      ({ cut }) => {
+        services.log.info({ cut }, cut ? 'stopped; connections still open after the grace period were cut' : 'stopped');
+        process.exit(0);
+      },
+      (e: unknown) => {
+        services.log.error({ err: e }, 'error while stopping');
+        process.exit(1);
+      },
+    );
   });
 }

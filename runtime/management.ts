@@ -3,6 +3,7 @@
  * two can never disagree on validation or on what is stored.
  */
 import type { Services } from './services.ts';
+import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
 import type { ConnectionUpdate } from '../generated/api/types.ts';
 import type { Account, AccountStatus, Connection, ConnectionPatch, OAuthOverrides } from './store/types.ts';
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
@@ -264,9 +265,12 @@ export class Management {
     identifier: string,
   ): Promise<{ account: Account; connection: Connection; created: boolean }> {
     const connection = await this.s.accounts.connectionByName(connectionName);
-    const { account, created } = await this.s.store.getOrCreateAccount(
-      pendingAccount(newId('ca'), connection.id, identifier),
-    );
+    const { account, created } = await this.s.store.transaction(async (tx) => {
+      const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+      if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+      return r;
+    });
+    if (created) this.s.webhooks.worker.poke();
     return { account, connection, created };
   }
 
@@ -320,10 +324,14 @@ export class Management {
       await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
     }
     // One transaction: a crash between creating the account and storing its credentials keeps neither.
+    // The events (created, active) are written in the same transaction: a crash keeps all of it or none.
     const updated = await this.s.store.transaction(async (tx) => {
-      const { account } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
-      return (await tx.updateAccount(
-        account.id,
+      const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+      if (created) await tx.addWebhookEvent(accountEvent('connected_account.created', account, connection));
+      return (await updateAccountWithEvent(
+        tx,
+        account,
+        connection,
         {
           status: 'ACTIVE',
           fields,
@@ -331,10 +339,11 @@ export class Management {
           tokenExpiresAt: expiresAt,
           lastError: null,
         },
-        Date.now(),
+        { always: true, reason: 'credentials stored' },
       ))!;
     });
     this.s.accounts.forgetAccount(updated.id);
+    this.s.webhooks.worker.poke();
     return { account: updated, connection };
   }
 
@@ -410,7 +419,7 @@ export class Management {
     if (c.refresh_token) secrets.refresh_token = c.refresh_token as string;
     if (typeof c.scope === 'string') secrets.scope = c.scope;
     const fields: Record<string, string> = {};
-    for (const f of extraFields) if (typeof c[f] === 'string') fields[f] = (c[f] as string).replace(/\/+$/, '');
+    for (const f of extraFields) if (typeof c[f] === 'string') fields[f] = c[f].replace(/\/+$/, '');
     return { fields, secrets, expiresAt };
   }
 
@@ -457,13 +466,35 @@ export class Management {
   async disconnectAccount(id: string) {
     const account = await this.s.store.getAccount(id);
     if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
-    const updated = (await this.s.store.updateAccount(
-      id,
+    const connection = (await this.s.accounts.connectionById(account.connectionId))!;
+    const updated = await updateAccountWithEvent(
+      this.s.store,
+      account,
+      connection,
       { status: 'DISCONNECTED', secretsSealed: null, tokenExpiresAt: null, lastError: null },
-      Date.now(),
-    ))!;
+      { always: true, reason: 'disconnected through the API or the dashboard' },
+    );
+    if (!updated) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
     this.s.accounts.forgetAccount(id);
+    this.s.webhooks.worker.poke();
     return updated;
+  }
+
+  /** Deletes the account and writes its `connected_account.deleted` event, in one transaction. */
+  async deleteAccount(id: string): Promise<void> {
+    const account = await this.s.store.getAccount(id);
+    const connection = account && (await this.s.accounts.connectionById(account.connectionId));
+    const deleted =
+      account &&
+      connection &&
+      (await this.s.store.transaction(async (tx) => {
+        if (!(await tx.deleteAccount(id))) return false;
+        await tx.addWebhookEvent(accountEvent('connected_account.deleted', account, connection, 'deleted'));
+        return true;
+      }));
+    if (!deleted) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+    this.s.accounts.forgetAccount(id);
+    this.s.webhooks.worker.poke();
   }
 
   parseStatus(v: string | undefined): AccountStatus | undefined {

@@ -7,6 +7,8 @@ import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
 import { dashboardRouter, favicon } from './dashboard/index.ts';
+import { createGrpcServer } from './scalekit/grpc.ts';
+import { sharePortWithHttp2 } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -23,10 +25,18 @@ declare module 'express-serve-static-core' {
 export function createHandler(s: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const router = new Router(s, routeTable(s));
   const app = createApp(s);
+  const lifecycle = s.lifecycle;
   return (req, res) => {
+    // While draining, each answer closes its connection, so keep-alive clients move to another instance.
+    if (lifecycle.draining) res.setHeader('connection', 'close');
     const match = router.match(req.method ?? 'GET', req.url ?? '/');
-    if (match) router.serve(match, req, res);
-    else app(req, res);
+    if (match) {
+      s.metrics.countResponse(res, match.route.operation);
+      router.serve(match, req, res);
+    } else {
+      s.metrics.countResponse(res, /^\/dashboard(\/|\?|$)/i.test(req.url ?? '') ? 'dashboard' : 'unmatched');
+      app(req, res);
+    }
   };
 }
 
@@ -58,7 +68,30 @@ export interface RunningServer {
   server: Server;
   services: Services;
   url: string;
+  /** Stops at once: open connections, streams included, are cut. */
   close(): Promise<void>;
+  /**
+   * Stops gracefully: no new connections, /ready answers 503, requests in flight (proxied streams included) may
+   * finish for up to `graceMs`, then whatever is left is cut and the services close.
+   */
+  drain(graceMs: number): Promise<{ cut: number }>;
+}
+
+/** Answers every request while the services are still being built (only when the port opened first). */
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  const ready = /^\/ready\/?(\?|$)/i.test(req.url ?? '');
+  res.writeHead(503, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'retry-after': '1',
+  });
+  res.end(
+    JSON.stringify(
+      ready
+        ? { status: 'starting' }
+        : { error: { code: 'starting', message: 'The service is starting; retry shortly', details: [] } },
+    ),
+  );
 }
 
 /**
@@ -80,6 +113,7 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
   const url = () => `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   // The services are built with the public URL, which a system-picked port is part of; otherwise the port opens
   // only once the service can answer on it.
+  server.on('request', starting);
   if (!config.publicUrl) {
     await listen();
     config.publicUrl = url();
@@ -88,11 +122,15 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
     server.close();
     throw e;
   });
-  server.on('request', createHandler(services));
-  if (!server.listening) await listen();
+  server.off('request', starting);
+  const handler = createHandler(services);
+  server.on('request', handler);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
+  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/).
+  const endHttp2 = sharePortWithHttp2(server, createGrpcServer(services, handler), server.headersTimeout);
+  if (!server.listening) await listen();
   return {
     server,
     services,
@@ -101,8 +139,28 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        endHttp2();
       });
       await services.close();
+    },
+    async drain(graceMs) {
+      services.lifecycle.draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // HTTP/2 (gRPC) sessions get a GOAWAY: their streams in flight finish, no new ones start.
+      endHttp2({ graceful: true });
+      // A connection that finishes its last response goes idle; close it then, instead of at keepAliveTimeout.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      let cut = 0;
+      const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
+      if ((await Promise.race([closed, grace])) === 'timeout') {
+        cut = (await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n ?? 0)))) || 0;
+        server.closeAllConnections();
+        endHttp2();
+        await closed;
+      }
+      clearInterval(sweep);
+      await services.close();
+      return { cut };
     },
   };
 }

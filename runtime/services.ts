@@ -13,6 +13,9 @@ import { ProxyHandler } from './proxy/proxy.ts';
 import { Upstream } from './upstream/upstream.ts';
 import { OAuthFlow } from './oauth/flow.ts';
 import { DashboardAuth } from './dashboard/auth.ts';
+import { Metrics } from './metrics.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
+import { WebhookService } from './webhooks/service.ts';
 
 export interface Services {
   config: Config;
@@ -27,11 +30,15 @@ export interface Services {
   proxy: ProxyHandler;
   oauth: OAuthFlow;
   dashboard: DashboardAuth;
+  metrics: Metrics;
+  webhooks: WebhookService;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
   /** Set when this start created the dashboard's admin account with a generated password: print it once. */
   firstAdminPassword?: string;
   keyCreated: boolean;
+  /** Set when the process begins to stop: /ready answers 503 and responses close their connections. */
+  lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
 
@@ -44,6 +51,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const log = createLogger(config.logLevel, opts.logDestination);
   const store = opts.store ?? openStore(config);
   await store.migrate();
+  // Caches of connections, accounts and credential states follow the store's changes, this process's and others'.
+  await store.watchChanges();
   const {
     keyring,
     created: keyCreated,
@@ -74,12 +83,17 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
 
   const { auth: dashboard, firstAdminPassword } = await DashboardAuth.init(store, sealer, config);
 
+  const metrics = new Metrics(store);
   const activity = new ActivityRecorder(store, log);
   const accounts = new AccountService(store, sealer, config, log);
-  const upstream = new Upstream(accounts, config, log);
-  const executor = new ToolExecutor(accounts, upstream, activity);
+  accounts.metrics = metrics;
+  const upstream = new Upstream(accounts, config, log, metrics);
+  const executor = new ToolExecutor(accounts, upstream, activity, metrics);
   const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
+
+  const webhooks = new WebhookService(store, sealer, config, new WebhookWorker(store, sealer, config, log, metrics));
+  webhooks.worker.start();
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
   touchTimer.unref();
@@ -103,12 +117,16 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     proxy,
     oauth,
     dashboard,
+    metrics,
+    webhooks,
     firstCredential,
     firstAdminPassword,
     keyCreated,
+    lifecycle: { draining: false },
     async close() {
       clearInterval(touchTimer);
       clearInterval(sweepTimer);
+      await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});
       await store.close();

@@ -78,7 +78,33 @@ const bodyErrors = {
 const connectionParam = pathParams({ connection_name: { type: 'string', description: "The connection's name" } });
 const accountParam = pathParams({ id: { type: 'string', description: "The connected account's id" } });
 const connectionNotFound = error('No connection of that name');
+const mcpServerParam = pathParams({ id: { type: 'string', description: "The MCP server's id" } });
+const mcpServerNotFound = error('No MCP server with that id');
+/** An MCP URL lives 30 days unless asked otherwise, at most a year. */
+export const MCP_URL_DEFAULT_TTL = 30 * 86_400;
+export const MCP_URL_MAX_TTL = 365 * 86_400;
+const rpcError = (description: string): ResponseSpec => ({ description, content: json(S.jsonRpcResponse) });
+/** Errors of reading the body may come in the service's shape (the bearer endpoint reads it as every API route does). */
+const rpcOrServiceError = (description: string): ResponseSpec => ({
+  description,
+  content: json({ anyOf: [S.jsonRpcResponse, S.errorResponse] }),
+});
+const mcpNotAllowed: ResponseSpec = {
+  ...rpcError('Method not allowed: only POST'),
+  headers: { allow: { description: '`POST`', schema: text } },
+};
+/** What the MCP Streamable HTTP transport answers a POST. */
+const mcpAnswers = {
+  '200': ok('The JSON-RPC response', S.jsonRpcResponse),
+  '202': { description: 'A notification or a response was accepted (no body)' },
+  '400': rpcOrServiceError('Not JSON, not a JSON-RPC message, or an unsupported MCP-Protocol-Version'),
+  '406': rpcError('The Accept header does not take both application/json and text/event-stream'),
+  '413': rpcOrServiceError('The body is larger than BODY_LIMIT_BYTES'),
+  '415': rpcOrServiceError('The body is not application/json'),
+} as const;
 const accountNotFound = error('No connected account with that id');
+const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
+const webhookNotFound = error('No webhook with that id');
 
 export const endpoints = {
   index: {
@@ -111,6 +137,34 @@ export const endpoints = {
     summary: 'Liveness: the service answers, with its store kind and tool count',
     auth: 'none',
     responses: { '200': ok('Healthy', S.health), '500': internal },
+  },
+  ready: {
+    method: 'GET',
+    path: '/ready',
+    summary: 'Readiness: 200 once the store answers and its migrations ran; 503 before, and while draining',
+    description:
+      'For a load balancer or an orchestrator: send traffic only while this answers 200. After SIGTERM it answers 503 ' +
+      '(`status: draining`) while in-flight requests finish.',
+    auth: 'none',
+    responses: {
+      '200': ok('Ready', S.readiness),
+      '503': ok('Not ready: starting, the store does not answer, or draining', S.readiness),
+      '500': internal,
+    },
+  },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics: requests, tool executions, upstream latency, token refreshes, accounts, webhooks',
+    description:
+      'The Prometheus text format. Open unless METRICS_TOKEN is set; then it needs `Authorization: Bearer <METRICS_TOKEN>` ' +
+      '(its own token, not a service token).',
+    auth: 'none',
+    responses: {
+      '200': { description: 'The metrics', content: { 'text/plain': { type: 'string' } } },
+      '401': error('METRICS_TOKEN is set and the request does not carry it'),
+      '500': internal,
+    },
   },
   issueToken: {
     method: 'POST',
@@ -155,16 +209,111 @@ export const endpoints = {
   listTools: {
     method: 'GET',
     path: '/v1/tools',
-    summary: 'Tools with their input JSON Schemas',
+    summary: 'Tools with their input JSON Schemas, or as LLM tool definitions (OpenAI, Anthropic, Gemini, MCP)',
+    description:
+      'Without `format`, each tool with its JSON Schema and metadata. With `format`, the tools in that vendor’s own ' +
+      'tool-definition shape, ready to hand to its SDK as they are: `openai` (Chat Completions function tools; ' +
+      '`api=responses` for the Responses API’s flat shape), `openai-strict` (or `format=openai&strict=true`: strict ' +
+      'mode, every property required, optional ones nullable), `anthropic` (`name`, `description`, `input_schema`), ' +
+      '`gemini` (one Tool with `functionDeclarations`, in Gemini’s OpenAPI subset), `mcp` (MCP `Tool` objects). ' +
+      'Filters combine: `connector`, `names` (exact tool names), `connection_names` (the tools of those connections’ ' +
+      'connectors) and `identifier` (only tools whose connection has an ACTIVE account for that end user). ' +
+      'Send a model’s arguments back with `POST /v1/tools/execute` and the same `input_format`.',
     auth: 'bearer',
     noun: 'query',
     query: {
       type: 'object',
-      properties: { connector: { type: 'string', description: "Only this connector's tools" } },
+      properties: {
+        connector: { type: 'string', description: "Only this connector's tools" },
+        format: {
+          enum: [...S.LLM_TOOL_FORMATS, ''],
+          description: 'The LLM vendor shape to answer in; left out, the service’s own tool view',
+          'x-message': `must be one of: ${S.LLM_TOOL_FORMATS.join(', ')}`,
+        },
+        strict: {
+          type: 'boolean',
+          description: 'With format=openai: strict mode (the same as format=openai-strict)',
+          'x-message': 'must be true or false',
+        },
+        api: {
+          enum: ['chat', 'responses', ''],
+          description: 'With an OpenAI format: the Chat Completions shape (default) or the Responses API’s',
+          'x-message': 'must be one of: chat, responses',
+        },
+        names: {
+          type: 'string',
+          description: 'Only these tools: a comma-separated list of tool names (an unknown one is a 400)',
+        },
+        connection_names: {
+          type: 'string',
+          description: "Only the tools of these connections' connectors: a comma-separated list of connection names",
+        },
+        identifier: {
+          type: 'string',
+          description: 'Only the tools whose connection has an ACTIVE connected account for this end user',
+        },
+      },
     },
     responses: {
-      '200': ok('Tools', object({ tools: { type: 'array', items: S.tool }, count: { type: 'integer' } })),
-      '400': error('Unknown connector, or a parameter given twice'),
+      '200': ok('Tools', {
+        anyOf: [
+          object({ tools: { type: 'array', items: S.tool }, count: { type: 'integer' } }),
+          S.llmToolList(
+            { enum: ['openai', 'openai-strict'] },
+            S.openaiTool,
+            'format=openai or openai-strict: OpenAI Chat Completions function tools',
+            { api: { const: 'chat' } },
+          ),
+          S.llmToolList(
+            { enum: ['openai', 'openai-strict'] },
+            S.openaiResponsesTool,
+            'format=openai or openai-strict with api=responses: OpenAI Responses API function tools',
+            { api: { const: 'responses' } },
+          ),
+          S.llmToolList({ const: 'anthropic' }, S.anthropicTool, 'format=anthropic: Anthropic tools'),
+          S.llmToolList(
+            { const: 'gemini' },
+            S.geminiTool,
+            'format=gemini: one Gemini Tool with every function declaration (none when no tool is left)',
+          ),
+          S.llmToolList({ const: 'mcp' }, S.mcpTool, 'format=mcp: MCP Tool objects'),
+        ],
+      }),
+      '400': error(
+        'An unknown connector, tool name or connection name (with suggestions), a bad format, or a parameter given twice',
+      ),
+      ...bearer,
+    },
+  },
+  searchTools: {
+    method: 'GET',
+    path: '/v1/tools/search',
+    summary: 'The tools that fit a task described in plain words, best first',
+    description:
+      'Ranks every tool by relevance to a task such as “reply to the customer’s ticket saying we fixed it”: ' +
+      'BM25+ with field boosts, prefix and fuzzy matching over each tool’s name, title, description, parameters, ' +
+      'connector and keywords. Fewer than `limit` tools come back when fewer match at all.',
+    auth: 'bearer',
+    noun: 'search',
+    query: {
+      type: 'object',
+      required: ['q'],
+      properties: {
+        q: S.requiredText({ description: 'The task, in natural language' }),
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 5,
+          description: 'At most this many tools (all tools when it is more than there are)',
+          'x-message': 'must be an integer from 1 to 1000',
+        },
+        connector: { type: 'string', description: "Only this connector's tools" },
+      },
+    },
+    responses: {
+      '200': ok('Matching tools, best first', object({ tools: { type: 'array', items: S.toolSearchHit } })),
+      '400': error('An empty query, a bad limit, an unknown connector, or a parameter given twice'),
       ...bearer,
     },
   },
@@ -181,7 +330,9 @@ export const endpoints = {
     path: '/v1/tools/execute',
     summary: 'Execute a named tool for a connected account',
     description:
-      'The account is given by `connected_account_id`, or by `connection_name` and `identifier`. With `dry_run`, ' +
+      'The account is given by `connected_account_id`, or by `connection_name` and `identifier`, or by `identifier` ' +
+      'alone: the account of that end user on the connection of the tool’s connector (if several connections ' +
+      'qualify, the one with an ACTIVE account; still several: 400, give `connection_name`). With `dry_run`, ' +
       'nothing is sent: `data.requests` holds the upstream requests the tool would send, credentials redacted. ' +
       "A provider's refusal keeps the provider's status, with `code: provider_error` and the header `x-error-source: provider`.",
     auth: 'bearer',
@@ -196,6 +347,14 @@ export const endpoints = {
           connection_name: S.orNull({ type: 'string', maxLength: 200 }),
           identifier: S.orNull({ type: 'string', maxLength: 255 }),
           dry_run: S.orNull({ type: 'boolean', default: false }),
+          input_format: {
+            enum: [...S.LLM_TOOL_FORMATS, null],
+            description:
+              'The tool format the model was given (`GET /v1/tools?format=`), to read its arguments back: ' +
+              '`openai-strict` drops the nulls strict mode sends for optional fields and parses objects sent as ' +
+              'JSON text; `gemini` also restores renamed parameters. The result is then validated as any input.',
+            'x-message': `must be one of: ${S.LLM_TOOL_FORMATS.join(', ')}`,
+          },
         },
         ['tool_name'],
       ),
@@ -374,6 +533,12 @@ export const endpoints = {
             maxLength: 2048,
             description: "Where the user lands after authorizing; its origin must be the service's or allowed",
           }),
+          user_verify_url: S.orNull({
+            type: 'string',
+            maxLength: 2048,
+            description:
+              "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+          }),
         },
         ['connection_name', 'identifier'],
       ),
@@ -387,6 +552,27 @@ export const endpoints = {
       '404': connectionNotFound,
       '409': error('The OAuth connection has no client_id and client_secret yet'),
       '502': error("The MCP server's authorization server could not be discovered"),
+      ...bearer,
+    },
+  },
+  verifyConnectedAccountUser: {
+    method: 'POST',
+    path: '/v1/connected-accounts/verify',
+    summary: 'Confirm the user of an authorization started with a user_verify_url: the account becomes ACTIVE',
+    description:
+      "Send the `auth_request_id` your user_verify_url received and the identifier of the user signed in to your application. The request is single-use: an unknown, expired or used one is refused, and so is an identifier other than the account's (which also discards that authorization).",
+    auth: 'bearer',
+    noun: 'verification',
+    body: {
+      required: true,
+      schema: object({ auth_request_id: S.requiredText(), identifier: S.identifier }),
+    },
+    responses: {
+      '200': ok('Verified: the account is ACTIVE', S.accountEnvelope),
+      ...bodyErrors,
+      '403': error("The identifier is not the account's; the authorization is discarded"),
+      '404': error('No pending verification with this auth_request_id (unknown, expired or used)'),
+      '409': error('The account no longer waits for a verification'),
       ...bearer,
     },
   },
@@ -459,6 +645,298 @@ export const endpoints = {
       ...bearer,
     },
   },
+  listMcpServers: {
+    method: 'GET',
+    path: '/v1/mcp-servers',
+    summary: 'MCP server configurations',
+    auth: 'bearer',
+    responses: {
+      '200': ok('MCP servers', object({ mcp_servers: { type: 'array', items: S.mcpServer } })),
+      ...bearer,
+    },
+  },
+  createMcpServer: {
+    method: 'POST',
+    path: '/v1/mcp-servers',
+    summary: 'Create an MCP server configuration: the tools it exposes (by name, or every tool of some connections)',
+    auth: 'bearer',
+    noun: 'MCP server',
+    body: { schema: S.mcpServerCreate, required: true },
+    responses: {
+      '201': ok('Created', S.mcpServer),
+      ...bodyErrors,
+      '409': error('An MCP server of that name exists'),
+      ...bearer,
+    },
+  },
+  getMcpServer: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'One MCP server configuration',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '200': ok('MCP server', S.mcpServer), '404': mcpServerNotFound, ...bearer },
+  },
+  updateMcpServer: {
+    method: 'PATCH',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'Update an MCP server configuration (only the fields given change)',
+    auth: 'bearer',
+    noun: 'MCP server update',
+    params: mcpServerParam,
+    body: { schema: S.mcpServerUpdate, required: true },
+    responses: {
+      '200': ok('Updated', S.mcpServer),
+      ...bodyErrors,
+      '404': mcpServerNotFound,
+      '409': error('Another MCP server has that name'),
+      ...bearer,
+    },
+  },
+  deleteMcpServer: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}',
+    summary: 'Delete an MCP server configuration and its URLs (they stop working at once)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  createMcpUrl: {
+    method: 'POST',
+    path: '/v1/mcp-servers/{id}/urls',
+    summary: 'Make an MCP URL for one end user; the URL is in this answer only',
+    description:
+      'The URL carries a random token (only its hash is stored), scoped to this server and this identifier. An MCP client ' +
+      '(Claude Desktop, Cursor, the MCP Inspector, the OpenAI Agents SDK) uses it as it is, with no other credential.',
+    auth: 'bearer',
+    noun: 'MCP URL',
+    params: mcpServerParam,
+    body: {
+      required: true,
+      schema: object(
+        {
+          identifier: S.identifier,
+          expires_in: S.orNull({
+            type: 'integer',
+            minimum: 60,
+            maximum: MCP_URL_MAX_TTL,
+            default: MCP_URL_DEFAULT_TTL,
+            description: `Seconds until the URL stops working (default ${MCP_URL_DEFAULT_TTL}: 30 days; at most one year)`,
+            'x-message': `must be a whole number of seconds from 60 to ${MCP_URL_MAX_TTL}`,
+          }),
+        },
+        ['identifier'],
+      ),
+    },
+    responses: {
+      '201': ok(
+        'Created',
+        object({
+          id: text,
+          url: { type: 'string', description: 'Shown once: the MCP endpoint for this end user' },
+          identifier: text,
+          expires_at: { type: 'string', format: 'date-time' },
+        }),
+      ),
+      ...bodyErrors,
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  listMcpUrls: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}/urls',
+    summary: "An MCP server's URLs, newest first (never their tokens)",
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: {
+      '200': ok('URLs', object({ urls: { type: 'array', items: S.mcpUrl } })),
+      '404': mcpServerNotFound,
+      ...bearer,
+    },
+  },
+  revokeMcpUrl: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}/urls/{url_id}',
+    summary: 'Revoke an MCP URL: it stops working at once',
+    auth: 'bearer',
+    params: pathParams({ id: text, url_id: { type: 'string', description: "The URL's id" } }),
+    responses: {
+      '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
+      '404': error('No such MCP server, or no URL of it with that id that is not revoked yet'),
+      ...bearer,
+    },
+  },
+  mcpServerPost: {
+    method: 'POST',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary:
+      'The MCP endpoint (Streamable HTTP, stateless) for server-side agents: bearer token + end user in a header',
+    description:
+      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it (protocol revision 2025-11-25 and ' +
+      'earlier ones the SDK supports); answered in JSON. No session: any instance answers any request.',
+    auth: 'bearer',
+    params: mcpServerParam,
+    headers: [
+      { name: 'x-identifier', required: true, description: 'The end user the tools run for (or `identifier`)' },
+      { name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' },
+    ],
+    responses: { ...mcpAnswers, '404': error('No MCP server with that id'), ...bearer },
+  },
+  mcpServerGet: {
+    method: 'GET',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
+  },
+  mcpServerDelete: {
+    method: 'DELETE',
+    path: '/v1/mcp-servers/{id}/mcp',
+    summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'bearer',
+    params: mcpServerParam,
+    responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
+  },
+  mcpUrlPost: {
+    method: 'POST',
+    path: '/mcp/{token}',
+    summary: "An end user's MCP endpoint (Streamable HTTP, stateless), as made by POST /v1/mcp-servers/{id}/urls",
+    description:
+      'The token in the path is the credential: scoped to one MCP server and one identifier, revocable and expiring.',
+    auth: 'none',
+    params: pathParams({ token: { type: 'string', description: "The URL's token" } }),
+    headers: [{ name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' }],
+    responses: {
+      ...mcpAnswers,
+      '401': rpcError('A revoked or expired URL'),
+      '404': rpcError('No such URL'),
+      '500': rpcError('Internal error'),
+    },
+  },
+  mcpUrlGet: {
+    method: 'GET',
+    path: '/mcp/{token}',
+    summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    params: pathParams({ token: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  mcpUrlDelete: {
+    method: 'DELETE',
+    path: '/mcp/{token}',
+    summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    params: pathParams({ token: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  listWebhooks: {
+    method: 'GET',
+    path: '/v1/webhooks',
+    summary: 'Webhook endpoints (never their secrets)',
+    auth: 'bearer',
+    responses: { '200': ok('Webhooks', object({ webhooks: { type: 'array', items: S.webhook } })), ...bearer },
+  },
+  createWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks',
+    summary: 'Subscribe a URL to account lifecycle events; the signing secret is in this answer only',
+    description:
+      'Deliveries follow the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`), ' +
+      'are retried with exponential backoff for 24 hours, and never carry a credential.',
+    auth: 'bearer',
+    noun: 'webhook',
+    body: { schema: S.webhookCreate, required: true },
+    responses: { '201': ok('Created', S.webhookWithSecret), ...bodyErrors, ...bearer },
+  },
+  getWebhook: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}',
+    summary: 'One webhook endpoint',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Webhook', S.webhook), '404': webhookNotFound, ...bearer },
+  },
+  updateWebhook: {
+    method: 'PATCH',
+    path: '/v1/webhooks/{id}',
+    summary: 'Change a webhook’s URL or events (only the fields given change)',
+    auth: 'bearer',
+    noun: 'webhook update',
+    params: webhookParam,
+    body: { schema: S.webhookUpdate, required: true },
+    responses: { '200': ok('Updated', S.webhook), ...bodyErrors, '404': webhookNotFound, ...bearer },
+  },
+  deleteWebhook: {
+    method: 'DELETE',
+    path: '/v1/webhooks/{id}',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    summary: 'Replace the signing secret; the new one is in this answer only',
+    auth: 'bearer',
+    params: webhookParam,
+    responses: { '200': ok('Rotated', S.webhookWithSecret), '404': webhookNotFound, ...bearer },
+  },
+  listWebhookDeliveries: {
+    method: 'GET',
+    path: '/v1/webhooks/{id}/deliveries',
+    summary: 'The delivery log: each event sent to this endpoint, newest first, with its status, attempts and latency',
+    auth: 'bearer',
+    noun: 'query',
+    params: webhookParam,
+    query: {
+      type: 'object',
+      properties: {
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: 20,
+          'x-message': 'must be an integer from 1 to 100',
+        },
+        cursor: { type: 'string', description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of deliveries',
+        object({
+          deliveries: { type: 'array', items: S.webhookDelivery },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad limit or cursor'),
+      '404': webhookNotFound,
+      ...bearer,
+    },
+  },
+  redeliverWebhook: {
+    method: 'POST',
+    path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+    summary: 'Send a delivery again now (same `webhook-id`, so a receiver can tell it from a new event)',
+    auth: 'bearer',
+    params: pathParams({ id: { type: 'string', description: "The webhook's id" }, delivery_id: text }),
+    responses: {
+      '200': ok('Queued', object({ delivery: S.webhookDelivery })),
+      '404': error('No such webhook, or no such delivery for it'),
+      ...bearer,
+    },
+  },
   proxy: {
     method: 'ANY',
     path: '/proxy/{path}',
@@ -522,10 +1000,11 @@ export const endpoints = {
     responses: {
       '200': html('Account connected'),
       '302': {
-        description: "To the link's redirect_url, with status, connected_account_id and identifier",
+        description:
+          "To the link's user_verify_url with auth_request_id, or else to its redirect_url, with status, connected_account_id and identifier",
         headers: { location: { description: 'The redirect URL', schema: text } },
       },
-      '4XX': pageOrError('A forged, expired or replayed state, or the provider refused'),
+      '4XX': pageOrError('A forged, expired or replayed state, a link already used, or the provider refused'),
       '5XX': pageOrError('The code exchange failed'),
     },
   },

@@ -8,7 +8,16 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
+
+/** The account lifecycle events a webhook endpoint may subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [
+  'connected_account.created',
+  'connected_account.active',
+  'connected_account.expired',
+  'connected_account.disconnected',
+  'connected_account.deleted',
+] as const;
 
 /** An optional field may also be given as null, which means the same as leaving it out. */
 export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'] });
@@ -135,15 +144,25 @@ export const serviceIndex: JsonSchema = {
     links: {
       type: 'object',
       description: 'Absolute URLs',
-      required: ['health', 'openapi', 'docs', 'dashboard'],
+      required: ['health', 'ready', 'openapi', 'docs', 'dashboard'],
       additionalProperties: false,
       properties: {
         health: { ...str, description: 'Liveness' },
+        ready: { ...str, description: 'Readiness (503 while starting or draining)' },
         openapi: { ...str, description: 'The OpenAPI 3.1 document of the HTTP API' },
         docs: { ...str, description: 'The generated documentation of every connector and tool' },
         dashboard: { ...str, description: 'The dashboard, for people' },
       },
     },
+  },
+};
+
+export const readiness: JsonSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: {
+    status: { enum: ['ready', 'starting', 'store_unavailable', 'draining'] },
   },
 };
 
@@ -438,6 +457,229 @@ export const apiCredential: JsonSchema = {
   },
 };
 
+/**
+ * The tool formats `GET /v1/tools?format=` answers, one per LLM vendor's own tool-definition shape
+ * (runtime/tools/llm-formats.ts builds them and documents each vendor's rules).
+ */
+export const LLM_TOOL_FORMATS = ['openai', 'openai-strict', 'anthropic', 'gemini', 'mcp'] as const;
+
+const toolName = { type: 'string', description: 'The tool name, as in `POST /v1/tools/execute`' } as const;
+const parametersSchema = { type: 'object', description: "The tool's input as the vendor's dialect of JSON Schema" };
+
+/** OpenAI Chat Completions: an entry of `tools`. */
+export const openaiTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'function'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name', 'description', 'parameters'],
+      additionalProperties: false,
+      properties: {
+        name: toolName,
+        description: str,
+        parameters: parametersSchema,
+        strict: { type: 'boolean', description: 'Present (true) in strict mode (structured outputs)' },
+      },
+    },
+  },
+};
+
+/** OpenAI Responses API: an entry of `tools` (the function's fields flat). */
+export const openaiResponsesTool: JsonSchema = {
+  type: 'object',
+  required: ['type', 'name', 'description', 'parameters', 'strict'],
+  additionalProperties: false,
+  properties: {
+    type: { const: 'function' },
+    name: toolName,
+    description: str,
+    parameters: parametersSchema,
+    strict: { type: 'boolean' },
+  },
+};
+
+/** Anthropic Messages API: an entry of `tools`. */
+export const anthropicTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'description', 'input_schema'],
+  additionalProperties: false,
+  properties: { name: toolName, description: str, input_schema: parametersSchema },
+};
+
+/** Gemini: a `Tool` holding `functionDeclarations` (its `parameters` is the API's OpenAPI-subset Schema). */
+export const geminiTool: JsonSchema = {
+  type: 'object',
+  required: ['functionDeclarations'],
+  additionalProperties: false,
+  properties: {
+    functionDeclarations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'description'],
+        additionalProperties: false,
+        properties: {
+          name: toolName,
+          description: str,
+          parameters: { type: 'object', description: 'Left out for a function without parameters' },
+        },
+      },
+    },
+  },
+};
+
+/** MCP: a `Tool` of a `tools/list` result. */
+export const mcpTool: JsonSchema = {
+  type: 'object',
+  required: ['name', 'title', 'description', 'inputSchema'],
+  additionalProperties: false,
+  properties: { name: toolName, title: str, description: str, inputSchema: parametersSchema },
+};
+
+/** `GET /v1/tools?format=…`: `tools` goes to the vendor's SDK as it is. */
+export const llmToolList = (
+  format: JsonSchema,
+  items: JsonSchema,
+  description: string,
+  extra: Record<string, JsonSchema> = {},
+): JsonSchema => ({
+  type: 'object',
+  required: ['format', ...Object.keys(extra), 'tools', 'count'],
+  additionalProperties: false,
+  description,
+  properties: {
+    format,
+    ...extra,
+    tools: { type: 'array', items },
+    count: { type: 'integer', description: 'How many tools (functions) the list holds' },
+  },
+});
+
+export const toolSearchHit: JsonSchema = {
+  type: 'object',
+  required: ['name', 'connector', 'title', 'description', 'score'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    connector: str,
+    title: str,
+    description: str,
+    score: { type: 'number', description: 'Relevance (BM25+ with field boosts); higher is better' },
+  },
+};
+
+export const MCP_MODES = ['tools', 'search'] as const;
+
+const mcpMode: JsonSchema = {
+  enum: MCP_MODES,
+  description:
+    '`tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best ' +
+    'matching configured tools with their input schemas) and `execute_tool` (name + input)',
+  'x-message': `must be one of: ${MCP_MODES.join(', ')}`,
+};
+const nameList = (what: string): JsonSchema => ({
+  type: 'array',
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: what,
+});
+const mcpToolNames = nameList(
+  'Tool names to expose (each runs on the listed connection of its connector, or the only one)',
+);
+const mcpConnectionNames = nameList("Connection names: every tool of each connection's connector is exposed");
+
+/** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export const mcpServer: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'name',
+    'mode',
+    'tools',
+    'connections',
+    'tool_count',
+    'active_urls',
+    'mcp_endpoint',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    name: str,
+    mode: { enum: MCP_MODES },
+    tools: { type: 'array', items: str },
+    connections: { type: 'array', items: str },
+    tool_count: { type: 'integer', description: 'How many tools the server exposes now' },
+    active_urls: { type: 'integer', description: 'URLs neither revoked nor expired' },
+    mcp_endpoint: {
+      type: 'string',
+      description:
+        'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
+    },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const mcpServerCreate: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { ...connectionName, description: 'Unique among MCP servers' },
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+export const mcpServerUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: orNull(connectionName),
+    mode: { ...mcpMode, enum: [...MCP_MODES, null] },
+    tools: orNull(mcpToolNames),
+    connections: orNull(mcpConnectionNames),
+  },
+};
+
+/** An MCP URL as listed: never its token. */
+export const mcpUrl: JsonSchema = {
+  type: 'object',
+  required: ['id', 'identifier', 'status', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    identifier: str,
+    status: { enum: ['active', 'revoked', 'expired'] },
+    created_at: dateTime,
+    expires_at: dateTime,
+    revoked_at: nullableDateTime,
+    last_used_at: nullableDateTime,
+  },
+};
+
+/** A JSON-RPC 2.0 message the MCP endpoint answers: a result, or an error. */
+export const jsonRpcResponse: JsonSchema = {
+  type: 'object',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { const: '2.0' },
+    id: { type: ['string', 'integer', 'null'] },
+    result: { type: 'object' },
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'integer' }, message: str, data: {} },
+    },
+  },
+};
+
 /** The schemas the OpenAPI document and the client's types name, by name. */
 export const components: Readonly<Record<string, JsonSchema>> = {
   Error: errorResponse,
@@ -452,4 +694,104 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   ConnectedAccount: connectedAccount,
   ApiCredential: apiCredential,
   ExecuteToolResponse: executeResponse,
+  OpenAITool: openaiTool,
+  OpenAIResponsesTool: openaiResponsesTool,
+  AnthropicTool: anthropicTool,
+  GeminiTool: geminiTool,
+  McpTool: mcpTool,
+  ToolSearchHit: toolSearchHit,
+  McpServer: mcpServer,
+  McpServerCreate: mcpServerCreate,
+  McpServerUpdate: mcpServerUpdate,
+  McpUrl: mcpUrl,
+  JsonRpcResponse: jsonRpcResponse,
+};
+
+const webhookEvents: JsonSchema = {
+  type: 'array',
+  minItems: 1,
+  uniqueItems: true,
+  items: { enum: [...WEBHOOK_EVENT_TYPES], 'x-message': `must be one of: ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+  description: 'The account lifecycle events to receive',
+};
+
+const webhookUrl: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Where events are POSTed (http or https); a private address only when its host is in WEBHOOK_ALLOWED_HOSTS',
+};
+
+export const webhookCreate: JsonSchema = {
+  type: 'object',
+  required: ['url', 'events'],
+  additionalProperties: false,
+  properties: { url: webhookUrl, events: webhookEvents },
+};
+
+export const webhookUpdate: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { url: orNull(webhookUrl), events: orNull(webhookEvents) },
+};
+
+export const webhook: JsonSchema = {
+  type: 'object',
+  required: ['id', 'url', 'events', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    url: str,
+    events: { type: 'array', items: { enum: [...WEBHOOK_EVENT_TYPES] } },
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const webhookWithSecret: JsonSchema = {
+  ...webhook,
+  required: [...(webhook.required as string[]), 'secret'],
+  properties: {
+    ...(webhook.properties as Record<string, JsonSchema>),
+    secret: {
+      type: 'string',
+      description: 'The signing secret (`whsec_…`), shown in this answer only: verify deliveries with it',
+    },
+  },
+};
+
+export const webhookDelivery: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'webhook_id',
+    'event_id',
+    'event_type',
+    'event',
+    'status',
+    'attempts',
+    'next_attempt_at',
+    'last_status_code',
+    'last_error',
+    'latency_ms',
+    'created_at',
+    'delivered_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    webhook_id: str,
+    event_id: { ...str, description: 'The `webhook-id` header: the same on every attempt and redelivery' },
+    event_type: { enum: [...WEBHOOK_EVENT_TYPES] },
+    event: { type: 'object', description: 'The body sent: `{type, timestamp, data}`' },
+    status: { enum: ['pending', 'succeeded', 'failed'] },
+    attempts: { type: 'integer' },
+    next_attempt_at: nullableDateTime,
+    last_status_code: { type: ['integer', 'null'], description: "The receiver's HTTP status on the last attempt" },
+    last_error: nullableStr,
+    latency_ms: { type: ['integer', 'null'], description: 'How long the last attempt took' },
+    created_at: dateTime,
+    delivered_at: nullableDateTime,
+  },
 };

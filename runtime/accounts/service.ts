@@ -1,9 +1,13 @@
 import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
+import { updateAccountWithEvent } from '../webhooks/events.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
+import { RowCache } from '../store/cache.ts';
+import type { Change } from '../store/changes.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import {
   authFor,
@@ -46,6 +50,12 @@ export function notActiveError(account: Account): ServiceError {
         'account_not_authorized',
         `Connected account ${account.id} is PENDING_AUTH: it has no credentials yet. Send the user an authorization link (OAuth) or upsert its credentials (API key).`,
       );
+    case 'PENDING_VERIFICATION':
+      return new ServiceError(
+        409,
+        'account_pending_verification',
+        `Connected account ${account.id} is PENDING_VERIFICATION: the user authorized it, and your application has not yet confirmed the user (POST /v1/connected-accounts/verify).`,
+      );
     case 'EXPIRED':
       return new ServiceError(
         409,
@@ -61,14 +71,21 @@ export function notActiveError(account: Account): ServiceError {
   }
 }
 
+const accountKey = (connectionId: string, identifier: string) => `key:${connectionId}\u0000${identifier}`;
+
 /**
  * Connected accounts at run time: lookups, the sealed-secret cache, and token refresh — proactive before
  * expiry, reactive after an upstream 401, single-flight per account in this process and under the store's
  * cross-process account lock, with a re-read inside the lock so a concurrent refresh is reused, not repeated.
+ *
+ * Connections and accounts are read once and kept until the store announces a change to them (RowCache over
+ * the store's change feed): a write through this process is seen by the next call, one through another process
+ * on the same database within the notification delay (PostgreSQL) or before the next read (SQLite). A token
+ * refresh always re-reads the account and the connection inside the account lock.
  */
 export class AccountService {
-  private connections = new Map<string, { connection: Connection; at: number }>();
-  private connectionsByName = new Map<string, { connection: Connection; at: number }>();
+  private connections: RowCache<Connection>;
+  private accounts: RowCache<Account>;
   private headerCache = new Map<string, WeakMap<CredentialApply, Record<string, string>>>();
   private baseUrls = new Map<string, string>();
   private hostLists = new Map<string, string[]>();
@@ -77,54 +94,107 @@ export class AccountService {
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
   refreshCount = 0;
+  /** Where refresh outcomes are counted (set by createServices). */
+  metrics?: Metrics;
 
   constructor(
     private store: Store,
     private sealer: Sealer,
     private config: Config,
     private log: Logger,
-    private connectionCacheMs = 2_000,
-  ) {}
+  ) {
+    this.connections = new RowCache(store.changes, 20_000);
+    this.accounts = new RowCache(store.changes);
+    store.changes.subscribe((c) => this.onChange(c));
+  }
 
+  private onChange(change: Change): void {
+    if (change.table === '*') {
+      this.connections.clear();
+      this.accounts.clear();
+    } else if (change.table === 'connections') {
+      if (change.id === '*') this.connections.clear();
+      else this.invalidateConnection(change.id);
+    } else if (change.table === 'connected_accounts') {
+      if (change.id === '*') this.accounts.clear();
+      else this.invalidateAccount(change.id);
+    }
+  }
+
+  /** Drops a connection from the cache (the store announces every change; this is for a caller that knows first). */
   invalidateConnection(id: string): void {
-    this.connections.delete(id);
-    for (const [name, c] of this.connectionsByName) if (c.connection.id === id) this.connectionsByName.delete(name);
+    const cached = this.connections.peek(`id:${id}`);
+    this.connections.delete(`id:${id}`);
+    if (cached) this.connections.delete(`name:${cached.name}`);
+  }
+
+  private invalidateAccount(id: string): void {
+    const cached = this.accounts.peek(`id:${id}`);
+    this.accounts.delete(`id:${id}`);
+    if (cached) this.accounts.delete(accountKey(cached.connectionId, cached.identifier));
+  }
+
+  private keepConnection(connection: Connection, generation: number): void {
+    this.connections.setAll([`id:${connection.id}`, `name:${connection.name}`], connection, generation);
+  }
+
+  private keepAccount(account: Account, generation: number): void {
+    this.accounts.setAll(
+      [`id:${account.id}`, accountKey(account.connectionId, account.identifier)],
+      account,
+      generation,
+    );
   }
 
   async connectionById(id: string): Promise<Connection | undefined> {
-    const cached = this.connections.get(id);
-    if (cached && Date.now() - cached.at < this.connectionCacheMs) return cached.connection;
+    const cached = this.connections.get(`id:${id}`);
+    if (cached) return cached;
+    const generation = this.connections.current;
     const connection = await this.store.getConnection(id);
-    if (connection) this.connections.set(id, { connection, at: Date.now() });
+    if (connection) this.keepConnection(connection, generation);
     return connection;
   }
 
-  /**
-   * Connections change rarely, and every change made through this process invalidates them at once;
-   * a change made by another process sharing the store is seen within `connectionCacheMs`. Accounts are
-   * always read from the store, so a status change anywhere is seen by the next call.
-   */
   async connectionByName(name: string): Promise<Connection> {
-    const cached = this.connectionsByName.get(name);
-    if (cached && Date.now() - cached.at < this.connectionCacheMs) return cached.connection;
+    const cached = this.connections.get(`name:${name}`);
+    if (cached) return cached;
+    const generation = this.connections.current;
     const connection = await this.store.getConnectionByName(name);
     if (!connection) throw new ServiceError(404, 'connection_not_found', `No connection named "${name}"`);
-    if (this.connectionsByName.size > 10_000) this.connectionsByName.clear();
-    this.connectionsByName.set(name, { connection, at: Date.now() });
+    this.keepConnection(connection, generation);
     return connection;
+  }
+
+  /** The account as last stored (cached like connections). */
+  async accountById(id: string): Promise<Account | undefined> {
+    const cached = this.accounts.get(`id:${id}`);
+    if (cached) return cached;
+    const generation = this.accounts.current;
+    const account = await this.store.getAccount(id);
+    if (account) this.keepAccount(account, generation);
+    return account;
+  }
+
+  async findAccount(connectionId: string, identifier: string): Promise<Account | undefined> {
+    const cached = this.accounts.get(accountKey(connectionId, identifier));
+    if (cached) return cached;
+    const generation = this.accounts.current;
+    const account = await this.store.findAccount(connectionId, identifier);
+    if (account) this.keepAccount(account, generation);
+    return account;
   }
 
   async resolve(ref: AccountRef): Promise<ResolvedAccount> {
     let account: Account | undefined;
     let connection: Connection | undefined;
     if (ref.connectedAccountId) {
-      account = await this.store.getAccount(ref.connectedAccountId);
+      account = await this.accountById(ref.connectedAccountId);
       if (!account)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
       connection = await this.connectionById(account.connectionId);
     } else if (ref.connectionName && ref.identifier !== undefined) {
       connection = await this.connectionByName(ref.connectionName);
-      account = await this.store.findAccount(connection.id, ref.identifier);
+      account = await this.findAccount(connection.id, ref.identifier);
       if (!account) {
         throw new ServiceError(
           404,
@@ -170,6 +240,7 @@ export class AccountService {
   }
 
   forgetAccount(id: string): void {
+    this.invalidateAccount(id);
     for (const k of this.headerCache.keys()) if (k.startsWith(`${id}:`)) this.headerCache.delete(k);
     this.secretsCache.delete(id);
   }
@@ -307,11 +378,12 @@ export class AccountService {
     if (current.version !== seen.version && (reason === 'unauthorized' || !this.needsRefresh(current))) return current;
     const secrets = this.openSecrets(current);
     if (!secrets.refresh_token) {
-      const expired = await this.store.updateAccount(
-        current.id,
+      const expired = await updateAccountWithEvent(
+        this.store,
+        current,
+        resolved.connection,
         { status: 'EXPIRED', lastError: 'The access token expired and the provider issued no refresh token' },
-        Date.now(),
-        current.version,
+        { expectedVersion: current.version },
       );
       throw notActiveError(expired ?? current);
     }
@@ -369,6 +441,7 @@ export class AccountService {
           `The refreshed tokens of account ${current.id} could not be stored; try again`,
           503,
         );
+      this.metrics?.tokenRefresh(resolved.connector.name, 'success');
       this.log.info({ account: current.id, reason }, 'refreshed access token');
       return updated;
     } catch (e) {
@@ -377,16 +450,19 @@ export class AccountService {
         // Classify only after a re-read: if the stored token changed meanwhile, this was a race, not a revocation.
         const again = await this.store.getAccount(current.id);
         if (again && again.version !== current.version) return again;
+        this.metrics?.tokenRefresh(resolved.connector.name, 'expired');
         const message = `The provider refused the refresh token (${e.message})`;
-        const expired = await this.store.updateAccount(
-          current.id,
+        const expired = await updateAccountWithEvent(
+          this.store,
+          current,
+          resolved.connection,
           { status: 'EXPIRED', lastError: message },
-          Date.now(),
-          current.version,
+          { expectedVersion: current.version },
         );
         this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
         throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });
       }
+      this.metrics?.tokenRefresh(resolved.connector.name, 'failed');
       await this.store.updateAccount(
         current.id,
         { lastError: `Token refresh failed: ${e.message}` },

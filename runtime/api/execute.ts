@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Operations } from '../../generated/api/types.ts';
 import type { Services } from '../services.ts';
+import { connectionForTool, inputFromFormat } from './agent-tools.ts';
 
 /**
  * `POST /v1/tools/execute`, with a body the route table has parsed and checked. The provider's JSON passes
@@ -11,13 +12,20 @@ export async function executeTool(
   body: Operations['executeTool']['body'],
   res: ServerResponse,
 ): Promise<void> {
+  const input = body.input_format
+    ? inputFromFormat(body.tool_name, body.input_format, body.tool_input ?? {})
+    : (body.tool_input ?? {});
+  let connectionName = body.connection_name ?? undefined;
+  // The end user alone: the account on the connection of the tool's connector.
+  if (!connectionName && !body.connected_account_id && body.identifier != null)
+    connectionName = (await connectionForTool(s, body.tool_name, body.identifier)) || undefined;
   const result = await s.executor.execute({
     toolName: body.tool_name,
-    input: body.tool_input ?? {},
+    input,
     dryRun: body.dry_run === true,
     account: {
       connectedAccountId: body.connected_account_id ?? undefined,
-      connectionName: body.connection_name ?? undefined,
+      connectionName,
       identifier: body.identifier ?? undefined,
     },
   });

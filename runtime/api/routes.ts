@@ -14,8 +14,15 @@ import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
+import { listTools } from './agent-tools.ts';
+import { searchTools } from '../tools/search.ts';
 import { unknownToolError } from '../tools/validation.ts';
+import { McpEndpoint, methodNotAllowed } from '../mcp/endpoint.ts';
+import { proxyIdentifier } from '../proxy/proxy.ts';
+import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
+import { metricsTokenMatches } from '../metrics.ts';
+import { deliveryView, webhookView } from '../webhooks/service.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -94,6 +101,7 @@ function clientAddress(
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
+  const mcp = new McpEndpoint(s);
   return {
     index: async ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -103,6 +111,7 @@ export function routeTable(s: Services): RouteTable {
           service: 'agent-connector-service',
           links: {
             health: `${base}/health`,
+            ready: `${base}/ready`,
             openapi: `${base}/openapi.json`,
             docs: `${base}/dashboard/tools`,
             dashboard: `${base}/dashboard`,
@@ -119,6 +128,33 @@ export function routeTable(s: Services): RouteTable {
       res.end(text);
     },
     health: async () => ({ body: { status: 'ok', store: s.store.kind, tools: toolCount } }),
+    ready: async ({ res }) => {
+      res.setHeader('cache-control', 'no-store');
+      if (s.lifecycle.draining) return { status: 503, body: { status: 'draining' } };
+      // Migrations ran before the services existed; what can change since is whether the store answers.
+      const reachable = await s.store.getMeta('service_token_key').then(
+        () => true,
+        () => false,
+      );
+      return reachable ? { body: { status: 'ready' } } : { status: 503, body: { status: 'store_unavailable' } };
+    },
+
+    metrics: async ({ req, res }) => {
+      if (
+        s.config.metricsToken !== undefined &&
+        !metricsTokenMatches(req.headers.authorization, s.config.metricsToken)
+      ) {
+        res.setHeader('www-authenticate', 'Bearer realm="metrics"');
+        throw new ServiceError(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>');
+      }
+      const text = await s.metrics.registry.metrics();
+      res.writeHead(200, {
+        'content-type': s.metrics.registry.contentType,
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    },
 
     issueToken: async ({ req, res, body }) => {
       res.setHeader('cache-control', 'no-store');
@@ -169,16 +205,14 @@ export function routeTable(s: Services): RouteTable {
       return { body: connectorView(c, true) };
     },
 
-    listTools: async ({ query }) => {
-      const connector = query.connector;
-      if (connector !== undefined && !connectors.has(connector)) {
-        throw new ServiceError(400, 'invalid_input', `Unknown connector "${connector}"`, [
-          { field: 'connector', message: `must be one of: ${[...connectors.keys()].join(', ')}` },
-        ]);
-      }
-      const list = [...tools.values()].filter((t) => !connector || t.connector === connector);
-      return { body: { tools: list.map((t) => toolView(t, connectors.get(t.connector)!)), count: list.length } };
-    },
+    listTools: async ({ query }) => ({
+      body: await listTools(s, query, (t) => toolView(t, connectors.get(t.connector)!)),
+    }),
+    searchTools: async ({ query }) => ({
+      body: {
+        tools: searchTools(query.q, { limit: Math.min(query.limit ?? 5, tools.size), connector: query.connector }),
+      },
+    }),
     getTool: async ({ params }) => {
       const t = getTool(params.tool_name);
       if (!t) throw unknownToolError(params.tool_name, [...tools.keys()]);
@@ -257,8 +291,14 @@ export function routeTable(s: Services): RouteTable {
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
+        body.user_verify_url ?? undefined,
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+    },
+    verifyConnectedAccountUser: async ({ body }) => {
+      const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
+      const c = (await s.accounts.connectionById(a.connectionId))!;
+      return { body: { connected_account: m.accountView(a, c) } };
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);
@@ -272,11 +312,34 @@ export function routeTable(s: Services): RouteTable {
       return { body: { connected_account: m.accountView(a, c) } };
     },
     deleteConnectedAccount: async ({ params }) => {
-      const ok = await s.store.deleteAccount(params.id);
-      if (!ok) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
-      s.accounts.forgetAccount(params.id);
+      await m.deleteAccount(params.id);
       return { body: { deleted: true, id: params.id } };
     },
+
+    listWebhooks: async () => ({
+      body: { webhooks: (await s.store.listWebhookEndpoints()).map(webhookView) },
+    }),
+    createWebhook: async ({ body }) => {
+      const { endpoint, secret } = await s.webhooks.create(body.url, body.events);
+      return { status: 201, body: { ...webhookView(endpoint), secret } };
+    },
+    getWebhook: async ({ params }) => ({ body: webhookView(await s.webhooks.get(params.id)) }),
+    updateWebhook: async ({ params, body }) => ({ body: webhookView(await s.webhooks.update(params.id, body)) }),
+    deleteWebhook: async ({ params }) => {
+      await s.webhooks.delete(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+    rotateWebhookSecret: async ({ params }) => {
+      const { endpoint, secret } = await s.webhooks.rotateSecret(params.id);
+      return { body: { ...webhookView(endpoint), secret } };
+    },
+    listWebhookDeliveries: async ({ params, query }) => {
+      const page = await s.webhooks.deliveries(params.id, query.limit ?? 20, query.cursor);
+      return { body: { deliveries: page.deliveries.map(deliveryView), next_cursor: page.nextCursor } };
+    },
+    redeliverWebhook: async ({ params }) => ({
+      body: { delivery: deliveryView(await s.webhooks.redeliver(params.id, params.delivery_id)) },
+    }),
 
     listApiCredentials: async () => {
       const list = await s.store.listApiCredentials();
@@ -306,6 +369,62 @@ export function routeTable(s: Services): RouteTable {
       s.tokens.forgetCredential(params.id);
       return { body: { revoked: true, id: params.id } };
     },
+
+    listMcpServers: async () => ({ body: await mcp.servers.list() }),
+    createMcpServer: async ({ body }) => {
+      const created = await mcp.servers.create(body);
+      return { status: 201, body: await mcp.servers.describe(created) };
+    },
+    getMcpServer: async ({ params }) => ({ body: await mcp.servers.describe(await mcp.servers.get(params.id)) }),
+    updateMcpServer: async ({ params, body }) => ({
+      body: await mcp.servers.describe(await mcp.servers.update(params.id, body)),
+    }),
+    deleteMcpServer: async ({ params }) => {
+      await mcp.servers.delete(params.id);
+      return { body: { deleted: true, id: params.id } };
+    },
+    createMcpUrl: async ({ params, body }) => ({
+      status: 201,
+      body: await mcp.servers.createUrl(params.id, body.identifier, body.expires_in ?? undefined),
+    }),
+    listMcpUrls: async ({ params }) => ({ body: await mcp.servers.listUrls(params.id) }),
+    revokeMcpUrl: async ({ params }) => {
+      await mcp.servers.revokeUrl(params.id, params.url_id);
+      return { body: { revoked: true, id: params.url_id } };
+    },
+    mcpServerPost: async ({ req, res, params }) => {
+      const server = await mcp.servers.get(params.id);
+      const identifier = proxyIdentifier(req);
+      if (
+        identifier === undefined ||
+        !new RegExp(identifierSchema.pattern as string).test(identifier) ||
+        identifier.length > 255
+      ) {
+        throw new ServiceError(
+          400,
+          'invalid_input',
+          "Send the end user's identifier in the header x-identifier (or identifier; x-identifier-encoded when it is not printable ASCII)",
+          [
+            {
+              field: 'x-identifier',
+              message: identifier === undefined ? 'is required' : `${identifierSchema['x-message']}`,
+            },
+          ],
+        );
+      }
+      await mcp.serve(req, res, { server, identifier }, req.body);
+    },
+    mcpServerGet: async ({ params, res }) => {
+      await mcp.servers.get(params.id);
+      methodNotAllowed(res);
+    },
+    mcpServerDelete: async ({ params, res }) => {
+      await mcp.servers.get(params.id);
+      methodNotAllowed(res);
+    },
+    mcpUrlPost: async ({ req, res, params }) => mcp.serveToken(req, res, params.token),
+    mcpUrlGet: async ({ res }) => methodNotAllowed(res),
+    mcpUrlDelete: async ({ res }) => methodNotAllowed(res),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 

@@ -162,7 +162,7 @@ export function checkRequest<T>(operation: OperationId, part: RequestPart, value
   }
   if (part === 'query') {
     // A parameter given twice arrives as a list: refused before it could be taken for either value.
-    const declared = (e.query?.properties ?? {}) as object;
+    const declared = e.query?.properties ?? {};
     for (const [field, v] of Object.entries(value as object)) {
       if (Array.isArray(v) && Object.hasOwn(declared, field))
         throw new ServiceError(400, 'invalid_input', `${field} must be given once`, [

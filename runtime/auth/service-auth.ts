@@ -5,7 +5,7 @@ import type { ApiCredential } from '../store/types.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { ServiceError, unauthorized } from '../../core/errors.ts';
-import { Throttle } from './throttle.ts';
+import { reserveAll, Throttle } from './throttle.ts';
 import { aad } from '../crypto/aad.ts';
 
 export const TOKEN_AUDIENCE = 'agent-connector-service';
@@ -55,15 +55,19 @@ export interface TokenClaims {
 /**
  * Issues and verifies the service's short-lived bearer tokens (HS256 JWTs). The signing key is random,
  * stored sealed in the store, so every process behind the same store accepts the same tokens. A revoked
- * credential's tokens stop working at once in this process and within `revocationCacheMs` in others.
+ * credential's tokens stop working at once in this process, and in others as soon as the store's change feed
+ * tells them (runtime/store/changes.ts: milliseconds); `revocationCacheMs` bounds a credential's cached state
+ * when the feed is not live.
  */
 export class ServiceTokens {
   private key!: Uint8Array;
   private verified = new Map<string, TokenClaims>();
   private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
+  /** Bumped on every credential change: a state read while one arrived is used but not kept. */
+  private credentialGeneration = 0;
   /** Failed attempts per client id (protects each credential) and, more leniently, per address. */
-  readonly clientThrottle = new Throttle(5);
-  readonly addressThrottle = new Throttle(30);
+  readonly clientThrottle: Throttle;
+  readonly addressThrottle: Throttle;
 
   constructor(
     private store: Store,
@@ -71,7 +75,15 @@ export class ServiceTokens {
     private issuer: string,
     readonly ttlSeconds: number,
     private revocationCacheMs = 5_000,
-  ) {}
+  ) {
+    this.clientThrottle = new Throttle(store, 'client:', { free: 5 });
+    this.addressThrottle = new Throttle(store, 'token-address:', { free: 30 });
+    store.changes.subscribe((c) => {
+      if (c.table === '*' || c.table === 'api_credentials') this.credentialGeneration++;
+      if (c.table === '*' || (c.table === 'api_credentials' && c.id === '*')) this.credentialState.clear();
+      else if (c.table === 'api_credentials') this.credentialState.delete(c.id);
+    });
+  }
 
   async init(): Promise<void> {
     const sealed = await this.store.initMeta(
@@ -88,7 +100,14 @@ export class ServiceTokens {
     remote: string,
   ): Promise<{ token: string; expiresIn: number }> {
     const now = Date.now();
-    const wait = Math.max(this.addressThrottle.blockedFor(remote, now), this.clientThrottle.blockedFor(clientId, now));
+    // Counted before the check, so simultaneous guesses cannot all pass a block that the first failures set.
+    const wait = await reserveAll(
+      [
+        [this.addressThrottle, remote],
+        [this.clientThrottle, clientId],
+      ],
+      now,
+    );
     if (wait > 0) {
       throw new ServiceError(429, 'too_many_attempts', 'Too many failed attempts; try again later', undefined, {
         'retry-after': String(Math.ceil(wait / 1000)),
@@ -100,11 +119,10 @@ export class ServiceTokens {
       ? secretMatches(clientSecret, credential.secretHash)
       : (secretMatches(clientSecret, '00'.repeat(32)), false);
     if (!credential || !ok || credential.revokedAt) {
-      this.addressThrottle.fail(remote, now);
-      this.clientThrottle.fail(clientId, now);
       throw new ServiceError(401, 'invalid_client', 'Unknown client or wrong secret');
     }
-    this.clientThrottle.succeed(clientId);
+    await this.clientThrottle.settleSuccess(clientId, 'forget', now);
+    await this.addressThrottle.settleSuccess(remote, 'refund', now);
     void this.store.touchApiCredential(credential.id, now).catch(() => {});
     const token = await new SignJWT({ cid: credential.clientId })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -144,11 +162,13 @@ export class ServiceTokens {
       if (this.verified.size > 10_000) this.verified.clear();
       this.verified.set(token, claims);
     }
+    this.store.changes.poll();
     let state = this.credentialState.get(claims.credentialId);
     if (!state || now - state.checkedAt > this.revocationCacheMs) {
+      const generation = this.credentialGeneration;
       const credential = await this.store.getApiCredential(claims.credentialId);
       state = { revoked: !credential || credential.revokedAt !== null, checkedAt: now };
-      this.credentialState.set(claims.credentialId, state);
+      if (generation === this.credentialGeneration) this.credentialState.set(claims.credentialId, state);
     }
     if (state.revoked) throw unauthorized('The API credential behind this token was revoked');
     return claims;

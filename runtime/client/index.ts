@@ -6,16 +6,23 @@
  *   const { link } = await client.getAuthorizationLink({ connectionName: 'mail', identifier: 'user-42' });
  *   const { data } = await client.executeTool({ toolName: 'mail_list_messages', connectionName: 'mail', identifier: 'user-42', toolInput: { $top: 5 } });
  */
+import { Webhook } from 'standardwebhooks';
 import type { ToolInputs, ToolName } from '../../generated/types.ts';
 import type {
+  AnthropicTool,
   ConnectedAccount,
   Connection,
   ConnectionCreate,
   ConnectionUpdate,
   Connector,
   FieldError,
+  GeminiTool,
+  McpTool,
+  OpenAIResponsesTool,
+  OpenAITool,
   Operations,
   Tool,
+  ToolSearchHit,
 } from '../../generated/api/types.ts';
 
 export interface ClientOptions {
@@ -30,11 +37,17 @@ export interface ClientOptions {
 
 /** The API's own types, generated from its endpoint schemas (core/api) into generated/api/types.ts. */
 export type {
+  AnthropicTool,
   ConnectedAccount,
   Connection,
   Connector,
   FieldError,
+  GeminiTool,
+  McpTool,
+  OpenAIResponsesTool,
+  OpenAITool,
   Tool,
+  ToolSearchHit,
   ConnectionUpdate as ConnectionInput,
 } from '../../generated/api/types.ts';
 export type AccountStatus = ConnectedAccount['status'];
@@ -77,6 +90,95 @@ type ExecuteParams<N extends ToolName> = {
 
 export interface DryRunData {
   requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
+}
+
+/** The LLM tool formats `getTools` answers in (`GET /v1/tools?format=`). */
+export type ToolFormat = 'openai' | 'openai-strict' | 'anthropic' | 'gemini' | 'mcp';
+
+/** The tool definition of each format; OpenAI's depends on the API it is for. */
+export type ToolDefinitionOf<F extends ToolFormat, A extends 'chat' | 'responses' = 'chat'> = F extends
+  'openai' | 'openai-strict'
+  ? A extends 'responses'
+    ? OpenAIResponsesTool
+    : OpenAITool
+  : F extends 'anthropic'
+    ? AnthropicTool
+    : F extends 'gemini'
+      ? GeminiTool
+      : McpTool;
+
+export interface GetToolsParams<F extends ToolFormat, A extends 'chat' | 'responses'> {
+  format: F;
+  /** OpenAI formats: the Chat Completions shape (default) or the Responses API's. */
+  api?: A;
+  /** Only this connector's tools. */
+  connector?: string;
+  /** Only the tools of these connections' connectors. */
+  connectionNames?: string[];
+  /** Only these tools (an unknown name is a 400 with suggestions). */
+  names?: string[];
+  /** Only the tools whose connection has an ACTIVE connected account for this end user. */
+  identifier?: string;
+}
+
+/** A tool call of an OpenAI Chat Completions answer (`choices[0].message.tool_calls`). */
+export interface OpenAIToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+/** What `handleToolCalls` takes: the SDK's tool calls, whose union also has kinds other than functions. */
+export interface OpenAIToolCallLike {
+  id: string;
+  type: string;
+  function?: { name: string; arguments: string };
+}
+/** What goes back to an OpenAI model for one tool call. */
+export interface OpenAIToolMessage {
+  role: 'tool';
+  tool_call_id: string;
+  content: string;
+}
+/** A `tool_use` block of an Anthropic assistant message's content. */
+export interface AnthropicToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+/** What goes back to an Anthropic model for one `tool_use` block (in a `user` message's content). */
+export interface AnthropicToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error?: boolean;
+}
+
+interface HandleToolCallsBase {
+  /** The end user the tools act for. */
+  identifier: string;
+  /**
+   * The connection a tool runs on; by default the service picks the connection of the tool's connector where the
+   * identifier has an account (and answers an error result when that is ambiguous).
+   */
+  connectionFor?: (toolName: string) => string | undefined;
+  /** With true, nothing is sent upstream: each result shows the requests the tool would send. */
+  dryRun?: boolean;
+}
+
+/** One tool call, whichever vendor it came from. */
+interface ToolCallRequest {
+  name: string;
+  /** The parsed arguments, or the text that could not be parsed. */
+  input: unknown;
+  format: ToolFormat;
+  argumentsError?: string;
+}
+
+/** The content a tool result carries back to the model: the data's JSON, or an error's. */
+export interface ToolCallOutcome {
+  content: string;
+  isError: boolean;
 }
 
 export class AgentConnectorClient {
@@ -168,12 +270,28 @@ export class AgentConnectorClient {
     connectionName: string;
     identifier: string;
     redirectUrl?: string;
+    /** After authorizing, the user's browser goes here with `auth_request_id` (see verifyConnectedAccountUser). */
+    userVerifyUrl?: string;
   }): Promise<Operations['createAuthorizationLink']['response']> {
     return this.json('POST', '/v1/connected-accounts/authorization-link', {
       connection_name: p.connectionName,
       identifier: p.identifier,
       ...(p.redirectUrl ? { redirect_url: p.redirectUrl } : {}),
+      ...(p.userVerifyUrl ? { user_verify_url: p.userVerifyUrl } : {}),
     });
+  }
+
+  /**
+   * Confirms that the user signed in to your application is the account's identifier, after an authorization
+   * started with a userVerifyUrl: the account becomes ACTIVE.
+   */
+  async verifyConnectedAccountUser(p: { authRequestId: string; identifier: string }): Promise<ConnectedAccount> {
+    const r = await this.json<Operations['verifyConnectedAccountUser']['response']>(
+      'POST',
+      '/v1/connected-accounts/verify',
+      { auth_request_id: p.authRequestId, identifier: p.identifier },
+    );
+    return r.connected_account;
   }
 
   async getOrCreateConnectedAccount(p: { connectionName: string; identifier: string }): Promise<ConnectedAccount> {
@@ -254,12 +372,122 @@ export class AgentConnectorClient {
   // Tools
 
   async listTools(connector?: string): Promise<Tool[]> {
-    return (
-      await this.json<Operations['listTools']['response']>(
-        'GET',
-        `/v1/tools${connector ? `?connector=${encodeURIComponent(connector)}` : ''}`,
-      )
-    ).tools;
+    const r = await this.json<Operations['listTools']['response']>(
+      'GET',
+      `/v1/tools${connector ? `?connector=${encodeURIComponent(connector)}` : ''}`,
+    );
+    return r.tools as Tool[];
+  }
+
+  /**
+   * The tools as one LLM vendor's tool definitions, ready for its SDK: `tools` of OpenAI's Chat Completions
+   * (`openai`, `openai-strict`) or Responses API (`api: 'responses'`), Anthropic's Messages API (`anthropic`),
+   * Gemini's `config.tools` (`gemini`: one Tool with every function declaration), or MCP `Tool` objects (`mcp`).
+   */
+  async getTools<F extends ToolFormat, A extends 'chat' | 'responses' = 'chat'>(
+    p: GetToolsParams<F, A>,
+  ): Promise<Array<ToolDefinitionOf<F, A>>> {
+    const q = new URLSearchParams({ format: p.format });
+    if (p.api) q.set('api', p.api);
+    if (p.connector) q.set('connector', p.connector);
+    if (p.connectionNames) q.set('connection_names', p.connectionNames.join(','));
+    if (p.names) q.set('names', p.names.join(','));
+    if (p.identifier !== undefined) q.set('identifier', p.identifier);
+    const r = await this.json<Operations['listTools']['response']>('GET', `/v1/tools?${q}`);
+    return r.tools as Array<ToolDefinitionOf<F, A>>;
+  }
+
+  /** The tools that fit a task in plain words, best first (`GET /v1/tools/search`). */
+  async searchTools(q: string, options: { limit?: number; connector?: string } = {}): Promise<ToolSearchHit[]> {
+    const p = new URLSearchParams({ q });
+    if (options.limit !== undefined) p.set('limit', String(options.limit));
+    if (options.connector) p.set('connector', options.connector);
+    return (await this.json<Operations['searchTools']['response']>('GET', `/v1/tools/search?${p}`)).tools;
+  }
+
+  /**
+   * Runs the tool calls of a model's answer for one end user, in parallel, and returns what to send back to the
+   * model, in the calls' order: for OpenAI `tool_calls`, `{role: 'tool', tool_call_id, content}` messages; for
+   * Anthropic content (its `tool_use` blocks; other blocks are skipped), `tool_result` blocks. A call that fails
+   * (bad arguments, an account to connect, the provider refusing) becomes an error result the model can read —
+   * `{"error": {code, message, …}}` — never an exception. A success carries the provider's data as JSON
+   * (`{"ok": true, "data": null}` when the provider answered with no content).
+   */
+  async handleToolCalls(
+    p: HandleToolCallsBase & { toolCalls: readonly OpenAIToolCallLike[] | null | undefined },
+  ): Promise<OpenAIToolMessage[]>;
+  async handleToolCalls<B extends { type: string }>(
+    p: HandleToolCallsBase & { content: readonly B[] },
+  ): Promise<AnthropicToolResultBlock[]>;
+  async handleToolCalls(
+    p: HandleToolCallsBase & {
+      toolCalls?: readonly OpenAIToolCallLike[] | null;
+      content?: ReadonlyArray<{ type: string }>;
+    },
+  ): Promise<OpenAIToolMessage[] | AnthropicToolResultBlock[]> {
+    if (typeof p.identifier !== 'string') throw new Error('handleToolCalls: identifier is required');
+    if ('toolCalls' in p && p.content === undefined) {
+      const calls = p.toolCalls ?? [];
+      const outcomes = await Promise.all(calls.map((c) => this.runToolCall(p, openaiCall(c))));
+      return calls.map((c, i): OpenAIToolMessage => ({
+        role: 'tool',
+        tool_call_id: c.id,
+        content: outcomes[i]!.content,
+      }));
+    }
+    if (!Array.isArray(p.content)) throw new Error('handleToolCalls: give toolCalls (OpenAI) or content (Anthropic)');
+    const uses = p.content.filter((b) => b.type === 'tool_use') as unknown as AnthropicToolUseBlock[];
+    const outcomes = await Promise.all(
+      uses.map((b) => this.runToolCall(p, { name: b.name, input: b.input, format: 'anthropic' })),
+    );
+    return uses.map((b, i): AnthropicToolResultBlock => ({
+      type: 'tool_result',
+      tool_use_id: b.id,
+      content: outcomes[i]!.content,
+      ...(outcomes[i]!.isError ? { is_error: true } : {}),
+    }));
+  }
+
+  /** One tool call, executed: its data, or the error as the model should read it. */
+  async runToolCall(p: HandleToolCallsBase, call: ToolCallRequest): Promise<ToolCallOutcome> {
+    const fail = (error: Record<string, unknown>): ToolCallOutcome => ({
+      content: JSON.stringify({ error }),
+      isError: true,
+    });
+    if (call.argumentsError) {
+      return fail({ code: 'invalid_arguments', message: call.argumentsError, details: [] });
+    }
+    if (call.input === null || typeof call.input !== 'object' || Array.isArray(call.input)) {
+      return fail({
+        code: 'invalid_arguments',
+        message: 'The arguments must be a JSON object',
+        details: [{ field: '(input)', message: 'must be a JSON object' }],
+      });
+    }
+    try {
+      const connectionName = p.connectionFor?.(call.name);
+      const r = await this.json<Operations['executeTool']['response']>('POST', '/v1/tools/execute', {
+        tool_name: call.name,
+        tool_input: call.input,
+        input_format: call.format,
+        identifier: p.identifier,
+        ...(connectionName ? { connection_name: connectionName } : {}),
+        ...(p.dryRun ? { dry_run: true } : {}),
+      });
+      // A provider that answers with no content (202, 204) still tells the model the call worked.
+      return { content: JSON.stringify(r.data ?? { ok: true, data: null }), isError: false };
+    } catch (e) {
+      if (e instanceof ConnectorServiceError) {
+        return fail({
+          code: e.code,
+          message: e.message,
+          ...(e.details.length ? { details: e.details } : {}),
+          ...(e.providerStatus !== undefined ? { provider_status: e.providerStatus } : {}),
+          ...(e.providerBody !== undefined ? { provider_body: e.providerBody } : {}),
+        });
+      }
+      return fail({ code: 'client_error', message: e instanceof Error ? e.message : String(e) });
+    }
   }
 
   async listConnectors(): Promise<Connector[]> {
@@ -345,6 +573,31 @@ export class AgentConnectorClient {
   }
 }
 
+/** An OpenAI tool call's arguments (JSON text) read; OpenAI strict mode's nulls are the service's to map back. */
+function openaiCall(c: OpenAIToolCallLike): ToolCallRequest {
+  const name = c?.function?.name ?? '';
+  if (c?.type !== 'function' || !c.function)
+    return {
+      name,
+      input: {},
+      format: 'openai-strict',
+      argumentsError: `Only function tool calls can run here (this one is of type "${String(c?.type)}")`,
+    };
+  const raw = c?.function?.arguments;
+  if (typeof raw !== 'string') return { name, input: raw ?? {}, format: 'openai-strict' };
+  if (!raw.trim()) return { name, input: {}, format: 'openai-strict' };
+  try {
+    return { name, input: JSON.parse(raw) as unknown, format: 'openai-strict' };
+  } catch (e) {
+    return {
+      name,
+      input: raw,
+      format: 'openai-strict',
+      argumentsError: `The arguments are not JSON (${(e as Error).message})`,
+    };
+  }
+}
+
 function toError(status: number, body: Record<string, unknown> | undefined): ConnectorServiceError {
   const e = (body?.error ?? {}) as Record<string, unknown>;
   return new ConnectorServiceError(
@@ -358,3 +611,41 @@ function toError(status: number, body: Record<string, unknown> | undefined): Con
     body?.request_id as string | undefined,
   );
 }
+
+/** A webhook event as the service sends it (see POST /v1/webhooks). */
+export interface WebhookEventBody {
+  type: string;
+  timestamp: string;
+  data: {
+    connected_account_id: string;
+    connection_name: string;
+    connector: string;
+    identifier: string;
+    status: string;
+    reason: string | null;
+  };
+}
+
+/**
+ * Verifies a webhook delivery with the endpoint's secret (`whsec_…`), as the Standard Webhooks specification says:
+ * the signature over `webhook-id`, `webhook-timestamp` and the raw body, and a timestamp within five minutes.
+ * Returns the event; throws `WebhookVerificationError` when anything does not match. Pass the body exactly as
+ * received (the raw text, not a re-serialised object).
+ */
+export function verifyWebhook(
+  payload: string | Buffer,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secret: string,
+): WebhookEventBody {
+  const get = (name: string): string => {
+    const v = headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+  };
+  return new Webhook(secret).verify(payload, {
+    'webhook-id': get('webhook-id'),
+    'webhook-timestamp': get('webhook-timestamp'),
+    'webhook-signature': get('webhook-signature'),
+  }) as WebhookEventBody;
+}
+
+export { WebhookVerificationError } from 'standardwebhooks';

@@ -7,6 +7,7 @@ export const aad = {
   registration: (connectionId: string) => `connection:${connectionId}:registration`,
   stateVerifier: (stateHash: string) => `oauth_state:${stateHash}:verifier`,
   meta: (key: string) => `meta:${key}`,
+  webhookSecret: (endpointId: string) => `webhook_endpoint:${endpointId}:secret`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -21,6 +22,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.stateVerifier(cell.id);
     case 'meta.value':
       return aad.meta(cell.id);
+    case 'webhook_endpoints.secret_sealed':
+      return aad.webhookSecret(cell.id);
     default:
       throw new Error(`no associated data defined for ${cell.table}.${cell.column}`);
   }

@@ -15,8 +15,8 @@ import type { Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import type { Store } from '../store/types.ts';
 import { newId, randomSecret } from '../ids.ts';
-import { Throttle } from '../auth/throttle.ts';
-import { dummyHash, hashPassword, verifyPassword } from './password.ts';
+import { reserveAll, Throttle } from '../auth/throttle.ts';
+import { dummyHash, HashBusyError, HashGate, hashPassword, verifyPassword } from './password.ts';
 
 export const ADMIN_USERNAME = 'admin';
 export { MIN_PASSWORD_LENGTH };
@@ -31,7 +31,8 @@ export interface SignedInSession {
   expiresAt: number;
 }
 
-export type SignInResult = { ok: true; cookie: string } | { ok: false; retryAfterSeconds?: number };
+/** A refusal with `retryAfterSeconds` is a throttle (429); with `busy` too, the service's hashing is full (503). */
+export type SignInResult = { ok: true; cookie: string } | { ok: false; retryAfterSeconds?: number; busy?: boolean };
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -53,9 +54,11 @@ export function parseCookies(header: string | undefined): Map<string, string> {
 }
 
 export class DashboardAuth {
-  /** Failed sign-ins per username, and more leniently per address. */
-  readonly userThrottle = new Throttle(5);
-  readonly addressThrottle = new Throttle(20);
+  /** Sign-in attempts per username, and more leniently per address (shared through the store). */
+  readonly userThrottle: Throttle;
+  readonly addressThrottle: Throttle;
+  /** Bounds the password hashing that unauthenticated requests can cause. */
+  readonly hashGate = new HashGate();
   readonly sessionCookie: string;
   readonly signInCookie: string;
   private readonly secure: boolean;
@@ -67,6 +70,8 @@ export class DashboardAuth {
     publicUrl: string,
   ) {
     this.secure = publicUrl.startsWith('https:');
+    this.userThrottle = new Throttle(store, 'dashboard-user:', { free: 5 });
+    this.addressThrottle = new Throttle(store, 'dashboard-address:', { free: 20 });
     // The __Host- prefix makes browsers refuse the cookie unless it is Secure, host-only and Path=/.
     this.sessionCookie = this.secure ? '__Host-acs_dashboard' : 'acs_dashboard';
     this.signInCookie = this.secure ? '__Host-acs_dashboard_sign_in' : 'acs_dashboard_sign_in';
@@ -172,22 +177,43 @@ export class DashboardAuth {
 
   /**
    * Checks a username and password (throttled per username and per address) and opens a session.
+   * The attempt is counted before the password is hashed, and the hashing is bounded (HashGate).
    * Unknown names cost the same scrypt work as known ones.
    */
   async signIn(username: string, password: string, remote: string, now = Date.now()): Promise<SignInResult> {
     const userKey = username.toLowerCase();
-    const wait = Math.max(this.userThrottle.blockedFor(userKey, now), this.addressThrottle.blockedFor(remote, now));
-    if (wait > 0) return { ok: false, retryAfterSeconds: Math.ceil(wait / 1000) };
-    const user = await this.store.getDashboardUserByName(username);
-    const ok = user
-      ? await verifyPassword(password, user.passwordHash)
-      : (await verifyPassword(password, await dummyHash()), false);
-    if (!user || !ok) {
-      this.userThrottle.fail(userKey, now);
-      this.addressThrottle.fail(remote, now);
-      return { ok: false };
+    const throttles = [
+      [this.userThrottle, userKey],
+      [this.addressThrottle, remote],
+    ] as const;
+    try {
+      // Refused at once when the hashing is full: a burst costs no store work beyond this point.
+      this.hashGate.admit({ user: userKey, address: remote });
+    } catch (e) {
+      if (!(e instanceof HashBusyError)) throw e;
+      return { ok: false, retryAfterSeconds: e.retryAfterSeconds, busy: e.scope === 'service' };
     }
-    this.userThrottle.succeed(userKey);
+    const wait = await reserveAll(throttles, now);
+    if (wait > 0) return { ok: false, retryAfterSeconds: Math.ceil(wait / 1000) };
+    let ok: boolean;
+    let user: Awaited<ReturnType<Store['getDashboardUserByName']>>;
+    try {
+      ({ user, ok } = await this.hashGate.run({ user: userKey, address: remote }, async () => {
+        const found = await this.store.getDashboardUserByName(username);
+        const matches = found
+          ? await verifyPassword(password, found.passwordHash)
+          : (await verifyPassword(password, await dummyHash()), false);
+        return { user: found, ok: matches };
+      }));
+    } catch (e) {
+      if (!(e instanceof HashBusyError)) throw e;
+      // Not checked, so not counted: the attempt may come back.
+      for (const [t, key] of throttles) await t.settleSuccess(key, 'refund', now);
+      return { ok: false, retryAfterSeconds: e.retryAfterSeconds, busy: e.scope === 'service' };
+    }
+    if (!user || !ok) return { ok: false };
+    await this.userThrottle.settleSuccess(userKey, 'forget', now);
+    await this.addressThrottle.settleSuccess(remote, 'refund', now);
     await this.store.deleteExpiredDashboardSessions(now);
     const id = randomSecret(32);
     await this.store.createDashboardSession({

@@ -139,8 +139,7 @@ function overridesFromForm(
 }
 
 const sameJson = (a: unknown, b: unknown) =>
-  JSON.stringify(a, Object.keys((a ?? {}) as object).sort()) ===
-  JSON.stringify(b, Object.keys((b ?? {}) as object).sort());
+  JSON.stringify(a, Object.keys(a ?? {}).sort()) === JSON.stringify(b, Object.keys(b ?? {}).sort());
 
 /** Connection and account errors name API fields (`credentials.domain`); the forms use the same names. */
 const errorField = (e: FieldError) =>
@@ -251,11 +250,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/new/:connector', async (req, res) => {
-    await createForm(req, res, connectorOrThrow(req.params.connector!), {});
+    await createForm(req, res, connectorOrThrow(req.params.connector), {});
   });
 
   r.post('/connections/new/:connector', async (req, res) => {
-    const connector = connectorOrThrow(req.params.connector!);
+    const connector = connectorOrThrow(req.params.connector);
     const { values, ...overrides } = overridesFromForm(connector, req.body);
     values.connection_name = formString(req.body, 'connection_name').trim();
     const input: ConnectionInput = { connection_name: values.connection_name, connector: connector.name };
@@ -362,11 +361,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/:name/edit', async (req, res) => {
-    await editForm(req, res, await s.accounts.connectionByName(req.params.name!));
+    await editForm(req, res, await s.accounts.connectionByName(req.params.name));
   });
 
   r.post('/connections/:name/edit', async (req, res) => {
-    const c = await s.accounts.connectionByName(req.params.name!);
+    const c = await s.accounts.connectionByName(req.params.name);
     const connector = connectorOrThrow(c.connector);
     const { values, ...overrides } = overridesFromForm(connector, req.body, c);
     const input: ConnectionInput = {};
@@ -397,7 +396,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.get('/connections/:name/delete', async (req, res) => {
-    const c = await s.accounts.connectionByName(req.params.name!);
+    const c = await s.accounts.connectionByName(req.params.name);
     const n = await s.store.countAccounts(c.id);
     render(ctx, req, res, 'confirm', {
       title: `Delete ${c.name}?`,
@@ -410,7 +409,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/connections/:name/delete', async (req, res) => {
-    await m.deleteConnection(req.params.name!);
+    await m.deleteConnection(req.params.name);
     res.redirect(303, `${BASE}/connections?done=connection-deleted`);
   });
 
@@ -508,11 +507,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/:name', async (req, res) => {
-    await connectionPage(req, res, await s.accounts.connectionByName(req.params.name!));
+    await connectionPage(req, res, await s.accounts.connectionByName(req.params.name));
   });
 
   r.post('/connections/:name/authorization-link', async (req, res) => {
-    const c = await s.accounts.connectionByName(req.params.name!);
+    const c = await s.accounts.connectionByName(req.params.name);
     const identifier = formString(req.body, 'identifier');
     try {
       checkRequest('createAuthorizationLink', 'body', { connection_name: c.name, identifier });
@@ -599,11 +598,11 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/connections/:name/accounts/new', async (req, res) => {
-    await accountForm(req, res, await s.accounts.connectionByName(req.params.name!), {});
+    await accountForm(req, res, await s.accounts.connectionByName(req.params.name), {});
   });
 
   r.post('/connections/:name/accounts/new', async (req, res) => {
-    const c = await s.accounts.connectionByName(req.params.name!);
+    const c = await s.accounts.connectionByName(req.params.name);
     const auth = authFor(connectorOrThrow(c.connector), c.authKind);
     const values: Record<string, string> = {
       identifier: formString(req.body, 'identifier'),
@@ -651,7 +650,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/accounts/:id/delete', async (req, res) => {
-    const { a, c } = await accountOrThrow(req.params.id!);
+    const { a, c } = await accountOrThrow(req.params.id);
     render(ctx, req, res, 'confirm', {
       title: `Delete ${a.identifier}?`,
       nav: 'connections',
@@ -664,8 +663,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
 
   r.post('/accounts/:id/delete', async (req, res) => {
     const { a, c } = await accountOrThrow(req.params.id!);
-    await s.store.deleteAccount(a.id);
-    s.accounts.forgetAccount(a.id);
+    await m.deleteAccount(a.id);
     res.redirect(303, `${connectionPath(c.name)}?done=account-deleted`);
   });
 }

@@ -23,6 +23,9 @@ const NOTICES: Record<string, string> = {
   'account-saved': 'Connected account saved; its credentials are sealed and will not be shown again.',
   'account-deleted': 'Connected account deleted.',
   'credential-revoked': 'API credential revoked: its tokens no longer work.',
+  'mcp-server-created': 'MCP server created. Make a URL for each end user below.',
+  'mcp-server-deleted': 'MCP server deleted: its URLs no longer work.',
+  'mcp-url-revoked': 'URL revoked: MCP clients using it are refused from now on.',
 };
 
 export function session(res: Response): SignedInSession | undefined {
@@ -83,7 +86,7 @@ export function queryValue(req: Request, name: string): string {
 
 /** The field errors of a validation failure, or undefined for any other error. */
 export function fieldErrorsOf(e: unknown): FieldError[] | undefined {
-  if (e instanceof ServiceError && e.status === 400 && Array.isArray(e.details)) return e.details as FieldError[];
+  if (e instanceof ServiceError && e.status === 400 && Array.isArray(e.details)) return e.details;
   return undefined;
 }
 

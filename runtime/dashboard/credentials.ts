@@ -82,7 +82,7 @@ export function credentialRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/api-credentials/:id/revoke', async (req, res) => {
-    const c = await credentialOrThrow(req.params.id!);
+    const c = await credentialOrThrow(req.params.id);
     if (c.revokedAt)
       throw new ServiceError(409, 'already_revoked', `The API credential “${c.name}” is already revoked.`);
     render(ctx, req, res, 'confirm', {
@@ -96,7 +96,7 @@ export function credentialRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/api-credentials/:id/revoke', async (req, res) => {
-    const c = await credentialOrThrow(req.params.id!);
+    const c = await credentialOrThrow(req.params.id);
     await s.store.revokeApiCredential(c.id, Date.now());
     s.tokens.forgetCredential(c.id);
     res.redirect(303, `${BASE}/api-credentials?done=credential-revoked`);

@@ -17,6 +17,7 @@ import { connectionRoutes } from './connections.ts';
 import { credentialRoutes } from './credentials.ts';
 import { toolRoutes } from './tools.ts';
 import { activityRoutes } from './activity.ts';
+import { mcpRoutes } from './mcp.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -119,10 +120,12 @@ export function dashboardRouter(s: Services): Router {
     if (!result.ok) {
       if (result.retryAfterSeconds) {
         res.setHeader('retry-after', String(result.retryAfterSeconds));
-        signInPage(req, res, 429, {
+        signInPage(req, res, result.busy ? 503 : 429, {
           next,
           username,
-          error: `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
+          error: result.busy
+            ? `Too many sign-ins at once. Try again in ${result.retryAfterSeconds} seconds.`
+            : `Too many failed sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
         });
       } else {
         signInPage(req, res, 401, { next, username, error: 'Wrong username or password.' });
@@ -175,6 +178,7 @@ export function dashboardRouter(s: Services): Router {
   credentialRoutes(r, ctx);
   toolRoutes(r, ctx);
   activityRoutes(r, ctx);
+  mcpRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 

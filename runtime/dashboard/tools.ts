@@ -3,6 +3,7 @@
  * for a chosen connected account a form built from the tool's JSON Schema that runs the real executor —
  * a dry run shows the upstream request(s) with credentials redacted, an execution shows the response.
  */
+import { setOwn } from '../../core/own.ts';
 import type { Request, Response, Router } from 'express';
 import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
 import { connectors, getConnector, getTool, tools } from '../connectors/catalog.ts';
@@ -194,7 +195,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
   };
 
   r.get('/tools/:tool', async (req, res) => {
-    const tool = toolOrThrow(req.params.tool!);
+    const tool = toolOrThrow(req.params.tool);
     await toolPage(req, res, tool, {
       connection: queryValue(req, 'connection'),
       identifier: queryValue(req, 'identifier'),
@@ -202,10 +203,10 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/tools/:tool', async (req, res) => {
-    const tool = toolOrThrow(req.params.tool!);
+    const tool = toolOrThrow(req.params.tool);
     const values: Record<string, string> = {};
     for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
-      if (typeof v === 'string' && k !== '_csrf') values[k] = v;
+      if (typeof v === 'string' && k !== '_csrf') setOwn(values, k, v);
     const dryRun = formString(req.body, 'action') === 'dry_run';
     const { input, errors: parseErrors } = toolInputFromForm(tool, req.body);
     // Without an account the executor cannot start; the input is still checked so every problem shows at once.
@@ -256,7 +257,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
       }
       if (!(e instanceof ServiceError)) throw e;
       if (e.code === 'invalid_input' && Array.isArray(e.details)) {
-        await toolPage(req, res, tool, values, { errors: e.details as FieldError[] }, 400);
+        await toolPage(req, res, tool, values, { errors: e.details }, 400);
         return;
       }
       const where =

@@ -70,7 +70,7 @@ export function oauthHosts(connector: ConnectorDefinition, connection: Connectio
     connection.oauth.authorize_url,
     connection.oauth.token_url,
     ...(isOAuth2(auth) ? [auth.authorize_url, auth.token_url] : []),
-    ...(isMcpAuth(auth) ? [(auth as OAuth2McpAuthSpec).resource] : []),
+    ...(isMcpAuth(auth) ? [auth.resource] : []),
   ];
   const hosts = configuredHosts(connector, connection, {});
   for (const url of urls) {
@@ -118,7 +118,7 @@ export async function endpointsFor(
   const auth = authFor(connector, connection.authKind);
   const hosts = oauthHosts(connector, connection);
   if (isOAuth2(auth)) return staticEndpoints(auth, connection, deps.sealer, hosts);
-  if (isMcpAuth(auth)) return discoverMcpAuthorization(auth as OAuth2McpAuthSpec, connection, deps, hosts);
+  if (isMcpAuth(auth)) return discoverMcpAuthorization(auth, connection, deps, hosts);
   throw new ServiceError(400, 'not_oauth', `Connection ${connection.name} uses ${auth.kind} credentials, not OAuth`);
 }
 

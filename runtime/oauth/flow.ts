@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { accountEvent, updateAccountWithEvent } from '../webhooks/events.ts';
 import * as oauth from 'oauth4webapi';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -13,6 +14,13 @@ import { endpointsFor, redirectUriFor, registrationWriter, type OAuthEndpoints }
 import { authorizationUrl, exchangeCode, TokenRequestError } from './tokens.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
+
+const linkUsed = () =>
+  new ServiceError(
+    410,
+    'link_used',
+    'This link was already used: an authorization has completed through it, or a newer link replaced it. Ask the application for a new link.',
+  );
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 export interface CallbackOutcome {
@@ -39,14 +47,14 @@ export class OAuthFlow {
   ) {}
 
   /** Only the service's own origin and configured origins may receive users after authorization. */
-  checkReturnUrl(url: string | undefined): string | null {
+  checkReturnUrl(url: string | undefined, field = 'redirect_url'): string | null {
     if (url === undefined || url === null || url === '') return null;
     let u: URL;
     try {
       u = new URL(url);
     } catch {
-      throw new ServiceError(400, 'invalid_input', 'redirect_url must be an absolute URL', [
-        { field: 'redirect_url', message: 'must be an absolute http(s) URL' },
+      throw new ServiceError(400, 'invalid_input', `${field} must be an absolute URL`, [
+        { field, message: 'must be an absolute http(s) URL' },
       ]);
     }
     const allowed = new Set([
@@ -57,8 +65,8 @@ export class OAuthFlow {
       throw new ServiceError(
         400,
         'invalid_input',
-        `redirect_url origin ${u.origin} is not allowed (set ALLOWED_REDIRECT_ORIGINS)`,
-        [{ field: 'redirect_url', message: `origin ${u.origin} is not an allowed redirect origin` }],
+        `${field} origin ${u.origin} is not allowed (set ALLOWED_REDIRECT_ORIGINS)`,
+        [{ field, message: `origin ${u.origin} is not an allowed redirect origin` }],
       );
     }
     return u.toString();
@@ -81,6 +89,7 @@ export class OAuthFlow {
     connection: Connection,
     identifier: string,
     redirectUrl?: string,
+    userVerifyUrl?: string,
   ): Promise<{ link: string; expiresAt: number; account: Account }> {
     const connector = getConnector(connection.connector)!;
     if (!isOAuthKind(connection.authKind)) {
@@ -98,10 +107,13 @@ export class OAuthFlow {
       );
     }
     const returnTo = this.checkReturnUrl(redirectUrl);
+    const verifyUrl = this.checkReturnUrl(userVerifyUrl, 'user_verify_url');
     const now = Date.now();
-    const { account } = await this.store.getOrCreateAccount(
-      pendingAccount(newId('ca'), connection.id, identifier, now),
-    );
+    const { account } = await this.store.transaction(async (tx) => {
+      const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
+      if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+      return r;
+    });
     const token = randomSecret(32);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
     await this.store.createOAuthLink({
@@ -110,6 +122,9 @@ export class OAuthFlow {
       accountId: account.id,
       redirectUrl: returnTo,
       expiresAt,
+      userVerifyUrl: verifyUrl,
+      openedAt: null,
+      usedAt: null,
     });
     return {
       link: `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`,
@@ -118,9 +133,13 @@ export class OAuthFlow {
     };
   }
 
-  /** Opening a link: a fresh state and PKCE verifier, then the provider's authorization URL. */
+  /**
+   * Opening a link: a fresh state and PKCE verifier, then the provider's authorization URL. A link may be
+   * opened again until a flow completes through it (a user who went back), but not once it is spent.
+   */
   async start(connectionId: string, linkToken: string): Promise<string> {
-    const link = linkToken ? await this.store.getOAuthLink(sha256(linkToken), Date.now()) : undefined;
+    const linkHash = sha256(linkToken);
+    const link = linkToken ? await this.store.getOAuthLink(linkHash, Date.now()) : undefined;
     if (!link || link.connectionId !== connectionId) {
       throw new ServiceError(
         400,
@@ -128,12 +147,14 @@ export class OAuthFlow {
         'This authorization link is invalid or has expired; ask for a new one',
       );
     }
+    if (link.usedAt != null) throw linkUsed();
     const connection = await this.store.getConnection(connectionId);
     if (!connection) throw new ServiceError(400, 'invalid_link', 'The connection of this link no longer exists');
     const ep = await this.endpoints(connection);
     const state = oauth.generateRandomState();
     const verifier = oauth.generateRandomCodeVerifier();
     const stateHash = sha256(state);
+    await this.store.markOAuthLinkOpened(linkHash, Date.now());
     await this.store.createOAuthState({
       stateHash,
       connectionId,
@@ -142,6 +163,7 @@ export class OAuthFlow {
       redirectUrl: link.redirectUrl,
       expiresAt: Date.now() + STATE_TTL_MS,
       usedAt: null,
+      linkHash,
     });
     const challenge = ep.pkce ? await oauth.calculatePKCECodeChallenge(verifier) : undefined;
     return authorizationUrl(ep, redirectUriFor(this.config.publicUrl, connectionId), state, challenge);
@@ -208,23 +230,48 @@ export class OAuthFlow {
         redirectTo: redirect(false, { error: 'token_exchange_failed' }),
       };
     }
+    // One completion per link: whoever completes second (a replay, or a second tab) finds the link spent and
+    // writes nothing, so the first account's tokens are never replaced through the same link.
+    const link = stored.linkHash ? await this.store.consumeOAuthLink(stored.linkHash, Date.now()) : undefined;
+    if (stored.linkHash && !link) throw linkUsed();
+    const verifyUrl = link?.userVerifyUrl ?? null;
     const secrets: Record<string, string> = { access_token: tokens.access_token };
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;
     if (tokens.token_type) secrets.token_type = tokens.token_type;
     if (tokens.scope) secrets.scope = tokens.scope;
-    const updated = await this.store.updateAccount(
-      account.id,
+    const updated = await updateAccountWithEvent(
+      this.store,
+      account,
+      connection,
       {
-        status: 'ACTIVE',
+        status: verifyUrl ? 'PENDING_VERIFICATION' : 'ACTIVE',
         secretsSealed: this.accounts.sealSecrets(account.id, secrets),
         tokenExpiresAt: tokens.expiresAt,
         fields: { ...account.fields, ...tokens.fields },
         lastError: null,
       },
-      Date.now(),
+      { always: true, reason: 'authorized by the user' },
     );
     this.accounts.forgetAccount(account.id);
     this.log.info({ account: account.id, connection: connection.name }, 'account authorized');
+    if (verifyUrl) {
+      const authRequestId = randomSecret(32);
+      await this.store.createAccountVerification({
+        requestHash: sha256(authRequestId),
+        accountId: account.id,
+        expiresAt: Date.now() + this.config.linkTtlSeconds * 1000,
+        usedAt: null,
+      });
+      const u = new URL(verifyUrl);
+      u.searchParams.set('auth_request_id', authRequestId);
+      return {
+        ok: true,
+        account: updated,
+        connection,
+        message: 'Authorized; the application now confirms that this account is yours.',
+        redirectTo: u.toString(),
+      };
+    }
     return {
       ok: true,
       account: updated,
@@ -232,5 +279,44 @@ export class OAuthFlow {
       message: `Connected. You can close this window and return to the application.`,
       redirectTo: redirect(true, {}),
     };
+  }
+
+  /**
+   * The client application confirms that its signed-in user is the account's identifier: the account becomes
+   * ACTIVE. The request is single-use; an unknown, expired or spent one, or another identifier, is refused.
+   */
+  async verifyUser(authRequestId: string, identifier: string): Promise<Account> {
+    const now = Date.now();
+    const pending = await this.store.consumeAccountVerification(sha256(authRequestId), now);
+    if (!pending) {
+      throw new ServiceError(
+        404,
+        'verification_not_found',
+        'No pending verification with this auth_request_id: it is unknown, expired or already used',
+        [{ field: 'auth_request_id', message: 'unknown, expired or already used' }],
+      );
+    }
+    const account = await this.store.getAccount(pending.accountId);
+    if (!account || account.status !== 'PENDING_VERIFICATION') {
+      throw new ServiceError(
+        409,
+        'verification_not_pending',
+        'The account of this verification no longer waits for one (it was deleted, re-authorized or updated)',
+      );
+    }
+    if (account.identifier !== identifier) {
+      // The request is spent: a user who is not the identifier cannot retry with guesses.
+      this.log.warn({ account: account.id }, 'user verification refused: identifier mismatch');
+      throw new ServiceError(
+        403,
+        'identifier_mismatch',
+        'The identifier does not match the account this authorization was started for; the authorization is discarded',
+        [{ field: 'identifier', message: 'does not match the account being verified' }],
+      );
+    }
+    const updated = await this.store.updateAccount(account.id, { status: 'ACTIVE' }, now, account.version);
+    if (!updated) throw new ServiceError(409, 'verification_not_pending', 'The account changed during verification');
+    this.accounts.forgetAccount(account.id);
+    return updated;
   }
 }

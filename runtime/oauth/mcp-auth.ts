@@ -8,6 +8,7 @@ import { aad } from '../crypto/aad.ts';
 import { hostAndPort } from '../upstream/address-guard.ts';
 import type { Fetch, FetchPolicy } from '../upstream/fetch.ts';
 import { unauthenticatedChallenge } from '../upstream/mcp.ts';
+import { setOwn } from '../../core/own.ts';
 
 interface Registration {
   client_id: string;
@@ -56,7 +57,7 @@ export function bearerChallengeParams(header: string): Record<string, string> {
   const re = /([A-Za-z_][\w-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))/g;
   for (let m = re.exec(bearer[1]!); m; m = re.exec(bearer[1]!)) {
     const key = m[1]!.toLowerCase();
-    if (!(key in out)) out[key] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!;
+    if (!Object.hasOwn(out, key)) setOwn(out, key, m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!);
   }
   return out;
 }

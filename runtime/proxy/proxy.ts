@@ -6,6 +6,7 @@ import type { AccountService } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { Upstream } from '../upstream/upstream.ts';
+import { setOwn } from '../../core/own.ts';
 
 /**
  * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
@@ -34,7 +35,17 @@ function relay(from: IncomingMessage, to: ServerResponse): Promise<void> {
   });
 }
 
-/** Headers that describe one hop, or that belong to the client's session with this service. */
+/**
+ * A header name as servers may read it: without regard to case, and with `_` read as `-` (nginx with
+ * underscores_in_headers, CGI-style frameworks, many application servers treat `x_api_key` as `x-api-key`).
+ * Every check on the client's header names is made on this form, so no spelling slips past one.
+ */
+export const canonicalHeaderName = (name: string): string => name.toLowerCase().replace(/_/g, '-');
+
+/**
+ * Headers that describe one hop, or that belong to the client's session with this service, in canonical form
+ * (`connection_name` is `connection-name`).
+ */
 const DROP_REQUEST = new Set([
   'host',
   'authorization',
@@ -48,7 +59,7 @@ const DROP_REQUEST = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
-  'connection_name',
+  'connection-name',
   'identifier',
   'x-connection-name',
   'x-identifier',
@@ -189,19 +200,22 @@ export class ProxyHandler {
       throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
 
     const resolved = await this.accounts.resolve({ connectionName, identifier });
-    const credentialNames = credentialHeaderNames(resolved.auth.apply);
-    for (const name of credentialNames) {
-      if (name !== 'authorization' && req.headers[name] !== undefined) {
+    const credentialNames = new Set(credentialHeaderNames(resolved.auth.apply).map(canonicalHeaderName));
+    for (const sent of Object.keys(req.headers)) {
+      const name = canonicalHeaderName(sent);
+      if (name === 'x-upstream-authorization') {
+        throw new ServiceError(400, 'credential_header_not_allowed', 'Credential headers are set by the service', [
+          { field: sent, message: 'header may not be set by the client' },
+        ]);
+      }
+      if (name !== 'authorization' && credentialNames.has(name)) {
         throw new ServiceError(
           400,
           'credential_header_not_allowed',
-          `The ${name} header carries the account's credentials; the service sets it`,
-          [{ field: name, message: 'header may not be set by the client' }],
+          `The ${sent} header carries the account's credentials; the service sets it`,
+          [{ field: sent, message: 'header may not be set by the client' }],
         );
       }
-    }
-    if (req.headers['x-upstream-authorization'] !== undefined) {
-      throw new ServiceError(400, 'credential_header_not_allowed', 'Credential headers are set by the service');
     }
 
     const live = await this.accounts.live(resolved);
@@ -215,8 +229,9 @@ export class ProxyHandler {
 
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || DROP_REQUEST.has(k) || credentialNames.includes(k)) continue;
-      headers[k] = v;
+      const name = canonicalHeaderName(k);
+      if (v === undefined || DROP_REQUEST.has(name) || credentialNames.has(name)) continue;
+      setOwn(headers, k, v);
     }
     const hasBody =
       req.headers['content-length'] !== undefined

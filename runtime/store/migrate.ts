@@ -4,10 +4,15 @@ import type { Backend } from './sql-store.ts';
 
 const DIR = new URL('./migrations/', import.meta.url);
 
-/** The migration files, in the order they apply; each file's name is its version. */
-export function migrationFiles(): string[] {
+/**
+ * The migration files, in the order they apply; each file's name is its version. `NNN_name.sql` applies to both
+ * databases, `NNN_name.postgres.sql` or `NNN_name.sqlite.sql` to that one only (what one of them cannot express,
+ * such as PostgreSQL's notification triggers). Without `kind`, every file.
+ */
+export function migrationFiles(kind?: 'sqlite' | 'postgres'): string[] {
+  const other = kind === 'sqlite' ? '.postgres.sql' : kind === 'postgres' ? '.sqlite.sql' : undefined;
   return readdirSync(DIR)
-    .filter((f) => f.endsWith('.sql'))
+    .filter((f) => f.endsWith('.sql') && !(other && f.endsWith(other)))
     .sort();
 }
 
@@ -25,7 +30,7 @@ export async function migrate(backend: Backend): Promise<void> {
       (await db.selectFrom('schema_migrations').select('version').execute()).map((r) => r.version),
     );
     // Nothing to apply, nothing locked: a process starting next to a running service does not hold its writes.
-    for (const file of migrationFiles().filter((f) => !applied.has(f))) {
+    for (const file of migrationFiles(backend.kind).filter((f) => !applied.has(f))) {
       await db.transaction().execute(async (tx) => {
         // Read inside the transaction: another process may have applied it since the list was made.
         const done = await tx

@@ -7,11 +7,119 @@ import {
   type QueryResult,
   type RawBuilder,
 } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pgTypes from 'pg';
 import type { Database } from './schema.ts';
 import { prepare } from './prepared.ts';
 import { SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
 import { LockTimeout } from './types.ts';
+import { ChangeFeed, EVERYTHING } from './changes.ts';
+
+/** The notification channel of a schema's changes (migration 007 notifies on it): names are at most 63 bytes. */
+export const changeChannel = (schema: string) => `acs_${schema}`.slice(0, 63);
+
+/**
+ * Follows the changes other processes make, on a connection of its own: LISTEN on the schema's channel, fed by
+ * the triggers of migration 007 (`table:id` for every insert, update or delete of a cached table, sent when the
+ * writing transaction commits). While that connection is down, the feed is not live (caches serve nothing) and it
+ * reconnects every second; once back, it drops every cache, for the changes it could not hear meanwhile.
+ */
+class ChangeListener {
+  private client: pg.Client | undefined;
+  private channel = '';
+  private stopped = false;
+  private syncs = new Map<string, () => void>();
+  private syncCount = 0;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly feed: ChangeFeed,
+  ) {}
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    const client = new (loadPg().Client)(this.config);
+    client.on('error', () => {}); // followed by 'end', handled below
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ schema: string }>('SELECT current_schema() AS schema');
+      this.channel = changeChannel(rows[0]!.schema);
+      client.on('notification', (n) => {
+        if (n.channel !== this.channel || n.payload === undefined) return;
+        const sync = this.syncs.get(n.payload);
+        if (sync) return sync();
+        this.feed.emit(ChangeFeed.parse(n.payload));
+      });
+      await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
+    } catch (e) {
+      await client.end().catch(() => {});
+      throw e;
+    }
+    if (this.stopped) return void (await client.end().catch(() => {}));
+    client.once('end', () => this.lost(client));
+    this.client = client;
+    this.feed.emit(EVERYTHING);
+    this.feed.live = true;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.feed.live = false;
+    this.feed.emit(EVERYTHING);
+    for (const resolve of this.syncs.values()) resolve();
+    this.syncs.clear();
+    if (!this.stopped) this.retry();
+  }
+
+  private retry(): void {
+    setTimeout(() => {
+      if (this.stopped) return;
+      this.connect().catch(() => this.retry());
+    }, 1_000).unref();
+  }
+
+  /** A notification of our own: delivered after those of every transaction that committed before it was sent. */
+  async sync(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    const token = `sync:${process.pid}:${++this.syncCount}`;
+    const heard = new Promise<void>((resolve) =>
+      this.syncs.set(token, () => {
+        this.syncs.delete(token);
+        resolve();
+      }),
+    );
+    await client.query('SELECT pg_notify($1, $2)', [this.channel, token]);
+    await heard;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.feed.live = false;
+    const client = this.client;
+    this.client = undefined;
+    for (const resolve of this.syncs.values()) resolve();
+    await client?.end().catch(() => {});
+  }
+}
+
+type Pg = typeof pgTypes;
+/**
+ * The PostgreSQL driver, loaded when a PostgreSQL store is opened: a service on SQLite never pays for it (about
+ * a quarter of the start-up's module loading, and its memory).
+ */
+let driver: Pg | undefined;
+const loadPg = (): Pg => (driver ??= createRequire(import.meta.url)('pg') as Pg);
+declare namespace pg {
+  type Pool = pgTypes.Pool;
+  type Client = pgTypes.Client;
+  type ClientConfig = pgTypes.ClientConfig;
+}
 
 /** Serialises migrators of one database (any schema): held for the whole run, on one connection. */
 const MIGRATION_LOCK = 424242;
@@ -21,7 +129,7 @@ const types = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === 20
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
+      : loadPg().types.getTypeParser(oid, format as never)) as typeof pgTypes.types.getTypeParser,
 };
 
 /**
@@ -53,12 +161,22 @@ class PostgresBackend implements Backend {
   readonly db: Db;
   private readonly q: ReturnType<typeof batchQueries>;
 
+  private readonly listener: ChangeListener;
+  readonly changes: ChangeFeed;
+
   constructor(
     readonly pool: pg.Pool,
     private readonly schema: string | undefined,
+    clientConfig: pg.ClientConfig,
   ) {
     this.db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     this.q = batchQueries(this.db);
+    this.changes = new ChangeFeed({ sync: () => this.listener.sync() });
+    this.listener = new ChangeListener(clientConfig, this.changes);
+  }
+
+  watchChanges(): Promise<void> {
+    return this.listener.start();
   }
 
   /** Outside a transaction, straight to the pool (which lends a connection per statement, as Kysely's driver does). */
@@ -141,6 +259,7 @@ class PostgresBackend implements Backend {
   }
 
   async close() {
+    await this.listener.stop();
     await this.db.destroy();
     // A store only used through `pool` directly (tests dropping a schema) never started Kysely's driver.
     if (!this.pool.ended) await this.pool.end();
@@ -158,13 +277,13 @@ export class PostgresStore extends SqlStore {
     poolSize = 10,
   ) {
     if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
-    const pool = new pg.Pool({
+    const clientConfig: pg.ClientConfig = {
       connectionString,
-      max: poolSize,
       types,
       options: schema ? `-c search_path=${schema}` : undefined,
-    });
-    super(new PostgresBackend(pool, schema));
+    };
+    const pool = new (loadPg().Pool)({ ...clientConfig, max: poolSize });
+    super(new PostgresBackend(pool, schema, clientConfig));
     this.pool = pool;
   }
 }

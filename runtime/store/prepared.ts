@@ -31,8 +31,11 @@ export class Prepared<A, R> {
 }
 
 export function prepare<A, R>(build: (args: A) => Compilable<R>): Prepared<A, R> {
-  const args = new Proxy({} as Record<string, Slot>, {
-    get: (_, name) => new Slot(String(name)),
-  }) as unknown as A;
+  const args = new Proxy(
+    {},
+    {
+      get: (_, name) => new Slot(String(name)),
+    },
+  ) as unknown as A;
   return new Prepared(build(args).compile());
 }

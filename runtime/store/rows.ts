@@ -1,13 +1,19 @@
 import type {
   Account,
   AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
   DashboardSession,
   DashboardUser,
+  McpServerConfig,
+  McpUrl,
   OAuthLink,
   OAuthState,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
 } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
@@ -48,7 +54,8 @@ export const toAccount = (r: Row): Account => ({
   id: str(r.id),
   connectionId: str(r.connection_id),
   identifier: str(r.identifier),
-  status: str(r.status) as AccountStatus,
+  // See migration 004: the column keeps PENDING_AUTH while the account waits for its user's verification.
+  status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),
@@ -65,6 +72,16 @@ export const toLink = (r: Row): OAuthLink => ({
   accountId: str(r.account_id),
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
+  userVerifyUrl: strOrNull(r.user_verify_url),
+  openedAt: numOrNull(r.opened_at),
+  usedAt: numOrNull(r.used_at),
+});
+
+export const toVerification = (r: Row): AccountVerification => ({
+  requestHash: str(r.request_hash),
+  accountId: str(r.account_id),
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
 });
 
 export const toState = (r: Row): OAuthState => ({
@@ -75,6 +92,7 @@ export const toState = (r: Row): OAuthState => ({
   redirectUrl: strOrNull(r.redirect_url),
   expiresAt: num(r.expires_at),
   usedAt: numOrNull(r.used_at),
+  linkHash: strOrNull(r.link_hash),
 });
 
 export const toActivity = (r: Row): ActivityRecord => ({
@@ -106,14 +124,62 @@ export const toDashboardSession = (r: Row): DashboardSession & { username: strin
   expiresAt: num(r.expires_at),
 });
 
+export const toMcpServer = (r: Row): McpServerConfig => ({
+  id: str(r.id),
+  name: str(r.name),
+  mode: str(r.mode) as McpServerConfig['mode'],
+  tools: JSON.parse(str(r.tools)) as string[],
+  connections: JSON.parse(str(r.connections)) as string[],
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toWebhookEndpoint = (r: Row): WebhookEndpoint => ({
+  id: str(r.id),
+  url: str(r.url),
+  events: JSON.parse(str(r.events)) as string[],
+  secretSealed: str(r.secret_sealed),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
+export const toMcpUrl = (r: Row): McpUrl => ({
+  id: str(r.id),
+  serverId: str(r.server_id),
+  identifier: str(r.identifier),
+  tokenHash: str(r.token_hash),
+  expiresAt: num(r.expires_at),
+  revokedAt: numOrNull(r.revoked_at),
+  createdAt: num(r.created_at),
+  lastUsedAt: numOrNull(r.last_used_at),
+});
+
+export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
+  id: str(r.id),
+  endpointId: str(r.endpoint_id),
+  eventId: str(r.event_id),
+  eventType: str(r.event_type),
+  payload: str(r.payload),
+  status: str(r.status) as WebhookDeliveryStatus,
+  attempts: num(r.attempts),
+  nextAttemptAt: numOrNull(r.next_attempt_at),
+  lastStatus: numOrNull(r.last_status),
+  lastError: strOrNull(r.last_error),
+  lastLatencyMs: numOrNull(r.last_latency_ms),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+  deliveredAt: numOrNull(r.delivered_at),
+});
+
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
 export const SEALED_COLUMNS: ReadonlyArray<
-  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta', string, string]
+  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints', string, string]
 > = [
   ['connections', 'id', 'client_secret_sealed'],
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],
   ['oauth_states', 'state_hash', 'verifier_sealed'],
+  ['webhook_endpoints', 'id', 'secret_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

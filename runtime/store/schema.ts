@@ -43,6 +43,8 @@ export interface Database {
     /** SQLite's account lease (runtime/store/sqlite.ts); unused on PostgreSQL, which takes an advisory lock. */
     lock_until: number | null;
     lock_owner: string | null;
+    /** Set while the account waits for its user's verification (it is then PENDING_VERIFICATION). */
+    verification_pending_since: number | null;
     created_at: number;
     updated_at: number;
   };
@@ -52,6 +54,15 @@ export interface Database {
     account_id: string;
     redirect_url: string | null;
     expires_at: number;
+    opened_at: number | null;
+    used_at: number | null;
+    user_verify_url: string | null;
+  };
+  account_verifications: {
+    request_hash: string;
+    account_id: string;
+    expires_at: number;
+    used_at: number | null;
   };
   oauth_states: {
     state_hash: string;
@@ -61,6 +72,7 @@ export interface Database {
     redirect_url: string | null;
     expires_at: number;
     used_at: number | null;
+    link_hash: string | null;
   };
   activity: {
     id: string;
@@ -81,10 +93,62 @@ export interface Database {
     created_at: number;
     updated_at: number;
   };
+  webhook_endpoints: {
+    id: string;
+    url: string;
+    /** JSON array of event types. */
+    events: string;
+    secret_sealed: string;
+    created_at: number;
+    updated_at: number;
+  };
+  webhook_outbox: { id: string; type: string; payload: string; created_at: number };
+  webhook_deliveries: {
+    id: string;
+    endpoint_id: string;
+    event_id: string;
+    event_type: string;
+    payload: string;
+    status: string;
+    attempts: number;
+    next_attempt_at: number | null;
+    last_status: number | null;
+    last_error: string | null;
+    last_latency_ms: number | null;
+    created_at: number;
+    updated_at: number;
+    delivered_at: number | null;
+  };
   dashboard_sessions: {
     id_hash: string;
     user_id: string;
     created_at: number;
     expires_at: number;
+  };
+  mcp_servers: {
+    id: string;
+    name: string;
+    mode: string;
+    tools: string;
+    connections: string;
+    created_at: number;
+    updated_at: number;
+  };
+  mcp_urls: {
+    id: string;
+    server_id: string;
+    identifier: string;
+    token_hash: string;
+    expires_at: number;
+    revoked_at: number | null;
+    created_at: number;
+    last_used_at: number | null;
+  };
+  throttles: {
+    key: string;
+    count: number;
+    last_at: number;
+    blocked_until: number;
+    version: number;
   };
 }

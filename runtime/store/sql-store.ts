@@ -1,6 +1,8 @@
 import { sql, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import type { ChangeFeed, ChangedTable } from './changes.ts';
 import { decodeCursor } from './cursor.ts';
 import { migrate } from './migrate.ts';
+import { newId } from '../ids.ts';
 import { prepare } from './prepared.ts';
 import {
   escapeLike,
@@ -13,27 +15,47 @@ import {
   toDashboardSession,
   toDashboardUser,
   toLink,
+  toMcpServer,
+  toMcpUrl,
   toState,
+  toVerification,
+  toWebhookDelivery,
+  toWebhookEndpoint,
 } from './rows.ts';
 import type { Database } from './schema.ts';
 import type {
   Account,
   AccountPatch,
   AccountQuery,
+  AccountStatus,
+  AccountVerification,
   ActivityRecord,
   ApiCredential,
   Connection,
   ConnectionPatch,
   DashboardSession,
   DashboardUser,
+  McpServerConfig,
+  McpServerPatch,
+  McpUrl,
   OAuthLink,
   OAuthState,
   SealedCell,
   Store,
   StoreTransaction,
+  ThrottleState,
+  WebhookAttemptResult,
+  WebhookEndpoint,
+  WebhookEvent,
 } from './types.ts';
 
 export type Db = Kysely<Database>;
+
+/** A unique constraint refused the write (SQLite's SQLITE_CONSTRAINT_UNIQUE, PostgreSQL's 23505). */
+function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505';
+}
 
 /**
  * What differs between SQLite and PostgreSQL, and only that: opening and closing, running a compiled query
@@ -56,6 +78,10 @@ export interface Backend {
   touchAccounts(db: Db, lastUsed: ReadonlyMap<string, number>): Promise<void>;
   /** Inserts the rows in one transaction. */
   insertActivity(db: Db, rows: readonly ActivityRow[]): Promise<void>;
+  /** Changes to the cached tables (see changes.ts); the store emits its own writes, the backend those of others. */
+  readonly changes: ChangeFeed;
+  /** Starts following other processes' changes. */
+  watchChanges(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -102,6 +128,15 @@ const activityRow = (r: ActivityRecord): ActivityRow => ({
   created_at: r.createdAt,
 });
 
+/**
+ * The status columns of an account: PENDING_VERIFICATION is stored as PENDING_AUTH with the time the wait began
+ * (migration 004), so nothing that reads the status column alone takes such an account for usable.
+ */
+const statusColumns = (status: AccountStatus, at: number) =>
+  status === 'PENDING_VERIFICATION'
+    ? { status: 'PENDING_AUTH', verification_pending_since: at }
+    : { status, verification_pending_since: null };
+
 /** Sealed values live in these (table, column) pairs only; replaceSealed refuses any other. */
 const SEALED_ID_COLUMN = new Map<string, string>([
   ...SEALED_COLUMNS.map(([table, id, column]) => [`${table}.${column}`, id] as const),
@@ -116,14 +151,35 @@ export class SqlStore implements Store {
   readonly kind: 'sqlite' | 'postgres';
   private readonly db: Db;
   private readonly q: HotQueries;
+  /** In a transaction: the changes it made, announced once it has committed. */
+  private readonly pending: Array<[ChangedTable, string]> | undefined;
 
   constructor(
     private readonly backend: Backend,
-    bound?: { db: Db; queries: HotQueries },
+    bound?: { db: Db; queries: HotQueries; pending: Array<[ChangedTable, string]> },
   ) {
     this.kind = backend.kind;
     this.db = bound?.db ?? backend.db;
     this.q = bound?.queries ?? hotQueries(backend.db);
+    this.pending = bound?.pending;
+  }
+
+  get changes(): ChangeFeed {
+    return this.backend.changes;
+  }
+
+  watchChanges(): Promise<void> {
+    return this.backend.watchChanges();
+  }
+
+  /**
+   * Announces a write to a cached table to this process's caches at once (other processes learn of it from the
+   * database: NOTIFY, or SQLite's data_version). Called after the write; in a transaction, after the commit, so
+   * that no cache reloads the row before the change is visible.
+   */
+  private changed(table: ChangedTable, id: string): void {
+    if (this.pending) this.pending.push([table, id]);
+    else this.backend.changes.emit({ table, id });
   }
 
   /**
@@ -132,7 +188,14 @@ export class SqlStore implements Store {
    * connection, which the transaction holds until it ends.
    */
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, (db) => fn(new SqlStore(this.backend, { db, queries: this.q })));
+    if (this.pending) return fn(this);
+    const pending: Array<[ChangedTable, string]> = [];
+    try {
+      return await inTransaction(this.db, (db) => fn(new SqlStore(this.backend, { db, queries: this.q, pending })));
+    } finally {
+      // Announced even after a rollback: a change that did not happen only costs a cache miss.
+      for (const [table, id] of pending) this.backend.changes.emit({ table, id });
+    }
   }
 
   migrate(): Promise<void> {
@@ -168,6 +231,7 @@ export class SqlStore implements Store {
       .values({ key, value })
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
+    this.changed('meta', key);
     return (await this.getMeta(key))!;
   }
   async setMeta(key: string, value: string) {
@@ -176,6 +240,7 @@ export class SqlStore implements Store {
       .values({ key, value })
       .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
       .execute();
+    this.changed('meta', key);
   }
 
   async createApiCredential(c: ApiCredential) {
@@ -191,6 +256,7 @@ export class SqlStore implements Store {
         last_used_at: c.lastUsedAt,
       })
       .execute();
+    this.changed('api_credentials', c.id);
   }
   async getApiCredentialByClientId(clientId: string) {
     const [r] = (await this.backend.run(this.db, this.q.credentialByClientId.bind({ clientId }))).rows;
@@ -212,6 +278,7 @@ export class SqlStore implements Store {
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
+    this.changed('api_credentials', id);
     return r.numUpdatedRows === 1n;
   }
   async countApiCredentials() {
@@ -244,6 +311,7 @@ export class SqlStore implements Store {
         updated_at: c.updatedAt,
       })
       .execute();
+    this.changed('connections', c.id);
   }
   async getConnectionByName(name: string) {
     const [r] = (await this.backend.run(this.db, this.q.connectionByName.bind({ name }))).rows;
@@ -286,10 +354,11 @@ export class SqlStore implements Store {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst();
+    this.changed('connections', id);
     return r ? toConnection(r) : undefined;
   }
   async deleteConnection(id: string) {
-    return inTransaction(this.db, async (db) => {
+    const deleted = await inTransaction(this.db, async (db) => {
       const { n } = await db
         .selectFrom('connected_accounts')
         .select((eb) => eb.fn.countAll().as('n'))
@@ -298,6 +367,10 @@ export class SqlStore implements Store {
       const r = await db.deleteFrom('connections').where('id', '=', id).executeTakeFirst();
       return r.numDeletedRows ? Number(n) : undefined;
     });
+    this.changed('connections', id);
+    // Its accounts went with it (ON DELETE CASCADE).
+    this.changed('connected_accounts', '*');
+    return deleted;
   }
   async countAccounts(connectionId: string) {
     const r = await this.db
@@ -308,6 +381,15 @@ export class SqlStore implements Store {
     return Number(r.n);
   }
 
+  async countAccountsByStatus() {
+    const rows = await this.db
+      .selectFrom('connected_accounts')
+      .select((eb) => ['status', eb.fn.countAll().as('n')])
+      .groupBy('status')
+      .execute();
+    return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+  }
+
   async getOrCreateAccount(a: Account) {
     const inserted = await this.db
       .insertInto('connected_accounts')
@@ -315,7 +397,7 @@ export class SqlStore implements Store {
         id: a.id,
         connection_id: a.connectionId,
         identifier: a.identifier,
-        status: a.status,
+        ...statusColumns(a.status, a.createdAt),
         fields: JSON.stringify(a.fields),
         secrets_sealed: a.secretsSealed,
         token_expires_at: a.tokenExpiresAt,
@@ -330,7 +412,10 @@ export class SqlStore implements Store {
       .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
       .returningAll()
       .executeTakeFirst();
-    if (inserted) return { account: toAccount(inserted), created: true };
+    if (inserted) {
+      this.changed('connected_accounts', a.id);
+      return { account: toAccount(inserted), created: true };
+    }
     return { account: (await this.findAccount(a.connectionId, a.identifier))!, created: false };
   }
   async getAccount(id: string) {
@@ -348,7 +433,8 @@ export class SqlStore implements Store {
     if (q.identifier !== undefined) query = query.where('identifier', '=', q.identifier);
     if (q.identifierContains)
       query = query.where(sql<boolean>`identifier LIKE ${`%${escapeLike(q.identifierContains)}%`} ESCAPE '\\'`);
-    if (q.status) query = query.where('status', '=', q.status);
+    if (q.status === 'PENDING_VERIFICATION') query = query.where('verification_pending_since', 'is not', null);
+    else if (q.status) query = query.where('status', '=', q.status).where('verification_pending_since', 'is', null);
     if (after) {
       query = query.where((eb) =>
         eb.or([
@@ -365,7 +451,7 @@ export class SqlStore implements Store {
       .set((eb) => ({
         version: eb('version', '+', 1),
         updated_at: at,
-        status: patch.status,
+        ...(patch.status === undefined ? {} : statusColumns(patch.status, at)),
         fields: patch.fields === undefined ? undefined : JSON.stringify(patch.fields),
         secrets_sealed: patch.secretsSealed,
         token_expires_at: patch.tokenExpiresAt,
@@ -374,10 +460,12 @@ export class SqlStore implements Store {
       .where('id', '=', id);
     if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion);
     const r = await query.returningAll().executeTakeFirst();
+    if (r) this.changed('connected_accounts', id);
     return r ? toAccount(r) : undefined;
   }
   async deleteAccount(id: string) {
     const r = await this.db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    this.changed('connected_accounts', id);
     return r.numDeletedRows === 1n;
   }
   async touchAccounts(lastUsed: ReadonlyMap<string, number>) {
@@ -389,16 +477,47 @@ export class SqlStore implements Store {
   }
 
   async createOAuthLink(l: OAuthLink) {
+    await inTransaction(this.db, async (tx) => {
+      await tx
+        .updateTable('oauth_links')
+        .set({ used_at: l.openedAt ?? Date.now() })
+        .where('account_id', '=', l.accountId)
+        .where('opened_at', 'is not', null)
+        .where('used_at', 'is', null)
+        .execute();
+      await tx
+        .insertInto('oauth_links')
+        .values({
+          token_hash: l.tokenHash,
+          connection_id: l.connectionId,
+          account_id: l.accountId,
+          redirect_url: l.redirectUrl,
+          expires_at: l.expiresAt,
+          user_verify_url: l.userVerifyUrl ?? null,
+          opened_at: l.openedAt ?? null,
+          used_at: l.usedAt ?? null,
+        })
+        .execute();
+    });
+  }
+  async markOAuthLinkOpened(tokenHash: string, at: number) {
     await this.db
-      .insertInto('oauth_links')
-      .values({
-        token_hash: l.tokenHash,
-        connection_id: l.connectionId,
-        account_id: l.accountId,
-        redirect_url: l.redirectUrl,
-        expires_at: l.expiresAt,
-      })
+      .updateTable('oauth_links')
+      .set({ opened_at: at })
+      .where('token_hash', '=', tokenHash)
+      .where('opened_at', 'is', null)
       .execute();
+  }
+  async consumeOAuthLink(tokenHash: string, now: number) {
+    const r = await this.db
+      .updateTable('oauth_links')
+      .set({ used_at: now })
+      .where('token_hash', '=', tokenHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toLink(r) : undefined;
   }
   async getOAuthLink(tokenHash: string, now: number) {
     const r = await this.db
@@ -420,6 +539,7 @@ export class SqlStore implements Store {
         redirect_url: s.redirectUrl,
         expires_at: s.expiresAt,
         used_at: s.usedAt,
+        link_hash: s.linkHash ?? null,
       })
       .execute();
   }
@@ -440,6 +560,35 @@ export class SqlStore implements Store {
       .where('expires_at', '<', now - 86_400_000)
       .execute();
     await this.db.deleteFrom('oauth_links').where('expires_at', '<', now).execute();
+    await this.db.deleteFrom('account_verifications').where('expires_at', '<', now).execute();
+  }
+
+  async createAccountVerification(v: AccountVerification) {
+    await this.db
+      .insertInto('account_verifications')
+      .values({ request_hash: v.requestHash, account_id: v.accountId, expires_at: v.expiresAt, used_at: v.usedAt })
+      .execute();
+  }
+  async getAccountVerification(requestHash: string, now: number) {
+    const r = await this.db
+      .selectFrom('account_verifications')
+      .selectAll()
+      .where('request_hash', '=', requestHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return r ? toVerification(r) : undefined;
+  }
+  async consumeAccountVerification(requestHash: string, now: number) {
+    const r = await this.db
+      .updateTable('account_verifications')
+      .set({ used_at: now })
+      .where('request_hash', '=', requestHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toVerification(r) : undefined;
   }
 
   async recordActivity(records: readonly ActivityRecord[]) {
@@ -509,8 +658,357 @@ export class SqlStore implements Store {
     const r = await this.db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).executeTakeFirst();
     return r.numDeletedRows === 1n;
   }
+  async getThrottle(key: string): Promise<ThrottleState | undefined> {
+    const r = await this.db.selectFrom('throttles').selectAll().where('key', '=', key).executeTakeFirst();
+    return r
+      ? {
+          count: Number(r.count),
+          lastAt: Number(r.last_at),
+          blockedUntil: Number(r.blocked_until),
+          version: Number(r.version),
+        }
+      : undefined;
+  }
+  async compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null) {
+    if (expectedVersion === undefined) {
+      if (next === null) return true;
+      const r = await this.db
+        .insertInto('throttles')
+        .values({
+          key,
+          count: next.count,
+          last_at: next.lastAt,
+          blocked_until: next.blockedUntil,
+          version: next.version,
+        })
+        .onConflict((oc) => oc.column('key').doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
+    }
+    if (next === null) {
+      const r = await this.db
+        .deleteFrom('throttles')
+        .where('key', '=', key)
+        .where('version', '=', expectedVersion)
+        .executeTakeFirst();
+      return r.numDeletedRows === 1n;
+    }
+    const r = await this.db
+      .updateTable('throttles')
+      .set({ count: next.count, last_at: next.lastAt, blocked_until: next.blockedUntil, version: next.version })
+      .where('key', '=', key)
+      .where('version', '=', expectedVersion)
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async deleteStaleThrottles(before: number) {
+    await this.db.deleteFrom('throttles').where('last_at', '<', before).where('blocked_until', '<', before).execute();
+  }
   async deleteExpiredDashboardSessions(now: number) {
     await this.db.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).execute();
+  }
+
+  async createMcpServer(m: McpServerConfig) {
+    const r = await this.db
+      .insertInto('mcp_servers')
+      .values({
+        id: m.id,
+        name: m.name,
+        mode: m.mode,
+        tools: JSON.stringify(m.tools),
+        connections: JSON.stringify(m.connections),
+        created_at: m.createdAt,
+        updated_at: m.updatedAt,
+      })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .executeTakeFirst();
+    return r.numInsertedOrUpdatedRows === 1n;
+  }
+  async getMcpServer(id: string) {
+    const r = await this.db.selectFrom('mcp_servers').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toMcpServer(r) : undefined;
+  }
+  async getMcpServerByName(name: string) {
+    const r = await this.db.selectFrom('mcp_servers').selectAll().where('name', '=', name).executeTakeFirst();
+    return r ? toMcpServer(r) : undefined;
+  }
+  async listMcpServers(now: number) {
+    const rows = await this.db
+      .selectFrom('mcp_servers as s')
+      .selectAll('s')
+      .select((eb) =>
+        eb
+          .selectFrom('mcp_urls as u')
+          .select(eb.fn.countAll().as('n'))
+          .whereRef('u.server_id', '=', 's.id')
+          .where('u.revoked_at', 'is', null)
+          .where('u.expires_at', '>', now)
+          .as('active_urls'),
+      )
+      .orderBy('s.created_at')
+      .orderBy('s.id')
+      .execute();
+    return rows.map((r) => ({ ...toMcpServer(r), activeUrls: Number(r.active_urls) }));
+  }
+  async updateMcpServer(id: string, patch: McpServerPatch, at: number) {
+    try {
+      const r = await this.db
+        .updateTable('mcp_servers')
+        .set({
+          name: patch.name,
+          mode: patch.mode,
+          tools: patch.tools === undefined ? undefined : JSON.stringify(patch.tools),
+          connections: patch.connections === undefined ? undefined : JSON.stringify(patch.connections),
+          updated_at: at,
+        })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+      return r ? toMcpServer(r) : undefined;
+    } catch (e) {
+      if (isUniqueViolation(e)) return 'name_taken' as const;
+      throw e;
+    }
+  }
+  async deleteMcpServer(id: string) {
+    return inTransaction(this.db, async (db) => {
+      await db.deleteFrom('mcp_urls').where('server_id', '=', id).execute();
+      const r = await db.deleteFrom('mcp_servers').where('id', '=', id).executeTakeFirst();
+      return r.numDeletedRows === 1n;
+    });
+  }
+  async createMcpUrl(u: McpUrl) {
+    await this.db
+      .insertInto('mcp_urls')
+      .values({
+        id: u.id,
+        server_id: u.serverId,
+        identifier: u.identifier,
+        token_hash: u.tokenHash,
+        expires_at: u.expiresAt,
+        revoked_at: u.revokedAt,
+        created_at: u.createdAt,
+        last_used_at: u.lastUsedAt,
+      })
+      .execute();
+  }
+  async listMcpUrls(serverId: string) {
+    const rows = await this.db
+      .selectFrom('mcp_urls')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return rows.map(toMcpUrl);
+  }
+  async findMcpUrl(tokenHash: string) {
+    const r = await this.db
+      .selectFrom('mcp_urls as u')
+      .innerJoin('mcp_servers as s', 's.id', 'u.server_id')
+      .selectAll('u')
+      .select([
+        's.name as s_name',
+        's.mode as s_mode',
+        's.tools as s_tools',
+        's.connections as s_connections',
+        's.created_at as s_created_at',
+        's.updated_at as s_updated_at',
+      ])
+      .where('u.token_hash', '=', tokenHash)
+      .executeTakeFirst();
+    if (!r) return undefined;
+    return {
+      url: toMcpUrl(r),
+      server: toMcpServer({
+        id: r.server_id,
+        name: r.s_name,
+        mode: r.s_mode,
+        tools: r.s_tools,
+        connections: r.s_connections,
+        created_at: r.s_created_at,
+        updated_at: r.s_updated_at,
+      }),
+    };
+  }
+  async revokeMcpUrl(serverId: string, urlId: string, at: number) {
+    const r = await this.db
+      .updateTable('mcp_urls')
+      .set({ revoked_at: at })
+      .where('id', '=', urlId)
+      .where('server_id', '=', serverId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async touchMcpUrl(id: string, at: number) {
+    await this.db
+      .updateTable('mcp_urls')
+      .set({ last_used_at: at })
+      .where('id', '=', id)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+      .execute();
+  }
+  async createWebhookEndpoint(e: WebhookEndpoint) {
+    await this.db
+      .insertInto('webhook_endpoints')
+      .values({
+        id: e.id,
+        url: e.url,
+        events: JSON.stringify(e.events),
+        secret_sealed: e.secretSealed,
+        created_at: e.createdAt,
+        updated_at: e.updatedAt,
+      })
+      .execute();
+  }
+  async getWebhookEndpoint(id: string) {
+    const r = await this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toWebhookEndpoint(r) : undefined;
+  }
+  async listWebhookEndpoints() {
+    const rows = await this.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toWebhookEndpoint);
+  }
+  async updateWebhookEndpoint(
+    id: string,
+    patch: { url?: string; events?: string[]; secretSealed?: string },
+    at: number,
+  ) {
+    const r = await this.db
+      .updateTable('webhook_endpoints')
+      .set({
+        url: patch.url,
+        events: patch.events === undefined ? undefined : JSON.stringify(patch.events),
+        secret_sealed: patch.secretSealed,
+        updated_at: at,
+      })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toWebhookEndpoint(r) : undefined;
+  }
+  async deleteWebhookEndpoint(id: string) {
+    const r = await this.db.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst();
+    return r.numDeletedRows === 1n;
+  }
+  async addWebhookEvent(e: WebhookEvent) {
+    await this.db
+      .insertInto('webhook_outbox')
+      .values({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })
+      .execute();
+  }
+  async fanOutWebhookEvents(limit: number, now: number) {
+    return inTransaction(this.db, async (db) => {
+      let q = db.selectFrom('webhook_outbox').selectAll().orderBy('created_at').orderBy('id').limit(limit);
+      if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
+      const events = await q.execute();
+      if (!events.length) return 0;
+      const endpoints = (await db.selectFrom('webhook_endpoints').selectAll().execute()).map(toWebhookEndpoint);
+      const rows = events.flatMap((ev) =>
+        endpoints
+          .filter((ep) => ep.events.includes(ev.type))
+          .map((ep) => ({
+            id: newId('whd'),
+            endpoint_id: ep.id,
+            event_id: ev.id,
+            event_type: ev.type,
+            payload: ev.payload,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: now,
+            last_status: null,
+            last_error: null,
+            last_latency_ms: null,
+            created_at: Number(ev.created_at),
+            updated_at: now,
+            delivered_at: null,
+          })),
+      );
+      if (rows.length) {
+        await db
+          .insertInto('webhook_deliveries')
+          .values(rows)
+          .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
+          .execute();
+      }
+      await db
+        .deleteFrom('webhook_outbox')
+        .where(
+          'id',
+          'in',
+          events.map((e) => e.id),
+        )
+        .execute();
+      return events.length;
+    });
+  }
+  async claimWebhookDeliveries(now: number, leaseMs: number, limit: number) {
+    return inTransaction(this.db, async (db) => {
+      let q = db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', now)
+        .orderBy('next_attempt_at')
+        .limit(limit);
+      if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
+      const ids = (await q.execute()).map((r) => r.id);
+      if (!ids.length) return [];
+      const rows = await db
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: now + leaseMs, updated_at: now }))
+        .where('id', 'in', ids)
+        .returningAll()
+        .execute();
+      return rows.map(toWebhookDelivery);
+    });
+  }
+  async finishWebhookAttempt(id: string, result: WebhookAttemptResult, at: number) {
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: result.status,
+        next_attempt_at: result.nextAttemptAt,
+        last_status: result.lastStatus,
+        last_error: result.lastError,
+        last_latency_ms: result.lastLatencyMs,
+        updated_at: at,
+        ...(result.status === 'succeeded' ? { delivered_at: at } : {}),
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+  async getWebhookDelivery(id: string) {
+    const r = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toWebhookDelivery(r) : undefined;
+  }
+  async listWebhookDeliveries(endpointId: string, limit: number, before?: { createdAt: number; id: string }) {
+    let q = this.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
+    if (before) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', before.createdAt),
+          eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)]),
+        ]),
+      );
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toWebhookDelivery);
+  }
+  async redeliverWebhook(id: string, now: number) {
+    const r = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return r ? toWebhookDelivery(r) : undefined;
   }
 
   async listSealed(): Promise<SealedCell[]> {
@@ -534,6 +1032,9 @@ export class SqlStore implements Store {
       UPDATE ${sql.table(cell.table)} SET ${sql.ref(cell.column)} = ${cell.value}
       WHERE ${sql.ref(idCol)} = ${cell.id} AND ${sql.ref(cell.column)} = ${previous}
     `.execute(this.db);
+    if (r.numAffectedRows === 1n && cell.table !== 'oauth_states' && cell.table !== 'webhook_endpoints') {
+      this.changed(cell.table, cell.id);
+    }
     return r.numAffectedRows === 1n;
   }
 }

@@ -17,6 +17,7 @@ import { prepare } from './prepared.ts';
 import type { Database as Tables } from './schema.ts';
 import { inTransaction, SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
 import { LockTimeout } from './types.ts';
+import { ChangeFeed, EVERYTHING } from './changes.ts';
 
 const LEASE_MS = 60_000;
 /** Distinct statements are few (one per query shape); past this many, something builds SQL per value. */
@@ -58,8 +59,8 @@ class SqliteConnection implements DatabaseConnection {
       stmt = this.raw.prepare(q.sql);
       this.statements.set(q.sql, stmt);
     }
-    if (stmt.reader) return { rows: stmt.all(q.parameters as unknown[]) as R[] };
-    const { changes } = stmt.run(q.parameters as unknown[]);
+    if (stmt.reader) return { rows: stmt.all(q.parameters) as R[] };
+    const { changes } = stmt.run(q.parameters);
     return { rows: [], numAffectedRows: BigInt(changes) };
   }
 
@@ -126,6 +127,23 @@ class SqliteBackend implements Backend {
   private readonly connection: SqliteConnection;
   private readonly driver: SqliteDriver;
   private readonly q;
+  private readonly dataVersion: Database.Statement;
+  private lastDataVersion: unknown;
+  /**
+   * Other processes on the same file are seen through `PRAGMA data_version`, which changes when another
+   * connection commits: checked (about a microsecond) before every cached read, it drops every cache, since it
+   * cannot tell what changed. This process's own writes are announced by the store itself.
+   */
+  readonly changes = new ChangeFeed({
+    poll: () => {
+      if (!this.changes.live || !this.raw.open) return;
+      const v = this.dataVersion.get();
+      if (v !== this.lastDataVersion) {
+        this.lastDataVersion = v;
+        this.changes.emit(EVERYTHING);
+      }
+    },
+  });
 
   constructor(path: string) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -138,6 +156,7 @@ class SqliteBackend implements Backend {
     this.raw.pragma('synchronous = NORMAL');
     this.raw.pragma('foreign_keys = ON');
     this.raw.pragma('busy_timeout = 5000');
+    this.dataVersion = this.raw.prepare('PRAGMA data_version').pluck();
     this.connection = new SqliteConnection(this.raw);
     this.driver = new SqliteDriver(this.connection);
     this.db = new Kysely<Tables>({
@@ -283,7 +302,13 @@ class SqliteBackend implements Backend {
     );
   }
 
+  async watchChanges() {
+    this.lastDataVersion = this.dataVersion.get();
+    this.changes.live = true;
+  }
+
   async close() {
+    this.changes.live = false;
     await this.db.destroy();
     if (this.raw.open) this.raw.close();
   }

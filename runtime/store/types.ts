@@ -1,3 +1,5 @@
+import type { ChangeFeed } from './changes.ts';
+
 /** The account lock could not be taken in time (another holder is still working). */
 export class LockTimeout extends Error {
   constructor(readonly accountId: string) {
@@ -6,8 +8,14 @@ export class LockTimeout extends Error {
   }
 }
 
-export type AccountStatus = 'PENDING_AUTH' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
-export const ACCOUNT_STATUSES: readonly AccountStatus[] = ['PENDING_AUTH', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'];
+export type AccountStatus = 'PENDING_AUTH' | 'PENDING_VERIFICATION' | 'ACTIVE' | 'EXPIRED' | 'DISCONNECTED';
+export const ACCOUNT_STATUSES: readonly AccountStatus[] = [
+  'PENDING_AUTH',
+  'PENDING_VERIFICATION',
+  'ACTIVE',
+  'EXPIRED',
+  'DISCONNECTED',
+];
 
 export interface ApiCredential {
   id: string;
@@ -67,6 +75,20 @@ export interface OAuthLink {
   accountId: string;
   redirectUrl: string | null;
   expiresAt: number;
+  /** Where the user's browser goes after the provider's callback, to have the client confirm the user. */
+  userVerifyUrl?: string | null;
+  /** When the link was first opened. */
+  openedAt?: number | null;
+  /** When a flow completed through it, or a newer link replaced it after it had been opened: it is spent. */
+  usedAt?: number | null;
+}
+
+/** A pending user verification: the SHA-256 of the auth_request_id given to the user's browser. */
+export interface AccountVerification {
+  requestHash: string;
+  accountId: string;
+  expiresAt: number;
+  usedAt: number | null;
 }
 
 export interface OAuthState {
@@ -77,6 +99,8 @@ export interface OAuthState {
   redirectUrl: string | null;
   expiresAt: number;
   usedAt: number | null;
+  /** The link the flow started from (absent for states made before links were single-use). */
+  linkHash?: string | null;
 }
 
 export interface ActivityRecord {
@@ -110,6 +134,42 @@ export interface DashboardSession {
   expiresAt: number;
 }
 
+export type McpMode = 'tools' | 'search';
+
+/** A named MCP server configuration: which tools its MCP endpoint exposes, and how. */
+export interface McpServerConfig {
+  id: string;
+  /** Unique among MCP servers. */
+  name: string;
+  /** `tools`: every configured tool is listed; `search`: two meta-tools, search_tools and execute_tool. */
+  mode: McpMode;
+  /** Tool names exposed explicitly. */
+  tools: string[];
+  /** Connection names: every tool of each one's connector is exposed, run on that connection. */
+  connections: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface McpServerPatch {
+  name?: string;
+  mode?: McpMode;
+  tools?: string[];
+  connections?: string[];
+}
+
+/** A URL that reaches one MCP server for one end user; only the SHA-256 of its random token is stored. */
+export interface McpUrl {
+  id: string;
+  serverId: string;
+  identifier: string;
+  tokenHash: string;
+  expiresAt: number;
+  revokedAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
 export interface AccountQuery {
   connectionId?: string;
   identifier?: string;
@@ -139,9 +199,57 @@ export interface ConnectionPatch {
   registrationSealed?: string | null;
 }
 
+/** Where account lifecycle events are sent (Standard Webhooks), with its sealed signing secret. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  secretSealed: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** An event in the outbox: written in the transaction of the change it reports, fanned out to endpoints later. */
+export interface WebhookEvent {
+  /** The Standard Webhooks message id (`webhook-id`), the same for every endpoint and every retry. */
+  id: string;
+  type: string;
+  /** The exact JSON body sent. */
+  payload: string;
+  createdAt: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One event for one endpoint: its retry schedule and the outcome of its last attempt. */
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  createdAt: number;
+  updatedAt: number;
+  deliveredAt: number | null;
+}
+
+export interface WebhookAttemptResult {
+  status: WebhookDeliveryStatus;
+  nextAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number;
+}
+
 /** A sealed value somewhere in the store, for key rotation. */
 export interface SealedCell {
-  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta';
+  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints';
   column: string;
   id: string;
   value: string;
@@ -154,6 +262,13 @@ export interface SealedCell {
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Changes to the cached tables: made through this store (after commit), and, once `watchChanges` resolved,
+   * made by other processes sharing the database (runtime/store/changes.ts).
+   */
+  readonly changes: ChangeFeed;
+  /** Starts following changes made by other processes (PostgreSQL: LISTEN on its own connection). */
+  watchChanges(): Promise<void>;
   migrate(): Promise<void>;
   close(): Promise<void>;
   /**
@@ -171,6 +286,16 @@ export interface Store {
   initMeta(key: string, value: string): Promise<string>;
   setMeta(key: string, value: string): Promise<void>;
 
+  /** A failed-attempt throttle's state (runtime/auth/throttle.ts), or undefined when it has none. */
+  getThrottle(key: string): Promise<ThrottleState | undefined>;
+  /**
+   * Writes `next` if the stored state is still the one read (`expectedVersion`; undefined: none stored), as one
+   * compare-and-set; false when another attempt changed it first (read again and retry). `next: null` deletes.
+   */
+  compareAndSetThrottle(key: string, expectedVersion: number | undefined, next: ThrottleState | null): Promise<boolean>;
+  /** Deletes throttle states last changed before `before`. */
+  deleteStaleThrottles(before: number): Promise<void>;
+
   createApiCredential(c: ApiCredential): Promise<void>;
   getApiCredentialByClientId(clientId: string): Promise<ApiCredential | undefined>;
   getApiCredential(id: string): Promise<ApiCredential | undefined>;
@@ -187,6 +312,8 @@ export interface Store {
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
   countAccounts(connectionId: string): Promise<number>;
+  /** How many accounts have each status (statuses without accounts are left out). */
+  countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
@@ -203,12 +330,27 @@ export interface Store {
    */
   withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs?: number): Promise<T>;
 
+  /**
+   * Stores a new link; every earlier link of the same account that has been opened but not used is spent at
+   * once (a newer link replaces it), in the same transaction.
+   */
   createOAuthLink(l: OAuthLink): Promise<void>;
+  /** The unexpired link with this hash, used or not. */
   getOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
+  /** Records the first opening of a link. */
+  markOAuthLinkOpened(tokenHash: string, at: number): Promise<void>;
+  /** Spends the link and returns it, only if it exists and is unused and unexpired: one completion per link. */
+  consumeOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
   createOAuthState(s: OAuthState): Promise<void>;
   /** Marks the state used and returns it, only if it exists, is unused and unexpired: single use. */
   consumeOAuthState(stateHash: string, now: number): Promise<OAuthState | undefined>;
   deleteExpiredOAuth(now: number): Promise<void>;
+
+  createAccountVerification(v: AccountVerification): Promise<void>;
+  /** The unexpired, unused verification with this hash. */
+  getAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
+  /** Marks the verification used and returns it, only if it exists, is unused and unexpired: single use. */
+  consumeAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
 
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;
@@ -225,15 +367,76 @@ export interface Store {
   deleteDashboardSession(idHash: string): Promise<boolean>;
   deleteExpiredDashboardSessions(now: number): Promise<void>;
 
+  /** Inserts the server unless its name is taken; true when inserted. */
+  createMcpServer(s: McpServerConfig): Promise<boolean>;
+  getMcpServer(id: string): Promise<McpServerConfig | undefined>;
+  getMcpServerByName(name: string): Promise<McpServerConfig | undefined>;
+  /** Every MCP server, oldest first, with the number of its URLs neither revoked nor expired at `now`. */
+  listMcpServers(now: number): Promise<Array<McpServerConfig & { activeUrls: number }>>;
+  /** Applies the patch; `name_taken` when the new name is another server's, undefined when absent. */
+  updateMcpServer(id: string, patch: McpServerPatch, at: number): Promise<McpServerConfig | 'name_taken' | undefined>;
+  /** Deletes the server and its URLs; false when absent. */
+  deleteMcpServer(id: string): Promise<boolean>;
+  createMcpUrl(u: McpUrl): Promise<void>;
+  /** The server's URLs, newest first (revoked and expired ones included). */
+  listMcpUrls(serverId: string): Promise<McpUrl[]>;
+  /** The URL with this token hash and its server, whatever its state (the caller checks revocation and expiry). */
+  findMcpUrl(tokenHash: string): Promise<{ url: McpUrl; server: McpServerConfig } | undefined>;
+  /** Marks the URL revoked, only if it belongs to the server and is not revoked yet. */
+  revokeMcpUrl(serverId: string, urlId: string, at: number): Promise<boolean>;
+  /** Sets the URL's last use, unless a later one is stored. */
+  touchMcpUrl(id: string, at: number): Promise<void>;
+  createWebhookEndpoint(e: WebhookEndpoint): Promise<void>;
+  getWebhookEndpoint(id: string): Promise<WebhookEndpoint | undefined>;
+  listWebhookEndpoints(): Promise<WebhookEndpoint[]>;
+  updateWebhookEndpoint(
+    id: string,
+    patch: { url?: string; events?: string[]; secretSealed?: string },
+    at: number,
+  ): Promise<WebhookEndpoint | undefined>;
+  deleteWebhookEndpoint(id: string): Promise<boolean>;
+  /** Adds an event to the outbox; call it on the transaction that makes the change the event reports. */
+  addWebhookEvent(e: WebhookEvent): Promise<void>;
+  /**
+   * Moves up to `limit` outbox events into deliveries, one per endpoint subscribed to the event's type, in one
+   * transaction; events several instances look at together go to one of them (SKIP LOCKED on PostgreSQL, the
+   * single writer on SQLite). Returns how many events it took.
+   */
+  fanOutWebhookEvents(limit: number, now: number): Promise<number>;
+  /**
+   * Claims up to `limit` pending deliveries due at `now` for `leaseMs`: their attempt count goes up and their next
+   * attempt moves past the lease, so no other instance takes them meanwhile; a claimer that dies leaves them due
+   * again when the lease ends.
+   */
+  claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<WebhookDelivery[]>;
+  finishWebhookAttempt(id: string, result: WebhookAttemptResult, at: number): Promise<void>;
+  getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined>;
+  /** Newest first; `before` is the created_at and id of the last one of the previous page. */
+  listWebhookDeliveries(
+    endpointId: string,
+    limit: number,
+    before?: { createdAt: number; id: string },
+  ): Promise<WebhookDelivery[]>;
+  /** Makes the delivery pending and due at `now` again (whatever its status); undefined when it does not exist. */
+  redeliverWebhook(id: string, now: number): Promise<WebhookDelivery | undefined>;
+
   listSealed(): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
 }
 
+/** A failed-attempt throttle's state: attempts counted, when the last was, until when it is blocked. */
+export interface ThrottleState {
+  count: number;
+  lastAt: number;
+  blockedUntil: number;
+  version: number;
+}
+
 /** The store's reads and writes, bound to one transaction. */
 export type StoreTransaction = Omit<
   Store,
-  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock'
+  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock' | 'changes' | 'watchChanges'
 >;
 
 /** A new connected account that has no credentials yet. */

@@ -2,6 +2,7 @@ import { newId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
+import type { Metrics } from '../metrics.ts';
 import { getTool, tools } from '../connectors/catalog.ts';
 import type { HttpResponse } from '../upstream/http.ts';
 import type { Upstream } from '../upstream/upstream.ts';
@@ -93,6 +94,7 @@ export class ToolExecutor {
     private accounts: AccountService,
     private upstream: Upstream,
     private activity: ActivityRecorder,
+    private metrics: Metrics,
   ) {}
 
   private tool(name: unknown): ToolDefinition {
@@ -141,7 +143,7 @@ export class ToolExecutor {
     }
     let planned: UpstreamRequest[];
     try {
-      planned = tool.build(input as never, { base });
+      planned = tool.build(input, { base });
     } catch (e) {
       throw templateInputError(e, tool);
     }
@@ -185,6 +187,7 @@ export class ToolExecutor {
       if (e instanceof ProviderError || e instanceof ServiceError) Object.assign(e, { executionId });
       throw e;
     } finally {
+      this.metrics.toolExecution(tool.name, tool.connector, errorCode ?? 'success');
       this.activity.record({
         id: executionId,
         kind: 'tool',

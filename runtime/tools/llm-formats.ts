@@ -56,6 +56,7 @@
  * them after validation (`checkRules`) and names the failing field, whichever format the model used.
  */
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
+import { ownValue, setOwn } from '../../core/own.ts';
 
 export type JsonSchema = Record<string, unknown>;
 export type LlmFormat = 'openai' | 'anthropic' | 'gemini' | 'mcp';
@@ -532,13 +533,13 @@ export function inputFromModel(
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(v)) {
       const name = original?.get(key) ?? key;
-      const schema = properties[name];
+      const schema = ownValue(properties, name);
       if (!schema) {
-        out[key] = item;
+        setOwn(out, key, item);
         continue;
       }
       if (strict && item === null && !required.has(name)) continue;
-      out[name] = walk(schema, item, fieldPath(path, name));
+      setOwn(out, name, walk(schema, item, fieldPath(path, name)));
     }
     return out;
   };

@@ -64,8 +64,8 @@ export function planRequests(
   target: PlanTarget,
   base: (host?: string) => string = (host) => resolveBaseUrl(target.connector, target.connection, target.fields, host),
 ): PlannedRequest[] {
-  const planned = tool.build(input as never, { base });
-  const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+  const planned = tool.build(input, { base });
+  const shown = tool.hook?.plan ? tool.hook.plan(input, planned, base) : planned;
   const secrets = secretValuesOf(tool, input);
   return shown.map((r) => describeRequest(target, r, secrets));
 }

@@ -6,58 +6,149 @@
  * Hosts the operator or the connector configured are exempt: a self-hosted provider may well live on 10.x.
  */
 import dns, { type LookupAddress, type LookupOptions } from 'node:dns';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import CacheableLookup from 'cacheable-lookup';
+import ipaddr from 'ipaddr.js';
 
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96], // NAT64
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local
-  ['ff00::', 8], // multicast
-] as const) {
-  blocked.addSubnet(net, bits, 'ipv6');
+/**
+ * IANA special-purpose ranges ipaddr.js does not name (or names as unicast): the IPv6 dummy prefix (RFC 9780),
+ * documentation 3fff::/20 (RFC 9637), local-use NAT64 64:ff9b:1::/48 (RFC 8215), and the 6to4 relay anycast.
+ */
+const EXTRA_SPECIAL: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> = [
+  ipaddr.parseCIDR('100:0:0:1::/64'),
+  ipaddr.parseCIDR('3fff::/20'),
+  ipaddr.parseCIDR('64:ff9b:1::/48'),
+  ipaddr.parseCIDR('192.88.99.0/24'),
+];
+const NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+
+function isPublicV4(a: ipaddr.IPv4): boolean {
+  return a.range() === 'unicast' && !EXTRA_SPECIAL.some(([net, bits]) => net.kind() === 'ipv4' && a.match(net, bits));
 }
 
-/** A unicast address on the public internet. */
+/** The IPv4 address an IPv6 form carries (mapped ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96). */
+function embeddedV4(a: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  if (a.isIPv4MappedAddress()) return a.toIPv4Address();
+  const p = a.parts;
+  const tail = () => new ipaddr.IPv4([p[6]! >> 8, p[6]! & 0xff, p[7]! >> 8, p[7]! & 0xff]);
+  if (a.range() === 'rfc6145') return tail();
+  if (a.match(NAT64[0] as ipaddr.IPv6, NAT64[1])) return tail();
+  return undefined;
+}
+
+/**
+ * A unicast address on the public internet, classified with ipaddr.js against the IANA special-purpose registries
+ * of both families. IPv6 forms that carry an IPv4 address (IPv4-mapped, IPv4-translated, NAT64's well-known
+ * prefix) are judged by that address; IPv4-compatible addresses (::a.b.c.d, deprecated), 6to4 and Teredo (which
+ * tunnel to an address of the sender's choice) and every other special range are not public.
+ */
 export function isPublicAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '');
-  const family = isIP(bare);
-  // BlockList checks an IPv4-mapped IPv6 address (::ffff:127.0.0.1) against the IPv4 rules, which is also why
-  // ::ffff:0:0/96 is not in the list above: it would match every IPv4 address.
-  return family !== 0 && !blocked.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+  // isIP first: ipaddr.js also reads the classic inet_aton forms (0x7f.1, 2130706433), which URLs normalise.
+  const family = isIP(bare.replace(/%.*$/, ''));
+  if (family === 0) return false;
+  const noZone = bare.replace(/%.*$/, '');
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    // IPv6 in the WHATWG URL parser's canonical form first (ipaddr.js reads ::a.b.c.d as ::ffff:a.b.c.d).
+    parsed = ipaddr.parse(family === 6 ? new URL(`http://[${noZone}]/`).hostname.slice(1, -1) : noZone);
+  } catch {
+    return false;
+  }
+  if (parsed.kind() === 'ipv4') return isPublicV4(parsed as ipaddr.IPv4);
+  const v6 = parsed as ipaddr.IPv6;
+  const v4 = embeddedV4(v6);
+  if (v4) return isPublicV4(v4);
+  // The first 96 bits zero: ::, ::1, and the IPv4-compatible addresses (::127.0.0.1).
+  if (v6.parts.slice(0, 6).every((x) => x === 0)) return false;
+  return v6.range() === 'unicast' && !EXTRA_SPECIAL.some(([net, bits]) => net.kind() === 'ipv6' && v6.match(net, bits));
+}
+
+/**
+ * Names in /etc/hosts (read once), answered without DNS: `localhost` and the like, as `dns.lookup` would.
+ * Names under `.localhost` are loopback (RFC 6761).
+ */
+function readHostsFile(path = '/etc/hosts'): Map<string, LookupAddress[]> {
+  const out = new Map<string, LookupAddress[]>();
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    // no hosts file: only localhost below
+  }
+  for (const line of text.split('\n')) {
+    const [address, ...names] = line.replace(/#.*/, '').trim().split(/\s+/);
+    const family = address ? isIP(address) : 0;
+    if (!family) continue;
+    for (const name of names) {
+      const key = name.toLowerCase();
+      const list = out.get(key) ?? [];
+      if (!list.some((a) => a.address === address)) list.push({ address: address!, family });
+      out.set(key, list);
+    }
+  }
+  if (!out.has('localhost'))
+    out.set('localhost', [
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ]);
+  return out;
+}
+let hosts: Map<string, LookupAddress[]> | undefined;
+
+/**
+ * c-ares (`dns.resolve4`/`resolve6`) with a cache that honours the records' TTLs, never `dns.lookup`: getaddrinfo
+ * runs in libuv's four-thread pool, which password hashing and file I/O also use, so a burst of sign-ins would
+ * stall every upstream call waiting for a name. `lookup: false` keeps cacheable-lookup from falling back to it.
+ */
+const cache = new CacheableLookup({ lookup: false, maxTtl: 300, errorTtl: 0.15 });
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** Resolves a name for an upstream socket, like `dns.lookup` (same options and callback) but off the thread pool. */
+export function resolverLookup(
+  hostname: string,
+  options: LookupOptions | number | LookupCallback,
+  callback?: LookupCallback,
+): void {
+  const cb = (typeof options === 'function' ? options : callback)!;
+  const opts: LookupOptions =
+    typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  const answer = (list: LookupAddress[]) => {
+    const wanted = opts.family === 4 || opts.family === 6 ? list.filter((a) => a.family === opts.family) : list;
+    if (!wanted.length) {
+      const e: NodeJS.ErrnoException = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), {
+        code: 'ENOTFOUND',
+        hostname,
+      });
+      return process.nextTick(() => cb(e, opts.all ? [] : ''));
+    }
+    if (opts.all) return process.nextTick(() => cb(null, wanted));
+    process.nextTick(() => cb(null, wanted[0]!.address, wanted[0]!.family));
+  };
+  const literal = isIP(name.replace(/^\[|\]$/g, ''));
+  if (literal) return answer([{ address: name.replace(/^\[|\]$/g, ''), family: literal }]);
+  hosts ??= readHostsFile();
+  const fromHosts = hosts.get(name) ?? (name.endsWith('.localhost') ? hosts.get('localhost') : undefined);
+  if (fromHosts) return answer(fromHosts);
+  cache.lookup(
+    name,
+    { ...opts, all: true } as never,
+    ((err: NodeJS.ErrnoException | null, list: LookupAddress[]) => {
+      if (err) return cb(err, opts.all ? [] : '');
+      answer(list.map((a) => ({ address: a.address, family: a.family })));
+    }) as never,
+  );
 }
 
 /** The resolver the guarded lookup asks; tests swap `lookup` for one they control. */
-export const upstreamDns: { lookup: typeof dns.lookup } = { lookup: dns.lookup };
+export const upstreamDns: { lookup: typeof dns.lookup } = { lookup: resolverLookup as typeof dns.lookup };
 
 export const NOT_PUBLIC = 'EADDRNOTPUBLIC';
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** `dns.lookup` for sockets to untrusted hosts: every address the name resolves to must be public. */
 export function guardedLookup(
@@ -70,7 +161,7 @@ export function guardedLookup(
     typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
   upstreamDns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
     if (err) return cb(err, []);
-    const list = addresses as LookupAddress[];
+    const list = addresses;
     const bad = list.find((a) => !isPublicAddress(a.address));
     if (bad || !list.length) {
       const e: NodeJS.ErrnoException = new Error(
@@ -86,8 +177,8 @@ export function guardedLookup(
 
 /** Keep-alive agents whose sockets connect only to public addresses. */
 export const guardedAgents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup as never }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup }),
 };
 
 /** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */

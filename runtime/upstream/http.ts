@@ -3,7 +3,7 @@ import https from 'node:https';
 import got, { CancelError, TimeoutError, type Got, type Method } from 'got';
 import type { RetrySpec } from '../../core/spec-model.ts';
 import { UpstreamFailure } from '../../core/errors.ts';
-import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';
+import { addressPolicy, guardedAgents, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
 
 /**
  * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
@@ -11,8 +11,8 @@ import { addressPolicy, guardedAgents, NOT_PUBLIC } from './address-guard.ts';
  * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
  */
 export const keepAliveAgents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup as never }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup as never }),
 };
 
 /**

@@ -4,6 +4,7 @@ import { ProviderError } from '../../core/errors.ts';
 import type { McpToolInfo } from '../../core/tool-types.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import { send, stripQuery, upstreamTimeouts, type HttpRequest, type HttpResponse } from './http.ts';
@@ -25,6 +26,7 @@ export class Upstream {
     private accounts: AccountService,
     private config: Config,
     private log: Logger,
+    private metrics: Metrics,
   ) {}
 
   private timeouts(live: LiveAccount, responseMs: number): { connectMs: number; responseMs: number } {
@@ -51,13 +53,20 @@ export class Upstream {
       onRetry: (attempt: number, wait: number, reason: string) =>
         this.log.info({ url: stripQuery(req.url), attempt, wait, reason }, 'retrying upstream request'),
     };
-    if (!apply) return send(req, options);
-    return refreshOnceAfter401(
-      live,
-      this.accounts,
-      (l) => send({ ...req, headers: { ...req.headers, ...this.accounts.credentialHeadersFor(l, apply) } }, options),
-      (res) => res.status === 401,
-    );
+    const started = performance.now();
+    const sent = apply
+      ? refreshOnceAfter401(
+          live,
+          this.accounts,
+          (l) =>
+            send({ ...req, headers: { ...req.headers, ...this.accounts.credentialHeadersFor(l, apply) } }, options),
+          (res) => res.status === 401,
+        )
+      : send(req, options);
+    return sent.then((res) => {
+      this.metrics.upstreamLatency(live.connector.name, 'tool', (performance.now() - started) / 1000);
+      return res;
+    });
   }
 
   /**
@@ -77,13 +86,17 @@ export class Upstream {
       responseTimeoutMs: responseMs,
       configuredHosts: this.accounts.configuredHostsFor(live),
     };
+    const started = performance.now();
     return refreshOnceAfter401(
       live,
       this.accounts,
       (l) => openStream(method, url, { ...headers, ...this.accounts.credentialHeadersFor(l) }, body, options),
       (response) => response.statusCode === 401 && !body,
       (response) => response.resume(),
-    );
+    ).then((response) => {
+      this.metrics.upstreamLatency(live.connector.name, 'proxy', (performance.now() - started) / 1000);
+      return response;
+    });
   }
 
   /** Calls a tool of the MCP server at `url`; the result, or the provider's error. */

@@ -347,7 +347,7 @@ type Part = (typeof PARTS)[number];
 /** Omitted (or all flags unset): everything but mcpTools. Any flag given: only the flags set to true. */
 export function detailParts(output: Partial<Record<Part, boolean>> | undefined): Record<Part, boolean> {
   const given = !!output && PARTS.some((p) => output[p] !== undefined);
-  return Object.fromEntries(PARTS.map((p) => [p, given ? output![p] === true : p !== 'mcpTools'])) as Record<
+  return Object.fromEntries(PARTS.map((p) => [p, given ? output[p] === true : p !== 'mcpTools'])) as Record<
     Part,
     boolean
   >;

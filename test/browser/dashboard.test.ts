@@ -20,7 +20,10 @@ import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 declare const document: any;
 declare const window: { innerWidth: number };
 declare const NodeFilter: { SHOW_TEXT: number };
-declare function getComputedStyle(el: unknown, pseudo?: string): Record<string, string>;
+declare function getComputedStyle(
+  el: unknown,
+  pseudo?: string,
+): { content: string; display: string; overflowX: string; borderTopWidth: string; paddingTop: string };
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');

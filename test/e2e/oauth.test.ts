@@ -163,6 +163,118 @@ describe('authorization', () => {
   });
 });
 
+/** Opens a link and goes through the fake provider's consent as `user`; returns the callback URL (not yet followed). */
+async function consentThrough(link: string, user: string): Promise<string> {
+  const start = await fetch(link, { redirect: 'manual' });
+  expect(start.status).toBe(302);
+  const to = new URL(start.headers.get('location')!);
+  to.searchParams.set('fake_user', user);
+  const consent = await fetch(to, { redirect: 'manual' });
+  return consent.headers.get('location')!;
+}
+/** Who the provider thinks the account's stored token belongs to. */
+const whoAmI = async (identifier: string) =>
+  (await h.client.request({ connectionName: 'mail', identifier, path: '/v1.0/me' })).data;
+
+describe('single-use authorization links (issue 12 point 3)', () => {
+  it('answers "already used" to a link opened again after a flow completed through it', async () => {
+    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'frank' });
+    expect((await followAuthorizationLink(link, 'frank-at-provider')).status).toBe(200);
+    const again = await fetch(link, { redirect: 'manual' });
+    expect(again.status).toBe(410);
+    expect(again.headers.get('content-type')).toContain('text/html');
+    expect(await again.text()).toContain('This link was already used');
+    expect(await whoAmI('frank')).toEqual({ id: 'frank-at-provider' });
+  });
+
+  it('never lets a second completion through the same link replace the first account tokens', async () => {
+    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'grace' });
+    // Two flows started from one link (the victim's tab and an attacker who copied the link) before either ends.
+    const victim = await consentThrough(link, 'grace-at-provider');
+    const attacker = await consentThrough(link, 'attacker-at-provider');
+    expect((await fetch(victim, { redirect: 'manual' })).status).toBe(200);
+    const second = await fetch(attacker, { redirect: 'manual' });
+    expect(second.status).toBe(410);
+    expect(await second.text()).toContain('This link was already used');
+    expect(await whoAmI('grace')).toEqual({ id: 'grace-at-provider' });
+  });
+
+  it('spends an opened link once a newer link is issued for the same account', async () => {
+    const first = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
+    const pending = await consentThrough(first.link, 'heidi-at-provider');
+    const second = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
+    const reopened = await fetch(first.link, { redirect: 'manual' });
+    expect(reopened.status).toBe(410);
+    expect(await reopened.text()).toContain('This link was already used');
+    // The flow already under way from the replaced link cannot complete either.
+    expect((await fetch(pending, { redirect: 'manual' })).status).toBe(410);
+    expect((await followAuthorizationLink(second.link, 'heidi-at-provider')).status).toBe(200);
+    expect(await whoAmI('heidi')).toEqual({ id: 'heidi-at-provider' });
+  });
+});
+
+describe('user verification after OAuth (issue 11 point 4)', () => {
+  const verifyUrl = `${RETURN_ORIGIN}/verify-user`;
+  async function authorizeWithVerification(identifier: string, user: string) {
+    const { link, connected_account_id } = await h.client.getAuthorizationLink({
+      connectionName: 'mail',
+      identifier,
+      userVerifyUrl: verifyUrl,
+    });
+    const res = await followAuthorizationLink(link, user);
+    expect(res.status).toBe(302);
+    const to = new URL(res.headers.get('location')!);
+    expect(`${to.origin}${to.pathname}`).toBe(verifyUrl);
+    return { id: connected_account_id, authRequestId: to.searchParams.get('auth_request_id')! };
+  }
+
+  it('keeps the account PENDING_VERIFICATION until the application confirms the user, then ACTIVE', async () => {
+    const { id, authRequestId } = await authorizeWithVerification('ivan', 'ivan-at-provider');
+    expect(authRequestId).toMatch(/^[A-Za-z0-9_-]{32,}$/);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_VERIFICATION');
+    const listed = await h.client.listConnectedAccounts({ connectionName: 'mail', status: 'PENDING_VERIFICATION' });
+    expect(listed.connected_accounts.map((a) => a.id)).toContain(id);
+    const early = await failure(settings('ivan'));
+    expect(early.status).toBe(409);
+    expect(early.code).toBe('account_pending_verification');
+
+    const verified = await h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'ivan' });
+    expect(verified.status).toBe('ACTIVE');
+    expect(await whoAmI('ivan')).toEqual({ id: 'ivan-at-provider' });
+    // Single use.
+    const again = await failure(h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'ivan' }));
+    expect(again.status).toBe(404);
+    expect(again.details[0]!.field).toBe('auth_request_id');
+  });
+
+  it('refuses an unknown request id and another identifier, which discards that authorization', async () => {
+    const unknown = await failure(
+      h.client.verifyConnectedAccountUser({ authRequestId: 'not-a-request', identifier: 'judy' }),
+    );
+    expect(unknown.status).toBe(404);
+    const { id, authRequestId } = await authorizeWithVerification('judy', 'mallory-at-provider');
+    const mismatch = await failure(h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'mallory' }));
+    expect(mismatch.status).toBe(403);
+    expect(mismatch.details[0]!.field).toBe('identifier');
+    const late = await failure(h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'judy' }));
+    expect(late.status).toBe(404);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_VERIFICATION');
+    expect((await failure(settings('judy'))).code).toBe('account_pending_verification');
+  });
+
+  it('refuses a user_verify_url outside the allowed origins, naming the field', async () => {
+    const bad = await failure(
+      h.client.getAuthorizationLink({
+        connectionName: 'mail',
+        identifier: 'ken',
+        userVerifyUrl: 'https://evil.example/v',
+      }),
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.details[0]!.field).toBe('user_verify_url');
+  });
+});
+
 describe('token refresh', () => {
   it('refreshes an expired token once for 50 concurrent calls', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;

@@ -263,7 +263,7 @@ describe('request bodies checked by the endpoint schemas', () => {
     ]);
     const q = await send('GET', '/v1/connected-accounts?limit=0&status=NOPE');
     expect(q.json!.error.details).toEqual([
-      { field: 'status', message: 'must be one of: PENDING_AUTH, ACTIVE, EXPIRED, DISCONNECTED' },
+      { field: 'status', message: 'must be one of: PENDING_AUTH, PENDING_VERIFICATION, ACTIVE, EXPIRED, DISCONNECTED' },
       { field: 'limit', message: 'must be an integer from 1 to 1000' },
     ]);
     const twice = await send('GET', '/v1/connected-accounts?identifier=a&identifier=b');

@@ -211,7 +211,7 @@ export class FakeApify {
         method: req.method,
         host: String(req.headers.host ?? ''),
         path: req.path,
-        query: req.query as Json,
+        query: req.query,
         body: req.body,
         headers: { ...req.headers },
       });

@@ -366,7 +366,7 @@ export class FakeCrm {
       this.requests.push({
         method: req.method,
         path: req.path,
-        query: req.query as Record<string, unknown>,
+        query: req.query,
         body: req.body,
         authorization: req.headers.authorization,
       });
@@ -409,7 +409,7 @@ export class FakeCrm {
       method: req.method,
       path: req.originalUrl.split('?')[0]!,
       objectType: type,
-      query: req.query as Record<string, unknown>,
+      query: req.query,
       body: req.body,
       authorization: req.headers.authorization,
       contentType: req.headers['content-type'],
@@ -744,7 +744,7 @@ export class FakeCrm {
       if (!Array.isArray(body.properties) || !body.properties.every((p) => typeof p === 'string')) {
         throw this.error(400, 'VALIDATION_ERROR', 'Invalid input JSON: "properties" must be an array of strings');
       }
-      names = body.properties as string[];
+      names = body.properties;
     }
     const groups = this.checkFilterGroups(type, body.filterGroups);
     const query = typeof body.query === 'string' ? body.query.trim().toLowerCase() : '';
@@ -828,15 +828,15 @@ export class FakeCrm {
       case 'NEQ':
         return !eq(actual ?? '', f.value);
       case 'LT':
-        return has && cmp(actual!, f.value) < 0;
+        return has && cmp(actual, f.value) < 0;
       case 'LTE':
-        return has && cmp(actual!, f.value) <= 0;
+        return has && cmp(actual, f.value) <= 0;
       case 'GT':
-        return has && cmp(actual!, f.value) > 0;
+        return has && cmp(actual, f.value) > 0;
       case 'GTE':
-        return has && cmp(actual!, f.value) >= 0;
+        return has && cmp(actual, f.value) >= 0;
       case 'BETWEEN':
-        return has && cmp(actual!, f.value) >= 0 && cmp(actual!, f.highValue) <= 0;
+        return has && cmp(actual, f.value) >= 0 && cmp(actual, f.highValue) <= 0;
       case 'IN':
         return (f.values ?? []).some((v) => eq(actual!, v));
       case 'NOT_IN':
@@ -846,9 +846,9 @@ export class FakeCrm {
       case 'NOT_HAS_PROPERTY':
         return !has;
       case 'CONTAINS_TOKEN':
-        return has && containsToken(actual!, String(f.value));
+        return has && containsToken(actual, String(f.value));
       case 'NOT_CONTAINS_TOKEN':
-        return !has || !containsToken(actual!, String(f.value));
+        return !has || !containsToken(actual, String(f.value));
     }
   }
 }

@@ -180,7 +180,7 @@ export class FakeDesk {
       method: req.method,
       domain,
       path: req.path,
-      query: req.query as Record<string, unknown>,
+      query: req.query,
       body: req.body,
       authorization: req.headers.authorization,
     });

@@ -707,7 +707,7 @@ export class FakeGong {
     onlyKnown(f, ['fromDate', 'toDate', 'userIds'], 'filter');
     requireFields(f, ['fromDate', 'toDate'], 'filter.');
     for (const k of ['fromDate', 'toDate'] as const) {
-      if (typeof f[k] !== 'string' || !DATE.test(f[k] as string))
+      if (typeof f[k] !== 'string' || !DATE.test(f[k]))
         throw bad(`filter.${k} must be a date in the form YYYY-MM-DD, got ${JSON.stringify(f[k])}`);
     }
     const today = new Date().toISOString().slice(0, 10);
@@ -716,7 +716,7 @@ export class FakeGong {
       throw bad('filter.fromDate must be before filter.toDate (toDate is exclusive)');
     if (f.userIds !== undefined && !isIdList(f.userIds))
       throw bad('filter.userIds must be a list of user ids as strings');
-    return { fromDate: f.fromDate as string, toDate: f.toDate as string, userIds: f.userIds as string[] | undefined };
+    return { fromDate: f.fromDate as string, toDate: f.toDate as string, userIds: f.userIds };
   }
 
   private routes(r: express.Router) {
@@ -1061,7 +1061,7 @@ export class FakeGong {
           started: b.actualStart as string,
           duration: (b.duration as number) ?? 0,
           direction: b.direction as string,
-          primaryUserId: b.primaryUser as string,
+          primaryUserId: b.primaryUser,
           clientUniqueId: b.clientUniqueId,
           purpose: (b.purpose as string) ?? null,
           scheduled: (b.scheduledStart as string) ?? null,

@@ -249,7 +249,7 @@ export class FakeDocs {
     ]);
     if (body.title !== undefined && typeof body.title !== 'string')
       throw invalid("Invalid value at 'document.title' (TYPE_STRING)");
-    const doc = this.addDocument((body.title as string | undefined) ?? 'Untitled document');
+    const doc = this.addDocument(body.title ?? 'Untitled document');
     res.json(this.render(doc, 'SUGGESTIONS_INLINE'));
   }
 
@@ -361,7 +361,7 @@ export class FakeDocs {
     if (!Array.isArray(requests) || requests.length === 0) throw invalid('Must specify at least one request.');
     // Atomic: work on a copy and store it only when every request applied.
     let text = doc.text;
-    let suggestion = doc.suggestion ? { ...doc.suggestion } : undefined;
+    const suggestion = doc.suggestion ? { ...doc.suggestion } : undefined;
     const replies: unknown[] = [];
     requests.forEach((r: unknown, i: number) => {
       const at = `requests[${i}]`;

@@ -104,7 +104,7 @@ function zoneOffsetMs(instant: number, zone: string): number {
 function localParts(local: string): number {
   const m = LOCAL_DATE_TIME.exec(local)!;
   const [y, mo, d] = m[1]!.split('-').map(Number);
-  return Date.UTC(y!, mo! - 1, d!, +m[2]!, +m[3]!, +(m[4] ?? 0));
+  return Date.UTC(y!, mo! - 1, d, +m[2]!, +m[3]!, +(m[4] ?? 0));
 }
 
 /** The instant a local time in a zone stands for. */
@@ -215,7 +215,7 @@ export function itemBody(v: unknown, prop: string): Json {
   onlyKnown(o, ['contentType', 'content'], 'itemBody');
   if (o.content !== undefined) str(o.content, `${prop}.content`);
   const contentType = o.contentType === undefined ? 'text' : enumValue(o.contentType, ['text', 'html'], 'bodyType');
-  return { contentType, content: (o.content as string | null | undefined) ?? '' };
+  return { contentType, content: o.content ?? '' };
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -227,7 +227,7 @@ export function emailAddress(v: unknown, prop: string, code = 'ErrorInvalidPrope
   if (typeof o.address !== 'string' || !EMAIL.test(o.address)) {
     throw new GraphError(400, code, `${prop}.address must be an email address, got ${JSON.stringify(o.address)}.`);
   }
-  return { name: (o.name as string | undefined) ?? o.address, address: o.address };
+  return { name: o.name ?? o.address, address: o.address };
 }
 
 /** A message recipient; Graph answers ErrorInvalidRecipients when the address is missing or malformed. */

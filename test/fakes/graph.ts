@@ -564,7 +564,7 @@ export async function startFakeGraph(opts: FakeGraphOptions): Promise<FakeGraph>
     res.locals.requestId = requestId;
     res.setHeader('request-id', requestId);
     res.setHeader('client-request-id', String(req.headers['client-request-id'] ?? requestId));
-    const raw = Buffer.isBuffer(req.body) ? (req.body as Buffer) : Buffer.alloc(0);
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const entry: ReceivedRequest = {
       method: req.method,
       path: req.originalUrl.split('?')[0]!,

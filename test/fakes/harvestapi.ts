@@ -414,7 +414,7 @@ export class FakeHarvestApi {
         return this.fail(res, 400, `"${name}" must be true or false`);
     }
     for (const [name, allowed] of Object.entries(endpoint.enums ?? {})) {
-      if (q[name] !== undefined && !allowed.includes(q[name]!))
+      if (q[name] !== undefined && !allowed.includes(q[name]))
         return this.fail(res, 400, `"${name}" must be one of ${allowed.join(', ')}`);
     }
     for (const [name, allowed] of Object.entries(endpoint.csvEnums ?? {})) {
@@ -422,7 +422,7 @@ export class FakeHarvestApi {
       if (bad !== undefined) return this.fail(res, 400, `"${name}" has an invalid value "${bad}"`);
     }
     for (const [name, max] of Object.entries(endpoint.csvMax ?? {})) {
-      if (q[name] !== undefined && q[name]!.split(',').length > max)
+      if (q[name] !== undefined && q[name].split(',').length > max)
         return this.fail(res, 400, `"${name}" accepts at most ${max} values`);
     }
 

@@ -21,9 +21,12 @@ const START_GUARD_MS = 120_000;
  */
 export function spawnService(
   env: NodeJS.ProcessEnv,
-  opts: { stderr?: 'collect' | 'inherit' } = {},
+  opts: {
+    stderr?: 'collect' | 'inherit';
+    /** Node's arguments; the TypeScript sources through tsx by default. */ args?: string[];
+  } = {},
 ): Promise<ServiceProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], {
+  const proc = spawn(process.execPath, opts.args ?? ['--import', 'tsx', 'runtime/main.ts'], {
     cwd: process.cwd(),
     env,
     stdio: ['ignore', 'pipe', opts.stderr === 'inherit' ? 'inherit' : 'pipe'],

@@ -381,7 +381,7 @@ describe(`bodies over BODY_LIMIT_BYTES (${LIMIT})`, () => {
       headers: { ...auth(), 'content-type': 'application/json' },
       body: chunked,
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(res.status).toBe(413);
     const bomb = gzipSync(Buffer.from(bodyOf(LIMIT * 64)));
     expect(bomb.length).toBeLessThan(LIMIT);
@@ -660,5 +660,181 @@ describe('line breaks and NUL in proxy headers and query strings', () => {
     expect(sentinel.requests.length).toBe(before + 1);
     expect(sentinel.requests.at(-1)!.url).toBe('/echo?q=a%0D%0AX-Injected%3A+query');
     expect(sentinel.headerValues('x-injected')).toEqual([]);
+  });
+});
+
+describe('JavaScript built-in names as field names (issue 12, point 6)', () => {
+  const BUILTINS = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'isPrototypeOf'];
+  /** A JSON object text whose first key is `name` (JSON.stringify would drop nothing, but spell it out). */
+  const withKey = (base: Record<string, unknown>, name: string, value: unknown) =>
+    `{${JSON.stringify(name)}: ${JSON.stringify(value)}, ${JSON.stringify(base).slice(1)}`;
+
+  /** Asserts a 400 invalid_input whose details name `field`. */
+  async function refusedNaming(method: string, path: string, body: string | undefined, field: string) {
+    const res = await fetch(`${h.url}${path}`, {
+      method,
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body,
+    });
+    const text = await res.text();
+    expect(res.status, `${method} ${path} ${body}: ${text.slice(0, 300)}`).toBe(400);
+    const json = JSON.parse(text) as { error: { code: string; details?: Array<{ field: string }> } };
+    expect(json.error.code).toBe('invalid_input');
+    expect(
+      json.error.details?.map((d) => d.field),
+      `${method} ${path} ${body}: ${text.slice(0, 300)}`,
+    ).toContain(field);
+  }
+
+  let tried = 0;
+  let failed = 0;
+  afterAll(() =>
+    record({
+      category: 'attacks tried',
+      what: 'built-in names (constructor, __proto__, …) as request fields',
+      tried,
+      failed,
+    }),
+  );
+  const counted = async (fn: () => Promise<void>) => {
+    tried++;
+    try {
+      await fn();
+    } catch (e) {
+      failed++;
+      throw e;
+    }
+  };
+
+  it('refuses them as unknown top-level fields of every JSON body', async () => {
+    const bodies: Array<[string, string, Record<string, unknown>]> = [
+      [
+        'POST',
+        '/v1/tools/execute',
+        {
+          tool_name: 'prodata_search_people',
+          connection_name: 'data',
+          identifier: 'plain-user',
+          tool_input: {},
+          dry_run: true,
+        },
+      ],
+      ['POST', '/v1/connections', { connection_name: 'proto-test', connector: 'prodata' }],
+      ['PATCH', '/v1/connections/data', { api_base_url: sentinel.url }],
+      ['POST', '/v1/connected-accounts', { connection_name: 'data', identifier: 'plain-user' }],
+      [
+        'PUT',
+        '/v1/connected-accounts',
+        { connection_name: 'data', identifier: 'plain-user', credentials: { api_key: 'k' } },
+      ],
+      ['POST', '/v1/connected-accounts/authorization-link', { connection_name: 'mailbox', identifier: 'u' }],
+      ['POST', '/v1/api-credentials', { name: 'proto-test' }],
+    ];
+    for (const [method, path, base] of bodies)
+      for (const name of BUILTINS) await counted(() => refusedNaming(method, path, withKey(base, name, 'x'), name));
+  });
+
+  it('refuses them inside tool_input, api_hosts, oauth and credentials, storing nothing', async () => {
+    for (const name of BUILTINS) {
+      await counted(() =>
+        refusedNaming(
+          'POST',
+          '/v1/tools/execute',
+          JSON.stringify({
+            tool_name: 'prodata_search_people',
+            connection_name: 'data',
+            identifier: 'plain-user',
+            dry_run: true,
+          }).replace(/}$/, `, "tool_input": ${withKey({ search: 'x' }, name, 'x')}}`),
+          name,
+        ),
+      );
+      await counted(() =>
+        refusedNaming(
+          'POST',
+          '/v1/connections',
+          `{"connection_name": "proto-${tried}", "connector": "prodata", "api_hosts": {${JSON.stringify(name)}: "http://127.0.0.1:1/"}}`,
+          `api_hosts.${name}`,
+        ),
+      );
+      await counted(() =>
+        refusedNaming(
+          'PATCH',
+          '/v1/connections/data',
+          `{"api_hosts": {${JSON.stringify(name)}: "http://127.0.0.1:1/"}}`,
+          `api_hosts.${name}`,
+        ),
+      );
+      await counted(() =>
+        refusedNaming(
+          'PATCH',
+          '/v1/connections/mailbox',
+          `{"oauth": {${JSON.stringify(name)}: "http://127.0.0.1:1/"}}`,
+          `oauth.${name}`,
+        ),
+      );
+      await counted(() =>
+        refusedNaming(
+          'PUT',
+          '/v1/connected-accounts',
+          `{"connection_name": "data", "identifier": "proto-user", "credentials": ${withKey({ api_key: 'k' }, name, 'x')}}`,
+          `credentials.${name}`,
+        ),
+      );
+    }
+    const conn = (await (await fetch(`${h.url}/v1/connections/data`, { headers: auth() })).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(JSON.stringify(conn)).not.toContain('127.0.0.1:1');
+    const accounts = await fetch(`${h.url}/v1/connected-accounts?connection_name=data&identifier=proto-user`, {
+      headers: auth(),
+    });
+    expect(((await accounts.json()) as { connected_accounts: unknown[] }).connected_accounts).toEqual([]);
+    const list = await fetch(`${h.url}/v1/connections`, { headers: auth() });
+    expect(await list.text()).not.toContain('proto-');
+  });
+
+  it('answers them as names (tools, connectors, connections, statuses) like any unknown name, never a 5xx', async () => {
+    for (const name of BUILTINS) {
+      const enc = encodeURIComponent(name);
+      const cases: Array<[string, string, string | undefined, number]> = [
+        ['GET', `/v1/tools/${enc}`, undefined, 404],
+        ['GET', `/v1/connectors/${enc}`, undefined, 404],
+        ['GET', `/v1/connections/${enc}`, undefined, 404],
+        ['GET', `/v1/tools?connector=${enc}`, undefined, 400],
+        ['GET', `/v1/connected-accounts?status=${enc}`, undefined, 400],
+        ['GET', `/v1/connected-accounts?connection_name=${enc}`, undefined, 404],
+        [
+          'POST',
+          '/v1/tools/execute',
+          JSON.stringify({ tool_name: name, connection_name: 'data', identifier: 'u', tool_input: {} }),
+          404,
+        ],
+        ['POST', '/v1/connections', JSON.stringify({ connection_name: `c-${tried}`, connector: name }), 400],
+        [
+          'POST',
+          '/v1/connections',
+          JSON.stringify({ connection_name: `c-${tried}`, connector: 'prodata', auth_kind: name }),
+          400,
+        ],
+        ['POST', '/v1/connected-accounts', JSON.stringify({ connection_name: name, identifier: 'u' }), 404],
+        [
+          'PUT',
+          '/v1/connected-accounts',
+          JSON.stringify({ connection_name: 'data', identifier: name, credentials: { api_key: 'k' } }),
+          200,
+        ],
+      ];
+      for (const [method, path, body, status] of cases)
+        await counted(async () => {
+          const res = await fetch(`${h.url}${path}`, {
+            method,
+            headers: { ...auth(), 'content-type': 'application/json' },
+            body,
+          });
+          expect(res.status, `${method} ${path} ${body ?? ''}: ${(await res.text()).slice(0, 300)}`).toBe(status);
+        });
+    }
   });
 });

@@ -448,6 +448,46 @@ describe('support-desk domains that point elsewhere', () => {
 });
 
 describe('a malicious upstream', () => {
+  it('cannot redirect a tool call to IPv6 forms of loopback and private addresses (issue 12, point 7)', async () => {
+    const forms = [
+      `http://[::127.0.0.1]:${other.port}/`,
+      `http://[::ffff:0:7f00:1]:${other.port}/`,
+      `http://[::ffff:127.0.0.1]:${other.port}/`,
+      `http://[64:ff9b::7f00:1]:${other.port}/`,
+      `http://[2002:7f00:1::1]:${other.port}/`,
+      `http://[::ffff:a9fe:a9fe]/latest/meta-data/`,
+    ];
+    let failed = 0;
+    try {
+      for (const location of forms) {
+        sentinel.respond = (r) => (r.url.endsWith('/groups') ? { status: 302, headers: { location } } : undefined);
+        const before = other.requests.length;
+        const e = await h.client
+          .executeTool({
+            toolName: 'helpdesk_groups_list' as never,
+            toolInput: {} as never,
+            connectionName: 'desk',
+            identifier: 'u',
+          })
+          .catch((x: unknown) => x);
+        expect(e, location).toBeInstanceOf(ConnectorServiceError);
+        expect((e as ConnectorServiceError).code, location).toBe('upstream_host_not_public');
+        expect(other.requests.length).toBe(before);
+      }
+    } catch (e) {
+      failed++;
+      throw e;
+    } finally {
+      sentinel.respond = undefined;
+      record({
+        category: 'attacks tried',
+        what: 'IPv6 forms of non-public addresses in redirects',
+        tried: forms.length,
+        failed,
+      });
+    }
+  });
+
   it('cannot redirect a tool call to the metadata address, loopback names or another host', async () => {
     await counted('redirects', async () => {
       for (const location of [
@@ -536,6 +576,66 @@ describe('client headers against credentials and forwarding information', () => 
         else expect(got('x-api-key')).toEqual([DATA_KEY]);
       }
     })();
+  });
+
+  // Many servers read `_` as `-` (and ignore case): x_forwarded_for is X-Forwarded-For to them.
+  const UNDERSCORED: Record<string, string> = {
+    x_forwarded_for: '6.6.6.6',
+    X_Forwarded_Host: 'evil.example',
+    x_forwarded_proto: 'http',
+    x_real_ip: '6.6.6.6',
+    proxy_authorization: 'Basic Y2xpZW50OnZhbHVl',
+    Proxy_Connection: 'keep-alive',
+    x_request_id: 'spoofed',
+  };
+  const spellingTally: Tally = { tried: 0, failed: 0 };
+  afterAll(() =>
+    record({
+      category: 'attacks tried',
+      what: 'header spellings (underscores, case) of blocked and credential headers',
+      tried: spellingTally.tried,
+      failed: spellingTally.failed,
+    }),
+  );
+
+  it('drops forwarding and session headers spelled with underscores or in any case', async () => {
+    await tallied(spellingTally, Object.keys(UNDERSCORED).length * 2, async () => {
+      for (const connection of ['desk', 'data']) {
+        const lines = [
+          ...proxyHeaders(connection),
+          ...Object.entries(UNDERSCORED).map(([k, v]) => `${k}: ${v}`),
+          'X_Custom: kept',
+        ];
+        const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', lines));
+        expect(res.status, res.raw.slice(0, 200)).toBe(200);
+        const seen = sentinel.requests.at(-1)!;
+        const names = seen.headers.map(([k]) => k.toLowerCase().replace(/_/g, '-'));
+        for (const name of Object.keys(UNDERSCORED))
+          expect(names, name).not.toContain(name.toLowerCase().replace(/_/g, '-'));
+        expect(JSON.stringify(seen.headers)).not.toContain('6.6.6.6');
+        expect(JSON.stringify(seen.headers)).not.toContain('Y2xpZW50OnZhbHVl');
+        // A header that is neither passes as the client spelled it.
+        expect(seen.headers.filter(([k]) => k === 'x_custom')).toEqual([['x_custom', 'kept']]);
+      }
+    });
+  });
+
+  it("refuses the connector's credential header spelled with underscores, sending nothing", async () => {
+    const lines = [
+      'x_api_key: client-key',
+      'X_API_KEY: client-key',
+      'X_Api-Key: client-key',
+      'x_upstream_authorization: Bearer x',
+    ];
+    await tallied(spellingTally, lines.length, async () => {
+      const before = sentinel.requests.length;
+      for (const line of lines) {
+        const res = await rawExchange(h.url, rawHttp('GET /proxy/v2/groups HTTP/1.1', [...proxyHeaders('data'), line]));
+        expect(res.status, `${line}: ${res.raw.slice(0, 200)}`).toBe(400);
+        expect(res.body).toContain('credential_header_not_allowed');
+      }
+      expect(sentinel.requests.length).toBe(before);
+    });
   });
 
   it("refuses a client value for the connector's credential header, in any spelling, sending nothing", async () => {

@@ -224,7 +224,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           p.tap.issuedTogether(s.access_token, s.refresh_token) &&
           p.h.oauth.liveRefreshTokens().includes(s.refresh_token!);
         if (!ok) failedRounds++;
-        expect(failed.map((f) => String((f as PromiseRejectedResult).reason))).toEqual([]);
+        expect(failed.map((f) => String(f.reason))).toEqual([]);
         expect(refreshes).toBe(1);
         expect(account.status).toBe('ACTIVE');
       }
@@ -276,9 +276,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       };
       const before = p.h.oauth.counts.refresh_token;
       const results = await burst(p, 'outside');
-      const rejected = results
-        .filter((r) => r.status === 'rejected')
-        .map((r) => String((r as PromiseRejectedResult).reason));
+      const rejected = results.filter((r) => r.status === 'rejected').map((r) => String(r.reason));
       expect(stored).toBeDefined();
       // The outside refresh and the service's refused one; the instance that lost the lock re-read instead.
       expect(p.h.oauth.counts.refresh_token - before).toBe(2);

@@ -282,7 +282,7 @@ function freeObject(depth: number): fc.Arbitrary<Record<string, unknown>> {
 function given(v: unknown): boolean {
   if (v === undefined || v === null || v === '') return false;
   if (Array.isArray(v)) return v.length > 0;
-  if (typeof v === 'object') return Object.keys(v as object).length > 0;
+  if (typeof v === 'object') return Object.keys(v).length > 0;
   return true;
 }
 

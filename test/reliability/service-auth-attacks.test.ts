@@ -74,7 +74,7 @@ function tokenRequest(
           resolve({
             status: res.statusCode ?? 0,
             body: text ? JSON.parse(text) : {},
-            retryAfter: res.headers['retry-after'] as string | undefined,
+            retryAfter: res.headers['retry-after'],
           }),
         );
       },
@@ -365,10 +365,10 @@ describe('the secret check', () => {
     await attack(4, async () => {
       const calls: Array<[number, number]> = [];
       const original = crypto.timingSafeEqual;
-      crypto.timingSafeEqual = ((a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
+      crypto.timingSafeEqual = (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
         calls.push([a.byteLength, b.byteLength]);
         return original(a, b);
-      }) as typeof crypto.timingSafeEqual;
+      };
       syncBuiltinESMExports();
       try {
         for (const [id, secret] of [

@@ -354,7 +354,7 @@ describe.each(toolsByConnector)('%s', (_connector, toolNames) => {
       const tool = tools.get(toolName)!;
       const hints = hintsOf(specTools.get(toolName));
       for (const p of HOOK_PATH_PARAMS[toolName] ?? []) hints.pathParams.add(p);
-      const arb = toolCase(tool.inputSchema as Schema, hints);
+      const arb = toolCase(tool.inputSchema, hints);
       const validate = oracle.get(toolName)!;
       const examples = (REGRESSIONS[toolName] ?? []).map((c) => [c] as [ToolCase]);
       const params = { numRuns: RUNS, seed: SEED };

@@ -299,7 +299,7 @@ describe.each(factories)('%s store', (kind, make) => {
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: Buffer) => d.toString().includes('written') && resolve());
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('written') && resolve());
       child.once('exit', (code) => reject(new Error(`child exited (${code}) before writing`)));
     });
     child.kill('SIGKILL');
@@ -429,6 +429,74 @@ describe.each(factories)('%s store', (kind, make) => {
     await store.setDashboardPassword('du1', 'scrypt$3', now + 1);
     expect(await store.getDashboardUserByName('admin')).toMatchObject({ passwordHash: 'scrypt$3', updatedAt: now + 1 });
     expect(await store.getDashboardSession('s-other', now)).toBeUndefined();
+  });
+
+  it('keeps MCP servers unique by name, with URLs found by token hash, revoked once, deleted with their server', async () => {
+    const now = Date.now();
+    const server = {
+      id: 'mcp1',
+      name: 'support-agent',
+      mode: 'tools' as const,
+      tools: ['helpdesk_ticket_get', 'mail_send_message'],
+      connections: ['helpdesk'],
+      createdAt: now,
+      updatedAt: now,
+    };
+    expect(await store.createMcpServer(server)).toBe(true);
+    expect(await store.createMcpServer({ ...server, id: 'mcp2' })).toBe(false);
+    expect(await store.getMcpServer('mcp1')).toEqual(server);
+    expect(await store.getMcpServerByName('support-agent')).toEqual(server);
+    expect(await store.getMcpServer('mcp2')).toBeUndefined();
+    const other = { ...server, id: 'mcp3', name: 'searcher', mode: 'search' as const, tools: [], connections: [] };
+    expect(await store.createMcpServer({ ...other, createdAt: now + 1 })).toBe(true);
+
+    const url = (id: string, tokenHash: string, expiresAt: number, createdAt: number) => ({
+      id,
+      serverId: 'mcp1',
+      identifier: 'user-1',
+      tokenHash,
+      expiresAt,
+      revokedAt: null,
+      createdAt,
+      lastUsedAt: null,
+    });
+    await store.createMcpUrl(url('mu1', 'hash-1', now + 60_000, now));
+    await store.createMcpUrl(url('mu2', 'hash-2', now - 1, now + 1));
+    await store.createMcpUrl(url('mu3', 'hash-3', now + 60_000, now + 2));
+    await expect(store.createMcpUrl(url('mu4', 'hash-1', now + 60_000, now + 3))).rejects.toThrow();
+    expect((await store.listMcpUrls('mcp1')).map((u) => u.id)).toEqual(['mu3', 'mu2', 'mu1']);
+    expect(await store.findMcpUrl('hash-1')).toEqual({ url: url('mu1', 'hash-1', now + 60_000, now), server });
+    expect(await store.findMcpUrl('hash-x')).toBeUndefined();
+
+    expect(await store.revokeMcpUrl('mcp3', 'mu3', now)).toBe(false); // another server's URL
+    expect(await store.revokeMcpUrl('mcp1', 'mu3', now + 5)).toBe(true);
+    expect(await store.revokeMcpUrl('mcp1', 'mu3', now + 6)).toBe(false);
+    expect((await store.findMcpUrl('hash-3'))!.url.revokedAt).toBe(now + 5);
+    // Neither revoked nor expired: mu1 only.
+    expect((await store.listMcpServers(now)).map((s) => [s.name, s.activeUrls])).toEqual([
+      ['support-agent', 1],
+      ['searcher', 0],
+    ]);
+
+    await store.touchMcpUrl('mu1', now + 10);
+    await store.touchMcpUrl('mu1', now + 5);
+    expect((await store.findMcpUrl('hash-1'))!.url.lastUsedAt).toBe(now + 10);
+
+    expect(await store.updateMcpServer('mcp1', { name: 'searcher' }, now + 20)).toBe('name_taken');
+    expect(await store.updateMcpServer('nope', { name: 'x' }, now + 20)).toBeUndefined();
+    expect(
+      await store.updateMcpServer(
+        'mcp1',
+        { mode: 'search', tools: ['helpdesk_ticket_get'], connections: [] },
+        now + 20,
+      ),
+    ).toEqual({ ...server, mode: 'search', tools: ['helpdesk_ticket_get'], connections: [], updatedAt: now + 20 });
+
+    expect(await store.deleteMcpServer('mcp1')).toBe(true);
+    expect(await store.deleteMcpServer('mcp1')).toBe(false);
+    expect(await store.findMcpUrl('hash-1')).toBeUndefined();
+    expect(await store.listMcpUrls('mcp1')).toEqual([]);
+    expect(await store.deleteMcpServer('mcp3')).toBe(true);
   });
 
   it('lists sealed cells and replaces them only when unchanged', async () => {

@@ -64,7 +64,7 @@ describe('format additions', () => {
     expect(await errorsOf(header() + sent)).toContain(
       'field input.note: is refused by an `unsupported` rule, so the request may not use it',
     );
-    const unused = tool.replace(/    rules:\n.*\n.*\n/, '');
+    const unused = tool.replace(/ {4}rules:\n.*\n.*\n/, '');
     expect(await errorsOf(header() + unused)).toContain(
       'field input.note: is never used by the request; map it, refuse it with an `unsupported` rule, or name a hook that uses it',
     );

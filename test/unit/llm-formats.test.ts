@@ -19,6 +19,7 @@ import {
   type LlmFormat,
 } from '../../runtime/tools/llm-formats.ts';
 import { validateToolInput } from '../../runtime/tools/validation.ts';
+import { merge } from '../../core/template-runtime.ts';
 import {
   anthropicToolViolations,
   geminiAsJsonSchema,
@@ -213,7 +214,7 @@ function roundTrip(tool: ToolDefinition, format: LlmFormat, strict: boolean) {
       expect(conforms(parameters, args)).toEqual([]);
     } else if (format === 'gemini') {
       const parameters = geminiFunctionDeclaration(tool).parameters;
-      args = parameters ? asGeminiModel(parameters as Node, tool.inputSchema, original) : {};
+      args = parameters ? asGeminiModel(parameters, tool.inputSchema, original) : {};
       if (parameters) expect(conforms(geminiAsJsonSchema(parameters as Node), args)).toEqual([]);
     } else {
       const def = llmTool(tool, format) as unknown as Node;
@@ -322,6 +323,18 @@ describe('mapping back', () => {
   });
 });
 
+describe('reading plain OpenAI arguments as strict mode ones (what handleToolCalls does for every OpenAI call)', () => {
+  // A tool call does not say whether the model had the strict or the plain definitions; reading every OpenAI call
+  // the strict way must then change nothing a plain-mode model sends that the tool's schema accepts.
+  it.each(all.map((t) => [t.name, t]))('%s: every example comes back unchanged', (_n, tool) => {
+    for (const example of tool.examples) {
+      const back = inputFromModel(tool, 'openai', JSON.stringify(example.input), { strict: true });
+      expect(back.errors).toEqual([]);
+      expect(back.input).toEqual(example.input);
+    }
+  });
+});
+
 describe('the converter', () => {
   const synthetic = (inputSchema: Node): ToolDefinition =>
     ({ ...tool('helpdesk_ticket_create'), name: 'demo_tool', inputSchema }) as ToolDefinition;
@@ -351,5 +364,31 @@ describe('the converter', () => {
     expect(openaiTool(t, { strict: true })).toBe(openaiTool(t, { strict: true }));
     expect(Object.isFrozen(openaiTool(t, { strict: true }).function.parameters)).toBe(true);
     expect(t.inputSchema.$id).toBe('mail_send_message');
+  });
+});
+
+describe("built-in names in a model's arguments (issue 12, point 6)", () => {
+  const tool = tools.get('prodata_search_people')!;
+  for (const format of ['gemini', 'openai'] as const)
+    it(`${format}: __proto__ and constructor stay own fields, refused by the validator, the prototype untouched`, () => {
+      const sent = '{"search": "x", "__proto__": {"page": 5000, "search": "polluted"}, "constructor": "c"}';
+      const back = inputFromModel(tool, format, format === 'gemini' ? JSON.parse(sent) : sent, { strict: true });
+      const input = back.input as Record<string, unknown>;
+      expect(Object.getPrototypeOf(input)).toBe(Object.prototype);
+      expect(Object.keys(input).sort()).toEqual(['__proto__', 'constructor', 'search']);
+      expect(input.page).toBeUndefined();
+      const fields = validateToolInput(tool, structuredClone(input)).map((e) => e.field);
+      expect(fields).toContain('__proto__');
+      expect(fields).toContain('constructor');
+    });
+});
+
+describe('$merge of an object a client sent (issue 12, point 6)', () => {
+  it('keeps __proto__ as an own field and leaves the prototype alone', () => {
+    const merged = merge([{ a: 1 }, JSON.parse('{"__proto__": {"b": 2}}')])!;
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(Object.keys(merged)).toEqual(['a', '__proto__']);
+    expect((merged as { b?: number }).b).toBeUndefined();
+    expect(JSON.stringify(merged)).toBe('{"a":1,"__proto__":{"b":2}}');
   });
 });

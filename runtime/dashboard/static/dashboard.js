@@ -5,7 +5,7 @@
 
 async function copyFrom(input, button) {
   const text = input.value;
-  let ok = false;
+  let ok;
   try {
     await navigator.clipboard.writeText(text);
     ok = true;

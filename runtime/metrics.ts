@@ -1,0 +1,145 @@
+/**
+ * The service's Prometheus metrics (`GET /metrics`), with prom-client: one registry per service instance (tests run
+ * several in one process), counters and histograms updated on the paths where things happen, and the accounts by
+ * status read from the store when scraped (cached briefly, so a scraper polling often costs one grouped count).
+ *
+ * The hot paths only increment: label children are looked up once per label combination and kept, so a request
+ * costs a map lookup and an addition, never a label object or a label-string build (prom-client's `labels()` hashes
+ * its arguments on every call).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ServerResponse } from 'node:http';
+import type { Store } from './store/types.ts';
+
+type CounterChild = ReturnType<Counter['labels']>;
+type HistogramChild = ReturnType<Histogram['labels']>;
+
+/** How long the accounts-by-status count is reused between scrapes. */
+const ACCOUNT_COUNT_TTL_MS = 10_000;
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter;
+  private readonly requestChildren = new Map<string, CounterChild>();
+  private readonly tools: Counter;
+  private readonly toolChildren = new Map<string, CounterChild>();
+  private readonly upstream: Histogram;
+  private readonly upstreamChildren = new Map<string, HistogramChild>();
+  private readonly refreshes: Counter;
+  private readonly deliveries: Counter;
+  private accountCounts: { at: number; counts: Array<{ status: string; count: number }> } | undefined;
+
+  constructor(store: Store) {
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'acs_http_requests_total',
+      help: 'HTTP requests answered, by route (the endpoint, not the raw path) and status',
+      labelNames: ['route', 'status'],
+      registers: [this.registry],
+    });
+    this.tools = new Counter({
+      name: 'acs_tool_executions_total',
+      help: 'Tool executions by tool, connector and outcome (success, provider_error, or the service error code)',
+      labelNames: ['tool', 'connector', 'outcome'],
+      registers: [this.registry],
+    });
+    this.upstream = new Histogram({
+      name: 'acs_upstream_request_duration_seconds',
+      help: 'Time from sending a request to a provider to its response headers, by connector and kind (tool, proxy)',
+      labelNames: ['connector', 'kind'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [this.registry],
+    });
+    this.refreshes = new Counter({
+      name: 'acs_token_refreshes_total',
+      help: 'OAuth token refreshes sent to providers, by connector and outcome (success, expired, failed)',
+      labelNames: ['connector', 'outcome'],
+      registers: [this.registry],
+    });
+    this.deliveries = new Counter({
+      name: 'acs_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by event type and outcome (success, failure)',
+      labelNames: ['event', 'outcome'],
+      registers: [this.registry],
+    });
+    const self = this;
+    new Gauge({
+      name: 'acs_connected_accounts',
+      help: 'Connected accounts by status (read from the store when scraped, at most every 10 s)',
+      labelNames: ['status'],
+      registers: [this.registry],
+      async collect() {
+        const now = Date.now();
+        if (!self.accountCounts || now - self.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
+          self.accountCounts = { at: now, counts: await store.countAccountsByStatus() };
+        }
+        this.reset();
+        for (const { status, count } of self.accountCounts.counts) this.set({ status }, count);
+      },
+    });
+  }
+
+  /** Counts an answered request; `route` is the endpoint's operation id (or `dashboard`, `unmatched`). */
+  request(route: string, status: number): void {
+    const key = `${route} ${status}`;
+    let child = this.requestChildren.get(key);
+    if (!child) {
+      child = this.requests.labels(route, String(status));
+      this.requestChildren.set(key, child);
+    }
+    child.inc();
+  }
+
+  /** Counts requests on `res` under `route` when its answer has been sent. */
+  countResponse(res: ServerResponse, route: string): void {
+    (res as CountedResponse)[ROUTE] = route;
+    (res as CountedResponse)[METRICS] = this;
+    res.once('finish', onFinish);
+  }
+
+  toolExecution(tool: string, connector: string, outcome: string): void {
+    const key = `${tool} ${outcome}`;
+    let child = this.toolChildren.get(key);
+    if (!child) {
+      child = this.tools.labels(tool, connector, outcome);
+      this.toolChildren.set(key, child);
+    }
+    child.inc();
+  }
+
+  upstreamLatency(connector: string, kind: 'tool' | 'proxy', seconds: number): void {
+    const key = `${connector} ${kind}`;
+    let child = this.upstreamChildren.get(key);
+    if (!child) {
+      child = this.upstream.labels(connector, kind);
+      this.upstreamChildren.set(key, child);
+    }
+    child.observe(seconds);
+  }
+
+  tokenRefresh(connector: string, outcome: 'success' | 'expired' | 'failed'): void {
+    this.refreshes.labels(connector, outcome).inc();
+  }
+
+  webhookDelivery(event: string, outcome: 'success' | 'failure'): void {
+    this.deliveries.labels(event, outcome).inc();
+  }
+}
+
+const ROUTE = Symbol('metrics.route');
+const METRICS = Symbol('metrics');
+type CountedResponse = ServerResponse & { [ROUTE]: string; [METRICS]: Metrics };
+
+/** One function for every response (no closure per request). */
+function onFinish(this: ServerResponse): void {
+  const res = this as CountedResponse;
+  res[METRICS].request(res[ROUTE], res.statusCode);
+}
+
+/** Whether `authorization` carries METRICS_TOKEN (compared in constant time over digests of equal length). */
+export function metricsTokenMatches(authorization: string | undefined, token: string): boolean {
+  const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1] ?? '';
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(token)) && given.length > 0;
+}

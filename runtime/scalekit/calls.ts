@@ -1,0 +1,470 @@
+import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import type { Services } from '../services.ts';
+import { Management } from '../management.ts';
+import type { Account, Connection } from '../store/types.ts';
+import { ServiceError } from '../../core/errors.ts';
+import type { ToolDefinition } from '../../core/tool-types.ts';
+import { authFor, getConnector, isKeyAuth, isOAuthKind, tools as allTools } from '../connectors/catalog.ts';
+import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
+import { given, invalidArgument } from './errors.ts';
+import {
+  ConnectedAccountForListSchema,
+  ConnectedAccountSchema,
+  ConnectionStatus,
+  ConnectionType,
+  ConnectorStatus,
+  ConnectorType,
+  ListConnectionSchema,
+  ToolSchema,
+  type AuthorizationDetails,
+  type CreateConnectedAccountRequest,
+  type CreateConnectedAccountResponseSchema,
+  type DeleteConnectedAccountRequest,
+  type DeleteConnectedAccountResponseSchema,
+  type ExecuteToolRequest,
+  type ExecuteToolResponseSchema,
+  type GetConnectedAccountByIdentifierRequest,
+  type GetConnectedAccountByIdentifierResponseSchema,
+  type GetMagicLinkForConnectedAccountRequest,
+  type GetMagicLinkForConnectedAccountResponseSchema,
+  type ListAppConnectionsRequest,
+  type ListAppConnectionsResponseSchema,
+  type ListAvailableToolsRequest,
+  type ListAvailableToolsResponseSchema,
+  type ListConnectedAccountsRequest,
+  type ListConnectedAccountsResponseSchema,
+  type ListScopedToolsRequest,
+  type ListScopedToolsResponseSchema,
+  type ListToolsRequest,
+  type ListToolsResponseSchema,
+  type UpdateConnectedAccountRequest,
+  type UpdateConnectedAccountResponseSchema,
+  type VerifyConnectedAccountUserRequest,
+  type VerifyConnectedAccountUserResponseSchema,
+} from './descriptors.ts';
+
+type Reply<S extends Parameters<typeof create>[0]> = MessageInitShape<S>;
+
+const STATUS: Record<Account['status'], ConnectorStatus> = {
+  ACTIVE: ConnectorStatus.ACTIVE,
+  EXPIRED: ConnectorStatus.EXPIRED,
+  PENDING_AUTH: ConnectorStatus.PENDING_AUTH,
+  PENDING_VERIFICATION: ConnectorStatus.PENDING_VERIFICATION,
+  DISCONNECTED: ConnectorStatus.DISCONNECTED,
+};
+const TYPE: Record<string, ConnectorType> = {
+  oauth2: ConnectorType.OAUTH,
+  oauth2_mcp: ConnectorType.OAUTH,
+  api_key: ConnectorType.API_KEY,
+  basic: ConnectorType.BASIC_AUTH,
+  bearer: ConnectorType.BEARER_TOKEN,
+};
+const CONNECTION_TYPE: Record<string, ConnectionType> = {
+  oauth2: ConnectionType.OAUTH,
+  oauth2_mcp: ConnectionType.OAUTH,
+  api_key: ConnectionType.API_KEY,
+  basic: ConnectionType.BASIC,
+  bearer: ConnectionType.BEARER,
+};
+const ts = (ms: number | null) => (ms === null ? undefined : timestampFromMs(ms));
+
+/** The request's account: its id, or its connection (the SDK's `connectionName`, sent as `connector`) and identifier. */
+interface AccountSelector {
+  id?: string;
+  connector?: string;
+  identifier?: string;
+}
+
+/** `ExecuteToolResponse.data` is a Struct: an object passes as it is, anything else is wrapped as `result`. */
+export function asStruct(data: unknown): JsonObject {
+  if (data !== null && typeof data === 'object' && !Array.isArray(data)) return data as JsonObject;
+  return { result: (data ?? null) as JsonValue };
+}
+
+/**
+ * Scalekit's AgentKit calls (ConnectedAccountService, ToolService, ConnectionService) on this service's own
+ * services: the same account service, link flow, executor and validation as the REST API, and so the same
+ * errors. The gRPC server and the `/api/v1/…` REST shape both call these.
+ */
+export class ScalekitCalls {
+  private m: Management;
+  constructor(private s: Services) {
+    this.m = new Management(s);
+  }
+
+  // Views
+
+  private authorizationDetails(
+    a: Account,
+    c: Connection,
+  ): MessageInitShape<typeof ConnectedAccountSchema>['authorizationDetails'] {
+    // Never a credential: the account's non-secret fields (API-key connectors) or its scopes (OAuth).
+    if (isOAuthKind(c.authKind))
+      return { details: { case: 'oauthToken', value: { scopes: c.scopes, domain: a.fields.domain ?? '' } } };
+    return { details: { case: 'staticAuth', value: { details: { ...a.fields } } } };
+  }
+
+  accountMessage(a: Account, c: Connection): MessageInitShape<typeof ConnectedAccountSchema> {
+    return {
+      id: a.id,
+      identifier: a.identifier,
+      provider: c.connector,
+      connector: c.name,
+      connectionId: c.id,
+      status: STATUS[a.status],
+      authorizationType: TYPE[c.authKind] ?? ConnectorType.CUSTOM,
+      authorizationDetails: this.authorizationDetails(a, c),
+      tokenExpiresAt: ts(a.tokenExpiresAt),
+      updatedAt: ts(a.updatedAt),
+      lastUsedAt: ts(a.lastUsedAt),
+    };
+  }
+
+  private toolMessage(t: ToolDefinition): MessageInitShape<typeof ToolSchema> {
+    return {
+      id: t.name,
+      provider: t.connector,
+      tags: t.readOnly ? ['read'] : ['write'],
+      definition: { name: t.name, description: t.description, input_schema: t.inputSchema as JsonObject },
+      metadata: { title: t.title, connector: t.connector, read_only: t.readOnly },
+    };
+  }
+
+  // Accounts
+
+  private async connection(name: string | undefined): Promise<Connection> {
+    if (!name) throw invalidArgument('connector', 'is required (the connection name) when no id is given');
+    return this.s.accounts.connectionByName(name);
+  }
+
+  /** The account a request names; NOT_FOUND when it does not exist. */
+  private async findAccount(sel: AccountSelector): Promise<{ account: Account; connection: Connection }> {
+    const id = given(sel.id);
+    if (id) {
+      const account = await this.s.store.getAccount(id);
+      if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+      const connection = (await this.s.accounts.connectionById(account.connectionId))!;
+      return { account, connection };
+    }
+    const connection = await this.connection(given(sel.connector));
+    const identifier = given(sel.identifier);
+    if (!identifier) throw invalidArgument('identifier', 'is required when no id is given');
+    const account = await this.s.store.findAccount(connection.id, identifier);
+    if (!account)
+      throw new ServiceError(
+        404,
+        'account_not_found',
+        `No connected account for identifier "${identifier}" on connection "${connection.name}"`,
+      );
+    return { account, connection };
+  }
+
+  /** The credentials in `authorization_details`, as the REST upsert takes them; undefined when it carries none. */
+  private credentials(c: Connection, details: AuthorizationDetails | undefined): Record<string, unknown> | undefined {
+    const d = details?.details;
+    if (!d || d.case === undefined) return undefined;
+    const auth = authFor(getConnector(c.connector)!, c.authKind);
+    if (d.case === 'staticAuth') {
+      if (!isKeyAuth(auth))
+        throw invalidArgument(
+          'authorization_details.static_auth',
+          `does not apply: connection "${c.name}" uses OAuth; send oauth_token or an authorization link`,
+        );
+      return { ...(d.value.details ?? {}) };
+    }
+    if (d.case === 'oauthToken') {
+      if (!d.value.accessToken) return undefined;
+      if (isKeyAuth(auth))
+        throw invalidArgument(
+          'authorization_details.oauth_token',
+          `does not apply: connection "${c.name}" takes static_auth with its fields`,
+        );
+      return {
+        access_token: d.value.accessToken,
+        ...(d.value.refreshToken ? { refresh_token: d.value.refreshToken } : {}),
+        ...(d.value.scopes.length ? { scope: d.value.scopes.join(' ') } : {}),
+      };
+    }
+    throw invalidArgument(
+      `authorization_details.${d.case === 'googleDwd' ? 'google_dwd' : 'trusted_idp'}`,
+      'is not supported by this service',
+    );
+  }
+
+  private async store(c: Connection, identifier: string, credentials: Record<string, unknown>) {
+    try {
+      return (await this.m.upsertAccount(c.name, identifier, credentials)).account;
+    } catch (e) {
+      if (e instanceof ServiceError && Array.isArray(e.details)) {
+        const details = e.details.map((f) => ({
+          ...f,
+          field: f.field.replace(/^credentials\.?/, 'authorization_details.static_auth.details.').replace(/\.$/, ''),
+        }));
+        throw new ServiceError(
+          e.status,
+          e.code,
+          e.message.replace(/credentials\./g, 'authorization_details.static_auth.details.'),
+          details,
+          e.headers,
+        );
+      }
+      throw e;
+    }
+  }
+
+  async getConnectedAccountAuth(
+    r: GetConnectedAccountByIdentifierRequest,
+  ): Promise<Reply<typeof GetConnectedAccountByIdentifierResponseSchema>> {
+    const { account, connection } = await this.findAccount(r);
+    return { connectedAccount: this.accountMessage(account, connection) };
+  }
+
+  async createConnectedAccount(
+    r: CreateConnectedAccountRequest,
+  ): Promise<Reply<typeof CreateConnectedAccountResponseSchema>> {
+    const connection = await this.connection(given(r.connector));
+    const identifier = given(r.identifier);
+    if (!identifier) throw invalidArgument('identifier', 'is required');
+    if (await this.s.store.findAccount(connection.id, identifier))
+      throw new ServiceError(
+        409,
+        'already_exists',
+        `A connected account for identifier "${identifier}" exists on connection "${connection.name}"`,
+      );
+    const credentials = this.credentials(connection, r.connectedAccount?.authorizationDetails);
+    const account = credentials
+      ? await this.store(connection, identifier, credentials)
+      : (await this.m.getOrCreateAccount(connection.name, identifier)).account;
+    return { connectedAccount: this.accountMessage(account, connection) };
+  }
+
+  async updateConnectedAccount(
+    r: UpdateConnectedAccountRequest,
+  ): Promise<Reply<typeof UpdateConnectedAccountResponseSchema>> {
+    const { account, connection } = await this.findAccount(r);
+    const credentials = this.credentials(connection, r.connectedAccount?.authorizationDetails);
+    const updated = credentials ? await this.store(connection, account.identifier, credentials) : account;
+    return { connectedAccount: this.accountMessage(updated, connection) };
+  }
+
+  async deleteConnectedAccount(
+    r: DeleteConnectedAccountRequest,
+  ): Promise<Reply<typeof DeleteConnectedAccountResponseSchema>> {
+    const { account } = await this.findAccount(r);
+    if (!(await this.s.store.deleteAccount(account.id)))
+      throw new ServiceError(404, 'account_not_found', `No connected account with id "${account.id}"`);
+    this.s.accounts.forgetAccount(account.id);
+    return {};
+  }
+
+  async listConnectedAccounts(
+    r: ListConnectedAccountsRequest,
+  ): Promise<Reply<typeof ListConnectedAccountsResponseSchema>> {
+    if (r.pageSize < 0) throw invalidArgument('page_size', 'must not be negative');
+    const limit = Math.min(r.pageSize || 100, 1000);
+    const connections = await this.s.store.listConnections();
+    const byId = new Map(connections.map((c) => [c.id, c]));
+    const names = [...r.connectionNames, ...(given(r.connector) ? [given(r.connector)!] : [])];
+    for (const n of names) await this.s.accounts.connectionByName(n);
+    const wanted = connections.filter(
+      (c) => (!names.length || names.includes(c.name)) && (!given(r.provider) || c.connector === given(r.provider)),
+    );
+    const out: Account[] = [];
+    let cursor = given(r.pageToken);
+    let more = false;
+    // One store query per connection wanted when filtering by several; a single query otherwise.
+    const single = wanted.length === connections.length ? [undefined] : wanted.map((c) => c.id);
+    try {
+      for (const connectionId of single) {
+        if (out.length > limit) break;
+        const page = await this.s.store.listAccounts({
+          connectionId,
+          identifier: given(r.identifier),
+          identifierContains: given(r.query),
+          limit: limit + 1 - out.length,
+          after: cursor,
+        });
+        out.push(...page);
+      }
+    } catch (e) {
+      if (e instanceof InvalidCursor) throw invalidArgument('page_token', 'is not a token from a previous page');
+      throw e;
+    }
+    more = out.length > limit;
+    const page = out.slice(0, limit);
+    cursor = more ? encodeCursor(page[page.length - 1]!) : '';
+    return {
+      connectedAccounts: page.map((a) => {
+        const {
+          authorizationDetails: _omit,
+          $typeName: _type,
+          ...rest
+        } = this.accountMessage(a, byId.get(a.connectionId)!) as MessageInitShape<typeof ConnectedAccountSchema> & {
+          $typeName?: string;
+        };
+        return create(ConnectedAccountForListSchema, rest);
+      }),
+      totalSize: page.length,
+      nextPageToken: cursor,
+      prevPageToken: '',
+    };
+  }
+
+  async getMagicLinkForConnectedAccount(
+    r: GetMagicLinkForConnectedAccountRequest,
+  ): Promise<Reply<typeof GetMagicLinkForConnectedAccountResponseSchema>> {
+    let connection: Connection;
+    let identifier: string | undefined;
+    if (given(r.id)) {
+      const found = await this.findAccount({ id: r.id });
+      connection = found.connection;
+      identifier = found.account.identifier;
+    } else {
+      connection = await this.connection(given(r.connector));
+      identifier = given(r.identifier);
+      if (!identifier) throw invalidArgument('identifier', 'is required');
+    }
+    const { link, expiresAt } = await this.s.oauth.createLink(
+      connection,
+      identifier,
+      undefined,
+      given(r.userVerifyUrl),
+    );
+    return { link, expiry: timestampFromMs(expiresAt) };
+  }
+
+  async verifyConnectedAccountUser(
+    r: VerifyConnectedAccountUserRequest,
+  ): Promise<Reply<typeof VerifyConnectedAccountUserResponseSchema>> {
+    const authRequestId = given(r.authRequestId);
+    if (!authRequestId) throw invalidArgument('auth_request_id', 'is required');
+    const identifier = given(r.identifier);
+    if (!identifier) throw invalidArgument('identifier', 'is required');
+    await this.s.oauth.verifyUser(authRequestId, identifier);
+    return { postUserVerifyRedirectUrl: '' };
+  }
+
+  // Tools
+
+  async executeTool(r: ExecuteToolRequest): Promise<Reply<typeof ExecuteToolResponseSchema>> {
+    const toolName = given(r.toolName);
+    if (!toolName) throw invalidArgument('tool_name', 'is required');
+    if (!given(r.connectedAccountId) && !(given(r.connector) && given(r.identifier)))
+      throw invalidArgument('connector', 'and identifier are required when no connected_account_id is given');
+    const result = await this.s.executor.execute({
+      toolName,
+      input: r.params ?? {},
+      account: {
+        connectedAccountId: given(r.connectedAccountId),
+        connectionName: given(r.connector),
+        identifier: given(r.identifier),
+      },
+    });
+    return { data: asStruct(result.data), executionId: result.executionId };
+  }
+
+  private pageOf<T>(items: T[], pageSize: number, pageToken: string) {
+    if (pageSize < 0) throw invalidArgument('page_size', 'must not be negative');
+    const start = pageToken ? Number.parseInt(pageToken, 10) : 0;
+    if (!Number.isInteger(start) || start < 0 || (String(start) !== pageToken.trim() && pageToken !== ''))
+      throw invalidArgument('page_token', 'is not a token from a previous page');
+    const size = Math.min(pageSize || 200, 1000);
+    const page = items.slice(start, start + size);
+    return {
+      page,
+      totalSize: items.length,
+      nextPageToken: start + size < items.length ? String(start + size) : '',
+      prevPageToken: start > 0 ? String(Math.max(0, start - size)) : '',
+    };
+  }
+
+  async listTools(r: ListToolsRequest): Promise<Reply<typeof ListToolsResponseSchema>> {
+    const f = r.filter;
+    let list = [...allTools.values()];
+    const provider = given(f?.provider);
+    if (provider) list = list.filter((t) => t.connector === provider);
+    const connectionName = given(f?.connector);
+    if (connectionName) {
+      const c = await this.s.accounts.connectionByName(connectionName);
+      list = list.filter((t) => t.connector === c.connector);
+    }
+    if (f?.toolName.length) list = list.filter((t) => f.toolName.includes(t.name));
+    const query = given(f?.query)?.toLowerCase();
+    if (query) list = list.filter((t) => `${t.name} ${t.title} ${t.description}`.toLowerCase().includes(query));
+    if (given(f?.identifier)) {
+      const connectors = new Set(
+        (await this.activeAccounts(given(f!.identifier)!)).map(({ connection }) => connection.connector),
+      );
+      list = list.filter((t) => connectors.has(t.connector));
+    }
+    const { page, ...paging } = this.pageOf(list, r.pageSize, r.pageToken);
+    return {
+      ...paging,
+      toolNames: page.map((t) => t.name),
+      tools: f?.summary ? [] : page.map((t) => this.toolMessage(t)),
+    };
+  }
+
+  /** The identifier's ACTIVE accounts, with their connections. */
+  private async activeAccounts(identifier: string, connectionNames: string[] = []) {
+    const out: Array<{ account: Account; connection: Connection }> = [];
+    for (const c of await this.s.store.listConnections()) {
+      if (connectionNames.length && !connectionNames.includes(c.name)) continue;
+      const account = await this.s.store.findAccount(c.id, identifier);
+      if (account?.status === 'ACTIVE') out.push({ account, connection: c });
+    }
+    return out;
+  }
+
+  async listScopedTools(r: ListScopedToolsRequest): Promise<Reply<typeof ListScopedToolsResponseSchema>> {
+    const identifier = given(r.identifier);
+    if (!identifier) throw invalidArgument('identifier', 'is required');
+    const f = r.filter;
+    const scoped = [];
+    for (const { account, connection } of await this.activeAccounts(identifier, f?.connectionNames ?? [])) {
+      if (f?.providers.length && !f.providers.includes(connection.connector)) continue;
+      for (const t of allTools.values()) {
+        if (t.connector !== connection.connector) continue;
+        if (f?.toolNames.length && !f.toolNames.includes(t.name)) continue;
+        scoped.push({ tool: this.toolMessage(t), identifier, connectedAccountId: account.id });
+      }
+    }
+    const { page, ...paging } = this.pageOf(scoped, r.pageSize, r.pageToken);
+    return { ...paging, tools: page };
+  }
+
+  async listAvailableTools(r: ListAvailableToolsRequest): Promise<Reply<typeof ListAvailableToolsResponseSchema>> {
+    const identifier = given(r.identifier);
+    if (!identifier) throw invalidArgument('identifier', 'is required');
+    const connectors = new Set((await this.activeAccounts(identifier)).map(({ connection }) => connection.connector));
+    const list = [...allTools.values()].filter((t) => connectors.has(t.connector));
+    const { page, ...paging } = this.pageOf(list, r.pageSize, r.pageToken);
+    return { ...paging, tools: page.map((t) => this.toolMessage(t)) };
+  }
+
+  // Connections
+
+  async listAppConnections(r: ListAppConnectionsRequest): Promise<Reply<typeof ListAppConnectionsResponseSchema>> {
+    let list = await this.s.store.listConnections();
+    const provider = given(r.provider);
+    if (provider) list = list.filter((c) => c.connector === provider);
+    const query = given(r.query)?.toLowerCase();
+    if (query) list = list.filter((c) => `${c.name} ${c.connector}`.toLowerCase().includes(query));
+    const { page, ...paging } = this.pageOf(list, r.pageSize, r.pageToken);
+    return {
+      ...paging,
+      connections: page.map((c) =>
+        create(ListConnectionSchema, {
+          id: c.id,
+          type: CONNECTION_TYPE[c.authKind] ?? ConnectionType.INVALID,
+          status: ConnectionStatus.COMPLETED,
+          enabled: true,
+          providerKey: c.connector,
+          keyId: c.name,
+          createdAt: timestampFromMs(c.createdAt),
+        }),
+      ),
+    };
+  }
+}

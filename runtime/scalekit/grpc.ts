@@ -1,0 +1,78 @@
+import http2 from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Services } from '../services.ts';
+import { ScalekitCalls } from './calls.ts';
+import { toConnectError } from './errors.ts';
+import { ConnectedAccountService, ConnectionService, ToolService } from './descriptors.ts';
+
+/**
+ * The service's bearer token, as every REST endpoint takes it. The SDK sends its first call without one and
+ * fetches a token on UNAUTHENTICATED, so a missing, bad or expired token must answer exactly that.
+ */
+async function authenticate(s: Services, ctx: HandlerContext): Promise<void> {
+  const h = ctx.requestHeader.get('authorization');
+  if (!h || !/^Bearer\s+\S+$/i.test(h))
+    throw new ConnectError(
+      'Send authorization: Bearer <token>; get a token from POST /oauth/token',
+      Code.Unauthenticated,
+    );
+  try {
+    await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
+  } catch {
+    throw new ConnectError('The bearer token is invalid, expired or revoked', Code.Unauthenticated);
+  }
+}
+
+/** Scalekit's AgentKit services on this service's calls, every method behind the bearer token. */
+export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
+  const call =
+    <Req, Res>(fn: (r: Req) => Promise<Res>) =>
+    async (req: Req, ctx: HandlerContext): Promise<Res> => {
+      await authenticate(s, ctx);
+      try {
+        return await fn.call(calls, req);
+      } catch (e) {
+        throw toConnectError(e, s.log);
+      }
+    };
+  return (router: ConnectRouter) => {
+    router.service(ConnectedAccountService, {
+      getConnectedAccountAuth: call(calls.getConnectedAccountAuth),
+      createConnectedAccount: call(calls.createConnectedAccount),
+      updateConnectedAccount: call(calls.updateConnectedAccount),
+      deleteConnectedAccount: call(calls.deleteConnectedAccount),
+      listConnectedAccounts: call(calls.listConnectedAccounts),
+      getMagicLinkForConnectedAccount: call(calls.getMagicLinkForConnectedAccount),
+      verifyConnectedAccountUser: call(calls.verifyConnectedAccountUser),
+    });
+    router.service(ToolService, {
+      executeTool: call(calls.executeTool),
+      listTools: call(calls.listTools),
+      listScopedTools: call(calls.listScopedTools),
+      listAvailableTools: call(calls.listAvailableTools),
+    });
+    router.service(ConnectionService, {
+      listAppConnections: call(calls.listAppConnections),
+    });
+  };
+}
+
+/**
+ * The HTTP/2 side of the port: gRPC (and the Connect protocol) for the SDK; any other HTTP/2 request goes to
+ * `fallback`, the service's HTTP handler.
+ */
+export function createGrpcServer(
+  s: Services,
+  fallback: (req: IncomingMessage, res: ServerResponse) => void,
+): http2.Http2Server {
+  const handler = connectNodeAdapter({
+    routes: scalekitRoutes(s),
+    grpc: true,
+    grpcWeb: false,
+    connect: true,
+    fallback: fallback as never,
+  });
+  return http2.createServer(handler);
+}

@@ -1,0 +1,147 @@
+/**
+ * Delivers webhook events from the store: moves outbox events into one delivery per subscribed endpoint, claims
+ * the deliveries that are due (safely beside other instances: see Store.claimWebhookDeliveries), signs each with
+ * its endpoint's secret as the Standard Webhooks specification says (the `standardwebhooks` library) and POSTs it
+ * through the upstream layer's address guard. A 2xx acknowledges it; anything else is retried with exponential
+ * backoff and jitter until 24 hours after the event, then the delivery is marked failed (it can still be redelivered).
+ */
+import { Webhook } from 'standardwebhooks';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import type { Sealer } from '../crypto/sealer.ts';
+import { aad } from '../crypto/aad.ts';
+import type { Store, WebhookDelivery } from '../store/types.ts';
+import { send } from '../upstream/http.ts';
+import { webhookHostsFor } from './targets.ts';
+
+/** A claimed delivery is not taken by another instance for this long (longer than one attempt may take). */
+const LEASE_MS = 30_000;
+const RETRY_WINDOW_MS = 24 * 3_600_000;
+const MAX_DELAY_MS = 3_600_000;
+const BATCH = 20;
+
+/** The wait before attempt `attempts + 1`: base × 2^(attempts−1), at most an hour, ±25 % jitter. */
+export function retryDelay(attempts: number, baseMs: number, random = Math.random): number {
+  const exp = Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_DELAY_MS);
+  return Math.round(exp * (0.75 + random() * 0.5));
+}
+
+export class WebhookWorker {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private store: Store,
+    private sealer: Sealer,
+    private config: Config,
+    private log: Logger,
+    private metrics: Metrics,
+  ) {}
+
+  start(intervalMs = 1_000): void {
+    this.timer = setInterval(() => this.poke(), intervalMs);
+    this.timer.unref();
+    this.poke();
+  }
+
+  /** Runs a round now (or right after the one running): an event was just written. */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.round()
+      .catch((e: unknown) => this.log.error({ err: (e as Error).message }, 'webhook delivery round failed'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.poke();
+        }
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private async round(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      await this.store.fanOutWebhookEvents(100, now);
+      const due = await this.store.claimWebhookDeliveries(now, LEASE_MS, BATCH);
+      await Promise.all(due.map((d) => this.deliver(d)));
+      if (due.length < BATCH || this.stopped) return;
+    }
+  }
+
+  private async deliver(d: WebhookDelivery): Promise<void> {
+    const endpoint = await this.store.getWebhookEndpoint(d.endpointId);
+    if (!endpoint) return;
+    const started = performance.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    try {
+      const secret = this.sealer.open(endpoint.secretSealed, aad.webhookSecret(endpoint.id));
+      const at = new Date();
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'agent-connector-service-webhooks',
+        'webhook-id': d.eventId,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(d.eventId, at, d.payload),
+      };
+      const res = await send(
+        { method: 'POST', url: endpoint.url, headers, body: Buffer.from(d.payload) },
+        {
+          connectTimeoutMs: 10_000,
+          responseTimeoutMs: 15_000,
+          retry: { statuses: [], max_attempts: 1 },
+          maxBytes: 64 * 1024,
+          maxRedirects: 0,
+          credentialHeaders: [],
+          configuredHosts: webhookHostsFor(endpoint.url, this.config.webhookAllowedHosts),
+          limitNote: 'the limit for webhook receivers’ answers (64 KB)',
+        },
+      );
+      status = res.status;
+      if (status < 200 || status >= 300) error = `the receiver answered HTTP ${status}`;
+    } catch (e) {
+      error = (e as Error).message.slice(0, 500);
+    }
+    const latency = Math.round(performance.now() - started);
+    const now = Date.now();
+    this.metrics.webhookDelivery(d.eventType, error ? 'failure' : 'success');
+    if (!error) {
+      await this.store.finishWebhookAttempt(
+        d.id,
+        { status: 'succeeded', nextAttemptAt: null, lastStatus: status, lastError: null, lastLatencyMs: latency },
+        now,
+      );
+      return;
+    }
+    const next = now + retryDelay(d.attempts, this.config.webhookRetryBaseMs);
+    const giveUp = next > d.createdAt + RETRY_WINDOW_MS;
+    this.log.warn(
+      { delivery: d.id, endpoint: endpoint.id, attempt: d.attempts, status, giveUp },
+      'webhook delivery failed',
+    );
+    await this.store.finishWebhookAttempt(
+      d.id,
+      {
+        status: giveUp ? 'failed' : 'pending',
+        nextAttemptAt: giveUp ? null : next,
+        lastStatus: status,
+        lastError: error,
+        lastLatencyMs: latency,
+      },
+      now,
+    );
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * What `npm run build` compiles and where: the service's TypeScript (core/, generated/, runtime/, specs/hooks/)
+ * to JavaScript under dist/ with the same layout, and every other file of those folders (dashboard views and
+ * static files, SQL migrations, the generated OpenAPI document) copied beside it, so paths taken relative to
+ * `import.meta.url` resolve the same from dist/ as from the sources. Plain JavaScript: it runs before anything
+ * is compiled, and without tsx.
+ */
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const DIST = join(ROOT, 'dist');
+export const SOURCE_DIRS = ['core', 'generated', 'runtime', 'specs/hooks'];
+/** Files whose change makes the build stale besides those of SOURCE_DIRS. */
+const CONFIG_FILES = ['package.json'];
+/** Written last by a successful build; its time is the build's. */
+export const STAMP = join(DIST, '.build-stamp');
+
+function* walk(dir) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* walk(path);
+    else if (entry.isFile()) yield path;
+  }
+}
+
+function sourceFiles() {
+  const files = SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d))]);
+  return [...files, ...CONFIG_FILES.map((f) => join(ROOT, f)).filter((f) => existsSync(f))];
+}
+
+/** Why dist/ must be (re)built, or undefined when it is up to date. */
+export function staleReason() {
+  if (!existsSync(STAMP)) return 'dist/ has no complete build';
+  const built = statSync(STAMP).mtimeMs;
+  for (const file of sourceFiles()) {
+    if (statSync(file).mtimeMs > built) return `${relative(ROOT, file)} changed since the last build`;
+  }
+  return undefined;
+}
+
+/** Copies the non-TypeScript files of the sources into dist/, and removes what no source accounts for any more. */
+export function syncAssets() {
+  for (const dir of SOURCE_DIRS) {
+    for (const file of walk(join(ROOT, dir))) {
+      if (file.endsWith('.ts')) continue;
+      const target = join(DIST, relative(ROOT, file));
+      mkdirSync(dirname(target), { recursive: true });
+      copyFileSync(file, target);
+    }
+  }
+  // A deleted source (a migration above all) must not live on in dist/.
+  for (const dir of SOURCE_DIRS) {
+    for (const file of walk(join(DIST, dir))) {
+      const rel = relative(DIST, file);
+      const source = join(
+        ROOT,
+        rel.replace(/\.js(\.map)?$/, (_, _map) => '.ts'),
+      );
+      const same = join(ROOT, rel);
+      if (!existsSync(source) && !existsSync(same)) rmSync(file);
+    }
+  }
+}
+
+export function writeStamp() {
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+}
