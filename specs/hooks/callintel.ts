@@ -223,8 +223,12 @@ const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$
 /** The period a coaching read covers: the one given, else the 30 days up to `to_date_time` (or now). */
 export function coachingPeriod(input: CallintelCoachingGetInput, now = Date.now()): { from: string; to: string } {
   const to = input.to_date_time ?? isoSeconds(now);
-  const from = input.from_date_time ?? isoSeconds(Date.parse(to) - COACHING_DEFAULT_DAYS * 86_400_000);
-  return { from, to };
+  if (input.from_date_time !== undefined) return { from: input.from_date_time, to };
+  // A given end that JavaScript's Date cannot place (a leap second, a far year) is sent as given; the period's start
+  // then counts back from now, and Gong judges the pair.
+  const period = COACHING_DEFAULT_DAYS * 86_400_000;
+  const fromMs = Date.parse(to) - period;
+  return { from: isoSeconds(Number.isFinite(new Date(fromMs).getTime()) ? fromMs : now - period), to };
 }
 
 /** The coaching read for one workspace and manager (a value from an earlier answer stays a placeholder). */
