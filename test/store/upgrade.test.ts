@@ -377,7 +377,7 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
       // Every row as it was; columns added by later migrations are left empty.
       const after = await snapshot(reopened);
       for (const [table, rows] of Object.entries(before)) {
-        const columns = rows[0] ? Object.keys(rows[0] as object) : [];
+        const columns = rows[0] ? Object.keys(rows[0]) : [];
         expect(
           after[table]!.map((r) => Object.fromEntries(columns.map((c) => [c, (r as Record<string, unknown>)[c]]))),
           table,

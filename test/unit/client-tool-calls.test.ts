@@ -35,7 +35,7 @@ function recordingClient() {
     clientId: 'id',
     clientSecret: 'secret',
     envUrl: 'http://service.invalid',
-    fetch: fetch as typeof globalThis.fetch,
+    fetch: fetch,
   });
   /** Resolves once `n` requests are waiting for an answer. */
   const waiting = (n: number) =>
@@ -225,9 +225,9 @@ describe('handleToolCalls', () => {
       clientId: 'id',
       clientSecret: 'secret',
       envUrl: 'http://service.invalid',
-      fetch: (async () => {
+      fetch: async () => {
         throw new TypeError('fetch failed');
-      }) as typeof fetch,
+      },
     });
     const out = await client.handleToolCalls({
       identifier: 'u',

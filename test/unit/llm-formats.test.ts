@@ -336,8 +336,11 @@ describe('reading plain OpenAI arguments as strict mode ones (what handleToolCal
 });
 
 describe('the converter', () => {
-  const synthetic = (inputSchema: Node): ToolDefinition =>
-    ({ ...tool('helpdesk_ticket_create'), name: 'demo_tool', inputSchema }) as ToolDefinition;
+  const synthetic = (inputSchema: Node): ToolDefinition => ({
+    ...tool('helpdesk_ticket_create'),
+    name: 'demo_tool',
+    inputSchema,
+  });
 
   it('refuses a schema construct it has no mapping for, naming where it is', () => {
     const t = synthetic({
