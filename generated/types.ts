@@ -76,16 +76,16 @@ export interface CallintelCallsTranscriptGetInput {
 
 /** Input of `callintel_coaching_get`: Coaching sessions and feedback; cursor paging. */
 export interface CallintelCoachingGetInput {
-  /** Not accepted: Gong's coaching endpoint returns everything in one response. */
+  /** Accepted for the spec's interface: Gong's coaching endpoint is not paged, so the first page holds everything and no next cursor is returned. */
   cursor?: string;
-  /** Workspace of the coaching data (required by Gong; not in the spec's interface). */
-  workspace_id: string;
-  /** Gong user id of the manager whose team's coaching is read (required by Gong; not in the spec's interface). */
-  manager_id: string;
-  /** Start of the period (ISO 8601; required by Gong; not in the spec's interface). */
-  from_date_time: string;
-  /** End of the period (ISO 8601; required by Gong; not in the spec's interface). */
-  to_date_time: string;
+  /** Workspace of the coaching data (Gong requires one). Default: the company's workspace, or each of its workspaces in turn. */
+  workspace_id?: string;
+  /** Gong user id of the manager whose team's coaching is read (Gong requires one). Default: every manager of an active user, in turn. */
+  manager_id?: string;
+  /** Start of the period (ISO 8601). Default: 30 days before to_date_time. */
+  from_date_time?: string;
+  /** End of the period (ISO 8601). Default: now. */
+  to_date_time?: string;
 }
 
 /** Input of `callintel_engage_digital_interactions_create`: Add a digital interaction to a prospect's timeline. */

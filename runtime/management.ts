@@ -291,11 +291,34 @@ export class Management {
       if ('errors' in checked) throw invalidInput(checked.errors, 'credentials');
       ({ fields, secrets } = checked);
     } else {
+      const responseNames = isOAuth2(auth) ? (auth.token_response_fields ?? {}) : {};
       ({ fields, secrets, expiresAt } = this.checkTokenCredentials(
         credentials,
-        isOAuth2(auth) ? Object.keys(auth.token_response_fields ?? {}) : [],
+        Object.keys(responseNames),
         allowlistedFields(connector),
+        responseNames,
       ));
+      // An imported account must be able to work: every request needs the host its fields give (Gong's customer
+      // host), so an import without it is refused now rather than saved ACTIVE to fail on every call.
+      try {
+        resolveBaseUrl(connector, connection, fields);
+      } catch (e) {
+        const missing =
+          e instanceof ServiceError && e.code === 'account_incomplete' && Array.isArray(e.details)
+            ? e.details[0]?.field
+            : undefined;
+        if (!missing) throw e;
+        const alias = responseNames[missing];
+        throw invalidInput(
+          [
+            {
+              field: `credentials.${missing}`,
+              message: `is required: every request of this connector goes to the host it gives${alias ? ` (the token response's ${alias}, accepted under either name)` : ''}`,
+            },
+          ],
+          'credentials',
+        );
+      }
     }
     if (verify && isKeyAuth(auth) && auth.verify) {
       await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
@@ -324,7 +347,16 @@ export class Management {
     return { account: updated, connection };
   }
 
-  private checkTokenCredentials(credentials: unknown, extraFields: string[], allowlisted: AccountFieldSpec[]) {
+  /**
+   * Checks imported OAuth tokens. `responseNames` maps an account field to the token response's own name for it
+   * (Gong's `api_base_url_for_customer` for `api_base_url`): either name is accepted.
+   */
+  private checkTokenCredentials(
+    credentials: unknown,
+    extraFields: string[],
+    allowlisted: AccountFieldSpec[],
+    responseNames: Record<string, string> = {},
+  ) {
     const errors: FieldError[] = [];
     if (!credentials || typeof credentials !== 'object' || Array.isArray(credentials)) {
       throw invalidInput(
@@ -337,7 +369,15 @@ export class Management {
         'credentials',
       );
     }
-    const c = credentials as Record<string, unknown>;
+    const c = { ...(credentials as Record<string, unknown>) };
+    for (const [field, alias] of Object.entries(responseNames)) {
+      if (c[alias] === undefined || alias === field) continue;
+      if (c[field] !== undefined && c[field] !== c[alias]) {
+        errors.push({ field: `credentials.${alias}`, message: `differs from credentials.${field}; give one of them` });
+      }
+      c[field] ??= c[alias];
+      delete c[alias];
+    }
     const allowed = [
       'access_token',
       'refresh_token',
@@ -346,6 +386,7 @@ export class Management {
       'scope',
       'token_type',
       ...extraFields,
+      ...Object.values(responseNames),
     ];
     for (const k of Object.keys(c))
       if (!allowed.includes(k))

@@ -12,6 +12,7 @@ import type * as I from '../types.ts';
 import * as V from '../validators/callintel.ts';
 import {
   changeTaskStatusAsOwner,
+  coachingForManagers,
   flowContentOverrideUnavailable,
   listTasksByAssigneeEmail,
   registerCall,
@@ -441,6 +442,12 @@ function rules_callintel_calls_transcript_get(_input: I.CallintelCallsTranscript
 
 function build_callintel_coaching_get(input: I.CallintelCoachingGetInput, ctx: BuildContext): UpstreamRequest[] {
   const out: UpstreamRequest[] = [];
+  if (!H.present(input['workspace_id'])) {
+    out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/workspaces`), headers: {} });
+  }
+  if (!H.present(input['manager_id'])) {
+    out.push({ method: 'GET', url: H.url(ctx.base(), `/v2/users`), headers: {} });
+  }
   out.push({
     method: 'GET',
     url: H.url(ctx.base(), `/v2/coaching`, [
@@ -454,16 +461,8 @@ function build_callintel_coaching_get(input: I.CallintelCoachingGetInput, ctx: B
   return out;
 }
 
-function rules_callintel_coaching_get(input: I.CallintelCoachingGetInput): FieldError[] {
-  const errors: FieldError[] = [];
-  for (const f of ['cursor'])
-    if (H.present(input[f as keyof typeof input]))
-      errors.push({
-        field: f,
-        message:
-          "is not accepted: Gong's coaching endpoint is not paged, it returns all coaching data of the period in one response and never issues a cursor",
-      });
-  return errors;
+function rules_callintel_coaching_get(_input: I.CallintelCoachingGetInput): FieldError[] {
+  return [];
 }
 
 function build_callintel_engage_digital_interactions_create(
@@ -1450,32 +1449,33 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         cursor: {
           type: 'string',
-          description: "Not accepted: Gong's coaching endpoint returns everything in one response.",
+          description:
+            "Accepted for the spec's interface: Gong's coaching endpoint is not paged, so the first page holds everything and no next cursor is returned.",
         },
         workspace_id: {
           type: 'string',
-          description: "Workspace of the coaching data (required by Gong; not in the spec's interface).",
+          description:
+            "Workspace of the coaching data (Gong requires one). Default: the company's workspace, or each of its workspaces in turn.",
           pattern: '^[0-9]{1,20}$',
         },
         manager_id: {
           type: 'string',
           description:
-            "Gong user id of the manager whose team's coaching is read (required by Gong; not in the spec's interface).",
+            "Gong user id of the manager whose team's coaching is read (Gong requires one). Default: every manager of an active user, in turn.",
           pattern: '^[0-9]{1,20}$',
         },
         from_date_time: {
           type: 'string',
-          description: "Start of the period (ISO 8601; required by Gong; not in the spec's interface).",
+          description: 'Start of the period (ISO 8601). Default: 30 days before to_date_time.',
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
         to_date_time: {
           type: 'string',
-          description: "End of the period (ISO 8601; required by Gong; not in the spec's interface).",
+          description: 'End of the period (ISO 8601). Default: now.',
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
       },
       additionalProperties: false,
-      required: ['workspace_id', 'manager_id', 'from_date_time', 'to_date_time'],
     },
     validate: V.callintel_coaching_get,
     messages: {
@@ -1484,8 +1484,9 @@ export const tools: readonly ToolDefinition[] = [
     },
     checkRules: rules_callintel_coaching_get,
     build: build_callintel_coaching_get,
+    hook: coachingForManagers,
     notes:
-      "Deviation from the spec's interface: `GET /v2/coaching` requires the query parameters `workspace-id`, `manager-id`, `from` and `to` (hyphenated names), which the spec's tool does not have; with only `cursor` the call cannot succeed. The tool therefore adds the required `workspace_id`, `manager_id`, `from_date_time` and `to_date_time` (a 400 names each one missing, before any upstream call). Gong returns `coachingData` in one response without paging, so `cursor` is refused with a 400 instead of being ignored.",
+      "`GET /v2/coaching` requires the query parameters `workspace-id`, `manager-id`, `from` and `to` (hyphenated names), which the spec's tool (only `cursor`) does not have; the tool takes them as optional parameters and, for each one absent, resolves it with helper calls (hook `coachingForManagers`): the workspace from `GET /v2/workspaces` (the company's one workspace; with several, each is read in turn), the managers from `GET /v2/users` (every page; each user who is the `managerId` of an active user), and the period by default the 30 days up to now (`to_date_time` defaults to now, `from_date_time` to 30 days before it). One coaching call is made per workspace and manager (at most 50: past that the answer keeps the first 50 and carries a warning naming `manager_id`). The data is `{coachingData, resolved: {workspaceIds, managerIds, from, to}}`, each coaching entry gaining its `workspaceId`. Gong returns `coachingData` in one response without paging, so `cursor` is accepted and changes nothing (no next cursor is returned).",
     keywords: ['manager feedback'],
     examples: [
       {
@@ -1499,6 +1500,18 @@ export const tools: readonly ToolDefinition[] = [
           {
             method: 'GET',
             url: 'https://us-12345.api.gong.io/v2/coaching?workspace-id=623457276584334&manager-id=234599484848423&from=2026-06-01T00:00:00Z&to=2026-07-01T00:00:00Z',
+          },
+        ],
+      },
+      {
+        title: "the spec's input (workspace and managers resolved)",
+        input: { from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z', cursor: 'c1' },
+        requests: [
+          { method: 'GET', url: 'https://us-12345.api.gong.io/v2/workspaces' },
+          { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
+          {
+            method: 'GET',
+            url: 'https://us-12345.api.gong.io/v2/coaching?workspace-id={from: previous response}&manager-id={from: previous response}&from=2026-06-01T00:00:00Z&to=2026-07-01T00:00:00Z',
           },
         ],
       },
@@ -2172,7 +2185,23 @@ export const tools: readonly ToolDefinition[] = [
         input: { task_id: '1234361284629351' },
         requests: [
           { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
-          { method: 'PATCH', url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351', body: { status: 'DONE' } },
+          {
+            method: 'POST',
+            url: 'https://us-12345.api.gong.io/v2/tasks',
+            body: {
+              filter: {
+                userId: '{from: previous response}',
+                types: ['FLOW', 'MANUAL'],
+                taskAction: ['CALL'],
+                status: ['OPEN'],
+              },
+            },
+          },
+          {
+            method: 'PATCH',
+            url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
+            body: { status: 'DONE', userId: '{from: previous response}' },
+          },
         ],
       },
     ],
@@ -2236,9 +2265,21 @@ export const tools: readonly ToolDefinition[] = [
         requests: [
           { method: 'GET', url: 'https://us-12345.api.gong.io/v2/users' },
           {
+            method: 'POST',
+            url: 'https://us-12345.api.gong.io/v2/tasks',
+            body: {
+              filter: {
+                userId: '{from: previous response}',
+                types: ['FLOW', 'MANUAL'],
+                taskAction: ['CALL'],
+                status: ['OPEN'],
+              },
+            },
+          },
+          {
             method: 'PATCH',
             url: 'https://us-12345.api.gong.io/v2/tasks/1234361284629351',
-            body: { status: 'DISMISSED' },
+            body: { status: 'DISMISSED', userId: '{from: previous response}' },
           },
         ],
       },
@@ -2304,7 +2345,7 @@ export const tools: readonly ToolDefinition[] = [
             url: 'https://us-12345.api.gong.io/v2/tasks',
             body: {
               filter: {
-                userId: '<Gong user id of rep@acme.com>',
+                userId: '{from: previous response}',
                 workspaceId: '623457276584334',
                 types: ['FLOW', 'MANUAL'],
                 taskAction: ['CALL'],

@@ -368,17 +368,14 @@ export const tools: readonly ToolDefinition[] = [
           input: { startUrls: [{ url: 'https://docs.apify.com/academy' }], maxCrawlPages: 1 },
         },
         requests: [
-          {
-            method: 'GET',
-            url: 'https://api.apify.com/v2/acts/apify~website-content-crawler/builds/default',
-            headers: { authorization: 'Bearer [REDACTED]' },
-          },
+          { method: 'GET', url: 'https://api.apify.com/v2/acts/apify~website-content-crawler/builds/default' },
           {
             method: 'POST',
             url: 'https://api.apify.com/v2/acts/apify~website-content-crawler/runs',
-            headers: { authorization: 'Bearer [REDACTED]', 'content-type': 'application/json' },
             body: { startUrls: [{ url: 'https://docs.apify.com/academy' }], maxCrawlPages: 1 },
           },
+          { method: 'GET', url: 'https://api.apify.com/v2/actor-runs/{from: previous response}?waitForFinish=60' },
+          { method: 'GET', url: 'https://api.apify.com/v2/datasets/{from: previous response}/items?limit=100' },
         ],
       },
       {
@@ -403,6 +400,15 @@ export const tools: readonly ToolDefinition[] = [
         input: { actor: 'jiri.spilka/weather-mcp-server:get_current_weather', input: { city: 'Prague' } },
         requests: [
           { method: 'GET', url: 'https://api.apify.com/v2/acts/jiri.spilka~weather-mcp-server/builds/default' },
+          {
+            method: 'POST',
+            url: 'https://{from: previous response}.apify.actor{from: previous response}',
+            body: {
+              jsonrpc: '2.0',
+              method: 'tools/call',
+              params: { name: 'get_current_weather', arguments: { city: 'Prague' } },
+            },
+          },
         ],
       },
     ],
@@ -630,11 +636,9 @@ export const tools: readonly ToolDefinition[] = [
       {
         input: { runId: 'HG7ML7M8z78YcAPEB' },
         requests: [
-          {
-            method: 'GET',
-            url: 'https://api.apify.com/v2/actor-runs/HG7ML7M8z78YcAPEB',
-            headers: { authorization: 'Bearer [REDACTED]' },
-          },
+          { method: 'GET', url: 'https://api.apify.com/v2/actor-runs/HG7ML7M8z78YcAPEB' },
+          { method: 'GET', url: 'https://api.apify.com/v2/acts/{from: previous response}' },
+          { method: 'GET', url: 'https://api.apify.com/v2/datasets/{from: previous response}/items?limit=5' },
         ],
       },
     ],

@@ -1342,93 +1342,38 @@ const schema16 = {
   properties: {
     cursor: {
       type: 'string',
-      description: "Not accepted: Gong's coaching endpoint returns everything in one response.",
+      description:
+        "Accepted for the spec's interface: Gong's coaching endpoint is not paged, so the first page holds everything and no next cursor is returned.",
     },
     workspace_id: {
       type: 'string',
-      description: "Workspace of the coaching data (required by Gong; not in the spec's interface).",
+      description:
+        "Workspace of the coaching data (Gong requires one). Default: the company's workspace, or each of its workspaces in turn.",
       pattern: '^[0-9]{1,20}$',
     },
     manager_id: {
       type: 'string',
       description:
-        "Gong user id of the manager whose team's coaching is read (required by Gong; not in the spec's interface).",
+        "Gong user id of the manager whose team's coaching is read (Gong requires one). Default: every manager of an active user, in turn.",
       pattern: '^[0-9]{1,20}$',
     },
     from_date_time: {
       type: 'string',
-      description: "Start of the period (ISO 8601; required by Gong; not in the spec's interface).",
+      description: 'Start of the period (ISO 8601). Default: 30 days before to_date_time.',
       pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
     },
     to_date_time: {
       type: 'string',
-      description: "End of the period (ISO 8601; required by Gong; not in the spec's interface).",
+      description: 'End of the period (ISO 8601). Default: now.',
       pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
     },
   },
   additionalProperties: false,
-  required: ['workspace_id', 'manager_id', 'from_date_time', 'to_date_time'],
 };
 function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="callintel_coaching_get" */ let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.workspace_id === undefined) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'workspace_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    if (data.manager_id === undefined) {
-      const err1 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'manager_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err1];
-      } else {
-        vErrors.push(err1);
-      }
-      errors++;
-    }
-    if (data.from_date_time === undefined) {
-      const err2 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'from_date_time' },
-      };
-      if (vErrors === null) {
-        vErrors = [err2];
-      } else {
-        vErrors.push(err2);
-      }
-      errors++;
-    }
-    if (data.to_date_time === undefined) {
-      const err3 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'to_date_time' },
-      };
-      if (vErrors === null) {
-        vErrors = [err3];
-      } else {
-        vErrors.push(err3);
-      }
-      errors++;
-    }
     for (const key0 in data) {
       if (!(
         key0 === 'cursor' ||
@@ -1437,25 +1382,89 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'from_date_time' ||
         key0 === 'to_date_time'
       )) {
-        const err4 = {
+        const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
           keyword: 'additionalProperties',
           params: { additionalProperty: key0 },
         };
         if (vErrors === null) {
-          vErrors = [err4];
+          vErrors = [err0];
         } else {
-          vErrors.push(err4);
+          vErrors.push(err0);
         }
         errors++;
       }
     }
     if (data.cursor !== undefined) {
       if (typeof data.cursor !== 'string') {
-        const err5 = {
+        const err1 = {
           instancePath: instancePath + '/cursor',
           schemaPath: '#/properties/cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.workspace_id !== undefined) {
+      let data1 = data.workspace_id;
+      if (typeof data1 === 'string') {
+        if (!pattern3.test(data1)) {
+          const err2 = {
+            instancePath: instancePath + '/workspace_id',
+            schemaPath: '#/properties/workspace_id/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[0-9]{1,20}$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/workspace_id',
+          schemaPath: '#/properties/workspace_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.manager_id !== undefined) {
+      let data2 = data.manager_id;
+      if (typeof data2 === 'string') {
+        if (!pattern3.test(data2)) {
+          const err4 = {
+            instancePath: instancePath + '/manager_id',
+            schemaPath: '#/properties/manager_id/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[0-9]{1,20}$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/manager_id',
+          schemaPath: '#/properties/manager_id/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -1467,15 +1476,15 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.workspace_id !== undefined) {
-      let data1 = data.workspace_id;
-      if (typeof data1 === 'string') {
-        if (!pattern3.test(data1)) {
+    if (data.from_date_time !== undefined) {
+      let data3 = data.from_date_time;
+      if (typeof data3 === 'string') {
+        if (!pattern0.test(data3)) {
           const err6 = {
-            instancePath: instancePath + '/workspace_id',
-            schemaPath: '#/properties/workspace_id/pattern',
+            instancePath: instancePath + '/from_date_time',
+            schemaPath: '#/properties/from_date_time/pattern',
             keyword: 'pattern',
-            params: { pattern: '^[0-9]{1,20}$' },
+            params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -1486,8 +1495,8 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         }
       } else {
         const err7 = {
-          instancePath: instancePath + '/workspace_id',
-          schemaPath: '#/properties/workspace_id/type',
+          instancePath: instancePath + '/from_date_time',
+          schemaPath: '#/properties/from_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -1499,15 +1508,15 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.manager_id !== undefined) {
-      let data2 = data.manager_id;
-      if (typeof data2 === 'string') {
-        if (!pattern3.test(data2)) {
+    if (data.to_date_time !== undefined) {
+      let data4 = data.to_date_time;
+      if (typeof data4 === 'string') {
+        if (!pattern0.test(data4)) {
           const err8 = {
-            instancePath: instancePath + '/manager_id',
-            schemaPath: '#/properties/manager_id/pattern',
+            instancePath: instancePath + '/to_date_time',
+            schemaPath: '#/properties/to_date_time/pattern',
             keyword: 'pattern',
-            params: { pattern: '^[0-9]{1,20}$' },
+            params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -1518,8 +1527,8 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         }
       } else {
         const err9 = {
-          instancePath: instancePath + '/manager_id',
-          schemaPath: '#/properties/manager_id/type',
+          instancePath: instancePath + '/to_date_time',
+          schemaPath: '#/properties/to_date_time/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -1531,76 +1540,12 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.from_date_time !== undefined) {
-      let data3 = data.from_date_time;
-      if (typeof data3 === 'string') {
-        if (!pattern0.test(data3)) {
-          const err10 = {
-            instancePath: instancePath + '/from_date_time',
-            schemaPath: '#/properties/from_date_time/pattern',
-            keyword: 'pattern',
-            params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-          };
-          if (vErrors === null) {
-            vErrors = [err10];
-          } else {
-            vErrors.push(err10);
-          }
-          errors++;
-        }
-      } else {
-        const err11 = {
-          instancePath: instancePath + '/from_date_time',
-          schemaPath: '#/properties/from_date_time/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err11];
-        } else {
-          vErrors.push(err11);
-        }
-        errors++;
-      }
-    }
-    if (data.to_date_time !== undefined) {
-      let data4 = data.to_date_time;
-      if (typeof data4 === 'string') {
-        if (!pattern0.test(data4)) {
-          const err12 = {
-            instancePath: instancePath + '/to_date_time',
-            schemaPath: '#/properties/to_date_time/pattern',
-            keyword: 'pattern',
-            params: { pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$' },
-          };
-          if (vErrors === null) {
-            vErrors = [err12];
-          } else {
-            vErrors.push(err12);
-          }
-          errors++;
-        }
-      } else {
-        const err13 = {
-          instancePath: instancePath + '/to_date_time',
-          schemaPath: '#/properties/to_date_time/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err13];
-        } else {
-          vErrors.push(err13);
-        }
-        errors++;
-      }
-    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err10];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err10);
     }
     errors++;
   }

@@ -40,7 +40,9 @@ export function fill(template: string, values: Record<string, string | undefined
   return template.replace(/\{([a-z_][a-z0-9_]*)\}/gi, (_m, name: string) => {
     const v = values[name];
     if (v === undefined || v === '') {
-      throw new ServiceError(409, 'account_incomplete', `The connected account has no "${name}", needed for ${what}`);
+      throw new ServiceError(409, 'account_incomplete', `The connected account has no "${name}", needed for ${what}`, [
+        { field: name, message: `is missing, and is needed for ${what}` },
+      ]);
     }
     return v;
   });

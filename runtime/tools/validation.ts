@@ -76,8 +76,9 @@ export function suggestNames(name: string, known: readonly string[], limit = 3):
 /** The 404 for a tool name that is not in the registry, with the names it most likely meant. */
 export function unknownToolError(name: string, known: readonly string[]): ServiceError {
   const hints = suggestNames(name, known);
-  const hint =
-    hints.length > 1 ? `did you mean one of ${hints.join(', ')}?` : hints.length ? `did you mean ${hints[0]}?` : '';
+  const hint = hints.length
+    ? `did you mean ${hints[0]}${hints.length > 1 ? ` (or ${hints.slice(1).join(', ')})` : ''}?`
+    : '';
   return new ServiceError(404, 'unknown_tool', `No tool named "${name}"${hint ? `; ${hint}` : ''}`, [
     { field: 'tool_name', message: `is not a known tool${hint ? ` (${hint})` : ''}` },
   ]);

@@ -4,17 +4,22 @@
  * - `listTasksByAssigneeEmail`: Gong lists tasks by user id, so the email is first resolved through the users list;
  * - `changeTaskStatusAsOwner`: Gong changes a task's status only with its owner's user id, which the spec's
  *   tools do not take; when the caller does not give it, the owner is found among the users' open tasks;
- * - `flowContentOverrideUnavailable`: Gong has no operation for it, so the tool refuses clearly and sends nothing.
+ * - `flowContentOverrideUnavailable`: Gong has no operation for it, so the tool refuses clearly and sends nothing;
+ * - `coachingForManagers`: Gong's coaching read needs a workspace, a manager and a period, which the spec's tool
+ *   does not take; those not given are resolved (the company's workspaces, the managers of active users, the last
+ *   30 days).
  */
 import type {
   CallintelCallsCreateInput,
+  CallintelCoachingGetInput,
   CallintelEngageTaskCompleteInput,
   CallintelEngageTaskSkipInput,
   CallintelEngageFlowContentOverrideInput,
   CallintelEngageTasksListInput,
 } from '../../generated/types.ts';
 import { ServiceError, UpstreamFailure } from '../../core/errors.ts';
-import { url } from '../../core/template-runtime.ts';
+import { encodeQueryPart, url } from '../../core/template-runtime.ts';
+import { FROM_PREVIOUS } from '../../core/tool-types.ts';
 import type { ToolHook, UpstreamRequest } from '../../core/tool-types.ts';
 
 /** Gong requires the host of the call as `primaryUser`; the spec's tool has only the parties. */
@@ -67,7 +72,17 @@ function dueWithin(task: GongTask, from: number | undefined, to: number | undefi
   return (from === undefined || due >= from) && (to === undefined || due <= to);
 }
 
+/** A planned request whose body's `filter.userId` (or `userId`) is the user id an earlier answer gives. */
+function withUserFromPrevious(r: UpstreamRequest, where: 'filter' | 'root'): UpstreamRequest {
+  const body = structuredClone((r.body ?? {}) as Record<string, unknown>);
+  if (where === 'filter') (body.filter as Record<string, unknown>).userId = FROM_PREVIOUS;
+  else body.userId = FROM_PREVIOUS;
+  return { ...r, body };
+}
+
 export const listTasksByAssigneeEmail: ToolHook<CallintelEngageTasksListInput> = {
+  // The users list (paged until the email matches), then the tasks of the user id it gives.
+  plan: (_input, planned) => [planned[0]!, withUserFromPrevious(planned[1]!, 'filter')],
   async run(ctx) {
     const [lookup, list] = ctx.planned as [UpstreamRequest, UpstreamRequest];
     const wanted = ctx.input.assignee_email.trim().toLowerCase();
@@ -148,7 +163,24 @@ async function* users(
   } while (cursor);
 }
 
+/** The open-task search of one user, when looking for a task's owner. */
+function openTasksOf(base: string, userId: string): UpstreamRequest {
+  return {
+    method: 'POST',
+    url: `${base}/v2/tasks`,
+    headers: {},
+    body: { filter: { userId, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN'] } },
+    emptyOn: [{ status: 404, data: { tasks: [] } }],
+  };
+}
+
 export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput | CallintelEngageTaskSkipInput> = {
+  // Without user_id: the users list, each user's open tasks (repeated per user until the task is found), then the
+  // status change as the owner found.
+  plan: (input, planned, base) =>
+    input.user_id
+      ? planned
+      : [planned[0]!, openTasksOf(base(), FROM_PREVIOUS), withUserFromPrevious(planned.at(-1)!, 'root')],
   async run(ctx) {
     const patch = ctx.planned.at(-1)!;
     if (ctx.input.user_id) return ctx.call(patch);
@@ -169,13 +201,7 @@ export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput 
           ],
         );
       }
-      const answer = (await ctx.call({
-        method: 'POST',
-        url: `${ctx.base()}/v2/tasks`,
-        headers: {},
-        body: { filter: { userId: user.id, types: ['FLOW', 'MANUAL'], taskAction: ['CALL'], status: ['OPEN'] } },
-        emptyOn: [{ status: 404, data: { tasks: [] } }],
-      })) as { tasks?: Array<{ id?: unknown }> };
+      const answer = (await ctx.call(openTasksOf(ctx.base(), user.id))) as { tasks?: Array<{ id?: unknown }> };
       if ((answer?.tasks ?? []).some((t) => String(t.id) === ctx.input.task_id)) {
         return ctx.call({ ...patch, body: { ...(patch.body as Record<string, unknown>), userId: user.id } });
       }
@@ -183,5 +209,91 @@ export const changeTaskStatusAsOwner: ToolHook<CallintelEngageTaskCompleteInput 
     throw new ServiceError(404, 'task_not_found', `Task ${ctx.input.task_id} is not open under any Gong user`, [
       { field: 'task_id', message: 'is not an open task of any user' },
     ]);
+  },
+};
+
+/** The period of a coaching read when the caller gives none: this many days up to now. */
+export const COACHING_DEFAULT_DAYS = 30;
+/** At most this many coaching reads (workspaces × managers) per call; past it a warning says what was left out. */
+export const COACHING_MAX_READS = 50;
+
+/** An ISO 8601 instant without milliseconds, as Gong's examples write them. */
+const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** The period a coaching read covers: the one given, else the 30 days up to `to_date_time` (or now). */
+export function coachingPeriod(input: CallintelCoachingGetInput, now = Date.now()): { from: string; to: string } {
+  const to = input.to_date_time ?? isoSeconds(now);
+  const from = input.from_date_time ?? isoSeconds(Date.parse(to) - COACHING_DEFAULT_DAYS * 86_400_000);
+  return { from, to };
+}
+
+/** The coaching read for one workspace and manager (a value from an earlier answer stays a placeholder). */
+function coachingRead(base: string, workspace: string, manager: string, period: { from: string; to: string }) {
+  const part = (v: string) => (v === FROM_PREVIOUS ? v : encodeQueryPart(v));
+  return {
+    method: 'GET',
+    url:
+      `${base}/v2/coaching?workspace-id=${part(workspace)}&manager-id=${part(manager)}` +
+      `&from=${part(period.from)}&to=${part(period.to)}`,
+    headers: {},
+  } satisfies UpstreamRequest;
+}
+
+interface GongManagedUser extends GongUser {
+  managerId?: string | null;
+  active?: boolean;
+}
+
+export const coachingForManagers: ToolHook<CallintelCoachingGetInput> = {
+  plan(input, planned, base) {
+    const lookups = planned.slice(0, -1);
+    const period = coachingPeriod(input);
+    const read = coachingRead(base(), input.workspace_id ?? FROM_PREVIOUS, input.manager_id ?? FROM_PREVIOUS, period);
+    return [...lookups, read];
+  },
+  async run(ctx) {
+    const { input } = ctx;
+    const period = coachingPeriod(input);
+    let i = 0;
+    let workspaceIds: string[];
+    if (input.workspace_id) workspaceIds = [input.workspace_id];
+    else {
+      const answer = (await ctx.call(ctx.planned[i++]!)) as { workspaces?: Array<{ id?: unknown }> } | undefined;
+      workspaceIds = (answer?.workspaces ?? []).map((w) => String(w.id ?? '')).filter(Boolean);
+    }
+    let managerIds: string[];
+    if (input.manager_id) managerIds = [input.manager_id];
+    else {
+      const managers = new Set<string>();
+      for await (const user of users(ctx, ctx.planned[i++]!)) {
+        const u = user as GongManagedUser;
+        if (u.active !== false && u.managerId) managers.add(String(u.managerId));
+      }
+      managerIds = [...managers];
+    }
+    const pairs = workspaceIds.flatMap((w) => managerIds.map((m) => [w, m] as const));
+    if (pairs.length > COACHING_MAX_READS) {
+      ctx.warn({
+        field: input.manager_id ? 'workspace_id' : 'manager_id',
+        message:
+          `covers ${pairs.length} workspace and manager pairs; only the first ${COACHING_MAX_READS} were read ` +
+          '(give workspace_id and manager_id to read the others)',
+      });
+    }
+    if (!pairs.length) {
+      ctx.warn({
+        field: workspaceIds.length ? 'manager_id' : 'workspace_id',
+        message: workspaceIds.length
+          ? 'was not given and no active user has a manager, so there was no team to read coaching for'
+          : 'was not given and the company has no workspace, so there was no coaching to read',
+      });
+    }
+    const coachingData: unknown[] = [];
+    for (const [workspace, manager] of pairs.slice(0, COACHING_MAX_READS)) {
+      const answer = (await ctx.call(coachingRead(ctx.base(), workspace, manager, period))) as
+        { coachingData?: Array<Record<string, unknown>> } | undefined;
+      for (const entry of answer?.coachingData ?? []) coachingData.push({ ...entry, workspaceId: workspace });
+    }
+    return { coachingData, resolved: { workspaceIds, managerIds, from: period.from, to: period.to } };
   },
 };

@@ -447,8 +447,29 @@ function callActorPlan(input: I.ScraperCallActorInput, planned: UpstreamRequest[
   return tool ? planned : [...planned, startRunRequest(base, name, input.input, input.callOptions)];
 }
 
+/**
+ * Everything a call may send, for a dry run: the build lookup, then either the MCP tool call on the Actor's
+ * Standby host (its id and path come from the build) or the run's start, and for a synchronous run the poll and
+ * the dataset read.
+ */
+function callActorDryRun(input: I.ScraperCallActorInput, planned: UpstreamRequest[], base: Base): UpstreamRequest[] {
+  const { tool } = splitActorTool(input.actor);
+  if (tool) {
+    const root = new URL(base('standby'));
+    const mcpCall: UpstreamRequest = {
+      method: 'POST',
+      url: `${root.protocol}//${FROM_PREVIOUS}.${root.host}${FROM_PREVIOUS}`,
+      headers: {},
+      body: { jsonrpc: '2.0', method: 'tools/call', params: { name: tool, arguments: input.input ?? {} } },
+    };
+    return [...planned, mcpCall];
+  }
+  const started = callActorPlan(input, planned, base);
+  return input.async ? started : [...started, ...runFollowUps(base, input.previewOutput !== false)];
+}
+
 export const callActor: ToolHook<I.ScraperCallActorInput> = {
-  plan: callActorPlan,
+  plan: callActorDryRun,
   async run(ctx) {
     const { input } = ctx;
     const { name, tool } = splitActorTool(input.actor);
@@ -531,6 +552,12 @@ export const ragWebBrowser: ToolHook<I.ScraperRagWebBrowserInput> = {
 };
 
 export const getActorRun: ToolHook<I.ScraperGetActorRunInput> = {
+  // The run, then its Actor's name and (for a run that succeeded) a preview of its dataset, by ids the run gives.
+  plan: (_input, planned, base) => [
+    ...planned,
+    get(`${base()}/v2/acts/${FROM_PREVIOUS}`),
+    get(`${base()}/v2/datasets/${FROM_PREVIOUS}/items?limit=${RUN_PREVIEW_ITEMS}`),
+  ],
   async run(ctx) {
     const run = data<Run>(await ctx.call(ctx.planned[0]!));
     let actorName: string | null = null;

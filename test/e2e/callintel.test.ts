@@ -177,6 +177,60 @@ describe('two ways to authenticate on one connector', () => {
     });
   });
 
+  it("OAuth import: takes the token response's own api_base_url_for_customer, and refuses an account without a host", async () => {
+    const tokens = { access_token: 'imported-access', refresh_token: 'imported-refresh', expires_in: 3600 };
+    const before = gong.requests.length;
+    const missing = await failure(
+      h.client.upsertConnectedAccount({ ...oauthWho, identifier: 'imported', credentials: tokens }),
+    );
+    expect(missing.status).toBe(400);
+    expect(missing.details).toEqual([
+      { field: 'credentials.api_base_url', message: expect.stringContaining('api_base_url_for_customer') },
+    ]);
+    const listed = await h.client.listConnectedAccounts({ connectionName: 'callintel', identifier: 'imported' });
+    expect(JSON.stringify(listed)).not.toContain('"identifier":"imported"');
+
+    const saved = await h.client.upsertConnectedAccount({
+      ...oauthWho,
+      identifier: 'imported',
+      credentials: { ...tokens, api_base_url_for_customer: 'https://us-12345.api.gong.io/' },
+    });
+    expect(saved.status).toBe('ACTIVE');
+    const { data } = await h.client.executeTool({
+      toolName: 'callintel_users_list',
+      toolInput: {},
+      ...oauthWho,
+      identifier: 'imported',
+      dryRun: true,
+    });
+    expect((data as DryRunData).requests[0]).toMatchObject({
+      url: 'https://us-12345.api.gong.io/v2/users',
+      headers: { authorization: 'Bearer [REDACTED]' },
+    });
+    // Both names at once must agree; a host off Gong is refused, whichever name carries it.
+    const both = await failure(
+      h.client.upsertConnectedAccount({
+        ...oauthWho,
+        identifier: 'imported',
+        credentials: {
+          ...tokens,
+          api_base_url: 'https://us-1.api.gong.io',
+          api_base_url_for_customer: 'https://us-2.api.gong.io',
+        },
+      }),
+    );
+    expect(both.details).toEqual([{ field: 'credentials.api_base_url_for_customer', message: expect.any(String) }]);
+    const evil = await failure(
+      h.client.upsertConnectedAccount({
+        ...oauthWho,
+        identifier: 'imported',
+        credentials: { ...tokens, api_base_url_for_customer: 'https://gong.io.evil.example' },
+      }),
+    );
+    expect(evil.status).toBe(400);
+    expect(gong.requests.length).toBe(before);
+  });
+
   it('access key: a wrong secret is Gong 401, returned as the provider error', async () => {
     await h.client.upsertConnectedAccount({
       ...keyWho,
@@ -589,6 +643,53 @@ describe('stats and coaching', () => {
       to: '2026-07-01T00:00:00Z',
     });
   });
+
+  it("coaching with the spec's input alone (cursor only): workspaces, managers and the last 30 days resolved", async () => {
+    const before = Date.now();
+    const seen = await received(async () => {
+      const c = await run('callintel_coaching_get', { cursor: 'first' });
+      // Every workspace (the fake company has two) for the one manager of active users.
+      expect(c.resolved).toMatchObject({ workspaceIds: [WS_SALES, WS_SUPPORT], managerIds: [U_MANAGER] });
+      expect(
+        c.coachingData.map((d: { workspaceId: string; manager: { id: string } }) => [d.workspaceId, d.manager.id]),
+      ).toEqual([
+        [WS_SALES, U_MANAGER],
+        [WS_SUPPORT, U_MANAGER],
+      ]);
+      expect(Date.parse(c.resolved.to)).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+      expect(Date.parse(c.resolved.to) - Date.parse(c.resolved.from)).toBe(30 * 86_400_000);
+      expect(JSON.stringify(c)).not.toContain('cursor');
+    });
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /v2/workspaces',
+      'GET /v2/users',
+      'GET /v2/users',
+      'GET /v2/coaching',
+      'GET /v2/coaching',
+    ]);
+    expect(seen.slice(3).map((r) => r.query['workspace-id'])).toEqual([WS_SALES, WS_SUPPORT]);
+    for (const r of seen.slice(3)) expect(r.query).toMatchObject({ 'manager-id': U_MANAGER });
+
+    // Given a workspace and a period, only the managers are looked up.
+    const one = await received(() =>
+      run('callintel_coaching_get', { workspace_id: WS_SUPPORT, from_date_time: '2026-06-01T00:00:00Z' }),
+    );
+    expect(one.map((r) => r.path)).toEqual(['/v2/users', '/v2/users', '/v2/coaching']);
+    expect(one.at(-1)!.query).toMatchObject({ 'workspace-id': WS_SUPPORT, from: '2026-06-01T00:00:00Z' });
+
+    // The dry run shows every request, with the values that come from earlier answers as placeholders.
+    const plan = await h.client.executeTool({
+      toolName: 'callintel_coaching_get',
+      toolInput: { to_date_time: '2026-07-01T00:00:00Z' },
+      ...oauthWho,
+      dryRun: true,
+    });
+    expect((plan.data as DryRunData).requests.map((r) => `${r.method} ${r.url.replace(gong.url, '')}`)).toEqual([
+      'GET /v2/workspaces',
+      'GET /v2/users',
+      'GET /v2/coaching?workspace-id={from: previous response}&manager-id={from: previous response}&from=2026-06-01T00:00:00Z&to=2026-07-01T00:00:00Z',
+    ]);
+  });
 });
 
 describe('engagement flows and prospects', () => {
@@ -961,24 +1062,7 @@ describe('bad input is a 400 naming the field, before anything is sent', () => {
       'is required',
     ],
     ['callintel_engage_task_skip', { task_id: 1234361284629354, user_id: U_REP }, 'task_id', 'must be a string'],
-    [
-      'callintel_coaching_get',
-      { workspace_id: WS_SALES, from_date_time: '2026-06-01T00:00:00Z', to_date_time: '2026-07-01T00:00:00Z' },
-      'manager_id',
-      'is required',
-    ],
-    [
-      'callintel_coaching_get',
-      {
-        workspace_id: WS_SALES,
-        manager_id: U_MANAGER,
-        from_date_time: '2026-06-01T00:00:00Z',
-        to_date_time: '2026-07-01T00:00:00Z',
-        cursor: 'c',
-      },
-      'cursor',
-      /not paged/,
-    ],
+    ['callintel_coaching_get', { manager_id: 'Mia' }, 'manager_id', /must match the pattern/],
     ['callintel_engage_tasks_list', { assignee_email: 'rep' }, 'assignee_email', 'must be an email address'],
     ['callintel_calls_list', { call_ids: `${CALL_1},abc` }, 'call_ids', /value "abc" does not match/],
     ['callintel_calls_get', { call_ids: [] }, 'call_ids', 'must have at least 1 item(s)'],

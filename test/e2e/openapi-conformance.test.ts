@@ -194,7 +194,7 @@ describe('every operation of the OpenAPI document, against the running service',
     const unknown = await call('getTool', 'GET', '/v1/tools/mail_messages_list');
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.text).error.message).toBe(
-      'No tool named "mail_messages_list"; did you mean one of mail_list_messages, mail_todo_lists_list, mail_get_message?',
+      'No tool named "mail_messages_list"; did you mean mail_list_messages (or mail_todo_lists_list, mail_get_message)?',
     );
   });
 
@@ -352,7 +352,7 @@ describe('every operation of the OpenAPI document, against the running service',
     expect(wordy.status).toBe(404);
     expect(JSON.parse(wordy.text).error.details[0]).toEqual({
       field: 'tool_name',
-      message: expect.stringMatching(/^is not a known tool \(did you mean (one of )?prodata_scrape_profile\b/),
+      message: expect.stringMatching(/^is not a known tool \(did you mean prodata_scrape_profile\b/),
     });
     await call('executeTool', 'POST', '/v1/tools/execute', { body: { ...body, identifier: 'nobody' } });
     await call('executeTool', 'POST', '/v1/tools/execute', {

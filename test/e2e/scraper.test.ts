@@ -604,6 +604,12 @@ describe('dry run', () => {
           requests: Array<{ method: string; url: string; headers: Record<string, string>; body?: unknown }>;
         };
         const want = example.requests.map((r) => {
+          // An MCP Actor's Standby host is named by the Actor id the build lookup gives: a placeholder in a dry run.
+          const standby = /^https:\/\/(\{from: previous response\})\.apify\.actor/.exec(r.url);
+          if (standby) {
+            const root = new URL(fake.hosts.standby!);
+            return `${r.method} ${root.protocol}//${standby[1]}.${root.host}${r.url.slice(standby[0].length)}`;
+          }
           const origin = new URL(r.url).origin;
           return `${r.method} ${hostOf[origin]}${r.url.slice(origin.length)}`;
         });
@@ -613,7 +619,9 @@ describe('dry run', () => {
         ).toEqual(want);
         example.requests.forEach((r, i) => expect(requests[i]!.body).toEqual(r.body));
         for (const r of requests) {
-          const toPlatform = r.url.startsWith(`${fake.url}/v2/`);
+          // The platform's API and an MCP Actor's Standby host (which the tool calls with the account's token).
+          const toPlatform =
+            r.url.startsWith(`${fake.url}/v2/`) || r.url.includes('{from: previous response}.localhost');
           expect(r.headers.authorization, `${t.name} ${r.url}`).toBe(toPlatform ? 'Bearer [REDACTED]' : undefined);
         }
         expect(JSON.stringify(data)).not.toContain(TOKEN);

@@ -34,7 +34,7 @@ describe('unknownToolError', () => {
     const e = unknownToolError('mail_messages_list', names);
     expect(e.status).toBe(404);
     expect(e.code).toBe('unknown_tool');
-    expect(e.message).toMatch(/^No tool named "mail_messages_list"; did you mean one of mail_list_messages, /);
+    expect(e.message).toMatch(/^No tool named "mail_messages_list"; did you mean mail_list_messages \(or /);
     expect(e.details).toEqual([{ field: 'tool_name', message: expect.stringContaining('mail_list_messages') }]);
     expect(unknownToolError('zzz', names).message).toBe('No tool named "zzz"');
   });
