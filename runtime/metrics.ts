@@ -69,21 +69,20 @@ export class Metrics {
       labelNames: ['event', 'outcome'],
       registers: [this.registry],
     });
-    const self = this;
-    new Gauge({
+    const gauge: Gauge<'status'> = new Gauge({
       name: 'acs_connected_accounts',
       help: 'Connected accounts by status (read from the store when scraped, at most every 10 s)',
       labelNames: ['status'],
       registers: [this.registry],
       // Every worker reads the same store: across workers, the value is one worker's, not their sum.
       aggregator: 'first',
-      async collect() {
+      collect: async () => {
         const now = Date.now();
-        if (!self.accountCounts || now - self.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
-          self.accountCounts = { at: now, counts: await store.countAccountsByStatus() };
+        if (!this.accountCounts || now - this.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
+          this.accountCounts = { at: now, counts: await store.countAccountsByStatus() };
         }
-        this.reset();
-        for (const { status, count } of self.accountCounts.counts) this.set({ status }, count);
+        gauge.reset();
+        for (const { status, count } of this.accountCounts.counts) gauge.set({ status }, count);
       },
     });
   }

@@ -419,7 +419,7 @@ export function routeTable(s: Services): RouteTable {
           [
             {
               field: 'x-identifier',
-              message: identifier === undefined ? 'is required' : `${identifierSchema['x-message']}`,
+              message: identifier === undefined ? 'is required' : String(identifierSchema['x-message']),
             },
           ],
         );
@@ -435,8 +435,8 @@ export function routeTable(s: Services): RouteTable {
       methodNotAllowed(res);
     },
     mcpUrlPost: async ({ req, res, params }) => mcp.serveToken(req, res, params.token),
-    mcpUrlGet: async ({ res }) => methodNotAllowed(res),
-    mcpUrlDelete: async ({ res }) => methodNotAllowed(res),
+    mcpUrlGet: ({ res }) => Promise.resolve(methodNotAllowed(res)),
+    mcpUrlDelete: ({ res }) => Promise.resolve(methodNotAllowed(res)),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 

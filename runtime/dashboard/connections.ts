@@ -655,7 +655,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   });
 
   r.post('/accounts/:id/delete', async (req, res) => {
-    const { a, c } = await accountOrThrow(req.params.id!);
+    const { a, c } = await accountOrThrow(req.params.id);
     await m.deleteAccount(a.id);
     res.redirect(303, `${connectionPath(c.name)}?done=account-deleted`);
   });

@@ -272,7 +272,6 @@ export class ScalekitCalls {
     );
     const out: Account[] = [];
     let cursor = given(r.pageToken);
-    let more = false;
     // One store query per connection wanted when filtering by several; a single query otherwise.
     const single = wanted.length === connections.length ? [undefined] : wanted.map((c) => c.id);
     try {
@@ -291,7 +290,7 @@ export class ScalekitCalls {
       if (e instanceof InvalidCursor) throw invalidArgument('page_token', 'is not a token from a previous page');
       throw e;
     }
-    more = out.length > limit;
+    const more = out.length > limit;
     const page = out.slice(0, limit);
     cursor = more ? encodeCursor(page[page.length - 1]!) : '';
     return {

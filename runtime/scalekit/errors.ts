@@ -1,7 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
-import type { FieldError } from '../../core/tool-types.ts';
 import { ErrorInfoSchema, ToolErrorInfoSchema, ValidationErrorInfoSchema } from './descriptors.ts';
 import type { Logger } from '../log.ts';
 
@@ -74,7 +73,7 @@ export function toConnectError(e: unknown, log: Logger, rename: FieldRenamer = (
     ]);
   }
   if (e instanceof ServiceError) {
-    const fields = Array.isArray(e.details) ? (e.details as FieldError[]) : [];
+    const fields = Array.isArray(e.details) ? e.details : [];
     const violations = fields.map((f) => ({ field: rename(f.field), description: f.message }));
     let message = e.message;
     for (const f of fields) if (rename(f.field) !== f.field) message = message.replace(f.field, rename(f.field));

@@ -32,29 +32,29 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
     async (req: Req, ctx: HandlerContext): Promise<Res> => {
       await authenticate(s, ctx);
       try {
-        return await fn.call(calls, req);
+        return await fn(req);
       } catch (e) {
         throw toConnectError(e, s.log);
       }
     };
   return (router: ConnectRouter) => {
     router.service(ConnectedAccountService, {
-      getConnectedAccountAuth: call(calls.getConnectedAccountAuth),
-      createConnectedAccount: call(calls.createConnectedAccount),
-      updateConnectedAccount: call(calls.updateConnectedAccount),
-      deleteConnectedAccount: call(calls.deleteConnectedAccount),
-      listConnectedAccounts: call(calls.listConnectedAccounts),
-      getMagicLinkForConnectedAccount: call(calls.getMagicLinkForConnectedAccount),
-      verifyConnectedAccountUser: call(calls.verifyConnectedAccountUser),
+      getConnectedAccountAuth: call(calls.getConnectedAccountAuth.bind(calls)),
+      createConnectedAccount: call(calls.createConnectedAccount.bind(calls)),
+      updateConnectedAccount: call(calls.updateConnectedAccount.bind(calls)),
+      deleteConnectedAccount: call(calls.deleteConnectedAccount.bind(calls)),
+      listConnectedAccounts: call(calls.listConnectedAccounts.bind(calls)),
+      getMagicLinkForConnectedAccount: call(calls.getMagicLinkForConnectedAccount.bind(calls)),
+      verifyConnectedAccountUser: call(calls.verifyConnectedAccountUser.bind(calls)),
     });
     router.service(ToolService, {
-      executeTool: call(calls.executeTool),
-      listTools: call(calls.listTools),
-      listScopedTools: call(calls.listScopedTools),
-      listAvailableTools: call(calls.listAvailableTools),
+      executeTool: call(calls.executeTool.bind(calls)),
+      listTools: call(calls.listTools.bind(calls)),
+      listScopedTools: call(calls.listScopedTools.bind(calls)),
+      listAvailableTools: call(calls.listAvailableTools.bind(calls)),
     });
     router.service(ConnectionService, {
-      listAppConnections: call(calls.listAppConnections),
+      listAppConnections: call(calls.listAppConnections.bind(calls)),
     });
   };
 }

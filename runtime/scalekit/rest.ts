@@ -65,7 +65,7 @@ export function scalekitRest(s: Services) {
     } catch (e) {
       throw decodeError(e, what);
     }
-    const reply = await fn.call(calls, request);
+    const reply = await fn(request);
     return { body: toJson(output, create(output, reply), { useProtoFieldName: true }) as { [key: string]: unknown } };
   };
   const defined = (o: Record<string, unknown>) =>
@@ -83,38 +83,54 @@ export function scalekitRest(s: Services) {
         ListConnectedAccountsRequestSchema,
         ListConnectedAccountsResponseSchema,
         defined(q),
-        calls.listConnectedAccounts,
+        calls.listConnectedAccounts.bind(calls),
         'query',
       ),
     createConnectedAccount: (b: unknown) =>
-      run(CreateConnectedAccountRequestSchema, CreateConnectedAccountResponseSchema, b, calls.createConnectedAccount),
+      run(
+        CreateConnectedAccountRequestSchema,
+        CreateConnectedAccountResponseSchema,
+        b,
+        calls.createConnectedAccount.bind(calls),
+      ),
     updateConnectedAccount: (b: unknown) =>
-      run(UpdateConnectedAccountRequestSchema, UpdateConnectedAccountResponseSchema, b, calls.updateConnectedAccount),
+      run(
+        UpdateConnectedAccountRequestSchema,
+        UpdateConnectedAccountResponseSchema,
+        b,
+        calls.updateConnectedAccount.bind(calls),
+      ),
     deleteConnectedAccount: (b: unknown) =>
-      run(DeleteConnectedAccountRequestSchema, DeleteConnectedAccountResponseSchema, b, calls.deleteConnectedAccount),
+      run(
+        DeleteConnectedAccountRequestSchema,
+        DeleteConnectedAccountResponseSchema,
+        b,
+        calls.deleteConnectedAccount.bind(calls),
+      ),
     magicLink: (b: unknown) =>
       run(
         GetMagicLinkForConnectedAccountRequestSchema,
         GetMagicLinkForConnectedAccountResponseSchema,
         b,
-        calls.getMagicLinkForConnectedAccount,
+        calls.getMagicLinkForConnectedAccount.bind(calls),
       ),
     verify: (b: unknown) =>
       run(
         VerifyConnectedAccountUserRequestSchema,
         VerifyConnectedAccountUserResponseSchema,
         b,
-        calls.verifyConnectedAccountUser,
+        calls.verifyConnectedAccountUser.bind(calls),
       ),
     getConnectedAccountAuth: (q: Record<string, unknown>) =>
       run(
         GetConnectedAccountByIdentifierRequestSchema,
         GetConnectedAccountByIdentifierResponseSchema,
         defined(q),
-        calls.getConnectedAccountAuth,
+        calls.getConnectedAccountAuth.bind(calls),
         'query',
       ),
-    executeTool: (b: unknown) => run(ExecuteToolRequestSchema, ExecuteToolResponseSchema, b, calls.executeTool),
+    executeTool: (b: unknown) =>
+      run(ExecuteToolRequestSchema, ExecuteToolResponseSchema, b, calls.executeTool.bind(calls)),
     listTools: (q: {
       provider?: string;
       connector?: string;
@@ -140,7 +156,7 @@ export function scalekitRest(s: Services) {
           page_size: q.page_size,
           page_token: q.page_token,
         }),
-        calls.listTools,
+        calls.listTools.bind(calls),
         'query',
       ),
     listAppConnections: (q: Record<string, unknown>) =>
@@ -148,7 +164,7 @@ export function scalekitRest(s: Services) {
         ListAppConnectionsRequestSchema,
         ListAppConnectionsResponseSchema,
         defined(q),
-        calls.listAppConnections,
+        calls.listAppConnections.bind(calls),
         'query',
       ),
   };

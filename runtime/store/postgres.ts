@@ -9,6 +9,7 @@ import {
 } from 'kysely';
 import { createRequire } from 'node:module';
 import type pgTypes from 'pg';
+import type * as pg from 'pg';
 import type { Database } from './schema.ts';
 import { prepare } from './prepared.ts';
 import { SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
@@ -115,11 +116,6 @@ type Pg = typeof pgTypes;
  */
 let driver: Pg | undefined;
 const loadPg = (): Pg => (driver ??= createRequire(import.meta.url)('pg') as Pg);
-declare namespace pg {
-  type Pool = pgTypes.Pool;
-  type Client = pgTypes.Client;
-  type ClientConfig = pgTypes.ClientConfig;
-}
 
 /** Serialises migrators of one database (any schema): held for the whole run, on one connection. */
 const MIGRATION_LOCK = 424242;

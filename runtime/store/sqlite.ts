@@ -307,9 +307,10 @@ class SqliteBackend implements Backend {
     );
   }
 
-  async watchChanges() {
+  watchChanges(): Promise<void> {
     this.lastDataVersion = this.dataVersion.get();
     this.changes.live = true;
+    return Promise.resolve();
   }
 
   async close() {

@@ -35,7 +35,7 @@ function embeddedV4(a: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   const p = a.parts;
   const tail = () => new ipaddr.IPv4([p[6]! >> 8, p[6]! & 0xff, p[7]! >> 8, p[7]! & 0xff]);
   if (a.range() === 'rfc6145') return tail();
-  if (a.match(NAT64[0] as ipaddr.IPv6, NAT64[1])) return tail();
+  if (a.match(NAT64[0], NAT64[1])) return tail();
   return undefined;
 }
 

@@ -11,8 +11,8 @@ import { addressPolicy, guardedAgents, NOT_PUBLIC, resolverLookup } from './addr
  * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
  */
 export const keepAliveAgents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup as never }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup as never }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
 };
 
 /**

@@ -263,13 +263,14 @@ export const coachingForManagers: ToolHook<CallintelCoachingGetInput> = {
     if (input.workspace_id) workspaceIds = [input.workspace_id];
     else {
       const answer = (await ctx.call(ctx.planned[i++]!)) as { workspaces?: Array<{ id?: unknown }> } | undefined;
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- Gong's workspace id, a string or number as the API sent it
       workspaceIds = (answer?.workspaces ?? []).map((w) => String(w.id ?? '')).filter(Boolean);
     }
     let managerIds: string[];
     if (input.manager_id) managerIds = [input.manager_id];
     else {
       const managers = new Set<string>();
-      for await (const user of users(ctx, ctx.planned[i++]!)) {
+      for await (const user of users(ctx, ctx.planned[i]!)) {
         const u = user as GongManagedUser;
         if (u.active !== false && u.managerId) managers.add(String(u.managerId));
       }

@@ -81,7 +81,7 @@ afterAll(async () => {
 const url = (path: string) => `${h.url}${path}`;
 const path = () => new URL(page.url()).pathname;
 const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-const clipboard = () => page.evaluate('navigator.clipboard.readText()') as Promise<string>;
+const clipboard = () => page.evaluate<string>('navigator.clipboard.readText()');
 const fieldError = (name: string) => page.locator(`.field[data-field="${name}"] .error`);
 
 describe('dashboard in a browser', () => {

@@ -40,7 +40,7 @@ describe('npm run example:agent', () => {
   ])(
     '%s: a complete agent loop against the scripted model and the fake providers',
     async (_vendor, args, format, error) => {
-      const { code, stdout, stderr } = await runExample(args as string[]);
+      const { code, stdout, stderr } = await runExample(args);
       expect(stderr).toBe('');
       expect(code).toBe(0);
       const out = lines(stdout);

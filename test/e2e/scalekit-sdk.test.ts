@@ -125,7 +125,7 @@ describe('the Scalekit SDK against the service over h2c', () => {
     const available = await sk.tools.listAvailableTools('user-1');
     expect(available.tools.every((t) => t.provider === 'helpdesk')).toBe(true);
     expect(available.tools.length).toBeGreaterThan(5);
-    const scoped = await sk.tools.listScopedTools('user-1', { filter: { connectionNames: ['helpdesk'] } as never });
+    const scoped = await sk.tools.listScopedTools('user-1', { filter: { connectionNames: ['helpdesk'] } });
     expect(scoped.tools.length).toBe(available.tools.length);
     expect(scoped.tools[0]).toMatchObject({ identifier: 'user-1', connectedAccountId: expect.stringMatching(/^ca_/) });
     // The SDK's other clients have no service here: UNIMPLEMENTED.

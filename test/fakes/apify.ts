@@ -19,6 +19,7 @@
 import dns from 'node:dns';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 type Json = Record<string, unknown>;
 
@@ -370,7 +371,7 @@ export class FakeApify {
       const run = this.runs.get(String(req.params.runId));
       if (!run) return apiError(res, 404, 'record-not-found', 'Actor run was not found');
       const wait = req.query.waitForFinish;
-      if (wait !== undefined && !/^\d+$/.test(String(wait)))
+      if (wait !== undefined && !/^\d+$/.test(asText(wait)))
         return apiError(res, 400, 'invalid-parameter', 'Parameter waitForFinish must be a non-negative integer');
       this.advance(run);
       res.json({ data: this.runObject(run) });
@@ -398,7 +399,7 @@ export class FakeApify {
       if (!Number.isInteger(offset) || offset < 0 || (limit !== Infinity && (!Number.isInteger(limit) || limit < 0))) {
         return apiError(res, 400, 'invalid-parameter', 'Parameters offset and limit must be non-negative integers');
       }
-      const fields = req.query.fields === undefined ? undefined : String(req.query.fields).split(',');
+      const fields = req.query.fields === undefined ? undefined : asText(req.query.fields).split(',');
       // The API projects top-level fields only; a dotted name here means the caller mapped fields wrongly.
       if (fields?.some((f) => f.includes('.')))
         return apiError(res, 400, 'invalid-parameter', 'Parameter fields supports top-level fields only');
@@ -426,7 +427,7 @@ export class FakeApify {
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0) {
         return apiError(res, 400, 'invalid-parameter', 'limit must be 1-1000 and offset non-negative');
       }
-      const terms = words(String(req.query.search ?? ''));
+      const terms = words(asText(req.query.search ?? ''));
       const found = [...this.actors.values()]
         .filter((a) =>
           terms.every((t) => `${a.username} ${a.name} ${a.title} ${a.description}`.toLowerCase().includes(t)),
@@ -600,15 +601,15 @@ export class FakeApify {
     for (const q of body.requests) {
       const index = this.docsIndexes.get(String(q.indexName));
       if (!index) return void res.status(404).json({ message: 'Index does not exist', status: 404 });
-      const terms = words(String(q.query ?? ''));
-      const filters = String(q.filters ?? '')
+      const terms = words(asText(q.query ?? ''));
+      const filters = asText(q.filters ?? '')
         .split(' AND ')
         .filter(Boolean)
         .map((f) => f.split(':') as [string, string]);
       const facets = (q.facetFilters as Array<string | string[]> | undefined) ?? [];
       const facetMatch = (r: DocsRecord, f: string) => {
         const [k, v] = f.split(':') as [keyof DocsRecord, string];
-        return String(r[k]) === v;
+        return asText(r[k]) === v;
       };
       const hits = index.filter(
         (r) =>

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 export type ObjectType = 'contacts' | 'companies' | 'deals';
 
@@ -485,7 +486,7 @@ export class FakeCrm {
   private requested(req: Request): string[] | undefined {
     const raw = req.query.properties;
     if (raw === undefined) return undefined;
-    const list = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(','));
+    const list = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => asText(v).split(','));
     return list.filter((p) => p.length > 0);
   }
 
@@ -692,8 +693,8 @@ export class FakeCrm {
     const archived = archivedParam === 'true';
     let startId = 0;
     if (req.query.after !== undefined) {
-      const decoded = /^next:(\d+)$/.exec(Buffer.from(String(req.query.after), 'base64').toString('utf8'));
-      if (!decoded) throw this.error(400, 'VALIDATION_ERROR', `Invalid paging cursor: ${String(req.query.after)}`);
+      const decoded = /^next:(\d+)$/.exec(Buffer.from(asText(req.query.after), 'base64').toString('utf8'));
+      if (!decoded) throw this.error(400, 'VALIDATION_ERROR', `Invalid paging cursor: ${asText(req.query.after)}`);
       startId = Number(decoded[1]);
     }
     const all = [...this.records[type].values()]

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 export interface Ticket {
   id: number;
@@ -254,10 +255,10 @@ export class FakeDesk {
     });
     r.get('/views', (req, res) => {
       const sortBy = req.query.sort_by;
-      if (sortBy !== undefined && !['alphabetical', 'created_at', 'updated_at', 'position'].includes(String(sortBy))) {
+      if (sortBy !== undefined && !['alphabetical', 'created_at', 'updated_at', 'position'].includes(asText(sortBy))) {
         return void res
           .status(400)
-          .json({ error: { title: 'Invalid attribute', message: `sort_by ${sortBy} is not supported` } });
+          .json({ error: { title: 'Invalid attribute', message: `sort_by ${asText(sortBy)} is not supported` } });
       }
       if (!this.sortOrder(req, res)) return;
       let views = [...this.tenant(req).views];
@@ -276,7 +277,7 @@ export class FakeDesk {
       const t = this.tenant(req);
       const ticket = t.tickets.get(Number(req.params.id));
       if (!ticket) return void res.status(404).json({ error: 'RecordNotFound', description: 'Not found' });
-      const include = String(req.query.include ?? '');
+      const include = asText(req.query.include ?? '');
       res.json({
         ticket,
         ...(include.includes('users') ? { users: [...t.users.values()] } : {}),
@@ -364,10 +365,10 @@ export class FakeDesk {
         ?.find((s) => s.id === req.params.sid);
       if (!sc) return void res.status(404).json({ error: 'RecordNotFound', description: 'Not found' });
       const { events, ...rest } = sc;
-      res.json({ side_conversation: rest, ...(String(req.query.include ?? '').includes('events') ? { events } : {}) });
+      res.json({ side_conversation: rest, ...(asText(req.query.include ?? '').includes('events') ? { events } : {}) });
     });
     r.get('/search', (req, res) => {
-      const query = String(req.query.query ?? '');
+      const query = asText(req.query.query ?? '');
       if (!query)
         return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'query is required' } });
       const page = Number(req.query.page ?? 1);
@@ -379,7 +380,7 @@ export class FakeDesk {
       }
       if (
         req.query.sort_by !== undefined &&
-        !['updated_at', 'created_at', 'priority', 'status', 'ticket_type'].includes(String(req.query.sort_by))
+        !['updated_at', 'created_at', 'priority', 'status', 'ticket_type'].includes(asText(req.query.sort_by))
       ) {
         return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'invalid sort_by' } });
       }
@@ -399,7 +400,7 @@ export class FakeDesk {
     r.get('/users', (req, res) => {
       let users = [...this.tenant(req).users.values()];
       if (req.query.role !== undefined) {
-        if (!ROLES.includes(String(req.query.role)))
+        if (!ROLES.includes(asText(req.query.role)))
           return void res.status(400).json({ error: { title: 'Invalid attribute', message: 'invalid role' } });
         users = users.filter((u) => u.role === req.query.role);
       }
@@ -415,10 +416,10 @@ export class FakeDesk {
       const t = this.tenant(req);
       const u = (req.body as { user?: Record<string, unknown> }).user;
       if (!u || typeof u.name !== 'string' || !u.name) return this.invalid(res, 'name', 'Name: cannot be blank');
-      if (u.role !== undefined && !ROLES.includes(String(u.role))) return this.invalid(res, 'role', 'Role: is invalid');
+      if (u.role !== undefined && !ROLES.includes(asText(u.role))) return this.invalid(res, 'role', 'Role: is invalid');
       if (u.email !== undefined && [...t.users.values()].some((x) => x.email === u.email))
-        return this.invalid(res, 'email', `Email: ${u.email} is already being used by another user`);
-      if (u.phone !== undefined && !/^\+[1-9]\d{1,14}$/.test(String(u.phone)))
+        return this.invalid(res, 'email', `Email: ${asText(u.email)} is already being used by another user`);
+      if (u.phone !== undefined && !/^\+[1-9]\d{1,14}$/.test(asText(u.phone)))
         return this.invalid(res, 'phone', 'Phone: is invalid');
       const user: DeskUser = {
         id: t.nextId++,
@@ -436,17 +437,17 @@ export class FakeDesk {
   }
 
   private ticketProblems(t: Tenant, body: Record<string, unknown>): [string, string] | undefined {
-    if (body.status !== undefined && !STATUSES.includes(String(body.status))) return ['status', 'Status: is invalid'];
-    if (body.priority !== undefined && !PRIORITIES.includes(String(body.priority)))
+    if (body.status !== undefined && !STATUSES.includes(asText(body.status))) return ['status', 'Status: is invalid'];
+    if (body.priority !== undefined && !PRIORITIES.includes(asText(body.priority)))
       return ['priority', 'Priority: is invalid'];
-    if (body.type !== undefined && !TYPES.includes(String(body.type))) return ['type', 'Type: is invalid'];
+    if (body.type !== undefined && !TYPES.includes(asText(body.type))) return ['type', 'Type: is invalid'];
     if (body.tags !== undefined && (!Array.isArray(body.tags) || !body.tags.every((x) => typeof x === 'string')))
       return ['tags', 'Tags: must be a list of strings'];
     if (
       body.assignee_email !== undefined &&
       ![...t.users.values()].some((u) => u.email === body.assignee_email && u.role !== 'end-user')
     ) {
-      return ['assignee', `Assignee: ${body.assignee_email} is not an agent`];
+      return ['assignee', `Assignee: ${asText(body.assignee_email)} is not an agent`];
     }
     for (const k of ['assignee_id', 'group_id'])
       if (body[k] !== undefined && !Number.isInteger(body[k])) return [k, `${k}: must be an integer`];

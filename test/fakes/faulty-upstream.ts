@@ -9,6 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGzip } from 'node:zlib';
+import { asText } from '../helpers/text.ts';
 
 export type Fault =
   /** An answer with this status, headers and body (JSON when an object). */
@@ -160,7 +161,7 @@ export class FaultyUpstream {
       }
       case 'status': {
         const json = fault.body !== undefined && typeof fault.body !== 'string';
-        const body = fault.body === undefined ? '' : json ? JSON.stringify(fault.body) : String(fault.body);
+        const body = fault.body === undefined ? '' : json ? JSON.stringify(fault.body) : asText(fault.body);
         res.writeHead(fault.status, {
           ...(json ? { 'content-type': 'application/json' } : {}),
           'content-length': Buffer.byteLength(body),

@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 export interface GongUser {
   id: string;
@@ -461,7 +462,7 @@ export class FakeGong {
     let offset = 0;
     if (cursor !== undefined) {
       try {
-        const c = JSON.parse(Buffer.from(String(cursor), 'base64url').toString()) as { r?: unknown; o?: unknown };
+        const c = JSON.parse(Buffer.from(asText(cursor), 'base64url').toString()) as { r?: unknown; o?: unknown };
         if (c.r !== route || typeof c.o !== 'number' || c.o < 0) throw new Error('foreign cursor');
         offset = c.o;
       } catch {
@@ -1087,7 +1088,7 @@ export class FakeGong {
       '/calls/:id/media',
       this.h((req, res) => {
         const call = this.calls.get(String(req.params.id));
-        if (!call) throw new GongError(404, [`Call ${req.params.id} not found`]);
+        if (!call) throw new GongError(404, [`Call ${asText(req.params.id)} not found`]);
         const type = String(req.headers['content-type'] ?? '');
         const boundary = /boundary=([^;]+)/.exec(type)?.[1];
         if (!type.startsWith('multipart/form-data') || !boundary || !Buffer.isBuffer(req.body))
@@ -1305,7 +1306,7 @@ export class FakeGong {
       '/flows/prospects/bulk-assignments/:id',
       this.h((req, res) => {
         const b = this.bulkAssignments.get(String(req.params.id));
-        if (!b) throw new GongError(404, [`Bulk assignment ${req.params.id} not found`]);
+        if (!b) throw new GongError(404, [`Bulk assignment ${asText(req.params.id)} not found`]);
         const failed = b.results.filter((x) => x.errorCode);
         this.ok(res, {
           id: b.id,
@@ -1395,10 +1396,10 @@ export class FakeGong {
         requireFields(b, ['userId'], '');
         if (!isId(b.userId)) throw bad('userId must be a Gong user id as a string');
         const task = this.tasks.get(String(req.params.taskId));
-        if (!task) throw new GongError(404, [`Task ${req.params.taskId} not found`]);
+        if (!task) throw new GongError(404, [`Task ${asText(req.params.taskId)} not found`]);
         if (task.userId !== b.userId) throw new GongError(403, [`Task ${task.id} does not belong to user ${b.userId}`]);
         if (b.status !== undefined) {
-          if (!TASK_STATUSES.includes(String(b.status))) throw bad(`status must be one of ${TASK_STATUSES.join(', ')}`);
+          if (!TASK_STATUSES.includes(asText(b.status))) throw bad(`status must be one of ${TASK_STATUSES.join(', ')}`);
           if (task.status !== 'OPEN')
             throw bad(`Task ${task.id} is ${task.status}; only an OPEN task can change status`);
           task.status = b.status as GongTask['status'];

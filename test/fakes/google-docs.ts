@@ -20,6 +20,7 @@ import express, { type Request, type Response } from 'express';
 import type { FakeOAuthServer } from './oauth-server.ts';
 import { GOOGLE_DOC, type FakeDrive } from './google-drive.ts';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 const SCOPE = 'https://www.googleapis.com/auth/';
 const READ = ['documents', 'documents.readonly', 'drive', 'drive.readonly', 'drive.file'].map((s) => SCOPE + s);
@@ -211,7 +212,7 @@ export class FakeDocs {
           `Invalid JSON payload received. Unknown name "${k}": Cannot bind query parameter. Field '${k}' could not be found in request message.`,
         );
       }
-      out[k] = String(v);
+      out[k] = asText(v);
     }
     return out;
   }
@@ -349,12 +350,12 @@ export class FakeDocs {
       if (wc.requiredRevisionId !== undefined && wc.requiredRevisionId !== doc.revisions.at(-1)) {
         throw new DocsError(
           400,
-          `The required revision ID '${String(wc.requiredRevisionId)}' does not match the latest revision of the document.`,
+          `The required revision ID '${asText(wc.requiredRevisionId)}' does not match the latest revision of the document.`,
           'FAILED_PRECONDITION',
         );
       }
-      if (wc.targetRevisionId !== undefined && !doc.revisions.includes(String(wc.targetRevisionId))) {
-        throw invalid(`The target revision ID '${String(wc.targetRevisionId)}' is not a revision of this document.`);
+      if (wc.targetRevisionId !== undefined && !doc.revisions.includes(asText(wc.targetRevisionId))) {
+        throw invalid(`The target revision ID '${asText(wc.targetRevisionId)}' is not a revision of this document.`);
       }
     }
     const requests = body.requests;

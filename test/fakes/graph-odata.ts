@@ -6,6 +6,7 @@
  * silently. Query parameters without `$` are refused too: the provider doc says to always send the `$`.
  */
 import { GraphError, type Json } from './graph-shapes.ts';
+import { asText } from '../helpers/text.ts';
 
 const badRequest = (message: string) => new GraphError(400, 'BadRequest', message);
 
@@ -66,9 +67,9 @@ function compare(a: unknown, b: unknown): number {
     return Math.sign(instant(a) - instant(b));
   if (typeof a === 'number' && typeof b === 'number') return Math.sign(a - b);
   if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? 1 : -1;
-  return String(a).toLowerCase() < String(b).toLowerCase()
+  return asText(a).toLowerCase() < asText(b).toLowerCase()
     ? -1
-    : String(a).toLowerCase() > String(b).toLowerCase()
+    : asText(a).toLowerCase() > asText(b).toLowerCase()
       ? 1
       : 0;
 }
@@ -261,8 +262,8 @@ export function parseSearch(value: string): (message: Json, attachmentNames: str
     return (msg: Json, attachments: string[]): boolean => {
       const from = address(msg.from);
       const list = (k: string) => ((msg[k] as unknown[]) ?? []).map(address).join(' ');
-      const subject = String(msg.subject ?? '').toLowerCase();
-      const body = String((msg.body as Json | undefined)?.content ?? '').toLowerCase();
+      const subject = asText(msg.subject ?? '').toLowerCase();
+      const body = asText((msg.body as Json | undefined)?.content ?? '').toLowerCase();
       switch (prop) {
         case 'from':
           return from.includes(want);

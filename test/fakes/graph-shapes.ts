@@ -1,3 +1,4 @@
+import { asText } from '../helpers/text.ts';
 /**
  * What the fake Microsoft Graph accepts in request bodies: the entity and complex types the mail tools send
  * (event, dateTimeTimeZone, patternedRecurrence, message, recipient, contact, mailboxSettings, todoTaskList,
@@ -699,7 +700,7 @@ export function mailboxSettingsChanges(body: unknown): Json {
           try {
             Intl.getCanonicalLocales(l.locale as string);
           } catch {
-            throw invalid(`language.locale '${String(l.locale)}' is not a valid locale.`);
+            throw invalid(`language.locale '${asText(l.locale)}' is not a valid locale.`);
           }
         }
         out.language = l;
@@ -747,7 +748,7 @@ export function todoListFields(body: unknown, create: boolean): Json {
   if (create && (typeof o.displayName !== 'string' || !o.displayName.trim())) throw invalid('displayName is required.');
   if (o.displayName !== undefined) {
     str(o.displayName, 'displayName');
-    if (!String(o.displayName).trim()) throw invalid('displayName must not be empty.');
+    if (!asText(o.displayName).trim()) throw invalid('displayName must not be empty.');
   }
   return { ...o };
 }

@@ -36,6 +36,7 @@ import {
   str,
   type Json,
 } from './graph-shapes.ts';
+import { asText } from '../helpers/text.ts';
 
 export type { Json } from './graph-shapes.ts';
 
@@ -415,7 +416,7 @@ function newEvent(state: GraphState, id: string, changes: Json): Json {
 
 function applyEventChanges(event: Json, changes: Json): void {
   Object.assign(event, changes);
-  if (changes.body) event.bodyPreview = stripTags(String((changes.body as Json).content ?? '')).slice(0, 255);
+  if (changes.body) event.bodyPreview = stripTags(asText((changes.body as Json).content ?? '')).slice(0, 255);
   if ('location' in changes && !('locations' in changes))
     event.locations = (changes.location as Json).displayName ? [changes.location] : [];
   if ('locations' in changes && !('location' in changes)) {
@@ -864,7 +865,7 @@ export async function startFakeGraph(opts: FakeGraphOptions): Promise<FakeGraph>
       replyTo: [],
       ...fields,
     };
-    sent.bodyPreview = stripTags(String((sent.body as Json).content ?? '')).slice(0, 255);
+    sent.bodyPreview = stripTags(asText((sent.body as Json).content ?? '')).slice(0, 255);
     if (save) state.messages.set(sent.id as string, sent);
     state.outbox.push({ kind, message: sent, savedToSentItems: save });
   };
@@ -903,7 +904,7 @@ export async function startFakeGraph(opts: FakeGraphOptions): Promise<FakeGraph>
       );
     }
     const replyTo = original.replyTo as Json[];
-    const comment = String(body.comment ?? '');
+    const comment = asText(body.comment ?? '');
     send(
       'reply',
       {

@@ -25,6 +25,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FakeOAuthServer } from './oauth-server.ts';
 import { listen, type Listening } from './listen.ts';
+import { asText } from '../helpers/text.ts';
 
 export interface Meeting {
   id: string;
@@ -195,7 +196,10 @@ export class FakeNotesMcp {
     return this.received.filter((m) => m.method === 'tools/call' && (name === undefined || m.params?.name === name));
   }
 
-  private verify = async (token: string): Promise<AuthInfo> => {
+  // A throw in the executor rejects the promise, as the verifier's callers expect of a bad token.
+  private verify = (token: string): Promise<AuthInfo> => new Promise((resolve) => resolve(this.authInfo(token)));
+
+  private authInfo(token: string): AuthInfo {
     const grant = this.authorizationServer?.validate(token);
     if (!grant) throw new InvalidTokenError('The access token is invalid or expired');
     const record = grant as typeof grant & { expiresAt: number };
@@ -207,7 +211,7 @@ export class FakeNotesMcp {
       ...(grant.resource ? { resource: new URL(grant.resource) } : {}),
       extra: { subject: grant.subject },
     };
-  };
+  }
 
   private inRange(
     m: Meeting,
@@ -237,7 +241,7 @@ export class FakeNotesMcp {
   /** The MCP server of one session: the four Granola tools. */
   private buildServer(): McpServer {
     const server = new McpServer({ name: 'granola-fake', version: '1.0.0' }, { capabilities: { logging: {} } });
-    const subjectOf = (extra: { authInfo?: AuthInfo }) => String(extra.authInfo?.extra?.subject ?? '');
+    const subjectOf = (extra: { authInfo?: AuthInfo }) => asText(extra.authInfo?.extra?.subject ?? '');
 
     server.registerTool(
       'list_meetings',
@@ -271,7 +275,7 @@ export class FakeNotesMcp {
         description: 'Get detailed meeting information for one or more Granola meetings by ID.',
         inputSchema: z.strictObject({ meeting_ids: z.array(z.string()).min(1).max(10) }),
       },
-      async (args, extra) => {
+      (args, extra) => {
         const visible = this.visible(subjectOf(extra));
         const found = args.meeting_ids.map((id) => visible.find((m) => m.id === id)).filter((m): m is Meeting => !!m);
         if (!found.length) return text(`No meetings found for IDs: ${args.meeting_ids.join(', ')}`, true);
@@ -380,7 +384,7 @@ export class FakeNotesMcp {
       const type = headers && Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
       for (const e of entries) {
         e.status = a[0] as number;
-        e.contentType = type === undefined ? (raw.getHeader('content-type') as string | undefined) : String(type);
+        e.contentType = type === undefined ? (raw.getHeader('content-type') as string | undefined) : asText(type);
       }
       return writeHead(...a);
     };
@@ -425,7 +429,7 @@ export class FakeNotesMcp {
     };
 
     app.post('/mcp', countUnauthorized, auth, express.json(), async (req: Request, res: Response) => {
-      const subject = String((req as Request & { auth?: AuthInfo }).auth?.extra?.subject ?? '');
+      const subject = asText((req as Request & { auth?: AuthInfo }).auth?.extra?.subject ?? '');
       const sid = req.header('mcp-session-id');
       const entries = this.record(req, res);
       let session: Session | undefined;

@@ -5,6 +5,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ToolSchema } from '@modelcontextprotocol/sdk/types.js';
+import { asText } from './text.ts';
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -97,8 +98,8 @@ export function openaiStrictSchemaViolations(root: Node): string[] {
     if (concrete.length > 1) out.push(`${path}: more than one non-null type`);
     const allowed = new Set([...STRICT_KEYWORDS.any!, ...types.flatMap((t) => STRICT_KEYWORDS[t]!)]);
     for (const k of Object.keys(node)) if (!allowed.has(k)) out.push(`${path}: "${k}" is not supported in strict mode`);
-    if (node.format !== undefined && !STRICT_FORMATS.includes(String(node.format)))
-      out.push(`${path}: format "${String(node.format)}" is not supported`);
+    if (node.format !== undefined && !STRICT_FORMATS.includes(asText(node.format)))
+      out.push(`${path}: format "${asText(node.format)}" is not supported`);
     if (node.enum !== undefined) {
       if (!Array.isArray(node.enum) || !node.enum.length) out.push(`${path}: enum must list values`);
       else {
@@ -224,8 +225,8 @@ export function geminiDeclarationViolations(decl: unknown): string[] {
     if (!GEMINI_TYPES.includes(type)) return void out.push(`${path}: type ${JSON.stringify(type)}`);
     for (const [k, types] of Object.entries(GEMINI_ONLY_ON))
       if (node[k] !== undefined && !types.includes(type)) out.push(`${path}: "${k}" only on ${types.join('/')}`);
-    if (node.format !== undefined && !(GEMINI_FORMATS[type] ?? []).includes(String(node.format)))
-      out.push(`${path}: format "${String(node.format)}" on ${type}`);
+    if (node.format !== undefined && !(GEMINI_FORMATS[type] ?? []).includes(asText(node.format)))
+      out.push(`${path}: format "${asText(node.format)}" on ${type}`);
     if (node.enum !== undefined && !(Array.isArray(node.enum) && node.enum.every((v) => typeof v === 'string')))
       out.push(`${path}: enum values must be strings`);
     if (type === 'OBJECT') {

@@ -134,7 +134,7 @@ describe('oversized bodies', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(chunked.status).toBe(413);
     expect(await chunked.text()).toContain('16384 bytes');
     record({

@@ -15,6 +15,7 @@ import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import { migrationFiles } from '../../runtime/store/migrate.ts';
 import type { Account, ActivityRecord, ApiCredential, Connection, Store } from '../../runtime/store/types.ts';
 import { PG_URL } from '../helpers/harness.ts';
+import { asText } from '../helpers/text.ts';
 
 const LEGACY = join(import.meta.dirname, 'legacy-migrations');
 const dir = mkdtempSync(join(tmpdir(), 'acs-upgrade-'));
@@ -41,10 +42,10 @@ function rawSqlite(path: string): Raw {
   db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
   return {
-    exec: async (s) => void db.exec(s),
-    run: async (s, v) => void db.prepare(s).run(...v),
-    all: async (s) => db.prepare(s).all() as Array<Record<string, unknown>>,
-    close: async () => void db.close(),
+    exec: (s) => Promise.resolve(void db.exec(s)),
+    run: (s, v) => Promise.resolve(void db.prepare(s).run(...v)),
+    all: (s) => Promise.resolve(db.prepare(s).all() as Array<Record<string, unknown>>),
+    close: () => Promise.resolve(void db.close()),
   };
 }
 
@@ -291,7 +292,7 @@ async function snapshot(raw: Raw): Promise<Record<string, unknown[]>> {
     const rows = await raw.all(`SELECT * FROM ${table}`);
     // pg reads BIGINT as text; SQLite as a number: compare as text.
     out[table] = rows
-      .map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === null ? null : String(v)])))
+      .map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === null ? null : asText(v)])))
       .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   }
   return out;
@@ -305,7 +306,7 @@ const cases: Array<{
 }> = [
   {
     kind: 'sqlite',
-    raw: async (db) => rawSqlite(join(dir, `${db}.sqlite`)),
+    raw: (db) => Promise.resolve(rawSqlite(join(dir, `${db}.sqlite`))),
     store: (db) => new SqliteStore(join(dir, `${db}.sqlite`)),
   },
   {
@@ -377,7 +378,7 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
       // Every row as it was; columns added by later migrations are left empty.
       const after = await snapshot(reopened);
       for (const [table, rows] of Object.entries(before)) {
-        const columns = rows[0] ? Object.keys(rows[0] as object) : [];
+        const columns = rows[0] ? Object.keys(rows[0]) : [];
         expect(
           after[table]!.map((r) => Object.fromEntries(columns.map((c) => [c, (r as Record<string, unknown>)[c]]))),
           table,
@@ -475,18 +476,22 @@ async function describeSchema(raw: Raw, kind: 'sqlite' | 'postgres'): Promise<Re
     const affinity = (t: string) => (/INT/i.test(t) ? 'INTEGER' : /CHAR|CLOB|TEXT/i.test(t) ? 'TEXT' : t);
     const tables = await raw.all("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
     for (const { name } of tables) {
-      const columns = await raw.all(`SELECT * FROM pragma_table_info('${name}')`);
-      const indexes = await raw.all(`SELECT name, "unique", origin FROM pragma_index_list('${name}') ORDER BY name`);
+      const columns = await raw.all(`SELECT * FROM pragma_table_info('${asText(name)}')`);
+      const indexes = await raw.all(
+        `SELECT name, "unique", origin FROM pragma_index_list('${asText(name)}') ORDER BY name`,
+      );
       const indexColumns: Record<string, unknown> = {};
       for (const ix of indexes)
-        indexColumns[String(ix.name)] = await raw.all(`SELECT seqno, name FROM pragma_index_info('${ix.name}')`);
+        indexColumns[String(ix.name)] = await raw.all(
+          `SELECT seqno, name FROM pragma_index_info('${asText(ix.name)}')`,
+        );
       out[String(name)] = {
         columns: columns.map((c) => ({ ...c, type: affinity(String(c.type)) })),
         indexes,
         indexColumns,
-        foreignKeys: await raw.all(`SELECT * FROM pragma_foreign_key_list('${name}')`),
+        foreignKeys: await raw.all(`SELECT * FROM pragma_foreign_key_list('${asText(name)}')`),
         checks: /CHECK \(.*\)\)/.exec(
-          String((await raw.all(`SELECT sql FROM sqlite_master WHERE name = '${name}'`))[0]!.sql),
+          String((await raw.all(`SELECT sql FROM sqlite_master WHERE name = '${asText(name)}'`))[0]!.sql),
         )?.[0],
       };
     }

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AgentConnectorClient, type OpenAIToolCall } from '../../runtime/client/index.ts';
+import { asText } from '../helpers/text.ts';
 
 interface Sent {
   body: Record<string, any>;
@@ -18,14 +19,14 @@ function recordingClient() {
   const sent: Sent[] = [];
   let arrived: () => void = () => {};
   const fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const path = new URL(String(url)).pathname;
+    const path = new URL(asText(url)).pathname;
     if (path === '/oauth/token')
       return Response.json({ access_token: 'service-token', token_type: 'Bearer', expires_in: 900 });
     expect(path).toBe('/v1/tools/execute');
     expect(new Headers(init?.headers).get('authorization')).toBe('Bearer service-token');
     return new Promise<Response>((resolve) => {
       sent.push({
-        body: JSON.parse(String(init!.body)) as Record<string, any>,
+        body: JSON.parse(asText(init!.body)) as Record<string, any>,
         answer: (status, body) => resolve(Response.json(body, { status })),
       });
       arrived();
@@ -35,7 +36,7 @@ function recordingClient() {
     clientId: 'id',
     clientSecret: 'secret',
     envUrl: 'http://service.invalid',
-    fetch: fetch as typeof globalThis.fetch,
+    fetch: fetch,
   });
   /** Resolves once `n` requests are waiting for an answer. */
   const waiting = (n: number) =>
@@ -225,9 +226,7 @@ describe('handleToolCalls', () => {
       clientId: 'id',
       clientSecret: 'secret',
       envUrl: 'http://service.invalid',
-      fetch: (async () => {
-        throw new TypeError('fetch failed');
-      }) as typeof fetch,
+      fetch: () => Promise.reject(new TypeError('fetch failed')),
     });
     const out = await client.handleToolCalls({
       identifier: 'u',

@@ -27,6 +27,7 @@ import {
   mcpToolViolations,
   openaiToolViolations,
 } from '../helpers/llm-vendor-rules.ts';
+import { asText } from '../helpers/text.ts';
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -75,7 +76,7 @@ function unwrapNullable(node: Node): { node: Node; nullable: boolean } {
 }
 const typeOf = (node: Node) =>
   String(
-    (Array.isArray(node.type) ? (node.type as string[]).find((t) => t !== 'null') : node.type) ?? '',
+    asText((Array.isArray(node.type) ? (node.type as string[]).find((t) => t !== 'null') : node.type) ?? ''),
   ).toLowerCase();
 const ANNOTATIONS = new Set([
   '$id',
@@ -104,7 +105,7 @@ const shown = (v: unknown): string[] =>
 function lostInformation(orig: Node, vendor: Node, path: string, dialect: 'strict' | 'gemini'): string[] {
   const out: string[] = [];
   const { node } = unwrapNullable(vendor);
-  const text = String(node.description ?? '');
+  const text = asText(node.description ?? '');
   if (typeof orig.description === 'string' && path !== '' && !text.includes(orig.description.trim()))
     out.push(`${path}: description dropped`);
   const freeForm = orig.type === 'object' && orig.properties === undefined;
@@ -336,8 +337,11 @@ describe('reading plain OpenAI arguments as strict mode ones (what handleToolCal
 });
 
 describe('the converter', () => {
-  const synthetic = (inputSchema: Node): ToolDefinition =>
-    ({ ...tool('helpdesk_ticket_create'), name: 'demo_tool', inputSchema }) as ToolDefinition;
+  const synthetic = (inputSchema: Node): ToolDefinition => ({
+    ...tool('helpdesk_ticket_create'),
+    name: 'demo_tool',
+    inputSchema,
+  });
 
   it('refuses a schema construct it has no mapping for, naming where it is', () => {
     const t = synthetic({

@@ -15,8 +15,8 @@ function methodsOf(tool: ToolDefinition): Set<string> {
   for (const example of tool.examples) {
     const input = structuredClone(example.input);
     expect(tool.validate(input), `${tool.name}: example input validates`).toBe(true);
-    const planned = tool.build(input as never, { base });
-    const shown = tool.hook?.plan ? tool.hook.plan(input as never, planned, base) : planned;
+    const planned = tool.build(input, { base });
+    const shown = tool.hook?.plan ? tool.hook.plan(input, planned, base) : planned;
     for (const r of [...planned, ...shown]) methods.add(r.mcp ? 'MCP' : r.method.toUpperCase());
     for (const r of example.requests) methods.add(r.method.toUpperCase());
   }
