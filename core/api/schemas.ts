@@ -537,7 +537,25 @@ export const mcpTool: JsonSchema = {
   type: 'object',
   required: ['name', 'title', 'description', 'inputSchema'],
   additionalProperties: false,
-  properties: { name: toolName, title: str, description: str, inputSchema: parametersSchema },
+  properties: {
+    name: toolName,
+    title: str,
+    description: str,
+    inputSchema: parametersSchema,
+    annotations: {
+      type: 'object',
+      description: "MCP's tool annotations, as the tool's YAML declares them",
+      required: ['title', 'readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'],
+      additionalProperties: false,
+      properties: {
+        title: str,
+        readOnlyHint: { type: 'boolean' },
+        destructiveHint: { type: 'boolean' },
+        idempotentHint: { type: 'boolean' },
+        openWorldHint: { type: 'boolean' },
+      },
+    },
+  },
 };
 
 /** `GET /v1/tools?format=…`: `tools` goes to the vendor's SDK as it is. */

@@ -384,6 +384,16 @@ export interface McpTool {
   inputSchema: {
     [k: string]: unknown | undefined;
   };
+  /**
+   * MCP's tool annotations, as the tool's YAML declares them
+   */
+  annotations?: {
+    title: string;
+    readOnlyHint: boolean;
+    destructiveHint: boolean;
+    idempotentHint: boolean;
+    openWorldHint: boolean;
+  };
 }
 export interface ToolSearchHit {
   name: string;

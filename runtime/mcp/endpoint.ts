@@ -75,11 +75,10 @@ const EXECUTE_TOOL: Tool = {
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
 };
 
-/** The tool as MCP lists it: the shared MCP format, with the annotations its YAML declares (when it does). */
+/** The tool as MCP lists it: the shared MCP format (with the annotations its YAML declares). */
 export function listedTool(tool: ToolDefinition): Tool {
   const base = mcpTool(tool);
-  const listed: Tool = { ...base, inputSchema: base.inputSchema as Tool['inputSchema'] };
-  return tool.annotations ? { ...listed, annotations: { title: tool.title, ...tool.annotations } } : listed;
+  return { ...base, inputSchema: base.inputSchema as Tool['inputSchema'] };
 }
 
 const text = (t: string, isError = false): CallToolResult => ({

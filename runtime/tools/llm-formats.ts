@@ -50,7 +50,7 @@
  *
  * MCP (modelcontextprotocol.io specification 2025-11-25, "Tools"): a Tool is `{name, title, description,
  * inputSchema}`; `inputSchema` is a JSON Schema (2020-12 by default) object with `type: "object"`; names are
- * 1 to 128 characters of A-Z, a-z, 0-9, underscore, dash and dot. `annotations` are left to the MCP server.
+ * 1 to 128 characters of A-Z, a-z, 0-9, underscore, dash and dot. MCP tools carry the YAML's annotations.
  *
  * Cross-field rules (one-of groups, conditional requirements) are not part of `inputSchema`; the service checks
  * them after validation (`checkRules`) and names the failing field, whichever format the model used.
@@ -114,6 +114,13 @@ export interface McpTool {
   title: string;
   description: string;
   inputSchema: JsonSchema;
+  annotations?: {
+    title: string;
+    readOnlyHint: boolean;
+    destructiveHint: boolean;
+    idempotentHint: boolean;
+    openWorldHint: boolean;
+  };
 }
 export type LlmTool = OpenAIChatTool | OpenAIResponsesTool | AnthropicTool | GeminiFunctionDeclaration | McpTool;
 
@@ -455,6 +462,8 @@ export function mcpTool(tool: ToolDefinition): McpTool {
     title: tool.title,
     description: tool.description,
     inputSchema: plainSchema(tool),
+    // MCP's tool annotations, as the YAML declares them (the MCP server lists the same object).
+    ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
   }));
 }
 

@@ -240,6 +240,13 @@ describe('round trip of every example: vendor shape → inputFromModel → the t
   it.each(all.map((t) => [t.name, t]))('%s: Gemini', (_n, tool) => roundTrip(tool, 'gemini', false));
   it.each(all.map((t) => [t.name, t]))('%s: Anthropic', (_n, tool) => roundTrip(tool, 'anthropic', false));
   it.each(all.map((t) => [t.name, t]))('%s: MCP', (_n, tool) => roundTrip(tool, 'mcp', false));
+  it('gives every MCP tool the annotations its YAML declares, with its human title', () => {
+    for (const t of all) {
+      const listed = llmTool(t, 'mcp') as { annotations?: Record<string, unknown> };
+      expect(listed.annotations, t.name).toEqual({ title: t.title, ...t.annotations });
+      expect(t.title, t.name).not.toBe(t.name);
+    }
+  });
 });
 
 const tool = (name: string) => tools.get(name)!;
