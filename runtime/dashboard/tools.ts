@@ -8,7 +8,7 @@ import type { Request, Response, Router } from 'express';
 import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
 import { connectors, getConnector, getTool, tools } from '../connectors/catalog.ts';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
-import { validateToolInput } from '../tools/validation.ts';
+import { unknownToolError, validateToolInput } from '../tools/validation.ts';
 import { BASE, formString, queryValue, render, type DashboardContext } from './context.ts';
 import { findTools, MAX_QUERY_LENGTH } from './tool-filter.ts';
 import { firstSentence } from './views.ts';
@@ -94,7 +94,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
 
   const toolOrThrow = (name: string): ToolDefinition => {
     const t = getTool(name);
-    if (!t) throw new ServiceError(404, 'unknown_tool', `No tool named "${name}"`);
+    if (!t) throw unknownToolError(name, [...tools.keys()]);
     return t;
   };
 

@@ -549,6 +549,10 @@ describe('secrets', () => {
       { action: 'execute', connection: 'desk', identifier: 'user-1' },
     );
     expect(executed.html).toContain('Seed ticket 1');
+    // A misspelt tool name in the address gets a 404 that suggests the tool it most likely meant.
+    const misspelt = await c.get('/dashboard/tools/helpdesk_tiket_get');
+    expect(misspelt.status).toBe(404);
+    expect(misspelt.html).toContain('did you mean helpdesk_ticket_get');
 
     const secrets = [
       API_TOKEN,
