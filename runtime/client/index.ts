@@ -51,6 +51,8 @@ export type {
   ConnectionUpdate as ConnectionInput,
 } from '../../generated/api/types.ts';
 export type AccountStatus = ConnectedAccount['status'];
+type Res<K extends keyof Operations> = Operations[K]['response'];
+type Body<K extends keyof Operations> = Operations[K]['body'];
 
 export interface ProxyResponse {
   status: number;
@@ -392,6 +394,75 @@ export class AgentConnectorClient {
   }
   async deleteConnection(name: string): Promise<Operations['deleteConnection']['response']> {
     return this.json('DELETE', `/v1/connections/${encodeURIComponent(name)}`);
+  }
+
+  // MCP servers: which tools an MCP client sees, and per-end-user URLs for it
+
+  async listMcpServers(): Promise<Res<'listMcpServers'>['mcp_servers']> {
+    return (await this.json<Res<'listMcpServers'>>('GET', '/v1/mcp-servers')).mcp_servers;
+  }
+  async createMcpServer(input: Body<'createMcpServer'>): Promise<Res<'createMcpServer'>> {
+    return this.json('POST', '/v1/mcp-servers', input);
+  }
+  async getMcpServer(id: string): Promise<Res<'getMcpServer'>> {
+    return this.json('GET', `/v1/mcp-servers/${encodeURIComponent(id)}`);
+  }
+  async updateMcpServer(id: string, input: Body<'updateMcpServer'>): Promise<Res<'updateMcpServer'>> {
+    return this.json('PATCH', `/v1/mcp-servers/${encodeURIComponent(id)}`, input);
+  }
+  async deleteMcpServer(id: string): Promise<Res<'deleteMcpServer'>> {
+    return this.json('DELETE', `/v1/mcp-servers/${encodeURIComponent(id)}`);
+  }
+  /** A URL an MCP client uses as it is, for one end user; the URL is in this answer only. */
+  async createMcpUrl(id: string, input: Body<'createMcpUrl'>): Promise<Res<'createMcpUrl'>> {
+    return this.json('POST', `/v1/mcp-servers/${encodeURIComponent(id)}/urls`, input);
+  }
+  async listMcpUrls(id: string): Promise<Res<'listMcpUrls'>['urls']> {
+    return (await this.json<Res<'listMcpUrls'>>('GET', `/v1/mcp-servers/${encodeURIComponent(id)}/urls`)).urls;
+  }
+  async revokeMcpUrl(id: string, urlId: string): Promise<Res<'revokeMcpUrl'>> {
+    return this.json('DELETE', `/v1/mcp-servers/${encodeURIComponent(id)}/urls/${encodeURIComponent(urlId)}`);
+  }
+
+  // Webhooks (verify what they deliver with verifyWebhook below)
+
+  async listWebhooks(): Promise<Res<'listWebhooks'>['webhooks']> {
+    return (await this.json<Res<'listWebhooks'>>('GET', '/v1/webhooks')).webhooks;
+  }
+  /** Registers an endpoint; the answer's `secret` is shown this once. */
+  async createWebhook(input: Body<'createWebhook'>): Promise<Res<'createWebhook'>> {
+    return this.json('POST', '/v1/webhooks', input);
+  }
+  async getWebhook(id: string): Promise<Res<'getWebhook'>> {
+    return this.json('GET', `/v1/webhooks/${encodeURIComponent(id)}`);
+  }
+  async updateWebhook(id: string, input: Body<'updateWebhook'>): Promise<Res<'updateWebhook'>> {
+    return this.json('PATCH', `/v1/webhooks/${encodeURIComponent(id)}`, input);
+  }
+  async deleteWebhook(id: string): Promise<Res<'deleteWebhook'>> {
+    return this.json('DELETE', `/v1/webhooks/${encodeURIComponent(id)}`);
+  }
+  /** A new signing secret, shown this once; the old one stops signing at once. */
+  async rotateWebhookSecret(id: string): Promise<Res<'rotateWebhookSecret'>> {
+    return this.json('POST', `/v1/webhooks/${encodeURIComponent(id)}/rotate-secret`);
+  }
+  async listWebhookDeliveries(
+    id: string,
+    options: { limit?: number; cursor?: string } = {},
+  ): Promise<Res<'listWebhookDeliveries'>> {
+    const q = new URLSearchParams();
+    if (options.limit !== undefined) q.set('limit', String(options.limit));
+    if (options.cursor !== undefined) q.set('cursor', options.cursor);
+    const qs = q.size ? `?${q}` : '';
+    return this.json('GET', `/v1/webhooks/${encodeURIComponent(id)}/deliveries${qs}`);
+  }
+  async redeliverWebhook(id: string, deliveryId: string): Promise<Res<'redeliverWebhook'>['delivery']> {
+    return (
+      await this.json<Res<'redeliverWebhook'>>(
+        'POST',
+        `/v1/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`,
+      )
+    ).delivery;
   }
 
   // Tools
