@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
@@ -47,6 +49,14 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** Worker processes sharing the port (node:cluster); 1 runs the service in this process. */
   workers: number;
+  /** Native TLS (TLS_CERT_FILE and TLS_KEY_FILE): HTTPS with ALPN h2 and http/1.1 on the port; else plain HTTP. */
+  tls?: TlsFiles;
+}
+
+/** A certificate (chain) and its private key, PEM, as read and checked at start. */
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
 }
 
 /** A setting the service cannot start with: names the environment variable and what is wrong with it. */
@@ -73,11 +83,59 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Numbe
   return n;
 }
 
+function readPem(name: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    const reason = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown error');
+    throw new ConfigError(name, `names a file that cannot be read: ${path} (${reason})`);
+  }
+}
+
+/**
+ * TLS_CERT_FILE and TLS_KEY_FILE, both or neither: read and checked here so that a wrong file stops the start with
+ * the variable named, rather than failing every handshake later.
+ */
+function loadTls(env: NodeJS.ProcessEnv): TlsFiles | undefined {
+  const certFile = env.TLS_CERT_FILE || undefined;
+  const keyFile = env.TLS_KEY_FILE || undefined;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile || !keyFile) {
+    const [set, unset] = certFile ? ['TLS_CERT_FILE', 'TLS_KEY_FILE'] : ['TLS_KEY_FILE', 'TLS_CERT_FILE'];
+    throw new ConfigError(unset, `is not set but ${set} is: set both to serve HTTPS, or neither to serve plain HTTP`);
+  }
+  const cert = readPem('TLS_CERT_FILE', certFile);
+  const key = readPem('TLS_KEY_FILE', keyFile);
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new ConfigError('TLS_CERT_FILE', `is not a PEM certificate: ${certFile}`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    // A passphrase-protected key lands here too: the service has no way to be given its passphrase.
+    throw new ConfigError('TLS_KEY_FILE', `is not an unencrypted PEM private key: ${keyFile}`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new ConfigError(
+      'TLS_KEY_FILE',
+      `holds a private key that does not belong to the certificate in TLS_CERT_FILE (${keyFile}, ${certFile})`,
+    );
+  }
+  return { cert, key };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
+  const tls = loadTls(env);
   const derived = !env.PUBLIC_URL && port === 0;
-  const publicUrl = derived ? '' : (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
+  const publicUrl = derived
+    ? ''
+    : (env.PUBLIC_URL || `${tls ? 'https' : 'http'}://localhost:${port}`).replace(/\/+$/, '');
   if (!derived) {
     try {
       const u = new URL(publicUrl);
@@ -141,5 +199,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
+    tls,
   };
 }

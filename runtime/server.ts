@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import http2 from 'node:http2';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Config } from './config.ts';
 import { createServices, type ServiceOptions, type Services } from './services.ts';
@@ -7,8 +8,8 @@ import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
 import { dashboardRouter, favicon } from './dashboard/index.ts';
-import { createGrpcServer } from './scalekit/grpc.ts';
-import { sharePortWithHttp2 } from './scalekit/same-port.ts';
+import { createGrpcHandler } from './scalekit/grpc.ts';
+import { sharePortWithHttp2, sharePortWithTls } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -100,6 +101,16 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
  */
 export async function startServer(config: Config, opts: ServiceOptions = {}): Promise<RunningServer> {
   const server = http.createServer();
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/): h2c on a plain port, h2
+  // negotiated by ALPN with native TLS. Both sides of the port exist before it opens, so that a client gets its
+  // own protocol (and TLS) from the first connection on, a 503 "starting" included.
+  const h2 = http2.createServer();
+  const endHttp2 = config.tls
+    ? sharePortWithTls(server, h2, config.tls, server.headersTimeout)
+    : sharePortWithHttp2(server, h2, server.headersTimeout);
   const listen = async () => {
     // A burst of new connections (thousands of clients at once) waits in the accept queue instead of having
     // its SYNs dropped and retried seconds later; Node's default is 511, the kernel caps it at somaxconn.
@@ -110,26 +121,26 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
     });
     config.port = (server.address() as AddressInfo).port;
   };
-  const url = () => `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  const scheme = config.tls ? 'https' : 'http';
+  const url = () => `${scheme}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   // The services are built with the public URL, which a system-picked port is part of; otherwise the port opens
   // only once the service can answer on it.
   server.on('request', starting);
+  h2.on('request', starting);
   if (!config.publicUrl) {
     await listen();
     config.publicUrl = url();
   }
   const services = await createServices(config, opts).catch((e: unknown) => {
     server.close();
+    endHttp2();
     throw e;
   });
   server.off('request', starting);
+  h2.off('request', starting);
   const handler = createHandler(services);
   server.on('request', handler);
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
-  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/).
-  const endHttp2 = sharePortWithHttp2(server, createGrpcServer(services, handler), server.headersTimeout);
+  h2.on('request', createGrpcHandler(services, handler));
   if (!server.listening) await listen();
   return {
     server,

@@ -63,11 +63,11 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
  * The HTTP/2 side of the port: gRPC (and the Connect protocol) for the SDK; any other HTTP/2 request goes to
  * `fallback`, the service's HTTP handler.
  */
-export function createGrpcServer(
+export function createGrpcHandler(
   s: Services,
   fallback: (req: IncomingMessage, res: ServerResponse) => void,
-): http2.Http2Server {
-  const handler = connectNodeAdapter({
+): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
+  return connectNodeAdapter({
     routes: scalekitRoutes(s),
     grpc: true,
     grpcWeb: false,
@@ -87,5 +87,4 @@ export function createGrpcServer(
       fallback(req, res);
     }) as never,
   });
-  return http2.createServer(handler);
 }

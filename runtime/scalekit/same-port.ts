@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Http2Server, Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
+import tls, { type TLSSocket } from 'node:tls';
 
 /**
  * The socket as a plain stream, bytes already read included. Node 20's HTTP/2 session reads a net.Socket's handle
@@ -42,6 +43,30 @@ class SocketStream extends Duplex {
 /** What every HTTP/2 connection with prior knowledge (h2c) starts with (RFC 9113, section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
+/** Ends every HTTP/2 session of `h2`: gracefully (a GOAWAY; streams in flight finish, then it closes) or at once. */
+function trackSessions(h2: Http2Server): (graceful: boolean) => void {
+  const sessions = new Set<Http2Session>();
+  h2.on('session', (session: Http2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  return (graceful) => {
+    for (const session of sessions) {
+      if (graceful) session.close();
+      else session.destroy();
+    }
+  };
+}
+
+/** Takes over `server`'s connection listeners (the HTTP/1.1 parser's), to call them for the connections it hands on. */
+function takeHttp1(server: Server): (socket: Socket) => void {
+  const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  return (socket) => {
+    for (const listener of http1) listener.call(server, socket);
+  };
+}
+
 /**
  * Serves HTTP/2 with prior knowledge and HTTP/1.1 on the one listening port of `server`: each new connection's
  * first bytes decide, once, where the connection goes — `h2` when they are the HTTP/2 preface, else the HTTP/1.1
@@ -55,14 +80,9 @@ export function sharePortWithHttp2(
   h2: Http2Server,
   firstByteTimeoutMs: number,
 ): (opts?: { graceful?: boolean }) => void {
-  const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
-  server.removeAllListeners('connection');
+  const http1 = takeHttp1(server);
   const undecided = new Set<Socket>();
-  const sessions = new Set<Http2Session>();
-  h2.on('session', (session: Http2Session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
-  });
+  const endSessions = trackSessions(h2);
 
   server.on('connection', (socket: Socket) => {
     undecided.add(socket);
@@ -76,7 +96,7 @@ export function sharePortWithHttp2(
       socket.pause();
       socket.unshift(seen);
       if (to === 'h2') h2.emit('connection', new SocketStream(socket));
-      else for (const listener of http1) listener.call(server, socket);
+      else http1(socket);
       socket.resume();
     };
     const onData = (chunk: Buffer) => {
@@ -93,9 +113,53 @@ export function sharePortWithHttp2(
   // Graceful: a GOAWAY to every session (streams in flight finish, then the session closes); else cut at once.
   return ({ graceful = false } = {}) => {
     for (const socket of undecided) socket.destroy();
-    for (const session of sessions) {
-      if (graceful) session.close();
-      else session.destroy();
-    }
+    endSessions(graceful);
+  };
+}
+
+/**
+ * Serves HTTPS on the one listening port of `server`, HTTP/2 and HTTP/1.1 alike: every connection is a TLS
+ * connection whose ALPN decides, once, where it goes — `h2` to the HTTP/2 server `h2` (the same one that serves h2c
+ * in plain mode), `http/1.1` or no ALPN at all to `server`'s HTTP/1.1 parser, as an https.Server does it. The
+ * HTTP/1.1 server stays the listening server, so its timeouts, keep-alive, connection tracking and shutdown
+ * (closeIdleConnections, closeAllConnections) hold for TLS connections as they do for plain ones.
+ *
+ * Returns a function for shutdown: gracefully, a GOAWAY to every HTTP/2 session; otherwise every TLS connection
+ * (handshakes under way included) and session is cut.
+ */
+export function sharePortWithTls(
+  server: Server,
+  h2: Http2Server,
+  credentials: { cert: Buffer; key: Buffer },
+  handshakeTimeoutMs: number,
+): (opts?: { graceful?: boolean }) => void {
+  const http1 = takeHttp1(server);
+  const endSessions = trackSessions(h2);
+  const connections = new Set<Socket>();
+  // Never listens: it performs the handshake of each connection `server` accepts, with Node's own server-side TLS
+  // set-up (ALPN selection, handshake timeout, client errors), and hands on the secured socket.
+  const tlsServer = tls.createServer({
+    cert: credentials.cert,
+    key: credentials.key,
+    ALPNProtocols: ['h2', 'http/1.1'],
+    handshakeTimeout: handshakeTimeoutMs,
+  });
+  tlsServer.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol === 'h2') h2.emit('connection', socket);
+    else http1(socket);
+  });
+  // A client that fails the handshake (a plain-HTTP request, an untrusted certificate): its socket is destroyed;
+  // nothing to answer, as a TLS server has no way to tell it.
+  tlsServer.on('tlsClientError', (_e: Error, socket: TLSSocket) => socket.destroy());
+
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+    tlsServer.emit('connection', socket);
+  });
+
+  return ({ graceful = false } = {}) => {
+    endSessions(graceful);
+    if (!graceful) for (const socket of connections) socket.destroy();
   };
 }
