@@ -78,7 +78,8 @@ export class FaultyUpstream {
 
   /** `host` may be another loopback address (127.0.0.2) to stand for another provider host. */
   async start(host = '127.0.0.1'): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
+    // A client that goes away while sending its request (the service cutting a slow upload) ends the exchange.
+    this.server = http.createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
     this.server.keepAliveTimeout = 65_000;
     this.server.headersTimeout = 66_000;
     this.server.requestTimeout = 0;
