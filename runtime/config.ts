@@ -25,6 +25,13 @@ export interface Config {
   /** A request body with no byte for this long is cut (408); on routes without authentication, one not complete
    * within twice this. */
   bodyIdleTimeoutMs: number;
+  /** A request's line and headers must have arrived this long after its first byte, or it is cut (408); 0: no limit. */
+  headersTimeoutMs: number;
+  /**
+   * A request (headers and body; not the answer) must have arrived this long after its first byte, or it is cut
+   * (408); 0: no limit. Bounds slow uploads, including proxied ones; downloads and streams are not affected.
+   */
+  requestTimeoutMs: number;
   toolResponseLimitBytes: number;
   /** Upper bound on every connector's upstream connect and response timeouts, in ms; 0 keeps the connectors' own. */
   upstreamTimeoutMaxMs: number;
@@ -167,6 +174,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `is ${env.WORKERS}: several worker processes need PostgreSQL (set DATABASE_URL), or set WORKERS=1 to use SQLite`,
     );
   }
+  const headersTimeoutMs = int('HEADERS_TIMEOUT_MS', 15_000, env);
+  const requestTimeoutMs = int('REQUEST_TIMEOUT_MS', 30 * 60_000, env);
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      'HEADERS_TIMEOUT_MS',
+      `is ${headersTimeoutMs}: it must be at most REQUEST_TIMEOUT_MS (${requestTimeoutMs}), since the headers are part of the request`,
+    );
+  }
   return {
     workers,
     port,
@@ -183,6 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, env),
     bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 10_000, env),
+    headersTimeoutMs,
+    requestTimeoutMs,
     toolResponseLimitBytes: int('TOOL_RESPONSE_LIMIT_BYTES', 10 * 1024 * 1024, env),
     upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),

@@ -100,10 +100,19 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
  * `config.port` becomes the port it got and, when PUBLIC_URL was not given, `config.publicUrl` the address served.
  */
 export async function startServer(config: Config, opts: ServiceOptions = {}): Promise<RunningServer> {
-  const server = http.createServer();
+  // Slow senders (slowloris): Node counts both limits from a request's first byte, the headers timeout until the
+  // headers are complete, the request timeout until the whole body has arrived; neither runs while the answer is
+  // being produced or sent, so long downloads, slow providers and SSE/MCP streams are not cut, and an idle
+  // keep-alive connection between two requests is governed by keepAliveTimeout alone. Node checks them every
+  // connectionsCheckingInterval (30 s by default, which would let a 15 s limit run to 45 s): here a quarter of
+  // the headers limit, at most a second (one walk over the connections still receiving a request).
+  const shortest = Math.min(...[config.headersTimeoutMs, config.requestTimeoutMs].filter((ms) => ms > 0));
+  const server = http.createServer({
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(shortest / 4))),
+  });
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
   // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/): h2c on a plain port, h2
   // negotiated by ALPN with native TLS. Both sides of the port exist before it opens, so that a client gets its
   // own protocol (and TLS) from the first connection on, a 503 "starting" included.

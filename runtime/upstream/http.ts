@@ -139,15 +139,20 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
       request: opts.connectTimeoutMs + opts.responseTimeoutMs,
     },
   });
+  // got emits its first download progress when the headers arrive (transferred 0, total the Content-Length),
+  // before any of the body is read; its 'response' event comes only once the whole body is buffered.
+  let announced: number | undefined;
+  let received: number | undefined;
   let tooLarge = false;
-  void promise.on('response', (res: http.IncomingMessage) => {
-    const length = Number(res.headers['content-length']);
-    if (Number.isFinite(length) && length > opts.maxBytes) {
-      tooLarge = true;
-      promise.cancel();
+  void promise.on('downloadProgress', (p: { transferred: number; total?: number }) => {
+    if (received === undefined) {
+      announced = p.total;
+      if (announced !== undefined && announced > opts.maxBytes) {
+        tooLarge = true;
+        promise.cancel();
+      }
     }
-  });
-  void promise.on('downloadProgress', (p: { transferred: number }) => {
+    received = p.transferred;
     if (p.transferred > opts.maxBytes && !tooLarge) {
       tooLarge = true;
       promise.cancel();
@@ -159,13 +164,44 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
   } catch (e) {
     if ((e as { code?: string }).code === NOT_PUBLIC) throw notPublicFailure((e as Error).message);
     if (tooLarge || e instanceof CancelError) {
+      const note =
+        opts.limitNote ??
+        'the limit for tool results (TOOL_RESPONSE_LIMIT_BYTES); fetch it through /proxy, which streams';
+      const early =
+        announced !== undefined && announced > opts.maxBytes
+          ? `: its Content-Length says ${announced} bytes, so it was refused before its body was read`
+          : '';
       throw new UpstreamFailure(
         'response_too_large',
-        `The provider's response is larger than ${opts.maxBytes} bytes, ${opts.limitNote ?? 'the limit for tool results; fetch it through /proxy, which streams'}`,
+        `The provider's response is larger than ${opts.maxBytes} bytes, ${note}${early}`,
       );
     }
-    throw classify(e, { connectMs: opts.connectTimeoutMs, responseMs: opts.responseTimeoutMs });
+    const failure = classify(e, { connectMs: opts.connectTimeoutMs, responseMs: opts.responseTimeoutMs });
+    // Once the headers arrived the provider has answered (and may have acted on the request): a body that then
+    // breaks off is reported as cut short and never retried, so a broken answer costs one exchange, not three.
+    throw received === undefined ? failure : afterHeaders(failure, received, announced);
   }
+}
+
+/**
+ * A failure while the body of an answer was being read: the same code (a timeout stays a timeout), a message that
+ * says how much of the answer arrived, and marked final, so `send` does not retry it.
+ */
+function afterHeaders(failure: NetworkFailure, received: number, announced: number | undefined): NetworkFailure {
+  const at = `after ${received} bytes${announced === undefined ? '' : ` of the ${announced} its Content-Length announced`}`;
+  const what =
+    failure.code === 'upstream_timeout'
+      ? `${failure.message.replace('did not answer in time', 'did not finish its answer in time')}, ${at}`
+      : failure.code === 'provider_malformed_response'
+        ? `${failure.message}, ${at}`
+        : `The provider's answer was cut short ${at}: ${failure.code === 'upstream_connection_reset' ? 'the provider closed the connection' : failure.message}`;
+  return new NetworkFailure(
+    failure.code,
+    `${what}; not retried, since the provider had answered`,
+    failure.status,
+    false,
+    true,
+  );
 }
 
 export class NetworkFailure extends UpstreamFailure {
@@ -175,6 +211,8 @@ export class NetworkFailure extends UpstreamFailure {
     status: number,
     /** The request provably never reached the provider, so even a POST may be retried. */
     readonly notSent: boolean,
+    /** The provider answered and its answer broke off: a retry would only repeat the exchange. */
+    readonly final = false,
   ) {
     super(code, message, status);
   }
@@ -253,7 +291,8 @@ export async function send(req: HttpRequest, opts: SendOptions): Promise<HttpRes
     try {
       res = await sendOnce(current, opts);
     } catch (e) {
-      const retriable = e instanceof NetworkFailure && (idempotent || e.notSent) && attempt < retry.max_attempts;
+      const retriable =
+        e instanceof NetworkFailure && !e.final && (idempotent || e.notSent) && attempt < retry.max_attempts;
       if (!retriable) throw e;
       const wait = backoff(attempt);
       opts.onRetry?.(attempt, wait, (e as Error).message);

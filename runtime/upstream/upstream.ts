@@ -131,7 +131,7 @@ export class Upstream {
         responseTimeoutMs: responseMs,
         maxBytes: this.config.toolResponseLimitBytes,
         configuredHosts: this.accounts.configuredHostsFor(live),
-        limitNote: 'the limit for tool results',
+        limitNote: 'the limit for tool results (TOOL_RESPONSE_LIMIT_BYTES)',
       },
     };
   }

@@ -1,9 +1,10 @@
 /**
  * A provider that misbehaves on purpose. Each request it receives is recorded (method, path, headers,
  * body size), then answered with the next scripted fault: an error status with or without Retry-After,
- * a hang before the headers, a stall or a connection reset in the middle of the body, a reset before
- * the headers, malformed JSON, a redirect, a response of any size (streamed from a generator, so the
- * fake itself never holds it), or a slow but good answer. It speaks raw node:http so that it controls
+ * a hang before the headers, a stall, a connection reset or a clean close in the middle of the body (with
+ * or without a Content-Length), a reset before the headers, malformed JSON, a redirect, a response of any
+ * size (streamed from a generator, so the fake itself never holds it), a slow but good answer, or a good
+ * answer sent slowly. It speaks raw node:http so that it controls
  * its sockets; it also counts what it managed to write and how many requests were in flight at once.
  */
 import http from 'node:http';
@@ -16,12 +17,19 @@ export type Fault =
   | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
   /** Reads the request and never answers. */
   | { kind: 'hang' }
-  /** Sends the headers and part of the body, then goes silent with the connection open. */
-  | { kind: 'stall'; bytes: number }
+  /**
+   * Sends the headers and part of the body, then goes silent with the connection open. Chunked, unless
+   * `contentLength` is given: then the headers announce that many bytes (`bytes` may be 0: only the headers).
+   */
+  | { kind: 'stall'; bytes: number; contentLength?: number }
   /** Closes the connection with a TCP reset before any byte of the answer. */
   | { kind: 'reset' }
   /** Sends the headers and part of the body, then resets the connection. */
   | { kind: 'reset_mid_body'; bytes: number }
+  /** Announces `contentLength` bytes, sends `bytes` of them, then closes the connection cleanly (FIN, no reset). */
+  | { kind: 'cut_short'; bytes: number; contentLength: number }
+  /** A good answer of `chunks` chunks of `chunkBytes` bytes, one every `everyMs`: a slow download that ends. */
+  | { kind: 'paced'; chunks: number; chunkBytes: number; everyMs: number }
   /** A 200 with content-type application/json whose body is not JSON. */
   | { kind: 'malformed_json' }
   /** A redirect to another URL (relative or absolute). */
@@ -70,7 +78,8 @@ export class FaultyUpstream {
 
   /** `host` may be another loopback address (127.0.0.2) to stand for another provider host. */
   async start(host = '127.0.0.1'): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
+    // A client that goes away while sending its request (the service cutting a slow upload) ends the exchange.
+    this.server = http.createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
     this.server.keepAliveTimeout = 65_000;
     this.server.headersTimeout = 66_000;
     this.server.requestTimeout = 0;
@@ -176,14 +185,41 @@ export class FaultyUpstream {
         req.socket.resetAndDestroy();
         return;
       case 'stall':
-      case 'reset_mid_body': {
-        // Chunked, so that only a broken connection (never a terminating chunk) can tell the reader the body is cut.
-        res.writeHead(200, { 'content-type': 'application/json' });
+      case 'reset_mid_body':
+      case 'cut_short': {
+        // Chunked unless a length is announced, so that only a broken connection (never a terminating chunk) can
+        // tell the reader the body is cut.
+        const announced = fault.kind === 'reset_mid_body' ? undefined : fault.contentLength;
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          ...(announced === undefined ? {} : { 'content-length': String(announced) }),
+        });
         const part = Buffer.alloc(fault.bytes, ' ');
-        part[0] = '['.charCodeAt(0);
-        res.write(part);
+        if (part.length) part[0] = '['.charCodeAt(0);
+        // The headers go out even when no body byte follows them.
+        res.flushHeaders();
+        if (part.length) res.write(part);
         this.bytesWritten += part.length;
         if (fault.kind === 'reset_mid_body') setTimeout(() => req.socket.resetAndDestroy(), 50);
+        if (fault.kind === 'cut_short') setTimeout(() => req.socket.end(), 50);
+        return;
+      }
+      case 'paced': {
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': String(fault.chunks * fault.chunkBytes),
+        });
+        const chunk = Buffer.alloc(fault.chunkBytes, 'p');
+        let sent = 0;
+        const timer = setInterval(() => {
+          res.write(chunk);
+          this.bytesWritten += chunk.length;
+          if (++sent === fault.chunks) {
+            clearInterval(timer);
+            res.end();
+          }
+        }, fault.everyMs);
+        res.once('close', () => clearInterval(timer));
         return;
       }
       case 'malformed_json':
