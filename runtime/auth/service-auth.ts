@@ -7,6 +7,10 @@ import { newId, randomSecret } from '../ids.ts';
 import { ServiceError, unauthorized } from '../../core/errors.ts';
 import { reserveAll, Throttle } from './throttle.ts';
 import { aad } from '../crypto/aad.ts';
+import { INITIAL_KID, newSigningKey, parseKeySet, sealKeySet, SIGNING_KEY_META } from './signing-keys.ts';
+
+/** A token names a signing key this process does not have, or one past its retirement time. */
+class RetiredKey extends Error {}
 
 export const TOKEN_AUDIENCE = 'agent-connector-service';
 
@@ -52,16 +56,34 @@ export interface TokenClaims {
   expiresAt: number;
 }
 
+interface VerifiedToken extends TokenClaims {
+  /** The signing key that verified it: the token stops verifying when that key is revoked or retires. */
+  kid: string;
+}
+
+/** The signing keys as this process uses them: the active one signs, each one verifies until it retires. */
+interface LoadedKeys {
+  active: { kid: string; key: Uint8Array };
+  byKid: Map<string, { key: Uint8Array; retireAt: number }>;
+  /** The stored form, to tell whether a reload changed anything. */
+  stored: string;
+}
+
 /**
- * Issues and verifies the service's short-lived bearer tokens (HS256 JWTs). The signing key is random,
- * stored sealed in the store, so every process behind the same store accepts the same tokens. A revoked
- * credential's tokens stop working at once in this process, and in others as soon as the store's change feed
+ * Issues and verifies the service's short-lived bearer tokens (HS256 JWTs). The signing keys are random,
+ * stored sealed in the store (signing-keys.ts), so every process behind the same store accepts the same tokens. A
+ * revoked credential's tokens stop working at once in this process, and in others as soon as the store's change feed
  * tells them (runtime/store/changes.ts: milliseconds); `revocationCacheMs` bounds a credential's cached state
- * when the feed is not live.
+ * when the feed is not live. A signing key rotated by `npm run keys -- rotate-signing` reaches every process the
+ * same way: the next token is signed with the new key, and tokens of a revoked or retired key stop verifying.
  */
 export class ServiceTokens {
-  private key!: Uint8Array;
-  private verified = new Map<string, TokenClaims>();
+  private keys!: LoadedKeys;
+  /** Set by a change to the signing keys (or to anything, when the feed cannot tell): read them before next use. */
+  private keysStale = false;
+  private keysReadAt = 0;
+  private keysLoading: Promise<void> | undefined;
+  private verified = new Map<string, VerifiedToken>();
   private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
   /** Bumped on every credential change: a state read while one arrived is used but not kept. */
   private credentialGeneration = 0;
@@ -79,6 +101,7 @@ export class ServiceTokens {
     this.clientThrottle = new Throttle(store, 'client:', { free: 5 });
     this.addressThrottle = new Throttle(store, 'token-address:', { free: 30 });
     store.changes.subscribe((c) => {
+      if (c.table === '*' || (c.table === 'meta' && (c.id === '*' || c.id === SIGNING_KEY_META))) this.keysStale = true;
       if (c.table === '*' || c.table === 'api_credentials') this.credentialGeneration++;
       if (c.table === '*' || (c.table === 'api_credentials' && c.id === '*')) this.credentialState.clear();
       else if (c.table === 'api_credentials') this.credentialState.delete(c.id);
@@ -86,11 +109,43 @@ export class ServiceTokens {
   }
 
   async init(): Promise<void> {
-    const sealed = await this.store.initMeta(
-      'service_token_key',
-      this.sealer.seal(randomBytes(32).toString('base64'), aad.meta('service_token_key')),
-    );
-    this.key = Buffer.from(this.sealer.open(sealed, aad.meta('service_token_key')), 'base64');
+    await this.store.initMeta(SIGNING_KEY_META, sealKeySet(this.sealer, { active: newSigningKey(), previous: [] }));
+    await this.loadKeys();
+  }
+
+  private async loadKeys(): Promise<void> {
+    // Cleared before the read: a change that lands during it marks the keys stale again.
+    this.keysStale = false;
+    const readAt = Date.now();
+    try {
+      const sealed = await this.store.getMeta(SIGNING_KEY_META);
+      if (!sealed) throw new Error(`the token-signing keys (meta ${SIGNING_KEY_META}) are missing from the store`);
+      const stored = this.sealer.open(sealed, aad.meta(SIGNING_KEY_META));
+      if (stored === this.keys?.stored) return void (this.keysReadAt = readAt);
+      const set = parseKeySet(stored);
+      const decode = (b64: string) => new Uint8Array(Buffer.from(b64, 'base64'));
+      const byKid = new Map<string, { key: Uint8Array; retireAt: number }>();
+      const active = { kid: set.active.kid, key: decode(set.active.key) };
+      byKid.set(active.kid, { key: active.key, retireAt: Infinity });
+      for (const k of set.previous) byKid.set(k.kid, { key: decode(k.key), retireAt: k.retireAt ?? 0 });
+      this.keys = { active, byKid, stored };
+      this.keysReadAt = readAt;
+      // Tokens verified with a key that is gone must be checked again.
+      this.verified.clear();
+    } catch (e) {
+      this.keysStale = true;
+      throw e;
+    }
+  }
+
+  /** The signing keys, read again first if they changed (or, while the change feed is not live, every few seconds). */
+  private async currentKeys(now: number): Promise<LoadedKeys> {
+    this.store.changes.poll();
+    if (this.keysStale || (!this.store.changes.live && now - this.keysReadAt > this.revocationCacheMs)) {
+      this.keysLoading ??= this.loadKeys().finally(() => (this.keysLoading = undefined));
+      await this.keysLoading;
+    }
+    return this.keys;
   }
 
   /** Checks client credentials (throttled) and issues a token. */
@@ -124,46 +179,65 @@ export class ServiceTokens {
     await this.clientThrottle.settleSuccess(clientId, 'forget', now);
     await this.addressThrottle.settleSuccess(remote, 'refund', now);
     void this.store.touchApiCredential(credential.id, now).catch(() => {});
+    const { active } = await this.currentKeys(now);
     const token = await new SignJWT({ cid: credential.clientId })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: active.kid })
       .setSubject(credential.id)
       .setIssuer(this.issuer)
       .setAudience(TOKEN_AUDIENCE)
       .setIssuedAt()
       .setJti(randomBytes(12).toString('base64url'))
       .setExpirationTime(Math.floor(now / 1000) + this.ttlSeconds)
-      .sign(this.key);
+      .sign(active.key);
     return { token, expiresIn: this.ttlSeconds };
   }
 
   /** Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked. */
   async verify(token: string): Promise<TokenClaims> {
     const now = Date.now();
+    const keys = await this.currentKeys(now);
     let claims = this.verified.get(token);
-    if (!claims || claims.expiresAt <= now) {
+    if (claims && (claims.expiresAt <= now || !((keys.byKid.get(claims.kid)?.retireAt ?? 0) > now))) {
       this.verified.delete(token);
+      claims = undefined;
+    }
+    if (!claims) {
+      let kid = INITIAL_KID;
       try {
-        const { payload } = await jwtVerify(token, this.key, {
-          algorithms: ['HS256'],
-          issuer: this.issuer,
-          audience: TOKEN_AUDIENCE,
-          requiredClaims: ['sub', 'exp', 'iat'],
-        });
+        const { payload } = await jwtVerify(
+          token,
+          (header) => {
+            kid = header.kid ?? INITIAL_KID;
+            const key = keys.byKid.get(kid);
+            if (!key || key.retireAt <= now) throw new RetiredKey();
+            return key.key;
+          },
+          {
+            algorithms: ['HS256'],
+            issuer: this.issuer,
+            audience: TOKEN_AUDIENCE,
+            requiredClaims: ['sub', 'exp', 'iat'],
+          },
+        );
         claims = {
           credentialId: String(payload.sub),
           // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the claim is this service's own string, in a token it signed and verified
           clientId: String(payload.cid ?? ''),
           expiresAt: payload.exp! * 1000,
+          kid,
         };
       } catch (e) {
         if (e instanceof joseErrors.JWTExpired)
           throw unauthorized('The bearer token has expired; request a new one at /oauth/token');
+        if (e instanceof RetiredKey)
+          throw unauthorized(
+            'The bearer token was signed with a key this service no longer accepts (replaced or revoked); request a new one at /oauth/token',
+          );
         throw unauthorized('The bearer token is invalid');
       }
       if (this.verified.size > 10_000) this.verified.clear();
       this.verified.set(token, claims);
     }
-    this.store.changes.poll();
     let state = this.credentialState.get(claims.credentialId);
     if (!state || now - state.checkedAt > this.revocationCacheMs) {
       const generation = this.credentialGeneration;

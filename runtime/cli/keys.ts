@@ -6,8 +6,12 @@
  *   rotate           re-encrypt every sealed value with the active key
  *   remove <kid>     delete a key from the key file, refused while any value still uses it
  *   verify           decrypt every sealed value and report failures
+ *   rotate-signing [--revoke-old]
+ *                    replace the key that signs the service's own bearer tokens; tokens signed with the old key keep
+ *                    working until they expire (TOKEN_TTL_SECONDS), or stop at once with --revoke-old. Running
+ *                    instances pick the new key up through the store's change feed, without a restart.
  *
- * Uses the same configuration as the service (DATA_DIR, DATABASE_URL, ENCRYPTION_KEYS).
+ * Uses the same configuration as the service (DATA_DIR, DATABASE_URL, ENCRYPTION_KEYS, TOKEN_TTL_SECONDS).
  * Rotation procedure: add → (restart the service so it seals with the new key) → rotate → verify → remove <old>.
  */
 import { existsSync } from 'node:fs';
@@ -17,8 +21,9 @@ import { openStore } from '../store/index.ts';
 import { keyFilePath, loadKeyring, newKeyId, readKeyFile, writeKeyFile } from '../crypto/keys.ts';
 import { Sealer } from '../crypto/sealer.ts';
 import { rotateSealed, verifySealed } from '../crypto/rotate.ts';
+import { rotateSigningKey } from '../auth/signing-keys.ts';
 
-const [command, arg] = process.argv.slice(2);
+const [command, arg, ...extra] = process.argv.slice(2);
 const config = loadConfig();
 const path = keyFilePath(config.dataDir);
 
@@ -105,6 +110,23 @@ switch (command) {
     if (report.failed.length) process.exit(1);
     break;
   }
+  case 'rotate-signing': {
+    if ((arg !== undefined && arg !== '--revoke-old') || extra.length)
+      fail(`rotate-signing takes one option, --revoke-old; got: ${[arg, ...extra].join(' ')}`);
+    const revokeOld = arg === '--revoke-old';
+    const now = Date.now();
+    const r = await withStore((store, sealer) =>
+      rotateSigningKey(store, sealer, { now, maxTokenLifetimeMs: config.tokenTtlSeconds * 1000, revokeOld }),
+    );
+    console.log(`token-signing key ${r.active} is active; running instances use it for the next token they issue`);
+    for (const k of r.kept)
+      console.log(`  ${k.kid}: tokens it signed keep working until ${new Date(k.retireAt).toISOString()}`);
+    if (r.dropped.length)
+      console.log(
+        `  ${r.dropped.join(', ')}: ${revokeOld ? 'revoked: tokens it signed are refused from now on' : 'retired'}`,
+      );
+    break;
+  }
   default:
-    fail('usage: npm run keys -- list | add | rotate | remove <kid> | verify');
+    fail('usage: npm run keys -- list | add | rotate | remove <kid> | verify | rotate-signing [--revoke-old]');
 }

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { openKeySet, SIGNING_KEY_META } from '../../runtime/auth/signing-keys.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -114,14 +115,15 @@ describe('bearer tokens', () => {
     const hs512 = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS512' })
       .sign(new TextEncoder().encode('x'.repeat(64)));
-    const tokens = h.running.services.tokens;
-    // Signed with the real key but for another audience, and expired: built with the service's own key.
-    const key = (tokens as unknown as { key: Uint8Array }).key;
+    // Signed with the real key but for another audience, and expired: built with the service's own key and its id.
+    const { store, sealer } = h.running.services;
+    const active = openKeySet(sealer, (await store.getMeta(SIGNING_KEY_META))!).active;
+    const key = new Uint8Array(Buffer.from(active.key, 'base64'));
     const wrongAud = await new SignJWT({ ...claims, aud: 'someone-else' })
-      .setProtectedHeader({ alg: 'HS256' })
+      .setProtectedHeader({ alg: 'HS256', kid: active.kid })
       .sign(key);
     const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 10 })
-      .setProtectedHeader({ alg: 'HS256' })
+      .setProtectedHeader({ alg: 'HS256', kid: active.kid })
       .sign(key);
     for (const [name, t] of Object.entries({ tampered, none, foreign, hs512, wrongAud, expired, garbage: 'abc' })) {
       const res = await api(t);

@@ -15,6 +15,7 @@ import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { TOKEN_AUDIENCE } from '../../runtime/auth/service-auth.ts';
+import { openKeySet, SIGNING_KEY_META } from '../../runtime/auth/signing-keys.ts';
 import { Sentinel } from './sentinel.ts';
 import { record, tallied, type Tally } from './summary.ts';
 
@@ -105,8 +106,12 @@ describe('forged bearer tokens', () => {
     const good = await validToken();
     const [header, payload, signature] = good.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
-    const key = (h.running.services.tokens as unknown as { key: Uint8Array }).key;
-    const realKey = Buffer.from(key);
+    // The service's own signing key and its id, as stored: forgeries below that use them fail for another reason.
+    const { store, sealer } = h.running.services;
+    const active = openKeySet(sealer, (await store.getMeta(SIGNING_KEY_META))!).active;
+    const realKey = Buffer.from(active.key, 'base64');
+    const key = new Uint8Array(realKey);
+    const kid = active.kid;
     const now = Math.floor(Date.now() / 1000);
     const signHs = (
       hdr: Record<string, unknown>,
@@ -125,25 +130,29 @@ describe('forged bearer tokens', () => {
 
     const forged: Record<string, string> = {
       'wrong issuer': await new SignJWT({ ...claims, iss: 'https://evil.example' })
-        .setProtectedHeader({ alg: 'HS256' })
+        .setProtectedHeader({ alg: 'HS256', kid })
         .sign(key),
-      'no issuer': await new SignJWT({ ...claims, iss: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'no issuer': await new SignJWT({ ...claims, iss: undefined }).setProtectedHeader({ alg: 'HS256', kid }).sign(key),
       'wrong audience (array)': await new SignJWT({ ...claims, aud: ['someone-else'] })
-        .setProtectedHeader({ alg: 'HS256' })
+        .setProtectedHeader({ alg: 'HS256', kid })
         .sign(key),
-      'no audience': await new SignJWT({ ...claims, aud: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
-      'no expiry': await new SignJWT({ ...claims, exp: undefined }).setProtectedHeader({ alg: 'HS256' }).sign(key),
-      'not yet valid': await new SignJWT({ ...claims, nbf: now + 3600 }).setProtectedHeader({ alg: 'HS256' }).sign(key),
+      'no audience': await new SignJWT({ ...claims, aud: undefined })
+        .setProtectedHeader({ alg: 'HS256', kid })
+        .sign(key),
+      'no expiry': await new SignJWT({ ...claims, exp: undefined }).setProtectedHeader({ alg: 'HS256', kid }).sign(key),
+      'not yet valid': await new SignJWT({ ...claims, nbf: now + 3600 })
+        .setProtectedHeader({ alg: 'HS256', kid })
+        .sign(key),
       'expired long ago': await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 })
-        .setProtectedHeader({ alg: 'HS256' })
+        .setProtectedHeader({ alg: 'HS256', kid })
         .sign(key),
       'unknown credential': await new SignJWT({ ...claims, sub: 'cred_does_not_exist' })
-        .setProtectedHeader({ alg: 'HS256' })
+        .setProtectedHeader({ alg: 'HS256', kid })
         .sign(key),
-      'HS384 with the real key': signHs({ alg: 'HS384', typ: 'JWT' }, claims, realKey, 'sha384'),
-      'HS512 with the real key': signHs({ alg: 'HS512', typ: 'JWT' }, claims, realKey, 'sha512'),
-      'crit extension': signHs({ alg: 'HS256', crit: ['exp-ext'], 'exp-ext': true }, claims, realKey),
-      'b64 false': signHs({ alg: 'HS256', b64: false, crit: ['b64'] }, claims, realKey),
+      'HS384 with the real key': signHs({ alg: 'HS384', typ: 'JWT', kid }, claims, realKey, 'sha384'),
+      'HS512 with the real key': signHs({ alg: 'HS512', typ: 'JWT', kid }, claims, realKey, 'sha512'),
+      'crit extension': signHs({ alg: 'HS256', kid, crit: ['exp-ext'], 'exp-ext': true }, claims, realKey),
+      'b64 false': signHs({ alg: 'HS256', kid, b64: false, crit: ['b64'] }, claims, realKey),
       'signature stripped': `${header}.${payload}.`,
       'signature only': `..${signature}`,
       'longer lifetime, old signature': `${header}.${b64({ ...claims, exp: now + 10 * 365 * 86400 })}.${signature}`,
@@ -171,6 +180,9 @@ describe('forged bearer tokens', () => {
       'kid SQL injection': signHs({ alg: 'HS256', kid: "x' UNION SELECT 'key' --" }, claims, 'key'),
       'kid URL': signHs({ alg: 'HS256', kid: `${keyServer.url}/key` }, claims, 'key'),
       'kid command': signHs({ alg: 'HS256', kid: '|cat /etc/passwd' }, claims, ''),
+      'real key, kid of a key the service never had': signHs({ alg: 'HS256', kid: 'sNoSuchKey' }, claims, realKey),
+      'real key, no kid': signHs({ alg: 'HS256' }, claims, realKey),
+      'kid of the real key, another key': signHs({ alg: 'HS256', kid }, claims, 'x'.repeat(32)),
       'JWS JSON serialization': JSON.stringify({ payload, protected: header, signature }),
       'two tokens': `${good},${good}`,
       'huge token': `${header}.${b64({ ...claims, pad: 'x'.repeat(60_000) })}.${signature}`,

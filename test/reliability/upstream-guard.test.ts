@@ -243,3 +243,80 @@ describe('MCP discovery', () => {
     }
   });
 });
+
+describe('MCP discovery to private address literals', () => {
+  // The addresses tool calls refuse (test/reliability/proxy-attacks.test.ts), named by what MCP discovery reads: the
+  // loopback address on a port no connection configures, the same address IPv4-mapped in IPv6, the cloud metadata
+  // address. `other` listens on that loopback port and must see no connection.
+  const targets = (): Record<string, string> => ({
+    'loopback on a port nobody configured': `http://127.0.0.1:${other.port}`,
+    'IPv4-mapped loopback': `http://[::ffff:7f00:1]:${other.port}`,
+    'the cloud metadata address': 'http://169.254.169.254',
+  });
+  const refusedAs: Record<string, string> = {
+    'loopback on a port nobody configured': '127.0.0.1 is not a public address',
+    'IPv4-mapped loopback': '::ffff:7f00:1 is not a public address',
+    'the cloud metadata address': '169.254.169.254 is not a public address',
+  };
+
+  /** A connection whose MCP resource (the operator's, so trusted) answers as `respond` says; opens its link. */
+  async function discover(
+    name: string,
+    respond: Sentinel['respond'],
+  ): Promise<{ status: number; text: string; resource: Sentinel }> {
+    const resource = await new Sentinel().start();
+    resource.respond = respond;
+    await h.client.createConnection({
+      connection_name: name,
+      connector: 'notes',
+      oauth: { resource: `${resource.url}/mcp` },
+    });
+    const { link } = await h.client.getAuthorizationLink({ connectionName: name, identifier: 'u' });
+    const start = await fetch(link, { redirect: 'manual' });
+    const text = await start.text();
+    await resource.close();
+    return { status: start.status, text, resource };
+  }
+
+  for (const name of ['loopback on a port nobody configured', 'IPv4-mapped loopback', 'the cloud metadata address']) {
+    attack(`refuses protected-resource metadata a 401 challenge places at ${name}`, async () => {
+      const metadataUrl = `${targets()[name]}/.well-known/oauth-protected-resource/mcp`;
+      const { status, text, resource } = await discover(`notes-literal-${Object.keys(refusedAs).indexOf(name)}`, (r) =>
+        r.method === 'POST'
+          ? {
+              status: 401,
+              headers: { 'www-authenticate': `Bearer error="invalid_token", resource_metadata="${metadataUrl}"` },
+              body: '{"error":"invalid_token"}',
+            }
+          : undefined,
+      );
+      expect(status).toBe(502);
+      expect(text).toContain(refusedAs[name]);
+      // Only the unauthenticated probe reached the configured resource; nothing reached the named address.
+      expect(resource.requests.map((r) => r.method)).toEqual(['POST']);
+      expect(other.connections).toBe(0);
+    });
+
+    attack(`does not follow a redirect from the configured resource's metadata to ${name}`, async () => {
+      const { status, text, resource } = await discover(
+        `notes-redirect-${Object.keys(refusedAs).indexOf(name)}`,
+        (r): ReturnType<NonNullable<Sentinel['respond']>> => {
+          // No metadata URL in the challenge: discovery tries the resource's own well-known URLs, which redirect.
+          if (r.method === 'POST')
+            return { status: 401, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } };
+          return { status: 302, headers: { location: `${targets()[name]}/.well-known/oauth-protected-resource/mcp` } };
+        },
+      );
+      // The configured host was asked (it is trusted, whatever its address) and answered with redirects; no
+      // request followed one of them, so discovery found no metadata.
+      expect(status).toBe(502);
+      expect(text).toContain('No OAuth protected-resource metadata');
+      expect(resource.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+        'POST /mcp',
+        'GET /.well-known/oauth-protected-resource/mcp',
+        'GET /.well-known/oauth-protected-resource',
+      ]);
+      expect(other.connections).toBe(0);
+    });
+  }
+});
