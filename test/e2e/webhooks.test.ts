@@ -125,6 +125,12 @@ describe('webhooks', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0]!.field).toMatch(/^events/);
+    const none = await api<{ error: { details: Array<{ field: string; message: string }> } }>('POST', '/v1/webhooks', {
+      url: receiverUrl,
+      events: [],
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error.details).toEqual([{ field: 'events', message: 'must have at least one item' }]);
   });
 
   it('creates an endpoint whose secret is shown once', async () => {
