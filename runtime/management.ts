@@ -254,10 +254,21 @@ export class Management {
 
   async deleteConnection(name: string): Promise<number> {
     const connection = await this.s.accounts.connectionByName(name);
-    const n = await this.s.store.deleteConnection(connection.id);
+    // Every account that goes with the connection is reported deleted, in the transaction that removes it.
+    const removed = await this.s.store.transaction(async (tx) => {
+      const accounts = (await tx.removeConnection(connection.id)) ?? [];
+      for (const account of accounts) {
+        await tx.addWebhookEvent(
+          accountEvent('connected_account.deleted', account, connection, 'its connection was deleted'),
+        );
+      }
+      return accounts;
+    });
     this.s.accounts.invalidateConnection(connection.id);
+    for (const account of removed) this.s.accounts.forgetAccount(account.id);
     forgetDiscovery(connection.id);
-    return n ?? 0;
+    if (removed.length) this.s.webhooks.worker.poke();
+    return removed.length;
   }
 
   async getOrCreateAccount(

@@ -124,6 +124,18 @@ function message(e: Endpoint, part: RequestPart, error: AjvError, data: unknown)
       return { field: field(), message: `must be ${JSON.stringify(p.allowedValue)}` };
     case 'pattern':
       return { field: field(), message: `must match the pattern ${p.pattern as string}` };
+    case 'minItems':
+      return {
+        field: field(),
+        message: p.limit === 1 ? 'must have at least one item' : `must have at least ${p.limit as number} items`,
+      };
+    case 'maxItems':
+      return { field: field(), message: `must have at most ${p.limit as number} items` };
+    case 'uniqueItems':
+      return {
+        field: field(),
+        message: `must not repeat an item (items ${p.j as number} and ${p.i as number} are the same)`,
+      };
     default:
       return { field: field(), message: 'is invalid' };
   }

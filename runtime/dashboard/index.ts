@@ -1,6 +1,6 @@
 /**
  * The dashboard, server-rendered under /dashboard: sign-in, connections and their accounts, API
- * credentials, the tool explorer and recent activity. Every page but sign-in needs a session; every form
+ * credentials, the tool explorer, MCP servers, webhooks and recent activity. Every page but sign-in needs a session; every form
  * carries a CSRF token; pages are never cached and cannot be framed; scripts come only from our own
  * static file (no inline script), and the core flows work without JavaScript.
  */
@@ -18,6 +18,7 @@ import { credentialRoutes } from './credentials.ts';
 import { toolRoutes } from './tools.ts';
 import { activityRoutes } from './activity.ts';
 import { mcpRoutes } from './mcp.ts';
+import { webhookRoutes } from './webhooks.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -179,6 +180,7 @@ export function dashboardRouter(s: Services): Router {
   toolRoutes(r, ctx);
   activityRoutes(r, ctx);
   mcpRoutes(r, ctx);
+  webhookRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 

@@ -252,9 +252,8 @@ export class ScalekitCalls {
     r: DeleteConnectedAccountRequest,
   ): Promise<Reply<typeof DeleteConnectedAccountResponseSchema>> {
     const { account } = await this.findAccount(r);
-    if (!(await this.s.store.deleteAccount(account.id)))
-      throw new ServiceError(404, 'account_not_found', `No connected account with id "${account.id}"`);
-    this.s.accounts.forgetAccount(account.id);
+    // Through Management, which writes the account's `connected_account.deleted` event in the same transaction.
+    await this.m.deleteAccount(account.id);
     return {};
   }
 

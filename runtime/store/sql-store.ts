@@ -358,19 +358,27 @@ export class SqlStore implements Store {
     return r ? toConnection(r) : undefined;
   }
   async deleteConnection(id: string) {
-    const deleted = await inTransaction(this.db, async (db) => {
-      const { n } = await db
-        .selectFrom('connected_accounts')
-        .select((eb) => eb.fn.countAll().as('n'))
+    return (await this.removeConnection(id))?.length;
+  }
+  async removeConnection(id: string) {
+    const removed = await inTransaction(this.db, async (db) => {
+      // Lock the connection row first (PostgreSQL): an account inserted meanwhile waits on its foreign key and then
+      // fails, instead of being removed by the cascade without being among the accounts returned. SQLite has one
+      // writer at a time.
+      let lock = db.selectFrom('connections').select('id').where('id', '=', id);
+      if (this.kind === 'postgres') lock = lock.forUpdate();
+      if (!(await lock.executeTakeFirst())) return undefined;
+      const accounts = await db
+        .deleteFrom('connected_accounts')
         .where('connection_id', '=', id)
-        .executeTakeFirstOrThrow();
-      const r = await db.deleteFrom('connections').where('id', '=', id).executeTakeFirst();
-      return r.numDeletedRows ? Number(n) : undefined;
+        .returningAll()
+        .execute();
+      await db.deleteFrom('connections').where('id', '=', id).execute();
+      return accounts.map(toAccount);
     });
     this.changed('connections', id);
-    // Its accounts went with it (ON DELETE CASCADE).
     this.changed('connected_accounts', '*');
-    return deleted;
+    return removed;
   }
   async countAccounts(connectionId: string) {
     const r = await this.db

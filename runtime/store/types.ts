@@ -311,6 +311,11 @@ export interface Store {
   updateConnection(id: string, patch: ConnectionPatch, at: number): Promise<Connection | undefined>;
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
+  /**
+   * Deletes the connection and its accounts as `deleteConnection` does; returns the accounts removed (as they were),
+   * so that the caller can report each one, or undefined if absent.
+   */
+  removeConnection(id: string): Promise<Account[] | undefined>;
   countAccounts(connectionId: string): Promise<number>;
   /** How many accounts have each status (statuses without accounts are left out). */
   countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;

@@ -3,7 +3,9 @@
  * accounts and credential states (no store read per call once warm); a change made through one — a connection
  * changed, an account deleted, an API credential revoked, an account's API key rotated — is seen by the other within
  * one second, through the store's LISTEN/NOTIFY change feed; an expired OAuth token is still refreshed once across
- * both. The same caches on SQLite follow another process's writes through PRAGMA data_version.
+ * both. A dashboard session opened on one works on the other (sessions and the cookie key are in the store), a
+ * sign-out on one is seen by the other within one second, and failed sign-ins on both count towards one throttle.
+ * The same caches on SQLite follow another process's writes through PRAGMA data_version.
  */
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
@@ -18,6 +20,7 @@ import {
   type Harness,
 } from '../helpers/harness.ts';
 import { expireStoredToken } from '../helpers/tools.ts';
+import { DashboardClient } from '../helpers/dashboard-client.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { startMailboxSettingsApi } from '../fakes/mailbox-settings.ts';
 import type { Listening } from '../fakes/listen.ts';
@@ -32,6 +35,7 @@ const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';
 const who = { connectionName: 'helpdesk', identifier: 'user-1' };
 const SEEN_WITHIN_MS = 1_000;
+const ADMIN_PASSWORD = 'instances-admin-password-3e7a';
 
 let a: Harness;
 let b: RunningServer;
@@ -67,10 +71,10 @@ async function status(p: Promise<unknown>): Promise<number | 'ok'> {
 }
 
 beforeAll(async () => {
-  a = await startHarness({ store: 'postgres' });
+  a = await startHarness({ store: 'postgres', env: { ADMIN_PASSWORD } });
   const schema = (a.running.services.store as PostgresStore).schema!;
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
-  b = await startServer(loadConfig(serviceEnv(a.dataDir)), {
+  b = await startServer(loadConfig({ ...serviceEnv(a.dataDir), ADMIN_PASSWORD }), {
     logDestination: sink,
     store: new PostgresStore(PG_URL, schema),
   });
@@ -166,6 +170,39 @@ describe('two instances on one PostgreSQL database', () => {
     await a.client.deleteConnectedAccount(account.id);
     const took = await seenWithin(async () => (await status(ticket(clientB))) === 404);
     expect(took).toBeLessThanOrEqual(SEEN_WITHIN_MS);
+  });
+
+  it('a dashboard session opened on one works on the other; a sign-out on one is seen by the other within one second', async () => {
+    const onA = new DashboardClient(a.url);
+    expect((await onA.signIn(ADMIN_PASSWORD)).status).toBe(303);
+    // The same browser (its cookies) talking to the other instance.
+    const onB = new DashboardClient(b.url);
+    for (const [k, v] of onA.cookies) onB.cookies.set(k, v);
+    const page = await onB.get('/dashboard/connections');
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('helpdesk');
+    // A form token from a page of B is accepted by A: both derive it from the shared cookie key.
+    const signOut = await onA.post('/dashboard/sign-out', { _csrf: DashboardClient.csrf(page.html) });
+    expect(signOut.location).toBe('/dashboard/sign-in?done=signed-out');
+    const took = await seenWithin(async () => {
+      const r = await onB.get('/dashboard/connections');
+      return r.status === 303 && r.location!.startsWith('/dashboard/sign-in');
+    });
+    expect(took).toBeLessThanOrEqual(SEEN_WITHIN_MS);
+  });
+
+  it('counts failed dashboard sign-ins on both instances towards one throttle', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await new DashboardClient(i % 2 ? b.url : a.url).signIn('not-the-password')).status);
+    }
+    // Wrong passwords, checked: 401 each, none throttled yet (a throttled attempt is 429).
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 401]);
+    // One count for the user over both instances: six attempts, and the sixth (past the five free ones) blocks.
+    const state = await b.services.store.getThrottle('dashboard-user:admin');
+    expect(state).toMatchObject({ count: 6 });
+    expect(state!.blockedUntil).toBeGreaterThan(state!.lastAt);
+    await b.services.store.compareAndSetThrottle('dashboard-user:admin', state!.version, null);
   });
 
   it('an expired OAuth token is refreshed once across both instances', async () => {

@@ -125,6 +125,12 @@ describe('webhooks', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0]!.field).toMatch(/^events/);
+    const none = await api<{ error: { details: Array<{ field: string; message: string }> } }>('POST', '/v1/webhooks', {
+      url: receiverUrl,
+      events: [],
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error.details).toEqual([{ field: 'events', message: 'must have at least one item' }]);
   });
 
   it('creates an endpoint whose secret is shown once', async () => {
@@ -232,5 +238,31 @@ describe('webhooks', () => {
       connected_account_id: account.id,
       status: 'DELETED',
     });
+  });
+
+  it('reports every account removed with its connection as deleted', async () => {
+    await h.client.createConnection({
+      connection_name: 'helpdesk-doomed',
+      connector: 'helpdesk',
+      api_base_url: desk.baseUrlTemplate,
+    });
+    const ids: string[] = [];
+    for (const identifier of ['doomed-1', 'doomed-2', 'doomed-3']) {
+      const a = await h.client.getOrCreateConnectedAccount({ connectionName: 'helpdesk-doomed', identifier });
+      ids.push(a.id);
+    }
+    await h.client.deleteConnection('helpdesk-doomed');
+    const deletedEvents = () =>
+      received
+        .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> })
+        .filter((e) => e.type === 'connected_account.deleted' && e.data.connection_name === 'helpdesk-doomed');
+    const events = await until(() => (deletedEvents().length >= 3 ? deletedEvents() : undefined));
+    expect(events.map((e) => e.data.connected_account_id).sort()).toEqual([...ids].sort());
+    for (const e of events) {
+      expect(e.data).toMatchObject({ status: 'DELETED', reason: 'its connection was deleted', connector: 'helpdesk' });
+    }
+    // Exactly one event each.
+    await sleep(300);
+    expect(deletedEvents()).toHaveLength(3);
   });
 });
