@@ -146,8 +146,8 @@ export class AccountService {
     );
   }
 
-  async connectionById(id: string): Promise<Connection | undefined> {
-    const cached = this.connections.get(`id:${id}`);
+  async connectionById(id: string, scope?: object): Promise<Connection | undefined> {
+    const cached = this.connections.get(`id:${id}`, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnection(id);
@@ -155,8 +155,8 @@ export class AccountService {
     return connection;
   }
 
-  async connectionByName(name: string): Promise<Connection> {
-    const cached = this.connections.get(`name:${name}`);
+  async connectionByName(name: string, scope?: object): Promise<Connection> {
+    const cached = this.connections.get(`name:${name}`, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnectionByName(name);
@@ -166,8 +166,8 @@ export class AccountService {
   }
 
   /** The account as last stored (cached like connections). */
-  async accountById(id: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(`id:${id}`);
+  async accountById(id: string, scope?: object): Promise<Account | undefined> {
+    const cached = this.accounts.get(`id:${id}`, scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.getAccount(id);
@@ -175,8 +175,8 @@ export class AccountService {
     return account;
   }
 
-  async findAccount(connectionId: string, identifier: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(accountKey(connectionId, identifier));
+  async findAccount(connectionId: string, identifier: string, scope?: object): Promise<Account | undefined> {
+    const cached = this.accounts.get(accountKey(connectionId, identifier), scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.findAccount(connectionId, identifier);
@@ -184,17 +184,21 @@ export class AccountService {
     return account;
   }
 
-  async resolve(ref: AccountRef): Promise<ResolvedAccount> {
+  /**
+   * The account and its connection. `scope`, the request being served: the store's change feed is polled once for
+   * it (runtime/store/changes.ts, `pollOnce`), not once per read.
+   */
+  async resolve(ref: AccountRef, scope?: object): Promise<ResolvedAccount> {
     let account: Account | undefined;
     let connection: Connection | undefined;
     if (ref.connectedAccountId) {
-      account = await this.accountById(ref.connectedAccountId);
+      account = await this.accountById(ref.connectedAccountId, scope);
       if (!account)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
-      connection = await this.connectionById(account.connectionId);
+      connection = await this.connectionById(account.connectionId, scope);
     } else if (ref.connectionName && ref.identifier !== undefined) {
-      connection = await this.connectionByName(ref.connectionName);
-      account = await this.findAccount(connection.id, ref.identifier);
+      connection = await this.connectionByName(ref.connectionName, scope);
+      account = await this.findAccount(connection.id, ref.identifier, scope);
       if (!account) {
         throw new ServiceError(
           404,

@@ -23,7 +23,7 @@ export async function authenticate(s: Services, req: AnyRequest): Promise<void> 
   const h = req.headers.authorization;
   if (!h || !/^Bearer\s+\S+$/i.test(h))
     throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
-  const claims = await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
+  const claims = await s.tokens.verify(h.replace(/^Bearer\s+/i, ''), req);
   req.credentialId = claims.credentialId;
 }
 

@@ -136,8 +136,11 @@ export class ServiceTokens {
     return { token, expiresIn: this.ttlSeconds };
   }
 
-  /** Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked. */
-  async verify(token: string): Promise<TokenClaims> {
+  /**
+   * Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked.
+   * `scope`, the request being served: the store's change feed is polled once for it (see ChangeFeed.pollOnce).
+   */
+  async verify(token: string, scope?: object): Promise<TokenClaims> {
     const now = Date.now();
     let claims = this.verified.get(token);
     if (!claims || claims.expiresAt <= now) {
@@ -163,7 +166,7 @@ export class ServiceTokens {
       if (this.verified.size > 10_000) this.verified.clear();
       this.verified.set(token, claims);
     }
-    this.store.changes.poll();
+    this.store.changes.pollOnce(scope);
     let state = this.credentialState.get(claims.credentialId);
     if (!state || now - state.checkedAt > this.revocationCacheMs) {
       const generation = this.credentialGeneration;
