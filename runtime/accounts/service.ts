@@ -90,6 +90,13 @@ export class AccountService {
   private baseUrls = new Map<string, string>();
   private hostLists = new Map<string, string[]>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
+  /**
+   * What resolve() and withSecrets() built for an account row, kept as long as that row object is (the row cache
+   * hands out the same object until the row changes): a cached call allocates nothing and opens no secret. Used
+   * only with the same connection object, so a changed connection is seen too. Nobody modifies these objects.
+   */
+  private resolvedFor = new WeakMap<Account, ResolvedAccount>();
+  private liveFor = new WeakMap<Account, LiveAccount>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
@@ -212,10 +219,14 @@ export class AccountService {
       ]);
     }
     if (!connection) throw notFound('Connection');
+    const known = this.resolvedFor.get(account);
+    if (known?.connection === connection) return known;
     const connector = getConnector(connection.connector);
     if (!connector)
       throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
-    return { account, connection, connector, auth: authFor(connector, connection.authKind) };
+    const resolved = { account, connection, connector, auth: authFor(connector, connection.authKind) };
+    this.resolvedFor.set(account, resolved);
+    return resolved;
   }
 
   openSecrets(account: Account): Secrets {
@@ -288,8 +299,12 @@ export class AccountService {
   }
 
   withSecrets(resolved: ResolvedAccount): LiveAccount {
+    const known = this.liveFor.get(resolved.account);
+    if (known?.connection === resolved.connection && known.auth === resolved.auth) return known;
     const secrets = this.openSecrets(resolved.account);
-    return { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+    const live = { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+    this.liveFor.set(resolved.account, live);
+    return live;
   }
 
   /**
