@@ -22,11 +22,16 @@ const ACCOUNT_COUNT_TTL_MS = 10_000;
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter;
-  private readonly requestChildren = new Map<string, CounterChild>();
+  /** By route, then by status. */
+  private readonly requestChildren = new Map<string, Map<number, CounterChild>>();
   private readonly tools: Counter;
   private readonly toolChildren = new Map<string, CounterChild>();
   private readonly upstream: Histogram;
-  private readonly upstreamChildren = new Map<string, HistogramChild>();
+  /** By kind, then by connector. */
+  private readonly upstreamChildren = {
+    tool: new Map<string, HistogramChild>(),
+    proxy: new Map<string, HistogramChild>(),
+  };
   private readonly refreshes: Counter;
   private readonly deliveries: Counter;
   private accountCounts: { at: number; counts: Array<{ status: string; count: number }> } | undefined;
@@ -89,11 +94,15 @@ export class Metrics {
 
   /** Counts an answered request; `route` is the endpoint's operation id (or `dashboard`, `unmatched`). */
   request(route: string, status: number): void {
-    const key = `${route} ${status}`;
-    let child = this.requestChildren.get(key);
+    let byStatus = this.requestChildren.get(route);
+    if (!byStatus) {
+      byStatus = new Map();
+      this.requestChildren.set(route, byStatus);
+    }
+    let child = byStatus.get(status);
     if (!child) {
       child = this.requests.labels(route, String(status));
-      this.requestChildren.set(key, child);
+      byStatus.set(status, child);
     }
     child.inc();
   }
@@ -102,7 +111,8 @@ export class Metrics {
   countResponse(res: ServerResponse, route: string): void {
     (res as CountedResponse)[ROUTE] = route;
     (res as CountedResponse)[METRICS] = this;
-    res.once('finish', onFinish);
+    // 'finish' is emitted at most once: `on` spares the wrapper `once` allocates.
+    res.on('finish', onFinish);
   }
 
   toolExecution(tool: string, connector: string, outcome: string): void {
@@ -116,11 +126,11 @@ export class Metrics {
   }
 
   upstreamLatency(connector: string, kind: 'tool' | 'proxy', seconds: number): void {
-    const key = `${connector} ${kind}`;
-    let child = this.upstreamChildren.get(key);
+    const children = this.upstreamChildren[kind];
+    let child = children.get(connector);
     if (!child) {
       child = this.upstream.labels(connector, kind);
-      this.upstreamChildren.set(key, child);
+      children.set(connector, child);
     }
     child.observe(seconds);
   }

@@ -90,6 +90,13 @@ export class AccountService {
   private baseUrls = new Map<string, string>();
   private hostLists = new Map<string, string[]>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
+  /**
+   * What resolve() and withSecrets() built for an account row, kept as long as that row object is (the row cache
+   * hands out the same object until the row changes): a cached call allocates nothing and opens no secret. Used
+   * only with the same connection object, so a changed connection is seen too. Nobody modifies these objects.
+   */
+  private resolvedFor = new WeakMap<Account, ResolvedAccount>();
+  private liveFor = new WeakMap<Account, LiveAccount>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
@@ -146,8 +153,8 @@ export class AccountService {
     );
   }
 
-  async connectionById(id: string): Promise<Connection | undefined> {
-    const cached = this.connections.get(`id:${id}`);
+  async connectionById(id: string, scope?: object): Promise<Connection | undefined> {
+    const cached = this.connections.get(`id:${id}`, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnection(id);
@@ -155,8 +162,8 @@ export class AccountService {
     return connection;
   }
 
-  async connectionByName(name: string): Promise<Connection> {
-    const cached = this.connections.get(`name:${name}`);
+  async connectionByName(name: string, scope?: object): Promise<Connection> {
+    const cached = this.connections.get(`name:${name}`, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnectionByName(name);
@@ -166,8 +173,8 @@ export class AccountService {
   }
 
   /** The account as last stored (cached like connections). */
-  async accountById(id: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(`id:${id}`);
+  async accountById(id: string, scope?: object): Promise<Account | undefined> {
+    const cached = this.accounts.get(`id:${id}`, scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.getAccount(id);
@@ -175,8 +182,8 @@ export class AccountService {
     return account;
   }
 
-  async findAccount(connectionId: string, identifier: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(accountKey(connectionId, identifier));
+  async findAccount(connectionId: string, identifier: string, scope?: object): Promise<Account | undefined> {
+    const cached = this.accounts.get(accountKey(connectionId, identifier), scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.findAccount(connectionId, identifier);
@@ -184,17 +191,21 @@ export class AccountService {
     return account;
   }
 
-  async resolve(ref: AccountRef): Promise<ResolvedAccount> {
+  /**
+   * The account and its connection. `scope`, the request being served: the store's change feed is polled once for
+   * it (runtime/store/changes.ts, `pollOnce`), not once per read.
+   */
+  async resolve(ref: AccountRef, scope?: object): Promise<ResolvedAccount> {
     let account: Account | undefined;
     let connection: Connection | undefined;
     if (ref.connectedAccountId) {
-      account = await this.accountById(ref.connectedAccountId);
+      account = await this.accountById(ref.connectedAccountId, scope);
       if (!account)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
-      connection = await this.connectionById(account.connectionId);
+      connection = await this.connectionById(account.connectionId, scope);
     } else if (ref.connectionName && ref.identifier !== undefined) {
-      connection = await this.connectionByName(ref.connectionName);
-      account = await this.findAccount(connection.id, ref.identifier);
+      connection = await this.connectionByName(ref.connectionName, scope);
+      account = await this.findAccount(connection.id, ref.identifier, scope);
       if (!account) {
         throw new ServiceError(
           404,
@@ -208,10 +219,14 @@ export class AccountService {
       ]);
     }
     if (!connection) throw notFound('Connection');
+    const known = this.resolvedFor.get(account);
+    if (known?.connection === connection) return known;
     const connector = getConnector(connection.connector);
     if (!connector)
       throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
-    return { account, connection, connector, auth: authFor(connector, connection.authKind) };
+    const resolved = { account, connection, connector, auth: authFor(connector, connection.authKind) };
+    this.resolvedFor.set(account, resolved);
+    return resolved;
   }
 
   openSecrets(account: Account): Secrets {
@@ -284,8 +299,12 @@ export class AccountService {
   }
 
   withSecrets(resolved: ResolvedAccount): LiveAccount {
+    const known = this.liveFor.get(resolved.account);
+    if (known?.connection === resolved.connection && known.auth === resolved.auth) return known;
     const secrets = this.openSecrets(resolved.account);
-    return { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+    const live = { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+    this.liveFor.set(resolved.account, live);
+    return live;
   }
 
   /**

@@ -18,12 +18,13 @@ h1{font-size:1.4rem;color:${ok ? '#17653d' : '#9b1c1c'}}</style></head><body><h1
 
 export type AnyRequest = IncomingMessage & { requestId?: string; credentialId?: string };
 
+const BEARER = /^Bearer\s+(\S+)$/i;
+
 /** The bearer token check of every API route: signature, audience, expiry, credential not revoked. */
 export async function authenticate(s: Services, req: AnyRequest): Promise<void> {
-  const h = req.headers.authorization;
-  if (!h || !/^Bearer\s+\S+$/i.test(h))
-    throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
-  const claims = await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
+  const token = BEARER.exec(req.headers.authorization ?? '')?.[1];
+  if (!token) throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
+  const claims = await s.tokens.verify(token, req);
   req.credentialId = claims.credentialId;
 }
 

@@ -139,8 +139,8 @@ export class ServiceTokens {
   }
 
   /** The signing keys, read again first if they changed (or, while the change feed is not live, every few seconds). */
-  private async currentKeys(now: number): Promise<LoadedKeys> {
-    this.store.changes.poll();
+  private async currentKeys(now: number, scope?: object): Promise<LoadedKeys> {
+    this.store.changes.pollOnce(scope);
     if (this.keysStale || (!this.store.changes.live && now - this.keysReadAt > this.revocationCacheMs)) {
       this.keysLoading ??= this.loadKeys().finally(() => (this.keysLoading = undefined));
       await this.keysLoading;
@@ -192,10 +192,13 @@ export class ServiceTokens {
     return { token, expiresIn: this.ttlSeconds };
   }
 
-  /** Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked. */
-  async verify(token: string): Promise<TokenClaims> {
+  /**
+   * Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked.
+   * `scope`, the request being served: the store's change feed is polled once for it (see ChangeFeed.pollOnce).
+   */
+  async verify(token: string, scope?: object): Promise<TokenClaims> {
     const now = Date.now();
-    const keys = await this.currentKeys(now);
+    const keys = await this.currentKeys(now, scope);
     let claims = this.verified.get(token);
     if (claims && (claims.expiresAt <= now || !((keys.byKid.get(claims.kid)?.retireAt ?? 0) > now))) {
       this.verified.delete(token);

@@ -5,6 +5,7 @@ import { ServiceError } from '../../core/errors.ts';
 import type { AccountService } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
+import type { CredentialApply } from '../../core/spec-model.ts';
 import type { Upstream } from '../upstream/upstream.ts';
 import { setOwn } from '../../core/own.ts';
 
@@ -40,7 +41,10 @@ function relay(from: IncomingMessage, to: ServerResponse): Promise<void> {
  * underscores_in_headers, CGI-style frameworks, many application servers treat `x_api_key` as `x-api-key`).
  * Every check on the client's header names is made on this form, so no spelling slips past one.
  */
-export const canonicalHeaderName = (name: string): string => name.toLowerCase().replace(/_/g, '-');
+export const canonicalHeaderName = (name: string): string => {
+  const lower = name.toLowerCase();
+  return lower.includes('_') ? lower.replace(/_/g, '-') : lower;
+};
 
 /**
  * Headers that describe one hop, or that belong to the client's session with this service, in canonical form
@@ -146,6 +150,8 @@ export function checkProxyPath(path: string): string | undefined {
   if (path.startsWith('//')) return 'must not start with // (a host change)';
   if (/\s/.test(path)) return 'must not contain whitespace';
   if (/^\/[^/]*@/.test(path)) return 'must not contain @ in its first segment';
+  // Without a percent sign there is nothing to decode: the path is the only form to check.
+  if (!path.includes('%')) return pathProblem(path);
   try {
     decodeURIComponent(path);
   } catch {
@@ -160,6 +166,30 @@ export function checkProxyPath(path: string): string | undefined {
     text = decoded;
   }
   return 'is percent-encoded too many times over';
+}
+
+/** The credential header names of a way of applying credentials, in canonical form (computed once per spec). */
+const credentialNameSets = new WeakMap<CredentialApply, ReadonlySet<string>>();
+function credentialNamesOf(apply: CredentialApply): ReadonlySet<string> {
+  let names = credentialNameSets.get(apply);
+  if (!names) {
+    names = new Set(credentialHeaderNames(apply).map(canonicalHeaderName));
+    credentialNameSets.set(apply, names);
+  }
+  return names;
+}
+
+/** Base URLs parsed once: an account's base URL is the same string on every call. */
+const parsedBases = new Map<string, { origin: string; pathname: string }>();
+function parsedBase(base: string): { origin: string; pathname: string } {
+  let parsed = parsedBases.get(base);
+  if (!parsed) {
+    const u = new URL(base);
+    parsed = { origin: u.origin, pathname: u.pathname };
+    if (parsedBases.size >= 10_000) parsedBases.clear();
+    parsedBases.set(base, parsed);
+  }
+  return parsed;
 }
 
 /**
@@ -178,10 +208,10 @@ export class ProxyHandler {
     const started = performance.now();
     const connectionName = header(req, 'connection_name', 'x-connection-name');
     const identifier = proxyIdentifier(req);
-    const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(
-      Boolean,
-    ) as string[];
-    if (missing.length) {
+    if (!connectionName || identifier === undefined) {
+      const missing = [!connectionName && 'connection_name', identifier === undefined && 'identifier'].filter(
+        Boolean,
+      ) as string[];
       throw new ServiceError(
         400,
         'invalid_input',
@@ -200,40 +230,42 @@ export class ProxyHandler {
     if (/[\r\n]/.test(query))
       throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
 
-    const resolved = await this.accounts.resolve({ connectionName, identifier });
-    const credentialNames = new Set(credentialHeaderNames(resolved.auth.apply).map(canonicalHeaderName));
+    const resolved = await this.accounts.resolve({ connectionName, identifier }, req);
+    // One pass over the client's headers: refuse any that would set the credentials, and keep those to forward.
+    const credentialNames = credentialNamesOf(resolved.auth.apply);
+    const headers: Record<string, string | string[]> = {};
     for (const sent of Object.keys(req.headers)) {
+      const v = req.headers[sent];
       const name = canonicalHeaderName(sent);
       if (name === 'x-upstream-authorization') {
         throw new ServiceError(400, 'credential_header_not_allowed', 'Credential headers are set by the service', [
           { field: sent, message: 'header may not be set by the client' },
         ]);
       }
-      if (name !== 'authorization' && credentialNames.has(name)) {
-        throw new ServiceError(
-          400,
-          'credential_header_not_allowed',
-          `The ${sent} header carries the account's credentials; the service sets it`,
-          [{ field: sent, message: 'header may not be set by the client' }],
-        );
+      if (credentialNames.has(name)) {
+        if (name !== 'authorization') {
+          throw new ServiceError(
+            400,
+            'credential_header_not_allowed',
+            `The ${sent} header carries the account's credentials; the service sets it`,
+            [{ field: sent, message: 'header may not be set by the client' }],
+          );
+        }
+        continue;
       }
+      if (v === undefined || DROP_REQUEST.has(name)) continue;
+      setOwn(headers, sent, v);
     }
 
     const live = await this.accounts.live(resolved);
     const base = this.accounts.baseUrlFor(live);
     const target = `${base}${path}${query ? `?${query}` : ''}`;
-    const baseUrl = new URL(base);
+    const baseUrl = parsedBase(base);
     const targetUrl = new URL(target);
     if (targetUrl.origin !== baseUrl.origin || !targetUrl.pathname.startsWith(baseUrl.pathname)) {
       throw new ServiceError(400, 'invalid_proxy_path', 'The upstream path leaves the provider API root');
     }
 
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      const name = canonicalHeaderName(k);
-      if (v === undefined || DROP_REQUEST.has(name) || credentialNames.has(name)) continue;
-      setOwn(headers, k, v);
-    }
     const hasBody =
       req.headers['content-length'] !== undefined
         ? req.headers['content-length'] !== '0'

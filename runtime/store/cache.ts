@@ -18,8 +18,9 @@ export class RowCache<V> {
     private readonly maxEntries = 50_000,
   ) {}
 
-  get(key: string): V | undefined {
-    this.feed.poll();
+  /** The cached value; with a `scope`, the feed is polled once for that scope (see ChangeFeed.pollOnce). */
+  get(key: string, scope?: object): V | undefined {
+    this.feed.pollOnce(scope);
     if (!this.feed.live) return undefined;
     return this.entries.get(key);
   }

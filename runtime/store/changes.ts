@@ -51,6 +51,22 @@ export class ChangeFeed {
     this.source.poll?.();
   }
 
+  private polledFor = new WeakSet<object>();
+
+  /**
+   * `poll()`, once per `scope` (an HTTP request): the first read a request makes looks for changes made elsewhere,
+   * and its later reads see the state as of that look. A request's reads are then consistent with each other, and
+   * everything committed before the request arrived is seen, at the cost of one check per request rather than one
+   * per read (PRAGMA data_version is a few microseconds). Without a scope, every call polls.
+   */
+  pollOnce(scope: object | undefined): void {
+    if (scope !== undefined) {
+      if (this.polledFor.has(scope)) return;
+      this.polledFor.add(scope);
+    }
+    this.poll();
+  }
+
   /** Resolves once every change committed anywhere before the call has reached the listeners. */
   async sync(): Promise<void> {
     this.poll();

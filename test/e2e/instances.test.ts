@@ -273,4 +273,27 @@ describe('two processes on one SQLite file', () => {
       await h.close();
     }
   });
+
+  it('look once per request: its later reads see the state of its first, the next request sees the change', async () => {
+    const h = await startHarness();
+    const other = new SqliteStore(join(h.dataDir, 'acs.sqlite'));
+    try {
+      await h.client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk' });
+      const created = await h.client.upsertConnectedAccount({
+        ...who,
+        credentials: { domain: DOMAIN, email: EMAIL, api_token: 'zd-token-one-4a1f' },
+      });
+      const accounts: AccountService = h.running.services.accounts;
+      const firstRequest = {};
+      expect((await accounts.resolve(who, firstRequest)).account.status).toBe('ACTIVE');
+      await other.updateAccount(created.id, { status: 'DISCONNECTED' }, Date.now());
+      // The same request: no second PRAGMA data_version, so its reads agree with each other.
+      expect((await accounts.resolve(who, firstRequest)).account.status).toBe('ACTIVE');
+      // A request that starts after the commit sees it.
+      expect((await accounts.resolve(who, {})).account.status).toBe('DISCONNECTED');
+    } finally {
+      await other.close();
+      await h.close();
+    }
+  });
 });
