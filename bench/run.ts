@@ -1,5 +1,7 @@
 /**
  * `npm run bench [-- --compare <git-ref>] [--rounds N] [--duration S] [--connections C]`
+ * `npm run bench -- --workers [--database-url URL] [--rounds N] [--duration S] [--connections C]`: WORKERS=1
+ * against WORKERS=2 on PostgreSQL instead (bench/workers.ts, which says how that one is measured).
  *
  * The service against the least a Node pass-through can be (bench/baseline.ts), on loopback, with wrk. The
  * process under test (the baseline or a service) runs alone on one core; wrk, the fake upstream and this
@@ -46,6 +48,7 @@ import {
   stop,
 } from './system.ts';
 import { runWrk, type WrkRequest } from './wrk.ts';
+import { runWorkersBench } from './workers.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 const { values: opt } = parseArgs({
@@ -60,6 +63,11 @@ const { values: opt } = parseArgs({
     'stream-runs': { type: 'string', default: '3' },
     'load-core': { type: 'string', default: '0' },
     'test-core': { type: 'string', default: '1' },
+    workers: { type: 'boolean', default: false },
+    'database-url': {
+      type: 'string',
+      default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    },
   },
 });
 const wholeNumber = (name: keyof typeof opt, min = 1) => {
@@ -437,7 +445,18 @@ async function main() {
 }
 
 try {
-  await main();
+  if (opt.workers) {
+    await runWorkersBench({
+      root: ROOT,
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP,
+      connections: CONNECTIONS,
+      databaseUrl: opt['database-url'],
+    });
+  } else {
+    await main();
+  }
   process.exit(0);
 } catch (e) {
   console.error(`bench failed: ${e instanceof Error ? e.message : String(e)}`);

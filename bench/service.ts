@@ -67,7 +67,12 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startService(version: Version, core: number, nodeFlags: string[] = []): Promise<Running> {
+export async function startService(
+  version: Version,
+  core: number | string,
+  nodeFlags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Running> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-data-'));
   const url = `http://127.0.0.1:${port}`;
@@ -83,6 +88,7 @@ export async function startService(version: Version, core: number, nodeFlags: st
       INITIAL_CLIENT_ID: CLIENT_ID,
       INITIAL_CLIENT_SECRET: CLIENT_SECRET,
       LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -3,7 +3,7 @@
  * from /proc, per-core busy time, free ports, and the native tools (wrk, curl, taskset).
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 
 /** Clock ticks per second of the times in /proc/<pid>/stat and /proc/stat. */
@@ -25,6 +25,20 @@ export const median = (xs: number[]): number => {
 function statFields(pid: number | 'self'): string[] {
   const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return s.slice(s.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The pids whose parent is `pid` (from each process's /proc/<pid>/stat, field 4). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (Number(statFields(Number(name))[1]) === pid) out.push(Number(name));
+    } catch {
+      // exited while the list was read
+    }
+  }
+  return out;
 }
 
 /** User + system CPU of a process (all its threads), in µs: utime and stime, fields 14 and 15. */
@@ -74,8 +88,16 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts a command on one core: taskset execs it, so the child's pid is the command's own. */
-export function spawnOnCore(core: number, command: string, args: string[], opts: SpawnOptions = {}): ChildProcess {
+/**
+ * Starts a command on one core (or a core list such as `0,1`): taskset execs it, so the child's pid is the
+ * command's own.
+ */
+export function spawnOnCore(
+  core: number | string,
+  command: string,
+  args: string[],
+  opts: SpawnOptions = {},
+): ChildProcess {
   return spawn('taskset', ['-c', String(core), command, ...args], opts);
 }
 

@@ -52,7 +52,7 @@ function script(req: WrkRequest): string {
 
 export async function runWrk(
   req: WrkRequest,
-  opts: { core: number; connections: number; seconds: number },
+  opts: { core: number | string; connections: number; seconds: number; threads?: number },
 ): Promise<WrkResult> {
   const dir = mkdtempSync(join(os.tmpdir(), 'acs-bench-wrk-'));
   const file = join(dir, 'request.lua');
@@ -61,7 +61,16 @@ export async function runWrk(
     const proc = spawnOnCore(
       opts.core,
       'wrk',
-      ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '-s', file, req.url],
+      [
+        `-t${opts.threads ?? 1}`,
+        `-c${opts.connections}`,
+        `-d${opts.seconds}s`,
+        '--timeout',
+        '10s',
+        '-s',
+        file,
+        req.url,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';

@@ -4,7 +4,8 @@
  * changed, an account deleted, an API credential revoked, an account's API key rotated — is seen by the other within
  * one second, through the store's LISTEN/NOTIFY change feed; an expired OAuth token is still refreshed once across
  * both. A dashboard session opened on one works on the other (sessions and the cookie key are in the store), a
- * sign-out on one is seen by the other within one second, and failed sign-ins on both count towards one throttle.
+ * sign-out on one is seen by the other within one second, and failed sign-ins and token requests on both count
+ * towards one throttle.
  * The same caches on SQLite follow another process's writes through PRAGMA data_version.
  */
 import { Writable } from 'node:stream';
@@ -203,6 +204,24 @@ describe('two instances on one PostgreSQL database', () => {
     expect(state).toMatchObject({ count: 6 });
     expect(state!.blockedUntil).toBeGreaterThan(state!.lastAt);
     await b.services.store.compareAndSetThrottle('dashboard-user:admin', state!.version, null);
+  });
+
+  it('counts failed /oauth/token attempts on both instances towards one throttle', async () => {
+    const clientId = 'acs_throttle_probe';
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${i % 2 ? b.url : a.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: 'wrong' }),
+      });
+      await res.body?.cancel();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 401]);
+    const state = await a.running.services.store.getThrottle(`client:${clientId}`);
+    expect(state).toMatchObject({ count: 6 });
+    expect(state!.blockedUntil).toBeGreaterThan(state!.lastAt);
   });
 
   it('an expired OAuth token is refreshed once across both instances', async () => {

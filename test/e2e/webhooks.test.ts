@@ -9,8 +9,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { ScalekitClient } from '@scalekit-sdk/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../runtime/client/index.ts';
 
@@ -238,6 +239,18 @@ describe('webhooks', () => {
       connected_account_id: account.id,
       status: 'DELETED',
     });
+  });
+
+  it('reports an account deleted through the Scalekit API as deleted', async () => {
+    const account = await h.client.getOrCreateConnectedAccount({ connectionName: 'helpdesk', identifier: 'sk-gone' });
+    const sk = new ScalekitClient(h.url, TEST_CLIENT_ID, TEST_CLIENT_SECRET);
+    await sk.actions.deleteConnectedAccount({ connectionName: 'helpdesk', identifier: 'sk-gone' });
+    const deleted = () =>
+      received
+        .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> })
+        .filter((e) => e.type === 'connected_account.deleted' && e.data.connected_account_id === account.id);
+    const events = await until(() => (deleted().length ? deleted() : undefined));
+    expect(events[0]!.data).toMatchObject({ identifier: 'sk-gone', status: 'DELETED', connection_name: 'helpdesk' });
   });
 
   it('reports every account removed with its connection as deleted', async () => {
