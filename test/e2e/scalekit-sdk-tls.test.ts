@@ -65,11 +65,11 @@ function negotiate(alpn: string[]): Promise<string | false> {
   });
 }
 
-/** GET `path` over HTTP/1.1 with `agent`'s module: status, body, and the ALPN protocol of its TLS socket. */
+/** GET `url` over HTTP/1.1 with `mod`: status, body, and the ALPN protocol of its TLS socket. */
 function get(
   mod: typeof http | typeof https,
   url: string,
-  opts: https.RequestOptions = {},
+  opts: https.RequestOptions & Pick<tls.ConnectionOptions, 'ALPNProtocols'> = {},
 ): Promise<{ status: number; body: string; alpn?: string | false }> {
   return new Promise((resolve, reject) => {
     const req = mod.get(url, { ...opts, agent: false }, (res) => {
@@ -122,10 +122,24 @@ describe('TLS on the one port', () => {
     expect(h.config.publicUrl).toBe(h.url);
   });
 
-  it('negotiates h2 or http/1.1 by ALPN, and HTTP/1.1 for a client that offers no ALPN', async () => {
-    expect(await negotiate(['h2', 'http/1.1'])).toBe('h2');
+  it('negotiates h2 with a client that speaks only HTTP/2 (gRPC), HTTP/1.1 with any client that offers it', async () => {
+    // Node's http2.connect (the SDK's transport) and gRPC's own clients offer h2 alone.
+    expect(await negotiate(['h2'])).toBe('h2');
+    // A browser or curl offers both: the dashboard, authorization links and the HTTP API are HTTP/1.1.
+    expect(await negotiate(['h2', 'http/1.1'])).toBe('http/1.1');
     expect(await negotiate(['http/1.1'])).toBe('http/1.1');
     expect(await negotiate([])).toBe(false);
+    const unknown = await negotiate(['spdy/3.1']).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(unknown?.message).toMatch(/no application protocol|alert/i);
+  });
+
+  it('serves HTTP/1.1 over TLS to a browser-like client, and to one that offers no ALPN', async () => {
+    const browser = await get(https, `${h.url}/health`, { ca: ca.ca, ALPNProtocols: ['h2', 'http/1.1'] });
+    expect(browser).toMatchObject({ status: 200, alpn: 'http/1.1' });
+    expect(JSON.parse(browser.body)).toMatchObject({ status: 'ok' });
     const plain = await get(https, `${h.url}/health`, { ca: ca.ca });
     expect(plain).toMatchObject({ status: 200, alpn: false });
     expect(JSON.parse(plain.body)).toMatchObject({ status: 'ok' });
