@@ -43,14 +43,20 @@ class SocketStream extends Duplex {
 /** What every HTTP/2 connection with prior knowledge (h2c) starts with (RFC 9113, section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-/** Ends every HTTP/2 session of `h2`: gracefully (a GOAWAY; streams in flight finish, then it closes) or at once. */
+/**
+ * Ends every HTTP/2 session of `h2`: gracefully (a GOAWAY; streams in flight finish, then it closes) or at once.
+ * After a graceful end, a session that starts later (its TLS handshake was under way) gets its GOAWAY at once.
+ */
 function trackSessions(h2: Http2Server): (graceful: boolean) => void {
   const sessions = new Set<Http2Session>();
+  let closing = false;
   h2.on('session', (session: Http2Session) => {
+    if (closing) return void session.close();
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
   return (graceful) => {
+    closing = true;
     for (const session of sessions) {
       if (graceful) session.close();
       else session.destroy();

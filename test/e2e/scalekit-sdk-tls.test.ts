@@ -10,11 +10,18 @@
  * checks here pass the CA per connection (`ca`).
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { loadConfig } from '../../runtime/config.ts';
+import { startServer } from '../../runtime/server.ts';
+import { serviceEnv, startHarness, type Harness } from '../helpers/harness.ts';
 import { RETURN_ORIGIN, sdkScenarios, type ServerSide } from '../helpers/scalekit-sdk-scenarios.ts';
 import { startScalekitServerSide, type ScalekitServerSide } from '../helpers/scalekit-server-side.ts';
 import type { ScenarioResult } from '../helpers/scalekit-sdk-client-process.ts';
@@ -72,12 +79,12 @@ function get(
   opts: https.RequestOptions & Pick<tls.ConnectionOptions, 'ALPNProtocols'> = {},
 ): Promise<{ status: number; body: string; alpn?: string | false }> {
   return new Promise((resolve, reject) => {
-    const req = mod.get(url, { ...opts, agent: false }, (res) => {
+    const req = mod.get(url, { agent: false, ...opts }, (res) => {
+      // Read now: a keep-alive agent takes the socket back once the response ends.
+      const alpn = (res.socket as tls.TLSSocket).alpnProtocol ?? undefined;
       let body = '';
       res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, body, alpn: (res.socket as tls.TLSSocket).alpnProtocol ?? undefined }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode!, body, alpn }));
     });
     req.once('error', reject);
   });
@@ -162,5 +169,39 @@ describe('TLS on the one port', () => {
     );
     expect(plain).toBeInstanceOf(Error);
     expect((await get(https, `${h.url}/health`, { ca: ca.ca })).status).toBe(200);
+  });
+});
+
+describe('draining with TLS connections open', () => {
+  it('closes idle HTTP/1.1 keep-alive connections and HTTP/2 sessions at once, those still in their handshake included, cutting none', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-tls-drain-'));
+    const running = await startServer(
+      loadConfig({ ...serviceEnv(dataDir), TLS_CERT_FILE: ca.certFile, TLS_KEY_FILE: ca.keyFile, LOG_LEVEL: 'silent' }),
+      { logDestination: new Writable({ write: (_c, _e, cb) => cb() }) },
+    );
+    try {
+      const agent = new https.Agent({ keepAlive: true, ca: ca.ca });
+      expect((await get(https, `${running.url}/health`, { agent })).status).toBe(200);
+      // One session the service has answered on (so it has taken it on), one whose client has just finished its
+      // side of the handshake: the service may take it on only once the drain has begun.
+      const answered = http2.connect(running.url, { ca: ca.ca });
+      await new Promise<void>((resolve, reject) => {
+        const stream = answered.request({ ':path': '/health' });
+        stream.once('response', () => stream.resume().once('end', resolve));
+        stream.once('error', reject);
+        stream.end();
+      });
+      const fresh = http2.connect(running.url, { ca: ca.ca });
+      await new Promise<void>((resolve, reject) => fresh.once('connect', () => resolve()).once('error', reject));
+      const closed = [answered, fresh].map((s) => new Promise<void>((resolve) => s.once('close', resolve)));
+      // A grace far longer than the drain takes: it runs out only if a connection is left open, and then the
+      // connections it cuts are counted.
+      const { cut } = await running.drain(60_000);
+      expect(cut).toBe(0);
+      await Promise.all(closed);
+      agent.destroy();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
