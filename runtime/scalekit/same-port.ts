@@ -43,14 +43,20 @@ class SocketStream extends Duplex {
 /** What every HTTP/2 connection with prior knowledge (h2c) starts with (RFC 9113, section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-/** Ends every HTTP/2 session of `h2`: gracefully (a GOAWAY; streams in flight finish, then it closes) or at once. */
+/**
+ * Ends every HTTP/2 session of `h2`: gracefully (a GOAWAY; streams in flight finish, then it closes) or at once.
+ * After a graceful end, a session that starts later (its TLS handshake was under way) gets its GOAWAY at once.
+ */
 function trackSessions(h2: Http2Server): (graceful: boolean) => void {
   const sessions = new Set<Http2Session>();
+  let closing = false;
   h2.on('session', (session: Http2Session) => {
+    if (closing) return void session.close();
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
   return (graceful) => {
+    closing = true;
     for (const session of sessions) {
       if (graceful) session.close();
       else session.destroy();
@@ -118,9 +124,22 @@ export function sharePortWithHttp2(
 }
 
 /**
+ * The protocol of a TLS connection, from those its client offers: HTTP/1.1 whenever offered, `h2` to a client that
+ * speaks only HTTP/2. gRPC clients (the SDKs' Node and Python transports) offer `h2` alone and get it; a browser
+ * or curl offers both and gets HTTP/1.1, which the HTTP API, the dashboard, authorization links and the proxy are
+ * served on — as on the plain port, where HTTP/2 is for clients with prior knowledge only.
+ */
+function chooseProtocol({ protocols }: { protocols: string[] }): string | undefined {
+  if (protocols.includes('http/1.1')) return 'http/1.1';
+  if (protocols.includes('h2')) return 'h2';
+  return undefined;
+}
+
+/**
  * Serves HTTPS on the one listening port of `server`, HTTP/2 and HTTP/1.1 alike: every connection is a TLS
- * connection whose ALPN decides, once, where it goes — `h2` to the HTTP/2 server `h2` (the same one that serves h2c
- * in plain mode), `http/1.1` or no ALPN at all to `server`'s HTTP/1.1 parser, as an https.Server does it. The
+ * connection whose ALPN decides, once, where it goes (chooseProtocol) — `h2` to the HTTP/2 server `h2` (the same
+ * one that serves h2c in plain mode), `http/1.1` or no ALPN at all to `server`'s HTTP/1.1 parser, as an
+ * https.Server does it. The
  * HTTP/1.1 server stays the listening server, so its timeouts, keep-alive, connection tracking and shutdown
  * (closeIdleConnections, closeAllConnections) hold for TLS connections as they do for plain ones.
  *
@@ -141,7 +160,7 @@ export function sharePortWithTls(
   const tlsServer = tls.createServer({
     cert: credentials.cert,
     key: credentials.key,
-    ALPNProtocols: ['h2', 'http/1.1'],
+    ALPNCallback: chooseProtocol,
     handshakeTimeout: handshakeTimeoutMs,
   });
   tlsServer.on('secureConnection', (socket: TLSSocket) => {

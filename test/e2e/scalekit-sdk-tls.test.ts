@@ -10,11 +10,18 @@
  * checks here pass the CA per connection (`ca`).
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { loadConfig } from '../../runtime/config.ts';
+import { startServer } from '../../runtime/server.ts';
+import { serviceEnv, startHarness, type Harness } from '../helpers/harness.ts';
 import { RETURN_ORIGIN, sdkScenarios, type ServerSide } from '../helpers/scalekit-sdk-scenarios.ts';
 import { startScalekitServerSide, type ScalekitServerSide } from '../helpers/scalekit-server-side.ts';
 import type { ScenarioResult } from '../helpers/scalekit-sdk-client-process.ts';
@@ -65,19 +72,19 @@ function negotiate(alpn: string[]): Promise<string | false> {
   });
 }
 
-/** GET `path` over HTTP/1.1 with `agent`'s module: status, body, and the ALPN protocol of its TLS socket. */
+/** GET `url` over HTTP/1.1 with `mod`: status, body, and the ALPN protocol of its TLS socket. */
 function get(
   mod: typeof http | typeof https,
   url: string,
-  opts: https.RequestOptions = {},
+  opts: https.RequestOptions & Pick<tls.ConnectionOptions, 'ALPNProtocols'> = {},
 ): Promise<{ status: number; body: string; alpn?: string | false }> {
   return new Promise((resolve, reject) => {
-    const req = mod.get(url, { ...opts, agent: false }, (res) => {
+    const req = mod.get(url, { agent: false, ...opts }, (res) => {
+      // Read now: a keep-alive agent takes the socket back once the response ends.
+      const alpn = (res.socket as tls.TLSSocket).alpnProtocol ?? undefined;
       let body = '';
       res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, body, alpn: (res.socket as tls.TLSSocket).alpnProtocol ?? undefined }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode!, body, alpn }));
     });
     req.once('error', reject);
   });
@@ -122,10 +129,24 @@ describe('TLS on the one port', () => {
     expect(h.config.publicUrl).toBe(h.url);
   });
 
-  it('negotiates h2 or http/1.1 by ALPN, and HTTP/1.1 for a client that offers no ALPN', async () => {
-    expect(await negotiate(['h2', 'http/1.1'])).toBe('h2');
+  it('negotiates h2 with a client that speaks only HTTP/2 (gRPC), HTTP/1.1 with any client that offers it', async () => {
+    // Node's http2.connect (the SDK's transport) and gRPC's own clients offer h2 alone.
+    expect(await negotiate(['h2'])).toBe('h2');
+    // A browser or curl offers both: the dashboard, authorization links and the HTTP API are HTTP/1.1.
+    expect(await negotiate(['h2', 'http/1.1'])).toBe('http/1.1');
     expect(await negotiate(['http/1.1'])).toBe('http/1.1');
     expect(await negotiate([])).toBe(false);
+    const unknown = await negotiate(['spdy/3.1']).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(unknown?.message).toMatch(/no application protocol|alert/i);
+  });
+
+  it('serves HTTP/1.1 over TLS to a browser-like client, and to one that offers no ALPN', async () => {
+    const browser = await get(https, `${h.url}/health`, { ca: ca.ca, ALPNProtocols: ['h2', 'http/1.1'] });
+    expect(browser).toMatchObject({ status: 200, alpn: 'http/1.1' });
+    expect(JSON.parse(browser.body)).toMatchObject({ status: 'ok' });
     const plain = await get(https, `${h.url}/health`, { ca: ca.ca });
     expect(plain).toMatchObject({ status: 200, alpn: false });
     expect(JSON.parse(plain.body)).toMatchObject({ status: 'ok' });
@@ -148,5 +169,39 @@ describe('TLS on the one port', () => {
     );
     expect(plain).toBeInstanceOf(Error);
     expect((await get(https, `${h.url}/health`, { ca: ca.ca })).status).toBe(200);
+  });
+});
+
+describe('draining with TLS connections open', () => {
+  it('closes idle HTTP/1.1 keep-alive connections and HTTP/2 sessions at once, those still in their handshake included, cutting none', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-tls-drain-'));
+    const running = await startServer(
+      loadConfig({ ...serviceEnv(dataDir), TLS_CERT_FILE: ca.certFile, TLS_KEY_FILE: ca.keyFile, LOG_LEVEL: 'silent' }),
+      { logDestination: new Writable({ write: (_c, _e, cb) => cb() }) },
+    );
+    try {
+      const agent = new https.Agent({ keepAlive: true, ca: ca.ca });
+      expect((await get(https, `${running.url}/health`, { agent })).status).toBe(200);
+      // One session the service has answered on (so it has taken it on), one whose client has just finished its
+      // side of the handshake: the service may take it on only once the drain has begun.
+      const answered = http2.connect(running.url, { ca: ca.ca });
+      await new Promise<void>((resolve, reject) => {
+        const stream = answered.request({ ':path': '/health' });
+        stream.once('response', () => stream.resume().once('end', resolve));
+        stream.once('error', reject);
+        stream.end();
+      });
+      const fresh = http2.connect(running.url, { ca: ca.ca });
+      await new Promise<void>((resolve, reject) => fresh.once('connect', () => resolve()).once('error', reject));
+      const closed = [answered, fresh].map((s) => new Promise<void>((resolve) => s.once('close', resolve)));
+      // A grace far longer than the drain takes: it runs out only if a connection is left open, and then the
+      // connections it cuts are counted.
+      const { cut } = await running.drain(60_000);
+      expect(cut).toBe(0);
+      await Promise.all(closed);
+      agent.destroy();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
