@@ -141,6 +141,12 @@ describe('slow headers (HEADERS_TIMEOUT_MS)', () => {
     expect((await fetch(`${h.url}/health`)).status).toBe(200);
   });
 
+  it('closes a connection that sends nothing at all once the headers limit has run', async () => {
+    const r = await paced([], 50);
+    expect(r.raw).toBe('');
+    expect(r.ms).toBeGreaterThanOrEqual(HEADERS_MS - 50);
+  });
+
   it('leaves a keep-alive connection that idles between two requests for longer than the limit alone', async () => {
     const u = new URL(h.url);
     const socket = net.connect({ host: u.hostname, port: Number(u.port) });
