@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { expireStoredToken, failure } from '../helpers/tools.ts';
 import { listen, type Listening } from '../fakes/listen.ts';
+import { record, tallied, type Tally } from '../reliability/summary.ts';
 
 let h: Harness;
 let api: Listening;
@@ -175,40 +176,52 @@ const whoAmI = async (identifier: string) =>
   (await h.client.request({ connectionName: 'mail', identifier, path: '/v1.0/me' })).data;
 
 describe('single-use authorization links (issue 12 point 3)', () => {
-  it('answers "already used" to a link opened again after a flow completed through it', async () => {
-    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'frank' });
-    expect((await followAuthorizationLink(link, 'frank-at-provider')).status).toBe(200);
-    const again = await fetch(link, { redirect: 'manual' });
-    expect(again.status).toBe(410);
-    expect(again.headers.get('content-type')).toContain('text/html');
-    expect(await again.text()).toContain('This link was already used');
-    expect(await whoAmI('frank')).toEqual({ id: 'frank-at-provider' });
-  });
+  const replays: Tally = { tried: 0, failed: 0 };
+  afterAll(() =>
+    record({
+      category: 'link replays',
+      what: 'authorization links opened or completed again after a flow completed or a newer link was issued',
+      ...replays,
+    }),
+  );
 
-  it('never lets a second completion through the same link replace the first account tokens', async () => {
-    const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'grace' });
-    // Two flows started from one link (the victim's tab and an attacker who copied the link) before either ends.
-    const victim = await consentThrough(link, 'grace-at-provider');
-    const attacker = await consentThrough(link, 'attacker-at-provider');
-    expect((await fetch(victim, { redirect: 'manual' })).status).toBe(200);
-    const second = await fetch(attacker, { redirect: 'manual' });
-    expect(second.status).toBe(410);
-    expect(await second.text()).toContain('This link was already used');
-    expect(await whoAmI('grace')).toEqual({ id: 'grace-at-provider' });
-  });
+  it('answers "already used" to a link opened again after a flow completed through it', () =>
+    tallied(replays, 1, async () => {
+      const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'frank' });
+      expect((await followAuthorizationLink(link, 'frank-at-provider')).status).toBe(200);
+      const again = await fetch(link, { redirect: 'manual' });
+      expect(again.status).toBe(410);
+      expect(again.headers.get('content-type')).toContain('text/html');
+      expect(await again.text()).toContain('This link was already used');
+      expect(await whoAmI('frank')).toEqual({ id: 'frank-at-provider' });
+    }));
 
-  it('spends an opened link once a newer link is issued for the same account', async () => {
-    const first = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
-    const pending = await consentThrough(first.link, 'heidi-at-provider');
-    const second = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
-    const reopened = await fetch(first.link, { redirect: 'manual' });
-    expect(reopened.status).toBe(410);
-    expect(await reopened.text()).toContain('This link was already used');
-    // The flow already under way from the replaced link cannot complete either.
-    expect((await fetch(pending, { redirect: 'manual' })).status).toBe(410);
-    expect((await followAuthorizationLink(second.link, 'heidi-at-provider')).status).toBe(200);
-    expect(await whoAmI('heidi')).toEqual({ id: 'heidi-at-provider' });
-  });
+  it('never lets a second completion through the same link replace the first account tokens', () =>
+    tallied(replays, 1, async () => {
+      const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'grace' });
+      // Two flows started from one link (the victim's tab and an attacker who copied the link) before either ends.
+      const victim = await consentThrough(link, 'grace-at-provider');
+      const attacker = await consentThrough(link, 'attacker-at-provider');
+      expect((await fetch(victim, { redirect: 'manual' })).status).toBe(200);
+      const second = await fetch(attacker, { redirect: 'manual' });
+      expect(second.status).toBe(410);
+      expect(await second.text()).toContain('This link was already used');
+      expect(await whoAmI('grace')).toEqual({ id: 'grace-at-provider' });
+    }));
+
+  it('spends an opened link once a newer link is issued for the same account', () =>
+    tallied(replays, 2, async () => {
+      const first = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
+      const pending = await consentThrough(first.link, 'heidi-at-provider');
+      const second = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'heidi' });
+      const reopened = await fetch(first.link, { redirect: 'manual' });
+      expect(reopened.status).toBe(410);
+      expect(await reopened.text()).toContain('This link was already used');
+      // The flow already under way from the replaced link cannot complete either.
+      expect((await fetch(pending, { redirect: 'manual' })).status).toBe(410);
+      expect((await followAuthorizationLink(second.link, 'heidi-at-provider')).status).toBe(200);
+      expect(await whoAmI('heidi')).toEqual({ id: 'heidi-at-provider' });
+    }));
 });
 
 describe('user verification after OAuth (issue 11 point 4)', () => {

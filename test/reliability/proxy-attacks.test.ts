@@ -481,7 +481,7 @@ describe('a malicious upstream', () => {
     } finally {
       sentinel.respond = undefined;
       record({
-        category: 'attacks tried',
+        category: 'IPv6 forms',
         what: 'IPv6 forms of non-public addresses in redirects',
         tried: forms.length,
         failed,
@@ -592,8 +592,8 @@ describe('client headers against credentials and forwarding information', () => 
   const spellingTally: Tally = { tried: 0, failed: 0 };
   afterAll(() =>
     record({
-      category: 'attacks tried',
-      what: 'header spellings (underscores, case) of blocked and credential headers',
+      category: 'header spellings',
+      what: 'underscore and case spellings of blocked and credential headers',
       tried: spellingTally.tried,
       failed: spellingTally.failed,
     }),

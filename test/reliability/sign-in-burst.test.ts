@@ -83,8 +83,8 @@ describe('concurrent wrong passwords for one user from one address', () => {
     const statuses = results.map((r) => r.status);
     const checked = statuses.filter((s) => s === 401 || s === 303).length;
     record({
-      category: 'attacks tried',
-      what: 'sign-in bursts: 60 wrong passwords + the right one at once, one user',
+      category: 'sign-in bursts',
+      what: '60 wrong passwords + the right one at once, one user',
       tried: results.length,
       failed: (checked > 6 ? 1 : 0) + (statuses.at(-1) === 303 ? 1 : 0),
       detail: `${checked} checked, ${statuses.filter((s) => s === 429 || s === 503).length} refused unchecked`,
@@ -138,8 +138,8 @@ describe('an unauthenticated sign-in burst from many addresses', () => {
     const medianBound = 3 * percentile(quiet, 50) + 200;
     const ms = (x: number) => `${x.toFixed(0)} ms`;
     record({
-      category: 'load',
-      what: 'sign-in bursts: 150 unauthenticated sign-ins while tool calls run',
+      category: 'sign-in bursts',
+      what: '150 unauthenticated sign-ins while tool calls run',
       tried: results.length + during.length,
       failed: worst > maxBound || percentile(during, 50) > medianBound ? 1 : 0,
       detail:

@@ -7,7 +7,18 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type Category =
-  'faults injected' | 'inputs fuzzed' | 'crashes survived' | 'attacks tried' | 'secrets scanned' | 'load';
+  | 'faults injected'
+  | 'inputs fuzzed'
+  | 'crashes survived'
+  | 'attacks tried'
+  | 'secrets scanned'
+  | 'load'
+  // The findings of issue 12, each its own row: what the outside attack broke, tried again on every run.
+  | 'sign-in bursts'
+  | 'link replays'
+  | 'header spellings'
+  | 'IPv6 forms'
+  | 'slow bodies';
 
 export const SUMMARY_DIR = join(process.cwd(), 'test-output', 'reliability');
 
