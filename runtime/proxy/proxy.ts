@@ -8,6 +8,7 @@ import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { CredentialApply } from '../../core/spec-model.ts';
 import type { Upstream } from '../upstream/upstream.ts';
 import { setOwn } from '../../core/own.ts';
+import { StreamMemory } from './stream-memory.ts';
 
 /**
  * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
@@ -197,6 +198,9 @@ function parsedBase(base: string): { origin: string; pathname: string } {
  * streams both bodies (no buffering, so files of any size pass through), keeping the status and headers.
  */
 export class ProxyHandler {
+  /** Keeps the garbage of streamed bodies from piling up (see stream-memory.ts). */
+  readonly memory = new StreamMemory();
+
   constructor(
     private accounts: AccountService,
     private upstream: Upstream,
@@ -274,6 +278,7 @@ export class ProxyHandler {
     let status = 0;
     let errorCode: string | null = null;
     this.accounts.touch(live.account.id);
+    this.memory.begin();
 
     try {
       const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
@@ -300,6 +305,7 @@ export class ProxyHandler {
       }
       throw e;
     } finally {
+      this.memory.end();
       this.activity.record({
         id: newId('prx'),
         kind: 'proxy',
