@@ -169,6 +169,11 @@ export function checkProxyPath(path: string): string | undefined {
   return 'is percent-encoded too many times over';
 }
 
+/** Bodies from this size on (or of unknown size) are streamed under StreamMemory's watch. */
+const LARGE_BODY_BYTES = 1024 * 1024;
+const largeBody = (contentLength: string | undefined) =>
+  contentLength === undefined || !(Number(contentLength) < LARGE_BODY_BYTES);
+
 /** The credential header names of a way of applying credentials, in canonical form (computed once per spec). */
 const credentialNameSets = new WeakMap<CredentialApply, ReadonlySet<string>>();
 function credentialNamesOf(apply: CredentialApply): ReadonlySet<string> {
@@ -278,11 +283,17 @@ export class ProxyHandler {
     let status = 0;
     let errorCode: string | null = null;
     this.accounts.touch(live.account.id);
-    this.memory.begin();
+    // Only a large body (or one of unknown length) makes enough garbage to watch; a small answer costs nothing here.
+    let watched = hasBody && largeBody(req.headers['content-length']);
+    if (watched) this.memory.begin();
 
     try {
       const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
       status = upstream.statusCode ?? 502;
+      if (!watched && largeBody(upstream.headers['content-length'])) {
+        watched = true;
+        this.memory.begin();
+      }
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
       // A provider's error, passed through as it is, marked as the provider's (the client library and
@@ -305,7 +316,7 @@ export class ProxyHandler {
       }
       throw e;
     } finally {
-      this.memory.end();
+      if (watched) this.memory.end();
       this.activity.record({
         id: newId('prx'),
         kind: 'proxy',
