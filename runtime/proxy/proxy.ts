@@ -8,6 +8,7 @@ import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { CredentialApply } from '../../core/spec-model.ts';
 import type { Upstream } from '../upstream/upstream.ts';
 import { setOwn } from '../../core/own.ts';
+import { StreamMemory } from './stream-memory.ts';
 
 /**
  * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
@@ -168,6 +169,11 @@ export function checkProxyPath(path: string): string | undefined {
   return 'is percent-encoded too many times over';
 }
 
+/** Bodies from this size on (or of unknown size) are streamed under StreamMemory's watch. */
+const LARGE_BODY_BYTES = 1024 * 1024;
+const largeBody = (contentLength: string | undefined) =>
+  contentLength === undefined || !(Number(contentLength) < LARGE_BODY_BYTES);
+
 /** The credential header names of a way of applying credentials, in canonical form (computed once per spec). */
 const credentialNameSets = new WeakMap<CredentialApply, ReadonlySet<string>>();
 function credentialNamesOf(apply: CredentialApply): ReadonlySet<string> {
@@ -197,6 +203,9 @@ function parsedBase(base: string): { origin: string; pathname: string } {
  * streams both bodies (no buffering, so files of any size pass through), keeping the status and headers.
  */
 export class ProxyHandler {
+  /** Keeps the garbage of streamed bodies from piling up (see stream-memory.ts). */
+  readonly memory = new StreamMemory();
+
   constructor(
     private accounts: AccountService,
     private upstream: Upstream,
@@ -274,10 +283,17 @@ export class ProxyHandler {
     let status = 0;
     let errorCode: string | null = null;
     this.accounts.touch(live.account.id);
+    // Only a large body (or one of unknown length) makes enough garbage to watch; a small answer costs nothing here.
+    let watched = hasBody && largeBody(req.headers['content-length']);
+    if (watched) this.memory.begin();
 
     try {
       const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
       status = upstream.statusCode ?? 502;
+      if (!watched && largeBody(upstream.headers['content-length'])) {
+        watched = true;
+        this.memory.begin();
+      }
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !DROP_RESPONSE.has(k)) out[k] = v;
       // A provider's error, passed through as it is, marked as the provider's (the client library and
@@ -300,6 +316,7 @@ export class ProxyHandler {
       }
       throw e;
     } finally {
+      if (watched) this.memory.end();
       this.activity.record({
         id: newId('prx'),
         kind: 'proxy',
