@@ -97,6 +97,9 @@ export class AccountService {
   /** Where refresh outcomes are counted (set by createServices). */
   metrics?: Metrics;
 
+  /** Cache misses that read the store (see `resolve`). */
+  private storeReads = 0;
+
   constructor(
     private store: Store,
     private sealer: Sealer,
@@ -146,19 +149,21 @@ export class AccountService {
     );
   }
 
-  async connectionById(id: string): Promise<Connection | undefined> {
-    const cached = this.connections.get(`id:${id}`);
+  async connectionById(id: string, polled = false): Promise<Connection | undefined> {
+    const cached = this.connections.get(`id:${id}`, polled);
     if (cached) return cached;
     const generation = this.connections.current;
+    this.storeReads++;
     const connection = await this.store.getConnection(id);
     if (connection) this.keepConnection(connection, generation);
     return connection;
   }
 
-  async connectionByName(name: string): Promise<Connection> {
-    const cached = this.connections.get(`name:${name}`);
+  async connectionByName(name: string, polled = false): Promise<Connection> {
+    const cached = this.connections.get(`name:${name}`, polled);
     if (cached) return cached;
     const generation = this.connections.current;
+    this.storeReads++;
     const connection = await this.store.getConnectionByName(name);
     if (!connection) throw new ServiceError(404, 'connection_not_found', `No connection named "${name}"`);
     this.keepConnection(connection, generation);
@@ -166,19 +171,21 @@ export class AccountService {
   }
 
   /** The account as last stored (cached like connections). */
-  async accountById(id: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(`id:${id}`);
+  async accountById(id: string, polled = false): Promise<Account | undefined> {
+    const cached = this.accounts.get(`id:${id}`, polled);
     if (cached) return cached;
     const generation = this.accounts.current;
+    this.storeReads++;
     const account = await this.store.getAccount(id);
     if (account) this.keepAccount(account, generation);
     return account;
   }
 
-  async findAccount(connectionId: string, identifier: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(accountKey(connectionId, identifier));
+  async findAccount(connectionId: string, identifier: string, polled = false): Promise<Account | undefined> {
+    const cached = this.accounts.get(accountKey(connectionId, identifier), polled);
     if (cached) return cached;
     const generation = this.accounts.current;
+    this.storeReads++;
     const account = await this.store.findAccount(connectionId, identifier);
     if (account) this.keepAccount(account, generation);
     return account;
@@ -187,14 +194,18 @@ export class AccountService {
   async resolve(ref: AccountRef): Promise<ResolvedAccount> {
     let account: Account | undefined;
     let connection: Connection | undefined;
+    // One check for other processes' changes covers both reads, unless the first went to the store (a miss, which
+    // may have let time pass): then the second checks again.
+    this.store.changes.poll();
+    const reads = this.storeReads;
     if (ref.connectedAccountId) {
-      account = await this.accountById(ref.connectedAccountId);
+      account = await this.accountById(ref.connectedAccountId, true);
       if (!account)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${ref.connectedAccountId}"`);
-      connection = await this.connectionById(account.connectionId);
+      connection = await this.connectionById(account.connectionId, this.storeReads === reads);
     } else if (ref.connectionName && ref.identifier !== undefined) {
-      connection = await this.connectionByName(ref.connectionName);
-      account = await this.findAccount(connection.id, ref.identifier);
+      connection = await this.connectionByName(ref.connectionName, true);
+      account = await this.findAccount(connection.id, ref.identifier, this.storeReads === reads);
       if (!account) {
         throw new ServiceError(
           404,

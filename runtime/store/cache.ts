@@ -18,8 +18,12 @@ export class RowCache<V> {
     private readonly maxEntries = 50_000,
   ) {}
 
-  get(key: string): V | undefined {
-    this.feed.poll();
+  /**
+   * The cached value. `polled`: the caller polled the feed itself just before (synchronously), so that one
+   * request's several reads (a connection and its account) check for other processes' changes once.
+   */
+  get(key: string, polled = false): V | undefined {
+    if (!polled) this.feed.poll();
     if (!this.feed.live) return undefined;
     return this.entries.get(key);
   }

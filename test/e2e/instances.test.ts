@@ -236,4 +236,34 @@ describe('two processes on one SQLite file', () => {
       await h.close();
     }
   });
+
+  it('check PRAGMA data_version once per resolved account when both rows are cached, again after a store read', async () => {
+    const h = await startHarness();
+    const other = new SqliteStore(join(h.dataDir, 'acs.sqlite'));
+    try {
+      await h.client.createConnection({ connection_name: 'helpdesk', connector: 'helpdesk' });
+      const created = await h.client.upsertConnectedAccount({
+        ...who,
+        credentials: { domain: DOMAIN, email: EMAIL, api_token: 'zd-token-one-4a1f' },
+      });
+      const accounts: AccountService = h.running.services.accounts;
+      const feed = h.running.services.store.changes;
+      const polls = vi.spyOn(feed, 'poll');
+      await accounts.resolve(who);
+      // Warm: the connection and the account come from memory after one check.
+      polls.mockClear();
+      expect((await accounts.resolve(who)).account.status).toBe('ACTIVE');
+      expect(polls).toHaveBeenCalledTimes(1);
+      // Another process's change drops every cache: the connection is read from the store, so the account's
+      // lookup checks again, and sees the change made meanwhile.
+      await other.updateAccount(created.id, { status: 'DISCONNECTED' }, Date.now());
+      polls.mockClear();
+      expect((await accounts.resolve(who)).account.status).toBe('DISCONNECTED');
+      expect(polls).toHaveBeenCalledTimes(2);
+      polls.mockRestore();
+    } finally {
+      await other.close();
+      await h.close();
+    }
+  });
 });
