@@ -195,9 +195,11 @@ export class AccountService {
    * The account and its connection. `scope`, the request being served: the store's change feed is polled once for
    * it (runtime/store/changes.ts, `pollOnce`), not once per read.
    */
-  async resolve(ref: AccountRef, scope?: object): Promise<ResolvedAccount> {
+  async resolve(ref: AccountRef, requestScope?: object): Promise<ResolvedAccount> {
     let account: Account | undefined;
     let connection: Connection | undefined;
+    // Without a request to scope it to, this call is the scope: one look at the feed for both reads.
+    const scope = requestScope ?? {};
     if (ref.connectedAccountId) {
       account = await this.accountById(ref.connectedAccountId, scope);
       if (!account)

@@ -23,6 +23,8 @@ export async function executeTool(
     toolName: body.tool_name,
     input,
     dryRun: body.dry_run === true,
+    // The request its authentication polled the change feed for: the account reads need no second look.
+    scope: res.req,
     account: {
       connectedAccountId: body.connected_account_id ?? undefined,
       connectionName,

@@ -29,6 +29,8 @@ export interface ExecuteRequest {
   account: AccountRef;
   input: unknown;
   dryRun?: boolean;
+  /** The HTTP request being served, if any: the store's change feed is polled once for it (ChangeFeed.pollOnce). */
+  scope?: object;
 }
 
 export interface ExecuteResult {
@@ -115,7 +117,7 @@ export class ToolExecutor {
     const errors = validateToolInput(tool, req.input);
     if (errors.length) throw invalidInput(errors, `input for ${tool.name}`);
     const input = req.input as Record<string, unknown>;
-    const resolved = await this.accounts.resolve(req.account);
+    const resolved = await this.accounts.resolve(req.account, req.scope);
     if (resolved.connector.name !== tool.connector) {
       throw new ServiceError(
         400,

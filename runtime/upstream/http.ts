@@ -31,6 +31,33 @@ export const upstreamClient: Got = got.extend({
   hooks: {},
 });
 
+/**
+ * The got instance for one pair of timeouts and one set of agents, built once with `upstreamClient.extend` (a
+ * connector's timeouts are fixed, so there are a handful): each call then passes only its method, headers and body,
+ * and got does not merge and validate the agents and timeouts again on every request. `request` is a deadline for
+ * the whole answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
+ */
+const clients = new Map<string, Got>();
+function clientFor(connectMs: number, responseMs: number, guarded: boolean): Got {
+  const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'keep-alive'}`;
+  let client = clients.get(key);
+  if (!client) {
+    client = upstreamClient.extend({
+      agent: guarded ? guardedAgents : keepAliveAgents,
+      timeout: {
+        connect: connectMs,
+        secureConnect: connectMs,
+        response: responseMs,
+        socket: responseMs,
+        request: connectMs + responseMs,
+      },
+    });
+    if (clients.size >= 1_000) clients.clear();
+    clients.set(key, client);
+  }
+  return client;
+}
+
 export interface HttpRequest {
   method: string;
   url: string;
@@ -123,22 +150,14 @@ export function stripQuery(url: string): string {
 export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
   const policy = addressPolicy(req.url, opts.configuredHosts);
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
-  const promise = upstreamClient(req.url, {
+  // Only the request itself is merged per call: agents and timeouts come with the prebuilt instance.
+  const options: { method: Method; headers: Record<string, string>; body?: Buffer | string; signal?: AbortSignal } = {
     method: req.method as Method,
     headers: req.headers,
-    body: req.body,
-    ...(policy === 'guard' ? { agent: guardedAgents } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-    // request: a deadline for the whole answer, so a provider that drips a byte at a time (never idle)
-    // cannot hold a tool call forever.
-    timeout: {
-      connect: opts.connectTimeoutMs,
-      secureConnect: opts.connectTimeoutMs,
-      response: opts.responseTimeoutMs,
-      socket: opts.responseTimeoutMs,
-      request: opts.connectTimeoutMs + opts.responseTimeoutMs,
-    },
-  });
+  };
+  if (req.body !== undefined) options.body = req.body;
+  if (opts.signal) options.signal = opts.signal;
+  const promise = clientFor(opts.connectTimeoutMs, opts.responseTimeoutMs, policy === 'guard')(req.url, options);
   // got emits its first download progress when the headers arrive (transferred 0, total the Content-Length),
   // before any of the body is read; its 'response' event comes only once the whole body is buffered.
   let announced: number | undefined;

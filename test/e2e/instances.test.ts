@@ -310,6 +310,11 @@ describe('two processes on one SQLite file', () => {
       expect((await accounts.resolve(who, firstRequest)).account.status).toBe('ACTIVE');
       // A request that starts after the commit sees it.
       expect((await accounts.resolve(who, {})).account.status).toBe('DISCONNECTED');
+      // Without a request to scope it to, one resolve is the scope: one look at the feed for both reads.
+      const polls = vi.spyOn(h.running.services.store.changes, 'poll');
+      expect((await accounts.resolve(who)).account.status).toBe('DISCONNECTED');
+      expect(polls).toHaveBeenCalledTimes(1);
+      polls.mockRestore();
     } finally {
       await other.close();
       await h.close();
