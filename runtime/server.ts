@@ -6,8 +6,6 @@ import { createServices, type ServiceOptions, type Services } from './services.t
 import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
-import { dashboardRouter, favicon } from './dashboard/index.ts';
-import { createGrpcServer } from './scalekit/grpc.ts';
 import { sharePortWithHttp2 } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
@@ -40,7 +38,21 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
   };
 }
 
-/** The dashboard, and the service's 404 for a request no route matches. */
+/**
+ * Middleware whose module is loaded on its first request (then kept): what only some requests need stays out of
+ * the start, and out of memory until used.
+ */
+function loadOnFirstUse(load: () => Promise<express.RequestHandler>): express.RequestHandler {
+  let handler: Promise<express.RequestHandler> | undefined;
+  return (req, res, next) => {
+    (handler ??= load()).then((h) => h(req, res, next), next);
+  };
+}
+
+/**
+ * The dashboard (its views and templating loaded on its first request), and the service's 404 for a request no
+ * route matches.
+ */
 export function createApp(s: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -51,8 +63,15 @@ export function createApp(s: Services): express.Express {
     if (startRequest(req, res)) next();
   });
 
-  app.use('/dashboard', dashboardRouter(s));
-  app.get('/favicon.ico', favicon);
+  const dashboard = () => import('./dashboard/index.ts');
+  app.use(
+    '/dashboard',
+    loadOnFirstUse(async () => (await dashboard()).dashboardRouter(s)),
+  );
+  app.get(
+    '/favicon.ico',
+    loadOnFirstUse(async () => (await dashboard()).favicon),
+  );
 
   app.use((req, res) => {
     sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {
@@ -128,8 +147,14 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
-  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/).
-  const endHttp2 = sharePortWithHttp2(server, createGrpcServer(services, handler), server.headersTimeout);
+  // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/); gRPC's code (Connect,
+  // protobuf, the AgentKit descriptors) is loaded when the first HTTP/2 connection comes.
+  const endHttp2 = sharePortWithHttp2(
+    server,
+    async () => (await import('./scalekit/grpc.ts')).createGrpcServer(services, handler),
+    server.headersTimeout,
+    (e) => services.log.error({ err: e }, 'the HTTP/2 (gRPC) server could not be created; connection closed'),
+  );
   if (!server.listening) await listen();
   return {
     server,
