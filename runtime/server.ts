@@ -7,8 +7,6 @@ import { createServices, type ServiceOptions, type Services } from './services.t
 import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
-import { dashboardRouter, favicon } from './dashboard/index.ts';
-import { createGrpcHandler } from './scalekit/grpc.ts';
 import { sharePortWithHttp2, sharePortWithTls } from './scalekit/same-port.ts';
 
 declare module 'express-serve-static-core' {
@@ -41,7 +39,21 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
   };
 }
 
-/** The dashboard, and the service's 404 for a request no route matches. */
+/**
+ * Middleware whose module is loaded on its first request (then kept): what only some requests need stays out of
+ * the start, and out of memory until used.
+ */
+function loadOnFirstUse(load: () => Promise<express.RequestHandler>): express.RequestHandler {
+  let handler: Promise<express.RequestHandler> | undefined;
+  return (req, res, next) => {
+    (handler ??= load()).then((h) => h(req, res, next), next);
+  };
+}
+
+/**
+ * The dashboard (its views and templating loaded on its first request), and the service's 404 for a request no
+ * route matches.
+ */
 export function createApp(s: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -52,8 +64,15 @@ export function createApp(s: Services): express.Express {
     if (startRequest(req, res)) next();
   });
 
-  app.use('/dashboard', dashboardRouter(s));
-  app.get('/favicon.ico', favicon);
+  const dashboard = () => import('./dashboard/index.ts');
+  app.use(
+    '/dashboard',
+    loadOnFirstUse(async () => (await dashboard()).dashboardRouter(s)),
+  );
+  app.get(
+    '/favicon.ico',
+    loadOnFirstUse(async () => (await dashboard()).favicon),
+  );
 
   app.use((req, res) => {
     sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {
@@ -149,7 +168,20 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
   h2.off('request', starting);
   const handler = createHandler(services);
   server.on('request', handler);
-  h2.on('request', createGrpcHandler(services, handler));
+  // gRPC's code (Connect, protobuf, the AgentKit descriptors) is loaded on the first HTTP/2 request: a service that
+  // never gets one never loads it.
+  let grpc: Promise<(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void> | undefined;
+  h2.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    grpc ??= import('./scalekit/grpc.ts').then((m) => m.createGrpcHandler(services, handler));
+    grpc.then(
+      (serve) => serve(req, res),
+      (e: unknown) => {
+        services.log.error({ err: e }, 'the HTTP/2 (gRPC) handler could not be loaded');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/grpc', 'grpc-status': '13' });
+        res.end();
+      },
+    );
+  });
   if (!server.listening) await listen();
   return {
     server,

@@ -1,19 +1,29 @@
 /**
- * What `npm run build` compiles and where: the service's TypeScript (core/, generated/, runtime/, specs/hooks/)
- * to JavaScript under dist/ with the same layout, and every other file of those folders (dashboard views and
- * static files, SQL migrations, the generated OpenAPI document) copied beside it, so paths taken relative to
- * `import.meta.url` resolve the same from dist/ as from the sources. Plain JavaScript: it runs before anything
+ * What `npm run build` builds and where: the service's TypeScript (core/, generated/, runtime/, specs/hooks/)
+ * bundled under dist/ (dist/runtime/main.js, dist/runtime/cli/keys.js, shared and lazily loaded code in
+ * dist/chunks/), and every other file of those folders (dashboard views and static files, SQL migrations, the
+ * generated OpenAPI document) copied at the sources' layout, where the bundled modules look for them (see
+ * build.mjs on `import.meta.url`). Plain JavaScript: it runs before anything
  * is compiled, and without tsx.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = join(ROOT, 'dist');
 export const SOURCE_DIRS = ['core', 'generated', 'runtime', 'specs/hooks'];
-/** Files whose change makes the build stale besides those of SOURCE_DIRS. */
-const CONFIG_FILES = ['package.json'];
+/**
+ * Files whose change makes the build stale besides those of SOURCE_DIRS: the build itself, and the installed
+ * packages (bundled into dist/; `npm install` rewrites node_modules/.package-lock.json).
+ */
+const CONFIG_FILES = [
+  'package.json',
+  'package-lock.json',
+  'node_modules/.package-lock.json',
+  'scripts/build.mjs',
+  'scripts/build-lib.mjs',
+];
 /** Written last by a successful build; its time is the build's. */
 export const STAMP = join(DIST, '.build-stamp');
 
@@ -41,7 +51,7 @@ export function staleReason() {
   return undefined;
 }
 
-/** Copies the non-TypeScript files of the sources into dist/, and removes what no source accounts for any more. */
+/** Copies the non-TypeScript files of the sources into dist/ (the build starts from an empty dist/). */
 export function syncAssets() {
   for (const dir of SOURCE_DIRS) {
     for (const file of walk(join(ROOT, dir))) {
@@ -49,18 +59,6 @@ export function syncAssets() {
       const target = join(DIST, relative(ROOT, file));
       mkdirSync(dirname(target), { recursive: true });
       copyFileSync(file, target);
-    }
-  }
-  // A deleted source (a migration above all) must not live on in dist/.
-  for (const dir of SOURCE_DIRS) {
-    for (const file of walk(join(DIST, dir))) {
-      const rel = relative(DIST, file);
-      const source = join(
-        ROOT,
-        rel.replace(/\.js(\.map)?$/, (_, _map) => '.ts'),
-      );
-      const same = join(ROOT, rel);
-      if (!existsSync(source) && !existsSync(same)) rmSync(file);
     }
   }
 }

@@ -1,12 +1,21 @@
 /**
- * `npm run build`: the service compiled to JavaScript under dist/ (layout and assets: see build-lib.mjs).
- * esbuild transpiles each file on its own (the sources are written for that: isolatedModules), rewriting the
- * relative `.ts` imports to `.js`; in about 2 s where tsc's emit took 14–30 s on the shared 2-core machine,
- * because tsc type-checks the whole program on every build. Type-checking stays `npm run typecheck` (CI runs it).
+ * `npm run build`: the service bundled to JavaScript under dist/ (layout and assets: see build-lib.mjs).
+ *
+ * esbuild bundles each entry point (the service, the key tool) with the packages it uses, tree-shaken and with
+ * whitespace and syntax minified (names are kept, so stack traces and CPU profiles stay readable; source maps
+ * beside). Code the service needs only for some requests (the dashboard, MCP, Scalekit's gRPC and REST API, tool
+ * search) is reached through `import()` in the sources and so lands in chunks of its own, loaded on first use.
+ * One file instead of about 1 400 (the service's 107 modules and the packages' files, each resolved, read and
+ * compiled on its own) is most of what makes the start fast: see bench/RESULTS.md, issue 14.
+ *
+ * Kept outside the bundle: better-sqlite3 (a native addon, found by its package at run time) and pg (loaded only
+ * for PostgreSQL). node_modules is therefore still needed at run time, for those two.
+ *
+ * Type-checking stays `npm run typecheck` (CI runs it); esbuild only strips the types.
  */
-import { readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { DIST, ROOT, SOURCE_DIRS, STAMP, syncAssets, writeStamp } from './build-lib.mjs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { DIST, ROOT, STAMP, syncAssets, writeStamp } from './build-lib.mjs';
 
 let esbuild;
 try {
@@ -16,47 +25,84 @@ try {
   process.exit(1);
 }
 
-const started = Date.now();
-const entryPoints = [];
-const walk = (dir) => {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) walk(path);
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) entryPoints.push(path);
-  }
-};
-for (const dir of SOURCE_DIRS) walk(join(ROOT, dir));
+/** What `node dist/<entry>.js` runs. */
+const ENTRY_POINTS = ['runtime/main.ts', 'runtime/cli/keys.ts'];
+const EXTERNAL = ['better-sqlite3', 'pg'];
+/**
+ * In the bundle, `import.meta.url` is the URL of the output file, not that of the source module the code came
+ * from; the service's modules use it to find their assets (migrations, views, static files, the OpenAPI
+ * document), which dist/ keeps at the sources' layout. So each source's `import.meta.url` becomes the URL its
+ * module would have at that layout, written relative to the output file that ends up holding it: this marker,
+ * replaced once the output files' places are known.
+ */
+const TO_DIST = '__ACS_PATH_TO_DIST__';
 
+const started = Date.now();
 rmSync(STAMP, { force: true });
+let result;
 try {
-  await esbuild.build({
-    entryPoints,
+  result = await esbuild.build({
+    entryPoints: ENTRY_POINTS.map((e) => join(ROOT, e)),
     outdir: DIST,
     outbase: ROOT,
-    // "Bundle" with every import external: one output file per source file, imports kept, `.ts` made `.js`.
     bundle: true,
-    plugins: [
-      {
-        name: 'one-file-each',
-        setup(build) {
-          build.onResolve({ filter: /.*/ }, (args) =>
-            args.kind === 'entry-point' ? undefined : { path: args.path.replace(/\.ts$/, '.js'), external: true },
-          );
-        },
-      },
-    ],
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     format: 'esm',
     platform: 'node',
     target: 'node20',
+    external: EXTERNAL,
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: true,
     sourcemap: true,
+    legalComments: 'linked',
+    // The CommonJS packages in the bundle call require() for Node's modules; an ES module has none of its own.
+    banner: {
+      js: "import { createRequire as __acsCreateRequire } from 'node:module';\nconst require = __acsCreateRequire(import.meta.url);",
+    },
+    plugins: [
+      {
+        name: 'source-module-urls',
+        setup(build) {
+          build.onLoad({ filter: /\.ts$/ }, async (args) => {
+            const { readFile } = await import('node:fs/promises');
+            const source = await readFile(args.path, 'utf8');
+            if (!source.includes('import.meta.url')) return undefined;
+            const asBuilt = relative(ROOT, args.path).replace(/\.ts$/, '.js');
+            return {
+              contents: source.replaceAll(
+                'import.meta.url',
+                `new URL(${JSON.stringify(`${TO_DIST}/${asBuilt}`)}, import.meta.url).href`,
+              ),
+              loader: 'ts',
+            };
+          });
+        },
+      },
+    ],
+    write: false,
     logLevel: 'warning',
   });
 } catch {
-  process.stderr.write('npm run build: esbuild reported errors; dist/ is not usable\n');
+  process.stderr.write('npm run build: esbuild reported errors (above); dist/ is not usable\n');
   process.exit(1);
+}
+
+// dist/ is replaced as a whole: nothing of an earlier build (a chunk, a deleted migration) lives on in it.
+rmSync(DIST, { recursive: true, force: true });
+for (const file of result.outputFiles) {
+  mkdirSync(dirname(file.path), { recursive: true });
+  if (file.path.endsWith('.js')) {
+    const toDist = relative(dirname(file.path), DIST) || '.';
+    writeFileSync(file.path, file.text.replaceAll(TO_DIST, toDist));
+  } else {
+    writeFileSync(file.path, file.contents);
+  }
 }
 syncAssets();
 writeStamp();
+const chunks = result.outputFiles.filter((f) => f.path.endsWith('.js')).length - ENTRY_POINTS.length;
 process.stdout.write(
-  `built dist/ (${entryPoints.length} modules) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  `built dist/ (${ENTRY_POINTS.length} entry points, ${chunks} chunks) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
 );

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 /**
  * The route table: a handler for each endpoint of core/api/endpoints.ts, which declares its method, path,
@@ -7,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
-import { scalekitRest } from '../scalekit/rest.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -16,9 +16,8 @@ import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.
 import type { RouteTable } from './router.ts';
 import { executeTool } from './execute.ts';
 import { listTools } from './agent-tools.ts';
-import { searchTools } from '../tools/search.ts';
 import { unknownToolError } from '../tools/validation.ts';
-import { McpEndpoint, methodNotAllowed } from '../mcp/endpoint.ts';
+import { McpServers } from '../mcp/servers.ts';
 import { proxyIdentifier } from '../proxy/proxy.ts';
 import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
@@ -99,11 +98,23 @@ function clientAddress(
   return req.socket.remoteAddress ?? 'unknown';
 }
 
+/** `load()` called once, on the first call; its promise, rejected too, kept for every later one. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => (loaded ??= load());
+}
+
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
-  const sk = scalekitRest(s);
-  const mcp = new McpEndpoint(s);
+  // Loaded on first use, not at start: Scalekit's REST API (protobuf and the AgentKit descriptors), the MCP
+  // endpoint (the MCP SDK, zod) and tool search (its index). Each import() is a chunk of its own in dist/.
+  const sk = once(async () => (await import('../scalekit/rest.ts')).scalekitRest(s));
+  const mcpServers = new McpServers(s);
+  const mcpModule = once(() => import('../mcp/endpoint.ts'));
+  const mcpEndpoint = once(async () => new (await mcpModule()).McpEndpoint(s, mcpServers));
+  const methodNotAllowed = async (res: ServerResponse) => (await mcpModule()).methodNotAllowed(res);
+  const search = once(() => import('../tools/search.ts'));
   return {
     index: ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -210,9 +221,12 @@ export function routeTable(s: Services): RouteTable {
     listTools: async ({ query }) => ({
       body: await listTools(s, query, (t) => toolView(t, connectors.get(t.connector)!)),
     }),
-    searchTools: ({ query }) => ({
+    searchTools: async ({ query }) => ({
       body: {
-        tools: searchTools(query.q, { limit: Math.min(query.limit ?? 5, tools.size), connector: query.connector }),
+        tools: (await search()).searchTools(query.q, {
+          limit: Math.min(query.limit ?? 5, tools.size),
+          connector: query.connector,
+        }),
       },
     }),
     getTool: ({ params }) => {
@@ -372,40 +386,40 @@ export function routeTable(s: Services): RouteTable {
       return { body: { revoked: true, id: params.id } };
     },
 
-    scalekitListConnectedAccounts: async ({ query }) => sk.listConnectedAccounts(query),
-    scalekitCreateConnectedAccount: async ({ body }) => sk.createConnectedAccount(body),
-    scalekitUpdateConnectedAccount: async ({ body }) => sk.updateConnectedAccount(body),
-    scalekitDeleteConnectedAccount: async ({ body }) => sk.deleteConnectedAccount(body),
-    scalekitMagicLink: async ({ body }) => sk.magicLink(body),
-    scalekitVerifyConnectedAccountUser: async ({ body }) => sk.verify(body),
-    scalekitGetConnectedAccountAuth: async ({ query }) => sk.getConnectedAccountAuth(query),
-    scalekitExecuteTool: async ({ body }) => sk.executeTool(body),
-    scalekitListTools: async ({ query }) => sk.listTools(query),
-    scalekitListAppConnections: async ({ query }) => sk.listAppConnections(query),
-    listMcpServers: async () => ({ body: await mcp.servers.list() }),
+    scalekitListConnectedAccounts: async ({ query }) => (await sk()).listConnectedAccounts(query),
+    scalekitCreateConnectedAccount: async ({ body }) => (await sk()).createConnectedAccount(body),
+    scalekitUpdateConnectedAccount: async ({ body }) => (await sk()).updateConnectedAccount(body),
+    scalekitDeleteConnectedAccount: async ({ body }) => (await sk()).deleteConnectedAccount(body),
+    scalekitMagicLink: async ({ body }) => (await sk()).magicLink(body),
+    scalekitVerifyConnectedAccountUser: async ({ body }) => (await sk()).verify(body),
+    scalekitGetConnectedAccountAuth: async ({ query }) => (await sk()).getConnectedAccountAuth(query),
+    scalekitExecuteTool: async ({ body }) => (await sk()).executeTool(body),
+    scalekitListTools: async ({ query }) => (await sk()).listTools(query),
+    scalekitListAppConnections: async ({ query }) => (await sk()).listAppConnections(query),
+    listMcpServers: async () => ({ body: await mcpServers.list() }),
     createMcpServer: async ({ body }) => {
-      const created = await mcp.servers.create(body);
-      return { status: 201, body: await mcp.servers.describe(created) };
+      const created = await mcpServers.create(body);
+      return { status: 201, body: await mcpServers.describe(created) };
     },
-    getMcpServer: async ({ params }) => ({ body: await mcp.servers.describe(await mcp.servers.get(params.id)) }),
+    getMcpServer: async ({ params }) => ({ body: await mcpServers.describe(await mcpServers.get(params.id)) }),
     updateMcpServer: async ({ params, body }) => ({
-      body: await mcp.servers.describe(await mcp.servers.update(params.id, body)),
+      body: await mcpServers.describe(await mcpServers.update(params.id, body)),
     }),
     deleteMcpServer: async ({ params }) => {
-      await mcp.servers.delete(params.id);
+      await mcpServers.delete(params.id);
       return { body: { deleted: true, id: params.id } };
     },
     createMcpUrl: async ({ params, body }) => ({
       status: 201,
-      body: await mcp.servers.createUrl(params.id, body.identifier, body.expires_in ?? undefined),
+      body: await mcpServers.createUrl(params.id, body.identifier, body.expires_in ?? undefined),
     }),
-    listMcpUrls: async ({ params }) => ({ body: await mcp.servers.listUrls(params.id) }),
+    listMcpUrls: async ({ params }) => ({ body: await mcpServers.listUrls(params.id) }),
     revokeMcpUrl: async ({ params }) => {
-      await mcp.servers.revokeUrl(params.id, params.url_id);
+      await mcpServers.revokeUrl(params.id, params.url_id);
       return { body: { revoked: true, id: params.url_id } };
     },
     mcpServerPost: async ({ req, res, params }) => {
-      const server = await mcp.servers.get(params.id);
+      const server = await mcpServers.get(params.id);
       const identifier = proxyIdentifier(req);
       if (
         identifier === undefined ||
@@ -424,19 +438,19 @@ export function routeTable(s: Services): RouteTable {
           ],
         );
       }
-      await mcp.serve(req, res, { server, identifier }, req.body);
+      await (await mcpEndpoint()).serve(req, res, { server, identifier }, req.body);
     },
     mcpServerGet: async ({ params, res }) => {
-      await mcp.servers.get(params.id);
-      methodNotAllowed(res);
+      await mcpServers.get(params.id);
+      await methodNotAllowed(res);
     },
     mcpServerDelete: async ({ params, res }) => {
-      await mcp.servers.get(params.id);
-      methodNotAllowed(res);
+      await mcpServers.get(params.id);
+      await methodNotAllowed(res);
     },
-    mcpUrlPost: async ({ req, res, params }) => mcp.serveToken(req, res, params.token),
-    mcpUrlGet: ({ res }) => Promise.resolve(methodNotAllowed(res)),
-    mcpUrlDelete: ({ res }) => Promise.resolve(methodNotAllowed(res)),
+    mcpUrlPost: async ({ req, res, params }) => (await mcpEndpoint()).serveToken(req, res, params.token),
+    mcpUrlGet: ({ res }) => methodNotAllowed(res),
+    mcpUrlDelete: ({ res }) => methodNotAllowed(res),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 

@@ -119,8 +119,11 @@ export class McpEndpoint {
   /** Search indexes by tool set (most configurations share a few). */
   private readonly searches = new Map<string, ToolSearch>();
 
-  constructor(private readonly s: Services) {
-    this.servers = new McpServers(s);
+  constructor(
+    private readonly s: Services,
+    servers = new McpServers(s),
+  ) {
+    this.servers = servers;
     this.parseJson = express.json({ limit: s.config.bodyLimitBytes, strict: true }) as Middleware;
   }
 
