@@ -67,7 +67,7 @@ export function watchSecrets(): Watched {
   return { fetch: watched, sent, responses };
 }
 
-async function pgRows(store: PostgresStore): Promise<string[]> {
+export async function pgRows(store: PostgresStore): Promise<string[]> {
   const tables = await store.pool.query<{ table_name: string }>(
     'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
     [store.schema],
