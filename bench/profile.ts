@@ -13,7 +13,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
-import { ensureTools, freePort, pinSelf, processCpuMicros, spawnOnCore, stop } from './system.ts';
+import { coreBusyMicros, ensureTools, freePort, pinSelf, processCpuMicros, spawnOnCore, stop } from './system.ts';
 import { runWrk } from './wrk.ts';
 
 const { values: opt, positionals } = parseArgs({
@@ -64,12 +64,19 @@ await checkScenarios(svc.url, token);
 const request = requests(svc.url, token)[scenario];
 if (warmup > 0) await runWrk(request, { core: 0, connections: 32, seconds: warmup });
 const cpu0 = processCpuMicros(svc.pid);
+const core0 = coreBusyMicros(1);
+const wall0 = performance.now();
 const r = await runWrk(request, { core: 0, connections: 32, seconds });
-const cpuUs = (processCpuMicros(svc.pid) - cpu0) / Math.max(1, r.requests);
+const cpu = processCpuMicros(svc.pid) - cpu0;
+const cpuUs = cpu / Math.max(1, r.requests);
+const wallUs = (performance.now() - wall0) * 1000;
+// What else ran on the test core meanwhile: a loaded machine starves the service and inflates its CPU per request.
+const otherPct = ((coreBusyMicros(1) - core0 - cpu) / wallUs) * 100;
 console.log(
   `${scenario} (${ROOT}${profile ? ', under --cpu-prof' : ''}): ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, ` +
     `p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors}, CPU per request ${cpuUs.toFixed(0)} µs ` +
-    `(${r.requests} requests in ${seconds} s after a ${warmup} s warm-up)`,
+    `(${r.requests} requests in ${seconds} s after a ${warmup} s warm-up); test core: service ${((cpu / wallUs) * 100).toFixed(0)} %, ` +
+    `other processes ${Math.max(0, otherPct).toFixed(0)} %`,
 );
 // SIGTERM lets the service close and write its profile.
 await svc.stop();
