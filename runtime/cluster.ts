@@ -5,6 +5,7 @@
  * and on SIGTERM or SIGINT passes the signal on and exits once every worker has drained.
  */
 import cluster, { type Worker } from 'node:cluster';
+import net, { type AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import { serveClusterMetrics } from './metrics.ts';
@@ -45,4 +46,16 @@ export function runPrimary(config: Config, log: Logger): void {
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
     });
   }
+}
+
+/** A port free on `host` now, picked by the system (for PORT=0 with several workers). */
+export function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }

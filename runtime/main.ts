@@ -4,7 +4,7 @@ import { loadConfig, type Config } from './config.ts';
 import { startServer, type RunningServer } from './server.ts';
 import { createServices, type Services } from './services.ts';
 import { describeStartupError } from './startup-errors.ts';
-import { runPrimary } from './cluster.ts';
+import { freePort, runPrimary } from './cluster.ts';
 
 function cannotStart(e: unknown): never {
   const line = describeStartupError(e, process.env);
@@ -21,13 +21,25 @@ try {
 }
 
 if (config.workers > 1 && cluster.isPrimary) {
+  // PORT=0: the primary picks the port and hands it to the workers, so that each starts as on a configured port,
+  // opening it only once it can answer (a worker that opened it to learn its port would answer 503 "starting"
+  // to its share of the connections meanwhile), and every worker signs tokens with the same issuer.
+  if (config.port === 0) {
+    try {
+      config.port = await freePort(config.host);
+    } catch (e) {
+      cannotStart(e);
+    }
+    process.env.PORT = String(config.port);
+    if (!config.publicUrl) {
+      config.publicUrl = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+      process.env.PUBLIC_URL = config.publicUrl;
+    }
+  }
   // The store is prepared once, here, before any worker starts: migrations, keys, the first credential.
   let prepared: Services;
   try {
-    prepared = await createServices({
-      ...config,
-      publicUrl: config.publicUrl || `http://${config.host}:${config.port}`,
-    });
+    prepared = await createServices(config);
   } catch (e) {
     cannotStart(e);
   }

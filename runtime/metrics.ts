@@ -8,7 +8,7 @@
  * its arguments on every call).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServerResponse } from 'node:http';
 import type { Store } from './store/types.ts';
@@ -38,11 +38,8 @@ export class Metrics {
 
   constructor(store: Store) {
     collectDefaultMetrics({ register: this.registry });
-    if (cluster.isWorker) {
-      // The primary asks every worker for this registry and sums them (see clusterMetricsText).
-      AggregatorRegistry.setRegistries([this.registry]);
-      new AggregatorRegistry();
-    }
+    // In a worker, the primary asks this registry for its figures and sums every worker's (see metricsText).
+    if (cluster.isWorker) answerCollections(this.registry);
     this.requests = new Counter({
       name: 'acs_http_requests_total',
       help: 'HTTP requests answered, by route (the endpoint, not the raw path) and status',
@@ -146,18 +143,31 @@ export class Metrics {
 
 const METRICS_REQUEST = 'acs:metrics-request';
 const METRICS_ANSWER = 'acs:metrics-answer';
+const COLLECT_REQUEST = 'acs:metrics-collect';
+const COLLECT_ANSWER = 'acs:metrics-collected';
+/** How long the primary waits for a worker's figures before the scrape fails naming it. */
+const COLLECT_TIMEOUT_MS = 5_000;
 let metricsRequests = 0;
+
+type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+interface ClusterMessage {
+  type?: string;
+  id?: number;
+  text?: string;
+  error?: string;
+  metrics?: MetricsJson;
+}
 
 /**
  * The metrics text to answer a scrape with: this process's, or, in a worker, every worker's summed by the primary
- * (prom-client's AggregatorRegistry), so a scrape counts the whole service whichever worker takes it.
+ * (prom-client's AggregatorRegistry.aggregate), so a scrape counts the whole service whichever worker takes it.
  */
 export async function metricsText(metrics: Metrics): Promise<{ text: string; contentType: string }> {
   const contentType = metrics.registry.contentType;
   if (!cluster.isWorker || !process.send) return { text: await metrics.registry.metrics(), contentType };
   const id = ++metricsRequests;
   return new Promise((resolve, reject) => {
-    const onMessage = (m: { type?: string; id?: number; text?: string; error?: string }) => {
+    const onMessage = (m: ClusterMessage) => {
       if (m?.type !== METRICS_ANSWER || m.id !== id) return;
       process.off('message', onMessage);
       if (m.error !== undefined) reject(new Error(`the primary could not collect the workers' metrics: ${m.error}`));
@@ -168,12 +178,77 @@ export async function metricsText(metrics: Metrics): Promise<{ text: string; con
   });
 }
 
-/** In the primary: answers the workers' metrics requests with every worker's metrics summed. */
+let collectedRegistry: Registry | undefined;
+
+/** In a worker: answers the primary's collection requests with `registry`'s figures (one listener per process). */
+function answerCollections(registry: Registry): void {
+  const first = collectedRegistry === undefined;
+  collectedRegistry = registry;
+  if (!first) return;
+  process.on('message', (m: ClusterMessage) => {
+    if (m?.type !== COLLECT_REQUEST) return;
+    collectedRegistry!.getMetricsAsJSON().then(
+      (metrics) => process.send?.({ type: COLLECT_ANSWER, id: m.id, metrics }),
+      (e: Error) => process.send?.({ type: COLLECT_ANSWER, id: m.id, error: e.message }),
+    );
+  });
+}
+
+/**
+ * In the primary: answers the workers' metrics requests with every serving worker's figures summed. Only workers
+ * that listen are asked: one still starting (a replacement, say) has counted nothing yet and may not answer for
+ * seconds, and a scrape must not wait for it or fail because of it.
+ */
 export function serveClusterMetrics(): void {
-  const aggregator = new AggregatorRegistry();
-  cluster.on('message', (worker, m: { type?: string; id?: number }) => {
+  const serving = new Set<Worker>();
+  cluster.on('listening', (worker) => serving.add(worker));
+  let collections = 0;
+  /** By collection id: takes a worker's answer, or `undefined` when the worker has exited. */
+  const pending = new Map<number, (worker: Worker, m: ClusterMessage | undefined) => void>();
+  cluster.on('exit', (worker) => {
+    serving.delete(worker);
+    // A worker that dies mid-collection took its figures with it: the scrape sums the others.
+    for (const take of [...pending.values()]) take(worker, undefined);
+  });
+
+  const collect = (): Promise<string> => {
+    const id = ++collections;
+    const asked = [...serving].filter((w) => w.isConnected());
+    if (asked.length === 0) return Promise.resolve('');
+    return new Promise((resolve, reject) => {
+      const answers: MetricsJson[] = [];
+      const waiting = new Set(asked);
+      const finish = (err?: Error) => {
+        clearTimeout(timer);
+        pending.delete(id);
+        if (err) return reject(err);
+        resolve(AggregatorRegistry.aggregate(answers).metrics());
+      };
+      const timer = setTimeout(() => {
+        const pids = [...waiting].map((w) => w.process.pid).join(', ');
+        finish(new Error(`worker ${pids} did not answer within ${COLLECT_TIMEOUT_MS} ms`));
+      }, COLLECT_TIMEOUT_MS);
+      pending.set(id, (worker, m) => {
+        if (!waiting.delete(worker)) return;
+        if (m === undefined) {
+          if (waiting.size === 0) finish();
+          return;
+        }
+        if (m.error !== undefined) return finish(new Error(`worker ${worker.process.pid}: ${m.error}`));
+        answers.push(m.metrics ?? []);
+        if (waiting.size === 0) finish();
+      });
+      for (const w of asked) w.send({ type: COLLECT_REQUEST, id });
+    });
+  };
+
+  cluster.on('message', (worker, m: ClusterMessage) => {
+    if (m?.type === COLLECT_ANSWER) {
+      pending.get(m.id ?? -1)?.(worker, m);
+      return;
+    }
     if (m?.type !== METRICS_REQUEST) return;
-    aggregator.clusterMetrics().then(
+    collect().then(
       (text) => worker.send({ type: METRICS_ANSWER, id: m.id, text }),
       (e: Error) => worker.send({ type: METRICS_ANSWER, id: m.id, error: e.message }),
     );
