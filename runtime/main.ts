@@ -44,6 +44,7 @@ if (config.workers > 1 && cluster.isPrimary) {
     cannotStart(e);
   }
   printFirstStart(prepared, config);
+  await printAdminPassword(prepared, config);
   await prepared.close();
   runPrimary(config, prepared.log);
 } else {
@@ -69,6 +70,7 @@ async function serve(config: Config): Promise<void> {
   );
 
   printFirstStart(services, config);
+  void printAdminPassword(services, config);
 
   let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -113,16 +115,19 @@ function printFirstStart(services: Services, config: Config): void {
       ].join('\n') + '\n',
     );
   }
+}
 
-  if (services.firstAdminPassword) {
-    process.stdout.write(
-      [
-        '',
-        `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
-        'set ADMIN_PASSWORD and restart to choose another).',
-        `admin_password=${services.firstAdminPassword}`,
-        '',
-      ].join('\n') + '\n',
-    );
-  }
+/** Prints the generated admin password once the account holding it is stored (see DashboardAuth.adminReady). */
+async function printAdminPassword(services: Services, config: Config): Promise<void> {
+  const password = await services.firstAdminPassword.catch(() => undefined);
+  if (!password) return;
+  process.stdout.write(
+    [
+      '',
+      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
+      'set ADMIN_PASSWORD and restart to choose another).',
+      `admin_password=${password}`,
+      '',
+    ].join('\n') + '\n',
+  );
 }

@@ -34,8 +34,11 @@ export interface Services {
   webhooks: WebhookService;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
-  /** Set when this start created the dashboard's admin account with a generated password: print it once. */
-  firstAdminPassword?: string;
+  /**
+   * Settles once the dashboard's admin account is in place (after the start: see DashboardAuth.adminReady), with
+   * the generated password when this start created the account without ADMIN_PASSWORD: print it once.
+   */
+  firstAdminPassword: Promise<string | undefined>;
   keyCreated: boolean;
   /** Set when the process begins to stop: /ready answers 503 and responses close their connections. */
   lifecycle: { draining: boolean };
@@ -81,7 +84,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     }
   }
 
-  const { auth: dashboard, firstAdminPassword } = await DashboardAuth.init(store, sealer, config);
+  const dashboard = await DashboardAuth.init(store, sealer, config);
+  const firstAdminPassword = dashboard.adminReady;
+  firstAdminPassword.catch((e: unknown) => log.error({ err: e }, 'the dashboard admin account could not be set up'));
 
   const metrics = new Metrics(store);
   const activity = new ActivityRecorder(store, log);
@@ -129,6 +134,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});
+      // Not cut off mid-write: the admin account is written once its password is hashed.
+      await firstAdminPassword.catch(() => {});
       await store.close();
     },
   };

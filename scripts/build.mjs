@@ -8,8 +8,12 @@
  * One file instead of about 1 400 (the service's 107 modules and the packages' files, each resolved, read and
  * compiled on its own) is most of what makes the start fast: see bench/RESULTS.md, issue 14.
  *
- * Kept outside the bundle: better-sqlite3 (a native addon, found by its package at run time) and pg (loaded only
- * for PostgreSQL). node_modules is therefore still needed at run time, for those two.
+ * Kept outside the bundle: better-sqlite3 (a native addon, found by its package at run time), pg (loaded only
+ * for PostgreSQL), and two packages that are mostly data: iconv-lite (body-parser's charset decoder; its code
+ * pages are half a megabyte that a bundle would parse at every start, though a request body in a legacy charset
+ * is the only one to need them: from node_modules they load on first use) and mime-db (150 KB of JSON, parsed
+ * faster as the package's JSON file than as code in the bundle). node_modules is therefore still needed at run
+ * time, for those.
  *
  * Type-checking stays `npm run typecheck` (CI runs it); esbuild only strips the types.
  */
@@ -27,7 +31,7 @@ try {
 
 /** What `node dist/<entry>.js` runs. */
 const ENTRY_POINTS = ['runtime/main.ts', 'runtime/cli/keys.ts'];
-const EXTERNAL = ['better-sqlite3', 'pg'];
+const EXTERNAL = ['better-sqlite3', 'pg', 'iconv-lite', 'mime-db'];
 /**
  * In the bundle, `import.meta.url` is the URL of the output file, not that of the source module the code came
  * from; the service's modules use it to find their assets (migrations, views, static files, the OpenAPI

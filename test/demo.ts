@@ -102,7 +102,7 @@ Try it:
     ${base}/v1/tools/execute
 
 API credential: client_id=${clientId} client_secret=${clientSecret}   (Ctrl-C to stop)
-Dashboard: ${base}/dashboard  (user admin, password ${running.services.firstAdminPassword ?? 'from ADMIN_PASSWORD'})
+Dashboard: ${base}/dashboard  (user admin, password ${(await running.services.firstAdminPassword) ?? 'from ADMIN_PASSWORD'})
 `);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

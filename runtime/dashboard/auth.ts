@@ -78,25 +78,31 @@ export class DashboardAuth {
   }
 
   /**
-   * Loads (or creates) the cookie key and makes sure the admin account exists. Returns the generated admin
-   * password when this start created the account without ADMIN_PASSWORD, to be printed once.
+   * Settles once the admin account is in place: created on the first start, or its password set to ADMIN_PASSWORD
+   * when that changed. With the generated password when this start created the account without ADMIN_PASSWORD,
+   * to be printed once. Sign-ins wait for it.
+   *
+   * It runs after the service answers: it costs one or two scrypt hashes (about 0.1 s of a pool thread each, and
+   * 32 MiB), which the start does not wait for; nothing but a dashboard sign-in depends on it.
    */
-  static async init(
-    store: Store,
-    sealer: Sealer,
-    config: Config,
-  ): Promise<{ auth: DashboardAuth; firstAdminPassword?: string }> {
-    const sealed = await store.initMeta(KEY_META, sealer.seal(randomBytes(32).toString('base64'), aad.meta(KEY_META)));
-    const key = Buffer.from(sealer.open(sealed, aad.meta(KEY_META)), 'base64');
-    const auth = new DashboardAuth(store, key, config.dashboardSessionTtlSeconds * 1000, config.publicUrl);
-    const firstAdminPassword = await auth.ensureAdmin(config.adminPassword);
-    return { auth, firstAdminPassword };
-  }
+  adminReady!: Promise<string | undefined>;
 
-  private async ensureAdmin(configured: string | undefined): Promise<string | undefined> {
+  /** Loads (or creates) the cookie key, and starts making sure the admin account exists (see adminReady). */
+  static async init(store: Store, sealer: Sealer, config: Config): Promise<DashboardAuth> {
+    const configured = config.adminPassword;
     if (configured !== undefined && configured.length < MIN_PASSWORD_LENGTH) {
       throw new ConfigError('ADMIN_PASSWORD', `must have at least ${MIN_PASSWORD_LENGTH} characters`);
     }
+    const sealed = await store.initMeta(KEY_META, sealer.seal(randomBytes(32).toString('base64'), aad.meta(KEY_META)));
+    const key = Buffer.from(sealer.open(sealed, aad.meta(KEY_META)), 'base64');
+    const auth = new DashboardAuth(store, key, config.dashboardSessionTtlSeconds * 1000, config.publicUrl);
+    auth.adminReady = auth.ensureAdmin(configured);
+    // Its failure is reported by whoever awaits it (the start's log, a sign-in); not an unhandled rejection.
+    auth.adminReady.catch(() => {});
+    return auth;
+  }
+
+  private async ensureAdmin(configured: string | undefined): Promise<string | undefined> {
     const existing = await this.store.getDashboardUserByName(ADMIN_USERNAME);
     const now = Date.now();
     if (configured !== undefined) {
@@ -195,6 +201,7 @@ export class DashboardAuth {
     }
     const wait = await reserveAll(throttles, now);
     if (wait > 0) return { ok: false, retryAfterSeconds: Math.ceil(wait / 1000) };
+    await this.adminReady;
     let ok: boolean;
     let user: Awaited<ReturnType<Store['getDashboardUserByName']>>;
     try {
@@ -233,6 +240,8 @@ export class DashboardAuth {
     const raw = parseCookies(cookieHeader).get(this.sessionCookie);
     const id = raw ? this.unsign('session', raw) : undefined;
     if (!id) return undefined;
+    // A changed ADMIN_PASSWORD ends the old sessions: none is honoured before that is done.
+    await this.adminReady;
     const idHash = sha256(id);
     const stored = await this.store.getDashboardSession(idHash, now);
     if (!stored) return undefined;
