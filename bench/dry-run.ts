@@ -38,6 +38,10 @@ const running = await startServer(
     LOG_LEVEL: 'warn',
   }),
 );
+// What a start finishes after it answers (the dashboard admin's password hash, on a pool thread of this process)
+// is done before anything is timed: its CPU would count against the first tool measured. (Older versions do it
+// before they answer, and have no such promise.)
+await (running.services as { firstAdminPassword?: unknown }).firstAdminPassword;
 // Nothing is sent in a dry run; the base URL only has to be a valid one.
 await prepare(running.url, 'http://127.0.0.1:9', await serviceToken(running.url));
 
