@@ -226,7 +226,7 @@ describe('the admin account', () => {
   it('is created on first start with a password shown once; ADMIN_PASSWORD replaces it and ends old sessions', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'acs-admin-'));
     try {
-      const first = await startHarness({ dataDir });
+      const first = await startHarness({ dataDir, waitForAdmin: false });
       // Set up after the start (the start does not wait for its scrypt hash); sign-ins wait for it.
       const generated = (await first.running.services.firstAdminPassword)!;
       expect(generated.length).toBeGreaterThanOrEqual(20);
@@ -242,7 +242,11 @@ describe('the admin account', () => {
       expect((await same.get('/dashboard/connections')).status).toBe(200);
       await second.close();
 
-      const third = await startHarness({ dataDir, env: { ADMIN_PASSWORD: 'a-new-admin-password' } });
+      const third = await startHarness({
+        dataDir,
+        env: { ADMIN_PASSWORD: 'a-new-admin-password' },
+        waitForAdmin: false,
+      });
       // Before the new password is in place, the old session is refused all the same: requests wait for it.
       const old = new DashboardClient(third.url);
       for (const [k, v] of browser.cookies) old.cookies.set(k, v);

@@ -73,6 +73,12 @@ export interface HarnessOptions {
    * secrets on purpose, and say why.
    */
   scanSecrets?: boolean;
+  /**
+   * Return only once the dashboard's admin account is set up (default true). A start finishes it after it
+   * answers (its scrypt hash: a pool thread and 32 MiB for a few tenths of a second), which would otherwise
+   * overlap what a test measures of this process's memory or CPU. False for a test of that window itself.
+   */
+  waitForAdmin?: boolean;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -91,6 +97,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     store = new PostgresStore(PG_URL, schema);
   }
   const running = await startServer(config, { logDestination: sink, store });
+  if (opts.waitForAdmin ?? true) await running.services.firstAdminPassword;
   const oauth = await new FakeOAuthServer(opts.oauth).start();
   const watched = watchSecrets();
   const client = new AgentConnectorClient({

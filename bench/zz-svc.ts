@@ -1,0 +1,12 @@
+import { prepare, serviceToken, startService, requests } from './service.ts';
+import { writeFileSync } from 'node:fs';
+const root = process.argv[2] ?? '/work/main';
+const svc = await startService({ label: root, root }, 1, (process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean));
+const up = 'http://127.0.0.1:39901';
+const token = await serviceToken(svc.url);
+await prepare(svc.url, up, token);
+const r = requests(svc.url, token);
+writeFileSync('/tmp/cs/svc.json', JSON.stringify({ pid: svc.pid, url: svc.url, token, proxy: r.proxy, tool: r.tool }));
+console.log('ready', svc.pid);
+process.on('SIGINT', async () => { await svc.stop(); process.exit(0); });
+setInterval(() => {}, 1000);
