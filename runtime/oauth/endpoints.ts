@@ -42,8 +42,18 @@ export function requestOptions(ep: Pick<OAuthEndpoints, 'insecure' | 'fetch'>): 
     : { [oauth.customFetch]: ep.fetch };
 }
 
-/** Token, refresh and registration requests: the 30 s a token exchange was always given, and a 1 MiB answer. */
-const TOKEN_POLICY = { connectTimeoutMs: 10_000, responseTimeoutMs: 20_000, maxBytes: 1 << 20 };
+/**
+ * Token, refresh and registration requests: the 30 s a token exchange was always given, and a 1 MiB answer; each on
+ * a connection of its own. A refresh sent on a kept-alive connection that the server closes at that moment fails
+ * with a reset, and cannot be sent again safely (the server may have rotated the refresh token); a new connection
+ * per token request, a few per account per day, avoids that race altogether.
+ */
+const TOKEN_POLICY = {
+  connectTimeoutMs: 10_000,
+  responseTimeoutMs: 20_000,
+  maxBytes: 1 << 20,
+  reuseConnections: false,
+};
 
 type Limits = Omit<FetchPolicy, 'configuredHosts' | 'limitNote'>;
 

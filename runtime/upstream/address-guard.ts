@@ -181,6 +181,12 @@ export const guardedAgents = {
   https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: guardedLookup }),
 };
 
+/** The same without keep-alive: a connection per request (see `SendOptions.reuseConnections`). */
+export const guardedOneShotAgents = {
+  http: new http.Agent({ keepAlive: false, lookup: guardedLookup }),
+  https: new https.Agent({ keepAlive: false, lookup: guardedLookup }),
+};
+
 /** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */
 export function hostAndPort(u: URL): string {
   const port = u.port || (u.protocol === 'https:' ? '443' : u.protocol === 'http:' ? '80' : '');

@@ -18,6 +18,8 @@ export interface FetchPolicy {
   configuredHosts: readonly string[];
   /** What the size limit is, for the error when an answer exceeds it. */
   limitNote: string;
+  /** As in `SendOptions`: false sends every request on a connection of its own. */
+  reuseConnections?: boolean;
 }
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

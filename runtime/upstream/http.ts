@@ -3,7 +3,7 @@ import https from 'node:https';
 import got, { CancelError, TimeoutError, type Got, type Method } from 'got';
 import type { RetrySpec } from '../../core/spec-model.ts';
 import { UpstreamFailure } from '../../core/errors.ts';
-import { addressPolicy, guardedAgents, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
+import { addressPolicy, guardedAgents, guardedOneShotAgents, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
 
 /**
  * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
@@ -13,6 +13,15 @@ import { addressPolicy, guardedAgents, NOT_PUBLIC, resolverLookup } from './addr
 export const keepAliveAgents = {
   http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
   https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
+};
+
+/**
+ * Agents that open a connection per request and close it after the answer, for requests that must never go out on
+ * a reused connection (see `SendOptions.reuseConnections`).
+ */
+export const oneShotAgents = {
+  http: new http.Agent({ keepAlive: false, lookup: resolverLookup }),
+  https: new https.Agent({ keepAlive: false, lookup: resolverLookup }),
 };
 
 /**
@@ -38,12 +47,13 @@ export const upstreamClient: Got = got.extend({
  * the whole answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
  */
 const clients = new Map<string, Got>();
-function clientFor(connectMs: number, responseMs: number, guarded: boolean): Got {
-  const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'keep-alive'}`;
+function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): Got {
+  const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'open'}:${reuse ? 'keep-alive' : 'one-shot'}`;
   let client = clients.get(key);
   if (!client) {
+    const agent = reuse ? (guarded ? guardedAgents : keepAliveAgents) : guarded ? guardedOneShotAgents : oneShotAgents;
     client = upstreamClient.extend({
-      agent: guarded ? guardedAgents : keepAliveAgents,
+      agent,
       timeout: {
         connect: connectMs,
         secureConnect: connectMs,
@@ -91,6 +101,14 @@ export interface SendOptions {
   limitNote?: string;
   /** Ends the exchange early (a fetch caller's AbortSignal). */
   signal?: AbortSignal;
+  /**
+   * Whether the request may go out on a kept-alive connection (default true). False for requests that are not
+   * safe to repeat and must not be lost to a server closing an idle connection just as it is reused (the request
+   * then fails with a reset, and whether the server acted on it cannot be told): OAuth token requests, where a
+   * repeated refresh could find its refresh token already rotated. They are rare enough that a new connection
+   * each costs nothing that matters.
+   */
+  reuseConnections?: boolean;
 }
 
 /** The host of an upstream URL may not be contacted (see address-guard). */
@@ -157,7 +175,12 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
   };
   if (req.body !== undefined) options.body = req.body;
   if (opts.signal) options.signal = opts.signal;
-  const promise = clientFor(opts.connectTimeoutMs, opts.responseTimeoutMs, policy === 'guard')(req.url, options);
+  const promise = clientFor(
+    opts.connectTimeoutMs,
+    opts.responseTimeoutMs,
+    policy === 'guard',
+    opts.reuseConnections ?? true,
+  )(req.url, options);
   // got emits its first download progress when the headers arrive (transferred 0, total the Content-Length),
   // before any of the body is read; its 'response' event comes only once the whole body is buffered.
   let announced: number | undefined;

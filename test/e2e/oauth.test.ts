@@ -305,6 +305,22 @@ describe('token refresh', () => {
     expect(h.oauth.counts.refresh_token - before).toBe(1);
   });
 
+  it('sends every token request on a connection of its own: a server dropping a reused one loses none', async () => {
+    const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
+    h.oauth.dropReusedConnections = true;
+    try {
+      const before = h.oauth.counts.refresh_token;
+      for (let i = 0; i < 3; i++) {
+        await expireStoredToken(services().store, id);
+        expect((await settings('alice')).data).toMatchObject({ timeZone: 'UTC' });
+      }
+      expect(h.oauth.counts.refresh_token - before).toBe(3);
+      expect(h.oauth.droppedOnReuse).toBe(0);
+    } finally {
+      h.oauth.dropReusedConnections = false;
+    }
+  });
+
   it('stores the rotated refresh token: the next refresh uses the new one', async () => {
     const id = (await h.client.getOrCreateConnectedAccount({ connectionName: 'mail', identifier: 'alice' })).id;
     const used = new Set(

@@ -68,6 +68,14 @@ export class FakeOAuthServer {
   readonly tokenRequests: Array<Record<string, string>> = [];
   /** Every request received, as `METHOD /path`. */
   readonly requests: string[] = [];
+  /**
+   * When set, a request that arrives on a connection which already carried one is dropped: the connection is
+   * destroyed without an answer, as when a server closes an idle kept-alive connection just as the client sends on
+   * it. `droppedOnReuse` counts them.
+   */
+  dropReusedConnections = false;
+  droppedOnReuse = 0;
+  private usedSockets = new WeakSet<object>();
 
   constructor(readonly opts: FakeOAuthOptions = {}) {}
 
@@ -148,6 +156,12 @@ export class FakeOAuthServer {
     const app = express();
     app.disable('x-powered-by');
     app.use((req, _res, next) => {
+      if (this.usedSockets.has(req.socket) && this.dropReusedConnections) {
+        this.droppedOnReuse++;
+        req.socket.destroy();
+        return;
+      }
+      this.usedSockets.add(req.socket);
       this.requests.push(`${req.method} ${req.path}`);
       next();
     });
