@@ -31,8 +31,18 @@ let desk: FakeDesk;
 let receiver: http.Server;
 let receiverUrl: string;
 const received: Received[] = [];
-/** How the receiver answers the next requests, first to last (then 200). */
-const script: number[] = [];
+/**
+ * How the receiver answers the next deliveries of an event type, first to last (then 200). By type, not by arrival:
+ * the deliveries of one round go out at once, so the order in which two events arrive is not fixed.
+ */
+const script = new Map<string, number[]>();
+const typeOf = (body: string): string => {
+  try {
+    return String((JSON.parse(body) as { type?: unknown }).type);
+  } catch {
+    return '';
+  }
+};
 
 let token: string;
 async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
@@ -72,7 +82,7 @@ beforeAll(async () => {
     req.setEncoding('utf8');
     req.on('data', (d: string) => (body += d));
     req.on('end', () => {
-      const answered = script.shift() ?? 200;
+      const answered = script.get(typeOf(body))?.shift() ?? 200;
       received.push({ id: String(req.headers['webhook-id']), headers: req.headers, body, answered });
       res.writeHead(answered).end();
     });
@@ -155,7 +165,7 @@ describe('webhooks', () => {
 
   it('delivers signed events; a receiver failing 3 times then succeeding acknowledges the event exactly once', async () => {
     // created: 200 at once; active: 500, 500, 503, then 200.
-    script.push(200, 500, 500, 503);
+    script.set('connected_account.active', [500, 500, 503]);
     await h.client.upsertConnectedAccount({
       connectionName: 'helpdesk',
       identifier: 'hooked-user',
