@@ -50,6 +50,21 @@ export function serviceEnv(dataDir: string, restartAt?: string): Record<string, 
   };
 }
 
+/** A bearer token for the test credential (client credentials at /oauth/token); fails naming the answer. */
+export async function serviceToken(url: string): Promise<string> {
+  const res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: TEST_CLIENT_ID,
+      client_secret: TEST_CLIENT_SECRET,
+    }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`POST /oauth/token answered ${res.status}: ${text}`);
+  return (JSON.parse(text) as { access_token: string }).access_token;
+}
+
 export interface Harness {
   url: string;
   config: Config;

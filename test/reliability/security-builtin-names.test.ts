@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpoints, type Endpoint } from '../../core/api/endpoints.ts';
-import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { serviceToken, startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { record } from './summary.ts';
 
 const BUILTINS = ['constructor', 'toString', 'hasOwnProperty', '__proto__'] as const;
@@ -23,15 +23,7 @@ let failed = 0;
 
 beforeAll(async () => {
   h = await startHarness({ env: { LOG_LEVEL: 'warn' } });
-  const res = await fetch(`${h.url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: TEST_CLIENT_ID,
-      client_secret: TEST_CLIENT_SECRET,
-    }),
-  });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  token = await serviceToken(h.url);
 });
 
 afterAll(async () => {

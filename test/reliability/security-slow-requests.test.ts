@@ -12,7 +12,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultyUpstream } from '../fakes/faulty-upstream.ts';
 import { loadConfig } from '../../runtime/config.ts';
-import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
 import { record } from './summary.ts';
 
 const HEADERS_MS = 500;
@@ -41,15 +41,7 @@ beforeAll(async () => {
     identifier: 'user-1',
     credentials: { domain: 'acme.zendesk.com', email: 'agent@acme.com', api_token: 'zd-slow-token-0b7e19' },
   });
-  const res = await fetch(`${h.url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: TEST_CLIENT_ID,
-      client_secret: TEST_CLIENT_SECRET,
-    }),
-  });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  token = await serviceToken(h.url);
 });
 
 afterAll(async () => {

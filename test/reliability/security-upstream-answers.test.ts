@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultyUpstream } from '../fakes/faulty-upstream.ts';
-import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
 import { record } from './summary.ts';
 
 const MB = 1024 * 1024;
@@ -36,15 +36,7 @@ beforeAll(async () => {
     identifier: 'user-1',
     credentials: { domain: 'acme.zendesk.com', email: 'agent@acme.com', api_token: 'zd-answers-token-81c4e2' },
   });
-  const res = await fetch(`${h.url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: TEST_CLIENT_ID,
-      client_secret: TEST_CLIENT_SECRET,
-    }),
-  });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  token = await serviceToken(h.url);
 });
 
 afterAll(async () => {

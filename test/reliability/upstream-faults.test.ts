@@ -15,7 +15,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDesk } from '../fakes/desk.ts';
 import { FaultyUpstream, type Fault } from '../fakes/faulty-upstream.ts';
-import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import { record } from './summary.ts';
 import { send } from '../../runtime/upstream/http.ts';
@@ -242,15 +242,7 @@ beforeAll(async () => {
     identifier: 'user-1',
     credentials: { access_token: MCP_TOKEN },
   });
-  const res = await fetch(`${h.url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: TEST_CLIENT_ID,
-      client_secret: TEST_CLIENT_SECRET,
-    }),
-  });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  token = await serviceToken(h.url);
 });
 
 afterAll(async () => {
