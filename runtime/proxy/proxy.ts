@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../log.ts';
-import { newId } from '../ids.ts';
+import { newSortableId } from '../ids.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { AccountService } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
@@ -16,16 +17,12 @@ import { StreamMemory } from './stream-memory.ts';
  * and a client that goes away destroys the provider's response (its socket is not reused). Plain `pipe`
  * with listeners, rather than stream.pipeline, which allocates an AbortController per call.
  */
-function relay(from: IncomingMessage, to: ServerResponse): Promise<void> {
+function relay(from: Readable, to: ServerResponse): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (e: Error) => {
+    from.once('error', (e: Error) => {
       to.destroy(e);
       reject(e);
-    };
-    from.once('error', onError);
-    from.once('aborted', () =>
-      onError(Object.assign(new Error('the provider closed the connection mid-response'), { code: 'ECONNRESET' })),
-    );
+    });
     to.once('close', () => {
       if (!to.writableFinished) {
         from.destroy();
@@ -64,6 +61,8 @@ const DROP_REQUEST = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+  // Answered by this service (Node sends the client its 100 Continue); the body then comes as any other.
+  'expect',
   'connection-name',
   'identifier',
   'x-connection-name',
@@ -289,8 +288,9 @@ export class ProxyHandler {
 
     try {
       const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
-      status = upstream.statusCode ?? 502;
-      if (!watched && largeBody(upstream.headers['content-length'])) {
+      status = upstream.statusCode;
+      const length = upstream.headers['content-length'];
+      if (!watched && largeBody(Array.isArray(length) ? length[0] : length)) {
         watched = true;
         this.memory.begin();
       }
@@ -300,7 +300,7 @@ export class ProxyHandler {
       // the client's own retry logic tell it from the service's errors by this header).
       if (status >= 400) out['x-error-source'] = 'provider';
       res.writeHead(status, out);
-      await relay(upstream, res);
+      await relay(upstream.body, res);
     } catch (e) {
       errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
       if (!status) status = e instanceof ServiceError ? e.status : 502;
@@ -318,7 +318,7 @@ export class ProxyHandler {
     } finally {
       if (watched) this.memory.end();
       this.activity.record({
-        id: newId('prx'),
+        id: newSortableId('prx'),
         kind: 'proxy',
         name: `${method} ${path}`,
         connectionName: live.connection.name,

@@ -1,4 +1,4 @@
-import { newId } from '../ids.ts';
+import { newSortableId } from '../ids.ts';
 import { invalidInput, ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { notActiveError, type AccountService, type AccountRef, type LiveAccount } from '../accounts/service.ts';
 import type { ActivityRecorder } from '../activity.ts';
@@ -112,7 +112,7 @@ export class ToolExecutor {
 
   async execute(req: ExecuteRequest): Promise<ExecuteResult> {
     const started = performance.now();
-    const executionId = newId('exe');
+    const executionId = newSortableId('exe');
     const tool = this.tool(req.toolName);
     const errors = validateToolInput(tool, req.input);
     if (errors.length) throw invalidInput(errors, `input for ${tool.name}`);

@@ -10,7 +10,7 @@ import { credentialHeaderNames } from '../connectors/catalog.ts';
 import { send, stripQuery, upstreamTimeouts, type HttpRequest, type HttpResponse } from './http.ts';
 import { McpClients, McpHttpError, type McpTarget } from './mcp.ts';
 import { refreshOnceAfter401 } from './refresh.ts';
-import { openStream } from './stream.ts';
+import { openStream, type StreamedAnswer } from './stream.ts';
 
 /**
  * Every call the service makes to a provider on behalf of an account — a tool's request, a proxied request, an MCP
@@ -79,7 +79,7 @@ export class Upstream {
     url: string,
     headers: Record<string, string | string[]>,
     body: IncomingMessage | undefined,
-  ): Promise<IncomingMessage> {
+  ): Promise<StreamedAnswer> {
     const { connectMs, responseMs } = this.timeouts(live, 120_000);
     const options = {
       connectTimeoutMs: connectMs,
@@ -92,7 +92,7 @@ export class Upstream {
       this.accounts,
       (l) => openStream(method, url, { ...headers, ...this.accounts.credentialHeadersFor(l) }, body, options),
       (response) => response.statusCode === 401 && !body,
-      (response) => response.resume(),
+      (response) => response.body.resume(),
     ).then((response) => {
       this.metrics.upstreamLatency(live.connector.name, 'proxy', (performance.now() - started) / 1000);
       return response;

@@ -96,4 +96,24 @@ describe('ids', () => {
     for (const n of counts.values()) expect(Math.abs(n - expected) / expected).toBeLessThan(0.1);
     expect(requestId()).toMatch(/^[0-9a-f]{16}$/);
   });
+
+  it('sortable ones have the same form, sort by time and stay unique within a millisecond', async () => {
+    const { newSortableId } = await import('../../runtime/ids.ts');
+    const now = Date.UTC(2026, 10, 24);
+    const same = Array.from({ length: 20_000 }, () => newSortableId('prx', now));
+    expect(new Set(same).size).toBe(same.length);
+    expect(same.every((id) => /^prx_[0-9a-z]{25}$/.test(id))).toBe(true);
+    expect(new Set(same.map((id) => id.slice(0, 13))).size).toBe(1);
+    // Ordered by time, whatever the random part: as strings, which is how the store's index compares them.
+    const times = [now - 86_400_000, now - 1, now, now + 1, now + 3_600_000];
+    const ids = times.map((t) => newSortableId('prx', t));
+    expect([...ids].sort()).toEqual(ids);
+    expect(newSortableId('exe', 0)).toMatch(/^exe_000000000[0-9a-z]{16}$/);
+    // The random part is spread evenly over the alphabet, as newId's is.
+    const counts = new Map<string, number>();
+    for (const id of same) for (const c of id.slice(13)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    const expected = (same.length * 16) / 36;
+    expect(counts.size).toBe(36);
+    for (const n of counts.values()) expect(Math.abs(n - expected) / expected).toBeLessThan(0.1);
+  });
 });
