@@ -265,7 +265,8 @@ export class NetworkFailure extends UpstreamFailure {
  * out, so a client can tell the connector's timeout from its own), unreachable, reset, or other.
  */
 export function classify(e: unknown, limits?: { connectMs: number; responseMs: number }): NetworkFailure {
-  // Structural, so errors from node:http (the proxy) and from got (tools) classify alike.
+  // Structural, so errors from the proxy (undici's, in node:http's terms: see stream.ts) and from got (tools)
+  // classify alike.
   const err = (e ?? {}) as { name?: string; event?: string; code?: string; message?: string };
   if (e instanceof TimeoutError || err.name === 'TimeoutError') {
     const event = err.event ?? 'response';

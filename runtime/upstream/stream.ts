@@ -22,9 +22,9 @@ export interface StreamedAnswer {
 
 /**
  * The connection pools of streamed requests, one per connect timeout and address policy (a connector's timeouts
- * are fixed, so there are a handful). undici's pools rather than node:http's agents: per proxied request the
- * client side costs about a fifth of the CPU (bench/RESULTS.md, issue 14: a bare pass-through on undici took
- * 46 µs of CPU per request where one on http.request took 57). No cap on connections per origin (see
+ * are fixed, so there are a handful). undici's pools rather than node:http's agents: a bare pass-through on undici
+ * took 46 µs of CPU per request where one on http.request took 57, and the service's proxy went from about 150 to
+ * 98 µs (bench/RESULTS.md, issue 14). No cap on connections per origin (see
  * `keepAliveAgents` in http.ts); idle connections are closed after the server's keep-alive hint, or 4 s.
  * The address guard is the same lookup as on the buffered path: a host the connection does not configure must
  * resolve to public addresses only, checked on every new connection.
@@ -95,10 +95,10 @@ function asNodeError(
 /**
  * Opens a streamed upstream request on the service's pools (address-guarded for hosts the connection does not
  * configure). Measured in bench/RESULTS.md: got's stream API cost about four times the CPU of node:http per
- * proxied request, however tuned; buffered calls keep got. Timeouts: `connectTimeoutMs` to connect, then
- * `responseTimeoutMs` waiting for the headers and again of idleness between bytes of the body, so a provider that
- * stalls cuts the client's response instead of holding it open. The body, when there is one, is streamed into the
- * request without buffering.
+ * proxied request, however tuned, and node:http more than undici; buffered calls keep got. Timeouts:
+ * `connectTimeoutMs` to connect, then `responseTimeoutMs` waiting for the headers and again of idleness between
+ * bytes of the body, so a provider that stalls cuts the client's response instead of holding it open. The body,
+ * when there is one, is streamed into the request without buffering.
  */
 export async function openStream(
   method: string,

@@ -16,7 +16,7 @@ import { openStream, type StreamedAnswer } from './stream.ts';
  * Every call the service makes to a provider on behalf of an account — a tool's request, a proxied request, an MCP
  * call — goes through here: the account's credentials injected, the connector's timeouts (capped by the operator),
  * the address guard for hosts the connection does not configure, and one token refresh after a 401. Below it,
- * `http.ts` (got, buffered: retries and redirects), `stream.ts` (node:http, streamed) and `mcp.ts` (the MCP SDK's
+ * `http.ts` (got, buffered: retries and redirects), `stream.ts` (undici, streamed) and `mcp.ts` (the MCP SDK's
  * client over the same buffered exchange).
  */
 export class Upstream {
