@@ -579,6 +579,31 @@ describe('client headers against credentials and forwarding information', () => 
     })();
   });
 
+  it('passes an upload sent with Expect: 100-continue: the service answers the expectation, the provider gets the body', async () => {
+    // curl sends the header with any upload over 1 KB. It is this hop's: the service sends the 100 Continue itself,
+    // and the provider gets the body with the request, without the header.
+    const body = JSON.stringify({ group: { name: 'x'.repeat(2000) } });
+    const res = await rawExchange(
+      h.url,
+      rawHttp(
+        'POST /proxy/v2/groups HTTP/1.1',
+        [
+          ...proxyHeaders('desk'),
+          'Content-Type: application/json',
+          `Content-Length: ${Buffer.byteLength(body)}`,
+          'Expect: 100-continue',
+        ],
+        body,
+      ),
+    );
+    expect(res.raw.slice(0, 200)).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    const seen = sentinel.requests.at(-1)!;
+    expect(seen.method).toBe('POST');
+    expect(seen.body.toString()).toBe(body);
+    expect(seen.headers.filter(([k]) => k === 'expect')).toEqual([]);
+    expect(seen.headers.filter(([k]) => k === 'content-length')).toEqual([['content-length', String(body.length)]]);
+  });
+
   // Many servers read `_` as `-` (and ignore case): x_forwarded_for is X-Forwarded-For to them.
   const UNDERSCORED: Record<string, string> = {
     x_forwarded_for: '6.6.6.6',
