@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { Logger } from '../log.ts';
 import { newSortableId } from '../ids.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -8,31 +7,9 @@ import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { CredentialApply } from '../../core/spec-model.ts';
 import type { Upstream } from '../upstream/upstream.ts';
+import type { StreamedAnswer } from '../upstream/stream.ts';
 import { setOwn } from '../../core/own.ts';
 import { StreamMemory } from './stream-memory.ts';
-
-/**
- * Streams a provider's response to the client, with backpressure. Either side failing ends the other:
- * a provider that breaks mid-body destroys the client's response (a truncated answer, never a clean end),
- * and a client that goes away destroys the provider's response (its socket is not reused). Plain `pipe`
- * with listeners, rather than stream.pipeline, which allocates an AbortController per call.
- */
-function relay(from: Readable, to: ServerResponse): Promise<void> {
-  return new Promise((resolve, reject) => {
-    from.once('error', (e: Error) => {
-      to.destroy(e);
-      reject(e);
-    });
-    to.once('close', () => {
-      if (!to.writableFinished) {
-        from.destroy();
-        reject(Object.assign(new Error('the client went away'), { code: 'ECONNRESET' }));
-      }
-    });
-    to.once('finish', () => resolve());
-    from.pipe(to);
-  });
-}
 
 /**
  * A header name as servers may read it: without regard to case, and with `_` read as `-` (nginx with
@@ -286,8 +263,10 @@ export class ProxyHandler {
     let watched = hasBody && largeBody(req.headers['content-length']);
     if (watched) this.memory.begin();
 
+    let upstream: StreamedAnswer | undefined;
+    let piping = false;
     try {
-      const upstream = await this.upstream.stream(live, method, target, headers, hasBody ? req : undefined);
+      upstream = await this.upstream.stream(live, method, targetUrl, headers, hasBody ? req : undefined);
       status = upstream.statusCode;
       const length = upstream.headers['content-length'];
       if (!watched && largeBody(Array.isArray(length) ? length[0] : length)) {
@@ -300,8 +279,11 @@ export class ProxyHandler {
       // the client's own retry logic tell it from the service's errors by this header).
       if (status >= 400) out['x-error-source'] = 'provider';
       res.writeHead(status, out);
-      await relay(upstream.body, res);
+      piping = true;
+      await upstream.pipeTo(res);
     } catch (e) {
+      // An answer that could not be passed on (its headers refused by Node, say) must not hold its connection.
+      if (upstream && !piping) upstream.abort();
       errorCode = e instanceof ServiceError ? e.code : 'upstream_error';
       if (!status) status = e instanceof ServiceError ? e.status : 502;
       // The path only: a query string may carry provider parameters the operator's logs have no use for.

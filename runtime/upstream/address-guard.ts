@@ -213,11 +213,11 @@ export function isConfiguredHost(target: string, configured: readonly string[]):
  * catch), else 'guard' (contact it through the guarded agents).
  */
 export function addressPolicy(
-  url: string,
+  url: string | URL,
   configured: readonly string[] | undefined,
 ): undefined | 'guard' | { refused: string } {
   if (!configured) return undefined;
-  const u = new URL(url);
+  const u = typeof url === 'string' ? new URL(url) : url;
   if (isConfiguredHost(hostAndPort(u), configured)) return undefined;
   const bare = u.hostname.replace(/^\[|\]$/g, '');
   if (isIP(bare) && !isPublicAddress(bare)) return { refused: `${bare} is not a public address` };

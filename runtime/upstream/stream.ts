@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
-import type { Agent } from 'undici';
+import type { Writable } from 'node:stream';
+import type { Agent, Dispatcher } from 'undici';
 import { ServiceError } from '../../core/errors.ts';
 import { addressPolicy, guardedLookup, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
 import { classify, notPublicFailure } from './http.ts';
@@ -17,14 +17,24 @@ export interface StreamOptions {
 export interface StreamedAnswer {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
-  body: Readable;
+  /**
+   * Writes the body to `to` as it arrives, keeping backpressure. Resolves once `to` has finished. When the provider
+   * breaks off, `to` is destroyed (a truncated answer, never a clean end) and the promise rejects. When `to` closes
+   * first (the client went away), the upstream request is aborted (its connection is not reused) and the promise
+   * rejects.
+   */
+  pipeTo(to: Writable): Promise<void>;
+  /** Reads the body and drops it (an answer not passed on), so that its connection can be reused. */
+  discard(): void;
+  /** Stops the exchange where it is (its connection is closed): for an answer that cannot be passed on. */
+  abort(): void;
 }
 
 /**
  * The connection pools of streamed requests, one per connect timeout and address policy (a connector's timeouts
  * are fixed, so there are a handful). undici's pools rather than node:http's agents: a bare pass-through on undici
  * took 46 µs of CPU per request where one on http.request took 57, and the service's proxy went from about 150 to
- * 98 µs (bench/RESULTS.md, issue 14). No cap on connections per origin (see
+ * 82 µs with the handler below (bench/RESULTS.md, issue 14). No cap on connections per origin (see
  * `keepAliveAgents` in http.ts); idle connections are closed after the server's keep-alive hint, or 4 s.
  * The address guard is the same lookup as on the buffered path: a host the connection does not configure must
  * resolve to public addresses only, checked on every new connection.
@@ -45,23 +55,18 @@ function poolFor(undici: Undici, connectMs: number, guarded: boolean): Agent {
 }
 
 /**
- * undici's parts, not its main module (see undici-parts.d.ts): its pool and request API, loaded with the first
- * streamed request (about 360 KB of code that a service which never proxies does not load, nor parse at start).
+ * undici's parts, not its main module (see undici-parts.d.ts): its pools and its error classes, loaded with the
+ * first streamed request (about 360 KB of code that a service which never proxies does not load, nor parse at start).
  */
 interface Undici {
   Agent: typeof import('undici/lib/dispatcher/agent.js');
-  request: typeof import('undici/lib/api/api-request.js');
   errors: typeof import('undici/lib/core/errors.js');
 }
 let undici: Undici | undefined;
 let loading: Promise<Undici> | undefined;
 function loadUndici(): Promise<Undici> {
-  return (loading ??= Promise.all([
-    import('undici/lib/dispatcher/agent.js'),
-    import('undici/lib/api/api-request.js'),
-    import('undici/lib/core/errors.js'),
-  ]).then(
-    ([agent, request, errors]) => (undici = { Agent: agent.default, request: request.default, errors: errors.default }),
+  return (loading ??= Promise.all([import('undici/lib/dispatcher/agent.js'), import('undici/lib/core/errors.js')]).then(
+    ([agent, errors]) => (undici = { Agent: agent.default, errors: errors.default }),
   ));
 }
 
@@ -93,6 +98,112 @@ function asNodeError(
 }
 
 /**
+ * One streamed exchange, on undici's handler interface: the answer's status and headers settle `answer`, and each
+ * piece of the body goes straight to the sink `pipeTo` gives, pausing the provider's connection while the sink is
+ * full. No stream object or async context per request stands in between (undici's `request()` makes both: about
+ * 9 µs of CPU per request more in a bare pass-through, bench/RESULTS.md). Until a sink is given the connection is
+ * paused, and what the parser had already read is kept.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly answer: Promise<StreamedAnswer>;
+  private answered!: (a: StreamedAnswer) => void;
+  private refused!: (e: Error) => void;
+  private controller?: Dispatcher.DispatchController;
+  private headersIn = false;
+  private sink?: Writable;
+  private dropping = false;
+  private held: Buffer[] = [];
+  private ended = false;
+  private failure?: Error;
+  private finished?: { resolve: () => void; reject: (e: Error) => void };
+
+  constructor(private readonly asFailure: (e: Error) => Error) {
+    this.answer = new Promise((resolve, reject) => {
+      this.answered = resolve;
+      this.refused = reject;
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.headersIn = true;
+    controller.pause();
+    this.answered({
+      statusCode,
+      headers,
+      pipeTo: (to) => this.pipeTo(to),
+      discard: () => {
+        this.dropping = true;
+        this.held = [];
+        controller.resume();
+      },
+      abort: () => {
+        this.dropping = true;
+        this.held = [];
+        controller.abort(new Error('the answer was not passed on'));
+      },
+    });
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.dropping) return;
+    if (!this.sink) {
+      this.held.push(chunk);
+      return;
+    }
+    if (!this.sink.write(chunk)) {
+      controller.pause();
+      this.sink.once('drain', () => controller.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    this.ended = true;
+    this.sink?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (!this.headersIn) return this.refused(err);
+    this.failure ??= this.asFailure(err);
+    if (this.sink) {
+      this.sink.destroy(this.failure);
+      this.finished?.reject(this.failure);
+    }
+  }
+
+  private pipeTo(to: Writable): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.failure) {
+        to.destroy(this.failure);
+        return reject(this.failure);
+      }
+      this.finished = { resolve, reject };
+      this.sink = to;
+      to.once('finish', () => resolve());
+      to.once('close', () => {
+        if (to.writableFinished) return;
+        const gone = Object.assign(new Error('the client went away'), { code: 'ECONNRESET' });
+        this.controller?.abort(gone);
+        reject(gone);
+      });
+      const held = this.held;
+      this.held = [];
+      for (const chunk of held) to.write(chunk);
+      if (this.ended) to.end();
+      else if (!to.writableNeedDrain) this.controller?.resume();
+      else to.once('drain', () => this.controller?.resume());
+    });
+  }
+}
+
+/**
  * Opens a streamed upstream request on the service's pools (address-guarded for hosts the connection does not
  * configure). Measured in bench/RESULTS.md: got's stream API cost about four times the CPU of node:http per
  * proxied request, however tuned, and node:http more than undici; buffered calls keep got. Timeouts:
@@ -102,7 +213,7 @@ function asNodeError(
  */
 export async function openStream(
   method: string,
-  url: string,
+  url: URL,
   headers: Record<string, string | string[]>,
   body: IncomingMessage | undefined,
   opts: StreamOptions,
@@ -110,19 +221,22 @@ export async function openStream(
   const policy = addressPolicy(url, opts.configuredHosts);
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const { connectTimeoutMs: connectMs, responseTimeoutMs: responseMs } = opts;
-  const u = new URL(url);
   const parts = undici ?? (await loadUndici());
-  try {
-    const answer = await parts.request.call(poolFor(parts, connectMs, policy === 'guard'), {
-      origin: u.origin,
-      path: `${u.pathname}${u.search}`,
-      method: method as 'GET',
+  const exchange = new Exchange((e) => asNodeError(parts.errors, e, connectMs, responseMs));
+  poolFor(parts, connectMs, policy === 'guard').dispatch(
+    {
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method,
       headers,
       body: body ?? null,
       headersTimeout: responseMs,
       bodyTimeout: responseMs,
-    });
-    return { statusCode: answer.statusCode, headers: answer.headers, body: answer.body };
+    },
+    exchange,
+  );
+  try {
+    return await exchange.answer;
   } catch (err) {
     const e = err as Error & { code?: string };
     if (e.code === NOT_PUBLIC) throw notPublicFailure(e.message);

@@ -1,6 +1,7 @@
 /**
  * Types for the parts of undici the proxy imports one by one (undici's own types describe only its main module,
  * which loads all of undici: fetch, WebSocket, the cache and mock layers, about 730 KB the service does not use).
+ * `api-request.js` is imported by bench/experiments/tool-call-on-undici.patch only.
  */
 declare module 'undici/lib/dispatcher/agent.js' {
   import { Agent } from 'undici';

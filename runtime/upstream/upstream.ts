@@ -76,7 +76,7 @@ export class Upstream {
   stream(
     live: LiveAccount,
     method: string,
-    url: string,
+    url: URL,
     headers: Record<string, string | string[]>,
     body: IncomingMessage | undefined,
   ): Promise<StreamedAnswer> {
@@ -92,7 +92,7 @@ export class Upstream {
       this.accounts,
       (l) => openStream(method, url, { ...headers, ...this.accounts.credentialHeadersFor(l) }, body, options),
       (response) => response.statusCode === 401 && !body,
-      (response) => response.body.resume(),
+      (response) => response.discard(),
     ).then((response) => {
       this.metrics.upstreamLatency(live.connector.name, 'proxy', (performance.now() - started) / 1000);
       return response;
