@@ -337,19 +337,24 @@ describe.each(factories)('%s store', (kind, make) => {
     // 7,000 rows of 10 values is past PostgreSQL's 65,535 parameters per statement.
     const batch: ActivityRecord[] = Array.from({ length: 7_000 }, (_, i) => ({
       id: `bulk_${String(i).padStart(5, '0')}`,
-      kind: 'proxy',
-      name: 'GET /bulk',
-      connectionName: null,
-      accountId: null,
-      identifier: null,
-      status: 200,
-      errorCode: null,
+      kind: i % 2 ? 'proxy' : 'tool',
+      name: `GET /bulk/${i}`,
+      connectionName: i % 3 ? `conn${i % 3}` : null,
+      accountId: i % 4 ? `acc_${i}` : null,
+      identifier: i % 5 ? `user${i}@example.com` : null,
+      status: 200 + (i % 7),
+      errorCode: i % 6 ? null : 'upstream_error',
       latencyMs: i,
       createdAt: 1_000_000 + i,
     }));
     await store.recordActivity(batch);
     const newest = await store.listActivity(3, 1_000_000 + batch.length);
     expect(newest.map((r) => r.id)).toEqual(['bulk_06999', 'bulk_06998', 'bulk_06997']);
+    // Rows from the start, the middle and the end of the batch come back whole, each column in its place.
+    for (const end of [2, 3_500, 6_997]) {
+      const around = await store.listActivity(4, 1_000_000 + end + 2);
+      expect(around).toEqual([end + 1, end, end - 1, end - 2].map((i) => batch[i]));
+    }
     await store.pruneActivity(1_000_000 + batch.length);
     expect(await store.listActivity(1, 1_000_000 + batch.length)).toEqual([]);
   });
