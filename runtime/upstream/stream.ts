@@ -184,14 +184,20 @@ class Exchange implements Dispatcher.DispatchHandler {
         to.destroy(this.failure);
         return reject(this.failure);
       }
+      const clientGone = () => {
+        const gone = Object.assign(new Error('the client went away'), { code: 'ECONNRESET' });
+        this.dropping = true;
+        this.held = [];
+        this.controller?.abort(gone);
+        reject(gone);
+      };
+      // Gone before the answer came: its 'close' has been and will not come again.
+      if (to.destroyed) return clientGone();
       this.finished = { resolve, reject };
       this.sink = to;
       to.once('finish', () => resolve());
       to.once('close', () => {
-        if (to.writableFinished) return;
-        const gone = Object.assign(new Error('the client went away'), { code: 'ECONNRESET' });
-        this.controller?.abort(gone);
-        reject(gone);
+        if (!to.writableFinished) clientGone();
       });
       const held = this.held;
       this.held = [];

@@ -38,8 +38,11 @@ export type Fault =
   | { kind: 'huge'; bytes: number; contentLength: boolean; gzip?: boolean }
   /** A good JSON answer after `ms`. */
   | { kind: 'slow'; ms: number; body: unknown }
-  /** Headers, then one byte of body every `everyMs`, never idle long enough for an idle timeout. */
-  | { kind: 'dribble'; everyMs: number }
+  /**
+   * Headers (after `afterMs`, default at once), then one byte of body every `everyMs`, never idle long enough for
+   * an idle timeout.
+   */
+  | { kind: 'dribble'; everyMs: number; afterMs?: number }
   /** Bytes that are not HTTP at all instead of an answer. */
   | { kind: 'garbage' }
   /** A 200 that claims content-encoding gzip but is not compressed. */
@@ -236,6 +239,8 @@ export class FaultyUpstream {
         res.end(JSON.stringify(fault.body));
         return;
       case 'dribble': {
+        if (fault.afterMs) await new Promise((r) => setTimeout(r, fault.afterMs));
+        if (res.destroyed) return;
         res.writeHead(200, { 'content-type': 'application/json' });
         res.write('[');
         const timer = setInterval(() => {

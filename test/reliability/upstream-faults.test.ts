@@ -806,6 +806,27 @@ describe('the proxy against a faulty provider', () => {
     details.proxy.push(`client gone after 8 MB of 2 GB: provider wrote ${(up.bytesWritten / MB).toFixed(0)} MB`);
   });
 
+  scenario('proxy', "a client that goes away before the answer: the provider's answer is abandoned", async () => {
+    // The provider answers after the client has gone, then keeps sending: the service must drop the exchange
+    // rather than hold it (and its connection) open, paused, waiting for a client that is no longer there.
+    up.plan([], { kind: 'dribble', everyMs: 20, afterMs: 300 });
+    const inFlightBefore = up.inFlight;
+    const u = new URL(h.url);
+    const req = http.request({
+      host: u.hostname,
+      port: u.port,
+      path: '/proxy/v2/tickets/1.json',
+      headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
+      agent: false,
+    });
+    req.on('error', () => {});
+    req.end();
+    await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
+    req.destroy();
+    await until(() => up.inFlight === inFlightBefore, "the provider's answer to be abandoned");
+    await stillServing();
+  });
+
   scenario('proxy', 'malformed JSON passes through byte for byte (the proxy does not parse)', async () => {
     up.plan([], { kind: 'malformed_json' });
     const a = await held(() => proxy('GET', '/v2/tickets/1.json'));
