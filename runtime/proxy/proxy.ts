@@ -266,7 +266,7 @@ export class ProxyHandler {
     let upstream: StreamedAnswer | undefined;
     let piping = false;
     try {
-      upstream = await this.upstream.stream(live, method, targetUrl, headers, hasBody ? req : undefined);
+      upstream = await this.upstream.stream(live, method, targetUrl, headers, hasBody ? req : undefined, res);
       status = upstream.statusCode;
       const length = upstream.headers['content-length'];
       if (!watched && largeBody(Array.isArray(length) ? length[0] : length)) {

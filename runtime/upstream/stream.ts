@@ -11,6 +11,11 @@ export interface StreamOptions {
   responseTimeoutMs: number;
   /** As in `SendOptions`: hosts that may resolve anywhere; every other one must resolve to public addresses. */
   configuredHosts: readonly string[];
+  /**
+   * The client's response, when there is a client waiting: if it closes before the provider has answered (the
+   * client went away), the request to the provider is abandoned at once rather than left to run to its timeout.
+   */
+  client?: Writable;
 }
 
 /** A provider's answer to a streamed request: its status and headers, and its body still to be read. */
@@ -117,15 +122,29 @@ class Exchange implements Dispatcher.DispatchHandler {
   private failure?: Error;
   private finished?: { resolve: () => void; reject: (e: Error) => void };
 
-  constructor(private readonly asFailure: (e: Error) => Error) {
+  /** Set when the client went away before the answer: the exchange is aborted as soon as it can be. */
+  abandoned?: Error;
+  private readonly clientClosed = () => {
+    this.abandoned = Object.assign(new Error('the client went away before the provider answered'), {
+      code: 'ECONNRESET',
+    });
+    this.controller?.abort(this.abandoned);
+  };
+
+  constructor(
+    private readonly asFailure: (e: Error) => Error,
+    private readonly client?: Writable,
+  ) {
     this.answer = new Promise((resolve, reject) => {
       this.answered = resolve;
       this.refused = reject;
     });
+    client?.once('close', this.clientClosed);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    if (this.abandoned) controller.abort(this.abandoned);
   }
 
   onResponseStart(
@@ -134,6 +153,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     headers: Record<string, string | string[] | undefined>,
   ): void {
     this.headersIn = true;
+    this.client?.off('close', this.clientClosed);
     controller.pause();
     this.answered({
       statusCode,
@@ -170,7 +190,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    if (!this.headersIn) return this.refused(err);
+    if (!this.headersIn) {
+      this.client?.off('close', this.clientClosed);
+      return this.refused(err);
+    }
     this.failure ??= this.asFailure(err);
     if (this.sink) {
       this.sink.destroy(this.failure);
@@ -228,7 +251,7 @@ export async function openStream(
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const { connectTimeoutMs: connectMs, responseTimeoutMs: responseMs } = opts;
   const parts = undici ?? (await loadUndici());
-  const exchange = new Exchange((e) => asNodeError(parts.errors, e, connectMs, responseMs));
+  const exchange = new Exchange((e) => asNodeError(parts.errors, e, connectMs, responseMs), opts.client);
   poolFor(parts, connectMs, policy === 'guard').dispatch(
     {
       origin: url.origin,
@@ -244,6 +267,9 @@ export async function openStream(
   try {
     return await exchange.answer;
   } catch (err) {
+    // Nobody is waiting for this answer; the status is for the activity record and the log (nginx's 499).
+    if (exchange.abandoned)
+      throw new ServiceError(499, 'client_gone', 'The client closed its connection before the provider answered');
     const e = err as Error & { code?: string };
     if (e.code === NOT_PUBLIC) throw notPublicFailure(e.message);
     if (e instanceof parts.errors.InvalidArgumentError || e instanceof parts.errors.NotSupportedError)

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Writable } from 'node:stream';
 import type { CredentialApply } from '../../core/spec-model.ts';
 import { ProviderError } from '../../core/errors.ts';
 import type { McpToolInfo } from '../../core/tool-types.ts';
@@ -79,12 +80,14 @@ export class Upstream {
     url: URL,
     headers: Record<string, string | string[]>,
     body: IncomingMessage | undefined,
+    client?: Writable,
   ): Promise<StreamedAnswer> {
     const { connectMs, responseMs } = this.timeouts(live, 120_000);
     const options = {
       connectTimeoutMs: connectMs,
       responseTimeoutMs: responseMs,
       configuredHosts: this.accounts.configuredHostsFor(live),
+      client,
     };
     const started = performance.now();
     return refreshOnceAfter401(

@@ -827,6 +827,37 @@ describe('the proxy against a faulty provider', () => {
     await stillServing();
   });
 
+  scenario(
+    'proxy',
+    'a client that goes away while the provider has not answered: the request is abandoned',
+    async () => {
+      // The provider never answers. The request to it must not wait out the proxy's response timeout (two minutes by
+      // default, a second here) for a client that is gone: its connection is closed when the client's is.
+      up.plan([], { kind: 'hang' });
+      const inFlightBefore = up.inFlight;
+      const logsBefore = h.logs.length;
+      const logged = (code: string) =>
+        h.logs.slice(logsBefore).some((l) => l.includes('proxied request failed') && l.includes(`"code":"${code}"`));
+      const u = new URL(h.url);
+      const req = http.request({
+        host: u.hostname,
+        port: u.port,
+        path: '/proxy/v2/tickets/1.json',
+        headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
+        agent: false,
+      });
+      req.on('error', () => {});
+      req.end();
+      await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
+      req.destroy();
+      await until(() => up.inFlight === inFlightBefore, 'the request to the provider to be abandoned');
+      // Abandoned because the client left, not cut by the response timeout (UPSTREAM_TIMEOUT_MAX_MS here).
+      await until(() => logged('client_gone'), 'the proxy to log the abandoned request as client_gone');
+      expect(logged('upstream_timeout')).toBe(false);
+      await stillServing();
+    },
+  );
+
   scenario('proxy', 'malformed JSON passes through byte for byte (the proxy does not parse)', async () => {
     up.plan([], { kind: 'malformed_json' });
     const a = await held(() => proxy('GET', '/v2/tickets/1.json'));
