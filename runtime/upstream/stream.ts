@@ -139,7 +139,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.answered = resolve;
       this.refused = reject;
     });
-    client?.once('close', this.clientClosed);
+    // A client already gone (while its account was being resolved, say) has had its 'close'.
+    if (client?.destroyed) this.clientClosed();
+    else client?.once('close', this.clientClosed);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
