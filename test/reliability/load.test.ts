@@ -14,7 +14,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AgentConnectorClient } from '../../runtime/client/index.ts';
 import { FaultyUpstream } from '../fakes/faulty-upstream.ts';
-import { serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
+import { serviceEnv, serviceToken, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
 import { spawnService } from '../helpers/service-process.ts';
 import { record } from './summary.ts';
 
@@ -108,15 +108,7 @@ beforeAll(async () => {
     identifier: 'user-1',
     credentials: { domain: 'acme.zendesk.com', email: 'agent@acme.com', api_token: 'zd-load-token-0b7d3e' },
   });
-  const res = await fetch(`${url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: TEST_CLIENT_ID,
-      client_secret: TEST_CLIENT_SECRET,
-    }),
-  });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  token = await serviceToken(url);
 });
 
 afterAll(async () => {

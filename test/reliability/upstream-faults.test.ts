@@ -95,6 +95,26 @@ interface ProxyAnswer {
 }
 
 /** A proxy call over raw HTTP, counting the body's bytes (kept as text only when small). */
+/**
+ * Sends `GET /proxy/v2/tickets/1.json` on the faulty connection and, once the request has reached the provider
+ * (its count of requests in flight rose above `inFlightBefore`), closes the client's connection without waiting
+ * for an answer.
+ */
+async function proxyThenLeave(inFlightBefore: number): Promise<void> {
+  const u = new URL(h.url);
+  const req = http.request({
+    host: u.hostname,
+    port: u.port,
+    path: '/proxy/v2/tickets/1.json',
+    headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
+    agent: false,
+  });
+  req.on('error', () => {});
+  req.end();
+  await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
+  req.destroy();
+}
+
 function proxy(method: string, path: string): Promise<ProxyAnswer> {
   const u = new URL(h.url);
   return new Promise((resolve, reject) => {
@@ -811,18 +831,7 @@ describe('the proxy against a faulty provider', () => {
     // rather than hold it (and its connection) open, paused, waiting for a client that is no longer there.
     up.plan([], { kind: 'dribble', everyMs: 20, afterMs: 300 });
     const inFlightBefore = up.inFlight;
-    const u = new URL(h.url);
-    const req = http.request({
-      host: u.hostname,
-      port: u.port,
-      path: '/proxy/v2/tickets/1.json',
-      headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
-      agent: false,
-    });
-    req.on('error', () => {});
-    req.end();
-    await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
-    req.destroy();
+    await proxyThenLeave(inFlightBefore);
     await until(() => up.inFlight === inFlightBefore, "the provider's answer to be abandoned");
     await stillServing();
   });
@@ -838,18 +847,7 @@ describe('the proxy against a faulty provider', () => {
       const logsBefore = h.logs.length;
       const logged = (code: string) =>
         h.logs.slice(logsBefore).some((l) => l.includes('proxied request failed') && l.includes(`"code":"${code}"`));
-      const u = new URL(h.url);
-      const req = http.request({
-        host: u.hostname,
-        port: u.port,
-        path: '/proxy/v2/tickets/1.json',
-        headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
-        agent: false,
-      });
-      req.on('error', () => {});
-      req.end();
-      await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
-      req.destroy();
+      await proxyThenLeave(inFlightBefore);
       await until(() => up.inFlight === inFlightBefore, 'the request to the provider to be abandoned');
       // Abandoned because the client left, not cut by the response timeout (UPSTREAM_TIMEOUT_MAX_MS here).
       await until(() => logged('client_gone'), 'the proxy to log the abandoned request as client_gone');
