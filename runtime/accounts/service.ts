@@ -304,7 +304,16 @@ export class AccountService {
     const known = this.liveFor.get(resolved.account);
     if (known?.connection === resolved.connection && known.auth === resolved.auth) return known;
     const secrets = this.openSecrets(resolved.account);
-    const live = { ...resolved, secrets, values: { ...resolved.account.fields, ...secrets } };
+    // Every key written out: a spread followed by new keys would give each account's object a hidden class of its
+    // own on Node 20 (see upstream/http.ts), and every function it reaches a megamorphic property access.
+    const live: LiveAccount = {
+      account: resolved.account,
+      connection: resolved.connection,
+      connector: resolved.connector,
+      auth: resolved.auth,
+      secrets,
+      values: { ...resolved.account.fields, ...secrets },
+    };
     this.liveFor.set(resolved.account, live);
     return live;
   }
