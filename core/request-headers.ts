@@ -11,6 +11,19 @@ export const USER_AGENT = 'agent-connector-service/0.1';
 
 export const REDACTED = '[REDACTED]';
 
+/**
+ * Two header sets merged into a new object, the second's values winning. Built with `Object.assign` on purpose,
+ * not as `{ ...a, ...b }`: on Node 20 a literal that spreads one object and then adds keys it lacks gets new hidden
+ * classes on every evaluation (see runtime/upstream/http.ts), and upstream requests merge headers on every call
+ * (the credentials are keys the request's own headers lack).
+ */
+export function mergeHeaders<V extends string | string[]>(
+  a: Record<string, V>,
+  b: Record<string, V>,
+): Record<string, V> {
+  return Object.assign({}, a, b);
+}
+
 export function lowerKeys(h: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k in h) out[k.toLowerCase()] = h[k]!;

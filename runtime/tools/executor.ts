@@ -14,7 +14,7 @@ import type {
   UpstreamRequest,
   UpstreamResponse,
 } from '../../core/tool-types.ts';
-import { baseHeaders, encodeBody, lowerKeys, planRequests } from './plan.ts';
+import { baseHeaders, encodeBody, lowerKeys, mergeHeaders, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
@@ -223,7 +223,7 @@ export class ToolExecutor {
       };
     }
     const { body, contentType } = encodeBody(r);
-    const headers: Record<string, string> = { ...baseHeaders(live.connector), ...lowerKeys(r.headers) };
+    const headers = mergeHeaders(baseHeaders(live.connector), lowerKeys(r.headers));
     if (contentType) headers['content-type'] = contentType;
     const res = await this.upstream.send(
       live,

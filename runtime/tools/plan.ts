@@ -4,7 +4,7 @@ import type { ConnectorDefinition, ToolDefinition, UpstreamRequest } from '../..
 import { resolveBaseUrl } from '../connectors/catalog.ts';
 import { shownHeaders } from '../../core/request-headers.ts';
 
-export { baseHeaders, encodeBody, lowerKeys } from '../../core/request-headers.ts';
+export { baseHeaders, encodeBody, lowerKeys, mergeHeaders } from '../../core/request-headers.ts';
 
 export interface PlannedRequest {
   method: string;

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Writable } from 'node:stream';
 import type { CredentialApply } from '../../core/spec-model.ts';
 import { ProviderError } from '../../core/errors.ts';
+import { mergeHeaders } from '../../core/request-headers.ts';
 import type { McpToolInfo } from '../../core/tool-types.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -60,7 +61,7 @@ export class Upstream {
           live,
           this.accounts,
           (l) =>
-            send({ ...req, headers: { ...req.headers, ...this.accounts.credentialHeadersFor(l, apply) } }, options),
+            send({ ...req, headers: mergeHeaders(req.headers, this.accounts.credentialHeadersFor(l, apply)) }, options),
           (res) => res.status === 401,
         )
       : send(req, options);
@@ -93,7 +94,7 @@ export class Upstream {
     return refreshOnceAfter401(
       live,
       this.accounts,
-      (l) => openStream(method, url, { ...headers, ...this.accounts.credentialHeadersFor(l) }, body, options),
+      (l) => openStream(method, url, mergeHeaders(headers, this.accounts.credentialHeadersFor(l)), body, options),
       (response) => response.statusCode === 401 && !body,
       (response) => response.discard(),
     ).then((response) => {
