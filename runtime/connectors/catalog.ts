@@ -48,11 +48,21 @@ export function fill(template: string, values: Record<string, string | undefined
   });
 }
 
-/** Lower-case names of the headers a connector's credentials occupy; clients may not set them. */
-export function credentialHeaderNames(apply: CredentialApply): string[] {
-  const names: string[] = [];
-  if (apply.bearer !== undefined || apply.basic !== undefined) names.push('authorization');
-  for (const h of Object.keys(apply.headers ?? {})) names.push(h.toLowerCase());
+const headerNamesOf = new WeakMap<CredentialApply, readonly string[]>();
+
+/**
+ * Lower-case names of the headers a connector's credentials occupy; clients may not set them. Computed once per
+ * way of applying credentials (every tool call asks).
+ */
+export function credentialHeaderNames(apply: CredentialApply): readonly string[] {
+  let names = headerNamesOf.get(apply);
+  if (!names) {
+    const list: string[] = [];
+    if (apply.bearer !== undefined || apply.basic !== undefined) list.push('authorization');
+    for (const h of Object.keys(apply.headers ?? {})) list.push(h.toLowerCase());
+    names = Object.freeze(list);
+    headerNamesOf.set(apply, names);
+  }
   return names;
 }
 
