@@ -6,22 +6,27 @@
  */
 import type { ApiSpec, CredentialApply } from './spec-model.ts';
 import type { UpstreamRequest } from './tool-types.ts';
+import { setOwn } from './own.ts';
 
 export const USER_AGENT = 'agent-connector-service/0.1';
 
 export const REDACTED = '[REDACTED]';
 
 /**
- * Two header sets merged into a new object, the second's values winning. Built with `Object.assign` on purpose,
- * not as `{ ...a, ...b }`: on Node 20 a literal that spreads one object and then adds keys it lacks gets new hidden
- * classes on every evaluation (see runtime/upstream/http.ts), and upstream requests merge headers on every call
- * (the credentials are keys the request's own headers lack).
+ * Two header sets merged into a new object, the second's values winning, every name an own property (a header
+ * named `__proto__` included). Built key by key onto an empty literal, not as `{ ...a, ...b }` nor from a `{ ...a }`
+ * copy: on Node 20 an object made by a spread gets new hidden classes for every key added to it afterwards, on
+ * every evaluation (see runtime/upstream/http.ts), and upstream requests merge headers on every call (the
+ * credentials are keys the request's own headers lack).
  */
 export function mergeHeaders<V extends string | string[]>(
   a: Record<string, V>,
   b: Record<string, V>,
 ): Record<string, V> {
-  return Object.assign({}, a, b);
+  const out: Record<string, V> = {};
+  for (const name of Object.keys(a)) setOwn(out, name, a[name]!);
+  for (const name of Object.keys(b)) setOwn(out, name, b[name]!);
+  return out;
 }
 
 export function lowerKeys(h: Record<string, string>): Record<string, string> {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Options } from 'got';
 import { describe, expect, it } from 'vitest';
 import { gotNativeRequestOptions, upstreamClient } from '../../runtime/upstream/http.ts';
+import { mergeHeaders } from '../../core/request-headers.ts';
 
 const CACHE_KEYS = ['shared', 'cacheHeuristic', 'immutableMinTimeToLive', 'ignoreCargoCult'];
 const URL_ = 'https://api.example.com/v2/tickets/1?include=users';
@@ -81,6 +82,24 @@ describe('per-request objects that keep one hidden class (runtime/upstream/http.
     // fix that; then this line, not the service, is what needs changing.)
     expect(result.gots).toBe(false);
     expect(result.spread).toBe(false);
+  });
+
+  it('merged headers: the second set wins, and every name is an own property, __proto__ included', () => {
+    const own = JSON.parse('{"accept":"application/json","__proto__":"x","authorization":"client"}') as Record<
+      string,
+      string
+    >;
+    const merged = mergeHeaders(own, { authorization: 'Bearer t', 'x-api-key': 'k' });
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(Object.entries(merged)).toEqual([
+      ['accept', 'application/json'],
+      ['__proto__', 'x'],
+      ['authorization', 'Bearer t'],
+      ['x-api-key', 'k'],
+    ]);
+    const credentials = JSON.parse('{"__proto__":"y"}') as Record<string, string>;
+    expect(Object.hasOwn(mergeHeaders({}, credentials), '__proto__')).toBe(true);
+    expect(own.authorization).toBe('client');
   });
 
   it('still make the request: method, path, query and headers reach the provider', async () => {
