@@ -69,7 +69,7 @@ export function shownHeaders(
   defaultApply: CredentialApply,
   r: Pick<UpstreamRequest, 'headers' | 'body' | 'bodyEncoding' | 'anonymous' | 'apply' | 'mcp'>,
 ): Record<string, string> {
-  const headers: Record<string, string> = { ...baseHeaders(connector), ...lowerKeys(r.headers) };
+  const headers = mergeHeaders(baseHeaders(connector), lowerKeys(r.headers));
   if (r.mcp) {
     headers['content-type'] = 'application/json';
     headers.accept = 'application/json, text/event-stream';
