@@ -211,6 +211,9 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
     policy === 'guard',
     opts.reuseConnections ?? true,
   ).stream(req.url, options);
+  // A stream request whose method may carry a body waits for its writable side to end: without a body, end it.
+  const method = req.method.toUpperCase();
+  if (req.body === undefined && method !== 'GET' && method !== 'HEAD') stream.end();
   let announced: number | undefined;
   /** Bytes of the body received so far (decompressed); undefined until the headers arrive. */
   let received: number | undefined;
