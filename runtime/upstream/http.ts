@@ -252,6 +252,9 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
       );
       // Kept for the stream's life: an error after a refusal must not go unheard (it would be thrown).
       stream.on('error', reject);
+      // A stream closed without its end or an error would leave the call waiting for good: fail it instead (after
+      // 'end' or 'error' this is a no-op).
+      stream.on('close', () => reject(new Error('the answer closed before it ended')));
     });
   } catch (e) {
     if ((e as { code?: string }).code === NOT_PUBLIC) throw notPublicFailure((e as Error).message);
