@@ -19,7 +19,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { DIST, ROOT, STAMP, syncAssets, writeStamp } from './build-lib.mjs';
+import { DIST, ROOT, STAMP, lazyListFormat, syncAssets, writeStamp } from './build-lib.mjs';
 
 let esbuild;
 try {
@@ -70,6 +70,18 @@ try {
       js: "import { createRequire as __acsCreateRequire } from 'node:module';\nconst require = __acsCreateRequire(import.meta.url);",
     },
     plugins: [
+      {
+        // See lazyListFormat (build-lib.mjs): got's type checks build two Intl.ListFormat objects at load.
+        name: 'lazy-list-format',
+        setup(build) {
+          build.onLoad({ filter: /[\\/]@sindresorhus[\\/]is[\\/].*\.js$/ }, async (args) => {
+            const { readFile } = await import('node:fs/promises');
+            const source = await readFile(args.path, 'utf8');
+            const lazy = lazyListFormat(source);
+            return lazy === source ? undefined : { contents: lazy, loader: 'js' };
+          });
+        },
+      },
       {
         name: 'source-module-urls',
         setup(build) {
