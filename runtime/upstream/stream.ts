@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Writable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
 import type { Agent, Dispatcher } from 'undici';
 import { ServiceError } from '../../core/errors.ts';
 import { addressPolicy, guardedLookup, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
@@ -70,6 +71,14 @@ interface Undici {
 let undici: Undici | undefined;
 let loading: Promise<Undici> | undefined;
 function loadUndici(): Promise<Undici> {
+  // undici parses HTTP/1.1 with llhttp compiled to WebAssembly. V8 compiles it with its baseline compiler
+  // (Liftoff), then recompiles the hot functions with its optimizing one on a background thread; that compile's
+  // memory stays in the thread's malloc arena: 10 MB of RSS for good, a tenth of the idle service. Liftoff's code
+  // alone parses the proxy's answers at no CPU per request the bench can tell apart (bench/RESULTS.md, issue 14).
+  // (Compiling optimized from the start instead keeps the RSS too, but blocks the first proxied request 156 ms.)
+  // The flag is read when a module is compiled: set here, before undici compiles llhttp, the only WebAssembly the
+  // service runs.
+  if (!loading) setFlagsFromString('--liftoff-only');
   return (loading ??= Promise.all([import('undici/lib/dispatcher/agent.js'), import('undici/lib/core/errors.js')]).then(
     ([agent, errors]) => (undici = { Agent: agent.default, errors: errors.default }),
   ));
