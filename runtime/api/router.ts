@@ -27,6 +27,7 @@ import { endpoints, type Endpoint, type OperationId } from '../../core/api/endpo
 import { ServiceError } from '../../core/errors.ts';
 import type { Operations } from '../../generated/api/types.ts';
 import type { Services } from '../services.ts';
+import { jsonBody } from './json-body.ts';
 import { authenticate, renderError, sendJson, startRequest, type AnyRequest } from './respond.ts';
 import { checkRequest } from './validate.ts';
 
@@ -100,11 +101,11 @@ export class Router {
     private readonly s: Services,
     table: RouteTable,
   ) {
-    const json = express.json({ limit: s.config.bodyLimitBytes, strict: true }) as Middleware;
+    const json = jsonBody(s.config.bodyLimitBytes);
     const bodyLimit = (e: Endpoint) => (e.body?.form ? FORM_BODY_LIMIT : s.config.bodyLimitBytes);
     const form = [
       express.urlencoded({ limit: FORM_BODY_LIMIT, extended: false }),
-      express.json({ limit: FORM_BODY_LIMIT }),
+      jsonBody(FORM_BODY_LIMIT),
     ] as Middleware[];
     for (const operation of Object.keys(endpoints) as OperationId[]) {
       const endpoint: Endpoint = endpoints[operation];

@@ -6,7 +6,6 @@
  * end user on the tool's connection, and turns every failure into a tool error an agent can act on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -20,6 +19,7 @@ import {
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
+import { jsonBody } from '../api/json-body.ts';
 import type { Services } from '../services.ts';
 import { mcpTool } from '../tools/llm-formats.ts';
 import { createToolSearch, type ToolSearch } from '../tools/search.ts';
@@ -124,7 +124,7 @@ export class McpEndpoint {
     servers = new McpServers(s),
   ) {
     this.servers = servers;
-    this.parseJson = express.json({ limit: s.config.bodyLimitBytes, strict: true }) as Middleware;
+    this.parseJson = jsonBody(s.config.bodyLimitBytes);
   }
 
   /** `POST /mcp/{token}`: the token is the credential. The body is read here, so its errors are JSON-RPC errors. */
