@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { keepAliveAgents, upstreamClient } from '../runtime/upstream/http.ts';
+import { keepAliveAgents, upstreamClient } from '../runtime/upstream/got-client.ts';
 
 const body = JSON.stringify({ ticket: { id: 1, subject: 'x', status: 'open' } });
 const server = http.createServer((_req, res) => {

@@ -1,117 +1,19 @@
-import http, { type IncomingHttpHeaders } from 'node:http';
-import https from 'node:https';
-import got, { Options, TimeoutError, type Got, type Method } from 'got';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Method } from 'got';
 import type { RetrySpec } from '../../core/spec-model.ts';
 import { UpstreamFailure } from '../../core/errors.ts';
-import { addressPolicy, guardedAgents, guardedOneShotAgents, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
+import { addressPolicy, NOT_PUBLIC } from './address-guard.ts';
 
+type GotClient = typeof import('./got-client.ts');
+let gotClient: GotClient | undefined;
+let loadingGot: Promise<GotClient> | undefined;
 /**
- * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
- * are open, and a cap only queues calls behind it (2,000 users on one provider host, the 513th waiting
- * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
+ * got and the service's setup of it (runtime/upstream/got-client.ts), loaded with the first buffered request rather
+ * than at start: got and what it loads (node:http2, its type checks) took about 20 ms of every cold start, for a
+ * service that may run no tool for a while after it (bench/RESULTS.md, issue 14).
  */
-export const keepAliveAgents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
-};
-
-/**
- * Agents that open a connection per request and close it after the answer, for requests that must never go out on
- * a reused connection (see `SendOptions.reuseConnections`).
- */
-export const oneShotAgents = {
-  http: new http.Agent({ keepAlive: false, lookup: resolverLookup }),
-  https: new https.Agent({ keepAlive: false, lookup: resolverLookup }),
-};
-
-/**
- * got's options for `http.request`, built so that they keep one shape from call to call.
- *
- * On Node 20 (V8 11.3), an object literal that spreads a non-empty object and then adds keys the spread did not
- * have (`{ ...a, b: 1 }`) gets hidden classes of its own on every evaluation: V8 builds a new map, and copies the
- * descriptors so far, for each added key, instead of reusing the transitions of the previous evaluation. got
- * builds its options for `http.request` with such a literal on every request (its cache options spread first,
- * then 34 keys): 18 KB of garbage and about 65 µs per call, measured alone. So when a request uses no cache (none
- * of the service's does), its cache options are left out of that spread: only got's cache layer reads them, and
- * the spread of an empty object keeps one shape. With a cache, got's own method runs as it is. This takes the tool
- * call from about 580 to 450 µs of CPU (bench/RESULTS.md, issue 14, fourth part).
- */
-// eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with `.call(options)`, as below
-export const gotNativeRequestOptions = Options.prototype.createNativeRequestOptions;
-const NO_CACHE_OPTIONS = Object.freeze({});
-Options.prototype.createNativeRequestOptions = function (this: Options) {
-  const internals = (this as unknown as { _internals: { cache: unknown; cacheOptions: object } })._internals;
-  if (internals.cache) return gotNativeRequestOptions.call(this);
-  const cacheOptions = internals.cacheOptions;
-  internals.cacheOptions = NO_CACHE_OPTIONS;
-  let options: Record<string, unknown>;
-  try {
-    options = gotNativeRequestOptions.call(this) as Record<string, unknown>;
-  } finally {
-    internals.cacheOptions = cacheOptions;
-  }
-  return definedOnly(options) as ReturnType<typeof gotNativeRequestOptions>;
-};
-
-/**
- * got's options for `http.request` without the keys it sets to `undefined` (most of its 35: the TLS options of an
- * http: URL, the HTTP/2 ones, those the service leaves unset). Node reads an `undefined` option as an absent one,
- * but copies every key, twice per request: `http.request` assigns the options onto the URL's, and the agent
- * spreads them into a dictionary. The service's requests keep five of the 35 keys; in one process sending 16 at
- * a time, that took the client's CPU per request from 210-219 to 196-201 µs (medians of two runs of six rounds;
- * bench/RESULTS.md, issue 14). The copy is built key by key onto an empty literal, so it keeps one shape.
- */
-function definedOnly(options: Record<string, unknown>): Record<string, unknown> {
-  const defined: Record<string, unknown> = {};
-  for (const key in options) {
-    const value = options[key];
-    if (value !== undefined) defined[key] = value;
-  }
-  return defined;
-}
-
-/**
- * One prebuilt got instance for every upstream call: keep-alive agents, no automatic retries (the policy
- * below decides), no automatic redirects (credentials must not follow a redirect to another host), no
- * thrown HTTP errors (the caller classifies statuses).
- */
-export const upstreamClient: Got = got.extend({
-  agent: keepAliveAgents,
-  retry: { limit: 0 },
-  throwHttpErrors: false,
-  followRedirect: false,
-  decompress: true,
-  responseType: 'buffer',
-  http2: false,
-  hooks: {},
-});
-
-/**
- * The got instance for one pair of timeouts and one set of agents, built once with `upstreamClient.extend` (a
- * connector's timeouts are fixed, so there are a handful): each call then passes only its method, headers and body,
- * and got does not merge and validate the agents and timeouts again on every request. `request` is a deadline for
- * the whole answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
- */
-const clients = new Map<string, Got>();
-function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): Got {
-  const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'open'}:${reuse ? 'keep-alive' : 'one-shot'}`;
-  let client = clients.get(key);
-  if (!client) {
-    const agent = reuse ? (guarded ? guardedAgents : keepAliveAgents) : guarded ? guardedOneShotAgents : oneShotAgents;
-    client = upstreamClient.extend({
-      agent,
-      timeout: {
-        connect: connectMs,
-        secureConnect: connectMs,
-        response: responseMs,
-        socket: responseMs,
-        request: connectMs + responseMs,
-      },
-    });
-    if (clients.size >= 1_000) clients.clear();
-    clients.set(key, client);
-  }
-  return client;
+function loadGot(): Promise<GotClient> {
+  return (loadingGot ??= import('./got-client.ts').then((m) => (gotClient = m)));
 }
 
 export interface HttpRequest {
@@ -224,6 +126,7 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
   // got's stream API, buffered here, rather than its promise API: the promise API keeps each call's objects
   // reachable across scavenges (about 15 KB per call promoted to the old generation, scavenges about ten times as
   // long; bench/RESULTS.md, issue 14, fourth part), the stream API does not.
+  const { clientFor } = gotClient ?? (await loadGot());
   const stream = clientFor(
     opts.connectTimeoutMs,
     opts.responseTimeoutMs,
@@ -340,7 +243,7 @@ export function classify(e: unknown, limits?: { connectMs: number; responseMs: n
   // Structural, so errors from the proxy (undici's, in node:http's terms: see stream.ts) and from got (tools)
   // classify alike.
   const err = (e ?? {}) as { name?: string; event?: string; code?: string; message?: string };
-  if (e instanceof TimeoutError || err.name === 'TimeoutError') {
+  if (err.name === 'TimeoutError') {
     const event = err.event ?? 'response';
     const before = event === 'lookup' || event === 'connect' || event === 'secureConnect';
     const limit = !limits

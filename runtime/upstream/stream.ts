@@ -41,7 +41,7 @@ export interface StreamedAnswer {
  * are fixed, so there are a handful). undici's pools rather than node:http's agents: a bare pass-through on undici
  * took 46 µs of CPU per request where one on http.request took 57, and the service's proxy went from about 150 to
  * 82 µs with the handler below (bench/RESULTS.md, issue 14). No cap on connections per origin (see
- * `keepAliveAgents` in http.ts); idle connections are closed after the server's keep-alive hint, or 4 s.
+ * `keepAliveAgents` in got-client.ts); idle connections are closed after the server's keep-alive hint, or 4 s.
  * The address guard is the same lookup as on the buffered path: a host the connection does not configure must
  * resolve to public addresses only, checked on every new connection.
  */

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Options } from 'got';
 import { describe, expect, it } from 'vitest';
-import { gotNativeRequestOptions, upstreamClient } from '../../runtime/upstream/http.ts';
+import { gotNativeRequestOptions, upstreamClient } from '../../runtime/upstream/got-client.ts';
 import { mergeHeaders } from '../../core/request-headers.ts';
 
 const CACHE_KEYS = ['shared', 'cacheHeuristic', 'immutableMinTimeToLive', 'ignoreCargoCult'];
@@ -18,7 +18,7 @@ const requestOptions = (extra: Record<string, unknown> = {}) =>
     upstreamClient.defaults.options,
   );
 
-describe('per-request objects that keep one hidden class (runtime/upstream/http.ts, core/request-headers.ts)', () => {
+describe('per-request objects that keep one hidden class (runtime/upstream/got-client.ts, core/request-headers.ts)', () => {
   it('are what got builds, but for the cache options, which only its cache layer reads, and the unset ones', () => {
     const options = requestOptions();
     const ours = options.createNativeRequestOptions() as Record<string, unknown>;
@@ -50,7 +50,7 @@ describe('per-request objects that keep one hidden class (runtime/upstream/http.
     // `%HaveSameMap` needs --allow-natives-syntax, which a test runner's own process does not have.
     const script = `
       const { Options } = await import('got');
-      const { upstreamClient, gotNativeRequestOptions } = await import(${JSON.stringify(fileURLToPath(new URL('../../runtime/upstream/http.ts', import.meta.url)))});
+      const { upstreamClient, gotNativeRequestOptions } = await import(${JSON.stringify(fileURLToPath(new URL('../../runtime/upstream/got-client.ts', import.meta.url)))});
       const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)');
       const build = (i) => new Options('https://api.example.com/v2/tickets/' + i, { headers: { accept: 'application/json' } }, upstreamClient.defaults.options);
       const a = build(1), b = build(2);

@@ -1,0 +1,119 @@
+/**
+ * got, the HTTP client of tool calls and of the service's other buffered upstream requests (OAuth token requests,
+ * webhooks), as the service sets it up: its agents, one prebuilt instance per pair of timeouts, and got's
+ * options for `http.request` built so that they keep one shape. Loaded by runtime/upstream/http.ts with the first
+ * such request, not at start.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import got, { Options, type Got } from 'got';
+import { guardedAgents, guardedOneShotAgents, resolverLookup } from './address-guard.ts';
+
+/**
+ * No cap on sockets per host: the service's own inbound requests already bound how many upstream calls
+ * are open, and a cap only queues calls behind it (2,000 users on one provider host, the 513th waiting
+ * for a socket, its wait counted by no timeout). Idle sockets kept for reuse are capped.
+ */
+export const keepAliveAgents = {
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', lookup: resolverLookup }),
+};
+
+/**
+ * Agents that open a connection per request and close it after the answer, for requests that must never go out on
+ * a reused connection (see `SendOptions.reuseConnections`).
+ */
+export const oneShotAgents = {
+  http: new http.Agent({ keepAlive: false, lookup: resolverLookup }),
+  https: new https.Agent({ keepAlive: false, lookup: resolverLookup }),
+};
+
+/**
+ * got's options for `http.request`, built so that they keep one shape from call to call.
+ *
+ * On Node 20 (V8 11.3), an object literal that spreads a non-empty object and then adds keys the spread did not
+ * have (`{ ...a, b: 1 }`) gets hidden classes of its own on every evaluation: V8 builds a new map, and copies the
+ * descriptors so far, for each added key, instead of reusing the transitions of the previous evaluation. got
+ * builds its options for `http.request` with such a literal on every request (its cache options spread first,
+ * then 34 keys): 18 KB of garbage and about 65 µs per call, measured alone. So when a request uses no cache (none
+ * of the service's does), its cache options are left out of that spread: only got's cache layer reads them, and
+ * the spread of an empty object keeps one shape. With a cache, got's own method runs as it is. This takes the tool
+ * call from about 580 to 450 µs of CPU (bench/RESULTS.md, issue 14, fourth part).
+ */
+// eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with `.call(options)`, as below
+export const gotNativeRequestOptions = Options.prototype.createNativeRequestOptions;
+const NO_CACHE_OPTIONS = Object.freeze({});
+Options.prototype.createNativeRequestOptions = function (this: Options) {
+  const internals = (this as unknown as { _internals: { cache: unknown; cacheOptions: object } })._internals;
+  if (internals.cache) return gotNativeRequestOptions.call(this);
+  const cacheOptions = internals.cacheOptions;
+  internals.cacheOptions = NO_CACHE_OPTIONS;
+  let options: Record<string, unknown>;
+  try {
+    options = gotNativeRequestOptions.call(this);
+  } finally {
+    internals.cacheOptions = cacheOptions;
+  }
+  return definedOnly(options) as ReturnType<typeof gotNativeRequestOptions>;
+};
+
+/**
+ * got's options for `http.request` without the keys it sets to `undefined` (most of its 35: the TLS options of an
+ * http: URL, the HTTP/2 ones, those the service leaves unset). Node reads an `undefined` option as an absent one,
+ * but copies every key, twice per request: `http.request` assigns the options onto the URL's, and the agent
+ * spreads them into a dictionary. The service's requests keep five of the 35 keys; in one process sending 16 at
+ * a time, that took the client's CPU per request from 210-219 to 196-201 µs (medians of two runs of six rounds;
+ * bench/RESULTS.md, issue 14). The copy is built key by key onto an empty literal, so it keeps one shape.
+ */
+function definedOnly(options: Record<string, unknown>): Record<string, unknown> {
+  const defined: Record<string, unknown> = {};
+  for (const key in options) {
+    const value = options[key];
+    if (value !== undefined) defined[key] = value;
+  }
+  return defined;
+}
+
+/**
+ * One prebuilt got instance for every upstream call: keep-alive agents, no automatic retries (the policy
+ * below decides), no automatic redirects (credentials must not follow a redirect to another host), no
+ * thrown HTTP errors (the caller classifies statuses).
+ */
+export const upstreamClient: Got = got.extend({
+  agent: keepAliveAgents,
+  retry: { limit: 0 },
+  throwHttpErrors: false,
+  followRedirect: false,
+  decompress: true,
+  responseType: 'buffer',
+  http2: false,
+  hooks: {},
+});
+
+/**
+ * The got instance for one pair of timeouts and one set of agents, built once with `upstreamClient.extend` (a
+ * connector's timeouts are fixed, so there are a handful): each call then passes only its method, headers and body,
+ * and got does not merge and validate the agents and timeouts again on every request. `request` is a deadline for
+ * the whole answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
+ */
+const clients = new Map<string, Got>();
+export function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): Got {
+  const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'open'}:${reuse ? 'keep-alive' : 'one-shot'}`;
+  let client = clients.get(key);
+  if (!client) {
+    const agent = reuse ? (guarded ? guardedAgents : keepAliveAgents) : guarded ? guardedOneShotAgents : oneShotAgents;
+    client = upstreamClient.extend({
+      agent,
+      timeout: {
+        connect: connectMs,
+        secureConnect: connectMs,
+        response: responseMs,
+        socket: responseMs,
+        request: connectMs + responseMs,
+      },
+    });
+    if (clients.size >= 1_000) clients.clear();
+    clients.set(key, client);
+  }
+  return client;
+}
