@@ -18,8 +18,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
-import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import { jsonBody } from '../api/json-body.ts';
+import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
 import { mcpTool } from '../tools/llm-formats.ts';
 import { createToolSearch, type ToolSearch } from '../tools/search.ts';
