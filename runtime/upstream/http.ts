@@ -9,8 +9,9 @@ let gotClient: GotClient | undefined;
 let loadingGot: Promise<GotClient> | undefined;
 /**
  * got and the service's setup of it (runtime/upstream/got-client.ts), loaded with the first buffered request rather
- * than at start: got and what it loads (node:http2, its type checks) took about 20 ms of every cold start, for a
- * service that may run no tool for a while after it (bench/RESULTS.md, issue 14).
+ * than at start: got and the packages it loads (http2-wrapper, its type checks, its cache layer) were about 210 KB
+ * of the 2.2 MB of code every start compiled and ran, for a service that may run no tool for a while after it
+ * (bench/RESULTS.md, issue 14, fifth part).
  */
 function loadGot(): Promise<GotClient> {
   return (loadingGot ??= import('./got-client.ts').then((m) => (gotClient = m)));
