@@ -1,20 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Config } from './config.ts';
 import { createServices, type ServiceOptions, type Services } from './services.ts';
 import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
-import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
+import { renderError } from './api/respond.ts';
 import { sharePortWithHttp2, sharePortWithTls } from './scalekit/same-port.ts';
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    requestId: string;
-    credentialId?: string;
-  }
-}
 
 /**
  * The service's HTTP handler. Every route of the API is in one table (runtime/api/routes.ts) and served by its
@@ -23,7 +15,9 @@ declare module 'express-serve-static-core' {
  */
 export function createHandler(s: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const router = new Router(s, routeTable(s));
-  const app = createApp(s);
+  // Express (runtime/app.ts) is loaded with the first request the table does not match: it and its body parsers
+  // were about 30 ms of every start (bench/RESULTS.md, issue 14, fifth part).
+  let app: Promise<(req: IncomingMessage, res: ServerResponse) => void> | undefined;
   const lifecycle = s.lifecycle;
   return (req, res) => {
     // While draining, each answer closes its connection, so keep-alive clients move to another instance.
@@ -34,54 +28,12 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
       router.serve(match, req, res);
     } else {
       s.metrics.countResponse(res, /^\/dashboard(\/|\?|$)/i.test(req.url ?? '') ? 'dashboard' : 'unmatched');
-      app(req, res);
+      (app ??= import('./app.ts').then((m) => m.createApp(s))).then(
+        (serve) => serve(req, res),
+        (e: unknown) => renderError(s, e, req, res),
+      );
     }
   };
-}
-
-/**
- * Middleware whose module is loaded on its first request (then kept): what only some requests need stays out of
- * the start, and out of memory until used.
- */
-function loadOnFirstUse(load: () => Promise<express.RequestHandler>): express.RequestHandler {
-  let handler: Promise<express.RequestHandler> | undefined;
-  return (req, res, next) => {
-    (handler ??= load()).then((h) => h(req, res, next), next);
-  };
-}
-
-/**
- * The dashboard (its views and templating loaded on its first request), and the service's 404 for a request no
- * route matches.
- */
-export function createApp(s: Services): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  if (s.config.trustProxy) app.set('trust proxy', true);
-
-  app.use((req, res, next) => {
-    if (startRequest(req, res)) next();
-  });
-
-  const dashboard = () => import('./dashboard/index.ts');
-  app.use(
-    '/dashboard',
-    loadOnFirstUse(async () => (await dashboard()).dashboardRouter(s)),
-  );
-  app.get(
-    '/favicon.ico',
-    loadOnFirstUse(async () => (await dashboard()).favicon),
-  );
-
-  app.use((req, res) => {
-    sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {
-      'x-error-source': 'service',
-    });
-  });
-
-  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => renderError(s, err, req, res));
-  return app;
 }
 
 export interface RunningServer {

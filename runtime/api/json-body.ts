@@ -12,9 +12,19 @@
  * type — goes to body-parser as before. test/unit/json-body.test.ts holds the two side by side.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express from 'express';
 
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/**
+ * A body parser of Express's (body-parser), loaded with the first request that needs it: Express and its parsers
+ * were about 30 ms of every start, for bodies few requests send (bench/RESULTS.md, issue 14, fifth part).
+ */
+export function expressParser(make: (e: typeof import('express')) => Middleware): Middleware {
+  let parser: Promise<Middleware> | undefined;
+  return (req, res, next) => {
+    (parser ??= import('express').then((m) => make(m.default))).then((parse) => parse(req, res, next), next);
+  };
+}
 
 /** The Content-Type values taken by the fast path, lower case. */
 const PLAIN_JSON = new Set(['application/json', 'application/json; charset=utf-8', 'application/json;charset=utf-8']);
@@ -61,7 +71,7 @@ function parseJson(text: string, strict: boolean): unknown {
 export function jsonBody(
   limit: number,
   strict = true,
-  general = express.json({ limit, strict }) as Middleware,
+  general = expressParser((express) => express.json({ limit, strict }) as Middleware),
 ): Middleware {
   return (req, res, next) => {
     const headers = req.headers;

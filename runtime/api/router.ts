@@ -22,12 +22,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
-import express from 'express';
 import { endpoints, type Endpoint, type OperationId } from '../../core/api/endpoints.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { Operations } from '../../generated/api/types.ts';
 import type { Services } from '../services.ts';
-import { jsonBody } from './json-body.ts';
+import { expressParser, jsonBody, type Middleware } from './json-body.ts';
 import { authenticate, renderError, sendJson, startRequest, type AnyRequest } from './respond.ts';
 import { checkRequest } from './validate.ts';
 
@@ -57,8 +56,6 @@ export type RouteTable = { [Op in OperationId]: Handler<Op> };
 
 /** The token endpoint's body (form fields or JSON) is small; a larger one is refused early. */
 const FORM_BODY_LIMIT = 16 * 1024;
-
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 interface Route {
   operation: OperationId;
@@ -104,9 +101,9 @@ export class Router {
     const json = jsonBody(s.config.bodyLimitBytes);
     const bodyLimit = (e: Endpoint) => (e.body?.form ? FORM_BODY_LIMIT : s.config.bodyLimitBytes);
     const form = [
-      express.urlencoded({ limit: FORM_BODY_LIMIT, extended: false }),
+      expressParser((express) => express.urlencoded({ limit: FORM_BODY_LIMIT, extended: false }) as Middleware),
       jsonBody(FORM_BODY_LIMIT),
-    ] as Middleware[];
+    ];
     for (const operation of Object.keys(endpoints) as OperationId[]) {
       const endpoint: Endpoint = endpoints[operation];
       const paramNames = [...endpoint.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
