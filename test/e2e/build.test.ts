@@ -4,9 +4,9 @@
  * migrations, the OpenAPI document), SIGTERM sent to that process stops it cleanly, and the key tool runs compiled.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceEnv } from '../helpers/harness.ts';
@@ -30,6 +30,32 @@ afterAll(() => {
 describe('the compiled service (dist/)', () => {
   it('is up to date right after the build', () => {
     expect((staleReason as () => string | undefined)()).toBeUndefined();
+  });
+
+  it('loads got, Express and body-parser only when a request needs them, not at start', () => {
+    // The files the start evaluates: dist/runtime/main.js and the chunks it imports statically (not with import()).
+    const started = new Set<string>();
+    const queue = ['dist/runtime/main.js'];
+    for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+      if (started.has(file)) continue;
+      started.add(file);
+      const code = readFileSync(file, 'utf8');
+      for (const m of code.matchAll(/(?:^|[;\n}])\s*import\s*(?:[^'"()]*?from\s*)?["'](\.[^"']+)["']/g)) {
+        queue.push(join(dirname(file), m[1]!));
+      }
+    }
+    const atStart = [...started].map((f) => readFileSync(f, 'utf8')).join('\n');
+    expect(started.size).toBeGreaterThan(1);
+    expect(atStart.includes('node_modules/prom-client/')).toBe(true);
+    // The bundle names a CommonJS package's modules by path; got is an ES module, so its CommonJS dependency
+    // http2-wrapper stands for it, with got's own method name.
+    const lazy = [
+      'createNativeRequestOptions',
+      'node_modules/http2-wrapper/',
+      'node_modules/express/',
+      'node_modules/body-parser/',
+    ];
+    expect(lazy.filter((marker) => atStart.includes(marker))).toEqual([]);
   });
 
   it('serves the API, the OpenAPI document and the dashboard with its static files from dist/', async () => {
