@@ -4,6 +4,7 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Services } from './services.ts';
+import { loadOnFirstUse } from './api/load-on-first-use.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
 
 declare module 'express-serve-static-core' {
@@ -11,17 +12,6 @@ declare module 'express-serve-static-core' {
     requestId: string;
     credentialId?: string;
   }
-}
-
-/**
- * Middleware whose module is loaded on its first request (then kept): what only some requests need stays out of
- * the start, and out of memory until used.
- */
-function loadOnFirstUse(load: () => Promise<express.RequestHandler>): express.RequestHandler {
-  let handler: Promise<express.RequestHandler> | undefined;
-  return (req, res, next) => {
-    (handler ??= load()).then((h) => h(req, res, next), next);
-  };
 }
 
 /**

@@ -12,6 +12,7 @@
  * type — goes to body-parser as before. test/unit/json-body.test.ts holds the two side by side.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { loadOnFirstUse } from './load-on-first-use.ts';
 
 export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
@@ -20,10 +21,7 @@ export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?
  * were about 30 ms of every start, for bodies few requests send (bench/RESULTS.md, issue 14, fifth part).
  */
 export function expressParser(make: (e: typeof import('express')) => Middleware): Middleware {
-  let parser: Promise<Middleware> | undefined;
-  return (req, res, next) => {
-    (parser ??= import('express').then((m) => make(m.default))).then((parse) => parse(req, res, next), next);
-  };
+  return loadOnFirstUse(async () => make((await import('express')).default));
 }
 
 /** The Content-Type values taken by the fast path, lower case. */
