@@ -10,6 +10,13 @@
  * since the last collection and, past `limitBytes`, asks V8 for a young-generation collection (a scavenge: the
  * wrappers of finished chunks are young, so it frees their buffers; a millisecond or two). The growth then stays
  * near `limitBytes` plus what one interval brings.
+ *
+ * 4 MB checked every 5 ms rather than 8 MB every 10: once the service has been under load, V8's old-generation
+ * limit sits close to its live size, and with 8 MB of buffers allowed to pile up (16 MB at 800 MB/s between two
+ * checks) V8 ran 4-7 mark-compacts during a single 200 MB transfer, each freeing nothing, at 1.1-1.7x the bare
+ * pass-through's CPU per MB. With 4 MB every 5 ms: no mark-compact over four transfers after the same load, in two
+ * runs of four transfers, at 0.6-1.4x (bench/RESULTS.md, issue 14, sixth part). That is about 10 scavenges per
+ * 100 MB (81-85 over the four transfers), each a fraction of a millisecond with the young generation nearly empty.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -43,8 +50,8 @@ export class StreamMemory {
   collections = 0;
 
   constructor(
-    private readonly limitBytes = 8 * 1024 * 1024,
-    private readonly intervalMs = 10,
+    private readonly limitBytes = 4 * 1024 * 1024,
+    private readonly intervalMs = 5,
   ) {}
 
   /** A streamed request begins; call `end()` when it is over. */
