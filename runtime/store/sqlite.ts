@@ -166,7 +166,8 @@ class SqliteBackend implements Backend {
     // SQLite's own default page cache (2 MB) rather than better-sqlite3's (16 MB). The rows read on every request
     // are cached by the service itself (see changes.ts); what fills SQLite's cache under load is the activity
     // table, appended to on every call and read only by the dashboard. With 16 MB those appends grew the RSS under
-    // load by 15 MB (166-168 against 151-152 MB, bench/RESULTS.md, issue 14) at no CPU per request it saves.
+    // load by 15-18 MB (bench/RESULTS.md, issue 14, sixth part); the smaller cache cost the proxy 0-4 % more CPU
+    // per request in the same measurements (SQLite reads some evicted pages again).
     this.raw.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.dataVersion = this.raw.prepare('PRAGMA data_version').pluck();
     this.connection = new SqliteConnection(this.raw);
