@@ -17,6 +17,7 @@
  * pass-through's CPU per MB. With 4 MB every 5 ms: no mark-compact over four transfers after the same load, in two
  * runs of four transfers, at 0.6-1.4x (bench/RESULTS.md, issue 14, sixth part). That is about 10 scavenges per
  * 100 MB (81-85 over the four transfers), each a fraction of a millisecond with the young generation nearly empty.
+ * In the bench's two runs since, transfers took 0.8-1.9x the pass-through's CPU per MB, uploads the most.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
