@@ -56,6 +56,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   await store.migrate();
   // Caches of connections, accounts and credential states follow the store's changes, this process's and others'.
   await store.watchChanges();
+  store.startUpkeep((message, e) => log.error({ err: e.message }, message));
   const {
     keyring,
     created: keyCreated,

@@ -82,6 +82,8 @@ export interface Backend {
   readonly changes: ChangeFeed;
   /** Starts following other processes' changes. */
   watchChanges(): Promise<void>;
+  /** See `Store.startUpkeep`; absent where the database needs none. */
+  startUpkeep?(onProblem: (message: string, e: Error) => void): void;
   close(): Promise<void>;
 }
 
@@ -170,6 +172,10 @@ export class SqlStore implements Store {
 
   watchChanges(): Promise<void> {
     return this.backend.watchChanges();
+  }
+
+  startUpkeep(onProblem: (message: string, e: Error) => void): void {
+    this.backend.startUpkeep?.(onProblem);
   }
 
   /**

@@ -18,6 +18,7 @@ import type { Database as Tables } from './schema.ts';
 import { inTransaction, SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
 import { LockTimeout } from './types.ts';
 import { ChangeFeed, EVERYTHING } from './changes.ts';
+import { CheckpointUpkeep, type UpkeepOptions } from './wal-checkpointer.ts';
 
 const LEASE_MS = 60_000;
 /** Distinct statements are few (one per query shape); past this many, something builds SQL per value. */
@@ -136,6 +137,7 @@ class SqliteBackend implements Backend {
   private readonly q;
   private readonly dataVersion: Database.Statement;
   private lastDataVersion: unknown;
+  private upkeep?: CheckpointUpkeep;
   /**
    * Other processes on the same file are seen through `PRAGMA data_version`, which changes when another
    * connection commits: checked (about a microsecond) before every cached read, it drops every cache, since it
@@ -152,7 +154,7 @@ class SqliteBackend implements Backend {
     },
   });
 
-  constructor(path: string) {
+  constructor(private readonly path: string) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     // Only the service's user may read the store (SQLite gives the -wal and -shm files the same mode).
     closeSync(openSync(path, 'a', 0o600));
@@ -247,11 +249,12 @@ class SqliteBackend implements Backend {
           for (const q of queries) this.connection.runSync(q);
         })
         .immediate();
-      return;
+    } else {
+      await inTransaction(db, async (tx) => {
+        for (const q of queries) await tx.executeQuery(q);
+      });
     }
-    await inTransaction(db, async (tx) => {
-      for (const q of queries) await tx.executeQuery(q);
-    });
+    this.upkeep?.wrote(queries.length);
   }
 
   async migrationScope(fn: (db: Db) => Promise<void>) {
@@ -322,8 +325,28 @@ class SqliteBackend implements Backend {
     return Promise.resolve();
   }
 
+  /** WAL checkpoints move to a thread of their own while batched writes come fast (see wal-checkpointer.ts). */
+  startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void {
+    if (this.upkeep || !this.raw.open) return;
+    this.upkeep = new CheckpointUpkeep(
+      this.path,
+      (pages) => {
+        if (this.raw.open) this.raw.pragma(`wal_autocheckpoint = ${pages}`);
+      },
+      onProblem,
+      options,
+    );
+  }
+
+  /** The checkpoint upkeep, once started (tests and diagnostics). */
+  get checkpoints(): CheckpointUpkeep | undefined {
+    return this.upkeep;
+  }
+
   async close() {
     this.changes.live = false;
+    // The thread's connection closes first: the last connection to close checkpoints and removes the WAL.
+    await this.upkeep?.close();
     await this.db.destroy();
     if (this.raw.open) this.raw.close();
   }

@@ -269,6 +269,12 @@ export interface Store {
   readonly changes: ChangeFeed;
   /** Starts following changes made by other processes (PostgreSQL: LISTEN on its own connection). */
   watchChanges(): Promise<void>;
+  /**
+   * Starts the upkeep a long-running service does beside its requests (SQLite: WAL checkpoints on a thread of
+   * their own, runtime/store/wal-checkpointer.ts; PostgreSQL: nothing, the server does its own). A problem found
+   * later is reported through `onProblem`; the store goes on working.
+   */
+  startUpkeep(onProblem: (message: string, e: Error) => void): void;
   migrate(): Promise<void>;
   close(): Promise<void>;
   /**
@@ -441,7 +447,15 @@ export interface ThrottleState {
 /** The store's reads and writes, bound to one transaction. */
 export type StoreTransaction = Omit<
   Store,
-  'kind' | 'migrate' | 'close' | 'transaction' | 'integrityCheck' | 'withAccountLock' | 'changes' | 'watchChanges'
+  | 'kind'
+  | 'migrate'
+  | 'close'
+  | 'transaction'
+  | 'integrityCheck'
+  | 'withAccountLock'
+  | 'changes'
+  | 'watchChanges'
+  | 'startUpkeep'
 >;
 
 /** A new connected account that has no credentials yet. */

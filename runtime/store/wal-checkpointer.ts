@@ -1,0 +1,236 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * SQLite's WAL checkpoints, run on a thread of their own.
+ *
+ * In WAL mode every commit appends to the -wal file; a checkpoint copies those pages back into the database file
+ * and syncs both files (synchronous = NORMAL makes the checkpoint the point of durability). By default SQLite runs
+ * it inside the commit that grows the WAL past 1 000 pages, on the committing thread: for the service, the event
+ * loop. Under load the activity rows fill 1 000 pages every few seconds, and each checkpoint then held every request
+ * in flight for about 16 ms, 13 of them waiting for the two fsyncs (bench/RESULTS.md, issue 14, seventh part): the
+ * proxy's p99 latency.
+ *
+ * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint every
+ * `intervalMs`. PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it
+ * copies what no reader still needs, and the main connection's next write starts the WAL over once everything was
+ * copied. A checkpoint with nothing to copy touches no file.
+ *
+ * A thread costs about 9 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
+ * not need: its checkpoints are minutes apart. `CheckpointUpkeep` therefore runs the thread only while the write
+ * rate makes checkpoints frequent, and SQLite's own automatic checkpoint does the rest. While the thread runs, the
+ * main connection's automatic checkpoint stays armed at a far higher mark (`SAFETY_PAGES`), so the WAL stays
+ * bounded if the thread ever falls behind; if the thread fails, SQLite's default comes back and stays.
+ */
+
+/** SQLite's own automatic checkpoint mark, in WAL pages. */
+export const SQLITE_DEFAULT_PAGES = 1000;
+/** Where the main connection checkpoints by itself while the thread runs: 40 MB of WAL (4 KiB pages). */
+export const SAFETY_PAGES = 10_000;
+
+export interface CheckpointResult {
+  /** Pages in the WAL when the checkpoint ran. */
+  log: number;
+  /** Of those, pages in the database file afterwards (all of them unless a reader still needed some). */
+  checkpointed: number;
+  /** Whether another connection's checkpoint was under way (then nothing was done). */
+  busy: boolean;
+}
+
+// CommonJS, run with `eval`: the service runs both from its TypeScript sources and from a bundle, where a worker
+// file of its own would need a place and a build step of its own. better-sqlite3 comes by the path the owner resolved.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { fileMustExist: true });
+const checkpoint = () => {
+  const [r] = db.pragma('wal_checkpoint(PASSIVE)');
+  return { busy: r.busy === 1, log: r.log, checkpointed: r.checkpointed };
+};
+const timer = setInterval(checkpoint, workerData.intervalMs);
+parentPort.on('message', (m) => {
+  if (m.type === 'now') parentPort.postMessage({ type: 'result', id: m.id, result: checkpoint() });
+  else if (m.type === 'stop') {
+    clearInterval(timer);
+    db.close();
+    parentPort.close();
+  }
+});
+parentPort.postMessage({ type: 'ready' });
+`;
+
+type FromWorker = { type: 'ready' } | { type: 'result'; id: number; result: CheckpointResult };
+
+export class WalCheckpointer {
+  private readonly worker: Worker;
+  private readonly ready: Promise<void>;
+  private waiting = new Map<number, { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void }>();
+  private nextId = 1;
+  private stopped = false;
+  private exited: Promise<void>;
+  /** Why the thread stopped on its own, once it did. */
+  failure?: Error;
+
+  constructor(path: string, onFailure: (e: Error) => void, intervalMs = 1_000) {
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { path, driver, intervalMs },
+      // The thread keeps a handful of objects: a small heap, so that it costs the service little memory.
+      resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
+      stdout: false,
+      stderr: false,
+    });
+    // A service that is otherwise done must not be kept alive by its checkpoints.
+    this.worker.unref();
+    let readyResolve!: () => void;
+    this.ready = new Promise((r) => (readyResolve = r));
+    const fail = (e: Error) => {
+      if (this.stopped || this.failure) return;
+      this.failure = e;
+      for (const w of this.waiting.values()) w.reject(e);
+      this.waiting.clear();
+      readyResolve();
+      onFailure(e);
+    };
+    this.worker.on('message', (m: FromWorker) => {
+      if (m.type === 'ready') readyResolve();
+      else {
+        this.waiting.get(m.id)?.resolve(m.result);
+        this.waiting.delete(m.id);
+      }
+    });
+    this.worker.on('error', fail);
+    this.exited = new Promise((resolve) =>
+      this.worker.once('exit', (code) => {
+        fail(new Error(`the WAL checkpoint thread exited (code ${code})`));
+        resolve();
+      }),
+    );
+  }
+
+  /** A checkpoint now, on the thread (for tests and diagnostics; the thread runs one every interval anyway). */
+  async checkpoint(): Promise<CheckpointResult> {
+    await this.ready;
+    if (this.failure) throw this.failure;
+    if (this.stopped) throw new Error('the WAL checkpoint thread was stopped');
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'now', id });
+    });
+  }
+
+  /** Closes the thread's connection and ends the thread, so that the main connection is the last one to close. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.ready;
+    if (!this.failure) this.worker.postMessage({ type: 'stop' });
+    await this.exited;
+  }
+}
+
+export interface UpkeepOptions {
+  /** Batched rows (activity, last-use times) within `windowMs` that start the thread. */
+  startRows: number;
+  /** The window the write rate is counted over; the thread stops after a window with fewer than `startRows`. */
+  windowMs: number;
+  /** How often the thread checkpoints. */
+  intervalMs: number;
+}
+
+/**
+ * About 2 000 activity rows fill a fifth of SQLite's 1 000-page mark: from 200 calls a second on, the main thread
+ * would checkpoint every 25 s or more often. Below that, a checkpoint's pause is rare enough to leave to SQLite.
+ */
+export const UPKEEP_DEFAULTS: UpkeepOptions = { startRows: 2_000, windowMs: 10_000, intervalMs: 1_000 };
+
+/** Runs the checkpoint thread while the store's batched writes come fast, and only then (see above). */
+export class CheckpointUpkeep {
+  private thread?: WalCheckpointer;
+  private timer?: NodeJS.Timeout;
+  private rows = 0;
+  private windowStart = 0;
+  /** Set once the thread failed, or the store closes: no thread starts again. */
+  private done = false;
+  /** Threads started so far (diagnostics and tests). */
+  started = 0;
+
+  /**
+   * @param setMainMark sets the main connection's `wal_autocheckpoint`
+   * @param onProblem told when the thread fails (the store goes on, with SQLite's own checkpoints)
+   */
+  constructor(
+    private readonly path: string,
+    private readonly setMainMark: (pages: number) => void,
+    private readonly onProblem: (message: string, e: Error) => void,
+    private readonly opts: UpkeepOptions = UPKEEP_DEFAULTS,
+  ) {}
+
+  get running(): boolean {
+    return this.thread !== undefined;
+  }
+
+  /** Counts a batched write of `rows` rows; starts the thread when the rate calls for it. */
+  wrote(rows: number, now = Date.now()): void {
+    if (!this.thread && now - this.windowStart > this.opts.windowMs) {
+      this.windowStart = now;
+      this.rows = 0;
+    }
+    this.rows += rows;
+    if (!this.thread && !this.done && this.rows >= this.opts.startRows) this.start();
+  }
+
+  private start(): void {
+    try {
+      this.thread = new WalCheckpointer(this.path, (e) => this.failed(e), this.opts.intervalMs);
+    } catch (e) {
+      this.failed(e as Error);
+      return;
+    }
+    this.started++;
+    this.setMainMark(SAFETY_PAGES);
+    this.rows = 0;
+    this.timer = setInterval(() => {
+      if (this.rows < this.opts.startRows) void this.idle();
+      this.rows = 0;
+    }, this.opts.windowMs);
+    this.timer.unref();
+  }
+
+  private failed(e: Error): void {
+    this.done = true;
+    clearInterval(this.timer);
+    this.thread = undefined;
+    this.setMainMark(SQLITE_DEFAULT_PAGES);
+    this.onProblem('WAL checkpoints are back on the main thread: their thread failed', e);
+  }
+
+  /** The writes slowed down: the thread ends (the last interval already copied the WAL), SQLite's default is back. */
+  private async idle(): Promise<void> {
+    const thread = this.thread;
+    if (!thread) return;
+    clearInterval(this.timer);
+    this.thread = undefined;
+    this.windowStart = Date.now();
+    this.rows = 0;
+    await thread.stop();
+    // A thread started meanwhile (the writes came back) keeps the high mark.
+    if (!this.thread && !this.done) this.setMainMark(SQLITE_DEFAULT_PAGES);
+  }
+
+  /** A checkpoint now on the thread, when it runs (tests and diagnostics). */
+  checkpoint(): Promise<CheckpointResult> | undefined {
+    return this.thread?.checkpoint();
+  }
+
+  /** Ends the thread for good; the store's connection closes after it. */
+  async close(): Promise<void> {
+    this.done = true;
+    clearInterval(this.timer);
+    const thread = this.thread;
+    this.thread = undefined;
+    await thread?.stop();
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * WAL checkpoints on a thread of their own (runtime/store/wal-checkpointer.ts): started by a fast write rate, not
+ * by a trickle; checkpointing the store's real file from its own connection; ended when the writes slow down or the
+ * store closes; and, when the thread dies, SQLite's own checkpoints back on the main connection.
+ */
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../runtime/store/sqlite.ts';
+import type { ActivityRecord } from '../../runtime/store/types.ts';
+import {
+  SAFETY_PAGES,
+  SQLITE_DEFAULT_PAGES,
+  type CheckpointUpkeep,
+  type UpkeepOptions,
+} from '../../runtime/store/wal-checkpointer.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'acs-wal-checkpoints-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Backend {
+  raw: Database.Database;
+  startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void;
+  checkpoints: CheckpointUpkeep | undefined;
+}
+const backendOf = (store: SqliteStore) => (store as unknown as { backend: Backend }).backend;
+const mainMark = (store: SqliteStore) => backendOf(store).raw.pragma('wal_autocheckpoint', { simple: true });
+
+let n = 0;
+const rows = (count: number): ActivityRecord[] =>
+  Array.from({ length: count }, () => ({
+    id: `prx_${String(++n).padStart(12, '0')}`,
+    kind: 'proxy' as const,
+    name: 'GET /v2/tickets/123',
+    connectionName: 'helpdesk',
+    accountId: null,
+    identifier: 'user-1',
+    status: 200,
+    errorCode: null,
+    latencyMs: 3,
+    createdAt: Date.now(),
+  }));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await sleep(10);
+}
+
+function openStore(name: string, options: UpkeepOptions, problems: string[] = []) {
+  const path = join(dir, `${name}.sqlite`);
+  const store = new SqliteStore(path);
+  return { store, path, problems, start: () => backendOf(store).startUpkeep((m) => problems.push(m), options) };
+}
+
+describe('WAL checkpoints on a thread of their own', () => {
+  it('start with a fast write rate, not with a trickle, and checkpoint the store file from their own connection', async () => {
+    // The interval is far longer than the test: every checkpoint here is one the test asks for.
+    const { store, path, problems, start } = openStore('rate', {
+      startRows: 500,
+      windowMs: 600_000,
+      intervalMs: 600_000,
+    });
+    try {
+      await store.migrate();
+      start();
+      const checkpoints = backendOf(store).checkpoints!;
+      await store.recordActivity(rows(200));
+      expect(checkpoints.running).toBe(false);
+      expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
+
+      await store.recordActivity(rows(300));
+      expect(checkpoints.running).toBe(true);
+      expect(checkpoints.started).toBe(1);
+      // The main connection no longer checkpoints at SQLite's mark, only far past it.
+      expect(mainMark(store)).toBe(SAFETY_PAGES);
+
+      await store.recordActivity(rows(3_000));
+      const before = statSync(path).size;
+      const result = await checkpoints.checkpoint()!;
+      expect(result.busy).toBe(false);
+      expect(result.log).toBeGreaterThan(0);
+      expect(result.checkpointed).toBe(result.log);
+      // The pages are in the database file now, written by the thread's connection.
+      expect(statSync(path).size).toBeGreaterThan(before);
+      expect((await store.listActivity(5)).length).toBe(5);
+      expect(problems).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', async () => {
+    const { store, problems, start } = openStore('idle', { startRows: 100, windowMs: 200, intervalMs: 50 });
+    try {
+      await store.migrate();
+      start();
+      const checkpoints = backendOf(store).checkpoints!;
+      await store.recordActivity(rows(150));
+      expect(checkpoints.running).toBe(true);
+      await until(() => !checkpoints.running);
+      await until(() => mainMark(store) === SQLITE_DEFAULT_PAGES);
+
+      await store.recordActivity(rows(150));
+      expect(checkpoints.running).toBe(true);
+      expect(checkpoints.started).toBe(2);
+      expect(mainMark(store)).toBe(SAFETY_PAGES);
+      expect(problems).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('puts SQLite’s own checkpoints back, and says so, when the thread dies', async () => {
+    const { store, problems, start } = openStore('dies', { startRows: 100, windowMs: 600_000, intervalMs: 600_000 });
+    try {
+      await store.migrate();
+      start();
+      const checkpoints = backendOf(store).checkpoints!;
+      await store.recordActivity(rows(150));
+      await checkpoints.checkpoint();
+      // The thread ends as a crash would end it: not through stop().
+      const thread = (checkpoints as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread;
+      await thread.worker.terminate();
+      await until(() => problems.length > 0);
+      expect(problems).toEqual(['WAL checkpoints are back on the main thread: their thread failed']);
+      expect(checkpoints.running).toBe(false);
+      expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
+      // No thread again for this store: a failing one is not restarted in a loop.
+      await store.recordActivity(rows(150));
+      expect(checkpoints.running).toBe(false);
+      expect((await store.listActivity(1)).length).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('closes the thread’s connection before the store’s, which then leaves no WAL behind', async () => {
+    const { store, path, start } = openStore('close', { startRows: 100, windowMs: 600_000, intervalMs: 600_000 });
+    await store.migrate();
+    start();
+    await store.recordActivity(rows(1_000));
+    expect(backendOf(store).checkpoints!.running).toBe(true);
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    await store.close();
+    expect(backendOf(store).checkpoints!.running).toBe(false);
+    // The last connection to close checkpoints and deletes the WAL: the store's own, since the thread's closed first.
+    expect(existsSync(`${path}-wal`)).toBe(false);
+  });
+});
