@@ -9,18 +9,21 @@ import { Worker } from 'node:worker_threads';
  * it inside the commit that grows the WAL past 1 000 pages, on the committing thread: for the service, the event
  * loop. Under load the activity rows fill 1 000 pages every few seconds, and each checkpoint then held every request
  * in flight for about 16 ms, 13 of them waiting for the two fsyncs (bench/RESULTS.md, issue 14, seventh part): the
- * proxy's p99 latency.
+ * proxy's p99 latency. The first write after a checkpoint that copied everything starts the WAL over, and syncs its
+ * new header: one more fsync, on whichever thread writes.
  *
- * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint every
- * `intervalMs`. PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it
- * copies what no reader still needs, and the main connection's next write starts the WAL over once everything was
- * copied. A checkpoint with nothing to copy touches no file.
+ * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint when asked.
+ * PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it copies what no
+ * reader still needs. `CheckpointUpkeep` asks for one every `checkpointRows` batched rows (about 1 800 WAL pages of
+ * activity), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
+ * gave it three and the copy, twice as often.
  *
- * A thread costs about 9 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
+ * A thread costs about 8 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
  * not need: its checkpoints are minutes apart. `CheckpointUpkeep` therefore runs the thread only while the write
- * rate makes checkpoints frequent, and SQLite's own automatic checkpoint does the rest. While the thread runs, the
- * main connection's automatic checkpoint stays armed at a far higher mark (`SAFETY_PAGES`), so the WAL stays
- * bounded if the thread ever falls behind; if the thread fails, SQLite's default comes back and stays.
+ * rate makes checkpoints frequent (and for a minute after, so that bursts of traffic do not start one each), and
+ * SQLite's own automatic checkpoint does the rest. While the thread runs, the main connection's automatic
+ * checkpoint stays armed at a far higher mark (`SAFETY_PAGES`), so the WAL stays bounded whatever is written
+ * besides the batches; if the thread fails, SQLite's default comes back and stays.
  */
 
 /** SQLite's own automatic checkpoint mark, in WAL pages. */
@@ -47,11 +50,13 @@ const checkpoint = () => {
   const [r] = db.pragma('wal_checkpoint(PASSIVE)');
   return { busy: r.busy === 1, log: r.log, checkpointed: r.checkpointed };
 };
-const timer = setInterval(checkpoint, workerData.intervalMs);
 parentPort.on('message', (m) => {
-  if (m.type === 'now') parentPort.postMessage({ type: 'result', id: m.id, result: checkpoint() });
-  else if (m.type === 'stop') {
-    clearInterval(timer);
+  if (m.type === 'now') {
+    const result = checkpoint();
+    if (m.id) parentPort.postMessage({ type: 'result', id: m.id, result });
+  } else if (m.type === 'stop') {
+    // What was written since the last request goes to the database file before the thread ends.
+    checkpoint();
     db.close();
     parentPort.close();
   }
@@ -71,11 +76,11 @@ export class WalCheckpointer {
   /** Why the thread stopped on its own, once it did. */
   failure?: Error;
 
-  constructor(path: string, onFailure: (e: Error) => void, intervalMs = 1_000) {
+  constructor(path: string, onFailure: (e: Error) => void) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { path, driver, intervalMs },
+      workerData: { path, driver },
       // The thread keeps a handful of objects: a small heap, so that it costs the service little memory.
       resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
       stdout: false,
@@ -109,7 +114,12 @@ export class WalCheckpointer {
     );
   }
 
-  /** A checkpoint now, on the thread (for tests and diagnostics; the thread runs one every interval anyway). */
+  /** Asks the thread for a checkpoint, without waiting for it. */
+  request(): void {
+    if (!this.stopped && !this.failure) this.worker.postMessage({ type: 'now', id: 0 });
+  }
+
+  /** A checkpoint now, on the thread, and its result (tests and diagnostics). */
   async checkpoint(): Promise<CheckpointResult> {
     await this.ready;
     if (this.failure) throw this.failure;
@@ -121,7 +131,10 @@ export class WalCheckpointer {
     });
   }
 
-  /** Closes the thread's connection and ends the thread, so that the main connection is the last one to close. */
+  /**
+   * A last checkpoint, then the thread's connection closes and the thread ends (so that the main connection is the
+   * last one to close, which removes the WAL).
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -134,17 +147,29 @@ export class WalCheckpointer {
 export interface UpkeepOptions {
   /** Batched rows (activity, last-use times) within `windowMs` that start the thread. */
   startRows: number;
-  /** The window the write rate is counted over; the thread stops after a window with fewer than `startRows`. */
+  /** The window the write rate is counted over. */
   windowMs: number;
-  /** How often the thread checkpoints. */
-  intervalMs: number;
+  /**
+   * Windows in a row with fewer than `startRows` after which the thread ends. Starting a thread takes tens of
+   * milliseconds of CPU, competing with requests, so a pause between bursts of traffic should not end it.
+   */
+  quietWindows: number;
+  /** Batched rows between two checkpoints. */
+  checkpointRows: number;
 }
 
 /**
- * About 2 000 activity rows fill a fifth of SQLite's 1 000-page mark: from 200 calls a second on, the main thread
- * would checkpoint every 25 s or more often. Below that, a checkpoint's pause is rare enough to leave to SQLite.
+ * About 11 activity rows fill a WAL page (the table and its two indexes, 250 rows a transaction). 2 000 rows fill a
+ * fifth of SQLite's 1 000-page mark: from 200 calls a second on, the main thread would checkpoint every 55 s or more
+ * often; below that, a checkpoint's pause is rare enough to leave to SQLite. 20 000 rows between checkpoints are
+ * about 1 800 WAL pages, 7 MB.
  */
-export const UPKEEP_DEFAULTS: UpkeepOptions = { startRows: 2_000, windowMs: 10_000, intervalMs: 1_000 };
+export const UPKEEP_DEFAULTS: UpkeepOptions = {
+  startRows: 2_000,
+  windowMs: 10_000,
+  quietWindows: 6,
+  checkpointRows: 20_000,
+};
 
 /** Runs the checkpoint thread while the store's batched writes come fast, and only then (see above). */
 export class CheckpointUpkeep {
@@ -152,6 +177,8 @@ export class CheckpointUpkeep {
   private timer?: NodeJS.Timeout;
   private rows = 0;
   private windowStart = 0;
+  private quiet = 0;
+  private sinceCheckpoint = 0;
   /** Set once the thread failed, or the store closes: no thread starts again. */
   private done = false;
   /** Threads started so far (diagnostics and tests). */
@@ -179,12 +206,18 @@ export class CheckpointUpkeep {
       this.rows = 0;
     }
     this.rows += rows;
-    if (!this.thread && !this.done && this.rows >= this.opts.startRows) this.start();
+    if (this.thread) {
+      this.sinceCheckpoint += rows;
+      if (this.sinceCheckpoint >= this.opts.checkpointRows) {
+        this.sinceCheckpoint = 0;
+        this.thread.request();
+      }
+    } else if (!this.done && this.rows >= this.opts.startRows) this.start();
   }
 
   private start(): void {
     try {
-      this.thread = new WalCheckpointer(this.path, (e) => this.failed(e), this.opts.intervalMs);
+      this.thread = new WalCheckpointer(this.path, (e) => this.failed(e));
     } catch (e) {
       this.failed(e as Error);
       return;
@@ -192,9 +225,12 @@ export class CheckpointUpkeep {
     this.started++;
     this.setMainMark(SAFETY_PAGES);
     this.rows = 0;
+    this.quiet = 0;
+    this.sinceCheckpoint = 0;
     this.timer = setInterval(() => {
-      if (this.rows < this.opts.startRows) void this.idle();
+      this.quiet = this.rows < this.opts.startRows ? this.quiet + 1 : 0;
       this.rows = 0;
+      if (this.quiet >= this.opts.quietWindows) void this.idle();
     }, this.opts.windowMs);
     this.timer.unref();
   }
@@ -207,7 +243,7 @@ export class CheckpointUpkeep {
     this.onProblem('WAL checkpoints are back on the main thread: their thread failed', e);
   }
 
-  /** The writes slowed down: the thread ends (the last interval already copied the WAL), SQLite's default is back. */
+  /** The writes stayed slow: the thread ends (after a last checkpoint), and SQLite's default is back. */
   private async idle(): Promise<void> {
     const thread = this.thread;
     if (!thread) return;

@@ -56,11 +56,12 @@ function openStore(name: string, options: UpkeepOptions, problems: string[] = []
 
 describe('WAL checkpoints on a thread of their own', () => {
   it('start with a fast write rate, not with a trickle, and checkpoint the store file from their own connection', async () => {
-    // The interval is far longer than the test: every checkpoint here is one the test asks for.
+    // No checkpoint on its own here: every one is one the test asks for.
     const { store, path, problems, start } = openStore('rate', {
       startRows: 500,
       windowMs: 600_000,
-      intervalMs: 600_000,
+      quietWindows: 1,
+      checkpointRows: 1_000_000,
     });
     try {
       await store.migrate();
@@ -91,8 +92,39 @@ describe('WAL checkpoints on a thread of their own', () => {
     }
   });
 
+  it('asks the thread for a checkpoint every checkpointRows batched rows', async () => {
+    const { store, path, problems, start } = openStore('cadence', {
+      startRows: 100,
+      windowMs: 600_000,
+      quietWindows: 1,
+      checkpointRows: 2_000,
+    });
+    try {
+      await store.migrate();
+      start();
+      const checkpoints = backendOf(store).checkpoints!;
+      await store.recordActivity(rows(150));
+      expect(checkpoints.running).toBe(true);
+      // Once the thread answers, everything so far is in the database file.
+      await checkpoints.checkpoint();
+      const before = statSync(path).size;
+      // 2 000 rows: the upkeep asks the thread by itself. Nothing else copies pages here: the thread has no timer,
+      // and the main connection would only checkpoint past SAFETY_PAGES.
+      for (let i = 0; i < 8; i++) await store.recordActivity(rows(250));
+      await until(() => statSync(path).size > before);
+      expect(problems).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', async () => {
-    const { store, problems, start } = openStore('idle', { startRows: 100, windowMs: 200, intervalMs: 50 });
+    const { store, problems, start } = openStore('idle', {
+      startRows: 100,
+      windowMs: 100,
+      quietWindows: 3,
+      checkpointRows: 1_000_000,
+    });
     try {
       await store.migrate();
       start();
@@ -113,7 +145,12 @@ describe('WAL checkpoints on a thread of their own', () => {
   });
 
   it('puts SQLite’s own checkpoints back, and says so, when the thread dies', async () => {
-    const { store, problems, start } = openStore('dies', { startRows: 100, windowMs: 600_000, intervalMs: 600_000 });
+    const { store, problems, start } = openStore('dies', {
+      startRows: 100,
+      windowMs: 600_000,
+      quietWindows: 1,
+      checkpointRows: 1_000_000,
+    });
     try {
       await store.migrate();
       start();
@@ -137,7 +174,12 @@ describe('WAL checkpoints on a thread of their own', () => {
   });
 
   it('closes the thread’s connection before the store’s, which then leaves no WAL behind', async () => {
-    const { store, path, start } = openStore('close', { startRows: 100, windowMs: 600_000, intervalMs: 600_000 });
+    const { store, path, start } = openStore('close', {
+      startRows: 100,
+      windowMs: 600_000,
+      quietWindows: 1,
+      checkpointRows: 1_000_000,
+    });
     await store.migrate();
     start();
     await store.recordActivity(rows(1_000));
