@@ -54,19 +54,34 @@ function openStore(name: string, options: UpkeepOptions, problems: string[] = []
   return { store, path, problems, start: () => backendOf(store).startUpkeep((m) => problems.push(m), options) };
 }
 
+/** A migrated store with its upkeep started, closed after `fn`; `fn` may close it first. */
+async function withUpkeep(
+  name: string,
+  options: UpkeepOptions,
+  fn: (t: { store: SqliteStore; path: string; problems: string[]; checkpoints: CheckpointUpkeep }) => Promise<void>,
+): Promise<void> {
+  const { store, path, problems, start } = openStore(name, options);
+  try {
+    await store.migrate();
+    start();
+    await fn({ store, path, problems, checkpoints: backendOf(store).checkpoints! });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Options under which nothing happens on its own: every checkpoint, start and end is one the test makes. */
+const still = (over: Partial<UpkeepOptions>): UpkeepOptions => ({
+  startRows: 100,
+  windowMs: 600_000,
+  quietWindows: 1,
+  checkpointRows: 1_000_000,
+  ...over,
+});
+
 describe('WAL checkpoints on a thread of their own', () => {
-  it('start with a fast write rate, not with a trickle, and checkpoint the store file from their own connection', async () => {
-    // No checkpoint on its own here: every one is one the test asks for.
-    const { store, path, problems, start } = openStore('rate', {
-      startRows: 500,
-      windowMs: 600_000,
-      quietWindows: 1,
-      checkpointRows: 1_000_000,
-    });
-    try {
-      await store.migrate();
-      start();
-      const checkpoints = backendOf(store).checkpoints!;
+  it('start with a fast write rate, not with a trickle, and checkpoint the store file from their own connection', () =>
+    withUpkeep('rate', still({ startRows: 500 }), async ({ store, path, problems, checkpoints }) => {
       await store.recordActivity(rows(200));
       expect(checkpoints.running).toBe(false);
       expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
@@ -87,22 +102,10 @@ describe('WAL checkpoints on a thread of their own', () => {
       expect(statSync(path).size).toBeGreaterThan(before);
       expect((await store.listActivity(5)).length).toBe(5);
       expect(problems).toEqual([]);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('asks the thread for a checkpoint every checkpointRows batched rows', async () => {
-    const { store, path, problems, start } = openStore('cadence', {
-      startRows: 100,
-      windowMs: 600_000,
-      quietWindows: 1,
-      checkpointRows: 2_000,
-    });
-    try {
-      await store.migrate();
-      start();
-      const checkpoints = backendOf(store).checkpoints!;
+  it('asks the thread for a checkpoint every checkpointRows batched rows', () =>
+    withUpkeep('cadence', still({ checkpointRows: 2_000 }), async ({ store, path, problems, checkpoints }) => {
       await store.recordActivity(rows(150));
       expect(checkpoints.running).toBe(true);
       // Once the thread answers, everything so far is in the database file.
@@ -113,22 +116,10 @@ describe('WAL checkpoints on a thread of their own', () => {
       for (let i = 0; i < 8; i++) await store.recordActivity(rows(250));
       await until(() => statSync(path).size > before);
       expect(problems).toEqual([]);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', async () => {
-    const { store, problems, start } = openStore('idle', {
-      startRows: 100,
-      windowMs: 100,
-      quietWindows: 3,
-      checkpointRows: 1_000_000,
-    });
-    try {
-      await store.migrate();
-      start();
-      const checkpoints = backendOf(store).checkpoints!;
+  it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', () =>
+    withUpkeep('idle', still({ windowMs: 100, quietWindows: 3 }), async ({ store, problems, checkpoints }) => {
       await store.recordActivity(rows(150));
       expect(checkpoints.running).toBe(true);
       await until(() => !checkpoints.running);
@@ -139,22 +130,10 @@ describe('WAL checkpoints on a thread of their own', () => {
       expect(checkpoints.started).toBe(2);
       expect(mainMark(store)).toBe(SAFETY_PAGES);
       expect(problems).toEqual([]);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('puts SQLite’s own checkpoints back, and says so, when the thread dies', async () => {
-    const { store, problems, start } = openStore('dies', {
-      startRows: 100,
-      windowMs: 600_000,
-      quietWindows: 1,
-      checkpointRows: 1_000_000,
-    });
-    try {
-      await store.migrate();
-      start();
-      const checkpoints = backendOf(store).checkpoints!;
+  it('puts SQLite’s own checkpoints back, and says so, when the thread dies', () =>
+    withUpkeep('dies', still({}), async ({ store, problems, checkpoints }) => {
       await store.recordActivity(rows(150));
       await checkpoints.checkpoint();
       // The thread ends as a crash would end it: not through stop().
@@ -168,26 +147,16 @@ describe('WAL checkpoints on a thread of their own', () => {
       await store.recordActivity(rows(150));
       expect(checkpoints.running).toBe(false);
       expect((await store.listActivity(1)).length).toBe(1);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('closes the thread’s connection before the store’s, which then leaves no WAL behind', async () => {
-    const { store, path, start } = openStore('close', {
-      startRows: 100,
-      windowMs: 600_000,
-      quietWindows: 1,
-      checkpointRows: 1_000_000,
-    });
-    await store.migrate();
-    start();
-    await store.recordActivity(rows(1_000));
-    expect(backendOf(store).checkpoints!.running).toBe(true);
-    expect(existsSync(`${path}-wal`)).toBe(true);
-    await store.close();
-    expect(backendOf(store).checkpoints!.running).toBe(false);
-    // The last connection to close checkpoints and deletes the WAL: the store's own, since the thread's closed first.
-    expect(existsSync(`${path}-wal`)).toBe(false);
-  });
+  it('closes the thread’s connection before the store’s, which then leaves no WAL behind', () =>
+    withUpkeep('close', still({}), async ({ store, path, checkpoints }) => {
+      await store.recordActivity(rows(1_000));
+      expect(checkpoints.running).toBe(true);
+      expect(existsSync(`${path}-wal`)).toBe(true);
+      await store.close();
+      expect(checkpoints.running).toBe(false);
+      // The last connection to close checkpoints and deletes the WAL: the store's own, since the thread's closed first.
+      expect(existsSync(`${path}-wal`)).toBe(false);
+    }));
 });
