@@ -48,22 +48,18 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await sleep(10);
 }
 
-function openStore(name: string, options: UpkeepOptions, problems: string[] = []) {
-  const path = join(dir, `${name}.sqlite`);
-  const store = new SqliteStore(path);
-  return { store, path, problems, start: () => backendOf(store).startUpkeep((m) => problems.push(m), options) };
-}
-
 /** A migrated store with its upkeep started, closed after `fn`; `fn` may close it first. */
 async function withUpkeep(
   name: string,
   options: UpkeepOptions,
   fn: (t: { store: SqliteStore; path: string; problems: string[]; checkpoints: CheckpointUpkeep }) => Promise<void>,
 ): Promise<void> {
-  const { store, path, problems, start } = openStore(name, options);
+  const path = join(dir, `${name}.sqlite`);
+  const store = new SqliteStore(path);
+  const problems: string[] = [];
   try {
     await store.migrate();
-    start();
+    backendOf(store).startUpkeep((m) => problems.push(m), options);
     await fn({ store, path, problems, checkpoints: backendOf(store).checkpoints! });
   } finally {
     await store.close();
