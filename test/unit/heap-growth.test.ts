@@ -1,0 +1,65 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { HEAP_GROWING_PERCENT, heapGrowthFlag } from '../../runtime/heap.ts';
+
+const HEAP_TS = fileURLToPath(new URL('../../runtime/heap.ts', import.meta.url));
+
+describe('heapGrowthFlag', () => {
+  it('sets the service factor when the node command line does not', () => {
+    expect(heapGrowthFlag([], undefined)).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+    expect(heapGrowthFlag(['--enable-source-maps'], '--max-old-space-size=512')).toBe(
+      `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
+    );
+  });
+
+  it("leaves an operator's own setting alone, on the command line or in NODE_OPTIONS", () => {
+    expect(heapGrowthFlag(['--heap-growing-percent=80'], undefined)).toBeUndefined();
+    expect(heapGrowthFlag(['--heap_growing_percent=80'], undefined)).toBeUndefined();
+    expect(heapGrowthFlag([], '--enable-source-maps --heap-growing-percent=200')).toBeUndefined();
+    // A longer flag that only starts the same way is not the setting.
+    expect(heapGrowthFlag(['--heap-growing-percentage=80'], undefined)).toBe(
+      `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
+    );
+  });
+});
+
+/**
+ * A child process that applies limitHeapGrowth(), then keeps a sliding window of objects long enough for them to be
+ * promoted, and prints the largest old generation it saw. Its node flags are the test's.
+ */
+function largestOldGeneration(nodeFlags: string[]): number {
+  const script = `
+    import v8 from 'node:v8';
+    const { limitHeapGrowth } = await import(${JSON.stringify(HEAP_TS)});
+    limitHeapGrowth();
+    const window = [];
+    let largest = 0;
+    for (let i = 0; i < 3_000_000; i++) {
+      window.push({ i, s: 'x' + i, pair: [i, i] });
+      if (window.length > 400_000) window.splice(0, 200_000);
+      if (i % 10_000 === 0) {
+        const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
+        largest = Math.max(largest, old.space_size);
+      }
+    }
+    process.stdout.write(String(largest));
+  `;
+  const run = spawnSync(process.execPath, [...nodeFlags, '--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  if (run.status !== 0) throw new Error(`the child failed: ${run.stderr}`);
+  return Number(run.stdout);
+}
+
+describe('limitHeapGrowth', () => {
+  it('keeps the old generation closer to its live size than a factor of 4 does', () => {
+    const limited = largestOldGeneration([]);
+    // The operator's flag wins over the service's: this child keeps V8's largest factor.
+    const loose = largestOldGeneration(['--heap-growing-percent=300']);
+    // About 150 k objects are live at any time; the loose child lets the garbage between collections pile up.
+    expect(limited).toBeGreaterThan(0);
+    expect(limited).toBeLessThan(loose * 0.7);
+  });
+});
