@@ -11,21 +11,21 @@
  * generation), at 2 in few.
  *
  * The flag is read whenever V8 computes a new limit, so setting it at start-up applies from the first collection.
- * An operator's own `--heap-growing-percent` (on the command line or in NODE_OPTIONS) is left as it is.
+ * An operator's own `--heap-growing-percent` on node's command line is left as it is (node refuses the flag in
+ * NODE_OPTIONS, so the command line is the only place it can come from).
  */
 import { setFlagsFromString } from 'node:v8';
 
 export const HEAP_GROWING_PERCENT = 100;
 
-/** The V8 flag to set, or undefined when the node command line or NODE_OPTIONS already sets it. */
-export function heapGrowthFlag(execArgv: readonly string[], nodeOptions: string | undefined): string | undefined {
-  const given = (arg: string) => /^--heap[-_]growing[-_]percent(=|$)/.test(arg);
-  if (execArgv.some(given) || (nodeOptions ?? '').split(/\s+/).some(given)) return undefined;
+/** The V8 flag to set, or undefined when node's command line already sets it. */
+export function heapGrowthFlag(execArgv: readonly string[]): string | undefined {
+  if (execArgv.some((arg) => /^--heap[-_]growing[-_]percent(=|$)/.test(arg))) return undefined;
   return `--heap-growing-percent=${HEAP_GROWING_PERCENT}`;
 }
 
 /** Applies the service's heap growth factor to this process (see above). */
 export function limitHeapGrowth(): void {
-  const flag = heapGrowthFlag(process.execArgv, process.env.NODE_OPTIONS);
+  const flag = heapGrowthFlag(process.execArgv);
   if (flag) setFlagsFromString(flag);
 }

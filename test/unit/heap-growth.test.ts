@@ -7,20 +7,17 @@ const HEAP_TS = fileURLToPath(new URL('../../runtime/heap.ts', import.meta.url))
 
 describe('heapGrowthFlag', () => {
   it('sets the service factor when the node command line does not', () => {
-    expect(heapGrowthFlag([], undefined)).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-    expect(heapGrowthFlag(['--enable-source-maps'], '--max-old-space-size=512')).toBe(
+    expect(heapGrowthFlag([])).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+    expect(heapGrowthFlag(['--enable-source-maps', '--max-old-space-size=512'])).toBe(
       `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
     );
   });
 
-  it("leaves an operator's own setting alone, on the command line or in NODE_OPTIONS", () => {
-    expect(heapGrowthFlag(['--heap-growing-percent=600'], undefined)).toBeUndefined();
-    expect(heapGrowthFlag(['--heap_growing_percent=80'], undefined)).toBeUndefined();
-    expect(heapGrowthFlag([], '--enable-source-maps --heap-growing-percent=200')).toBeUndefined();
+  it("leaves an operator's own setting on node's command line alone", () => {
+    expect(heapGrowthFlag(['--heap-growing-percent=600'])).toBeUndefined();
+    expect(heapGrowthFlag(['--enable-source-maps', '--heap_growing_percent=80'])).toBeUndefined();
     // A longer flag that only starts the same way is not the setting.
-    expect(heapGrowthFlag(['--heap-growing-percentage=80'], undefined)).toBe(
-      `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
-    );
+    expect(heapGrowthFlag(['--heap-growing-percentage=80'])).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   });
 });
 
