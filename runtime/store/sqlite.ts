@@ -1,5 +1,5 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import Database from 'better-sqlite3';
@@ -19,6 +19,7 @@ import { inTransaction, SqlStore, type ActivityRow, type Backend, type Db } from
 import { LockTimeout } from './types.ts';
 import { ChangeFeed, EVERYTHING } from './changes.ts';
 import { CheckpointUpkeep, type UpkeepOptions } from './wal-checkpointer.ts';
+import { WalIndexHeader } from './wal-index.ts';
 
 const LEASE_MS = 60_000;
 /** Distinct statements are few (one per query shape); past this many, something builds SQL per value. */
@@ -138,21 +139,29 @@ class SqliteBackend implements Backend {
   private readonly dataVersion: Database.Statement;
   private lastDataVersion: unknown;
   private upkeep?: CheckpointUpkeep;
+  private readonly walIndex: WalIndexHeader;
   /**
    * Other processes on the same file are seen through `PRAGMA data_version`, which changes when another
-   * connection commits: checked (about a microsecond) before every cached read, it drops every cache, since it
-   * cannot tell what changed. This process's own writes are announced by the store itself.
+   * connection commits: checked once per request (see ChangeFeed.pollOnce), a change drops every cache, since it
+   * cannot tell what changed. The pragma runs only when the WAL index's header moved since the last check (one
+   * `pread`, see wal-index.ts). This process's own writes are announced by the store itself.
    */
   readonly changes = new ChangeFeed({
     poll: () => {
-      if (!this.changes.live || !this.raw.open) return;
-      const v = this.dataVersion.get();
-      if (v !== this.lastDataVersion) {
-        this.lastDataVersion = v;
-        this.changes.emit(EVERYTHING);
-      }
+      if (!this.changes.live || !this.raw.open || !this.walIndex.maybeChanged()) return;
+      this.checkDataVersion();
     },
   });
+
+  /** Runs `PRAGMA data_version` after a look at the WAL index's header, and settles on that header. */
+  private checkDataVersion(): void {
+    const v = this.dataVersion.get();
+    this.walIndex.settle();
+    if (v !== this.lastDataVersion) {
+      this.lastDataVersion = v;
+      this.changes.emit(EVERYTHING);
+    }
+  }
 
   constructor(private readonly path: string) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -172,6 +181,7 @@ class SqliteBackend implements Backend {
     // per request in the same measurements (SQLite reads some evicted pages again).
     this.raw.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.dataVersion = this.raw.prepare('PRAGMA data_version').pluck();
+    this.walIndex = new WalIndexHeader(`${resolve(path)}-shm`);
     this.connection = new SqliteConnection(this.raw);
     this.driver = new SqliteDriver(this.connection);
     this.db = new Kysely<Tables>({
@@ -320,7 +330,12 @@ class SqliteBackend implements Backend {
   }
 
   watchChanges(): Promise<void> {
+    // A first read transaction makes sure the WAL index exists before the first look at it (a look that finds no
+    // file gives the shortcut up for good).
+    this.dataVersion.get();
+    this.walIndex.maybeChanged();
     this.lastDataVersion = this.dataVersion.get();
+    this.walIndex.settle();
     this.changes.live = true;
     return Promise.resolve();
   }
@@ -349,6 +364,7 @@ class SqliteBackend implements Backend {
     await this.upkeep?.close();
     await this.db.destroy();
     if (this.raw.open) this.raw.close();
+    this.walIndex.close();
   }
 }
 

@@ -1,0 +1,69 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+
+/**
+ * The header of SQLite's WAL index (the `<database>-shm` file), read with one `pread` to tell cheaply whether any
+ * connection may have committed since the last look.
+ *
+ * The file starts with two copies of a 48-byte header that every commit rewrites, from any connection of any
+ * process: its change counter (`iChange`), the last valid frame (`mxFrame`) and that frame's checksum move with each
+ * commit, and a WAL reset gives it new salts (sqlite.org/walformat.html, "The WAL-Index Header"; the writer updates
+ * the second copy, then the first). SQLite itself compares this header with its last copy when a read transaction
+ * starts, and that comparison is what moves `PRAGMA data_version`. But running that pragma starts a read
+ * transaction, which takes and releases a read lock with two `fcntl` calls; under proxy load on a 2-core virtual
+ * machine that was 10-15 % of the service's CPU per request (bench/RESULTS.md, issue 14, ninth part).
+ *
+ * So the store reads both copies first, and runs the pragma only when they differ from what it last settled on: an
+ * unchanged header means nothing was committed since, by anyone. A header caught mid-update differs too. The
+ * answer is only ever "maybe changed" or "unchanged"; `PRAGMA data_version` still decides what changed, and it
+ * leaves out the store's own commits (which change the header as well, and so cost one pragma each).
+ */
+export const WAL_INDEX_HEADER_BYTES = 96;
+
+export class WalIndexHeader {
+  private fd: number | undefined;
+  /** False once the file could not be opened: every look then answers "maybe changed". */
+  private usable = true;
+  private readonly settled = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  private readonly current = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  /** Whether `current` holds a whole header from the last look, and `settled` one accepted by `settle`. */
+  private currentWhole = false;
+  private settledWhole = false;
+
+  /** @param path the WAL index, `<database>-shm` */
+  constructor(private readonly path: string) {}
+
+  /**
+   * Reads the header: false when it is the one last settled on (nothing was committed since), true when it
+   * differs, is not there yet, or cannot be read.
+   */
+  maybeChanged(): boolean {
+    this.currentWhole = false;
+    if (!this.usable) return true;
+    try {
+      this.fd ??= openSync(this.path, 'r');
+      this.currentWhole = readSync(this.fd, this.current, 0, WAL_INDEX_HEADER_BYTES, 0) === WAL_INDEX_HEADER_BYTES;
+    } catch {
+      // No such file (a store that does not use shared memory) or no read permission: give up the shortcut for
+      // good rather than fail again on every request.
+      this.close();
+      this.usable = false;
+      return true;
+    }
+    return !this.currentWhole || !this.settledWhole || !this.current.equals(this.settled);
+  }
+
+  /**
+   * Accepts the header read by the last `maybeChanged()` as seen. Call it after `PRAGMA data_version` has run, so
+   * that every commit before that read has reached the pragma, and any later one changes the header again.
+   */
+  settle(): void {
+    if (!this.currentWhole) return;
+    this.current.copy(this.settled);
+    this.settledWhole = true;
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
