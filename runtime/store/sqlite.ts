@@ -1,5 +1,5 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { closeSync, mkdirSync, openSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import Database from 'better-sqlite3';
@@ -181,7 +181,8 @@ class SqliteBackend implements Backend {
     // per request in the same measurements (SQLite reads some evicted pages again).
     this.raw.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.dataVersion = this.raw.prepare('PRAGMA data_version').pluck();
-    this.walIndex = new WalIndexHeader(`${resolve(path)}-shm`);
+    // Next to the file SQLite opens: the database's real path, where it is a symbolic link.
+    this.walIndex = new WalIndexHeader(`${realpathSync(path)}-shm`);
     this.connection = new SqliteConnection(this.raw);
     this.driver = new SqliteDriver(this.connection);
     this.db = new Kysely<Tables>({

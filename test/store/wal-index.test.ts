@@ -3,7 +3,7 @@
  * `PRAGMA data_version` only when that header moved (runtime/store/wal-index.ts). Another connection to the same
  * file stands for another process, as SQLite sees no difference.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -99,6 +99,26 @@ describe('the SQLite store', () => {
     } finally {
       other.close();
       await store.close();
+    }
+  });
+
+  it('looks at the WAL index of the file a symbolic link names', async () => {
+    const real = join(dir, 'real.sqlite');
+    const link = join(dir, 'link.sqlite');
+    const store = new SqliteStore(real);
+    await store.close();
+    symlinkSync(real, link);
+    const linked = new SqliteStore(link);
+    await linked.migrate();
+    await linked.watchChanges();
+    try {
+      const backend = (linked as unknown as { backend: { dataVersion: { get: () => unknown } } }).backend;
+      const pragma = vi.spyOn(backend.dataVersion, 'get');
+      linked.changes.poll();
+      expect(pragma).not.toHaveBeenCalled();
+      pragma.mockRestore();
+    } finally {
+      await linked.close();
     }
   });
 });
