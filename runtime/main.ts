@@ -5,9 +5,9 @@ import { startServer, type RunningServer } from './server.ts';
 import { createServices, type Services } from './services.ts';
 import { describeStartupError } from './startup-errors.ts';
 import { freePort, runPrimary } from './cluster.ts';
-import { limitHeapGrowth } from './heap.ts';
+import { tuneGarbageCollector } from './heap.ts';
 
-limitHeapGrowth();
+tuneGarbageCollector();
 
 function cannotStart(e: unknown): never {
   const line = describeStartupError(e, process.env);
