@@ -18,12 +18,13 @@
  * makes an object or array literal, how many of its objects survive a young-generation collection, and from a high
  * share on it may make that place allocate straight in the old generation. A service's objects live as long as a
  * request does, so what survives when V8 decides depends on how many requests happen to be in flight. Under the
- * bench's tool call load, 9 of 23 fresh processes fell into a state that lasted as long as they ran: each scavenge
+ * bench's tool call load, 9 of 32 fresh processes fell into a state that lasted as long as they ran: each scavenge
  * promoted about 2.5 MB (about 13 KB per call, against about 0.3 MB a scavenge otherwise) and took about 7 ms
- * instead of 1.2, a mark-compact followed every 8-10 scavenges, and a call cost 10-40 % more CPU. Old objects that
- * point at young ones do that: dead, they still keep what they point at alive through every scavenge until the next
- * full collection. With pretenuring off, none of 18 processes did, and the CPU per call of those that never fell
- * into it stayed the same (bench/RESULTS.md, issue 14, tenth part).
+ * instead of 1.2, a mark-compact followed every 8-10 scavenges, and a call cost 10-50 % more CPU. The likely
+ * cause (V8's traces did not name the place): objects in the old generation that point at young ones keep them
+ * alive through every scavenge until the next full collection, dead or not. With pretenuring off, none of 27
+ * processes fell into that state, and the CPU per call of those that never fell into it stayed the same
+ * (bench/RESULTS.md, issue 14, tenth part).
  */
 import { setFlagsFromString } from 'node:v8';
 
