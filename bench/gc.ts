@@ -1,11 +1,11 @@
 /**
- * `npx tsx bench/gc.ts <scenarios> [--processes N] [--seconds S] [--flags="…"] [--against="…"]`: the garbage
- * collector of fresh service processes under load, process by process. `<scenarios>` is `proxy`, `tool`, or both in
- * the order to run them (`proxy,tool`, as each round of `npm run bench` does). Each process is started as
- * `npm start` runs it (on the test core, wrk and the fake upstream on the other, as in `npm run bench`), prepared,
- * then, for each scenario in turn, warmed up for 3 s and measured over one wrk run of S seconds (default 5): its CPU
- * per request, and its scavenges and mark-compacts (count and total pause, from node's `gc` performance entries,
- * bench/gc-observer.mjs).
+ * `npx tsx bench/gc.ts <scenarios> [--processes N] [--seconds S] [--connections C] [--flags="…"] [--against="…"]`:
+ * the garbage collector of fresh service processes under load, process by process. `<scenarios>` is `proxy`,
+ * `tool`, or both in the order to run them (`proxy,tool`, as each round of `npm run bench` does). Each process is
+ * started as `npm start` runs it (on the test core, wrk and the fake upstream on the other, as in `npm run bench`),
+ * prepared, then, for each scenario in turn, warmed up for 3 s and measured over one wrk run of S seconds (default
+ * 5) at C connections (default 32): its CPU per request, and its scavenges and mark-compacts (count and total pause,
+ * from node's `gc` performance entries, bench/gc-observer.mjs).
  *
  * A state the collector falls into in some processes and not others shows only across fresh processes, not across
  * rounds of one: that is what this is for (bench/RESULTS.md, issue 14, tenth part). `--flags` adds node flags to
@@ -25,17 +25,23 @@ const { values: opt, positionals } = parseArgs({
   options: {
     processes: { type: 'string', default: '6' },
     seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '32' },
     flags: { type: 'string', default: '' },
     against: { type: 'string' },
   },
 });
 const scenarios = (positionals[0] ?? '').split(',');
 if (!positionals[0] || !scenarios.every((s): s is 'proxy' | 'tool' => s === 'proxy' || s === 'tool'))
-  throw new Error('usage: bench/gc.ts <proxy|tool|proxy,tool> [--processes N] [--seconds S] [--flags=…] [--against=…]');
+  throw new Error(
+    'usage: bench/gc.ts <proxy|tool|proxy,tool> [--processes N] [--seconds S] [--connections C] [--flags=…] [--against=…]',
+  );
 const processes = Number(opt.processes);
 const seconds = Number(opt.seconds);
+const connections = Number(opt.connections);
 if (!Number.isInteger(processes) || processes < 1) throw new Error(`--processes must be ≥ 1, got "${opt.processes}"`);
 if (!Number.isInteger(seconds) || seconds < 1) throw new Error(`--seconds must be ≥ 1, got "${opt.seconds}"`);
+if (!Number.isInteger(connections) || connections < 1)
+  throw new Error(`--connections must be ≥ 1, got "${opt.connections}"`);
 const ROOT = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 const OBSERVER = join(ROOT, 'bench/gc-observer.mjs');
 const split = (flags: string) => flags.split(' ').filter(Boolean);
@@ -65,7 +71,7 @@ interface Row {
 const rows: Row[] = [];
 const label = (flags: string) => flags || '(no flags)';
 console.log(
-  `${scenarios.join(', then ')}: ${processes} fresh process${processes > 1 ? 'es' : ''} per setting; each scenario 3 s of warm-up, then ${seconds} s measured; 32 connections`,
+  `${scenarios.join(', then ')}: ${processes} fresh process${processes > 1 ? 'es' : ''} per setting; each scenario 3 s of warm-up, then ${seconds} s measured; ${connections} connections`,
 );
 for (let i = 0; i < processes; i++) {
   for (const flags of i % 2 ? [...settings].reverse() : settings) {
@@ -86,12 +92,12 @@ for (let i = 0; i < processes; i++) {
       await checkScenarios(svc.url, token);
       for (const scenario of scenarios) {
         const request = requests(svc.url, token)[scenario];
-        await runWrk(request, { core: 0, connections: 32, seconds: 3 });
+        await runWrk(request, { core: 0, connections, seconds: 3 });
         // The observer writes every 200 ms: wait for a write that includes the warm-up's last collections.
         await sleep(500);
         const before = read();
         const cpu0 = processCpuMicros(svc.pid);
-        const r = await runWrk(request, { core: 0, connections: 32, seconds });
+        const r = await runWrk(request, { core: 0, connections, seconds });
         const cpu = processCpuMicros(svc.pid) - cpu0;
         await sleep(500);
         const after = read();
