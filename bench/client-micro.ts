@@ -1,76 +1,105 @@
 /**
- * `npx tsx bench/client-micro.ts`: CPU cost per upstream request of the service's got instance (buffered,
- * and as a stream) against node:http with the same keep-alive agent, on loopback, 64 requests in flight.
- * Decides which client the proxy uses (see bench/RESULTS.md).
+ * `npx tsx bench/client-micro.ts [rounds]`: the CPU an upstream request costs the client that sends it, for the
+ * three ways the service could send a tool call's request: `node:http` on the same keep-alive agent (the least a
+ * Node client can be), got's call API (`got.stream(url, options)`, which merges the options of every call into a
+ * copy of the instance's), and the service's own (`clientFor(...).stream(...)`, got on options built once:
+ * runtime/upstream/got-client.ts, PreparedClient). The fake upstream (bench/upstream.ts) runs on the load core; this
+ * process, the client, on the test core. Each round sends 40 000 requests, 32 in flight, the same headers a tool
+ * call sends, and reads the whole answer; this process's CPU over them (`process.cpuUsage`) per request. The
+ * three alternate within each round, after a warm-up round; every round is printed, then the medians.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { keepAliveAgents, upstreamClient } from '../runtime/upstream/got-client.ts';
+import { join } from 'node:path';
+import { clientFor, keepAliveAgents } from '../runtime/upstream/got-client.ts';
+import { TICKET_PATH } from './service.ts';
+import { ensureTools, freePort, median, pinSelf, spawnOnCore, stop } from './system.ts';
 
-const body = JSON.stringify({ ticket: { id: 1, subject: 'x', status: 'open' } });
-const server = http.createServer((_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+const rounds = Number(process.argv[2] ?? 5);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error('usage: bench/client-micro.ts [rounds]');
+const LOAD_CORE = 0;
+const TEST_CORE = 1;
+const REQUESTS = 40_000;
+const IN_FLIGHT = 32;
+const ROOT = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
+ensureTools();
+pinSelf(TEST_CORE);
+
+const port = await freePort();
+const upstream = spawnOnCore(
+  LOAD_CORE,
+  process.execPath,
+  ['--import', 'tsx', join(ROOT, 'bench/upstream.ts'), String(port)],
+  {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  },
+);
+await new Promise<void>((resolve, reject) => {
+  upstream.once('message', () => resolve());
+  upstream.once('exit', (code) => reject(new Error(`bench/upstream.ts exited (code ${code}) before it was ready`)));
 });
-server.keepAliveTimeout = 60_000;
-await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v2/tickets/1`;
 
-const viaGot = () =>
-  upstreamClient(url, { headers: { accept: 'application/json' }, timeout: { connect: 5000, response: 5000 } }).then(
-    (r) => r.rawBody.length,
-  );
-const viaGotStream = () =>
+const url = `http://127.0.0.1:${port}/api${TICKET_PATH}`;
+// What a tool call's request carries (core/request-headers.ts, with an API token).
+const headers = {
+  accept: 'application/json',
+  'user-agent': 'agent-connector-service',
+  authorization: 'Basic YmVuY2hAZXhhbXBsZS5jb20vdG9rZW46YmVuY2gtdG9rZW4=',
+};
+const client = clientFor(10_000, 60_000, false, true);
+
+/** Reads a stream's answer to its end, as runtime/upstream/http.ts does. */
+const drain = (s: NodeJS.ReadableStream) =>
   new Promise<number>((resolve, reject) => {
-    const s = upstreamClient.stream(url, {
-      headers: { accept: 'application/json' },
-      decompress: false,
-      timeout: { connect: 5000, response: 5000 },
-    });
-    let n = 0;
-    s.on('data', (c: Buffer) => (n += c.length));
-    s.on('end', () => resolve(n));
+    const chunks: Buffer[] = [];
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('end', () => resolve(Buffer.concat(chunks).length));
     s.on('error', reject);
   });
-const viaHttp = () =>
-  new Promise<number>((resolve, reject) => {
-    const req = http.request(url, { agent: keepAliveAgents.http, headers: { accept: 'application/json' } }, (res) => {
-      let n = 0;
-      res.on('data', (c: Buffer) => (n += c.length));
-      res.on('end', () => resolve(n));
-    });
-    req.on('error', reject);
-    req.end();
-  });
 
-async function measure(name: string, fn: () => Promise<number>) {
-  const total = 20_000;
-  const inflight = 64;
-  const run = async () => {
-    let done = 0;
-    await Promise.all(
-      Array.from({ length: inflight }, async () => {
-        while (done < total) {
-          done++;
-          await fn();
-        }
-      }),
-    );
-  };
-  await run();
+const ways: Record<string, () => Promise<number>> = {
+  'node:http': () =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(url, { agent: keepAliveAgents.http, headers }, (res) => {
+        drain(res).then(resolve, reject);
+      });
+      req.on('error', reject);
+      req.end();
+    }),
+  "got's call API": () => drain(client.got.stream(url, { method: 'GET', headers })),
+  'the service (prebuilt options)': () => drain(client.stream(url, { method: 'GET', headers })),
+};
+
+async function measure(send: () => Promise<number>): Promise<{ cpu: number; rps: number }> {
+  let started = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await run();
-  const cpu = process.cpuUsage(cpu0);
-  const ms = performance.now() - t0;
-  console.log(
-    `${name.padEnd(12)} ${(total / (ms / 1000)).toFixed(0).padStart(6)} req/s  ${((cpu.user + cpu.system) / total).toFixed(1).padStart(6)} µs CPU/request (client and server in this process)`,
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (started < REQUESTS) {
+        started++;
+        if ((await send()) === 0) throw new Error('an empty answer');
+      }
+    }),
   );
+  const cpu = process.cpuUsage(cpu0);
+  return { cpu: (cpu.user + cpu.system) / REQUESTS, rps: REQUESTS / ((performance.now() - t0) / 1000) };
 }
-for (let i = 0; i < 2; i++) {
-  await measure('node:http', viaHttp);
-  await measure('got stream', viaGotStream);
-  await measure('got', viaGot);
+
+for (const send of Object.values(ways)) await measure(send);
+const results: Record<string, number[]> = {};
+console.log(`client CPU per request, ${rounds} rounds of ${REQUESTS} requests, ${IN_FLIGHT} in flight:`);
+for (let round = 1; round <= rounds; round++) {
+  const order = Object.entries(ways);
+  for (const [name, send] of round % 2 ? order : order.reverse()) {
+    const r = await measure(send);
+    (results[name] ??= []).push(r.cpu);
+    console.log(
+      `  round ${round} ${name.padEnd(32)} ${r.rps.toFixed(0).padStart(6)} req/s  ${r.cpu.toFixed(1).padStart(6)} µs`,
+    );
+  }
 }
-server.close();
+console.log('medians:');
+for (const [name, cpus] of Object.entries(results)) console.log(`  ${name.padEnd(32)} ${median(cpus).toFixed(1)} µs`);
+await stop(upstream);
 process.exit(0);

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import got, { Options, type Got } from 'got';
+import got, { Options, type Got, type Method, type Request as GotRequest } from 'got';
 import { guardedAgents, guardedOneShotAgents, resolverLookup } from './address-guard.ts';
 
 /**
@@ -90,28 +90,86 @@ export const upstreamClient: Got = got.extend({
   hooks: {},
 });
 
+/** What one buffered exchange sends: the only options that change from call to call. */
+export interface ExchangeOptions {
+  method: Method;
+  headers: Record<string, string>;
+  body?: Buffer | string;
+  signal?: AbortSignal;
+}
+
 /**
- * The got instance for one pair of timeouts and one set of agents, built once with `upstreamClient.extend` (a
- * connector's timeouts are fixed, so there are a handful): each call then passes only its method, headers and body,
- * and got does not merge and validate the agents and timeouts again on every request. `request` is a deadline for
- * the whole answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
+ * A prebuilt got instance with an `Options` of its own for its requests, so that a call merges no options.
+ *
+ * got's call API (`got.stream(url, options)`) merges the call's options into a copy of the instance's on every call:
+ * it spreads `{ ...options, isStream: true }`, copies that again (`cloneRaw`), runs each option through its setter
+ * and keeps the object for later merges. got also takes an `Options` as its third argument (`got(undefined,
+ * undefined, options)` in its types), and the request then copies those options as they are. Here that `Options`
+ * (the instance's defaults, as a stream) gets the call's URL, method and headers, and its body when it has one, just
+ * before the call: the request copies them in its constructor, so no call sees another's options. The next call
+ * sets the URL, method and headers again; a body is taken off at once, so that the shared options do not keep an
+ * upload alive. The client's CPU per request went from a median of 61.7 µs to 57.4 (`npx tsx bench/client-micro.ts`;
+ * node:http 27.3), a tool call's by about 5 % (bench/RESULTS.md, issue 14, eleventh part).
+ *
+ * A call with an AbortSignal takes got's call API: got's options cannot have a signal taken off again (its setter
+ * takes only an object), so one set on the shared options would end later calls too.
  */
-const clients = new Map<string, Got>();
-export function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): Got {
+export class PreparedClient {
+  private readonly options: Options;
+  /** The instance's default headers (got's user agent), under the call's: what got's merge makes of them. */
+  private readonly defaultHeaders: Readonly<Record<string, string>>;
+
+  constructor(readonly got: Got) {
+    this.options = new Options(undefined, { isStream: true }, got.defaults.options);
+    this.defaultHeaders = { ...(got.defaults.options.headers as Record<string, string>) };
+  }
+
+  /** got's request stream for one exchange. */
+  stream(url: string, call: ExchangeOptions): GotRequest {
+    if (call.signal) return this.got.stream(url, call);
+    const options = this.options;
+    try {
+      options.url = url;
+    } catch {
+      // A URL got refuses (malformed, another protocol): got's call API reports it as an error of the stream.
+      return this.got.stream(url, call);
+    }
+    options.method = call.method;
+    options.headers = Object.assign({ ...this.defaultHeaders }, call.headers);
+    if (call.body === undefined) return this.got(undefined, undefined, options) as GotRequest;
+    options.body = call.body;
+    try {
+      return this.got(undefined, undefined, options) as GotRequest;
+    } finally {
+      options.body = undefined;
+    }
+  }
+}
+
+/**
+ * The client for one pair of timeouts and one set of agents, built once with `upstreamClient.extend` (a connector's
+ * timeouts are fixed, so there are a handful): each call then passes only its method, headers and body, and got
+ * does not merge and validate the agents and timeouts again on every request. `request` is a deadline for the whole
+ * answer, so a provider that drips a byte at a time (never idle) cannot hold a tool call forever.
+ */
+const clients = new Map<string, PreparedClient>();
+export function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): PreparedClient {
   const key = `${connectMs}:${responseMs}:${guarded ? 'guarded' : 'open'}:${reuse ? 'keep-alive' : 'one-shot'}`;
   let client = clients.get(key);
   if (!client) {
     const agent = reuse ? (guarded ? guardedAgents : keepAliveAgents) : guarded ? guardedOneShotAgents : oneShotAgents;
-    client = upstreamClient.extend({
-      agent,
-      timeout: {
-        connect: connectMs,
-        secureConnect: connectMs,
-        response: responseMs,
-        socket: responseMs,
-        request: connectMs + responseMs,
-      },
-    });
+    client = new PreparedClient(
+      upstreamClient.extend({
+        agent,
+        timeout: {
+          connect: connectMs,
+          secureConnect: connectMs,
+          response: responseMs,
+          socket: responseMs,
+          request: connectMs + responseMs,
+        },
+      }),
+    );
     if (clients.size >= 1_000) clients.clear();
     clients.set(key, client);
   }

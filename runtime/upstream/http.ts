@@ -5,6 +5,7 @@ import { UpstreamFailure } from '../../core/errors.ts';
 import { addressPolicy, NOT_PUBLIC } from './address-guard.ts';
 
 type GotClient = typeof import('./got-client.ts');
+type ExchangeOptions = import('./got-client.ts').ExchangeOptions;
 let gotClient: GotClient | undefined;
 let loadingGot: Promise<GotClient> | undefined;
 /**
@@ -117,23 +118,20 @@ export function stripQuery(url: string): string {
 export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<HttpResponse> {
   const policy = addressPolicy(req.url, opts.configuredHosts);
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
-  // Only the request itself is merged per call: agents and timeouts come with the prebuilt instance.
-  const options: { method: Method; headers: Record<string, string>; body?: Buffer | string; signal?: AbortSignal } = {
-    method: req.method as Method,
-    headers: req.headers,
-  };
-  if (req.body !== undefined) options.body = req.body;
-  if (opts.signal) options.signal = opts.signal;
+  const call: ExchangeOptions = { method: req.method as Method, headers: req.headers };
+  if (req.body !== undefined) call.body = req.body;
+  if (opts.signal) call.signal = opts.signal;
   // got's stream API, buffered here, rather than its promise API: the promise API keeps each call's objects
   // reachable across scavenges (about 15 KB per call promoted to the old generation, scavenges about ten times as
-  // long; bench/RESULTS.md, issue 14, fourth part), the stream API does not.
+  // long; bench/RESULTS.md, issue 14, fourth part), the stream API does not. Agents, timeouts and the stream
+  // setting come with the prebuilt client, which merges no options per call (got-client.ts, PreparedClient).
   const { clientFor } = gotClient ?? (await loadGot());
   const stream = clientFor(
     opts.connectTimeoutMs,
     opts.responseTimeoutMs,
     policy === 'guard',
     opts.reuseConnections ?? true,
-  ).stream(req.url, options);
+  ).stream(req.url, call);
   // A stream request whose method may carry a body waits for its writable side to end: without a body, end it.
   const method = req.method.toUpperCase();
   if (req.body === undefined && method !== 'GET' && method !== 'HEAD') stream.end();

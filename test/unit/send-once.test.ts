@@ -2,19 +2,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendOnce, type SendOptions } from '../../runtime/upstream/http.ts';
+import { sendOnce, type HttpRequest, type SendOptions } from '../../runtime/upstream/http.ts';
 
 /**
  * `sendOnce` on got's stream API (runtime/upstream/http.ts): what the buffered exchange must still do. The fake
  * provider records each request it receives.
  */
-const seen: Array<{ method?: string; url?: string; body: string }> = [];
+const seen: Array<{ method?: string; url?: string; body: string; headers?: http.IncomingHttpHeaders }> = [];
 let base = '';
 const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    seen.push({ method: req.method, url: req.url, body: Buffer.concat(chunks).toString() });
+    seen.push({ method: req.method, url: req.url, body: Buffer.concat(chunks).toString(), headers: req.headers });
     if (req.url === '/gone') {
       res.writeHead(204).end();
     } else if (req.url === '/big-announced') {
@@ -48,7 +48,7 @@ describe('sendOnce (got stream API, buffered)', () => {
     const res = await sendOnce({ method: 'DELETE', url: `${base}/gone`, headers: {} }, opts);
     expect(res.status).toBe(204);
     expect(res.body.length).toBe(0);
-    expect(seen.at(-1)).toEqual({ method: 'DELETE', url: '/gone', body: '' });
+    expect(seen.at(-1)).toMatchObject({ method: 'DELETE', url: '/gone', body: '' });
   });
 
   it('sends a body and buffers the answer, status and headers included', async () => {
@@ -59,7 +59,7 @@ describe('sendOnce (got stream API, buffered)', () => {
     expect(res.status).toBe(201);
     expect(res.headers['content-type']).toBe('application/json');
     expect(JSON.parse(res.body.toString())).toEqual({ method: 'POST' });
-    expect(seen.at(-1)).toEqual({ method: 'POST', url: '/items?x=1', body: '{"a":1}' });
+    expect(seen.at(-1)).toMatchObject({ method: 'POST', url: '/items?x=1', body: '{"a":1}' });
   });
 
   it('refuses an answer whose Content-Length is over the limit, saying so', async () => {
@@ -84,5 +84,63 @@ describe('sendOnce (got stream API, buffered)', () => {
       { ...opts, maxBytes: 60_000 },
     );
     expect(roomy.body.toString()).toBe('z'.repeat(50_000));
+  });
+
+  // The prebuilt client's options are shared by its calls (runtime/upstream/got-client.ts, PreparedClient).
+  it('keeps each call to itself: method, URL, headers and body of one never reach the next', async () => {
+    const calls: HttpRequest[] = [
+      { method: 'POST', url: `${base}/a?k=1`, headers: { authorization: 'Bearer one', 'x-one': '1' }, body: 'first' },
+      { method: 'GET', url: `${base}/b`, headers: { authorization: 'Bearer two' } },
+      { method: 'PUT', url: `${base}/c`, headers: { 'x-three': '3' }, body: Buffer.from('third') },
+      { method: 'DELETE', url: `${base}/gone`, headers: {} },
+    ];
+    const before = seen.length;
+    // All four begin before any answer arrives: each is built while the others are in flight.
+    const answers = await Promise.all(calls.map((c) => sendOnce(c, opts)));
+    expect(answers.map((a) => a.status)).toEqual([201, 200, 200, 204]);
+    const got = seen.slice(before).sort((x, y) => x.url!.localeCompare(y.url!));
+    expect(got.map((r) => [r.method, r.url, r.body])).toEqual([
+      ['POST', '/a?k=1', 'first'],
+      ['GET', '/b', ''],
+      ['PUT', '/c', 'third'],
+      ['DELETE', '/gone', ''],
+    ]);
+    expect(got.map((r) => r.headers!.authorization)).toEqual(['Bearer one', 'Bearer two', undefined, undefined]);
+    expect(got.map((r) => [r.headers!['x-one'], r.headers!['x-three']])).toEqual([
+      ['1', undefined],
+      [undefined, undefined],
+      [undefined, '3'],
+      [undefined, undefined],
+    ]);
+    expect(got.map((r) => r.headers!['content-length'])).toEqual(['5', undefined, '5', undefined]);
+  });
+
+  it("sends got's user agent unless the call gives one, as got's own option merge does", async () => {
+    await sendOnce({ method: 'GET', url: `${base}/ua`, headers: {} }, opts);
+    expect(seen.at(-1)!.headers!['user-agent']).toMatch(/^got /);
+    await sendOnce({ method: 'GET', url: `${base}/ua`, headers: { 'User-Agent': 'acs/1' } }, opts);
+    expect(seen.at(-1)!.headers!['user-agent']).toBe('acs/1');
+  });
+
+  it('fails a URL got cannot send to as an upstream error, and the next call still goes out', async () => {
+    await expect(sendOnce({ method: 'GET', url: 'ftp://127.0.0.1/x', headers: {} }, opts)).rejects.toMatchObject({
+      code: 'upstream_error',
+      message: expect.stringContaining('ERR_UNSUPPORTED_PROTOCOL') as unknown,
+    });
+    const res = await sendOnce({ method: 'GET', url: `${base}/after`, headers: {} }, opts);
+    expect(res.status).toBe(200);
+    expect(seen.at(-1)).toMatchObject({ method: 'GET', url: '/after' });
+  });
+
+  it('ends a call when its AbortSignal fires', async () => {
+    const controller = new AbortController();
+    const pending = sendOnce(
+      { method: 'GET', url: `${base}/big-chunked`, headers: {} },
+      { ...opts, maxBytes: 60_000, signal: controller.signal },
+    );
+    controller.abort();
+    await expect(pending).rejects.toBeDefined();
+    const res = await sendOnce({ method: 'GET', url: `${base}/after-abort`, headers: {} }, opts);
+    expect(res.status).toBe(200);
   });
 });
