@@ -108,15 +108,17 @@ export interface ExchangeOptions {
  * (the instance's defaults, as a stream) gets the call's URL, method and headers, and its body when it has one, just
  * before the call: the request copies them in its constructor, so no call sees another's options. The next call
  * sets the URL, method and headers again; a body is taken off at once, so that the shared options do not keep an
- * upload alive. The client's CPU per request went from a median of 61.7 µs to 57.4 (`npx tsx bench/client-micro.ts`;
- * node:http 27.3), a tool call's by about 5 % (bench/RESULTS.md, issue 14, eleventh part).
+ * upload alive. got copies the headers given, names in lower case; the instance's defaults join that copy, rather
+ * than a `{ ...defaults }` the call's headers are added to, whose shape V8 would build anew on every call (README,
+ * Performance). The client's CPU per request went from a median of 56.6 µs to 48.9 (`npx tsx bench/client-micro.ts`;
+ * node:http 24.7), a tool call's by about 9 % (bench/RESULTS.md, issue 14, eleventh part).
  *
  * A call with an AbortSignal takes got's call API: got's options cannot have a signal taken off again (its setter
  * takes only an object), so one set on the shared options would end later calls too.
  */
 export class PreparedClient {
   private readonly options: Options;
-  /** The instance's default headers (got's user agent), under the call's: what got's merge makes of them. */
+  /** The instance's default headers (got's user agent), under the call's, as got's merge leaves them. */
   private readonly defaultHeaders: Readonly<Record<string, string>>;
 
   constructor(readonly got: Got) {
@@ -135,7 +137,9 @@ export class PreparedClient {
       return this.got.stream(url, call);
     }
     options.method = call.method;
-    options.headers = Object.assign({ ...this.defaultHeaders }, call.headers);
+    options.headers = call.headers;
+    const headers = options.headers;
+    for (const name in this.defaultHeaders) if (!(name in headers)) headers[name] = this.defaultHeaders[name];
     if (call.body === undefined) return this.got(undefined, undefined, options) as GotRequest;
     options.body = call.body;
     try {
