@@ -88,9 +88,16 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** The bench's children still running: killed when the bench exits, however it exits. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /**
  * Starts a command on one core (or a core list such as `0,1`): taskset execs it, so the child's pid is the
- * command's own.
+ * command's own. A bench script that fails half-way (a service that answers wrongly, say) leaves none of them
+ * running: a fake upstream or a service left behind would take CPU from every later measurement on the machine.
  */
 export function spawnOnCore(
   core: number | string,
@@ -98,7 +105,10 @@ export function spawnOnCore(
   args: string[],
   opts: SpawnOptions = {},
 ): ChildProcess {
-  return spawn('taskset', ['-c', String(core), command, ...args], opts);
+  const child = spawn('taskset', ['-c', String(core), command, ...args], opts);
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 /** Moves this process (every thread) onto one core. */
