@@ -17,6 +17,10 @@ const server = http.createServer((req, res) => {
     seen.push({ method: req.method, url: req.url, body: Buffer.concat(chunks).toString(), headers: req.headers });
     if (req.url === '/gone') {
       res.writeHead(204).end();
+    } else if (req.url === '/stall') {
+      // Headers and part of the body, then nothing: the connection stays open.
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+      res.write('s'.repeat(100));
     } else if (req.url === '/big-announced') {
       res.writeHead(200, { 'content-length': '5000' }).end('x'.repeat(5000));
     } else if (req.url === '/big-chunked') {
@@ -142,5 +146,21 @@ describe('sendOnce (got stream API, buffered)', () => {
     await expect(pending).rejects.toBeDefined();
     const res = await sendOnce({ method: 'GET', url: `${base}/after-abort`, headers: {} }, opts);
     expect(res.status).toBe(200);
+  });
+
+  it('ends an answer that stalls after its headers at the deadline, connect + response, and says so', async () => {
+    const started = performance.now();
+    await expect(
+      sendOnce(
+        { method: 'GET', url: `${base}/stall`, headers: {} },
+        { ...opts, connectTimeoutMs: 200, responseTimeoutMs: 300 },
+      ),
+    ).rejects.toMatchObject({
+      code: 'upstream_timeout',
+      message: expect.stringMatching(
+        /did not finish its answer in time \(request timeout after 500 ms\), after 100 bytes of the 1000/,
+      ) as unknown,
+    });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
   });
 });
