@@ -143,7 +143,10 @@ describe('sendOnce (got stream API, buffered)', () => {
       { ...opts, maxBytes: 60_000, signal: controller.signal },
     );
     controller.abort();
-    await expect(pending).rejects.toBeDefined();
+    await expect(pending).rejects.toMatchObject({
+      code: 'upstream_error',
+      message: expect.stringContaining('ERR_ABORTED') as unknown,
+    });
     const res = await sendOnce({ method: 'GET', url: `${base}/after-abort`, headers: {} }, opts);
     expect(res.status).toBe(200);
   });
