@@ -9,10 +9,9 @@
  * three alternate within each round, after a warm-up round; every round is printed, then the medians.
  */
 import http from 'node:http';
-import { join } from 'node:path';
 import { clientFor, keepAliveAgents } from '../runtime/upstream/got-client.ts';
 import { TICKET_PATH } from './service.ts';
-import { ensureTools, freePort, median, pinSelf, spawnOnCore, stop } from './system.ts';
+import { ensureTools, freePort, median, pinSelf, startHelper, stop } from './system.ts';
 
 const rounds = Number(process.argv[2] ?? 5);
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error('usage: bench/client-micro.ts [rounds]');
@@ -25,19 +24,7 @@ ensureTools();
 pinSelf(TEST_CORE);
 
 const port = await freePort();
-const upstream = spawnOnCore(
-  LOAD_CORE,
-  process.execPath,
-  ['--import', 'tsx', join(ROOT, 'bench/upstream.ts'), String(port)],
-  {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  },
-);
-await new Promise<void>((resolve, reject) => {
-  upstream.once('message', () => resolve());
-  upstream.once('exit', (code) => reject(new Error(`bench/upstream.ts exited (code ${code}) before it was ready`)));
-});
+const upstream = await startHelper(LOAD_CORE, ROOT, 'bench/upstream.ts', [String(port)]);
 
 const url = `http://127.0.0.1:${port}/api${TICKET_PATH}`;
 // What a tool call's request carries (core/request-headers.ts, with an API token).

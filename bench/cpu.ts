@@ -7,9 +7,8 @@
  * and the service ÷ baseline ratios (median of the per-round ratios). On a shared machine the absolute figures
  * move with what else runs; the ratios, taken within a round, move less.
  */
-import { join } from 'node:path';
 import { DESK_DOMAIN, TICKET_PATH, checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
-import { ensureTools, freePort, median, pinSelf, processCpuMicros, spawnOnCore, stop } from './system.ts';
+import { ensureTools, freePort, median, pinSelf, processCpuMicros, startHelper, stop } from './system.ts';
 import { runWrk, type WrkRequest } from './wrk.ts';
 
 const [scenario, secondsArg, roundsArg] = process.argv.slice(2);
@@ -25,22 +24,9 @@ const ROOT = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 ensureTools();
 pinSelf(LOAD_CORE);
 
-function helper(core: number, script: string, args: string[]) {
-  const p = spawnOnCore(core, process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const ready = new Promise<void>((resolve, reject) => {
-    p.once('message', () => resolve());
-    p.once('exit', (code) => reject(new Error(`${script} exited (code ${code}) before it was ready`)));
-  });
-  return { p, ready };
-}
-
 const upPort = await freePort();
 const upstreamUrl = `http://127.0.0.1:${upPort}`;
-const up = helper(LOAD_CORE, 'bench/upstream.ts', [String(upPort)]);
-await up.ready;
+const up = await startHelper(LOAD_CORE, ROOT, 'bench/upstream.ts', [String(upPort)]);
 
 /** One wrk run against `pid`'s process: its CPU per request, µs. */
 async function measure(req: WrkRequest, pid: number, secs: number) {
@@ -53,8 +39,7 @@ async function measure(req: WrkRequest, pid: number, secs: number) {
 
 {
   const basePort = await freePort();
-  const base = helper(TEST_CORE, 'bench/baseline.ts', [String(basePort), upstreamUrl]);
-  await base.ready;
+  const base = await startHelper(TEST_CORE, ROOT, 'bench/baseline.ts', [String(basePort), upstreamUrl]);
   const svc = await startService({ label: 'current', root: ROOT }, TEST_CORE);
   const token = await serviceToken(svc.url);
   await prepare(svc.url, upstreamUrl, token);
@@ -62,7 +47,7 @@ async function measure(req: WrkRequest, pid: number, secs: number) {
   const targets = [
     {
       name: 'baseline',
-      pid: base.p.pid!,
+      pid: base.pid!,
       req: { url: `http://127.0.0.1:${basePort}/desks/${DESK_DOMAIN}/api${TICKET_PATH}` },
     },
     { name: scenario, pid: svc.pid, req: requests(svc.url, token)[scenario] as WrkRequest },
@@ -89,8 +74,8 @@ async function measure(req: WrkRequest, pid: number, secs: number) {
       `${ratio((x) => x.cpuPerRequest)}×, req/s ${ratio((x) => x.rps)}×, p99 ${ratio((x) => x.p99Ms)}×`,
   );
   await svc.stop();
-  await stop(base.p);
+  await stop(base);
 }
 
-await stop(up.p);
+await stop(up);
 process.exit(0);

@@ -17,7 +17,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
-import { ensureTools, freePort, median, pinSelf, processCpuMicros, sleep, spawnOnCore, stop } from './system.ts';
+import { ensureTools, freePort, median, pinSelf, processCpuMicros, sleep, startHelper, stop } from './system.ts';
 import { runWrk } from './wrk.ts';
 
 const { values: opt, positionals } = parseArgs({
@@ -50,11 +50,7 @@ ensureTools();
 pinSelf(0);
 
 const upPort = await freePort();
-const up = spawnOnCore(0, process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream.ts'), String(upPort)], {
-  cwd: ROOT,
-  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-});
-await new Promise((r) => up.once('message', r));
+const up = await startHelper(0, ROOT, 'bench/upstream.ts', [String(upPort)]);
 const upstreamUrl = `http://127.0.0.1:${upPort}`;
 const statsDir = mkdtempSync(join(os.tmpdir(), 'acs-gc-'));
 

@@ -13,7 +13,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
-import { coreBusyMicros, ensureTools, freePort, pinSelf, processCpuMicros, spawnOnCore, stop } from './system.ts';
+import { coreBusyMicros, ensureTools, freePort, pinSelf, processCpuMicros, startHelper, stop } from './system.ts';
 import { runWrk } from './wrk.ts';
 
 const { values: opt, positionals } = parseArgs({
@@ -41,16 +41,7 @@ ensureTools();
 pinSelf(0);
 
 const upPort = await freePort();
-const up = spawnOnCore(
-  0,
-  process.execPath,
-  ['--import', 'tsx', join(BENCH_ROOT, 'bench/upstream.ts'), String(upPort)],
-  {
-    cwd: BENCH_ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  },
-);
-await new Promise((r) => up.once('message', r));
+const up = await startHelper(0, BENCH_ROOT, 'bench/upstream.ts', [String(upPort)]);
 const upstreamUrl = `http://127.0.0.1:${upPort}`;
 const profDir = mkdtempSync(join(os.tmpdir(), 'acs-prof-'));
 const svc = await startService(

@@ -45,6 +45,7 @@ import {
   rssMb,
   sleep,
   spawnOnCore,
+  startHelper,
   stop,
 } from './system.ts';
 import { runWrk, type WrkRequest } from './wrk.ts';
@@ -120,18 +121,6 @@ async function measure(t: Target, round: number): Promise<RoundResult> {
     loadCorePct: (load / wallUs) * 100,
   };
 }
-
-function childOnCore(core: number, script: string, args: string[]): ChildProcess {
-  return spawnOnCore(core, process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-}
-const ready = (p: ChildProcess) =>
-  new Promise<void>((resolve, reject) => {
-    p.once('message', () => resolve());
-    p.once('exit', (code) => reject(new Error(`a bench helper exited (code ${code}) before it was ready`)));
-  });
 
 /**
  * One download or upload through the process under test, driven by curl on the load core (a native client,
@@ -240,11 +229,10 @@ async function main() {
   const upPort = await freePort();
   const basePort = await freePort();
   const upstreamUrl = `http://127.0.0.1:${upPort}`;
-  upstream = childOnCore(LOAD_CORE, 'bench/upstream.ts', [String(upPort)]);
+  upstream = await startHelper(LOAD_CORE, ROOT, 'bench/upstream.ts', [String(upPort)]);
   cleanups.push(() => stop(upstream));
-  const baseline = childOnCore(TEST_CORE, 'bench/baseline.ts', [String(basePort), upstreamUrl]);
+  const baseline = await startHelper(TEST_CORE, ROOT, 'bench/baseline.ts', [String(basePort), upstreamUrl]);
   cleanups.push(() => stop(baseline));
-  await Promise.all([ready(upstream), ready(baseline)]);
 
   // Alternating with rounds: a version never gets all the quiet or all the busy moments.
   const inRound = <T>(xs: T[], round: number) => (round % 2 ? [...xs].reverse() : xs);

@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { join } from 'node:path';
 
 /** Clock ticks per second of the times in /proc/<pid>/stat and /proc/stat. */
 export const CLK_TCK = (() => {
@@ -115,6 +116,27 @@ export function spawnOnCore(
 export function pinSelf(core: number): void {
   const r = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(process.pid)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`taskset could not pin the bench to core ${core}: ${r.stderr || r.error}`);
+}
+
+/**
+ * Starts one of the bench's helper scripts (`bench/upstream.ts`, `bench/baseline.ts`) of the checkout at `root` on
+ * a core, and waits for the message it sends over IPC once it listens; fails if it exits first.
+ */
+export async function startHelper(
+  core: number | string,
+  root: string,
+  script: string,
+  args: string[],
+): Promise<ChildProcess> {
+  const child = spawnOnCore(core, process.execPath, ['--import', 'tsx', join(root, script), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${script} exited (code ${code}) before it was ready`)));
+  });
+  return child;
 }
 
 export async function stop(proc: ChildProcess): Promise<void> {

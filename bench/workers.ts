@@ -14,7 +14,6 @@
  * (WORKERS=1: the one process; WORKERS=2: the primary and its workers, read from /proc/<pid>/stat around each wrk
  * run), and the share of the cores that the load side and anything else took, which every round reports.
  */
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +29,7 @@ import {
   processCpuMicros,
   reapedChildrenCpuMicros,
   sleep,
-  spawnOnCore,
+  startHelper,
   stop,
 } from './system.ts';
 import { runWrk } from './wrk.ts';
@@ -118,17 +117,8 @@ export async function runWorkersBench(o: WorkersOptions): Promise<void> {
 
     const upPort = await freePort();
     const upstreamUrl = `http://127.0.0.1:${upPort}`;
-    const upstream: ChildProcess = spawnOnCore(
-      CORES,
-      process.execPath,
-      ['--import', 'tsx', join(o.root, 'bench/upstream.ts'), String(upPort)],
-      { cwd: o.root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
-    );
+    const upstream = await startHelper(CORES, o.root, 'bench/upstream.ts', [String(upPort)]);
     cleanups.push(() => stop(upstream));
-    await new Promise<void>((resolve, reject) => {
-      upstream.once('message', () => resolve());
-      upstream.once('exit', (code) => reject(new Error(`the fake upstream exited (code ${code}) before it was ready`)));
-    });
 
     const services = new Map<number, Service>();
     for (const workers of SETTINGS) {
