@@ -117,6 +117,17 @@ function asNodeError(
  * full. No stream object or async context per request stands in between (undici's `request()` makes both: about
  * 9 µs of CPU per request more in a bare pass-through, bench/RESULTS.md). Until a sink is given the connection is
  * paused, and what the parser had already read is kept.
+ *
+ * **The response timeout is the exchange's own**, one Node timer, rather than undici's `headersTimeout` and
+ * `bodyTimeout` (both 0 in `openStream`). For a timeout over a second undici makes a timer object of its own
+ * for every request, which stays in undici's list for up to half a second after the answer, whether it fired or
+ * not: under load, long enough to outlive two young-generation collections, so each was copied twice and then
+ * moved to the old generation, as garbage for the next full collection to find. The proxy's collections promoted
+ * 27 KB each with undici's timers and 7.5 KB without, and their pauses were about 15 % shorter (bench/RESULTS.md,
+ * issue 14, twelfth part). A Node timer is unlinked when it is cleared, and dies young. The semantics are undici's:
+ * `responseMs` for the headers from the moment the request has been sent, then `responseMs` of idleness between
+ * bytes of the body, and no clock at all while the exchange is paused for a client that reads slowly (or before
+ * `pipeTo` has given the body somewhere to go).
  */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly answer: Promise<StreamedAnswer>;
@@ -130,6 +141,16 @@ class Exchange implements Dispatcher.DispatchHandler {
   private ended = false;
   private failure?: Error;
   private finished?: { resolve: () => void; reject: (e: Error) => void };
+  /** Armed while the provider owes the exchange something: the headers, or the body's next bytes. */
+  private timer?: NodeJS.Timeout;
+  private readonly timedOut = () => {
+    this.timer = undefined;
+    // Named as undici names its own timeouts, so that `asFailure` and `openStream` read them as before.
+    const e = this.headersIn
+      ? Object.assign(new Error('Body Timeout Error'), { code: 'UND_ERR_BODY_TIMEOUT' })
+      : Object.assign(new Error('Headers Timeout Error'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
+    this.controller?.abort(e);
+  };
 
   /** Set when the client went away before the answer: the exchange is aborted as soon as it can be. */
   abandoned?: Error;
@@ -142,6 +163,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly asFailure: (e: Error) => Error,
+    private readonly responseMs: number,
+    private readonly body?: IncomingMessage,
     private readonly client?: Writable,
   ) {
     this.answer = new Promise((resolve, reject) => {
@@ -153,9 +176,39 @@ class Exchange implements Dispatcher.DispatchHandler {
     else client?.once('close', this.clientClosed);
   }
 
+  /** Called once the connection is there and the request is about to be written. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.abandoned) controller.abort(this.abandoned);
+    if (this.abandoned) return controller.abort(this.abandoned);
+    // The wait for the headers starts once the request has gone out: with its body, once that has all been read.
+    const body = this.body;
+    if (!body || body.readableEnded) this.arm();
+    else body.once('end', () => !this.headersIn && !controller.aborted && this.arm());
+  }
+
+  private arm(): void {
+    if (this.timer) this.timer.refresh();
+    else {
+      this.timer = setTimeout(this.timedOut, this.responseMs);
+      this.timer.unref();
+    }
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Stops reading the answer, and its clock: a paused exchange waits on its client, not on the provider. */
+  private pause(): void {
+    this.disarm();
+    this.controller?.pause();
+  }
+
+  private resume(): void {
+    if (this.ended || this.failure || !this.controller || this.controller.aborted) return;
+    this.arm();
+    this.controller.resume();
   }
 
   onResponseStart(
@@ -165,7 +218,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   ): void {
     this.headersIn = true;
     this.client?.off('close', this.clientClosed);
-    controller.pause();
+    this.pause();
     this.answered({
       statusCode,
       headers,
@@ -173,34 +226,38 @@ class Exchange implements Dispatcher.DispatchHandler {
       discard: () => {
         this.dropping = true;
         this.held = [];
-        controller.resume();
+        this.resume();
       },
       abort: () => {
         this.dropping = true;
         this.held = [];
+        this.disarm();
         controller.abort(new Error('the answer was not passed on'));
       },
     });
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.timer?.refresh();
     if (this.dropping) return;
     if (!this.sink) {
       this.held.push(chunk);
       return;
     }
     if (!this.sink.write(chunk)) {
-      controller.pause();
-      this.sink.once('drain', () => controller.resume());
+      this.pause();
+      this.sink.once('drain', () => this.resume());
     }
   }
 
   onResponseEnd(): void {
     this.ended = true;
+    this.disarm();
     this.sink?.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.disarm();
     if (!this.headersIn) {
       this.client?.off('close', this.clientClosed);
       return this.refused(err);
@@ -222,6 +279,7 @@ class Exchange implements Dispatcher.DispatchHandler {
         const gone = Object.assign(new Error('the client went away'), { code: 'ECONNRESET' });
         this.dropping = true;
         this.held = [];
+        this.disarm();
         this.controller?.abort(gone);
         reject(gone);
       };
@@ -237,8 +295,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.held = [];
       for (const chunk of held) to.write(chunk);
       if (this.ended) to.end();
-      else if (!to.writableNeedDrain) this.controller?.resume();
-      else to.once('drain', () => this.controller?.resume());
+      else if (!to.writableNeedDrain) this.resume();
+      else to.once('drain', () => this.resume());
     });
   }
 }
@@ -262,7 +320,12 @@ export async function openStream(
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const { connectTimeoutMs: connectMs, responseTimeoutMs: responseMs } = opts;
   const parts = undici ?? (await loadUndici());
-  const exchange = new Exchange((e) => asNodeError(parts.errors, e, connectMs, responseMs), opts.client);
+  const exchange = new Exchange(
+    (e) => asNodeError(parts.errors, e, connectMs, responseMs),
+    responseMs,
+    body,
+    opts.client,
+  );
   poolFor(parts, connectMs, policy === 'guard').dispatch(
     {
       origin: url.origin,
@@ -270,8 +333,9 @@ export async function openStream(
       method,
       headers,
       body: body ?? null,
-      headersTimeout: responseMs,
-      bodyTimeout: responseMs,
+      // The exchange keeps the response timeout itself (see Exchange).
+      headersTimeout: 0,
+      bodyTimeout: 0,
     },
     exchange,
   );

@@ -768,6 +768,132 @@ describe('the proxy against a faulty provider', () => {
     expect(a.complete).toBe(false);
   });
 
+  scenario('proxy', 'a download slower in all than the response timeout, never idle as long: every byte', async () => {
+    // 6 chunks 400 ms apart: 2.4 s in all against the 1 s timeout, which counts idleness between bytes.
+    up.plan([], { kind: 'paced', chunks: 6, chunkBytes: 1000, everyMs: 400 });
+    const a = await proxy('GET', '/v2/attachments/slow.bin');
+    expect(a.status).toBe(200);
+    expect(a.complete).toBe(true);
+    expect(a.bytes).toBe(6000);
+  });
+
+  scenario('proxy', 'a client that stops reading for longer than the response timeout: the answer waits', async () => {
+    // The provider has the whole answer ready at once; the client reads a little, then nothing for 2.5 s. The
+    // service pauses the provider's connection meanwhile, and a paused exchange waits on its client, not on the
+    // provider: no clock runs.
+    up.plan([], { kind: 'huge', bytes: 32 * MB, contentLength: true });
+    const u = new URL(h.url);
+    const a = await new Promise<{ status: number; bytes: number; complete: boolean }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: '/proxy/v2/attachments/big.bin',
+          headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
+          agent: false,
+        },
+        (res) => {
+          let bytes = 0;
+          let paused = false;
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            if (!paused) {
+              paused = true;
+              res.pause();
+              setTimeout(() => res.resume(), 2.5 * TIMEOUT_CAP_MS);
+            }
+          });
+          res.on('error', () => {});
+          res.on('close', () => resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(a.status).toBe(200);
+    expect(a.complete).toBe(true);
+    expect(a.bytes).toBe(32 * MB);
+  });
+
+  /**
+   * A POST whose body the client sends in `chunks` pieces `everyMs` apart. Resolves with the answer and the time
+   * from the last piece to the answer's end.
+   */
+  function slowUpload(chunks: number, everyMs: number): Promise<ProxyAnswer & { afterUploadMs: number }> {
+    const u = new URL(h.url);
+    return new Promise((resolve, reject) => {
+      let uploaded = 0;
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'POST',
+          path: '/proxy/v2/uploads.json',
+          headers: {
+            authorization: `Bearer ${token}`,
+            connection_name: 'faulty',
+            identifier: 'user-1',
+            'content-type': 'application/octet-stream',
+            'content-length': String(chunks * 1000),
+          },
+          agent: false,
+        },
+        (res) => {
+          const kept: Buffer[] = [];
+          res.on('data', (c: Buffer) => kept.push(c));
+          res.on('error', () => {});
+          res.on('close', () => {
+            const body = Buffer.concat(kept);
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              bytes: body.length,
+              body: body.toString('utf8'),
+              complete: res.complete,
+              afterUploadMs: performance.now() - uploaded,
+            });
+          });
+        },
+      );
+      req.on('error', reject);
+      let sent = 0;
+      const timer = setInterval(() => {
+        req.write(Buffer.alloc(1000, 'u'));
+        if (++sent === chunks) {
+          clearInterval(timer);
+          req.end();
+          uploaded = performance.now();
+        }
+      }, everyMs);
+    });
+  }
+
+  scenario('proxy', 'an upload slower than the response timeout: the wait for the answer starts after it', async () => {
+    // 10 pieces 250 ms apart: 2.5 s of upload against the 1 s timeout. The provider reads it all, then answers.
+    up.plan([], { kind: 'slow', ms: 300, body: { upload: { id: 7 } } });
+    const a = await slowUpload(10, 250);
+    expect(a.status).toBe(200);
+    expect(JSON.parse(a.body)).toEqual({ upload: { id: 7 } });
+    expect(up.received.at(-1)!.bodyBytes).toBe(10_000);
+  });
+
+  scenario(
+    'proxy',
+    'a provider that never answers a slow upload: 504 once the response timeout has passed',
+    async () => {
+      // After a 2 s upload the provider goes silent: the wait for its headers is still bounded by the timeout.
+      up.plan([], { kind: 'hang' });
+      const a = await slowUpload(8, 250);
+      expect(a.status).toBe(504);
+      expect(JSON.parse(a.body).error).toMatchObject({
+        code: 'upstream_timeout',
+        message: expect.stringContaining(`after ${TIMEOUT_CAP_MS} ms`),
+      });
+      expect(up.received.at(-1)!.bodyBytes).toBe(8000);
+      expect(a.afterUploadMs).toBeGreaterThanOrEqual(TIMEOUT_CAP_MS - 50);
+    },
+  );
+
   scenario(
     'proxy',
     "connection reset in the middle of the body: the client's response is cut, never a clean end",
