@@ -16,19 +16,48 @@ function take(n: number): Buffer {
 }
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+const ALPHABET_CODES = Buffer.from(ALPHABET, 'latin1');
+
+/**
+ * Where an id's characters are put together before they become one string. Built by `+=`, an id was a chain of
+ * 17 or more string pieces (V8 joins strings longer than 12 characters by pointing at both halves rather than
+ * copying them), about 600 bytes for 29 characters: the proxy keeps each request's id until its activity row is
+ * written, up to a few hundred of them at a time under load, and a young-generation collection copies every piece
+ * of each (bench/RESULTS.md, issue 14, twelfth part). Written here and read back once, an id is one flat string.
+ */
+const SCRATCH = Buffer.alloc(64);
+/** Ids are made of prefixes the code names (`conn`, `prx`, …): longer ones take the slow path. */
+const MAX_PREFIX = 24;
+
+/** Writes `prefix_` at the start of SCRATCH; the offset after it. */
+function writePrefix(prefix: string): number {
+  const n = SCRATCH.write(prefix, 0, 'latin1');
+  SCRATCH[n] = 0x5f; // _
+  return n + 1;
+}
+
+/** Writes `count` characters drawn uniformly from ALPHABET at `at`; the offset after them. */
+function writeRandom(at: number, count: number): number {
+  const bytes = take(count);
+  for (let i = 0; i < count; i++) {
+    let b = bytes[i]!;
+    // 252 is the largest multiple of 36 below 256: rejecting bytes above it keeps every character uniform.
+    while (b >= 252) b = take(1)[0]!;
+    SCRATCH[at + i] = ALPHABET_CODES[b % 36]!;
+  }
+  return at + count;
+}
 
 /** A random id with a readable prefix, e.g. `conn_0k3j5…`: 25 base-36 characters (about 129 random bits). */
 export function newId(prefix: string): string {
-  const bytes = take(25);
-  let out = `${prefix}_`;
-  // 252 is the largest multiple of 36 below 256: rejecting bytes above it keeps every character uniform.
-  for (let i = 0; i < 25; i++) {
-    let b = bytes[i]!;
-    while (b >= 252) b = take(1)[0]!;
-    out += ALPHABET[b % 36];
-  }
-  return out;
+  if (prefix.length > MAX_PREFIX) return `${prefix}_${newId('').slice(1)}`;
+  const end = writeRandom(writePrefix(prefix), 25);
+  return SCRATCH.toString('latin1', 0, end);
 }
+
+/** The width of the time in a sortable id: base 36, enough until the year 5188. */
+const TIME_DIGITS = 9;
+const TIME_LIMIT = 36 ** TIME_DIGITS;
 
 /**
  * A random id that sorts by creation time, in the same form as `newId` (prefix, 25 base-36 characters): the
@@ -39,14 +68,17 @@ export function newId(prefix: string): string {
  * more as the table grew, against 3 µs for a key that only grows); a time-ordered key appends at the end.
  */
 export function newSortableId(prefix: string, now = Date.now()): string {
-  const bytes = take(16);
-  let out = `${prefix}_${now.toString(36).padStart(9, '0')}`;
-  for (let i = 0; i < 16; i++) {
-    let b = bytes[i]!;
-    while (b >= 252) b = take(1)[0]!;
-    out += ALPHABET[b % 36];
+  if (prefix.length > MAX_PREFIX || !(now >= 0 && now < TIME_LIMIT) || !Number.isInteger(now)) {
+    return `${prefix}_${now.toString(36).padStart(TIME_DIGITS, '0')}${newId('').slice(1, 17)}`;
   }
-  return out;
+  const start = writePrefix(prefix);
+  let t = now;
+  for (let i = TIME_DIGITS - 1; i >= 0; i--) {
+    SCRATCH[start + i] = ALPHABET_CODES[t % 36]!;
+    t = Math.floor(t / 36);
+  }
+  const end = writeRandom(start + TIME_DIGITS, 16);
+  return SCRATCH.toString('latin1', 0, end);
 }
 
 /** A short random request id (64 bits, hex). */
