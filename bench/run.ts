@@ -14,13 +14,14 @@
  * Prints Markdown to stdout; writes the raw figures as JSON under bench/results/. Not a test: nothing here
  * asserts a time.
  */
-import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { markdown, type Report, type RoundResult, type Transfer } from './report.ts';
 import {
+  checkout,
   checkScenarios,
   DESK_DOMAIN,
   prepare,
@@ -165,30 +166,6 @@ async function transfer(
   return { mbps: mb / seconds, rssGrowthMb, cpuUsPerMb: cpu / mb };
 }
 
-/** `<ref>` checked out into a temporary git worktree that uses this tree's node_modules. */
-function checkout(ref: string): { version: Version; remove(): void } {
-  const git = (...args: string[]) => {
-    const r = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.trim()}`);
-    return r.stdout.trim();
-  };
-  const commit = git('rev-parse', '--verify', `${ref}^{commit}`);
-  const dir = mkdtempSync(join(os.tmpdir(), 'acs-bench-ref-'));
-  git('worktree', 'add', '--detach', dir, commit);
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  let removed = false;
-  return {
-    version: { label: commit.startsWith(ref) ? ref : `${ref} (${commit.slice(0, 7)})`, root: dir },
-    remove() {
-      if (removed) return;
-      removed = true;
-      spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT });
-      rmSync(dir, { recursive: true, force: true });
-      spawnSync('git', ['worktree', 'prune'], { cwd: ROOT });
-    },
-  };
-}
-
 let upstream: ChildProcess;
 const cleanups: Array<() => Promise<void> | void> = [];
 async function cleanup() {
@@ -210,7 +187,7 @@ async function main() {
   const current: Version = { label: 'current', root: ROOT };
   const versions: Version[] = [];
   if (opt.compare) {
-    const ref = checkout(opt.compare);
+    const ref = checkout(ROOT, opt.compare);
     cleanups.push(() => ref.remove());
     versions.push(ref.version);
   }

@@ -5,7 +5,7 @@
  * so the same code can start and drive an older commit.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { freePort, processCpuMicros, sleep, spawnOnCore, stop } from './system.ts';
@@ -67,11 +67,16 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/**
+ * Starts `version`'s service on `core` with `nodeFlags` before its script and `env` over the bench's settings.
+ * Its standard output (where V8's traces go, e.g. `--trace-gc-nvp`) is appended to `stdoutFile` when one is given.
+ */
 export async function startService(
   version: Version,
   core: number | string,
   nodeFlags: string[] = [],
   env: Record<string, string> = {},
+  stdoutFile?: string,
 ): Promise<Running> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-data-'));
@@ -79,6 +84,7 @@ export async function startService(
   // Before the clock starts: for a version started as `npm start` does, this builds dist/ first.
   const args = [...nodeFlags, ...serviceArgs(version.root)];
   const started = performance.now();
+  const out = stdoutFile === undefined ? 'ignore' : openSync(stdoutFile, 'a');
   const proc = spawnOnCore(core, process.execPath, args, {
     cwd: version.root,
     env: {
@@ -92,8 +98,10 @@ export async function startService(
       LOG_LEVEL: 'warn',
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', out, 'pipe'],
   });
+  // The child has its own copy of the file's descriptor.
+  if (typeof out === 'number') closeSync(out);
   let stderr = '';
   proc.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   const stopIt = async () => {
@@ -205,4 +213,28 @@ export async function checkScenarios(url: string, token: string): Promise<void> 
     await fetch(r.tool.url, { method: 'POST', headers: r.tool.headers, body: r.tool.body }),
   );
   if (!tool.includes('Benchmark ticket')) throw new Error(`the tool call answered an unexpected body: ${tool}`);
+}
+
+/** `<ref>` of the repository at `root`, checked out into a temporary git worktree that uses `root`'s node_modules. */
+export function checkout(root: string, ref: string): { version: Version; remove(): void } {
+  const git = (...args: string[]) => {
+    const r = spawnSync('git', args, { cwd: root, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.trim()}`);
+    return r.stdout.trim();
+  };
+  const commit = git('rev-parse', '--verify', `${ref}^{commit}`);
+  const dir = mkdtempSync(join(os.tmpdir(), 'acs-bench-ref-'));
+  git('worktree', 'add', '--detach', dir, commit);
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  let removed = false;
+  return {
+    version: { label: commit.startsWith(ref) ? ref : `${ref} (${commit.slice(0, 7)})`, root: dir },
+    remove() {
+      if (removed) return;
+      removed = true;
+      spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: root });
+      rmSync(dir, { recursive: true, force: true });
+      spawnSync('git', ['worktree', 'prune'], { cwd: root });
+    },
+  };
 }
