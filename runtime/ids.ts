@@ -21,9 +21,10 @@ const ALPHABET_CODES = Buffer.from(ALPHABET, 'latin1');
 /**
  * Where an id's characters are put together before they become one string. Built by `+=`, an id was a chain of
  * 17 or more string pieces (V8 joins strings longer than 12 characters by pointing at both halves rather than
- * copying them), about 600 bytes for 29 characters: the proxy keeps each request's id until its activity row is
- * written, up to a few hundred of them at a time under load, and a young-generation collection copies every piece
- * of each (bench/RESULTS.md, issue 14, twelfth part). Written here and read back once, an id is one flat string.
+ * copying them), about 800 bytes of heap for 29 characters: the proxy keeps each request's id until its activity
+ * row is written, up to a few hundred of them at a time under load, and a young-generation collection copies every
+ * piece of each (bench/RESULTS.md, issue 14, twelfth part). Written here and read back once, an id is one flat
+ * string.
  */
 const SCRATCH = Buffer.alloc(64);
 /** Ids are made of prefixes the code names (`conn`, `prx`, …): longer ones take the slow path. */

@@ -122,9 +122,10 @@ function asNodeError(
  * `bodyTimeout` (both 0 in `openStream`). For a timeout over a second undici makes a timer object of its own
  * for every request, which stays in undici's list for up to half a second after the answer, whether it fired or
  * not: under load, long enough to outlive two young-generation collections, so each was copied twice and then
- * moved to the old generation, as garbage for the next full collection to find. The proxy's collections promoted
- * 27 KB each with undici's timers and 7.5 KB without, and their pauses were about 15 % shorter (bench/RESULTS.md,
- * issue 14, twelfth part). A Node timer is unlinked when it is cleared, and dies young. The semantics are undici's:
+ * moved to the old generation, as garbage for the next full collection to find. With this and flat ids (ids.ts),
+ * the proxy's young-generation collections promote 16-19.5 KB each instead of 45-52, and keep 213-223 KB alive
+ * instead of 319-328 (`npx tsx bench/gc-trace.ts proxy --against <ref>`; bench/RESULTS.md, issue 14, twelfth
+ * part). A Node timer is unlinked when it is cleared, and dies young. The semantics are undici's:
  * `responseMs` for the headers from the moment the request has been sent, then `responseMs` of idleness between
  * bytes of the body, and no clock at all while the exchange is paused for a client that reads slowly (or before
  * `pipeTo` has given the body somewhere to go).

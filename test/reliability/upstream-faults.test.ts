@@ -94,44 +94,49 @@ interface ProxyAnswer {
   complete: boolean;
 }
 
-/** A proxy call over raw HTTP, counting the body's bytes (kept as text only when small). */
+/**
+ * A raw HTTP request to `/proxy<path>` on the faulty connection, on a connection of its own, its answer handed to
+ * `onResponse`. Not yet ended: the caller sends the body, if any, and ends it.
+ */
+function proxyRequest(
+  method: string,
+  path: string,
+  onResponse?: (res: http.IncomingMessage) => void,
+  headers: Record<string, string> = {},
+): http.ClientRequest {
+  const u = new URL(h.url);
+  return http.request(
+    {
+      host: u.hostname,
+      port: u.port,
+      method,
+      path: `/proxy${path}`,
+      headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1', ...headers },
+      agent: false,
+    },
+    onResponse,
+  );
+}
+
 /**
  * Sends `GET /proxy/v2/tickets/1.json` on the faulty connection and, once the request has reached the provider
  * (its count of requests in flight rose above `inFlightBefore`), closes the client's connection without waiting
  * for an answer.
  */
 async function proxyThenLeave(inFlightBefore: number): Promise<void> {
-  const u = new URL(h.url);
-  const req = http.request({
-    host: u.hostname,
-    port: u.port,
-    path: '/proxy/v2/tickets/1.json',
-    headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
-    agent: false,
-  });
+  const req = proxyRequest('GET', '/v2/tickets/1.json');
   req.on('error', () => {});
   req.end();
   await until(() => up.inFlight > inFlightBefore, 'the request to reach the provider');
   req.destroy();
 }
 
+/** A proxy call over raw HTTP, counting the body's bytes (kept as text only when small). */
 function proxy(method: string, path: string): Promise<ProxyAnswer> {
-  const u = new URL(h.url);
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: u.hostname,
-        port: u.port,
-        method,
-        path: `/proxy${path}`,
-        headers: {
-          authorization: `Bearer ${token}`,
-          connection_name: 'faulty',
-          identifier: 'user-1',
-          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
-        },
-        agent: false,
-      },
+    const req = proxyRequest(
+      method,
+      path,
       (res) => {
         let bytes = 0;
         const kept: Buffer[] = [];
@@ -150,6 +155,7 @@ function proxy(method: string, path: string): Promise<ProxyAnswer> {
           }),
         );
       },
+      method === 'POST' ? { 'content-type': 'application/json' } : {},
     );
     req.on('error', reject);
     req.end(method === 'POST' ? '{"ticket":{"subject":"x"}}' : undefined);
@@ -782,31 +788,21 @@ describe('the proxy against a faulty provider', () => {
     // service pauses the provider's connection meanwhile, and a paused exchange waits on its client, not on the
     // provider: no clock runs.
     up.plan([], { kind: 'huge', bytes: 32 * MB, contentLength: true });
-    const u = new URL(h.url);
     const a = await new Promise<{ status: number; bytes: number; complete: boolean }>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: '/proxy/v2/attachments/big.bin',
-          headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
-          agent: false,
-        },
-        (res) => {
-          let bytes = 0;
-          let paused = false;
-          res.on('data', (c: Buffer) => {
-            bytes += c.length;
-            if (!paused) {
-              paused = true;
-              res.pause();
-              setTimeout(() => res.resume(), 2.5 * TIMEOUT_CAP_MS);
-            }
-          });
-          res.on('error', () => {});
-          res.on('close', () => resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete }));
-        },
-      );
+      const req = proxyRequest('GET', '/v2/attachments/big.bin', (res) => {
+        let bytes = 0;
+        let paused = false;
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          if (!paused) {
+            paused = true;
+            res.pause();
+            setTimeout(() => res.resume(), 2.5 * TIMEOUT_CAP_MS);
+          }
+        });
+        res.on('error', () => {});
+        res.on('close', () => resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete }));
+      });
       req.on('error', reject);
       req.end();
     });
@@ -820,24 +816,11 @@ describe('the proxy against a faulty provider', () => {
    * from the last piece to the answer's end.
    */
   function slowUpload(chunks: number, everyMs: number): Promise<ProxyAnswer & { afterUploadMs: number }> {
-    const u = new URL(h.url);
     return new Promise((resolve, reject) => {
       let uploaded = 0;
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          method: 'POST',
-          path: '/proxy/v2/uploads.json',
-          headers: {
-            authorization: `Bearer ${token}`,
-            connection_name: 'faulty',
-            identifier: 'user-1',
-            'content-type': 'application/octet-stream',
-            'content-length': String(chunks * 1000),
-          },
-          agent: false,
-        },
+      const req = proxyRequest(
+        'POST',
+        '/v2/uploads.json',
         (res) => {
           const kept: Buffer[] = [];
           res.on('data', (c: Buffer) => kept.push(c));
@@ -854,6 +837,7 @@ describe('the proxy against a faulty provider', () => {
             });
           });
         },
+        { 'content-type': 'application/octet-stream', 'content-length': String(chunks * 1000) },
       );
       req.on('error', reject);
       let sent = 0;
@@ -918,28 +902,18 @@ describe('the proxy against a faulty provider', () => {
   scenario('proxy', 'a client that goes away mid-download: the service stops reading from the provider', async () => {
     up.plan([], { kind: 'huge', bytes: TOOL_OFFER_BYTES, contentLength: true });
     const inFlightBefore = up.inFlight;
-    const u = new URL(h.url);
     const got = await new Promise<number>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: '/proxy/v2/attachments/big.bin',
-          headers: { authorization: `Bearer ${token}`, connection_name: 'faulty', identifier: 'user-1' },
-          agent: false,
-        },
-        (res) => {
-          let n = 0;
-          res.on('data', (c: Buffer) => {
-            n += c.length;
-            if (n >= 8 * MB) {
-              req.destroy();
-              resolve(n);
-            }
-          });
-          res.on('error', () => {});
-        },
-      );
+      const req = proxyRequest('GET', '/v2/attachments/big.bin', (res) => {
+        let n = 0;
+        res.on('data', (c: Buffer) => {
+          n += c.length;
+          if (n >= 8 * MB) {
+            req.destroy();
+            resolve(n);
+          }
+        });
+        res.on('error', () => {});
+      });
       req.on('error', () => {});
       req.on('close', () => reject(new Error('closed before 8 MB')));
       req.end();
