@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientFor, type ExchangeOptions } from '../../runtime/upstream/got-client.ts';
 import { sendOnce, type HttpRequest, type SendOptions } from '../../runtime/upstream/http.ts';
 
 /**
@@ -124,6 +125,37 @@ describe('sendOnce (got stream API, buffered)', () => {
     expect(seen.at(-1)!.headers!['user-agent']).toMatch(/^got /);
     await sendOnce({ method: 'GET', url: `${base}/ua`, headers: { 'User-Agent': 'acs/1' } }, opts);
     expect(seen.at(-1)!.headers!['user-agent']).toBe('acs/1');
+  });
+
+  it("sends the headers got adds (accept-encoding, a body's length) without got adding a key to its copy", async () => {
+    // got copies the headers for each request and then adds these two to the copy if they are missing; a key added
+    // to that copy gives it a hidden class of its own every time (got-client.ts, PreparedClient). So they must be
+    // there before got copies them, with got's values, and the copy must end the request with the keys it began with.
+    const client = clientFor(5000, 5000, false, true);
+    const calls: ExchangeOptions[] = [
+      { method: 'GET', headers: { accept: 'application/json' } },
+      { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'héllo' },
+      { method: 'PUT', headers: {}, body: Buffer.from('four') },
+      { method: 'GET', headers: { 'accept-encoding': 'identity' } },
+    ];
+    const before = seen.length;
+    for (const call of calls) {
+      const request = client.stream(`${base}/keys`, call);
+      const keys = Object.keys(request.options.headers);
+      await new Promise<void>((resolve, reject) => {
+        request.on('error', reject);
+        request.on('end', resolve);
+        request.resume();
+      });
+      expect(Object.keys(request.options.headers)).toEqual(keys);
+    }
+    const sent = seen.slice(before).map((r) => [r.headers!['accept-encoding'], r.headers!['content-length'], r.body]);
+    expect(sent).toEqual([
+      ['gzip, deflate, br', undefined, ''],
+      ['gzip, deflate, br', '6', 'héllo'],
+      ['gzip, deflate, br', '4', 'four'],
+      ['identity', undefined, ''],
+    ]);
   });
 
   it('fails a URL got cannot send to as an upstream error, and the next call still goes out', async () => {
