@@ -7,7 +7,7 @@
  * and the service ÷ baseline ratios (median of the per-round ratios). On a shared machine the absolute figures
  * move with what else runs; the ratios, taken within a round, move less.
  */
-import { DESK_DOMAIN, TICKET_PATH, checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
+import { DESK_DOMAIN, TICKET_PATH, readyForLoad, startService } from './service.ts';
 import { ensureTools, freePort, median, pinSelf, processCpuMicros, startHelper, stop } from './system.ts';
 import { runWrk, type WrkRequest } from './wrk.ts';
 
@@ -41,16 +41,14 @@ async function measure(req: WrkRequest, pid: number, secs: number) {
   const basePort = await freePort();
   const base = await startHelper(TEST_CORE, ROOT, 'bench/baseline.ts', [String(basePort), upstreamUrl]);
   const svc = await startService({ label: 'current', root: ROOT }, TEST_CORE);
-  const token = await serviceToken(svc.url);
-  await prepare(svc.url, upstreamUrl, token);
-  await checkScenarios(svc.url, token);
+  const load = await readyForLoad(svc.url, upstreamUrl);
   const targets = [
     {
       name: 'baseline',
       pid: base.pid!,
       req: { url: `http://127.0.0.1:${basePort}/desks/${DESK_DOMAIN}/api${TICKET_PATH}` },
     },
-    { name: scenario, pid: svc.pid, req: requests(svc.url, token)[scenario] as WrkRequest },
+    { name: scenario, pid: svc.pid, req: load[scenario] as WrkRequest },
   ];
   for (const t of targets) await measure(t.req, t.pid, 3);
   const results: Record<string, Array<{ rps: number; p99Ms: number; cpuPerRequest: number }>> = {};

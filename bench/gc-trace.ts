@@ -15,8 +15,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkout, checkScenarios, prepare, requests, serviceToken, startService, type Version } from './service.ts';
-import { ensureTools, freePort, median, pinSelf, processCpuMicros, sleep, startHelper, stop } from './system.ts';
+import { checkout, readyForLoad, startService, type Version } from './service.ts';
+import {
+  ensureTools,
+  freePort,
+  median,
+  pinSelf,
+  processCpuMicros,
+  sleep,
+  startHelper,
+  stop,
+  wholeOption,
+} from './system.ts';
 import { runWrk } from './wrk.ts';
 
 const { values: opt, positionals } = parseArgs({
@@ -31,11 +41,7 @@ const { values: opt, positionals } = parseArgs({
 const scenario = positionals[0];
 if (scenario !== 'proxy' && scenario !== 'tool')
   throw new Error('usage: bench/gc-trace.ts <proxy|tool> [--against <git-ref>] [--processes N] [--seconds S]');
-const whole = (name: 'processes' | 'seconds' | 'connections') => {
-  const n = Number(opt[name]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number ≥ 1, got "${opt[name]}"`);
-  return n;
-};
+const whole = (name: 'processes' | 'seconds' | 'connections') => wholeOption(name, opt[name]);
 const processes = whole('processes');
 const seconds = whole('seconds');
 const connections = whole('connections');
@@ -72,10 +78,7 @@ async function measure(v: Version, n: number): Promise<Row> {
   const trace = join(traceDir, `${n}.log`);
   const svc = await startService(v, 1, ['--trace-gc-nvp'], {}, trace);
   try {
-    const token = await serviceToken(svc.url);
-    await prepare(svc.url, `http://127.0.0.1:${upPort}`, token);
-    await checkScenarios(svc.url, token);
-    const request = requests(svc.url, token)[scenario as 'proxy' | 'tool'];
+    const request = (await readyForLoad(svc.url, `http://127.0.0.1:${upPort}`))[scenario as 'proxy' | 'tool'];
     await runWrk(request, { core: 0, connections, seconds: 3 });
     const from = readFileSync(trace, 'utf8').length;
     const cpu0 = processCpuMicros(svc.pid);

@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
+import { readyForLoad, startService } from './service.ts';
 import { ensureTools, freePort, median, pinSelf, processCpuMicros, sleep, startHelper, stop } from './system.ts';
 import { runWrk } from './wrk.ts';
 
@@ -83,11 +83,9 @@ for (let i = 0; i < processes; i++) {
       }
     };
     try {
-      const token = await serviceToken(svc.url);
-      await prepare(svc.url, upstreamUrl, token);
-      await checkScenarios(svc.url, token);
+      const load = await readyForLoad(svc.url, upstreamUrl);
       for (const scenario of scenarios) {
-        const request = requests(svc.url, token)[scenario];
+        const request = load[scenario];
         await runWrk(request, { core: 0, connections, seconds: 3 });
         // The observer writes every 200 ms: wait for a write that includes the warm-up's last collections.
         await sleep(500);

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkScenarios, prepare, requests, serviceToken, startService } from './service.ts';
+import { readyForLoad, startService } from './service.ts';
 import { coreBusyMicros, ensureTools, freePort, pinSelf, processCpuMicros, startHelper, stop } from './system.ts';
 import { runWrk } from './wrk.ts';
 
@@ -49,10 +49,7 @@ const svc = await startService(
   1,
   profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
 );
-const token = await serviceToken(svc.url);
-await prepare(svc.url, upstreamUrl, token);
-await checkScenarios(svc.url, token);
-const request = requests(svc.url, token)[scenario];
+const request = (await readyForLoad(svc.url, upstreamUrl))[scenario];
 if (warmup > 0) await runWrk(request, { core: 0, connections: 32, seconds: warmup });
 const cpu0 = processCpuMicros(svc.pid);
 const core0 = coreBusyMicros(1);

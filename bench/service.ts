@@ -203,6 +203,17 @@ export function requests(url: string, token: string) {
   };
 }
 
+/**
+ * A started service made ready for the load scenarios, as every bench script needs it: a service token, the helpdesk
+ * connection on `upstreamUrl` with its account, and one request of each scenario checked. Returns their requests.
+ */
+export async function readyForLoad(url: string, upstreamUrl: string): Promise<ReturnType<typeof requests>> {
+  const token = await serviceToken(url);
+  await prepare(url, upstreamUrl, token);
+  await checkScenarios(url, token);
+  return requests(url, token);
+}
+
 /** One request of each scenario, checked, so a round never measures a stream of errors. */
 export async function checkScenarios(url: string, token: string): Promise<void> {
   const r = requests(url, token);

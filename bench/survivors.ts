@@ -29,8 +29,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { checkout, checkScenarios, prepare, requests, serviceToken, startService, type Version } from './service.ts';
-import { ensureTools, freePort, median, pinSelf, sleep, startHelper, stop } from './system.ts';
+import { checkout, readyForLoad, startService, type Version } from './service.ts';
+import { ensureTools, freePort, median, pinSelf, sleep, startHelper, stop, wholeOption } from './system.ts';
 import { runWrk } from './wrk.ts';
 
 const { values: opt, positionals } = parseArgs({
@@ -47,12 +47,8 @@ const { values: opt, positionals } = parseArgs({
 const scenario = positionals[0];
 if (scenario !== 'proxy' && scenario !== 'tool')
   throw new Error('usage: bench/survivors.ts <proxy|tool> [--against <git-ref>] [--processes N] [--seconds S]');
-const whole = (name: 'processes' | 'seconds' | 'interval' | 'depth' | 'top', fallback?: number) => {
-  const raw = opt[name] ?? fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number ≥ 1, got "${raw}"`);
-  return n;
-};
+const whole = (name: 'processes' | 'seconds' | 'interval' | 'depth' | 'top', fallback?: number) =>
+  wholeOption(name, opt[name] ?? fallback);
 const processes = whole('processes', opt.against === undefined ? 1 : 2);
 const seconds = whole('seconds');
 const interval = whole('interval');
@@ -125,10 +121,7 @@ async function measure(v: Version, upstreamUrl: string, out: string): Promise<Re
     ACS_SURVIVORS_INTERVAL: String(interval),
   });
   try {
-    const token = await serviceToken(svc.url);
-    await prepare(svc.url, upstreamUrl, token);
-    await checkScenarios(svc.url, token);
-    const request = requests(svc.url, token)[scenario as 'proxy' | 'tool'];
+    const request = (await readyForLoad(svc.url, upstreamUrl))[scenario as 'proxy' | 'tool'];
     await runWrk(request, { core: 0, connections: 32, seconds: 3 });
     process.kill(svc.pid, 'SIGUSR2');
     await sleep(200);

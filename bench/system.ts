@@ -16,6 +16,13 @@ export const CLK_TCK = (() => {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A command-line option that must be a whole number ≥ 1, as `--name`'s value `raw`. */
+export function wholeOption(name: string, raw: string | number | undefined): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number ≥ 1, got "${raw}"`);
+  return n;
+}
+
 export const median = (xs: number[]): number => {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
