@@ -129,8 +129,9 @@ export interface ExchangeOptions {
  * `accept-encoding`. A key added to a spread copy gives it a hidden class of its own, every time (above): a new map,
  * descriptor array and key cache per request, which V8 allocates in the old generation, about 320 bytes, most of
  * what a got request left there. The same header values, set here before got copies the headers, keep one shape.
- * In a loop of 60 000 requests on this client, what outlived the young generation went from 387 to 42 bytes per
- * request (bench/RESULTS.md, issue 14, thirteenth part).
+ * In loops of 60 000 requests on this client, what outlived the young generation went from 386-776 to 49-100 bytes
+ * per request, and a tool call's scavenges promote 11.6-12.1 KB instead of 36.3-37.8 (bench/RESULTS.md, issue 14,
+ * thirteenth part).
  *
  * A call with an AbortSignal takes got's call API: got's options cannot have a signal taken off again (its setter
  * takes only an object), so one set on the shared options would end later calls too.
