@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkout, readyForLoad, startService, type Version } from './service.ts';
+import { readyForLoad, startService, versionsAgainst, type Version } from './service.ts';
 import {
   ensureTools,
   freePort,
@@ -49,10 +49,7 @@ const ROOT = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 ensureTools();
 pinSelf(0);
 
-const versions: Version[] = [];
-const ref = opt.against === undefined ? undefined : checkout(ROOT, opt.against);
-if (ref) versions.push(ref.version);
-versions.push({ label: 'current', root: ROOT });
+const { versions, remove: removeRef } = versionsAgainst(ROOT, opt.against);
 const upPort = await freePort();
 const up = await startHelper(0, ROOT, 'bench/upstream.ts', [String(upPort)]);
 const traceDir = mkdtempSync(join(os.tmpdir(), 'acs-gc-trace-'));
@@ -138,7 +135,7 @@ try {
   }
 } finally {
   await stop(up);
-  ref?.remove();
+  removeRef();
   rmSync(traceDir, { recursive: true, force: true });
 }
 process.exit(0);

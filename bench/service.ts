@@ -249,3 +249,18 @@ export function checkout(root: string, ref: string): { version: Version; remove(
     },
   };
 }
+
+/**
+ * The versions a bench script measures: the ref given with `--against` (checked out as above) first, if any, then
+ * the working tree at `root`. `remove()` takes the ref's worktree away again.
+ */
+export function versionsAgainst(
+  root: string,
+  against: string | undefined,
+): { versions: Version[]; remove: () => void } {
+  const ref = against === undefined ? undefined : checkout(root, against);
+  return {
+    versions: [...(ref ? [ref.version] : []), { label: 'current', root }],
+    remove: () => ref?.remove(),
+  };
+}

@@ -29,7 +29,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { checkout, readyForLoad, startService, type Version } from './service.ts';
+import { readyForLoad, startService, versionsAgainst, type Version } from './service.ts';
 import { ensureTools, freePort, median, pinSelf, sleep, startHelper, stop, wholeOption } from './system.ts';
 import { runWrk } from './wrk.ts';
 
@@ -153,10 +153,7 @@ async function measure(v: Version, upstreamUrl: string, out: string): Promise<Re
   }
 }
 
-const versions: Version[] = [];
-const ref = opt.against === undefined ? undefined : checkout(ROOT, opt.against);
-if (ref) versions.push(ref.version);
-versions.push({ label: 'current', root: ROOT });
+const { versions, remove: removeRef } = versionsAgainst(ROOT, opt.against);
 const upPort = await freePort();
 const up = await startHelper(0, ROOT, 'bench/upstream.ts', [String(upPort)]);
 const dir = mkdtempSync(join(os.tmpdir(), 'acs-survivors-'));
@@ -198,7 +195,7 @@ try {
   for (const { k, v } of rows) console.log(`${v.map((x) => x.toFixed(1).padStart(12)).join(' ')}  ${k}`);
 } finally {
   await stop(up);
-  ref?.remove();
+  removeRef();
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);
