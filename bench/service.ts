@@ -70,6 +70,8 @@ export interface Running {
 /**
  * Starts `version`'s service on `core` with `nodeFlags` before its script and `env` over the bench's settings.
  * Its standard output (where V8's traces go, e.g. `--trace-gc-nvp`) is appended to `stdoutFile` when one is given.
+ * `launcher` is a command that runs node in its own process, such as `['valgrind', '--tool=callgrind']`
+ * (bench/instructions.ts): the pid is then the launcher's, which must exec or run node in that same process.
  */
 export async function startService(
   version: Version,
@@ -77,6 +79,7 @@ export async function startService(
   nodeFlags: string[] = [],
   env: Record<string, string> = {},
   stdoutFile?: string,
+  launcher: string[] = [],
 ): Promise<Running> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'acs-bench-data-'));
@@ -85,7 +88,8 @@ export async function startService(
   const args = [...nodeFlags, ...serviceArgs(version.root)];
   const started = performance.now();
   const out = stdoutFile === undefined ? 'ignore' : openSync(stdoutFile, 'a');
-  const proc = spawnOnCore(core, process.execPath, args, {
+  const [command, ...launcherArgs] = [...launcher, process.execPath];
+  const proc = spawnOnCore(core, command, [...launcherArgs, ...args], {
     cwd: version.root,
     env: {
       ...process.env,
@@ -113,7 +117,10 @@ export async function startService(
       if (proc.exitCode !== null || proc.signalCode !== null) {
         throw new Error(`the ${version.label} service exited before answering /health: ${stderr}`);
       }
-      if (performance.now() - started > 60_000) throw new Error(`the ${version.label} service did not start in 60 s`);
+      // Under a launcher such as valgrind, a start takes tens of seconds.
+      const limitS = launcher.length ? 600 : 60;
+      if (performance.now() - started > limitS * 1000)
+        throw new Error(`the ${version.label} service did not start in ${limitS} s`);
       try {
         if ((await fetch(`${url}/health`)).ok) break;
       } catch {

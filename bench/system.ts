@@ -127,18 +127,27 @@ export function pinSelf(core: number): void {
 
 /**
  * Starts one of the bench's helper scripts (`bench/upstream.ts`, `bench/baseline.ts`) of the checkout at `root` on
- * a core, and waits for the message it sends over IPC once it listens; fails if it exits first.
+ * a core, and waits for the message it sends over IPC once it listens; fails if it exits first. `launcher` and
+ * `nodeFlags` as for startService (bench/service.ts).
  */
 export async function startHelper(
   core: number | string,
   root: string,
   script: string,
   args: string[],
+  launcher: string[] = [],
+  nodeFlags: string[] = [],
 ): Promise<ChildProcess> {
-  const child = spawnOnCore(core, process.execPath, ['--import', 'tsx', join(root, script), ...args], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const [command, ...launcherArgs] = [...launcher, process.execPath];
+  const child = spawnOnCore(
+    core,
+    command,
+    [...launcherArgs, ...nodeFlags, '--import', 'tsx', join(root, script), ...args],
+    {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`${script} exited (code ${code}) before it was ready`)));
@@ -161,14 +170,16 @@ function has(command: string, args: string[]): boolean {
 }
 
 /**
- * The native tools the bench drives and pins with: wrk (load), curl (streaming), taskset (pinning). As root with
- * apt-get, the missing ones are installed; otherwise the bench stops and says how to get them.
+ * The native tools the bench drives and pins with: wrk (load), curl (streaming), taskset (pinning), and the `extra`
+ * ones a script needs besides (bench/instructions.ts: valgrind). As root with apt-get, the missing ones are
+ * installed; otherwise the bench stops and says how to get them.
  */
-export function ensureTools(): void {
+export function ensureTools(extra: ReadonlyArray<{ command: string; probe: string[]; pkg: string }> = []): void {
   const tools = [
     { command: 'wrk', probe: ['-v'], pkg: 'wrk' },
     { command: 'curl', probe: ['--version'], pkg: 'curl' },
     { command: 'taskset', probe: ['-V'], pkg: 'util-linux' },
+    ...extra,
   ];
   let missing = tools.filter((t) => !has(t.command, t.probe));
   if (!missing.length) return;
@@ -184,8 +195,8 @@ export function ensureTools(): void {
     if (!missing.length) return;
   }
   throw new Error(
-    `The bench needs ${missing.map((t) => t.command).join(', ')} (native tools, so that the load generator does not ` +
-      `compete in JavaScript for the cores it measures). Install them (Debian/Ubuntu: \`sudo apt-get install ` +
+    `The bench needs ${missing.map((t) => t.command).join(', ')}: native tools (wrk so that the load generator does ` +
+      `not compete in JavaScript for the cores it measures). Install them (Debian/Ubuntu: \`sudo apt-get install ` +
       `${missing.map((t) => t.pkg).join(' ')}\`) and run the bench again.`,
   );
 }
