@@ -359,6 +359,35 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(await store.listActivity(1, 1_000_000 + batch.length)).toEqual([]);
   });
 
+  it('records batches of every size whole, each row once and each column in its place', async () => {
+    // SQLite writes a batch as INSERTs of 64, 32, ..., 1 rows: these sizes take each of those statements, alone and
+    // together, and the remainders after whole statements.
+    let next = 0;
+    const all: ActivityRecord[] = [];
+    for (const size of [1, 2, 3, 63, 64, 65, 127, 128, 250]) {
+      const batch: ActivityRecord[] = Array.from({ length: size }, () => {
+        const i = next++;
+        return {
+          id: `size_${String(i).padStart(5, '0')}`,
+          kind: i % 2 ? 'proxy' : 'tool',
+          name: `POST /sizes/${i}`,
+          connectionName: i % 3 ? `conn${i % 3}` : null,
+          accountId: i % 4 ? `acc_${i}` : null,
+          identifier: i % 5 ? `user${i}@example.com` : null,
+          status: 200 + (i % 7),
+          errorCode: i % 6 ? null : 'upstream_error',
+          latencyMs: i,
+          createdAt: 2_000_000 + i,
+        };
+      });
+      await store.recordActivity(batch);
+      all.push(...batch);
+    }
+    expect(await store.listActivity(next + 10, 2_000_000 + next)).toEqual([...all].reverse());
+    await store.pruneActivity(2_000_000 + next);
+    expect(await store.listActivity(1, 2_000_000 + next)).toEqual([]);
+  });
+
   it('records activity and api credentials', async () => {
     await store.recordActivity([
       {
