@@ -87,8 +87,11 @@ export class AccountService {
   private connections: RowCache<Connection>;
   private accounts: RowCache<Account>;
   private headerCache = new Map<string, WeakMap<CredentialApply, Record<string, string>>>();
-  private baseUrls = new Map<string, string>();
-  private hostLists = new Map<string, string[]>();
+  /**
+   * An account row object's hosts (configuredHostsFor) and base URLs by host (baseUrlFor, `''` for the default),
+   * with the connection object they were made for; kept as long as the row object is, like `resolvedFor` below.
+   */
+  private derived = new WeakMap<Account, { connection: Connection; hosts?: string[]; baseUrls: Map<string, string> }>();
   private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
   /**
    * What resolve() and withSecrets() built for an account row, kept as long as that row object is (the row cache
@@ -338,26 +341,36 @@ export class AccountService {
     return headers;
   }
 
-  /** The hosts an account's requests may reach without the public-address guard, cached like base URLs. */
-  configuredHostsFor(resolved: ResolvedAccount): string[] {
-    const key = `${resolved.account.id}:${resolved.account.version}:${resolved.connection.id}:${resolved.connection.updatedAt}`;
-    let hosts = this.hostLists.get(key);
-    if (!hosts) {
-      hosts = configuredHosts(resolved.connector, resolved.connection, resolved.account.fields);
-      if (this.hostLists.size > 50_000) this.hostLists.clear();
-      this.hostLists.set(key, hosts);
+  /** What is derived from an account row and its connection, for these objects (see `derived`). */
+  private derivedFor(resolved: ResolvedAccount) {
+    let d = this.derived.get(resolved.account);
+    if (d?.connection !== resolved.connection) {
+      d = { connection: resolved.connection, baseUrls: new Map() };
+      this.derived.set(resolved.account, d);
     }
-    return hosts;
+    return d;
   }
 
-  /** An account's resolved base URL for a host, cached per account and connection version. */
+  /** The hosts an account's requests may reach without the public-address guard, cached like base URLs. */
+  configuredHostsFor(resolved: ResolvedAccount): string[] {
+    const d = this.derivedFor(resolved);
+    return (d.hosts ??= configuredHosts(resolved.connector, resolved.connection, resolved.account.fields));
+  }
+
+  /**
+   * An account's resolved base URL for a host, cached for its row and connection objects: a changed row or
+   * connection is a new object (the row caches hand out the same object until the row changes), so nothing is
+   * computed, and no key is built and hashed, on a call that finds it.
+   */
   baseUrlFor(resolved: ResolvedAccount, host?: string): string {
-    const key = `${resolved.account.id}:${resolved.account.version}:${resolved.connection.id}:${resolved.connection.updatedAt}:${host ?? ''}`;
-    let url = this.baseUrls.get(key);
+    const urls = this.derivedFor(resolved).baseUrls;
+    const key = host ?? '';
+    let url = urls.get(key);
     if (url === undefined) {
       url = resolveBaseUrl(resolved.connector, resolved.connection, resolved.account.fields, host);
-      if (this.baseUrls.size > 50_000) this.baseUrls.clear();
-      this.baseUrls.set(key, url);
+      // The hosts a connector's tools name are few; anything more is cleared rather than kept.
+      if (urls.size >= 100) urls.clear();
+      urls.set(key, url);
     }
     return url;
   }

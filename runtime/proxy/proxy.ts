@@ -117,12 +117,29 @@ function pathProblem(text: string): string | undefined {
 }
 
 /**
- * Checks an upstream path from the client. It must be a plain path relative to the provider's API root:
- * no scheme or host, no dot segments, no encoded slashes or backslashes, no control characters — raw or
- * percent-encoded, once or several times over (an upstream, or a server behind it, may decode again:
- * %252e%252e is ".." two decodings away).
+ * A path of segments made of letters, digits and `_ . ~ -` only, none of them `.` or `..`: what nearly every
+ * proxied call sends. Nothing `proxyPathProblem` looks for can be in it (no scheme, `@`, whitespace, control
+ * character, backslash, percent sign or dot segment), so it needs none of that function's work; a path that starts
+ * with `//` is left to it too.
+ */
+const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))[\w.~-]*)+$/;
+
+/**
+ * Checks an upstream path from the client (see `proxyPathProblem`), plain paths first: the whole check is a dozen
+ * regular expressions and a split, about 6 000 instructions per proxied request for `/v2/tickets/123`.
  */
 export function checkProxyPath(path: string): string | undefined {
+  if (path.charCodeAt(1) !== 0x2f && PLAIN_PATH.test(path)) return undefined;
+  return proxyPathProblem(path);
+}
+
+/**
+ * What is wrong with an upstream path from the client, if anything. It must be a plain path relative to the
+ * provider's API root: no scheme or host, no dot segments, no encoded slashes or backslashes, no control characters
+ * — raw or percent-encoded, once or several times over (an upstream, or a server behind it, may decode again:
+ * %252e%252e is ".." two decodings away).
+ */
+export function proxyPathProblem(path: string): string | undefined {
   if (!path.startsWith('/')) return 'must start with /';
   if (path.startsWith('//')) return 'must not start with // (a host change)';
   if (/\s/.test(path)) return 'must not contain whitespace';
