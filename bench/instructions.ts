@@ -7,18 +7,22 @@
  * Why: the bench's CPU per request is the measure the targets are set in, but on a shared virtual machine it moves by
  * 10-20 % between runs of the same code, more than most changes to a hot path make. An instruction count does not:
  * callgrind runs the process on a simulated CPU and counts every instruction it executes in user space, whatever
- * else the machine does; two runs of the same code agree to within a few tenths of a per cent. What it leaves out:
+ * else the machine does; for the baseline and the proxy, two runs of the same code agree to within a few tenths of a
+ * per cent (the tool call's total less closely: below). What it leaves out:
  * time in the kernel (system calls, waking the peer of a socket), and how fast the instructions ran (cache misses,
  * branch mispredictions), which is why it complements the CPU figures and does not replace them.
  *
  * How: each process under test (one per scenario and version, so each count is of one kind of request) runs under
  * `valgrind --tool=callgrind --instr-atstart=no` on the test core, the fake upstream on the other. A client in this
- * process sends `--warmup` requests (default 30 000, enough for V8's optimising compiler to have finished with the
- * hot paths; with fewer, its work is counted too), 8 at a time on keep-alive connections, then switches counting on
- * (`callgrind_control -i on`), sends `--requests` more (default 5 000), and has the counts written out. The count
- * divided by the requests is what a request costs, the work of the process's other threads (V8's background
- * compiler and collector, SQLite's checkpoints) included. Under callgrind a request takes 50-100 times longer,
- * so a run of the three scenarios takes several minutes.
+ * process sends `--warmup` requests (default 30 000: V8's optimising compiler is then done with the baseline's and
+ * the proxy's hot paths, not quite with the tool call's; with fewer, more of its work is counted), 8 at a time on
+ * keep-alive connections, then switches counting on
+ * (`callgrind_control -i on`), sends `--requests` more (default 5 000), and has the counts written out, one file per
+ * thread (`--separate-threads=yes`). The count divided by the requests is what a request costs: in all threads, the
+ * work of V8's background compiler and collector and of SQLite's checkpoints included (what the bench's CPU per
+ * request counts), and in the main thread alone, where JavaScript runs, which repeats more closely while V8 is still
+ * compiling on the others. Under callgrind a request takes 50-100 times longer, so a run of the three scenarios
+ * takes several minutes.
  *
  * `--against <ref>` counts that version's proxy and tool call too (checked out into a temporary git worktree) and
  * reports current ÷ ref. `--by-origin` starts node with `--perf-basic-prof --interpreted-frames-native-stack` so
@@ -108,27 +112,37 @@ function callgrindControl(t: Target, ...args: string[]): void {
     throw new Error(`callgrind_control ${args.join(' ')} ${t.pid}: ${r.stderr || r.stdout}`);
 }
 
-/** The dump callgrind wrote last for `outFile` (`<outFile>.1`, `.2`, … for dumps asked for while it runs). */
-async function lastDump(outFile: string): Promise<string> {
+/**
+ * The files of the dump callgrind wrote last for `outFile`, one per thread (`<outFile>.<n>-<thread>`, `-01` the main
+ * thread's), once each holds its totals.
+ */
+async function lastDump(outFile: string): Promise<{ main: string; threads: string[] }> {
   const dir = join(outFile, '..');
   const base = outFile.slice(dir.length + 1);
+  const name = new RegExp(`^${base.replace(/\./g, '\\.')}\\.(\\d+)-(\\d+)$`);
   for (let waited = 0; waited < 30_000; waited += 100) {
-    const dumps = readdirSync(dir)
-      .filter((f) => f.startsWith(`${base}.`))
-      .sort((a, b) => Number(a.slice(base.length + 1)) - Number(b.slice(base.length + 1)));
-    const last = dumps.at(-1);
-    if (last) {
-      const text = readFileSync(join(dir, last), 'utf8');
-      // Written in one go, but read it only once its totals are there.
-      if (/^totals:\s*\d+/m.test(text)) return join(dir, last);
-    }
+    const files = readdirSync(dir)
+      .map((f) => ({ f, m: name.exec(f) }))
+      .filter((x) => x.m !== null)
+      .map(({ f, m }) => ({ path: join(dir, f), dump: Number(m![1]), thread: Number(m![2]) }));
+    const last = Math.max(0, ...files.map((x) => x.dump));
+    const threads = files.filter((x) => x.dump === last);
+    const main = threads.find((x) => x.thread === 1);
+    // Each file is written in one go, but read them only once every one has its totals.
+    if (main && threads.every((x) => /^totals:\s*\d+/m.test(readFileSync(x.path, 'utf8'))))
+      return { main: main.path, threads: threads.map((x) => x.path) };
     await sleep(100);
   }
   throw new Error(`callgrind wrote no dump for ${outFile}`);
 }
 
-/** Instructions per request in the target's measured window, and the dump they were read from. */
-async function count(t: Target): Promise<{ perRequest: number; dump: string }> {
+const totalOf = (file: string) => Number(/^totals:\s*(\d+)/m.exec(readFileSync(file, 'utf8'))![1]);
+
+/**
+ * Instructions per request in the target's measured window: of all the process's threads, and of its main thread
+ * (where JavaScript runs) alone; and the dump's files.
+ */
+async function count(t: Target): Promise<{ perRequest: number; mainPerRequest: number; files: string[] }> {
   const agent = new http.Agent({ keepAlive: true });
   await send(t.request, warmup, agent);
   callgrindControl(t, '--instr=on');
@@ -137,14 +151,15 @@ async function count(t: Target): Promise<{ perRequest: number; dump: string }> {
   callgrindControl(t, '--dump');
   agent.destroy();
   const dump = await lastDump(t.outFile);
-  const total = Number(/^totals:\s*(\d+)/m.exec(readFileSync(dump, 'utf8'))![1]);
-  return { perRequest: total / requests, dump };
+  const total = dump.threads.reduce((sum, f) => sum + totalOf(f), 0);
+  return { perRequest: total / requests, mainPerRequest: totalOf(dump.main) / requests, files: dump.threads };
 }
 
 const callgrind = (outFile: string) => [
   'valgrind',
   '--tool=callgrind',
   '--instr-atstart=no',
+  '--separate-threads=yes',
   `--callgrind-out-file=${outFile}`,
   '--quiet',
 ];
@@ -222,8 +237,8 @@ function originOf(fn: string, jitName: (address: number) => string | undefined):
   return 'other native code';
 }
 
-/** Instructions per request by origin, from a callgrind dump and the process's perf map. */
-function byOriginOf(dump: string, pid: number): Map<string, number> {
+/** Instructions per request by origin, from a callgrind dump's files (one per thread) and the process's perf map. */
+function byOriginOf(files: string[], pid: number): Map<string, number> {
   // The perf map lists code objects in the order they were made; an address can be reused by later code, so the
   // last entry that covers an address names it.
   const entries: Array<[number, number, string]> = [];
@@ -250,17 +265,19 @@ function byOriginOf(dump: string, pid: number): Map<string, number> {
     }
     return named.get(a);
   };
-  const r = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=no', dump], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 28,
-  });
-  if (r.status !== 0) throw new Error(`callgrind_annotate ${dump}: ${r.stderr}`);
   const origins = new Map<string, number>();
-  for (const line of r.stdout.split('\n')) {
-    const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
-    if (!m || m[2]!.includes('PROGRAM TOTALS')) continue;
-    const origin = originOf(m[2]!, jitName);
-    origins.set(origin, (origins.get(origin) ?? 0) + Number(m[1]!.replace(/,/g, '')) / requests);
+  for (const file of files) {
+    const r = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    });
+    if (r.status !== 0) throw new Error(`callgrind_annotate ${file}: ${r.stderr}`);
+    for (const line of r.stdout.split('\n')) {
+      const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
+      if (!m || m[2]!.includes('PROGRAM TOTALS')) continue;
+      const origin = originOf(m[2]!, jitName);
+      origins.set(origin, (origins.get(origin) ?? 0) + Number(m[1]!.replace(/,/g, '')) / requests);
+    }
   }
   return origins;
 }
@@ -269,22 +286,29 @@ const upPort = await freePort();
 const upstreamUrl = `http://127.0.0.1:${upPort}`;
 const upstream = await startHelper(LOAD_CORE, ROOT, 'bench/upstream.ts', [String(upPort)]);
 const { versions, remove } = versionsAgainst(ROOT, opt.against);
-const results: Array<{ label: string; scenario: Scenario; perRequest: number; origins?: Map<string, number> }> = [];
+const results: Array<{
+  label: string;
+  scenario: Scenario;
+  perRequest: number;
+  mainPerRequest: number;
+  origins?: Map<string, number>;
+}> = [];
 const kilo = (n: number) => `${(n / 1000).toFixed(1)}k`;
 console.log(
   `Instructions per request under callgrind: ${warmup} requests of warm-up, then ${requests} counted, ` +
-    `${CONCURRENCY} at a time.`,
+    `${CONCURRENCY} at a time; all threads, and the main thread (JavaScript) alone.`,
 );
 try {
   for (const scenario of scenarios) {
     for (const version of scenario === 'baseline' ? [versions.at(-1)!] : versions) {
       const t = await startTarget(scenario, version, upstreamUrl);
       try {
-        const { perRequest, dump } = await count(t);
-        const origins = byOrigin ? byOriginOf(dump, t.pid) : undefined;
-        results.push({ label: t.label, scenario, perRequest, origins });
+        const { perRequest, mainPerRequest, files } = await count(t);
+        const origins = byOrigin ? byOriginOf(files, t.pid) : undefined;
+        results.push({ label: t.label, scenario, perRequest, mainPerRequest, origins });
         console.log(
-          `  ${scenario.padEnd(8)} ${t.label.padEnd(12)} ${kilo(perRequest).padStart(8)} instructions per request`,
+          `  ${scenario.padEnd(8)} ${t.label.padEnd(14)} ${kilo(perRequest).padStart(8)} instructions per request, ` +
+            `${kilo(mainPerRequest)} on the main thread`,
         );
       } finally {
         await t.stop();
@@ -297,18 +321,23 @@ try {
   await stop(upstream);
 }
 
-const baseline = results.find((r) => r.scenario === 'baseline')?.perRequest;
-console.log('\n| Scenario | Version | Instructions per request | ÷ baseline |');
-console.log('| -------- | ------- | ------------------------ | ---------- |');
+const base = results.find((r) => r.scenario === 'baseline');
+const ratio = (n: number, of: number | undefined) => (of ? `${(n / of).toFixed(2)}×` : 'n/a');
+console.log('\n| Scenario | Version | Instructions per request | ÷ baseline | Main thread | ÷ baseline |');
+console.log('| -------- | ------- | ------------------------ | ---------- | ----------- | ---------- |');
 for (const r of results)
   console.log(
-    `| ${r.scenario} | ${r.label} | ${kilo(r.perRequest)} | ${baseline ? `${(r.perRequest / baseline).toFixed(2)}×` : 'n/a'} |`,
+    `| ${r.scenario} | ${r.label} | ${kilo(r.perRequest)} | ${ratio(r.perRequest, base?.perRequest)} | ` +
+      `${kilo(r.mainPerRequest)} | ${ratio(r.mainPerRequest, base?.mainPerRequest)} |`,
   );
 if (opt.against !== undefined) {
   for (const scenario of scenarios.filter((s) => s !== 'baseline')) {
     const [ref, current] = versions.map((v) => results.find((r) => r.scenario === scenario && r.label === v.label));
     if (ref && current)
-      console.log(`${scenario}: current ÷ ${ref.label} = ${(current.perRequest / ref.perRequest).toFixed(3)}×`);
+      console.log(
+        `${scenario}: current ÷ ${ref.label} = ${(current.perRequest / ref.perRequest).toFixed(3)}× ` +
+          `(main thread ${(current.mainPerRequest / ref.mainPerRequest).toFixed(3)}×)`,
+      );
   }
 }
 if (byOrigin) {
@@ -319,7 +348,7 @@ if (byOrigin) {
     (a, b) =>
       Math.max(...results.map((r) => r.origins!.get(b) ?? 0)) - Math.max(...results.map((r) => r.origins!.get(a) ?? 0)),
   );
-  console.log(`\nBy where the instructions ran (per request):\n\n| Origin | ${columns.join(' | ')} |`);
+  console.log(`\nBy where the instructions ran (per request, all threads):\n\n| Origin | ${columns.join(' | ')} |`);
   console.log(`| --- | ${columns.map(() => '---').join(' | ')} |`);
   for (const o of origins) console.log(`| ${o} | ${results.map((r) => kilo(r.origins!.get(o) ?? 0)).join(' | ')} |`);
   console.log(`| total | ${results.map((r) => kilo(r.perRequest)).join(' | ')} |`);
