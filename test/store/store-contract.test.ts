@@ -380,7 +380,25 @@ describe.each(factories)('%s store', (kind, make) => {
           createdAt: 2_000_000 + i,
         };
       });
-      await store.recordActivity(batch);
+      if (size === 65) {
+        // Written while a transaction holds the store's connection: on SQLite the batch then waits for it and goes
+        // through Kysely's transaction rather than straight to the driver.
+        let entered!: () => void;
+        let release!: () => void;
+        const inside = new Promise<void>((r) => (entered = r));
+        const held = store.transaction(async (tx) => {
+          await tx.setMeta('activity-hold', 'held');
+          entered();
+          await new Promise<void>((r) => (release = r));
+        });
+        await inside;
+        const writing = store.recordActivity(batch);
+        release();
+        await held;
+        await writing;
+      } else {
+        await store.recordActivity(batch);
+      }
       all.push(...batch);
     }
     expect(await store.listActivity(next + 10, 2_000_000 + next)).toEqual([...all].reverse());
