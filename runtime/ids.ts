@@ -1,18 +1,21 @@
 import { randomBytes, randomFillSync } from 'node:crypto';
 
 // Ids are made on every request (request ids, execution ids); drawing their randomness from a pooled
-// buffer replaces a syscall-backed randomBytes() call per id with a slice of a 4 KiB refill.
+// buffer replaces a syscall-backed randomBytes() call per id with a few bytes of a 4 KiB refill. The bytes are read
+// from the pool where they lie: a `subarray` view per id was a Buffer object made and dropped each time (0.8k of a
+// proxied request's 288k instructions, which makes two ids; bench/RESULTS.md, issue 14, fourteenth part).
 const POOL = Buffer.alloc(4096);
 let offset = POOL.length;
 
-function take(n: number): Buffer {
+/** Where `n` unused random bytes start in POOL (refilled first when fewer are left); they count as used. */
+function reserve(n: number): number {
   if (offset + n > POOL.length) {
     randomFillSync(POOL);
     offset = 0;
   }
-  const out = POOL.subarray(offset, offset + n);
+  const at = offset;
   offset += n;
-  return out;
+  return at;
 }
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -39,11 +42,11 @@ function writePrefix(prefix: string): number {
 
 /** Writes `count` characters drawn uniformly from ALPHABET at `at`; the offset after them. */
 function writeRandom(at: number, count: number): number {
-  const bytes = take(count);
   for (let i = 0; i < count; i++) {
-    let b = bytes[i]!;
+    let b: number;
     // 252 is the largest multiple of 36 below 256: rejecting bytes above it keeps every character uniform.
-    while (b >= 252) b = take(1)[0]!;
+    do b = POOL[reserve(1)]!;
+    while (b >= 252);
     SCRATCH[at + i] = ALPHABET_CODES[b % 36]!;
   }
   return at + count;
@@ -84,7 +87,8 @@ export function newSortableId(prefix: string, now = Date.now()): string {
 
 /** A short random request id (64 bits, hex). */
 export function requestId(): string {
-  return take(8).toString('hex');
+  const at = reserve(8);
+  return POOL.toString('hex', at, at + 8);
 }
 
 /** A URL-safe random secret of the given number of bytes (not pooled: secrets get their own draw). */
