@@ -47,11 +47,11 @@ void everyActivityColumn;
 
 /**
  * Rows per INSERT statement, at most, when activity batches are written. A batch goes out as INSERTs of 64, 32, …, 1
- * rows, so there are seven statements, each prepared once, rather than one statement run per row: what goes with
- * each run (the query object, the call into better-sqlite3, the statement's start and reset) is paid once per 64
- * rows. Under the proxy's load (one row per request) that took a proxied
- * request from 310.0k to 301.7k instructions (`npx tsx bench/instructions.ts proxy --against <the commit before>`,
- * bench/RESULTS.md, issue 14, fourteenth part). 64 rows bind 640 values, far below SQLite's limit of 32 766.
+ * rows (at most seven distinct statements, each prepared once) rather than one statement run per row: what goes
+ * with each run (the query object, the call into better-sqlite3, the statement's start and reset) is paid once per
+ * up to 64 rows. Under the proxy's load (one row per request) that took a proxied request from 310.0k to 301.7k
+ * instructions (`npx tsx bench/instructions.ts proxy --against <the commit before>`, bench/RESULTS.md, issue 14,
+ * fourteenth part). 64 rows bind 640 values, far below SQLite's limit of 32 766.
  */
 const ACTIVITY_ROWS_PER_INSERT = 64;
 const activityInserts = new Map<number, string>();
@@ -351,10 +351,7 @@ class SqliteBackend implements Backend {
     );
   }
 
-  /**
-   * A batch of activity rows as multi-row INSERTs of 64, 32, …, 1 rows (see ACTIVITY_ROWS_PER_INSERT), in one
-   * transaction: a statement's binding and stepping cost per statement, not only per row.
-   */
+  /** A batch of activity rows as multi-row INSERTs of 64, 32, …, 1 rows (see ACTIVITY_ROWS_PER_INSERT), in one transaction. */
   async insertActivity(db: Db, rows: readonly ActivityRow[]) {
     const queries: CompiledQuery[] = [];
     for (let i = 0; i < rows.length;) {

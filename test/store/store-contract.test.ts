@@ -333,20 +333,23 @@ describe.each(factories)('%s store', (kind, make) => {
     expect((await store.getAccount(b.id))!.lastUsedAt).toBe(3_000);
   });
 
+  /** The `i`th of a run of activity records: ids `<prefix>_<i>`, created at `at + i`, null columns now and then. */
+  const activityRecord = (prefix: string, i: number, at: number): ActivityRecord => ({
+    id: `${prefix}_${String(i).padStart(5, '0')}`,
+    kind: i % 2 ? 'proxy' : 'tool',
+    name: `GET /${prefix}/${i}`,
+    connectionName: i % 3 ? `conn${i % 3}` : null,
+    accountId: i % 4 ? `acc_${i}` : null,
+    identifier: i % 5 ? `user${i}@example.com` : null,
+    status: 200 + (i % 7),
+    errorCode: i % 6 ? null : 'upstream_error',
+    latencyMs: i,
+    createdAt: at + i,
+  });
+
   it('records a batch of activity larger than one statement may carry', async () => {
     // 7,000 rows of 10 values is past PostgreSQL's 65,535 parameters per statement.
-    const batch: ActivityRecord[] = Array.from({ length: 7_000 }, (_, i) => ({
-      id: `bulk_${String(i).padStart(5, '0')}`,
-      kind: i % 2 ? 'proxy' : 'tool',
-      name: `GET /bulk/${i}`,
-      connectionName: i % 3 ? `conn${i % 3}` : null,
-      accountId: i % 4 ? `acc_${i}` : null,
-      identifier: i % 5 ? `user${i}@example.com` : null,
-      status: 200 + (i % 7),
-      errorCode: i % 6 ? null : 'upstream_error',
-      latencyMs: i,
-      createdAt: 1_000_000 + i,
-    }));
+    const batch = Array.from({ length: 7_000 }, (_, i) => activityRecord('bulk', i, 1_000_000));
     await store.recordActivity(batch);
     const newest = await store.listActivity(3, 1_000_000 + batch.length);
     expect(newest.map((r) => r.id)).toEqual(['bulk_06999', 'bulk_06998', 'bulk_06997']);
@@ -365,21 +368,7 @@ describe.each(factories)('%s store', (kind, make) => {
     let next = 0;
     const all: ActivityRecord[] = [];
     for (const size of [1, 2, 3, 63, 64, 65, 127, 128, 250]) {
-      const batch: ActivityRecord[] = Array.from({ length: size }, () => {
-        const i = next++;
-        return {
-          id: `size_${String(i).padStart(5, '0')}`,
-          kind: i % 2 ? 'proxy' : 'tool',
-          name: `POST /sizes/${i}`,
-          connectionName: i % 3 ? `conn${i % 3}` : null,
-          accountId: i % 4 ? `acc_${i}` : null,
-          identifier: i % 5 ? `user${i}@example.com` : null,
-          status: 200 + (i % 7),
-          errorCode: i % 6 ? null : 'upstream_error',
-          latencyMs: i,
-          createdAt: 2_000_000 + i,
-        };
-      });
+      const batch = Array.from({ length: size }, () => activityRecord('size', next++, 2_000_000));
       if (size === 65) {
         // Written while a transaction holds the store's connection: on SQLite the batch then waits for it and goes
         // through Kysely's transaction rather than straight to the driver.
