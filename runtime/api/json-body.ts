@@ -30,6 +30,24 @@ const DIGITS = /^\d+$/;
 // eslint-disable-next-line no-control-regex -- JSON's whitespace, as body-parser matches it
 const FIRST_NON_WHITESPACE = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d]|$)/;
 
+/**
+ * Whether a request's body is all here: none declared (no Content-Length, no Transfer-Encoding), or its Content-Length's
+ * worth of bytes waiting, unread, in the stream's buffer. Node sets `req.complete` only later: a body that came with
+ * the headers is pushed into the buffer one microtask after the 'request' event, and the message marked complete after
+ * that (bench/RESULTS.md, issue 14, fifteenth part).
+ */
+export function bodyArrived(req: IncomingMessage): boolean {
+  if (req.complete) return true;
+  const declared = req.headers['content-length'];
+  if (declared === undefined) return req.headers['transfer-encoding'] === undefined;
+  return (
+    !req.readableDidRead &&
+    req.headers['transfer-encoding'] === undefined &&
+    DIGITS.test(declared) &&
+    req.readableLength === Number(declared)
+  );
+}
+
 /** An error as body-parser's http-errors builds it: what respond.ts reads is `status` and `type`. */
 function bodyError(status: number, type: string, message: string, Kind: ErrorConstructor = Error): Error {
   return Object.assign(new Kind(message), { status, statusCode: status, expose: true, type });
@@ -74,6 +92,11 @@ export function jsonBody(
   return (req, res, next) => {
     const headers = req.headers;
     const declared = headers['content-length'];
+    // No body (body-parser's `typeis.hasBody`): nothing to read, `req.body` left as it is, as body-parser leaves it.
+    if (declared === undefined && headers['transfer-encoding'] === undefined) {
+      next();
+      return;
+    }
     const type = headers['content-type'];
     if (
       declared === undefined ||
@@ -90,6 +113,29 @@ export function jsonBody(
       return;
     }
     const expected = Number(declared);
+    /** The body's bytes as text, parsed onto `req.body`; body-parser's error to `next` otherwise. */
+    const parse = (bytes: Buffer | undefined) => {
+      let text = bytes === undefined ? '' : bytes.toString('utf8');
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      let body: unknown;
+      try {
+        body = parseJson(text, strict);
+      } catch (e) {
+        next(e);
+        return;
+      }
+      (req as IncomingMessage & { body?: unknown }).body = body;
+      next();
+    };
+    if (req.readableLength === expected) {
+      // The whole body is in the stream's buffer (one that came with the headers nearly always is, by the time the
+      // route reads it): taken at once, with no listeners to add and remove and no 'data' and 'end' to wait for. The
+      // stream is left flowing, so that it ends (and is done with) as a body read through 'data' would.
+      const bytes = expected === 0 ? undefined : (req.read() as Buffer);
+      req.resume();
+      parse(bytes);
+      return;
+    }
     const chunks: Buffer[] = [];
     let received = 0;
     const done = (err?: Error) => {
@@ -104,17 +150,7 @@ export function jsonBody(
         next(err);
         return;
       }
-      let text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      let body: unknown;
-      try {
-        body = parseJson(text, strict);
-      } catch (e) {
-        next(e);
-        return;
-      }
-      (req as IncomingMessage & { body?: unknown }).body = body;
-      next();
+      parse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;

@@ -26,7 +26,7 @@ import { endpoints, type Endpoint, type OperationId } from '../../core/api/endpo
 import { ServiceError } from '../../core/errors.ts';
 import type { Operations } from '../../generated/api/types.ts';
 import type { Services } from '../services.ts';
-import { expressParser, jsonBody, type Middleware } from './json-body.ts';
+import { bodyArrived, expressParser, jsonBody, type Middleware } from './json-body.ts';
 import { authenticate, renderError, sendJson, startRequest, type AnyRequest } from './respond.ts';
 import { checkRequest } from './validate.ts';
 
@@ -84,9 +84,39 @@ export interface Match {
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 
-function runMiddleware(mw: Middleware, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * Runs a middleware: settled at once (undefined, or its error thrown) when it calls `next` before it returns, as the
+ * JSON parser does for a body that came with the headers; a promise otherwise.
+ */
+function runMiddleware(mw: Middleware, req: IncomingMessage, res: ServerResponse): Promise<void> | undefined {
+  let settle: ((err?: unknown) => void) | undefined;
+  let done = false;
+  let failure: unknown;
+  mw(req, res, (err) => {
+    if (settle) settle(err);
+    else [done, failure] = [true, err];
+  });
+  if (done) {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the middleware's error, passed on unchanged
+    if (failure) throw failure;
+    return undefined;
+  }
   // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the middleware's error, passed on unchanged
-  return new Promise((resolve, reject) => mw(req, res, (err) => (err ? reject(err) : resolve())));
+  return new Promise((resolve, reject) => (settle = (err) => (err ? reject(err) : resolve())));
+}
+
+/** Runs a route's parsers in turn, from the `from`th: settled at once when each one is (see runMiddleware). */
+function runParsers(
+  parsers: Middleware[],
+  req: IncomingMessage,
+  res: ServerResponse,
+  from = 0,
+): Promise<void> | undefined {
+  for (let i = from; i < parsers.length; i++) {
+    const pending = runMiddleware(parsers[i]!, req, res);
+    if (pending) return pending.then(() => runParsers(parsers, req, res, i + 1));
+  }
+  return undefined;
 }
 
 export class Router {
@@ -176,7 +206,11 @@ export class Router {
 
   private async run(m: Match, req: ApiRequest, res: ServerResponse): Promise<void> {
     const { operation, endpoint, handler, paramNames, parsers } = m.route;
-    if (endpoint.auth === 'bearer') await authenticate(this.s, req);
+    // A known token and a body that came with the headers are settled at once: no promise to wait for.
+    if (endpoint.auth === 'bearer') {
+      const pending = authenticate(this.s, req);
+      if (pending) await pending;
+    }
     if (m.absolute && endpoint.rest) {
       throw new ServiceError(
         400,
@@ -194,7 +228,13 @@ export class Router {
       params = checkRequest(operation, 'params', params);
     }
     const query = endpoint.query ? checkRequest(operation, 'query', parseQuery(m.query)) : undefined;
-    if (parsers.length) await this.readBody(m.route, req, res);
+    if (parsers.length) {
+      // A body sent with its headers is pushed by node only after the 'request' event: one microtask later it is all
+      // here, and is taken at once rather than read with the timers for a body still arriving.
+      if (!bodyArrived(req)) await Promise.resolve();
+      const reading = this.readBody(m.route, req, res);
+      if (reading) await reading;
+    }
     const body = endpoint.body
       ? checkRequest(operation, 'body', req.body === undefined && !endpoint.body.required ? {} : req.body)
       : undefined;
@@ -215,18 +255,19 @@ export class Router {
    * `bodyIdleTimeoutMs`, or (routes without authentication) not complete within twice that — with 408 and the
    * connection closed, so slow bodies cannot hold connections open.
    */
-  private async readBody(route: Route, req: ApiRequest, res: ServerResponse): Promise<void> {
-    const s = this.s;
+  private readBody(route: Route, req: ApiRequest, res: ServerResponse): Promise<void> | undefined {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > route.bodyLimit) {
       res.setHeader('connection', 'close');
       throw bodyTooLarge(route.bodyLimit);
     }
-    const idleMs = s.config.bodyIdleTimeoutMs;
-    if (req.complete || idleMs <= 0) {
-      for (const parse of route.parsers) await runMiddleware(parse, req, res);
-      return;
-    }
+    if (bodyArrived(req) || this.s.config.bodyIdleTimeoutMs <= 0) return runParsers(route.parsers, req, res);
+    return this.readArrivingBody(route, req, res);
+  }
+
+  /** A body still arriving: read with the idle and total limits of `readBody`. */
+  private async readArrivingBody(route: Route, req: ApiRequest, res: ServerResponse): Promise<void> {
+    const idleMs = this.s.config.bodyIdleTimeoutMs;
     let fail!: (e: Error) => void;
     const cut = new Promise<never>((_resolve, reject) => (fail = reject));
     const timedOut = (what: string) => {
@@ -251,12 +292,7 @@ export class Router {
         ? undefined
         : setTimeout(() => timedOut(`did not arrive within ${2 * idleMs} ms`), 2 * idleMs);
     try {
-      await Promise.race([
-        (async () => {
-          for (const parse of route.parsers) await runMiddleware(parse, req, res);
-        })(),
-        cut,
-      ]);
+      await Promise.race([runParsers(route.parsers, req, res), cut]);
     } finally {
       clearInterval(idle);
       if (total) clearTimeout(total);

@@ -147,3 +147,80 @@ describe('jsonBody: a body that does not arrive whole', () => {
     expect(theirs.includes('"body"')).toBe(false);
   });
 });
+
+describe('jsonBody: a body that came with its headers, and one that comes later', () => {
+  /**
+   * A server on `ours` that records, for each request, whether `next` ran before the parser returned. Like the API's
+   * router, it runs the parser a microtask after the 'request' event, when node has parsed what came with the headers.
+   */
+  const timing: Array<{ sync: boolean; body: unknown }> = [];
+  const timed = http.createServer((req, res) => queueMicrotask(() => parseTimed(req, res)));
+  const parseTimed = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    let returned = false;
+    ours(req, res, (err) => {
+      timing.push({
+        sync: !returned,
+        body: err ? { error: (err as Error).message } : (req as { body?: unknown }).body,
+      });
+      res.setHeader('content-type', 'application/json');
+      res.end('{}');
+    });
+    returned = true;
+  };
+  let timedPort = 0;
+  beforeAll(async () => {
+    await new Promise<void>((r) => timed.listen(0, '127.0.0.1', r));
+    timedPort = (timed.address() as AddressInfo).port;
+  });
+  afterAll(() => {
+    timed.closeAllConnections();
+    timed.close();
+  });
+
+  /** Writes raw requests on one connection, each after the answer to the one before; returns the answers' count. */
+  async function onOneConnection(parts: string[][], pauseMs = 0): Promise<number> {
+    const socket = net.connect(timedPort, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let answers = 0;
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      text += c;
+      answers = text.split('HTTP/1.1 200 OK').length - 1;
+    });
+    for (const [i, request] of parts.entries()) {
+      for (const [j, part] of request.entries()) {
+        if (j > 0) await new Promise((r) => setTimeout(r, pauseMs));
+        socket.write(part);
+      }
+      while (answers < i + 1) await new Promise((r) => setTimeout(r, 5));
+    }
+    socket.end();
+    return answers;
+  }
+  const head = (length: number) =>
+    `POST /t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+  it('parses a body that arrived with its headers before the parser returns, and the connection carries on', async () => {
+    timing.length = 0;
+    const bodies = ['{"first":1}', '{"second":"ü"}', ''];
+    const answers = await onOneConnection(bodies.map((b) => [head(Buffer.byteLength(b)) + b]));
+    expect(answers).toBe(3);
+    expect(timing).toEqual([
+      { sync: true, body: { first: 1 } },
+      { sync: true, body: { second: 'ü' } },
+      { sync: true, body: {} },
+    ]);
+  });
+
+  it('waits for a body that arrives after its headers, in parts, and parses it whole', async () => {
+    timing.length = 0;
+    const body = '{"late":[1,2,3]}';
+    const answers = await onOneConnection([[head(body.length), body.slice(0, 5), body.slice(5)], [head(2) + '{}']], 30);
+    expect(answers).toBe(2);
+    expect(timing).toEqual([
+      { sync: false, body: { late: [1, 2, 3] } },
+      { sync: true, body: {} },
+    ]);
+  });
+});
