@@ -196,7 +196,10 @@ export class ServiceTokens {
    * Verifies a bearer token: signature (HS256 only), issuer, audience, expiry, and the credential not revoked.
    * `scope`, the request being served: the store's change feed is polled once for it (see ChangeFeed.pollOnce).
    */
-  async verify(token: string, scope?: object): Promise<TokenClaims> {
+  async verify(token: string, scope: object = {}): Promise<TokenClaims> {
+    // Without a request to poll for, this call is the scope: the change feed is polled once, not twice.
+    const known = this.knownClaims(token, scope);
+    if (known) return known;
     const now = Date.now();
     const keys = await this.currentKeys(now, scope);
     let claims = this.verified.get(token);
@@ -249,6 +252,26 @@ export class ServiceTokens {
       if (generation === this.credentialGeneration) this.credentialState.set(claims.credentialId, state);
     }
     if (state.revoked) throw unauthorized('The API credential behind this token was revoked');
+    return claims;
+  }
+
+  /**
+   * What `verify` would answer, when it can answer from what this process already knows: the token verified before,
+   * not expired, its key still accepted, the signing keys and the credential's state fresh (the change feed polled
+   * for `scope` first, as `verify` does). Undefined whenever any of that needs a look, or the answer would be a
+   * refusal: `verify` then decides. The API's routes call it first, so that a request with a known token waits for
+   * no promise before its handler runs.
+   */
+  knownClaims(token: string, scope?: object): TokenClaims | undefined {
+    this.store.changes.pollOnce(scope);
+    const now = Date.now();
+    if (this.keysStale || (!this.store.changes.live && now - this.keysReadAt > this.revocationCacheMs))
+      return undefined;
+    const claims = this.verified.get(token);
+    if (!claims || claims.expiresAt <= now || !((this.keys.byKid.get(claims.kid)?.retireAt ?? 0) > now))
+      return undefined;
+    const state = this.credentialState.get(claims.credentialId);
+    if (!state || state.revoked || now - state.checkedAt > this.revocationCacheMs) return undefined;
     return claims;
   }
 

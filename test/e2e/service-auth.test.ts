@@ -147,13 +147,21 @@ describe('bearer tokens', () => {
         })
       ).json()) as { access_token: string }
     ).access_token;
+    // Not verified yet: nothing known, so the route awaits a full check.
+    const { tokens } = h.running.services;
+    expect(tokens.knownClaims(t)).toBeUndefined();
     expect((await api(t)).status).toBe(200);
+    // Verified: the next request's check is answered from memory...
+    expect(tokens.knownClaims(t)?.credentialId).toBe(cred.id);
     const revoke = await fetch(`${h.url}/v1/api-credentials/${cred.id}`, {
       method: 'DELETE',
       headers: { authorization: `Bearer ${await validToken()}` },
     });
     expect(revoke.status).toBe(200);
+    // ...until the credential changes: then never, and the full check refuses it.
+    expect(tokens.knownClaims(t)).toBeUndefined();
     expect((await api(t)).status).toBe(401);
+    expect(tokens.knownClaims(t)).toBeUndefined();
     expect(
       (
         await tokenRequest({
