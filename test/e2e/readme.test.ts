@@ -22,13 +22,20 @@ function shellBlocks(section: string): string[] {
   return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-/** Runs a script in bash with -eu -o pipefail; resolves with its exit code and output. */
+/**
+ * Runs a script in bash with -eu -o pipefail; resolves with its exit code and output. Its standard input is not a
+ * socket (node's default pipes are socket pairs): Debian's bash reads /etc/bash.bashrc when it is, and that file's
+ * `$PS1` test fails under -u wherever PS1 is not exported.
+ */
 function bash(
   script: string,
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...env } });
+    const p = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
