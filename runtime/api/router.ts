@@ -5,7 +5,7 @@
  * (precompiled validators from generated/api/), handler, and one error renderer.
  *
  * Express is not on this path — the API does not use its middleware chain, which cost about 80 µs of CPU per
- * request on the hot routes (`ANY /proxy/*`, `POST /v1/tools/execute`; bench/RESULTS.md). Express serves what the
+ * request on the hot routes (`ANY /proxy/*`, `POST /v1/tools/execute`; bench/HISTORY.md). Express serves what the
  * table does not match: the dashboard, and the 404 of an unknown route.
  *
  * Matching is the same for every route:
@@ -93,8 +93,9 @@ function runMiddleware(mw: Middleware, req: IncomingMessage, res: ServerResponse
   let done = false;
   let failure: unknown;
   mw(req, res, (err) => {
-    if (settle) settle(err);
-    else [done, failure] = [true, err];
+    if (settle) return settle(err);
+    done = true;
+    failure = err;
   });
   if (done) {
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- the middleware's error, passed on unchanged

@@ -39,7 +39,7 @@ export const oneShotAgents = {
  * then 34 keys): 18 KB of garbage and about 65 µs per call, measured alone. So when a request uses no cache (none
  * of the service's does), its cache options are left out of that spread: only got's cache layer reads them, and
  * the spread of an empty object keeps one shape. With a cache, got's own method runs as it is. This takes the tool
- * call from about 580 to 450 µs of CPU (bench/RESULTS.md, issue 14, fourth part).
+ * call from about 580 to 450 µs of CPU (bench/HISTORY.md, issue 14, fourth part).
  */
 // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with `.call(options)`, as below
 export const gotNativeRequestOptions = Options.prototype.createNativeRequestOptions;
@@ -64,7 +64,7 @@ Options.prototype.createNativeRequestOptions = function (this: Options) {
  * but copies every key, twice per request: `http.request` assigns the options onto the URL's, and the agent
  * spreads them into a dictionary. The service's requests keep five of the 35 keys; in one process sending 16 at
  * a time, that took the client's CPU per request from 210-219 to 196-201 µs (medians of two runs of six rounds;
- * bench/RESULTS.md, issue 14). The copy is built key by key onto an empty literal, so it keeps one shape.
+ * bench/HISTORY.md, issue 14). The copy is built key by key onto an empty literal, so it keeps one shape.
  */
 function definedOnly(options: Record<string, unknown>): Record<string, unknown> {
   const defined: Record<string, unknown> = {};
@@ -75,14 +75,17 @@ function definedOnly(options: Record<string, unknown>): Record<string, unknown> 
   return defined;
 }
 
-/** The options got gives `http.request` for every request of the service's, when they hold nothing else. */
-const LEAN_OPTIONS: Readonly<Record<string, unknown>> = {
-  agent: undefined, // any agent
-  method: undefined, // any method
-  headers: undefined, // any headers
-  setHost: true, // node's default
-  checkServerIdentity: checkServerIdentity, // node's default
-};
+/**
+ * The options got gives `http.request` for the service's requests, each with the one value it must have (node's
+ * default), or undefined for any value.
+ */
+const LEAN_OPTIONS: ReadonlyMap<string, unknown> = new Map<string, unknown>([
+  ['agent', undefined],
+  ['method', undefined],
+  ['headers', undefined],
+  ['setHost', true],
+  ['checkServerIdentity', checkServerIdentity],
+]);
 
 /**
  * got's `request` function (its documented option for replacing `http.request`): the same request, given to node as
@@ -97,14 +100,16 @@ const LEAN_OPTIONS: Readonly<Record<string, unknown>> = {
  * has its `path` and the agent its protocol, so they are left out: host, port, path, method, headers and agent are what
  * node reads. The host header, the agent's connection pool key (host and port) and the TLS server name come out as
  * they did. A request that carries anything else (a TLS option, credentials in its URL) is sent as got sends it.
+ * With this and the body change of the same part a tool call's main thread ran 15 % fewer instructions
+ * (bench/RESULTS.md, issue 14, fifteenth part).
  */
 export function leanRequest(url: URL, options: Record<string, unknown>): http.ClientRequest {
   const secure = url.protocol === 'https:';
   const agent = options.agent as http.Agent | undefined;
   let plain = url.username === '' && url.password === '' && agent !== undefined;
   for (const key in options) {
-    const usual = LEAN_OPTIONS[key];
-    if (!(key in LEAN_OPTIONS) || (usual !== undefined && options[key] !== usual)) plain = false;
+    const usual = LEAN_OPTIONS.get(key);
+    if (!LEAN_OPTIONS.has(key) || (usual !== undefined && options[key] !== usual)) plain = false;
   }
   if (!plain) return (secure ? https : http).request(url, options);
   const hostname = url.hostname;
@@ -169,7 +174,7 @@ export interface ExchangeOptions {
  * upload alive. got copies the headers given, names in lower case; the instance's defaults join that copy, rather
  * than a `{ ...defaults }` the call's headers are added to, whose shape V8 would build anew on every call (README,
  * Performance). The client's CPU per request went from a median of 56.6 µs to 48.9 (`npx tsx bench/client-micro.ts`;
- * node:http 24.7), a tool call's by about 9 % (bench/RESULTS.md, issue 14, eleventh part).
+ * node:http 24.7), a tool call's by about 9 % (bench/HISTORY.md, issue 14, eleventh part).
  *
  * The headers got would add to its copy of them, it finds already there. got copies the headers for each request
  * (`{ ...headers }` in its options' constructor), then adds `content-length` for a body and, with decompression on,
@@ -177,7 +182,7 @@ export interface ExchangeOptions {
  * descriptor array and key cache per request, which V8 allocates in the old generation, about 320 bytes, most of
  * what a got request left there. The same header values, set here before got copies the headers, keep one shape.
  * In loops of 60 000 requests on this client, what outlived the young generation went from 386-776 to 49-100 bytes
- * per request, and a tool call's scavenges promote 11.6-12.1 KB instead of 36.3-37.8 (bench/RESULTS.md, issue 14,
+ * per request, and a tool call's scavenges promote 11.6-12.1 KB instead of 36.3-37.8 (bench/HISTORY.md, issue 14,
  * thirteenth part).
  *
  * A call with an AbortSignal takes got's call API: got's options cannot have a signal taken off again (its setter
@@ -232,7 +237,7 @@ export class PreparedClient {
  * response, as the README's UPSTREAM_TIMEOUT_MAX_MS says), so a provider that drips a byte at a time (never idle)
  * cannot hold a call forever. There is no idle (`socket`) timeout besides: the deadline already ends a stalled
  * answer, at most the connect timeout later than an idle timeout of the response timeout would, and the idle timer
- * cost every call about 2 µs of CPU, 4 % of got's own (bench/RESULTS.md, issue 14, eleventh part).
+ * cost every call about 2 µs of CPU, 4 % of got's own (bench/HISTORY.md, issue 14, eleventh part).
  */
 const clients = new Map<string, PreparedClient>();
 export function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): PreparedClient {
