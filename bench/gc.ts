@@ -8,7 +8,7 @@
  * from node's `gc` performance entries, bench/gc-observer.mjs).
  *
  * A state the collector falls into in some processes and not others shows only across fresh processes, not across
- * rounds of one: that is what this is for (bench/RESULTS.md, issue 14, tenth part). `--flags` adds node flags to
+ * rounds of one: that is what this is for (bench/HISTORY.md, issue 14, tenth part). `--flags` adds node flags to
  * every process; with `--against`, processes alternate between `--flags` and `--against` (N of each). Give
  * flags with `=`, as in `--against=--allocation-site-pretenuring`.
  */

@@ -3,7 +3,7 @@
  * for the request nearly every client sends.
  *
  * body-parser reads every body through raw-body, decodes it with iconv-lite and checks its type with type-is,
- * whatever it is: about 5 % of a tool call's CPU in a profile (bench/RESULTS.md, issue 14). A body announced by
+ * whatever it is: about 5 % of a tool call's CPU in a profile (bench/HISTORY.md, issue 14). A body announced by
  * Content-Length, not compressed, of type `application/json` with no charset or UTF-8, is read here instead:
  * its chunks gathered, decoded as UTF-8 (a byte order mark dropped, as iconv-lite does), and parsed as
  * body-parser parses it (an empty body is `{}`; in strict mode the text must start with `{` or `[`). What is
@@ -18,7 +18,7 @@ export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?
 
 /**
  * A body parser of Express's (body-parser), loaded with the first request that needs it: Express and its parsers
- * were about 30 ms of every start, for bodies few requests send (bench/RESULTS.md, issue 14, fifth part).
+ * were about 30 ms of every start, for bodies few requests send (bench/HISTORY.md, issue 14, fifth part).
  */
 export function expressParser(make: (e: typeof import('express')) => Middleware): Middleware {
   return loadOnFirstUse(async () => make((await import('express')).default));
