@@ -92,7 +92,7 @@ const LEAN_OPTIONS: ReadonlyMap<string, unknown> = new Map<string, unknown>([
  * one small options object instead of a URL plus got's options.
  *
  * got calls `http.request(url, options)` with the request's URL object. Node turns the URL into an options object of
- * nine keys (`urlToHttpOptions`), assigns got's five onto it, then copies the result twice more, into objects without a
+ * eight keys (`urlToHttpOptions`), assigns got's five onto it, then copies the result twice more, into objects without a
  * prototype, which V8 builds as dictionaries key by key: once in `ClientRequest` and once in the agent's `addRequest`,
  * which adds the agent's own options too (about twenty keys by then). Under callgrind those copies were about 80
  * thousand instructions of a tool call's 600 thousand (`Runtime_CopyDataProperties`, called from `addRequest` and
