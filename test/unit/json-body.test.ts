@@ -32,20 +32,25 @@ const server = http.createServer((req, res) => {
     res.end(JSON.stringify(outcome === undefined ? null : outcome));
   });
 });
-let port = 0;
-beforeAll(async () => {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
-});
-afterAll(() => {
-  server.closeAllConnections();
-  server.close();
-});
+/** Starts `s` on a free port before the suite's tests (or the enclosing describe's) and closes it after them. */
+function listening(s: http.Server): { port: number } {
+  const at = { port: 0 };
+  beforeAll(async () => {
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    at.port = (s.address() as AddressInfo).port;
+  });
+  afterAll(() => {
+    s.closeAllConnections();
+    s.close();
+  });
+  return at;
+}
+const at = listening(server);
 
 /** Sends `body` with `headers` to one parser; `declared` overrides the Content-Length sent (the socket then ends). */
 function send(path: string, body: Buffer, headers: Record<string, string>): Promise<Outcome> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: at.port, path, method: 'POST', headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -129,7 +134,7 @@ describe('jsonBody: what it leaves to body-parser', () => {
 describe('jsonBody: a body that does not arrive whole', () => {
   it('answers 400 when the client stops before the declared length, as body-parser does', async () => {
     const outcome = async (path: string) => {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect(at.port, '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
       socket.end(
         `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"a":1`,
@@ -167,19 +172,11 @@ describe('jsonBody: a body that came with its headers, and one that comes later'
     });
     returned = true;
   };
-  let timedPort = 0;
-  beforeAll(async () => {
-    await new Promise<void>((r) => timed.listen(0, '127.0.0.1', r));
-    timedPort = (timed.address() as AddressInfo).port;
-  });
-  afterAll(() => {
-    timed.closeAllConnections();
-    timed.close();
-  });
+  const timedAt = listening(timed);
 
   /** Writes raw requests on one connection, each after the answer to the one before; returns the answers' count. */
   async function onOneConnection(parts: string[][], pauseMs = 0): Promise<number> {
-    const socket = net.connect(timedPort, '127.0.0.1');
+    const socket = net.connect(timedAt.port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     let answers = 0;
     let text = '';
