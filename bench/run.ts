@@ -195,7 +195,7 @@ async function main() {
   const estimate =
     versions.length * STARTS * 3.5 +
     (1 + 2 * versions.length) * (WARMUP + ROUNDS * (SECONDS + 0.6)) +
-    STREAM_RUNS * 2 * (1 + versions.length) * 1.5 +
+    (STREAM_RUNS + 1) * 2 * (1 + versions.length) * 1.5 +
     versions.length * 50;
   console.error(
     `bench: ${versions.map((v) => v.label).join(' vs ')}; wrk and the fake upstream on core ${LOAD_CORE}, ` +
@@ -323,11 +323,16 @@ async function main() {
   const uploadFile = join(uploadDir, 'body');
   writeFileSync(uploadFile, '');
   truncateSync(uploadFile, STREAM_BYTES);
-  for (let run = 1; run <= STREAM_RUNS; run++) {
+  // Run 0 is a warm-up, reported but not judged: each process's first transfers of a run were its slowest (buffers
+  // and heap growing, the kernel's socket buffers tuning), as the load scenarios' first seconds are. From run 1 the
+  // baseline goes first in odd runs and last in even ones, so that a drift of the machine within a run does not
+  // always favour the same side.
+  for (let run = 0; run <= STREAM_RUNS; run++) {
     for (const s of services.values()) s.token = await serviceToken(s.url);
     for (const t of streamTargets.slice(1)) t.headers.authorization = `Bearer ${services.get(t.key)!.token}`;
+    const order = [streamTargets[0]!, ...inRound(streamTargets.slice(1), run - 1)];
     for (const kind of ['download', 'upload'] as const) {
-      for (const t of [streamTargets[0]!, ...inRound(streamTargets.slice(1), run - 1)]) {
+      for (const t of run % 2 === 0 && run > 0 ? [...order.slice(1), order[0]!] : order) {
         const path = kind === 'download' ? `/big?bytes=${STREAM_BYTES}` : '/upload';
         streams.push({
           run,

@@ -76,6 +76,24 @@ describe('GET /metrics', () => {
     expect(text).toContain('# TYPE acs_token_refreshes_total counter');
     expect(text).toContain('# TYPE acs_webhook_deliveries_total counter');
     expect(text).toContain('process_cpu_seconds_total');
+
+    // Counters are totals since start: a second scrape after more calls counts them on top of the first's, and a
+    // scrape changes no count (the first scrape's own request is counted by the second).
+    await h.client.executeTool({ toolName: 'helpdesk_tickets_list', ...who, toolInput: {} });
+    await h.client.executeTool({ toolName: 'helpdesk_tickets_list', ...who, toolInput: {} });
+    const again = await (await fetch(`${h.url}/metrics`)).text();
+    expect(sample(again, 'acs_http_requests_total{route="executeTool",status="200"}')).toBe(3);
+    expect(sample(again, 'acs_http_requests_total{route="executeTool",status="404"}')).toBe(1);
+    expect(sample(again, 'acs_http_requests_total{route="metrics",status="200"}')).toBe(1);
+    expect(
+      sample(again, 'acs_tool_executions_total{tool="helpdesk_tickets_list",connector="helpdesk",outcome="success"}'),
+    ).toBe(3);
+    expect(
+      sample(
+        again,
+        'acs_tool_executions_total{tool="helpdesk_ticket_get",connector="helpdesk",outcome="provider_error"}',
+      ),
+    ).toBe(1);
   });
 
   it('with METRICS_TOKEN, answers only a request that carries it', async () => {

@@ -133,6 +133,32 @@ describe('bearer tokens', () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/expired/);
   });
 
+  it('refuses a token that shares a known token’s signature, and reads the header as before', async () => {
+    const good = await validToken();
+    const { tokens } = h.running.services;
+    expect((await api(good)).status).toBe(200);
+    expect(tokens.knownClaims(good)).toBeDefined();
+    // The verified tokens are found by their signature part: another payload under the same signature is not the
+    // known token, and the full check refuses it.
+    const [header, payload, sig] = good.split('.');
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
+    const forged = `${header}.${Buffer.from(JSON.stringify({ ...claims, sub: 'cred_other' })).toString('base64url')}.${sig}`;
+    expect(tokens.knownClaims(forged)).toBeUndefined();
+    expect((await api(forged)).status).toBe(401);
+    expect(tokens.knownClaims(`${header}.${payload}x.${sig}`)).toBeUndefined();
+    // The known token still answers from memory.
+    expect(tokens.knownClaims(good)).toBeDefined();
+    // The scheme in any case and more than one space, as the header's grammar allows; anything after the token is
+    // refused.
+    const withHeader = (authorization: string) => fetch(`${h.url}/v1/connectors`, { headers: { authorization } });
+    expect((await withHeader(`bearer ${good}`)).status).toBe(200);
+    expect((await withHeader(`Bearer    ${good}`)).status).toBe(200);
+    expect((await withHeader(`Bearer ${good} extra`)).status).toBe(401);
+    expect((await withHeader(`Bearer ${good}.`)).status).toBe(401);
+    expect((await withHeader(`Basic ${good}`)).status).toBe(401);
+    expect((await withHeader('Bearer ')).status).toBe(401);
+  });
+
   it("stops a revoked credential's tokens at once", async () => {
     const res = await fetch(`${h.url}/v1/api-credentials`, {
       method: 'POST',
