@@ -34,7 +34,7 @@ const FIRST_NON_WHITESPACE = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d]|$)/;
  * Whether a request's body is all here: none declared (no Content-Length, no Transfer-Encoding), or its Content-Length's
  * worth of bytes waiting, unread, in the stream's buffer. Node sets `req.complete` only later: a body that came with
  * the headers is pushed into the buffer one microtask after the 'request' event, and the message marked complete after
- * that (bench/RESULTS.md, issue 14, fifteenth part).
+ * that (bench/HISTORY.md, issue 14, fifteenth part).
  */
 export function bodyArrived(req: IncomingMessage): boolean {
   if (req.complete) return true;

@@ -101,7 +101,7 @@ const LEAN_OPTIONS: ReadonlyMap<string, unknown> = new Map<string, unknown>([
  * node reads. The host header, the agent's connection pool key (host and port) and the TLS server name come out as
  * they did. A request that carries anything else (a TLS option, credentials in its URL) is sent as got sends it.
  * With this and the body change of the same part a tool call's main thread ran 15 % fewer instructions
- * (bench/RESULTS.md, issue 14, fifteenth part).
+ * (bench/HISTORY.md, issue 14, fifteenth part).
  */
 export function leanRequest(url: URL, options: Record<string, unknown>): http.ClientRequest {
   const secure = url.protocol === 'https:';
