@@ -323,8 +323,8 @@ async function main() {
   const uploadFile = join(uploadDir, 'body');
   writeFileSync(uploadFile, '');
   truncateSync(uploadFile, STREAM_BYTES);
-  // Run 0 is a warm-up, reported but not judged: each process's first transfers of a run were its slowest (buffers
-  // and heap growing, the kernel's socket buffers tuning), as the load scenarios' first seconds are. From run 1 the
+  // Run 0 is a warm-up, reported but not judged, as the load scenarios have theirs: in every run measured, the first
+  // transfer through the baseline was its slowest each way (bench/RESULTS.md, sixteenth part). From run 1 the
   // baseline goes first in odd runs and last in even ones, so that a drift of the machine within a run does not
   // always favour the same side.
   for (let run = 0; run <= STREAM_RUNS; run++) {
