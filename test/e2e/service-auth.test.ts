@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { openKeySet, SIGNING_KEY_META } from '../../runtime/auth/signing-keys.ts';
+import { ServiceTokens } from '../../runtime/auth/service-auth.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -195,6 +196,33 @@ describe('bearer tokens', () => {
         })
       ).status,
     ).toBe(401);
+  });
+});
+
+describe('bearer tokens while the change feed is not live', () => {
+  it('are answered from memory only while the signing keys were read within the revocation window', async () => {
+    const { store, sealer, config } = h.running.services;
+    // A second token checker on the same store, with a one-second window: its keys are read at init.
+    const tokens = new ServiceTokens(store, sealer, config.publicUrl, config.tokenTtlSeconds, 1_000);
+    await tokens.init();
+    const token = await validToken();
+    await new Promise((r) => setTimeout(r, 1_100));
+    // Verified now (the credential's state read now); with a live feed the keys are not read again, so they date
+    // from init, more than the window ago.
+    expect(store.changes.live).toBe(true);
+    expect((await tokens.verify(token)).clientId).toBe(TEST_CLIENT_ID);
+    expect(tokens.knownClaims(token)?.clientId).toBe(TEST_CLIENT_ID);
+    store.changes.live = false;
+    try {
+      // Without the feed, a change to the keys might not have reached this process: the token is not answered
+      // from memory, though the credential's state is fresh...
+      expect(tokens.knownClaims(token)).toBeUndefined();
+      // ...and a full check reads the keys again, after which it is.
+      expect((await tokens.verify(token)).clientId).toBe(TEST_CLIENT_ID);
+      expect(tokens.knownClaims(token)?.clientId).toBe(TEST_CLIENT_ID);
+    } finally {
+      store.changes.live = true;
+    }
   });
 });
 
