@@ -54,6 +54,10 @@ export interface Config {
   webhookAllowedHosts: string[];
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
+  /** An idle keep-alive connection (HTTP/1.1), or an HTTP/2 session with no open stream, is closed after this long. */
+  keepAliveTimeoutMs: number;
+  /** HTTP/2 (gRPC) sessions one client address may hold at once; a further one is refused. */
+  http2MaxSessionsPerClient: number;
   /** Worker processes sharing the port (node:cluster); 1 runs the service in this process. */
   workers: number;
   /** Native TLS (TLS_CERT_FILE and TLS_KEY_FILE): HTTPS with ALPN h2 and http/1.1 on the port; else plain HTTP. */
@@ -216,6 +220,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
+    keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
+    http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,
     tls,
   };
 }

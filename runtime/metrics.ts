@@ -14,6 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServerResponse } from 'node:http';
 import type { Store } from './store/types.ts';
+import type { Http2GuardCounts } from './scalekit/h2-limits.ts';
 
 type HistogramChild = ReturnType<Histogram['labels']>;
 
@@ -140,6 +141,23 @@ export class Metrics {
 
   webhookDelivery(event: string, outcome: 'success' | 'failure'): void {
     this.deliveries.labels(event, outcome).inc();
+  }
+
+  /** Publishes what the HTTP/2 guard refused or cut (runtime/scalekit/h2-limits.ts), read at each scrape. */
+  watchHttp2(counts: Http2GuardCounts): void {
+    const guarded: Counter = new Counter({
+      name: 'acs_http2_guard_total',
+      help: 'HTTP/2 sessions and streams the limits refused or cut, by what happened',
+      labelNames: ['what'],
+      registers: [this.registry],
+      collect: (): void =>
+        publish(guarded, [
+          { labels: { what: 'session_refused' }, value: counts.sessionsRefused },
+          { labels: { what: 'session_idle_closed' }, value: counts.sessionsIdleClosed },
+          { labels: { what: 'stream_timed_out' }, value: counts.streamsTimedOut },
+          { labels: { what: 'reset_flood_stopped' }, value: counts.resetFloodsStopped },
+        ]),
+    });
   }
 }
 

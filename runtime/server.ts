@@ -7,6 +7,7 @@ import { routeTable } from './api/routes.ts';
 import { Router } from './api/router.ts';
 import { renderError } from './api/respond.ts';
 import { sharePortWithHttp2, sharePortWithTls } from './scalekit/same-port.ts';
+import { guardHttp2, http2Limits, http2ServerOptions } from './scalekit/h2-limits.ts';
 
 /**
  * The service's HTTP handler. Every route of the API is in one table (runtime/api/routes.ts) and served by its
@@ -83,11 +84,19 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
     requestTimeout: config.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(shortest / 4))),
   });
-  server.keepAliveTimeout = 65_000;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
   // Scalekit's SDK speaks gRPC over HTTP/2 to the same address (runtime/scalekit/): h2c on a plain port, h2
   // negotiated by ALPN with native TLS. Both sides of the port exist before it opens, so that a client gets its
   // own protocol (and TLS) from the first connection on, a 503 "starting" included.
-  const h2 = http2.createServer();
+  const h2limits = http2Limits({
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
+    keepAliveTimeoutMs: server.keepAliveTimeout,
+    maxSessionsPerClient: config.http2MaxSessionsPerClient,
+  });
+  const h2 = http2.createServer(http2ServerOptions(h2limits));
+  const h2counts = guardHttp2(h2, h2limits);
   const endHttp2 = config.tls
     ? sharePortWithTls(server, h2, config.tls, server.headersTimeout)
     : sharePortWithHttp2(server, h2, server.headersTimeout);
@@ -118,13 +127,14 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
   });
   server.off('request', starting);
   h2.off('request', starting);
+  services.metrics.watchHttp2(h2counts);
   const handler = createHandler(services);
   server.on('request', handler);
   // gRPC's code (Connect, protobuf, the AgentKit descriptors) is loaded on the first HTTP/2 request: a service that
   // never gets one never loads it.
   let grpc: Promise<(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void> | undefined;
   h2.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    grpc ??= import('./scalekit/grpc.ts').then((m) => m.createGrpcHandler(services, handler));
+    grpc ??= import('./scalekit/grpc.ts').then((m) => m.createGrpcHandler(services));
     grpc.then(
       (serve) => serve(req, res),
       (e: unknown) => {

@@ -1,36 +1,27 @@
 import http2 from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  createContextValues,
+  type ConnectRouter,
+  type HandlerContext,
+} from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { TokenClaims } from '../auth/service-auth.ts';
+import { requestId } from '../ids.ts';
 import type { Services } from '../services.ts';
 import { ScalekitCalls } from './calls.ts';
 import { toConnectError } from './errors.ts';
 import { ConnectedAccountService, ConnectionService, ToolService } from './descriptors.ts';
-
-/**
- * The service's bearer token, as every REST endpoint takes it. The SDK sends its first call without one and
- * fetches a token on UNAUTHENTICATED, so a missing, bad or expired token must answer exactly that.
- */
-async function authenticate(s: Services, ctx: HandlerContext): Promise<void> {
-  const h = ctx.requestHeader.get('authorization');
-  if (!h || !/^Bearer\s+\S+$/i.test(h))
-    throw new ConnectError(
-      'Send authorization: Bearer <token>; get a token from POST /oauth/token',
-      Code.Unauthenticated,
-    );
-  try {
-    await s.tokens.verify(h.replace(/^Bearer\s+/i, ''));
-  } catch {
-    throw new ConnectError('The bearer token is invalid, expired or revoked', Code.Unauthenticated);
-  }
-}
 
 /** Scalekit's AgentKit services on this service's calls, every method behind the bearer token. */
 export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
   const call =
     <Req, Res>(fn: (r: Req) => Promise<Res>) =>
     async (req: Req, ctx: HandlerContext): Promise<Res> => {
-      await authenticate(s, ctx);
+      // Checked before the message was read (createGrpcHandler); a call that reached here without it is a bug.
+      if (!ctx.values.get(CLAIMS)) throw new ConnectError('Not authenticated', Code.Unauthenticated);
       try {
         return await fn(req);
       } catch (e) {
@@ -59,32 +50,122 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
   };
 }
 
+/** The verified token of the call, set before Connect reads the message. */
+const CLAIMS = createContextKey<TokenClaims | undefined>(undefined);
+
+/** `/<package.Service>/<Method>` of every method served: the only paths whose messages are ever read. */
+function procedurePaths(): Set<string> {
+  const paths = new Set<string>();
+  for (const service of [ConnectedAccountService, ToolService, ConnectionService])
+    for (const method of service.methods) paths.add(`/${service.typeName}/${method.name}`);
+  return paths;
+}
+
+const UNAUTHENTICATED = 'Send authorization: Bearer <token>; get a token from POST /oauth/token';
+const BAD_TOKEN = 'The bearer token is invalid, expired or revoked';
+
+type Request = http2.Http2ServerRequest;
+type Response = http2.Http2ServerResponse;
+
 /**
- * The HTTP/2 side of the port: gRPC (and the Connect protocol) for the SDK; any other HTTP/2 request goes to
- * `fallback`, the service's HTTP handler.
+ * Ends the stream once the answer is out, whatever the client is still sending: a refused call's body is never
+ * read (RFC 9113, section 8.1: a complete response, then RST_STREAM with NO_ERROR).
  */
-export function createGrpcHandler(
-  s: Services,
-  fallback: (req: IncomingMessage, res: ServerResponse) => void,
-): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
-  return connectNodeAdapter({
+function endWithoutReading(res: Response): void {
+  res.once('finish', () => {
+    if (!res.stream.closed) res.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  });
+}
+
+/** A call refused before its message is read: trailers-only for gRPC, the Connect protocol's JSON error otherwise. */
+function refuseCall(req: Request, res: Response, code: Code, message: string): void {
+  endWithoutReading(res);
+  if (String(req.headers['content-type'] ?? '').startsWith('application/grpc')) {
+    res.writeHead(200, {
+      'content-type': 'application/grpc',
+      'grpc-status': String(code),
+      'grpc-message': encodeURIComponent(message),
+    });
+    res.end();
+    return;
+  }
+  const status = code === Code.Unauthenticated ? 401 : code === Code.Unimplemented ? 404 : 400;
+  const name =
+    code === Code.Unauthenticated
+      ? 'unauthenticated'
+      : code === Code.Unimplemented
+        ? 'unimplemented'
+        : 'invalid_argument';
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ code: name, message }));
+}
+
+/**
+ * Any HTTP/2 request that is not a call of a served method: the HTTP API, the dashboard and the proxy are served
+ * over HTTP/1.1 (h2 is negotiated only with clients that offer nothing else), so the answer is a clear refusal in
+ * the API's error shape. Never the HTTP/1.1 handler: Express rewrites a request's prototype, which an HTTP/2
+ * request does not survive.
+ */
+function refuseHttp2(req: Request, res: Response): void {
+  const id = requestId();
+  endWithoutReading(res);
+  res.writeHead(400, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-request-id': id,
+    'x-error-source': 'service',
+  });
+  res.end(
+    JSON.stringify({
+      error: {
+        code: 'http2_not_served',
+        message: `HTTP/2 on this port serves gRPC only; send ${req.method} ${req.url.slice(0, 200)} over HTTP/1.1`,
+      },
+      request_id: id,
+    }),
+  );
+}
+
+/**
+ * The HTTP/2 side of the port: gRPC (and the Connect protocol) for the SDK. A call's token is checked before its
+ * message is read, and messages are bounded (BODY_LIMIT_BYTES, compressed and inflated alike), so an
+ * unauthenticated client can make the service read nothing; any other HTTP/2 request gets a refusal.
+ */
+export function createGrpcHandler(s: Services): (req: Request, res: Response) => void {
+  const paths = procedurePaths();
+  const claims = new WeakMap<object, TokenClaims>();
+  const serve = connectNodeAdapter({
     routes: scalekitRoutes(s),
     grpc: true,
     grpcWeb: false,
     connect: true,
-    fallback: ((req: IncomingMessage, res: ServerResponse) => {
-      // A gRPC call to a service not served here (the SDK's SSO or directory clients): UNIMPLEMENTED, as
-      // trailers only, rather than the HTTP handler's refusal of HTTP/2.
-      if (String(req.headers['content-type'] ?? '').startsWith('application/grpc')) {
-        res.writeHead(200, {
-          'content-type': 'application/grpc',
-          'grpc-status': String(Code.Unimplemented),
-          'grpc-message': encodeURIComponent(`${req.url ?? ''} is not served here`),
-        });
-        res.end();
-        return;
-      }
-      fallback(req, res);
-    }) as never,
+    readMaxBytes: s.config.bodyLimitBytes,
+    contextValues: (req) => createContextValues().set(CLAIMS, claims.get(req)),
   });
+  return (req, res) => {
+    if (req.stream.closed || req.stream.destroyed) return;
+    const path = req.url.split('?')[0]!;
+    if (!paths.has(path)) {
+      // A gRPC call to a service not served here (the SDK's SSO or directory clients): UNIMPLEMENTED.
+      if (String(req.headers['content-type'] ?? '').startsWith('application/grpc'))
+        return refuseCall(req, res, Code.Unimplemented, `${path.slice(0, 200)} is not served here`);
+      return refuseHttp2(req, res);
+    }
+    const h = req.headers.authorization;
+    if (!h || !/^Bearer\s+\S+$/i.test(h)) return refuseCall(req, res, Code.Unauthenticated, UNAUTHENTICATED);
+    const token = h.replace(/^Bearer\s+/i, '');
+    const known = s.tokens.knownClaims(token);
+    if (known) {
+      claims.set(req, known);
+      return serve(req, res);
+    }
+    s.tokens.verify(token).then(
+      (verified) => {
+        if (req.stream.closed || req.stream.destroyed) return;
+        claims.set(req, verified);
+        serve(req, res);
+      },
+      () => refuseCall(req, res, Code.Unauthenticated, BAD_TOKEN),
+    );
+  };
 }
