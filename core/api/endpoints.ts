@@ -326,7 +326,7 @@ export const endpoints = {
       type: 'object',
       required: ['q'],
       properties: {
-        q: S.requiredText({ description: 'The task, in natural language' }),
+        q: S.requiredText({ maxLength: 1000, description: 'The task, in natural language (at most 1,000 characters)' }),
         limit: {
           type: 'integer',
           minimum: 1,

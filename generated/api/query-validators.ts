@@ -313,7 +313,12 @@ const schema12 = {
   type: 'object',
   required: ['q'],
   properties: {
-    q: { type: 'string', minLength: 1, description: 'The task, in natural language' },
+    q: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 1000,
+      description: 'The task, in natural language (at most 1,000 characters)',
+    },
     limit: {
       type: 'integer',
       minimum: 1,
@@ -374,17 +379,31 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
       if (typeof data0 === 'string') {
-        if (func52(data0) < 1) {
+        if (func52(data0) > 1000) {
           const err2 = {
+            instancePath: instancePath + '/q',
+            schemaPath: '#/properties/q/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1000 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+        if (func52(data0) < 1) {
+          const err3 = {
             instancePath: instancePath + '/q',
             schemaPath: '#/properties/q/minLength',
             keyword: 'minLength',
             params: { limit: 1 },
           };
           if (vErrors === null) {
-            vErrors = [err2];
+            vErrors = [err3];
           } else {
-            vErrors.push(err2);
+            vErrors.push(err3);
           }
           errors++;
         }
@@ -402,16 +421,16 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         ) {
           coerced1 = +data1;
         } else {
-          const err3 = {
+          const err4 = {
             instancePath: instancePath + '/limit',
             schemaPath: '#/properties/limit/type',
             keyword: 'type',
             params: { type: 'integer' },
           };
           if (vErrors === null) {
-            vErrors = [err3];
+            vErrors = [err4];
           } else {
-            vErrors.push(err3);
+            vErrors.push(err4);
           }
           errors++;
         }
@@ -425,30 +444,30 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
     }
     if (typeof data1 == 'number' && isFinite(data1)) {
       if (data1 > 1000 || isNaN(data1)) {
-        const err4 = {
+        const err5 = {
           instancePath: instancePath + '/limit',
           schemaPath: '#/properties/limit/maximum',
           keyword: 'maximum',
           params: { comparison: '<=', limit: 1000 },
         };
         if (vErrors === null) {
-          vErrors = [err4];
+          vErrors = [err5];
         } else {
-          vErrors.push(err4);
+          vErrors.push(err5);
         }
         errors++;
       }
       if (data1 < 1 || isNaN(data1)) {
-        const err5 = {
+        const err6 = {
           instancePath: instancePath + '/limit',
           schemaPath: '#/properties/limit/minimum',
           keyword: 'minimum',
           params: { comparison: '>=', limit: 1 },
         };
         if (vErrors === null) {
-          vErrors = [err5];
+          vErrors = [err6];
         } else {
-          vErrors.push(err5);
+          vErrors.push(err6);
         }
         errors++;
       }
@@ -464,16 +483,16 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
           } else if (data2 === null) {
             coerced2 = '';
           } else {
-            const err6 = {
+            const err7 = {
               instancePath: instancePath + '/connector',
               schemaPath: '#/properties/connector/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err6];
+              vErrors = [err7];
             } else {
-              vErrors.push(err6);
+              vErrors.push(err7);
             }
             errors++;
           }
@@ -487,11 +506,11 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err8];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err8);
     }
     errors++;
   }

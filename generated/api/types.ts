@@ -594,7 +594,7 @@ export interface ListToolsQuery {
 }
 export interface SearchToolsQuery {
   /**
-   * The task, in natural language
+   * The task, in natural language (at most 1,000 characters)
    */
   q: string;
   /**

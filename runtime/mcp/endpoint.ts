@@ -22,7 +22,7 @@ import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
 import { mcpTool } from '../tools/llm-formats.ts';
-import { createToolSearch, type ToolSearch } from '../tools/search.ts';
+import { createToolSearch, MAX_QUERY_CHARS, type ToolSearch } from '../tools/search.ts';
 import { suggest } from '../tools/validation.ts';
 import { McpServers, McpUrlRefused, type ExposedTool, type McpScope } from './servers.ts';
 
@@ -48,7 +48,12 @@ const SEARCH_TOOLS: Tool = {
   inputSchema: {
     type: 'object',
     properties: {
-      query: { type: 'string', minLength: 1, description: 'The task, in plain words' },
+      query: {
+        type: 'string',
+        minLength: 1,
+        maxLength: MAX_QUERY_CHARS,
+        description: `The task, in plain words (at most ${MAX_QUERY_CHARS} characters)`,
+      },
       limit: { type: 'integer', minimum: 1, maximum: SEARCH_MAX, default: 5, description: 'Most tools to return' },
     },
     required: ['query'],
@@ -216,6 +221,8 @@ export class McpEndpoint {
     const { query, limit = 5 } = args;
     if (typeof query !== 'string' || !query.trim())
       return text('Invalid input: query must describe the task in words', true);
+    if (query.length > MAX_QUERY_CHARS)
+      return text(`Invalid input: query must be at most ${MAX_QUERY_CHARS} characters (it has ${query.length})`, true);
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > SEARCH_MAX)
       return text(`Invalid input: limit must be an integer from 1 to ${SEARCH_MAX}`, true);
     if (!available.size) return text(JSON.stringify({ tools: [] }));

@@ -149,6 +149,27 @@ function words(text: string): string {
     .trim();
 }
 
+/**
+ * Bounds on what a query makes the index do. MiniSearch's fuzzy match costs about (term length) × (edit distance)
+ * per node it visits, and its distance grows with the term: one 60,000-character term took 3.4 GB. A query is at
+ * most MAX_QUERY_CHARS characters (refused beyond, before any work), of which the first MAX_QUERY_TERMS words
+ * count, each cut to MAX_TERM_CHARS characters, with an edit distance of at most MAX_FUZZY.
+ */
+export const MAX_QUERY_CHARS = 1000;
+export const MAX_QUERY_TERMS = 64;
+export const MAX_TERM_CHARS = 32;
+const MAX_FUZZY = 2;
+
+const tokenize = MiniSearch.getDefault('tokenize') as (text: string) => string[];
+
+/** The words of a query that are searched, after the phrase rewrites, at most MAX_QUERY_TERMS. */
+export function queryWords(query: string): string[] {
+  return tokenize(rewritePhrases(query))
+    .filter(Boolean)
+    .slice(0, MAX_QUERY_TERMS)
+    .map((w) => w.slice(0, MAX_TERM_CHARS));
+}
+
 function queryTerm(term: string): string[] | null {
   const base = processTerm(term);
   if (base === null) return null;
@@ -228,6 +249,7 @@ export function createToolSearch(
         boost: BOOST,
         prefix: (term) => term.length >= 4,
         fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
+        maxFuzzy: MAX_FUZZY,
         combineWith: 'OR',
         processTerm: queryTerm,
       },
@@ -241,6 +263,11 @@ export function createToolSearch(
     if (typeof query !== 'string' || !query.trim()) {
       throw badRequest('Invalid search', [{ field: 'q', message: 'must describe the task in words' }]);
     }
+    if (query.length > MAX_QUERY_CHARS) {
+      throw badRequest('Invalid search', [
+        { field: 'q', message: `must be at most ${MAX_QUERY_CHARS} characters (it has ${query.length})` },
+      ]);
+    }
     if (!Number.isInteger(limit) || limit < 1 || limit > toolset.size) {
       throw badRequest('Invalid search', [{ field: 'limit', message: `must be an integer from 1 to ${toolset.size}` }]);
     }
@@ -251,7 +278,7 @@ export function createToolSearch(
       ]);
     }
     const results = searchIndex().search(
-      rewritePhrases(query),
+      queryWords(query).join(' '),
       connector ? { filter: (r) => r.connector === connector } : undefined,
     );
     return results.slice(0, limit).map((r) => {
