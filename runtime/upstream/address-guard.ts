@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import { domainToASCII } from 'node:url';
 import CacheableLookup from 'cacheable-lookup';
 import ipaddr from 'ipaddr.js';
 
@@ -117,7 +118,7 @@ export function resolverLookup(
   const cb = (typeof options === 'function' ? options : callback)!;
   const opts: LookupOptions =
     typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
-  const name = hostname.toLowerCase().replace(/\.$/, '');
+  const name = normalizeHost(hostname);
   const answer = (list: LookupAddress[]) => {
     const wanted = opts.family === 4 || opts.family === 6 ? list.filter((a) => a.family === opts.family) : list;
     if (!wanted.length) {
@@ -164,8 +165,9 @@ export function guardedLookup(
     const list = addresses;
     const bad = list.find((a) => !isPublicAddress(a.address));
     if (bad || !list.length) {
+      // The address itself is not told: the message reaches the API client, and would map internal names.
       const e: NodeJS.ErrnoException = new Error(
-        `${hostname} resolves to ${bad?.address ?? 'no address'}, which is not a public address`,
+        bad ? `${hostname} resolves to an address that is not public` : `${hostname} resolves to no address`,
       );
       e.code = NOT_PUBLIC;
       return cb(e, []);
@@ -187,13 +189,20 @@ export const guardedOneShotAgents = {
   https: new https.Agent({ keepAlive: false, lookup: guardedLookup }),
 };
 
-/** `host:port` of a URL (the scheme's default port when none is given), host lower-case without brackets. */
+/**
+ * A host name in the one form every check compares: IDN as punycode (what the URL parser makes of a Unicode name),
+ * lower case, without IPv6 brackets or a trailing dot (`LocalHost.` is `localhost`).
+ */
+export function normalizeHost(host: string): string {
+  const bare = host.trim().replace(/^\[|\]$/g, '');
+  const ascii = isIP(bare) ? bare : domainToASCII(bare) || bare;
+  return ascii.toLowerCase().replace(/\.+$/, '');
+}
+
+/** `host:port` of a URL (the scheme's default port when none is given), the host in its normal form. */
 export function hostAndPort(u: URL): string {
   const port = u.port || (u.protocol === 'https:' ? '443' : u.protocol === 'http:' ? '80' : '');
-  return `${u.hostname
-    .toLowerCase()
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '')}:${port}`;
+  return `${normalizeHost(u.hostname)}:${port}`;
 }
 
 /** Whether `host:port` is a configured one, or on a subdomain of one with the same port. */

@@ -106,7 +106,7 @@ describe('MCP requests', () => {
       const lookups = asked.length;
       const byName = `http://mcp.internal.test:${sentinel.port}/mcp`;
       const e = await refusal(s.upstream.callMcpTool(live, byName, 'list_meetings', {}));
-      expect(e.message).toContain('mcp.internal.test resolves to 127.0.0.1, which is not a public address');
+      expect(e.message).toContain('mcp.internal.test resolves to an address that is not public');
       await refusal(s.upstream.listMcpTools(live, byName));
       // The refusal came from the lookup the socket would have used.
       expect(asked.slice(lookups)).toContain('mcp.internal.test');
@@ -144,7 +144,7 @@ describe('MCP discovery', () => {
       const { link } = await h.client.getAuthorizationLink({ connectionName: 'notes-meta', identifier: 'u' });
       const start = await fetch(link, { redirect: 'manual' });
       expect(start.status).toBe(502);
-      expect(await start.text()).toContain('meta.internal.test resolves to 127.0.0.1, which is not a public address');
+      expect(await start.text()).toContain('meta.internal.test resolves to an address that is not public');
       expect(asked.slice(lookups)).toContain('meta.internal.test');
       // The configured resource got the unauthenticated probe, the SDK's initialize; the named host got nothing.
       expect(resource.requests.map((r) => JSON.parse(r.body.toString()).method)).toEqual(['initialize']);
@@ -230,7 +230,7 @@ describe('MCP discovery', () => {
         .catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ConnectorServiceError);
       expect((e as ConnectorServiceError).code).toBe('upstream_host_not_public');
-      expect((e as ConnectorServiceError).message).toContain('tokens.internal.test resolves to 127.0.0.1');
+      expect((e as ConnectorServiceError).message).toContain('tokens.internal.test resolves to an address that is not public');
       expect(mcp.unauthorized).toBe(2); // the discovery probe, and the tool call
       expect(as.counts.register).toBe(1);
       expect(asked.slice(lookups)).toContain('tokens.internal.test');

@@ -4,7 +4,7 @@
  * IPv4 address, and public addresses that must pass.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { isPublicAddress } from '../../runtime/upstream/address-guard.ts';
+import { hostAndPort, isConfiguredHost, isPublicAddress, normalizeHost } from '../../runtime/upstream/address-guard.ts';
 import { record, tallied, type Tally } from '../reliability/summary.ts';
 
 /** [range, registry entry, addresses in it] — none of them public. */
@@ -108,4 +108,19 @@ describe('the public-address check against the IANA special-purpose registries',
       for (const a of PUBLIC) expect(isPublicAddress(a), a).toBe(true);
       return Promise.resolve();
     }));
+});
+
+describe('host names in one normal form before any decision (issue 34, finding 8)', () => {
+  it('folds case, trailing dots, brackets and IDN, so an allowlist or a refusal sees one name', () => {
+    expect(normalizeHost('localhost.')).toBe('localhost');
+    expect(normalizeHost('LOCALHOST..')).toBe('localhost');
+    expect(normalizeHost('[::1]')).toBe('::1');
+    expect(normalizeHost('Bücher.Example.')).toBe('xn--bcher-kva.example');
+    expect(hostAndPort(new URL('http://LocalHost.:9/x'))).toBe('localhost:9');
+    expect(hostAndPort(new URL('https://bücher.example./'))).toBe('xn--bcher-kva.example:443');
+    // A configured host matches however the request spells it.
+    expect(isConfiguredHost(hostAndPort(new URL('http://API.Example.com.:8080/')), ['api.example.com:8080'])).toBe(
+      true,
+    );
+  });
 });
