@@ -109,6 +109,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     void store.pruneActivity(now - 30 * 86_400_000).catch(() => {});
   }, 3_600_000);
   sweepTimer.unref();
+  // A never-connected account left PENDING_VERIFICATION by a verification that expired waits for a connection again.
+  const verificationTimer = setInterval(
+    () => void oauth.settleExpiredVerifications(Date.now()).catch(() => {}),
+    60_000,
+  );
+  verificationTimer.unref();
 
   return {
     config,
@@ -132,6 +138,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     async close() {
       clearInterval(touchTimer);
       clearInterval(sweepTimer);
+      clearInterval(verificationTimer);
       await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});

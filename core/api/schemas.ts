@@ -610,6 +610,13 @@ const mcpToolNames = nameList(
 );
 const mcpConnectionNames = nameList("Connection names: every tool of each connection's connector is exposed");
 
+const mcpVerifyDescription =
+  "Where the authorization links this server's tools hand out (an account not connected yet) send the user after " +
+  "authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier " +
+  'and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to ' +
+  "anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them";
+const mcpVerifyUrl: JsonSchema = { type: ['string', 'null'], maxLength: 2048, description: mcpVerifyDescription };
+
 /** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
 export const mcpServer: JsonSchema = {
   type: 'object',
@@ -622,6 +629,7 @@ export const mcpServer: JsonSchema = {
     'tool_count',
     'active_urls',
     'mcp_endpoint',
+    'user_verify_url',
     'created_at',
     'updated_at',
   ],
@@ -639,6 +647,7 @@ export const mcpServer: JsonSchema = {
       description:
         'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
     },
+    user_verify_url: { type: ['string', 'null'], description: mcpVerifyDescription },
     created_at: dateTime,
     updated_at: dateTime,
   },
@@ -653,6 +662,7 @@ export const mcpServerCreate: JsonSchema = {
     mode: { ...mcpMode, enum: [...MCP_MODES, null] },
     tools: orNull(mcpToolNames),
     connections: orNull(mcpConnectionNames),
+    user_verify_url: mcpVerifyUrl,
   },
 };
 
@@ -664,6 +674,7 @@ export const mcpServerUpdate: JsonSchema = {
     mode: { ...mcpMode, enum: [...MCP_MODES, null] },
     tools: orNull(mcpToolNames),
     connections: orNull(mcpConnectionNames),
+    user_verify_url: { ...mcpVerifyUrl, description: `${mcpVerifyDescription}. An empty string removes it` },
   },
 };
 

@@ -423,6 +423,10 @@ export interface McpServer {
    * The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier
    */
   mcp_endpoint: string;
+  /**
+   * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
+   */
+  user_verify_url: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -447,6 +451,10 @@ export interface McpServerCreate {
    * @maxItems 1000
    */
   connections?: string[] | null;
+  /**
+   * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
+   */
+  user_verify_url?: string | null;
 }
 export interface McpServerUpdate {
   name?: string | null;
@@ -466,6 +474,10 @@ export interface McpServerUpdate {
    * @maxItems 1000
    */
   connections?: string[] | null;
+  /**
+   * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it
+   */
+  user_verify_url?: string | null;
 }
 export interface McpUrl {
   id: string;

@@ -2658,6 +2658,12 @@ const schema29 = {
       items: { type: 'string', minLength: 1, maxLength: 200 },
       description: "Connection names: every tool of each connection's connector is exposed",
     },
+    user_verify_url: {
+      type: ['string', 'null'],
+      maxLength: 2048,
+      description:
+        "Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them",
+    },
   },
 };
 function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -2674,7 +2680,13 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name' || key0 === 'mode' || key0 === 'tools' || key0 === 'connections')) {
+      if (!(
+        key0 === 'name' ||
+        key0 === 'mode' ||
+        key0 === 'tools' ||
+        key0 === 'connections' ||
+        key0 === 'user_verify_url'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2898,12 +2910,45 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.user_verify_url !== undefined && func0.call(data, 'user_verify_url')) {
+      let data6 = data.user_verify_url;
+      if (typeof data6 !== 'string' && data6 !== null) {
+        const err15 = {
+          instancePath: instancePath + '/user_verify_url',
+          schemaPath: '#/properties/user_verify_url/type',
+          keyword: 'type',
+          params: { type: schema29.properties.user_verify_url.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+      if (typeof data6 === 'string') {
+        if (func54(data6) > 2048) {
+          const err16 = {
+            instancePath: instancePath + '/user_verify_url',
+            schemaPath: '#/properties/user_verify_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err16];
+          } else {
+            vErrors.push(err16);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err15];
+      vErrors = [err17];
     } else {
-      vErrors.push(err15);
+      vErrors.push(err17);
     }
     errors++;
   }
@@ -3002,6 +3047,12 @@ const schema31 = {
       items: { type: 'string', minLength: 1, maxLength: 200 },
       description: "Connection names: every tool of each connection's connector is exposed",
     },
+    user_verify_url: {
+      type: ['string', 'null'],
+      maxLength: 2048,
+      description:
+        "Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it",
+    },
   },
 };
 function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -3009,7 +3060,13 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name' || key0 === 'mode' || key0 === 'tools' || key0 === 'connections')) {
+      if (!(
+        key0 === 'name' ||
+        key0 === 'mode' ||
+        key0 === 'tools' ||
+        key0 === 'connections' ||
+        key0 === 'user_verify_url'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3234,12 +3291,45 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.user_verify_url !== undefined && func0.call(data, 'user_verify_url')) {
+      let data6 = data.user_verify_url;
+      if (typeof data6 !== 'string' && data6 !== null) {
+        const err14 = {
+          instancePath: instancePath + '/user_verify_url',
+          schemaPath: '#/properties/user_verify_url/type',
+          keyword: 'type',
+          params: { type: schema31.properties.user_verify_url.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (typeof data6 === 'string') {
+        if (func54(data6) > 2048) {
+          const err15 = {
+            instancePath: instancePath + '/user_verify_url',
+            schemaPath: '#/properties/user_verify_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err16];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err16);
     }
     errors++;
   }

@@ -8,6 +8,7 @@ export const aad = {
   stateVerifier: (stateHash: string) => `oauth_state:${stateHash}:verifier`,
   meta: (key: string) => `meta:${key}`,
   webhookSecret: (endpointId: string) => `webhook_endpoint:${endpointId}:secret`,
+  verificationSecrets: (requestHash: string) => `account_verification:${requestHash}:secrets`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -24,6 +25,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.meta(cell.id);
     case 'webhook_endpoints.secret_sealed':
       return aad.webhookSecret(cell.id);
+    case 'account_verifications.secrets_sealed':
+      return aad.verificationSecrets(cell.id);
     default:
       throw new Error(`no associated data defined for ${cell.table}.${cell.column}`);
   }

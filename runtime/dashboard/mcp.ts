@@ -22,6 +22,7 @@ interface CreateForm {
   mode: string;
   connections: string[];
   tools: string[];
+  user_verify_url?: string;
 }
 
 export function mcpRoutes(r: Router, ctx: DashboardContext): void {
@@ -63,7 +64,19 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
       ],
       hint: 'Search mode suits many tools: the agent loads two, and finds the others by describing the task.',
     };
-    const general = attachErrors([nameField, modeField], errors, (e) => e.field);
+    const verifyField: Field = {
+      id: fieldId('user_verify_url'),
+      name: 'user_verify_url',
+      label: 'User verification URL (optional)',
+      kind: 'input',
+      type: 'url',
+      value: form.user_verify_url ?? '',
+      hint:
+        'Authorization links this server hands out send the user here after authorizing; your application confirms ' +
+        'the user is the URL’s identifier (POST /v1/connected-accounts/verify). Without it, a link connects whoever opens it.',
+      autocomplete: 'off',
+    };
+    const general = attachErrors([nameField, modeField, verifyField], errors, (e) => e.field);
     const chosenTools = new Set(form.tools);
     render(
       ctx,
@@ -75,6 +88,7 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
         nav: 'mcp',
         nameField,
         modeField,
+        verifyField,
         errors: general,
         connections: all.map((c) => ({
           id: fieldId(`connection-${c.name}`),
@@ -106,10 +120,15 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
       mode: formString(req.body, 'mode') || 'tools',
       connections: formList(req.body, 'connections'),
       tools: formList(req.body, 'tools'),
+      user_verify_url: formString(req.body, 'user_verify_url').trim(),
     };
     let created: McpServerConfig;
     try {
-      const body = checkRequest<Operations['createMcpServer']['body']>('createMcpServer', 'body', form);
+      const { user_verify_url, ...rest } = form;
+      const body = checkRequest<Operations['createMcpServer']['body']>('createMcpServer', 'body', {
+        ...rest,
+        ...(user_verify_url ? { user_verify_url } : {}),
+      });
       created = await servers.create(body);
     } catch (e) {
       const errors = fieldErrorsOf(e);

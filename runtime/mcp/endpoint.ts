@@ -302,7 +302,14 @@ export class McpEndpoint {
       );
     }
     try {
-      const { link } = await this.s.oauth.createLink(connection, scope.identifier);
+      // The operator's verification setting applies: with a user_verify_url, whoever opens the link (it ends up in
+      // transcripts and logs) cannot connect an account for this user without the application confirming them.
+      const { link } = await this.s.oauth.createLink(
+        connection,
+        scope.identifier,
+        undefined,
+        scope.server.userVerifyUrl ?? undefined,
+      );
       return text(`${why} Ask the user to open this link to connect it, then try again: ${link}`, true);
     } catch (linkError) {
       if (!(linkError instanceof ServiceError)) throw linkError;

@@ -103,6 +103,7 @@ export class McpServers {
       tool_count: toolCount,
       active_urls: activeUrls,
       mcp_endpoint: `${this.s.config.publicUrl}/v1/mcp-servers/${m.id}/mcp`,
+      user_verify_url: m.userVerifyUrl,
       created_at: iso(m.createdAt),
       updated_at: iso(m.updatedAt),
     };
@@ -170,6 +171,7 @@ export class McpServers {
     const toolNames = [...new Set(body.tools ?? [])];
     const connectionNames = [...new Set(body.connections ?? [])];
     await this.checkSelection('MCP server', toolNames, connectionNames);
+    const userVerifyUrl = this.s.oauth.checkReturnUrl(body.user_verify_url ?? undefined, 'user_verify_url');
     const now = Date.now();
     const m: McpServerConfig = {
       id: newId('mcp'),
@@ -177,6 +179,7 @@ export class McpServers {
       mode: body.mode ?? 'tools',
       tools: toolNames,
       connections: connectionNames,
+      userVerifyUrl,
       createdAt: now,
       updatedAt: now,
     };
@@ -191,6 +194,11 @@ export class McpServers {
     const toolNames = body.tools == null ? current.tools : [...new Set(body.tools)];
     const connectionNames = body.connections == null ? current.connections : [...new Set(body.connections)];
     await this.checkSelection('MCP server update', toolNames, connectionNames);
+    // Absent or null: unchanged; an empty string: removed; a URL: checked like a link's user_verify_url.
+    const userVerifyUrl =
+      body.user_verify_url == null
+        ? undefined
+        : this.s.oauth.checkReturnUrl(body.user_verify_url || undefined, 'user_verify_url');
     const r = await this.s.store.updateMcpServer(
       id,
       {
@@ -198,6 +206,7 @@ export class McpServers {
         mode: body.mode ?? undefined,
         tools: body.tools == null ? undefined : toolNames,
         connections: body.connections == null ? undefined : connectionNames,
+        userVerifyUrl,
       },
       Date.now(),
     );

@@ -239,12 +239,13 @@ export class OAuthFlow {
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;
     if (tokens.token_type) secrets.token_type = tokens.token_type;
     if (tokens.scope) secrets.scope = tokens.scope;
+    if (verifyUrl) return this.awaitVerification(account, connection, verifyUrl, secrets, tokens);
     const updated = await updateAccountWithEvent(
       this.store,
       account,
       connection,
       {
-        status: verifyUrl ? 'PENDING_VERIFICATION' : 'ACTIVE',
+        status: 'ACTIVE',
         secretsSealed: this.accounts.sealSecrets(account.id, secrets),
         tokenExpiresAt: tokens.expiresAt,
         fields: { ...account.fields, ...tokens.fields },
@@ -254,24 +255,6 @@ export class OAuthFlow {
     );
     this.accounts.forgetAccount(account.id);
     this.log.info({ account: account.id, connection: connection.name }, 'account authorized');
-    if (verifyUrl) {
-      const authRequestId = randomSecret(32);
-      await this.store.createAccountVerification({
-        requestHash: sha256(authRequestId),
-        accountId: account.id,
-        expiresAt: Date.now() + this.config.linkTtlSeconds * 1000,
-        usedAt: null,
-      });
-      const u = new URL(verifyUrl);
-      u.searchParams.set('auth_request_id', authRequestId);
-      return {
-        ok: true,
-        account: updated,
-        connection,
-        message: 'Authorized; the application now confirms that this account is yours.',
-        redirectTo: u.toString(),
-      };
-    }
     return {
       ok: true,
       account: updated,
@@ -282,12 +265,66 @@ export class OAuthFlow {
   }
 
   /**
-   * The client application confirms that its signed-in user is the account's identifier: the account becomes
-   * ACTIVE. The request is single-use; an unknown, expired or spent one, or another identifier, is refused.
+   * An authorization through a link with a user_verify_url: its tokens wait, sealed, in the verification record,
+   * and the account keeps its last good state until the application confirms the user. Whoever completes a
+   * re-authorization link of someone else's working account therefore changes nothing it uses: an ACTIVE account
+   * stays ACTIVE on its own tokens. Only an account that was never connected shows PENDING_VERIFICATION meanwhile.
+   */
+  private async awaitVerification(
+    account: Account,
+    connection: Connection,
+    verifyUrl: string,
+    secrets: Record<string, string>,
+    tokens: { expiresAt: number | null; fields: Record<string, string> },
+  ): Promise<CallbackOutcome> {
+    const authRequestId = randomSecret(32);
+    const requestHash = sha256(authRequestId);
+    const neverConnected = account.status === 'PENDING_AUTH' && !account.secretsSealed;
+    const reason = 'authorized by the user; waiting for the application to verify the user';
+    const shown = await this.store.transaction(async (tx) => {
+      await tx.createAccountVerification({
+        requestHash,
+        accountId: account.id,
+        expiresAt: Date.now() + this.config.linkTtlSeconds * 1000,
+        usedAt: null,
+        secretsSealed: this.sealer.seal(JSON.stringify(secrets), aad.verificationSecrets(requestHash)),
+        tokenExpiresAt: tokens.expiresAt,
+        fields: tokens.fields,
+      });
+      if (neverConnected) {
+        return updateAccountWithEvent(
+          tx,
+          account,
+          connection,
+          { status: 'PENDING_VERIFICATION', lastError: null },
+          { always: true, reason },
+        );
+      }
+      await tx.addWebhookEvent(accountEvent('connected_account.verification_required', account, connection, reason));
+      return account;
+    });
+    if (neverConnected) this.accounts.forgetAccount(account.id);
+    this.log.info({ account: account.id, connection: connection.name }, 'account authorized; waiting for verification');
+    const u = new URL(verifyUrl);
+    u.searchParams.set('auth_request_id', authRequestId);
+    return {
+      ok: true,
+      account: shown ?? account,
+      connection,
+      message: 'Authorized; the application now confirms that this account is yours.',
+      redirectTo: u.toString(),
+    };
+  }
+
+  /**
+   * The client application confirms that its signed-in user is the account's identifier: the account takes the
+   * tokens of that authorization and becomes ACTIVE. The request is single-use; an unknown, expired or spent one
+   * is refused, and another identifier discards that authorization and leaves the account as it was.
    */
   async verifyUser(authRequestId: string, identifier: string): Promise<Account> {
     const now = Date.now();
-    const pending = await this.store.consumeAccountVerification(sha256(authRequestId), now);
+    const requestHash = sha256(authRequestId);
+    const pending = await this.store.consumeAccountVerification(requestHash, now);
     if (!pending) {
       throw new ServiceError(
         404,
@@ -297,16 +334,19 @@ export class OAuthFlow {
       );
     }
     const account = await this.store.getAccount(pending.accountId);
-    if (!account || account.status !== 'PENDING_VERIFICATION') {
+    const connection = account && (await this.store.getConnection(account.connectionId));
+    if (!account || !connection || !pending.secretsSealed) {
       throw new ServiceError(
         409,
         'verification_not_pending',
-        'The account of this verification no longer waits for one (it was deleted, re-authorized or updated)',
+        'The account of this verification no longer exists, or the authorization it waited for is gone',
       );
     }
     if (account.identifier !== identifier) {
-      // The request is spent: a user who is not the identifier cannot retry with guesses.
+      // The request is spent: a user who is not the identifier cannot retry with guesses. The account goes back
+      // to what it was before this authorization (a never-connected account waits for a connection again).
       this.log.warn({ account: account.id }, 'user verification refused: identifier mismatch');
+      await this.settleRefused(account, connection);
       throw new ServiceError(
         403,
         'identifier_mismatch',
@@ -314,18 +354,52 @@ export class OAuthFlow {
         [{ field: 'identifier', message: 'does not match the account being verified' }],
       );
     }
-    const connection = await this.store.getConnection(account.connectionId);
-    const updated = connection
-      ? await updateAccountWithEvent(
-          this.store,
-          account,
-          connection,
-          { status: 'ACTIVE' },
-          { expectedVersion: account.version, reason: 'the user was verified' },
-        )
-      : undefined;
+    const secrets = JSON.parse(this.sealer.open(pending.secretsSealed, aad.verificationSecrets(requestHash))) as Record<
+      string,
+      string
+    >;
+    const updated = await updateAccountWithEvent(
+      this.store,
+      account,
+      connection,
+      {
+        status: 'ACTIVE',
+        secretsSealed: this.accounts.sealSecrets(account.id, secrets),
+        tokenExpiresAt: pending.tokenExpiresAt ?? null,
+        fields: { ...account.fields, ...(pending.fields ?? {}) },
+        lastError: null,
+      },
+      { expectedVersion: account.version, always: true, reason: 'the user was verified' },
+    );
     if (!updated) throw new ServiceError(409, 'verification_not_pending', 'The account changed during verification');
     this.accounts.forgetAccount(account.id);
     return updated;
+  }
+
+  /** A refused or expired verification: a never-connected account that shows PENDING_VERIFICATION waits again. */
+  private async settleRefused(account: Account, connection: Connection): Promise<void> {
+    if (account.status !== 'PENDING_VERIFICATION') return;
+    const back = await updateAccountWithEvent(
+      this.store,
+      account,
+      connection,
+      { status: 'PENDING_AUTH' },
+      { expectedVersion: account.version, reason: 'the user verification was refused or expired' },
+    );
+    if (back) this.accounts.forgetAccount(account.id);
+  }
+
+  /**
+   * Accounts left PENDING_VERIFICATION by verifications that expired unused go back to PENDING_AUTH: at most
+   * `limit` per call (the periodic upkeep calls it), each with its event.
+   */
+  async settleExpiredVerifications(now: number, limit = 100): Promise<number> {
+    const ids = await this.store.listExpiredVerificationWaits(now - this.config.linkTtlSeconds * 1000, now, limit);
+    for (const id of ids) {
+      const account = await this.store.getAccount(id);
+      const connection = account && (await this.store.getConnection(account.connectionId));
+      if (account && connection) await this.settleRefused(account, connection);
+    }
+    return ids.length;
   }
 }

@@ -11,6 +11,7 @@ import type {
   McpUrl,
   OAuthLink,
   OAuthState,
+  SealedCell,
   WebhookDelivery,
   WebhookDeliveryStatus,
   WebhookEndpoint,
@@ -83,6 +84,9 @@ export const toVerification = (r: Row): AccountVerification => ({
   accountId: str(r.account_id),
   expiresAt: num(r.expires_at),
   usedAt: numOrNull(r.used_at),
+  secretsSealed: strOrNull(r.secrets_sealed),
+  tokenExpiresAt: numOrNull(r.token_expires_at),
+  fields: r.fields == null ? null : (JSON.parse(str(r.fields)) as Record<string, string>),
 });
 
 export const toState = (r: Row): OAuthState => ({
@@ -131,6 +135,7 @@ export const toMcpServer = (r: Row): McpServerConfig => ({
   mode: str(r.mode) as McpServerConfig['mode'],
   tools: JSON.parse(str(r.tools)) as string[],
   connections: JSON.parse(str(r.connections)) as string[],
+  userVerifyUrl: strOrNull(r.user_verify_url),
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
 });
@@ -173,14 +178,13 @@ export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
 });
 
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
-export const SEALED_COLUMNS: ReadonlyArray<
-  readonly ['connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints', string, string]
-> = [
+export const SEALED_COLUMNS: ReadonlyArray<readonly [SealedCell['table'], string, string]> = [
   ['connections', 'id', 'client_secret_sealed'],
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],
   ['oauth_states', 'state_hash', 'verifier_sealed'],
   ['webhook_endpoints', 'id', 'secret_sealed'],
+  ['account_verifications', 'request_hash', 'secrets_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

@@ -63,6 +63,9 @@ export interface Database {
     account_id: string;
     expires_at: number;
     used_at: number | null;
+    secrets_sealed: string | null;
+    token_expires_at: number | null;
+    fields: string | null;
   };
   oauth_states: {
     state_hash: string;
@@ -131,6 +134,7 @@ export interface Database {
     mode: string;
     tools: string;
     connections: string;
+    user_verify_url: string | null;
     created_at: number;
     updated_at: number;
   };

@@ -580,7 +580,15 @@ export class SqlStore implements Store {
   async createAccountVerification(v: AccountVerification) {
     await this.db
       .insertInto('account_verifications')
-      .values({ request_hash: v.requestHash, account_id: v.accountId, expires_at: v.expiresAt, used_at: v.usedAt })
+      .values({
+        request_hash: v.requestHash,
+        account_id: v.accountId,
+        expires_at: v.expiresAt,
+        used_at: v.usedAt,
+        secrets_sealed: v.secretsSealed ?? null,
+        token_expires_at: v.tokenExpiresAt ?? null,
+        fields: v.fields ? JSON.stringify(v.fields) : null,
+      })
       .execute();
   }
   async getAccountVerification(requestHash: string, now: number) {
@@ -603,6 +611,28 @@ export class SqlStore implements Store {
       .returningAll()
       .executeTakeFirst();
     return r ? toVerification(r) : undefined;
+  }
+
+  async listExpiredVerificationWaits(since: number, now: number, limit: number) {
+    const rows = await this.db
+      .selectFrom('connected_accounts as a')
+      .select('a.id')
+      .where('a.verification_pending_since', 'is not', null)
+      .where('a.verification_pending_since', '<', since)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('account_verifications as v')
+              .select('v.request_hash')
+              .whereRef('v.account_id', '=', 'a.id')
+              .where('v.used_at', 'is', null)
+              .where('v.expires_at', '>', now),
+          ),
+        ),
+      )
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.id);
   }
 
   async recordActivity(records: readonly ActivityRecord[]) {
@@ -731,6 +761,7 @@ export class SqlStore implements Store {
         mode: m.mode,
         tools: JSON.stringify(m.tools),
         connections: JSON.stringify(m.connections),
+        user_verify_url: m.userVerifyUrl,
         created_at: m.createdAt,
         updated_at: m.updatedAt,
       })
@@ -773,6 +804,7 @@ export class SqlStore implements Store {
           mode: patch.mode,
           tools: patch.tools === undefined ? undefined : JSON.stringify(patch.tools),
           connections: patch.connections === undefined ? undefined : JSON.stringify(patch.connections),
+          user_verify_url: patch.userVerifyUrl,
           updated_at: at,
         })
         .where('id', '=', id)
@@ -826,6 +858,7 @@ export class SqlStore implements Store {
         's.mode as s_mode',
         's.tools as s_tools',
         's.connections as s_connections',
+        's.user_verify_url as s_user_verify_url',
         's.created_at as s_created_at',
         's.updated_at as s_updated_at',
       ])
@@ -840,6 +873,7 @@ export class SqlStore implements Store {
         mode: r.s_mode,
         tools: r.s_tools,
         connections: r.s_connections,
+        user_verify_url: r.s_user_verify_url,
         created_at: r.s_created_at,
         updated_at: r.s_updated_at,
       }),
@@ -1046,7 +1080,12 @@ export class SqlStore implements Store {
       UPDATE ${sql.table(cell.table)} SET ${sql.ref(cell.column)} = ${cell.value}
       WHERE ${sql.ref(idCol)} = ${cell.id} AND ${sql.ref(cell.column)} = ${previous}
     `.execute(this.db);
-    if (r.numAffectedRows === 1n && cell.table !== 'oauth_states' && cell.table !== 'webhook_endpoints') {
+    if (
+      r.numAffectedRows === 1n &&
+      cell.table !== 'oauth_states' &&
+      cell.table !== 'webhook_endpoints' &&
+      cell.table !== 'account_verifications'
+    ) {
       this.changed(cell.table, cell.id);
     }
     return r.numAffectedRows === 1n;

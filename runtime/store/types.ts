@@ -89,6 +89,14 @@ export interface AccountVerification {
   accountId: string;
   expiresAt: number;
   usedAt: number | null;
+  /**
+   * The authorization waiting for the verification: its tokens, sealed for this verification
+   * (`account_verification:<hash>:secrets`), their expiry, and the non-secret fields the token response gave.
+   * The account takes them only once the verification succeeds.
+   */
+  secretsSealed?: string | null;
+  tokenExpiresAt?: number | null;
+  fields?: Record<string, string> | null;
 }
 
 export interface OAuthState {
@@ -147,6 +155,11 @@ export interface McpServerConfig {
   tools: string[];
   /** Connection names: every tool of each one's connector is exposed, run on that connection. */
   connections: string[];
+  /**
+   * Where authorization links this server hands out (a tool call for an account not connected) send the user after
+   * authorizing, for the application to verify that the user is the MCP URL's identifier; null: no verification.
+   */
+  userVerifyUrl: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -156,6 +169,8 @@ export interface McpServerPatch {
   mode?: McpMode;
   tools?: string[];
   connections?: string[];
+  /** null clears it. */
+  userVerifyUrl?: string | null;
 }
 
 /** A URL that reaches one MCP server for one end user; only the SHA-256 of its random token is stored. */
@@ -249,7 +264,7 @@ export interface WebhookAttemptResult {
 
 /** A sealed value somewhere in the store, for key rotation. */
 export interface SealedCell {
-  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints';
+  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints' | 'account_verifications';
   column: string;
   id: string;
   value: string;
@@ -362,6 +377,11 @@ export interface Store {
   getAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
   /** Marks the verification used and returns it, only if it exists, is unused and unexpired: single use. */
   consumeAccountVerification(requestHash: string, now: number): Promise<AccountVerification | undefined>;
+  /**
+   * Up to `limit` accounts PENDING_VERIFICATION since before `since` that no unused, unexpired verification waits
+   * for any more (an index on the pending accounts only: no scan of the others).
+   */
+  listExpiredVerificationWaits(since: number, now: number, limit: number): Promise<string[]>;
 
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;

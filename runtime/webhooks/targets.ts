@@ -24,9 +24,7 @@ function allowed(u: URL, allowedHosts: readonly string[]): boolean {
 
 /** Every address `host` resolves to, by the resolver deliveries use (the hosts file, then DNS); none when unknown. */
 function resolveAll(host: string): Promise<LookupAddress[]> {
-  return new Promise((resolve) =>
-    upstreamDns.lookup(host, { all: true }, (err, list) => resolve(err ? [] : (list))),
-  );
+  return new Promise((resolve) => upstreamDns.lookup(host, { all: true }, (err, list) => resolve(err ? [] : list)));
 }
 
 /** `configuredHosts` for the upstream layer: the URL's host when allowed by name, else none (the guard applies). */

@@ -201,6 +201,35 @@ describe('an MCP server for the helpdesk and mail tools', () => {
     expect(textOf(desk)).toContain('PUT /v1/connected-accounts');
   });
 
+  it("hands out links that follow the server's user_verify_url, so a link in a transcript connects nobody else (issue 34, finding 6)", async () => {
+    const verifyUrl = `${h.url}/verify-user`;
+    const set = await api('PATCH', `/v1/mcp-servers/${serverId}`, { user_verify_url: verifyUrl });
+    expect(set.status).toBe(200);
+    expect(set.body.user_verify_url).toBe(verifyUrl);
+    const refused = await api('PATCH', `/v1/mcp-servers/${serverId}`, { user_verify_url: 'https://evil.example/v' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details[0].field).toBe('user_verify_url');
+
+    const made = await api('POST', `/v1/mcp-servers/${serverId}/urls`, { identifier: 'carol' });
+    const carol = await connect(made.body.url);
+    const missing = await carol.callTool({ name: 'mail_list_messages', arguments: {} });
+    const link = /(https?:\/\/\S+\/sso\/v1\/oauth\/\S+)/.exec(textOf(missing))![1]!;
+    // Whoever opens it is sent to the application's verification, and the account is not usable until it confirms.
+    const done = await followAuthorizationLink(link, 'someone-at-provider');
+    expect(done.status).toBe(302);
+    const to = new URL(done.headers.get('location')!);
+    expect(`${to.origin}${to.pathname}`).toBe(verifyUrl);
+    expect((await carol.callTool({ name: 'mail_list_messages', arguments: {} })).isError).toBe(true);
+    await h.client.verifyConnectedAccountUser({
+      authRequestId: to.searchParams.get('auth_request_id')!,
+      identifier: 'carol',
+    });
+    expect((await carol.callTool({ name: 'mail_list_messages', arguments: {} })).isError).toBeFalsy();
+
+    const cleared = await api('PATCH', `/v1/mcp-servers/${serverId}`, { user_verify_url: '' });
+    expect(cleared.body.user_verify_url).toBeNull();
+  });
+
   it('refuses a revoked URL and an expired one, and answers GET and DELETE with 405', async () => {
     const made = await api('POST', `/v1/mcp-servers/${serverId}/urls`, { identifier: 'ada' });
     const revoke = await api('DELETE', `/v1/mcp-servers/${serverId}/urls/${made.body.id}`);

@@ -269,8 +269,46 @@ describe('user verification after OAuth (issue 11 point 4)', () => {
     expect(mismatch.details[0]!.field).toBe('identifier');
     const late = await failure(h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'judy' }));
     expect(late.status).toBe(404);
+    // The refused authorization is discarded: the never-connected account waits for a connection again.
+    expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
+    expect((await failure(settings('judy'))).code).not.toBe('account_pending_verification');
+  });
+
+  it('keeps a working account on its own tokens while a re-authorization waits, and once it is refused (issue 34, finding 5)', async () => {
+    // Connected without verification: ACTIVE on the user's own tokens.
+    const first = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'mia' });
+    expect((await followAuthorizationLink(first.link, 'mia-at-provider')).status).toBe(200);
+    expect(await whoAmI('mia')).toEqual({ id: 'mia-at-provider' });
+    // Someone else completes a re-authorization link that carries a user_verify_url: nothing the account uses moves.
+    const { id, authRequestId } = await authorizeWithVerification('mia', 'attacker-at-provider');
+    expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
+    expect(await whoAmI('mia')).toEqual({ id: 'mia-at-provider' });
+    // The application refuses the verification: still ACTIVE, still the user's own tokens.
+    const refused = await failure(h.client.verifyConnectedAccountUser({ authRequestId, identifier: 'not-mia' }));
+    expect(refused.status).toBe(403);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('ACTIVE');
+    expect(await whoAmI('mia')).toEqual({ id: 'mia-at-provider' });
+    // A re-authorization the application verifies replaces the tokens, on the same account.
+    const again = await authorizeWithVerification('mia', 'mia-again-at-provider');
+    expect(again.id).toBe(id);
+    expect(await whoAmI('mia')).toEqual({ id: 'mia-at-provider' });
+    const verified = await h.client.verifyConnectedAccountUser({
+      authRequestId: again.authRequestId,
+      identifier: 'mia',
+    });
+    expect(verified.status).toBe('ACTIVE');
+    expect(await whoAmI('mia')).toEqual({ id: 'mia-again-at-provider' });
+  });
+
+  it('puts a never-connected account back to PENDING_AUTH once its verification expires unused', async () => {
+    const { id } = await authorizeWithVerification('nina', 'nina-at-provider');
     expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_VERIFICATION');
-    expect((await failure(settings('judy'))).code).toBe('account_pending_verification');
+    const s = services();
+    // The verification's time runs out: the upkeep settles the account (at most its batch per call).
+    const later = Date.now() + (s.config.linkTtlSeconds + 1) * 1000;
+    await s.store.deleteExpiredOAuth(later);
+    expect(await s.oauth.settleExpiredVerifications(later)).toBeGreaterThanOrEqual(1);
+    expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
   });
 
   it('refuses a user_verify_url outside the allowed origins, naming the field', async () => {

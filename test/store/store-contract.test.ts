@@ -480,6 +480,7 @@ describe.each(factories)('%s store', (kind, make) => {
       mode: 'tools' as const,
       tools: ['helpdesk_ticket_get', 'mail_send_message'],
       connections: ['helpdesk'],
+      userVerifyUrl: 'https://app.example/verify' as string | null,
       createdAt: now,
       updatedAt: now,
     };
@@ -488,7 +489,15 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(await store.getMcpServer('mcp1')).toEqual(server);
     expect(await store.getMcpServerByName('support-agent')).toEqual(server);
     expect(await store.getMcpServer('mcp2')).toBeUndefined();
-    const other = { ...server, id: 'mcp3', name: 'searcher', mode: 'search' as const, tools: [], connections: [] };
+    const other = {
+      ...server,
+      id: 'mcp3',
+      name: 'searcher',
+      mode: 'search' as const,
+      tools: [],
+      connections: [],
+      userVerifyUrl: null,
+    };
     expect(await store.createMcpServer({ ...other, createdAt: now + 1 })).toBe(true);
 
     const url = (id: string, tokenHash: string, expiresAt: number, createdAt: number) => ({
