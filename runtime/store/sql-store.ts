@@ -619,10 +619,11 @@ export class SqlStore implements Store {
       .select('a.id')
       .where('a.verification_pending_since', 'is not', null)
       .where('a.verification_pending_since', '<', since)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('account_verifications as v')
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('account_verifications as v')
               .select('v.request_hash')
               .whereRef('v.account_id', '=', 'a.id')
               .where('v.used_at', 'is', null)

@@ -230,7 +230,9 @@ describe('MCP discovery', () => {
         .catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ConnectorServiceError);
       expect((e as ConnectorServiceError).code).toBe('upstream_host_not_public');
-      expect((e as ConnectorServiceError).message).toContain('tokens.internal.test resolves to an address that is not public');
+      expect((e as ConnectorServiceError).message).toContain(
+        'tokens.internal.test resolves to an address that is not public',
+      );
       expect(mcp.unauthorized).toBe(2); // the discovery probe, and the tool call
       expect(as.counts.register).toBe(1);
       expect(asked.slice(lookups)).toContain('tokens.internal.test');
