@@ -22,6 +22,7 @@ import {
   type Harness,
 } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
+import { record } from '../reliability/summary.ts';
 import { startFakeGraph, type FakeGraph } from '../fakes/graph.ts';
 
 let h: Harness;
@@ -228,6 +229,12 @@ describe('an MCP server for the helpdesk and mail tools', () => {
 
     const cleared = await api('PATCH', `/v1/mcp-servers/${serverId}`, { user_verify_url: '' });
     expect(cleared.body.user_verify_url).toBeNull();
+    record({
+      category: 'MCP links verified',
+      what: "an MCP tool error's authorization link opened by someone else, with the server's user_verify_url",
+      tried: 2,
+      failed: 0,
+    });
   });
 
   it('refuses a revoked URL and an expired one, and answers GET and DELETE with 405', async () => {

@@ -298,6 +298,12 @@ describe('user verification after OAuth (issue 11 point 4)', () => {
     });
     expect(verified.status).toBe('ACTIVE');
     expect(await whoAmI('mia')).toEqual({ id: 'mia-again-at-provider' });
+    record({
+      category: 'verification keeps the account',
+      what: "a working account's re-authorization by someone else, waiting, refused, then a verified one",
+      tried: 3,
+      failed: 0,
+    });
   });
 
   it('puts a never-connected account back to PENDING_AUTH once its verification expires unused', async () => {

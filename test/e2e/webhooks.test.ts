@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { ScalekitClient } from '@scalekit-sdk/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { record } from '../reliability/summary.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../runtime/client/index.ts';
@@ -137,6 +138,12 @@ describe('webhooks', () => {
       // A name's addresses are never told (they would map the service's internal names).
       if (!/\/\/[\d[]/.test(url)) expect(message).not.toMatch(/127\.0\.0\.1|::1/);
     }
+    record({
+      category: 'host spellings',
+      what: 'webhook URLs naming loopback with a trailing dot, in capitals or under .localhost, refused without addresses',
+      tried: 3,
+      failed: 0,
+    });
     const bad = await api<{ error: { details: Array<{ field: string }> } }>('POST', '/v1/webhooks', {
       url: receiverUrl,
       events: ['connected_account.exploded'],

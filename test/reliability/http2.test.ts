@@ -191,7 +191,7 @@ describe.each([
     expect(r.svc.proc.exitCode).toBeNull();
     if (!overTls) expect(await stillUp(r)).toBe(true);
     record({
-      category: 'attacks tried',
+      category: 'HTTP/2 requests',
       what: `every route of the route table and unknown or dashboard paths over ${overTls ? 'h2/TLS' : 'h2c'}`,
       tried: paths.length + 2,
       failed: 0,
@@ -244,7 +244,7 @@ describe('gRPC messages are bounded and read only after the token (h2c)', () => 
     }
     expect(peakRss(r) - before).toBeLessThan(64 * 1024 * 1024);
     record({
-      category: 'attacks tried',
+      category: 'messages before authentication',
       what: 'unauthenticated 300 MB gRPC messages (3 at once)',
       tried: 3,
       failed: 0,
@@ -272,7 +272,7 @@ describe('gRPC messages are bounded and read only after the token (h2c)', () => 
     expect(ok.headers['grpc-status']).toBe('0');
     session.close();
     record({
-      category: 'attacks tried',
+      category: 'messages before authentication',
       what: 'gRPC messages over the limit (announced, gzip bomb)',
       tried: 2,
       failed: 0,
@@ -301,7 +301,7 @@ describe('HTTP/2 slow clients get the HTTP/1.1 limits (h2c)', () => {
     expect(closed.every(Boolean)).toBe(true);
     expect(await guardCount(r, 'session_idle_closed')).toBeGreaterThanOrEqual(sessions.length + 1);
     record({
-      category: 'slow bodies',
+      category: 'HTTP/2 slow clients',
       what: 'idle h2c sessions closed by the server',
       tried: closed.length,
       failed: 0,
@@ -321,6 +321,12 @@ describe('HTTP/2 slow clients get the HTTP/1.1 limits (h2c)', () => {
     for (const s of sessions) s.destroy();
     expect(answers.filter((a) => a === 'refused').length).toBeGreaterThanOrEqual(10);
     expect(await guardCount(r, 'session_refused')).toBeGreaterThanOrEqual(10);
+    record({
+      category: 'HTTP/2 slow clients',
+      what: `sessions beyond HTTP2_MAX_SESSIONS_PER_CLIENT (${MAX_SESSIONS}) refused`,
+      tried: sessions.length,
+      failed: 0,
+    });
   });
 
   it('cuts an authenticated gRPC body that stalls, and one that trickles past the request limit', async () => {
@@ -343,7 +349,7 @@ describe('HTTP/2 slow clients get the HTTP/1.1 limits (h2c)', () => {
     expect(await guardCount(r, 'stream_timed_out')).toBeGreaterThanOrEqual(2);
     session.close();
     record({
-      category: 'slow bodies',
+      category: 'HTTP/2 slow clients',
       what: 'authenticated gRPC bodies that stall or trickle (h2c)',
       tried: 2,
       failed: 0,
@@ -386,7 +392,7 @@ describe('HEADERS + RST_STREAM floods over fresh sessions (h2c)', () => {
     // Streams that reached the service: bounded by the reset budget, not by what the client sent.
     expect(await stillUp(r)).toBe(true);
     record({
-      category: 'attacks tried',
+      category: 'HTTP/2 reset floods',
       what: 'HEADERS + RST_STREAM floods over 40 fresh h2c sessions',
       tried: opened,
       failed: 0,

@@ -18,7 +18,16 @@ export type Category =
   | 'link replays'
   | 'header spellings'
   | 'IPv6 forms'
-  | 'slow bodies';
+  | 'slow bodies'
+  // The findings of issue 34 (the third outside attack), likewise.
+  | 'HTTP/2 requests'
+  | 'messages before authentication'
+  | 'query bounds'
+  | 'HTTP/2 slow clients'
+  | 'verification keeps the account'
+  | 'MCP links verified'
+  | 'HTTP/2 reset floods'
+  | 'host spellings';
 
 export const SUMMARY_DIR = join(process.cwd(), 'test-output', 'reliability');
 

@@ -17,6 +17,7 @@ import {
   searchTools,
 } from '../../runtime/tools/search.ts';
 import { EVAL_SET, HOLDOUT_SET, loadTasks, recall } from '../helpers/tool-search-eval.ts';
+import { record } from '../reliability/summary.ts';
 
 describe('tool search recall', () => {
   it('finds the tool of the evaluation tasks (120, used to tune the engine)', () => {
@@ -112,6 +113,12 @@ describe('searchTools', () => {
     expect(searchTools('x'.repeat(MAX_QUERY_CHARS))).toEqual([]);
     // The words of a task still count as before.
     expect(queryWords("reply to the customer's ticket")).toEqual(['reply', 'to', 'the', 'customer', 's', 'ticket']);
+    record({
+      category: 'query bounds',
+      what: 'tool search queries over the bound, with too many words, and with one long word',
+      tried: 4,
+      failed: 0,
+    });
   });
 
   it('has connector synonyms only for connectors that exist, and for each of them', () => {
