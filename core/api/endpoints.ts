@@ -46,6 +46,46 @@ export interface Endpoint {
   responses: Readonly<Record<string, ResponseSpec>>;
 }
 
+/**
+ * Every string a request carries has a length bound, declared in the schema (so the validators refuse it before
+ * any use, and the OpenAPI document says it): the one an input gives itself, else these. Identifiers, names and
+ * tokens are far shorter; free text rides in tool inputs, bounded by BODY_LIMIT_BYTES.
+ */
+export const DEFAULT_MAX_LENGTH = { params: 1024, query: 2048, body: 8192 } as const;
+
+function boundStrings(schema: JsonSchema, max: number): JsonSchema {
+  if (!schema || typeof schema !== 'object') return schema;
+  const s = schema as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...s };
+  const types = Array.isArray(s.type) ? (s.type as unknown[]) : [s.type];
+  if (types.includes('string') && s.maxLength === undefined && s.enum === undefined && s.const === undefined)
+    out.maxLength = max;
+  if (s.properties && typeof s.properties === 'object')
+    out.properties = Object.fromEntries(
+      Object.entries(s.properties as Record<string, JsonSchema>).map(([k, v]) => [k, boundStrings(v, max)]),
+    );
+  if (s.items && typeof s.items === 'object') out.items = boundStrings(s.items as JsonSchema, max);
+  if (s.additionalProperties && typeof s.additionalProperties === 'object')
+    out.additionalProperties = boundStrings(s.additionalProperties as JsonSchema, max);
+  for (const k of ['anyOf', 'oneOf', 'allOf'] as const)
+    if (Array.isArray(s[k])) out[k] = (s[k] as JsonSchema[]).map((v) => boundStrings(v, max));
+  return out;
+}
+
+/** The route table with DEFAULT_MAX_LENGTH applied to every request input that declares no bound of its own. */
+function boundRequestInputs<T extends Record<string, Endpoint>>(table: T): T {
+  const out: Record<string, Endpoint> = {};
+  for (const [id, e] of Object.entries(table)) {
+    out[id] = {
+      ...e,
+      ...(e.params ? { params: boundStrings(e.params, DEFAULT_MAX_LENGTH.params) } : {}),
+      ...(e.query ? { query: boundStrings(e.query, DEFAULT_MAX_LENGTH.query) } : {}),
+      ...(e.body ? { body: { ...e.body, schema: boundStrings(e.body.schema, DEFAULT_MAX_LENGTH.body) } } : {}),
+    };
+  }
+  return out as T;
+}
+
 const json = (schema: JsonSchema) => ({ 'application/json': schema });
 const ok = (description: string, schema: JsonSchema): ResponseSpec => ({ description, content: json(schema) });
 const error = (description: string): ResponseSpec => ({ description, content: json(S.errorResponse) });
@@ -133,7 +173,7 @@ const pageQuery = {
   page_token: { type: 'string' },
 } as const;
 
-export const endpoints = {
+export const endpoints = boundRequestInputs({
   index: {
     method: 'GET',
     path: '/',
@@ -976,6 +1016,8 @@ export const endpoints = {
     params: pathParams({
       path: {
         type: 'string',
+        // The request line's own bound: Node reads at most 16 KB of request line and headers.
+        maxLength: 16_384,
         description: "The upstream path (and query) relative to the provider's API root, sent as it is",
       },
     }),
@@ -1169,6 +1211,6 @@ export const endpoints = {
       ...scalekitErrors,
     },
   },
-} as const satisfies Record<string, Endpoint>;
+} as const satisfies Record<string, Endpoint>);
 
 export type OperationId = keyof typeof endpoints;

@@ -645,11 +645,78 @@ export interface ExecuteToolBody {
 export interface ListConnectionsResponse {
   connections: Connection[];
 }
+export interface CreateConnectionBody {
+  connection_name: string;
+  /**
+   * The connector, e.g. `mail`
+   */
+  connector: string;
+  /**
+   * For connectors with several auth kinds
+   */
+  auth_kind?: string | null;
+  client_id?: string | null;
+  client_secret?: string | null;
+  scopes?: string[] | null;
+  /**
+   * Overrides the connector's API base URL (self-hosted providers, tests); may use account fields such as {domain}; null removes the override
+   */
+  api_base_url?: string | null;
+  /**
+   * Overrides the connector's other hosts, by the host names its spec declares
+   */
+  api_hosts?: {
+    [k: string]: string | undefined;
+  } | null;
+  /**
+   * OAuth endpoint overrides: authorize_url and token_url (OAuth 2.0), resource (MCP)
+   */
+  oauth?: {
+    authorize_url?: string;
+    token_url?: string;
+    resource?: string;
+  } | null;
+}
 export interface GetConnectionParams {
   /**
    * The connection's name
    */
   connection_name: string;
+}
+export interface UpdateConnectionBody {
+  /**
+   * Cannot change; accepted when it is the current one
+   */
+  connection_name?: string | null;
+  /**
+   * Cannot change; accepted when it is the current one
+   */
+  connector?: string | null;
+  /**
+   * For connectors with several auth kinds
+   */
+  auth_kind?: string | null;
+  client_id?: string | null;
+  client_secret?: string | null;
+  scopes?: string[] | null;
+  /**
+   * Overrides the connector's API base URL (self-hosted providers, tests); may use account fields such as {domain}; null removes the override
+   */
+  api_base_url?: string | null;
+  /**
+   * Overrides the connector's other hosts, by the host names its spec declares
+   */
+  api_hosts?: {
+    [k: string]: string | undefined;
+  } | null;
+  /**
+   * OAuth endpoint overrides: authorize_url and token_url (OAuth 2.0), resource (MCP)
+   */
+  oauth?: {
+    authorize_url?: string;
+    token_url?: string;
+    resource?: string;
+  } | null;
 }
 export interface UpdateConnectionParams {
   /**
@@ -796,11 +863,60 @@ export interface RevokeApiCredentialResponse {
 export interface ListMcpServersResponse {
   mcp_servers: McpServer[];
 }
+export interface CreateMcpServerBody {
+  /**
+   * Unique among MCP servers
+   */
+  name: string;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+  /**
+   * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
+   */
+  user_verify_url?: string | null;
+}
 export interface GetMcpServerParams {
   /**
    * The MCP server's id
    */
   id: string;
+}
+export interface UpdateMcpServerBody {
+  name?: string | null;
+  /**
+   * `tools` (default): tools/list lists every configured tool; `search`: two meta-tools, `search_tools` (task → the best matching configured tools with their input schemas) and `execute_tool` (name + input)
+   */
+  mode?: 'tools' | 'search' | null;
+  /**
+   * Tool names to expose (each runs on the listed connection of its connector, or the only one)
+   *
+   * @maxItems 1000
+   */
+  tools?: string[] | null;
+  /**
+   * Connection names: every tool of each connection's connector is exposed
+   *
+   * @maxItems 1000
+   */
+  connections?: string[] | null;
+  /**
+   * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it
+   */
+  user_verify_url?: string | null;
 }
 export interface UpdateMcpServerParams {
   /**
@@ -1412,9 +1528,9 @@ export interface Operations {
   getTool: { body: never; query: never; params: GetToolParams; response: Tool };
   executeTool: { body: ExecuteToolBody; query: never; params: never; response: ExecuteToolResponse };
   listConnections: { body: never; query: never; params: never; response: ListConnectionsResponse };
-  createConnection: { body: ConnectionCreate; query: never; params: never; response: Connection };
+  createConnection: { body: CreateConnectionBody; query: never; params: never; response: Connection };
   getConnection: { body: never; query: never; params: GetConnectionParams; response: Connection };
-  updateConnection: { body: ConnectionUpdate; query: never; params: UpdateConnectionParams; response: Connection };
+  updateConnection: { body: UpdateConnectionBody; query: never; params: UpdateConnectionParams; response: Connection };
   deleteConnection: { body: never; query: never; params: DeleteConnectionParams; response: DeleteConnectionResponse };
   listConnectedAccounts: {
     body: never;
@@ -1478,9 +1594,9 @@ export interface Operations {
     response: RevokeApiCredentialResponse;
   };
   listMcpServers: { body: never; query: never; params: never; response: ListMcpServersResponse };
-  createMcpServer: { body: McpServerCreate; query: never; params: never; response: McpServer };
+  createMcpServer: { body: CreateMcpServerBody; query: never; params: never; response: McpServer };
   getMcpServer: { body: never; query: never; params: GetMcpServerParams; response: McpServer };
-  updateMcpServer: { body: McpServerUpdate; query: never; params: UpdateMcpServerParams; response: McpServer };
+  updateMcpServer: { body: UpdateMcpServerBody; query: never; params: UpdateMcpServerParams; response: McpServer };
   deleteMcpServer: { body: never; query: never; params: DeleteMcpServerParams; response: DeleteMcpServerResponse };
   createMcpUrl: { body: CreateMcpUrlBody; query: never; params: CreateMcpUrlParams; response: CreateMcpUrlResponse };
   listMcpUrls: { body: never; query: never; params: ListMcpUrlsParams; response: ListMcpUrlsResponse };
