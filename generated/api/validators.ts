@@ -1491,8 +1491,72 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
   validate18.errors = vErrors;
   return errors === 0;
 }
-export const getOrCreateConnectedAccount_body = validate19;
+export const getConnectionDeletion_params = validate19;
 const schema20 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: 'The `id` the delete answered with' } },
+};
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate19.errors = vErrors;
+  return errors === 0;
+}
+export const getOrCreateConnectedAccount_body = validate20;
+const schema21 = {
   type: 'object',
   required: ['connection_name', 'identifier'],
   additionalProperties: false,
@@ -1509,7 +1573,7 @@ const schema20 = {
   },
 };
 const pattern1 = new RegExp('^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$', 'u');
-function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1658,11 +1722,11 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate19.errors = vErrors;
+  validate20.errors = vErrors;
   return errors === 0;
 }
-export const upsertConnectedAccount_body = validate20;
-const schema21 = {
+export const upsertConnectedAccount_body = validate21;
+const schema22 = {
   type: 'object',
   required: ['connection_name', 'identifier', 'credentials'],
   additionalProperties: false,
@@ -1680,7 +1744,7 @@ const schema21 = {
     verify: { type: ['boolean', 'null'], default: false },
   },
 };
-function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1858,7 +1922,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/verify',
           schemaPath: '#/properties/verify/type',
           keyword: 'type',
-          params: { type: schema21.properties.verify.type },
+          params: { type: schema22.properties.verify.type },
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -1877,11 +1941,11 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate20.errors = vErrors;
+  validate21.errors = vErrors;
   return errors === 0;
 }
-export const createAuthorizationLink_body = validate21;
-const schema22 = {
+export const createAuthorizationLink_body = validate22;
+const schema23 = {
   type: 'object',
   required: ['connection_name', 'identifier'],
   additionalProperties: false,
@@ -1908,7 +1972,7 @@ const schema22 = {
     },
   },
 };
-function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2060,7 +2124,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/redirect_url',
           schemaPath: '#/properties/redirect_url/type',
           keyword: 'type',
-          params: { type: schema22.properties.redirect_url.type },
+          params: { type: schema23.properties.redirect_url.type },
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -2093,7 +2157,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/user_verify_url',
           schemaPath: '#/properties/user_verify_url/type',
           keyword: 'type',
-          params: { type: schema22.properties.user_verify_url.type },
+          params: { type: schema23.properties.user_verify_url.type },
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -2128,11 +2192,11 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate21.errors = vErrors;
+  validate22.errors = vErrors;
   return errors === 0;
 }
-export const verifyConnectedAccountUser_body = validate22;
-const schema23 = {
+export const verifyConnectedAccountUser_body = validate23;
+const schema24 = {
   type: 'object',
   required: ['auth_request_id', 'identifier'],
   additionalProperties: false,
@@ -2148,7 +2212,7 @@ const schema23 = {
     },
   },
 };
-function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2297,74 +2361,10 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate22.errors = vErrors;
-  return errors === 0;
-}
-export const getConnectedAccount_params = validate23;
-const schema24 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The connected account's id" } },
-};
-function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate23.errors = vErrors;
   return errors === 0;
 }
-export const disconnectConnectedAccount_params = validate24;
+export const getConnectedAccount_params = validate24;
 const schema25 = {
   type: 'object',
   required: ['id'],
@@ -2428,7 +2428,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   validate24.errors = vErrors;
   return errors === 0;
 }
-export const deleteConnectedAccount_params = validate25;
+export const disconnectConnectedAccount_params = validate25;
 const schema26 = {
   type: 'object',
   required: ['id'],
@@ -2492,86 +2492,14 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
   validate25.errors = vErrors;
   return errors === 0;
 }
-export const createApiCredential_body = validate26;
+export const deleteConnectedAccount_params = validate26;
 const schema27 = {
-  type: 'object',
-  required: [],
-  additionalProperties: false,
-  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
-};
-function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name')) {
-        const err0 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err0];
-        } else {
-          vErrors.push(err0);
-        }
-        errors++;
-      }
-    }
-    if (data.name !== undefined && func0.call(data, 'name')) {
-      let data0 = data.name;
-      if (typeof data0 !== 'string' && data0 !== null) {
-        const err1 = {
-          instancePath: instancePath + '/name',
-          schemaPath: '#/properties/name/type',
-          keyword: 'type',
-          params: { type: schema27.properties.name.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-      if (typeof data0 === 'string') {
-        if (func54(data0) > 200) {
-          const err2 = {
-            instancePath: instancePath + '/name',
-            schemaPath: '#/properties/name/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 200 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
-  validate26.errors = vErrors;
-  return errors === 0;
-}
-export const revokeApiCredential_params = validate27;
-const schema28 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The credential's id" } },
+  properties: { id: { type: 'string', description: "The connected account's id" } },
 };
-function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2625,11 +2553,147 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
+  validate26.errors = vErrors;
+  return errors === 0;
+}
+export const createApiCredential_body = validate27;
+const schema28 = {
+  type: 'object',
+  required: [],
+  additionalProperties: false,
+  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
+};
+function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'name')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.name !== undefined && func0.call(data, 'name')) {
+      let data0 = data.name;
+      if (typeof data0 !== 'string' && data0 !== null) {
+        const err1 = {
+          instancePath: instancePath + '/name',
+          schemaPath: '#/properties/name/type',
+          keyword: 'type',
+          params: { type: schema28.properties.name.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (typeof data0 === 'string') {
+        if (func54(data0) > 200) {
+          const err2 = {
+            instancePath: instancePath + '/name',
+            schemaPath: '#/properties/name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
   validate27.errors = vErrors;
   return errors === 0;
 }
-export const createMcpServer_body = validate28;
+export const revokeApiCredential_params = validate28;
 const schema29 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The credential's id" } },
+};
+function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate28.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpServer_body = validate29;
+const schema30 = {
   type: 'object',
   required: ['name'],
   additionalProperties: false,
@@ -2660,7 +2724,7 @@ const schema29 = {
     },
   },
 };
-function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2728,7 +2792,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema29.properties.mode.enum },
+          params: { allowedValues: schema30.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -2745,7 +2809,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema29.properties.tools.type },
+          params: { type: schema30.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -2825,7 +2889,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema29.properties.connections.type },
+          params: { type: schema30.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2907,17 +2971,17 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate28.errors = vErrors;
+  validate29.errors = vErrors;
   return errors === 0;
 }
-export const getMcpServer_params = validate29;
-const schema30 = {
+export const getMcpServer_params = validate30;
+const schema31 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The MCP server's id" } },
 };
-function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2971,11 +3035,11 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate29.errors = vErrors;
+  validate30.errors = vErrors;
   return errors === 0;
 }
-export const updateMcpServer_body = validate30;
-const schema31 = {
+export const updateMcpServer_body = validate31;
+const schema32 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -3004,7 +3068,7 @@ const schema31 = {
     },
   },
 };
-function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate31(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3031,7 +3095,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/name',
           schemaPath: '#/properties/name/type',
           keyword: 'type',
-          params: { type: schema31.properties.name.type },
+          params: { type: schema32.properties.name.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3064,7 +3128,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema31.properties.mode.enum },
+          params: { allowedValues: schema32.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err3];
@@ -3081,7 +3145,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema31.properties.tools.type },
+          params: { type: schema32.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3161,7 +3225,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema31.properties.connections.type },
+          params: { type: schema32.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err9];
@@ -3243,74 +3307,10 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate30.errors = vErrors;
-  return errors === 0;
-}
-export const updateMcpServer_params = validate31;
-const schema32 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate31(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate31.errors = vErrors;
   return errors === 0;
 }
-export const deleteMcpServer_params = validate32;
+export const updateMcpServer_params = validate32;
 const schema33 = {
   type: 'object',
   required: ['id'],
@@ -3374,8 +3374,72 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
   validate32.errors = vErrors;
   return errors === 0;
 }
-export const createMcpUrl_body = validate33;
+export const deleteMcpServer_params = validate33;
 const schema34 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
+};
+function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate33.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpUrl_body = validate34;
+const schema35 = {
   type: 'object',
   required: ['identifier'],
   additionalProperties: false,
@@ -3398,7 +3462,7 @@ const schema34 = {
     },
   },
 };
-function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate34(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3499,7 +3563,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/expires_in',
           schemaPath: '#/properties/expires_in/type',
           keyword: 'type',
-          params: { type: schema34.properties.expires_in.type },
+          params: { type: schema35.properties.expires_in.type },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3548,74 +3612,10 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate33.errors = vErrors;
-  return errors === 0;
-}
-export const createMcpUrl_params = validate34;
-const schema35 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate34(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate34.errors = vErrors;
   return errors === 0;
 }
-export const listMcpUrls_params = validate35;
+export const createMcpUrl_params = validate35;
 const schema36 = {
   type: 'object',
   required: ['id'],
@@ -3679,14 +3679,78 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
   validate35.errors = vErrors;
   return errors === 0;
 }
-export const revokeMcpUrl_params = validate36;
+export const listMcpUrls_params = validate36;
 const schema37 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
+};
+function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate36.errors = vErrors;
+  return errors === 0;
+}
+export const revokeMcpUrl_params = validate37;
+const schema38 = {
   type: 'object',
   required: ['id', 'url_id'],
   additionalProperties: false,
   properties: { id: { type: 'string' }, url_id: { type: 'string', description: "The URL's id" } },
 };
-function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate37(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3770,74 +3834,10 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate36.errors = vErrors;
-  return errors === 0;
-}
-export const mcpServerPost_params = validate37;
-const schema38 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id" } },
-};
-function validate37(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate37.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerGet_params = validate38;
+export const mcpServerPost_params = validate38;
 const schema39 = {
   type: 'object',
   required: ['id'],
@@ -3901,7 +3901,7 @@ function validate38(data, { instancePath = '', parentData, parentDataProperty, r
   validate38.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerDelete_params = validate39;
+export const mcpServerGet_params = validate39;
 const schema40 = {
   type: 'object',
   required: ['id'],
@@ -3965,24 +3965,19 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
   validate39.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlPost_params = validate40;
+export const mcpServerDelete_params = validate40;
 const schema41 = {
   type: 'object',
-  required: ['token'],
+  required: ['id'],
   additionalProperties: false,
-  properties: { token: { type: 'string', description: "The URL's token" } },
+  properties: { id: { type: 'string', description: "The MCP server's id" } },
 };
 function validate40(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.token === undefined || !func0.call(data, 'token')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'token' },
-      };
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -3991,7 +3986,7 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'token')) {
+      if (!(key0 === 'id')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -4006,11 +4001,11 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.token !== undefined && func0.call(data, 'token')) {
-      if (typeof data.token !== 'string') {
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
         const err2 = {
-          instancePath: instancePath + '/token',
-          schemaPath: '#/properties/token/type',
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -4034,12 +4029,12 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
   validate40.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlGet_params = validate41;
+export const mcpUrlPost_params = validate41;
 const schema42 = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
-  properties: { token: { type: 'string' } },
+  properties: { token: { type: 'string', description: "The URL's token" } },
 };
 function validate41(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -4103,7 +4098,7 @@ function validate41(data, { instancePath = '', parentData, parentDataProperty, r
   validate41.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlDelete_params = validate42;
+export const mcpUrlGet_params = validate42;
 const schema43 = {
   type: 'object',
   required: ['token'],
@@ -4172,8 +4167,77 @@ function validate42(data, { instancePath = '', parentData, parentDataProperty, r
   validate42.errors = vErrors;
   return errors === 0;
 }
-export const createWebhook_body = validate43;
+export const mcpUrlDelete_params = validate43;
 const schema44 = {
+  type: 'object',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string' } },
+};
+function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token === undefined || !func0.call(data, 'token')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'token' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'token')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      if (typeof data.token !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate43.errors = vErrors;
+  return errors === 0;
+}
+export const createWebhook_body = validate44;
+const schema45 = {
   type: 'object',
   required: ['url', 'events'],
   additionalProperties: false,
@@ -4206,7 +4270,7 @@ const schema44 = {
   },
 };
 const func32 = func32_module.default ?? func32_module;
-function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4327,7 +4391,7 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/enum',
               keyword: 'enum',
-              params: { allowedValues: schema44.properties.events.items.enum },
+              params: { allowedValues: schema45.properties.events.items.enum },
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -4384,17 +4448,17 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate43.errors = vErrors;
+  validate44.errors = vErrors;
   return errors === 0;
 }
-export const getWebhook_params = validate44;
-const schema45 = {
+export const getWebhook_params = validate45;
+const schema46 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id" } },
 };
-function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4448,11 +4512,11 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate44.errors = vErrors;
+  validate45.errors = vErrors;
   return errors === 0;
 }
-export const updateWebhook_body = validate45;
-const schema46 = {
+export const updateWebhook_body = validate46;
+const schema47 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -4483,7 +4547,7 @@ const schema46 = {
     },
   },
 };
-function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4510,7 +4574,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/url',
           schemaPath: '#/properties/url/type',
           keyword: 'type',
-          params: { type: schema46.properties.url.type },
+          params: { type: schema47.properties.url.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -4557,7 +4621,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/events',
           schemaPath: '#/properties/events/type',
           keyword: 'type',
-          params: { type: schema46.properties.events.type },
+          params: { type: schema47.properties.events.type },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -4596,7 +4660,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/enum',
               keyword: 'enum',
-              params: { allowedValues: schema46.properties.events.items.enum },
+              params: { allowedValues: schema47.properties.events.items.enum },
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -4640,74 +4704,10 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate45.errors = vErrors;
-  return errors === 0;
-}
-export const updateWebhook_params = validate46;
-const schema47 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The webhook's id" } },
-};
-function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      if (typeof data.id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate46.errors = vErrors;
   return errors === 0;
 }
-export const deleteWebhook_params = validate47;
+export const updateWebhook_params = validate47;
 const schema48 = {
   type: 'object',
   required: ['id'],
@@ -4771,7 +4771,7 @@ function validate47(data, { instancePath = '', parentData, parentDataProperty, r
   validate47.errors = vErrors;
   return errors === 0;
 }
-export const rotateWebhookSecret_params = validate48;
+export const deleteWebhook_params = validate48;
 const schema49 = {
   type: 'object',
   required: ['id'],
@@ -4835,7 +4835,7 @@ function validate48(data, { instancePath = '', parentData, parentDataProperty, r
   validate48.errors = vErrors;
   return errors === 0;
 }
-export const listWebhookDeliveries_params = validate49;
+export const rotateWebhookSecret_params = validate49;
 const schema50 = {
   type: 'object',
   required: ['id'],
@@ -4899,14 +4899,78 @@ function validate49(data, { instancePath = '', parentData, parentDataProperty, r
   validate49.errors = vErrors;
   return errors === 0;
 }
-export const redeliverWebhook_params = validate50;
+export const listWebhookDeliveries_params = validate50;
 const schema51 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id" } },
+};
+function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate50.errors = vErrors;
+  return errors === 0;
+}
+export const redeliverWebhook_params = validate51;
+const schema52 = {
   type: 'object',
   required: ['id', 'delivery_id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id" }, delivery_id: { type: 'string' } },
 };
-function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4990,11 +5054,11 @@ function validate50(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate50.errors = vErrors;
+  validate51.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate51;
-const schema52 = {
+export const proxy_params = validate52;
+const schema53 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -5005,7 +5069,7 @@ const schema52 = {
     },
   },
 };
-function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5059,79 +5123,10 @@ function validate51(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate51.errors = vErrors;
-  return errors === 0;
-}
-export const oauthAuthorize_params = validate52;
-const schema53 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string' } },
-};
-function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      if (typeof data.connection_id !== 'string') {
-        const err2 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err2];
-        } else {
-          vErrors.push(err2);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
   validate52.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate53;
+export const oauthAuthorize_params = validate53;
 const schema54 = {
   type: 'object',
   required: ['connection_id'],
@@ -5200,30 +5195,79 @@ function validate53(data, { instancePath = '', parentData, parentDataProperty, r
   validate53.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate54;
+export const oauthCallback_params = validate54;
 const schema55 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string' } },
 };
 function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      if (typeof data.connection_id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err3];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err3);
     }
     errors++;
   }
   validate54.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate55;
+export const scalekitCreateConnectedAccount_body = validate55;
 const schema56 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -5240,10 +5284,10 @@ function validate55(data, { instancePath = '', parentData, parentDataProperty, r
   validate55.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate56;
+export const scalekitUpdateConnectedAccount_body = validate56;
 const schema57 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
 function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -5260,11 +5304,10 @@ function validate56(data, { instancePath = '', parentData, parentDataProperty, r
   validate56.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate57;
+export const scalekitDeleteConnectedAccount_body = validate57;
 const schema58 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
 function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -5281,10 +5324,11 @@ function validate57(data, { instancePath = '', parentData, parentDataProperty, r
   validate57.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate58;
+export const scalekitMagicLink_body = validate58;
 const schema59 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
 function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -5301,10 +5345,10 @@ function validate58(data, { instancePath = '', parentData, parentDataProperty, r
   validate58.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate59;
+export const scalekitVerifyConnectedAccountUser_body = validate59;
 const schema60 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
 };
 function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -5319,5 +5363,25 @@ function validate59(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate59.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate60;
+const schema61 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate60.errors = vErrors;
   return errors === 0;
 }
