@@ -144,6 +144,25 @@ const statusColumns = (status: AccountStatus, at: number) =>
     ? { status: 'PENDING_AUTH', verification_pending_since: at }
     : { status, verification_pending_since: null };
 
+const accountRow = (a: Account) => ({
+  id: a.id,
+  connection_id: a.connectionId,
+  identifier: a.identifier,
+  ...statusColumns(a.status, a.createdAt),
+  fields: JSON.stringify(a.fields),
+  secrets_sealed: a.secretsSealed,
+  token_expires_at: a.tokenExpiresAt,
+  last_used_at: a.lastUsedAt,
+  last_error: a.lastError,
+  version: a.version,
+  lock_until: null,
+  lock_owner: null,
+  created_at: a.createdAt,
+  updated_at: a.updatedAt,
+});
+/** Accounts per INSERT statement: 15 values each. */
+const ACCOUNTS_PER_INSERT = 500;
+
 /** Outbox events per INSERT statement: 4 values each, far below either database's limit on parameters. */
 const EVENTS_PER_INSERT = 500;
 /** Webhook deliveries per INSERT statement: 14 values each. */
@@ -559,25 +578,21 @@ export class SqlStore implements Store {
     return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
   }
 
+  async insertAccounts(accounts: readonly Account[]) {
+    await inTransaction(this.db, async (db) => {
+      for (let i = 0; i < accounts.length; i += ACCOUNTS_PER_INSERT) {
+        await db
+          .insertInto('connected_accounts')
+          .values(accounts.slice(i, i + ACCOUNTS_PER_INSERT).map(accountRow))
+          .execute();
+      }
+    });
+    for (const a of accounts) this.changed('connected_accounts', a.id);
+  }
   async getOrCreateAccount(a: Account) {
     const inserted = await this.db
       .insertInto('connected_accounts')
-      .values({
-        id: a.id,
-        connection_id: a.connectionId,
-        identifier: a.identifier,
-        ...statusColumns(a.status, a.createdAt),
-        fields: JSON.stringify(a.fields),
-        secrets_sealed: a.secretsSealed,
-        token_expires_at: a.tokenExpiresAt,
-        last_used_at: a.lastUsedAt,
-        last_error: a.lastError,
-        version: a.version,
-        lock_until: null,
-        lock_owner: null,
-        created_at: a.createdAt,
-        updated_at: a.updatedAt,
-      })
+      .values(accountRow(a))
       .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
       .returningAll()
       .executeTakeFirst();

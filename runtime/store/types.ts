@@ -372,6 +372,11 @@ export interface Store {
   /** How many accounts have each status (statuses without accounts are left out). */
   countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
+  /**
+   * Inserts new accounts in multi-row statements, in one transaction (a bulk import, and the scale bench's seeding);
+   * fails on an existing (connection, identifier) and then inserts none.
+   */
+  insertAccounts(accounts: readonly Account[]): Promise<void>;
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
   getAccount(id: string): Promise<Account | undefined>;
