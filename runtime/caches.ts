@@ -7,7 +7,11 @@
  */
 import { LRUCache } from 'lru-cache';
 
-export interface CacheOptions<K extends {}, V extends {}> {
+/** What lru-cache keeps: any value but undefined and null (its own constraint). */
+type Key = NonNullable<unknown>;
+type Value = NonNullable<unknown>;
+
+export interface CacheOptions<K extends Key, V extends Value> {
   /** Entries kept at most; the least recently used goes first. */
   max: number;
   /** An entry is dropped this long after it was set (removed by a timer, not only when next read). */
@@ -16,7 +20,7 @@ export interface CacheOptions<K extends {}, V extends {}> {
   onRemove?: (value: V, key: K) => void;
 }
 
-export class BoundedCache<K extends {}, V extends {}> {
+export class BoundedCache<K extends Key, V extends Value> {
   private readonly lru: LRUCache<K, V>;
   hits = 0;
   misses = 0;
@@ -84,21 +88,24 @@ export class BoundedCache<K extends {}, V extends {}> {
   }
 }
 
+/** A cache of any kind, as the metrics and the tests read it. */
+export type AnyCache = BoundedCache<string, NonNullable<unknown>>;
+
 /**
  * The caches of one service instance (the account service's, the token verifier's, the MCP sessions'): reported by
  * that instance's `/metrics` together with the process-wide ones below.
  */
 export class CacheSet {
-  private readonly own: Array<BoundedCache<never, never>> = [];
+  private readonly own: Array<AnyCache> = [];
 
-  create<K extends {}, V extends {}>(name: string, options: CacheOptions<K, V>): BoundedCache<K, V> {
+  create<K extends Key, V extends Value>(name: string, options: CacheOptions<K, V>): BoundedCache<K, V> {
     const cache = new BoundedCache<K, V>(name, options);
-    this.own.push(cache as unknown as BoundedCache<never, never>);
+    this.own.push(cache as unknown as AnyCache);
     return cache;
   }
 
   /** This instance's caches, then the process-wide ones (those made so far). */
-  all(): Array<BoundedCache<never, never>> {
+  all(): Array<AnyCache> {
     return [...this.own, ...processWide()];
   }
 }
@@ -112,9 +119,9 @@ export interface ProcessCacheLimits {
 }
 
 const limits: ProcessCacheLimits = { hosts: 10_000, connections: 10_000 };
-const lazy: Array<{ cache?: BoundedCache<never, never> }> = [];
+const lazy: Array<{ cache?: AnyCache }> = [];
 
-function processWide(): Array<BoundedCache<never, never>> {
+function processWide(): Array<AnyCache> {
   return lazy.flatMap((e) => (e.cache ? [e.cache] : []));
 }
 
@@ -122,13 +129,13 @@ function processWide(): Array<BoundedCache<never, never>> {
  * A process-wide cache, made on first use with the limit the configuration gives (module code runs before the
  * configuration is read). Returns the function to call for it on each use.
  */
-export function processCache<K extends {}, V extends {}>(
+export function processCache<K extends Key, V extends Value>(
   name: string,
   limit: keyof ProcessCacheLimits,
   options: Omit<CacheOptions<K, V>, 'max'> = {},
 ): () => BoundedCache<K, V> {
   const entry: { cache?: BoundedCache<K, V> } = {};
-  lazy.push(entry as { cache?: BoundedCache<never, never> });
+  lazy.push(entry as { cache?: AnyCache });
   return () => (entry.cache ??= new BoundedCache<K, V>(name, { ...options, max: limits[limit] }));
 }
 
