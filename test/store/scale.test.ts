@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AccountService } from '../../runtime/accounts/service.ts';
@@ -21,6 +20,7 @@ import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import type { Store } from '../../runtime/store/types.ts';
 import { PG_URL } from '../helpers/harness.ts';
 import { seedAccounts, testKeys, tokenConnection } from '../helpers/scale.ts';
+import { recordStatements } from '../helpers/statements.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'acs-scale-'));
 const schemas: string[] = [];
@@ -45,31 +45,12 @@ afterAll(async () => {
   await admin.close();
 });
 
-/** Counts the statements that insert into the outbox, whichever database runs them (wrapping the drivers' calls). */
+/** Counts the statements that insert into the outbox, whichever database runs them. */
 function countOutboxInserts(): { count: () => number; restore: () => void } {
-  let n = 0;
-  const outbox = /insert into "?webhook_outbox"?/i;
-  const statement = Object.getPrototypeOf(new Database(':memory:').prepare('select 1')) as {
-    run: (...a: unknown[]) => unknown;
-  };
-  const run = statement.run;
-  statement.run = function (this: { source: string }, ...a: unknown[]) {
-    if (outbox.test(this.source)) n++;
-    return run.apply(this, a);
-  };
-  const client = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
-  const query = client.query;
-  client.query = function (this: unknown, ...a: unknown[]) {
-    const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string })?.text;
-    if (text && outbox.test(text)) n++;
-    return query.apply(this, a);
-  };
+  const recording = recordStatements();
   return {
-    count: () => n,
-    restore: () => {
-      statement.run = run;
-      client.query = query;
-    },
+    count: () => recording.statements.filter((s) => /insert into "?webhook_outbox"?/i.test(s.sql)).length,
+    restore: recording.stop,
   };
 }
 

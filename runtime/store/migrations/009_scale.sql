@@ -30,6 +30,10 @@ DROP INDEX connected_accounts_status;
 CREATE INDEX connected_accounts_status ON connected_accounts (connection_id, status, created_at, id);
 CREATE INDEX connected_accounts_verifying ON connected_accounts (created_at, id) WHERE verification_pending_since IS NOT NULL;
 
+-- The outbox is read oldest first by (created_at, id): both in the index, so a batch is a range, never a sort.
+DROP INDEX webhook_outbox_created;
+CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at, id);
+
 -- Deleting an account or a connection cascades to these: without an index, each deleted row scans the table.
 CREATE INDEX oauth_states_account ON oauth_states (account_id);
 CREATE INDEX oauth_states_connection ON oauth_states (connection_id);
