@@ -483,8 +483,9 @@ export class Management {
 
   async disconnectAccount(id: string) {
     const account = await this.s.store.getAccount(id);
-    if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
-    const connection = (await this.s.accounts.connectionById(account.connectionId))!;
+    const connection = account && (await this.s.accounts.connectionById(account.connectionId));
+    if (!account || !connection)
+      throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
     const updated = await updateAccountWithEvent(
       this.s.store,
       account,

@@ -329,8 +329,9 @@ export function routeTable(s: Services): RouteTable {
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);
-      if (!a) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
-      const c = (await s.accounts.connectionById(a.connectionId))!;
+      // An account whose connection is being deleted is gone already (its row goes with a later batch).
+      const c = a && (await s.accounts.connectionById(a.connectionId));
+      if (!a || !c) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
       return { body: { connected_account: m.accountView(a, c) } };
     },
     disconnectConnectedAccount: async ({ params }) => {
