@@ -62,6 +62,28 @@ export interface Config {
   workers: number;
   /** Native TLS (TLS_CERT_FILE and TLS_KEY_FILE): HTTPS with ALPN h2 and http/1.1 on the port; else plain HTTP. */
   tls?: TlsFiles;
+  /** Size limits of the per-process caches (docs/scale.md): memory is bounded by these, not by the population. */
+  caches: CacheLimits;
+  /** Rows per batch of the background work proportional to the population (a connection delete, a sweep). */
+  batchSize: number;
+}
+
+/** Entries each per-process cache keeps at most (docs/scale.md, "Caches"). */
+export interface CacheLimits {
+  /** Connected-account rows, by id and by (connection, identifier). */
+  accounts: number;
+  /** Connection rows, and the OAuth discovery documents of MCP connections. */
+  connections: number;
+  /** Decrypted credentials (with the headers made from them), per account. */
+  secrets: number;
+  /** How long a decrypted credential stays in memory after it was opened, in ms. */
+  secretsTtlMs: number;
+  /** Verified service bearer tokens. */
+  tokens: number;
+  /** Parsed base URLs and DNS answers, by the hosts account fields name. */
+  hosts: number;
+  /** Open sessions with providers' MCP servers, per account and server. */
+  mcpSessions: number;
 }
 
 /** A certificate (chain) and its private key, PEM, as read and checked at start. */
@@ -223,5 +245,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,
     tls,
+    caches: {
+      accounts: int('ACCOUNT_CACHE_SIZE', 20_000, env) || 20_000,
+      connections: int('CONNECTION_CACHE_SIZE', 10_000, env) || 10_000,
+      secrets: int('SECRET_CACHE_SIZE', 10_000, env) || 10_000,
+      secretsTtlMs: (int('SECRET_CACHE_TTL_SECONDS', 300, env) || 300) * 1000,
+      tokens: int('TOKEN_CACHE_SIZE', 10_000, env) || 10_000,
+      hosts: int('HOST_CACHE_SIZE', 10_000, env) || 10_000,
+      mcpSessions: int('MCP_SESSION_CACHE_SIZE', 1_000, env) || 1_000,
+    },
+    batchSize: int('BATCH_SIZE', 500, env, 5_000) || 500,
   };
 }

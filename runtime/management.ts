@@ -5,7 +5,7 @@
 import type { Services } from './services.ts';
 import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
 import type { ConnectionUpdate } from '../generated/api/types.ts';
-import type { Account, AccountStatus, Connection, ConnectionPatch } from './store/types.ts';
+import type { Account, AccountStatus, Connection, ConnectionDeletion, ConnectionPatch } from './store/types.ts';
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
 import { newId } from './ids.ts';
 import { aad } from './crypto/aad.ts';
@@ -252,23 +252,30 @@ export class Management {
     return updated;
   }
 
-  async deleteConnection(name: string): Promise<number> {
+  /**
+   * Deletes a connection and its accounts, each reported by a `connected_account.deleted` event: at once for a
+   * connection with fewer accounts than a batch, else in the background (runtime/jobs/connection-deletions.ts).
+   * From the call on, the connection is gone for every caller and its name is free.
+   */
+  async deleteConnection(name: string): Promise<ConnectionDeletion> {
     const connection = await this.s.accounts.connectionByName(name);
-    // Every account that goes with the connection is reported deleted, in the transaction that removes it.
-    const removed = await this.s.store.transaction(async (tx) => {
-      const accounts = (await tx.removeConnection(connection.id)) ?? [];
-      for (const account of accounts) {
-        await tx.addWebhookEvent(
-          accountEvent('connected_account.deleted', account, connection, 'its connection was deleted'),
-        );
-      }
-      return accounts;
-    });
+    const deletion = await this.s.deletions.request(connection);
     this.s.accounts.invalidateConnection(connection.id);
-    for (const account of removed) this.s.accounts.forgetAccount(account.id);
     forgetDiscovery(connection.id);
-    if (removed.length) this.s.webhooks.worker.poke();
-    return removed.length;
+    return deletion;
+  }
+
+  deletionView(d: ConnectionDeletion) {
+    return {
+      id: d.id,
+      deleted: true as const,
+      connection_name: d.connectionName,
+      connector: d.connector,
+      status: d.status,
+      accounts_deleted: d.accountsDeleted,
+      requested_at: iso(d.requestedAt),
+      finished_at: isoOrNull(d.finishedAt),
+    };
   }
 
   async getOrCreateAccount(
@@ -476,8 +483,9 @@ export class Management {
 
   async disconnectAccount(id: string) {
     const account = await this.s.store.getAccount(id);
-    if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
-    const connection = (await this.s.accounts.connectionById(account.connectionId))!;
+    const connection = account && (await this.s.accounts.connectionById(account.connectionId));
+    if (!account || !connection)
+      throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
     const updated = await updateAccountWithEvent(
       this.s.store,
       account,

@@ -15,6 +15,7 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefault
 import type { ServerResponse } from 'node:http';
 import type { Store } from './store/types.ts';
 import type { Http2GuardCounts } from './scalekit/h2-limits.ts';
+import type { CacheSet } from './caches.ts';
 
 type HistogramChild = ReturnType<Histogram['labels']>;
 
@@ -38,8 +39,9 @@ export class Metrics {
   private readonly refreshes: Counter;
   private readonly deliveries: Counter;
   private accountCounts: { at: number; counts: Array<{ status: string; count: number }> } | undefined;
+  private countingAccounts: Promise<void> | undefined;
 
-  constructor(store: Store) {
+  constructor(store: Store, caches: CacheSet) {
     collectDefaultMetrics({ register: this.registry });
     // In a worker, the primary asks this registry for its figures and sums every worker's (see metricsText).
     if (cluster.isWorker) answerCollections(this.registry);
@@ -80,6 +82,7 @@ export class Metrics {
       labelNames: ['event', 'outcome'],
       registers: [this.registry],
     });
+    this.registerCaches(caches);
     const gauge: Gauge<'status'> = new Gauge({
       name: 'acs_connected_accounts',
       help: 'Connected accounts by status (read from the store when scraped, at most every 10 s)',
@@ -90,12 +93,57 @@ export class Metrics {
       collect: async () => {
         const now = Date.now();
         if (!this.accountCounts || now - this.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
-          this.accountCounts = { at: now, counts: await store.countAccountsByStatus() };
+          // Counted in the background once there is a figure to answer with: on PostgreSQL the count reads an
+          // index of every account, which a scrape should not wait for.
+          this.countingAccounts ??= store
+            .countAccountsByStatus()
+            .then((counts) => void (this.accountCounts = { at: Date.now(), counts }))
+            .finally(() => (this.countingAccounts = undefined));
+          if (!this.accountCounts) await this.countingAccounts;
         }
+        if (!this.accountCounts) return;
         gauge.reset();
         for (const { status, count } of this.accountCounts.counts) gauge.set({ status }, count);
       },
     });
+  }
+
+  /** The caches' figures, summed by name (several parts of one service may keep a cache of the same kind). */
+  private registerCaches(caches: CacheSet): void {
+    const figures = () => {
+      const byName = new Map<string, { size: number; max: number; hits: number; misses: number; evictions: number }>();
+      for (const c of caches.all()) {
+        const f = byName.get(c.name) ?? { size: 0, max: 0, hits: 0, misses: 0, evictions: 0 };
+        f.size += c.size;
+        f.max += c.max;
+        f.hits += c.hits;
+        f.misses += c.misses;
+        f.evictions += c.evictions;
+        byName.set(c.name, f);
+      }
+      return byName;
+    };
+    const gauge = (
+      name: string,
+      help: string,
+      pick: (f: ReturnType<typeof figures> extends Map<string, infer F> ? F : never) => number,
+    ) => {
+      const g: Gauge<'cache'> = new Gauge({
+        name,
+        help,
+        labelNames: ['cache'],
+        registers: [this.registry],
+        collect: () => {
+          g.reset();
+          for (const [cache, f] of figures()) g.set({ cache }, pick(f));
+        },
+      });
+    };
+    gauge('acs_cache_entries', 'Entries in each per-process cache (docs/scale.md)', (f) => f.size);
+    gauge('acs_cache_limit', 'The size limit of each per-process cache (its setting)', (f) => f.max);
+    gauge('acs_cache_hits', 'Lookups each cache answered, since the process started', (f) => f.hits);
+    gauge('acs_cache_misses', 'Lookups each cache could not answer, since the process started', (f) => f.misses);
+    gauge('acs_cache_evictions', 'Entries each cache dropped for its size limit or time to live', (f) => f.evictions);
   }
 
   /** Counts an answered request; `route` is the endpoint's operation id (or `dashboard`, `unmatched`). */

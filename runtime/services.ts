@@ -16,6 +16,9 @@ import { DashboardAuth } from './dashboard/auth.ts';
 import { Metrics } from './metrics.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { WebhookService } from './webhooks/service.ts';
+import { CacheSet, setProcessCacheLimits } from './caches.ts';
+import { ConnectionDeletions } from './jobs/connection-deletions.ts';
+import { sweepExpired } from './jobs/sweeps.ts';
 
 export interface Services {
   config: Config;
@@ -32,6 +35,10 @@ export interface Services {
   dashboard: DashboardAuth;
   metrics: Metrics;
   webhooks: WebhookService;
+  /** Every bounded cache of this instance (and the process-wide ones), as /metrics reports them. */
+  caches: CacheSet;
+  /** Connection deletes, run in the background (runtime/jobs/connection-deletions.ts). */
+  deletions: ConnectionDeletions;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
   /**
@@ -52,6 +59,8 @@ export interface ServiceOptions {
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const log = createLogger(config.logLevel, opts.logDestination);
+  setProcessCacheLimits({ hosts: config.caches.hosts, connections: config.caches.connections });
+  const caches = new CacheSet();
   const store = opts.store ?? openStore(config);
   await store.migrate();
   // Caches of connections, accounts and credential states follow the store's changes, this process's and others'.
@@ -69,7 +78,10 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const sealer = new Sealer(keyring);
   log.info({ store: store.kind, keySource: source, activeKey: keyring.activeKid }, 'store and keys ready');
 
-  const tokens = new ServiceTokens(store, sealer, config.publicUrl, config.tokenTtlSeconds);
+  const tokens = new ServiceTokens(store, sealer, config.publicUrl, config.tokenTtlSeconds, undefined, {
+    caches,
+    max: config.caches.tokens,
+  });
   await tokens.init();
 
   let firstCredential: NewCredential | undefined;
@@ -89,24 +101,31 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const firstAdminPassword = dashboard.adminReady;
   firstAdminPassword.catch((e: unknown) => log.error({ err: e }, 'the dashboard admin account could not be set up'));
 
-  const metrics = new Metrics(store);
+  const metrics = new Metrics(store, caches);
   const activity = new ActivityRecorder(store, log);
-  const accounts = new AccountService(store, sealer, config, log);
+  const accounts = new AccountService(store, sealer, config, log, caches);
   accounts.metrics = metrics;
-  const upstream = new Upstream(accounts, config, log, metrics);
+  const upstream = new Upstream(accounts, config, log, metrics, caches);
   const executor = new ToolExecutor(accounts, upstream, activity, metrics);
   const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
 
   const webhooks = new WebhookService(store, sealer, config, new WebhookWorker(store, sealer, config, log, metrics));
   webhooks.worker.start();
+  const deletions = new ConnectionDeletions({
+    store,
+    log,
+    batchSize: config.batchSize,
+    onEvents: () => webhooks.worker.poke(),
+  });
+  deletions.start();
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
   touchTimer.unref();
   const sweepTimer = setInterval(() => {
-    const now = Date.now();
-    void store.deleteExpiredOAuth(now).catch(() => {});
-    void store.pruneActivity(now - 30 * 86_400_000).catch(() => {});
+    void sweepExpired(store, config.batchSize).catch((e: unknown) =>
+      log.error({ err: (e as Error).message }, 'the sweep of expired rows failed'),
+    );
   }, 3_600_000);
   sweepTimer.unref();
   // A never-connected account left PENDING_VERIFICATION by a verification that expired waits for a connection again.
@@ -131,6 +150,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     dashboard,
     metrics,
     webhooks,
+    caches,
+    deletions,
     firstCredential,
     firstAdminPassword,
     keyCreated,
@@ -139,6 +160,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       clearInterval(touchTimer);
       clearInterval(sweepTimer);
       clearInterval(verificationTimer);
+      await deletions.stop();
       await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});

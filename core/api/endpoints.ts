@@ -488,14 +488,36 @@ export const endpoints = boundRequestInputs({
     method: 'DELETE',
     path: '/v1/connections/{connection_name}',
     summary: 'Delete a connection and its connected accounts',
+    description:
+      'The connection is gone for every caller at once, and its name is free for a new connection. Its accounts are ' +
+      'deleted in batches, each reported by a `connected_account.deleted` event: a connection with few accounts is ' +
+      'gone when the answer comes (200, `status: done`); with more, the answer comes at once (202, `status: ' +
+      'running`) and the rest goes on in the background, resumed after a restart, its progress at the `Location` ' +
+      'given.',
     auth: 'bearer',
     params: connectionParam,
     responses: {
-      '200': ok(
-        'Deleted',
-        object({ deleted: { const: true }, connection_name: text, accounts_deleted: { type: 'integer' } }),
-      ),
+      '200': {
+        ...ok('Deleted, with every account', S.connectionDeletion),
+        headers: { location: { description: 'Where the deletion can be read', schema: text } },
+      },
+      '202': {
+        ...ok('Deleting: the accounts are being deleted in the background', S.connectionDeletion),
+        headers: { location: { description: 'Where its progress can be read', schema: text } },
+      },
       '404': connectionNotFound,
+      ...bearer,
+    },
+  },
+  getConnectionDeletion: {
+    method: 'GET',
+    path: '/v1/connection-deletions/{id}',
+    summary: "A connection delete's progress",
+    auth: 'bearer',
+    params: pathParams({ id: { type: 'string', description: 'The `id` the delete answered with' } }),
+    responses: {
+      '200': ok('The deletion', S.connectionDeletion),
+      '404': error('No deletion with that id'),
       ...bearer,
     },
   },

@@ -313,6 +313,41 @@ export const executeResponse: JsonSchema = {
   },
 };
 
+/** A connection delete, running in the background or done (runtime/jobs/connection-deletions.ts). */
+export const connectionDeletion: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'deleted',
+    'connection_name',
+    'connector',
+    'status',
+    'accounts_deleted',
+    'requested_at',
+    'finished_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', description: 'The deletion; `GET /v1/connection-deletions/{id}` reads its progress' },
+    deleted: {
+      const: true,
+      description: 'The connection is gone for every caller from the request on, and its name is free',
+    },
+    connection_name: { type: 'string' },
+    connector: { type: 'string' },
+    status: {
+      enum: ['running', 'done'],
+      description: '`running`: its accounts are being deleted in the background; `done`: nothing of it is left',
+    },
+    accounts_deleted: {
+      type: 'integer',
+      description: 'Accounts deleted so far, each reported by a `connected_account.deleted` event',
+    },
+    requested_at: dateTime,
+    finished_at: { ...nullableDateTime, description: 'When the last account and the connection were gone' },
+  },
+};
+
 export const connection: JsonSchema = {
   type: 'object',
   required: [

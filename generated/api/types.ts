@@ -46,6 +46,31 @@ export type ListToolsResponse =
        */
       count: number;
     };
+export type DeleteConnectionResponse = {
+  /**
+   * The deletion; `GET /v1/connection-deletions/{id}` reads its progress
+   */
+  id: string;
+  /**
+   * The connection is gone for every caller from the request on, and its name is free
+   */
+  deleted: true;
+  connection_name: string;
+  connector: string;
+  /**
+   * `running`: its accounts are being deleted in the background; `done`: nothing of it is left
+   */
+  status: 'running' | 'done';
+  /**
+   * Accounts deleted so far, each reported by a `connected_account.deleted` event
+   */
+  accounts_deleted: number;
+  requested_at: string;
+  /**
+   * When the last account and the connection were gone
+   */
+  finished_at: string | null;
+};
 export type GetOrCreateConnectedAccountResponse =
   | {
       connected_account: ConnectedAccount;
@@ -730,10 +755,36 @@ export interface DeleteConnectionParams {
    */
   connection_name: string;
 }
-export interface DeleteConnectionResponse {
+export interface GetConnectionDeletionParams {
+  /**
+   * The `id` the delete answered with
+   */
+  id: string;
+}
+export interface GetConnectionDeletionResponse {
+  /**
+   * The deletion; `GET /v1/connection-deletions/{id}` reads its progress
+   */
+  id: string;
+  /**
+   * The connection is gone for every caller from the request on, and its name is free
+   */
   deleted: true;
   connection_name: string;
+  connector: string;
+  /**
+   * `running`: its accounts are being deleted in the background; `done`: nothing of it is left
+   */
+  status: 'running' | 'done';
+  /**
+   * Accounts deleted so far, each reported by a `connected_account.deleted` event
+   */
   accounts_deleted: number;
+  requested_at: string;
+  /**
+   * When the last account and the connection were gone
+   */
+  finished_at: string | null;
 }
 export interface ListConnectedAccountsQuery {
   connection_name?: string;
@@ -1532,6 +1583,12 @@ export interface Operations {
   getConnection: { body: never; query: never; params: GetConnectionParams; response: Connection };
   updateConnection: { body: UpdateConnectionBody; query: never; params: UpdateConnectionParams; response: Connection };
   deleteConnection: { body: never; query: never; params: DeleteConnectionParams; response: DeleteConnectionResponse };
+  getConnectionDeletion: {
+    body: never;
+    query: never;
+    params: GetConnectionDeletionParams;
+    response: GetConnectionDeletionResponse;
+  };
   listConnectedAccounts: {
     body: never;
     query: ListConnectedAccountsQuery;

@@ -1892,8 +1892,88 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
   validate18.errors = vErrors;
   return errors === 0;
 }
-export const getOrCreateConnectedAccount_body = validate19;
+export const getConnectionDeletion_params = validate19;
 const schema20 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: 'The `id` the delete answered with', maxLength: 1024 } },
+};
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate19.errors = vErrors;
+  return errors === 0;
+}
+export const getOrCreateConnectedAccount_body = validate20;
+const schema21 = {
   type: 'object',
   required: ['connection_name', 'identifier'],
   additionalProperties: false,
@@ -1910,7 +1990,7 @@ const schema20 = {
   },
 };
 const pattern1 = new RegExp('^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$', 'u');
-function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2073,11 +2153,11 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate19.errors = vErrors;
+  validate20.errors = vErrors;
   return errors === 0;
 }
-export const upsertConnectedAccount_body = validate20;
-const schema21 = {
+export const upsertConnectedAccount_body = validate21;
+const schema22 = {
   type: 'object',
   required: ['connection_name', 'identifier', 'credentials'],
   additionalProperties: false,
@@ -2095,7 +2175,7 @@ const schema21 = {
     verify: { type: ['boolean', 'null'], default: false },
   },
 };
-function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2287,7 +2367,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/verify',
           schemaPath: '#/properties/verify/type',
           keyword: 'type',
-          params: { type: schema21.properties.verify.type },
+          params: { type: schema22.properties.verify.type },
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -2306,11 +2386,11 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate20.errors = vErrors;
+  validate21.errors = vErrors;
   return errors === 0;
 }
-export const createAuthorizationLink_body = validate21;
-const schema22 = {
+export const createAuthorizationLink_body = validate22;
+const schema23 = {
   type: 'object',
   required: ['connection_name', 'identifier'],
   additionalProperties: false,
@@ -2337,7 +2417,7 @@ const schema22 = {
     },
   },
 };
-function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2503,7 +2583,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/redirect_url',
           schemaPath: '#/properties/redirect_url/type',
           keyword: 'type',
-          params: { type: schema22.properties.redirect_url.type },
+          params: { type: schema23.properties.redirect_url.type },
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -2536,7 +2616,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/user_verify_url',
           schemaPath: '#/properties/user_verify_url/type',
           keyword: 'type',
-          params: { type: schema22.properties.user_verify_url.type },
+          params: { type: schema23.properties.user_verify_url.type },
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -2571,11 +2651,11 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate21.errors = vErrors;
+  validate22.errors = vErrors;
   return errors === 0;
 }
-export const verifyConnectedAccountUser_body = validate22;
-const schema23 = {
+export const verifyConnectedAccountUser_body = validate23;
+const schema24 = {
   type: 'object',
   required: ['auth_request_id', 'identifier'],
   additionalProperties: false,
@@ -2591,7 +2671,7 @@ const schema23 = {
     },
   },
 };
-function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2754,90 +2834,10 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate22.errors = vErrors;
-  return errors === 0;
-}
-export const getConnectedAccount_params = validate23;
-const schema24 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The connected account's id", maxLength: 1024 } },
-};
-function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      let data0 = data.id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/id',
-            schemaPath: '#/properties/id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate23.errors = vErrors;
   return errors === 0;
 }
-export const disconnectConnectedAccount_params = validate24;
+export const getConnectedAccount_params = validate24;
 const schema25 = {
   type: 'object',
   required: ['id'],
@@ -2917,7 +2917,7 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   validate24.errors = vErrors;
   return errors === 0;
 }
-export const deleteConnectedAccount_params = validate25;
+export const disconnectConnectedAccount_params = validate25;
 const schema26 = {
   type: 'object',
   required: ['id'],
@@ -2997,86 +2997,14 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
   validate25.errors = vErrors;
   return errors === 0;
 }
-export const createApiCredential_body = validate26;
+export const deleteConnectedAccount_params = validate26;
 const schema27 = {
-  type: 'object',
-  required: [],
-  additionalProperties: false,
-  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
-};
-function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name')) {
-        const err0 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err0];
-        } else {
-          vErrors.push(err0);
-        }
-        errors++;
-      }
-    }
-    if (data.name !== undefined && func0.call(data, 'name')) {
-      let data0 = data.name;
-      if (typeof data0 !== 'string' && data0 !== null) {
-        const err1 = {
-          instancePath: instancePath + '/name',
-          schemaPath: '#/properties/name/type',
-          keyword: 'type',
-          params: { type: schema27.properties.name.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 200) {
-          const err2 = {
-            instancePath: instancePath + '/name',
-            schemaPath: '#/properties/name/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 200 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      }
-    }
-  } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err3];
-    } else {
-      vErrors.push(err3);
-    }
-    errors++;
-  }
-  validate26.errors = vErrors;
-  return errors === 0;
-}
-export const revokeApiCredential_params = validate27;
-const schema28 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
-  properties: { id: { type: 'string', description: "The credential's id", maxLength: 1024 } },
+  properties: { id: { type: 'string', description: "The connected account's id", maxLength: 1024 } },
 };
-function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3146,11 +3074,163 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
+  validate26.errors = vErrors;
+  return errors === 0;
+}
+export const createApiCredential_body = validate27;
+const schema28 = {
+  type: 'object',
+  required: [],
+  additionalProperties: false,
+  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
+};
+function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'name')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.name !== undefined && func0.call(data, 'name')) {
+      let data0 = data.name;
+      if (typeof data0 !== 'string' && data0 !== null) {
+        const err1 = {
+          instancePath: instancePath + '/name',
+          schemaPath: '#/properties/name/type',
+          keyword: 'type',
+          params: { type: schema28.properties.name.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 200) {
+          const err2 = {
+            instancePath: instancePath + '/name',
+            schemaPath: '#/properties/name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
   validate27.errors = vErrors;
   return errors === 0;
 }
-export const createMcpServer_body = validate28;
+export const revokeApiCredential_params = validate28;
 const schema29 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The credential's id", maxLength: 1024 } },
+};
+function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate28.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpServer_body = validate29;
+const schema30 = {
   type: 'object',
   required: ['name'],
   additionalProperties: false,
@@ -3188,7 +3268,7 @@ const schema29 = {
     },
   },
 };
-function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3276,7 +3356,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema29.properties.mode.enum },
+          params: { allowedValues: schema30.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3293,7 +3373,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema29.properties.tools.type },
+          params: { type: schema30.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -3373,7 +3453,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema29.properties.connections.type },
+          params: { type: schema30.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -3453,7 +3533,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/user_verify_url',
           schemaPath: '#/properties/user_verify_url/type',
           keyword: 'type',
-          params: { type: schema29.properties.user_verify_url.type },
+          params: { type: schema30.properties.user_verify_url.type },
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -3488,17 +3568,17 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate28.errors = vErrors;
+  validate29.errors = vErrors;
   return errors === 0;
 }
-export const getMcpServer_params = validate29;
-const schema30 = {
+export const getMcpServer_params = validate30;
+const schema31 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
 };
-function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3568,11 +3648,11 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate29.errors = vErrors;
+  validate30.errors = vErrors;
   return errors === 0;
 }
-export const updateMcpServer_body = validate30;
-const schema31 = {
+export const updateMcpServer_body = validate31;
+const schema32 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -3608,7 +3688,7 @@ const schema31 = {
     },
   },
 };
-function validate30(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate31(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3641,7 +3721,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/name',
           schemaPath: '#/properties/name/type',
           keyword: 'type',
-          params: { type: schema31.properties.name.type },
+          params: { type: schema32.properties.name.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -3688,7 +3768,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/mode',
           schemaPath: '#/properties/mode/enum',
           keyword: 'enum',
-          params: { allowedValues: schema31.properties.mode.enum },
+          params: { allowedValues: schema32.properties.mode.enum },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -3705,7 +3785,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/tools',
           schemaPath: '#/properties/tools/type',
           keyword: 'type',
-          params: { type: schema31.properties.tools.type },
+          params: { type: schema32.properties.tools.type },
         };
         if (vErrors === null) {
           vErrors = [err5];
@@ -3785,7 +3865,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/connections',
           schemaPath: '#/properties/connections/type',
           keyword: 'type',
-          params: { type: schema31.properties.connections.type },
+          params: { type: schema32.properties.connections.type },
         };
         if (vErrors === null) {
           vErrors = [err10];
@@ -3865,7 +3945,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/user_verify_url',
           schemaPath: '#/properties/user_verify_url/type',
           keyword: 'type',
-          params: { type: schema31.properties.user_verify_url.type },
+          params: { type: schema32.properties.user_verify_url.type },
         };
         if (vErrors === null) {
           vErrors = [err15];
@@ -3900,90 +3980,10 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate30.errors = vErrors;
-  return errors === 0;
-}
-export const updateMcpServer_params = validate31;
-const schema32 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
-};
-function validate31(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      let data0 = data.id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/id',
-            schemaPath: '#/properties/id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate31.errors = vErrors;
   return errors === 0;
 }
-export const deleteMcpServer_params = validate32;
+export const updateMcpServer_params = validate32;
 const schema33 = {
   type: 'object',
   required: ['id'],
@@ -4063,8 +4063,88 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
   validate32.errors = vErrors;
   return errors === 0;
 }
-export const createMcpUrl_body = validate33;
+export const deleteMcpServer_params = validate33;
 const schema34 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
+};
+function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate33.errors = vErrors;
+  return errors === 0;
+}
+export const createMcpUrl_body = validate34;
+const schema35 = {
   type: 'object',
   required: ['identifier'],
   additionalProperties: false,
@@ -4087,7 +4167,7 @@ const schema34 = {
     },
   },
 };
-function validate33(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate34(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4188,7 +4268,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/expires_in',
           schemaPath: '#/properties/expires_in/type',
           keyword: 'type',
-          params: { type: schema34.properties.expires_in.type },
+          params: { type: schema35.properties.expires_in.type },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -4237,90 +4317,10 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate33.errors = vErrors;
-  return errors === 0;
-}
-export const createMcpUrl_params = validate34;
-const schema35 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
-};
-function validate34(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      let data0 = data.id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/id',
-            schemaPath: '#/properties/id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate34.errors = vErrors;
   return errors === 0;
 }
-export const listMcpUrls_params = validate35;
+export const createMcpUrl_params = validate35;
 const schema36 = {
   type: 'object',
   required: ['id'],
@@ -4400,8 +4400,88 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
   validate35.errors = vErrors;
   return errors === 0;
 }
-export const revokeMcpUrl_params = validate36;
+export const listMcpUrls_params = validate36;
 const schema37 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
+};
+function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate36.errors = vErrors;
+  return errors === 0;
+}
+export const revokeMcpUrl_params = validate37;
+const schema38 = {
   type: 'object',
   required: ['id', 'url_id'],
   additionalProperties: false,
@@ -4410,7 +4490,7 @@ const schema37 = {
     url_id: { type: 'string', description: "The URL's id", maxLength: 1024 },
   },
 };
-function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate37(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -4526,90 +4606,10 @@ function validate36(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate36.errors = vErrors;
-  return errors === 0;
-}
-export const mcpServerPost_params = validate37;
-const schema38 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
-};
-function validate37(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      let data0 = data.id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/id',
-            schemaPath: '#/properties/id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate37.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerGet_params = validate38;
+export const mcpServerPost_params = validate38;
 const schema39 = {
   type: 'object',
   required: ['id'],
@@ -4689,7 +4689,7 @@ function validate38(data, { instancePath = '', parentData, parentDataProperty, r
   validate38.errors = vErrors;
   return errors === 0;
 }
-export const mcpServerDelete_params = validate39;
+export const mcpServerGet_params = validate39;
 const schema40 = {
   type: 'object',
   required: ['id'],
@@ -4769,24 +4769,19 @@ function validate39(data, { instancePath = '', parentData, parentDataProperty, r
   validate39.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlPost_params = validate40;
+export const mcpServerDelete_params = validate40;
 const schema41 = {
   type: 'object',
-  required: ['token'],
+  required: ['id'],
   additionalProperties: false,
-  properties: { token: { type: 'string', description: "The URL's token", maxLength: 1024 } },
+  properties: { id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
 };
 function validate40(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.token === undefined || !func0.call(data, 'token')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'token' },
-      };
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
       if (vErrors === null) {
         vErrors = [err0];
       } else {
@@ -4795,7 +4790,7 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'token')) {
+      if (!(key0 === 'id')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -4810,13 +4805,13 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
-    if (data.token !== undefined && func0.call(data, 'token')) {
-      let data0 = data.token;
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
       if (typeof data0 === 'string') {
         if (func46(data0) > 1024) {
           const err2 = {
-            instancePath: instancePath + '/token',
-            schemaPath: '#/properties/token/maxLength',
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
             keyword: 'maxLength',
             params: { limit: 1024 },
           };
@@ -4829,8 +4824,8 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
         }
       } else {
         const err3 = {
-          instancePath: instancePath + '/token',
-          schemaPath: '#/properties/token/type',
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
           keyword: 'type',
           params: { type: 'string' },
         };
@@ -4854,12 +4849,12 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
   validate40.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlGet_params = validate41;
+export const mcpUrlPost_params = validate41;
 const schema42 = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
-  properties: { token: { type: 'string', maxLength: 1024 } },
+  properties: { token: { type: 'string', description: "The URL's token", maxLength: 1024 } },
 };
 function validate41(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -4939,7 +4934,7 @@ function validate41(data, { instancePath = '', parentData, parentDataProperty, r
   validate41.errors = vErrors;
   return errors === 0;
 }
-export const mcpUrlDelete_params = validate42;
+export const mcpUrlGet_params = validate42;
 const schema43 = {
   type: 'object',
   required: ['token'],
@@ -5024,8 +5019,93 @@ function validate42(data, { instancePath = '', parentData, parentDataProperty, r
   validate42.errors = vErrors;
   return errors === 0;
 }
-export const createWebhook_body = validate43;
+export const mcpUrlDelete_params = validate43;
 const schema44 = {
+  type: 'object',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string', maxLength: 1024 } },
+};
+function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token === undefined || !func0.call(data, 'token')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'token' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'token')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      let data0 = data.token;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/token',
+            schemaPath: '#/properties/token/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate43.errors = vErrors;
+  return errors === 0;
+}
+export const createWebhook_body = validate44;
+const schema45 = {
   type: 'object',
   required: ['url', 'events'],
   additionalProperties: false,
@@ -5058,7 +5138,7 @@ const schema44 = {
   },
 };
 const func32 = func32_module.default ?? func32_module;
-function validate43(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5179,7 +5259,7 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/enum',
               keyword: 'enum',
-              params: { allowedValues: schema44.properties.events.items.enum },
+              params: { allowedValues: schema45.properties.events.items.enum },
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -5236,17 +5316,17 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate43.errors = vErrors;
+  validate44.errors = vErrors;
   return errors === 0;
 }
-export const getWebhook_params = validate44;
-const schema45 = {
+export const getWebhook_params = validate45;
+const schema46 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5316,11 +5396,11 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate44.errors = vErrors;
+  validate45.errors = vErrors;
   return errors === 0;
 }
-export const updateWebhook_body = validate45;
-const schema46 = {
+export const updateWebhook_body = validate46;
+const schema47 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -5351,7 +5431,7 @@ const schema46 = {
     },
   },
 };
-function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5378,7 +5458,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/url',
           schemaPath: '#/properties/url/type',
           keyword: 'type',
-          params: { type: schema46.properties.url.type },
+          params: { type: schema47.properties.url.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5425,7 +5505,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/events',
           schemaPath: '#/properties/events/type',
           keyword: 'type',
-          params: { type: schema46.properties.events.type },
+          params: { type: schema47.properties.events.type },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5464,7 +5544,7 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/enum',
               keyword: 'enum',
-              params: { allowedValues: schema46.properties.events.items.enum },
+              params: { allowedValues: schema47.properties.events.items.enum },
             };
             if (vErrors === null) {
               vErrors = [err6];
@@ -5508,90 +5588,10 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate45.errors = vErrors;
-  return errors === 0;
-}
-export const updateWebhook_params = validate46;
-const schema47 = {
-  type: 'object',
-  required: ['id'],
-  additionalProperties: false,
-  properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
-};
-function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.id === undefined || !func0.call(data, 'id')) {
-      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.id !== undefined && func0.call(data, 'id')) {
-      let data0 = data.id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/id',
-            schemaPath: '#/properties/id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/id',
-          schemaPath: '#/properties/id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate46.errors = vErrors;
   return errors === 0;
 }
-export const deleteWebhook_params = validate47;
+export const updateWebhook_params = validate47;
 const schema48 = {
   type: 'object',
   required: ['id'],
@@ -5671,7 +5671,7 @@ function validate47(data, { instancePath = '', parentData, parentDataProperty, r
   validate47.errors = vErrors;
   return errors === 0;
 }
-export const rotateWebhookSecret_params = validate48;
+export const deleteWebhook_params = validate48;
 const schema49 = {
   type: 'object',
   required: ['id'],
@@ -5751,7 +5751,7 @@ function validate48(data, { instancePath = '', parentData, parentDataProperty, r
   validate48.errors = vErrors;
   return errors === 0;
 }
-export const listWebhookDeliveries_params = validate49;
+export const rotateWebhookSecret_params = validate49;
 const schema50 = {
   type: 'object',
   required: ['id'],
@@ -5831,8 +5831,88 @@ function validate49(data, { instancePath = '', parentData, parentDataProperty, r
   validate49.errors = vErrors;
   return errors === 0;
 }
-export const redeliverWebhook_params = validate50;
+export const listWebhookDeliveries_params = validate50;
 const schema51 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
+};
+function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate50.errors = vErrors;
+  return errors === 0;
+}
+export const redeliverWebhook_params = validate51;
+const schema52 = {
   type: 'object',
   required: ['id', 'delivery_id'],
   additionalProperties: false,
@@ -5841,7 +5921,7 @@ const schema51 = {
     delivery_id: { type: 'string', maxLength: 1024 },
   },
 };
-function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5957,11 +6037,11 @@ function validate50(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate50.errors = vErrors;
+  validate51.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate51;
-const schema52 = {
+export const proxy_params = validate52;
+const schema53 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -5973,7 +6053,7 @@ const schema52 = {
     },
   },
 };
-function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6043,95 +6123,10 @@ function validate51(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate51.errors = vErrors;
-  return errors === 0;
-}
-export const oauthAuthorize_params = validate52;
-const schema53 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string', maxLength: 1024 } },
-};
-function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      let data0 = data.connection_id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/connection_id',
-            schemaPath: '#/properties/connection_id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
   validate52.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate53;
+export const oauthAuthorize_params = validate53;
 const schema54 = {
   type: 'object',
   required: ['connection_id'],
@@ -6216,30 +6211,95 @@ function validate53(data, { instancePath = '', parentData, parentDataProperty, r
   validate53.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate54;
+export const oauthCallback_params = validate54;
 const schema55 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
 function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      let data0 = data.connection_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/connection_id',
+            schemaPath: '#/properties/connection_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate54.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate55;
+export const scalekitCreateConnectedAccount_body = validate55;
 const schema56 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6256,10 +6316,10 @@ function validate55(data, { instancePath = '', parentData, parentDataProperty, r
   validate55.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate56;
+export const scalekitUpdateConnectedAccount_body = validate56;
 const schema57 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
 function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6276,11 +6336,10 @@ function validate56(data, { instancePath = '', parentData, parentDataProperty, r
   validate56.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate57;
+export const scalekitDeleteConnectedAccount_body = validate57;
 const schema58 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
 function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6297,10 +6356,11 @@ function validate57(data, { instancePath = '', parentData, parentDataProperty, r
   validate57.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate58;
+export const scalekitMagicLink_body = validate58;
 const schema59 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
 function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6317,10 +6377,10 @@ function validate58(data, { instancePath = '', parentData, parentDataProperty, r
   validate58.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate59;
+export const scalekitVerifyConnectedAccountUser_body = validate59;
 const schema60 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
 };
 function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6335,5 +6395,25 @@ function validate59(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate59.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate60;
+const schema61 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate60.errors = vErrors;
   return errors === 0;
 }

@@ -7,6 +7,7 @@ import { DecryptError, type Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { LockTimeout, type Account, type Connection, type Store } from '../store/types.ts';
 import { RowCache } from '../store/cache.ts';
+import type { BoundedCache, CacheSet } from '../caches.ts';
 import type { Change } from '../store/changes.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import {
@@ -71,35 +72,46 @@ export function notActiveError(account: Account): ServiceError {
   }
 }
 
-const accountKey = (connectionId: string, identifier: string) => `key:${connectionId}\u0000${identifier}`;
+const accountKey = (a: Pick<Account, 'connectionId' | 'identifier'>) => `${a.connectionId}\u0000${a.identifier}`;
+
+/**
+ * What is opened from an account's sealed credentials, for one row object (the row cache hands out the same object
+ * until the row changes), connection and auth: the secrets, the values for credential templates, and the headers
+ * made from them by way of applying them.
+ */
+interface OpenedCredentials {
+  live: LiveAccount;
+  headers: WeakMap<CredentialApply, Record<string, string>>;
+}
 
 /**
  * Connected accounts at run time: lookups, the sealed-secret cache, and token refresh — proactive before
  * expiry, reactive after an upstream 401, single-flight per account in this process and under the store's
  * cross-process account lock, with a re-read inside the lock so a concurrent refresh is reused, not repeated.
  *
- * Connections and accounts are read once and kept until the store announces a change to them (RowCache over
- * the store's change feed): a write through this process is seen by the next call, one through another process
- * on the same database within the notification delay (PostgreSQL) or before the next read (SQLite). A token
- * refresh always re-reads the account and the connection inside the account lock.
+ * Connections and accounts are read once and kept in bounded LRUs until the store announces a change to them
+ * (RowCache over the store's change feed): a write through this process is seen by the next call, one through
+ * another process on the same database within the notification delay (PostgreSQL) or before the next read
+ * (SQLite). Decrypted credentials are kept in an LRU of their own, with a time to live. Every cache is keyed by
+ * the account id, so forgetting an account is O(1) whatever the caches hold (docs/scale.md). A token refresh
+ * always re-reads the account and the connection inside the account lock.
  */
 export class AccountService {
   private connections: RowCache<Connection>;
   private accounts: RowCache<Account>;
-  private headerCache = new Map<string, WeakMap<CredentialApply, Record<string, string>>>();
   /**
    * An account row object's hosts (configuredHostsFor) and base URLs by host (baseUrlFor, `''` for the default),
    * with the connection object they were made for; kept as long as the row object is, like `resolvedFor` below.
    */
   private derived = new WeakMap<Account, { connection: Connection; hosts?: string[]; baseUrls: Map<string, string> }>();
-  private secretsCache = new Map<string, { version: number; secrets: Secrets }>();
+  /** Decrypted credentials by account id: bounded, and dropped `secretsTtlMs` after they were opened. */
+  private credentials: BoundedCache<string, OpenedCredentials>;
   /**
-   * What resolve() and withSecrets() built for an account row, kept as long as that row object is (the row cache
-   * hands out the same object until the row changes): a cached call allocates nothing and opens no secret. Used
-   * only with the same connection object, so a changed connection is seen too. Nobody modifies these objects.
+   * What resolve() built for an account row, kept as long as that row object is (the row cache hands out the same
+   * object until the row changes): a cached call allocates nothing. Used only with the same connection object, so
+   * a changed connection is seen too. Nobody modifies these objects.
    */
   private resolvedFor = new WeakMap<Account, ResolvedAccount>();
-  private liveFor = new WeakMap<Account, LiveAccount>();
   private refreshing = new Map<string, Promise<Account>>();
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
@@ -112,9 +124,14 @@ export class AccountService {
     private sealer: Sealer,
     private config: Config,
     private log: Logger,
+    caches: CacheSet,
   ) {
-    this.connections = new RowCache(store.changes, 20_000);
-    this.accounts = new RowCache(store.changes);
+    this.connections = new RowCache(store.changes, caches, 'connections', config.caches.connections, (c) => c.name);
+    this.accounts = new RowCache<Account>(store.changes, caches, 'accounts', config.caches.accounts, accountKey);
+    this.credentials = caches.create('credentials', {
+      max: config.caches.secrets,
+      ttlMs: config.caches.secretsTtlMs,
+    });
     store.changes.subscribe((c) => this.onChange(c));
   }
 
@@ -122,42 +139,29 @@ export class AccountService {
     if (change.table === '*') {
       this.connections.clear();
       this.accounts.clear();
+      this.credentials.clear();
     } else if (change.table === 'connections') {
       if (change.id === '*') this.connections.clear();
       else this.invalidateConnection(change.id);
     } else if (change.table === 'connected_accounts') {
-      if (change.id === '*') this.accounts.clear();
-      else this.invalidateAccount(change.id);
+      if (change.id === '*') {
+        this.accounts.clear();
+        this.credentials.clear();
+      } else this.forgetAccount(change.id);
     }
   }
 
   /** Drops a connection from the cache (the store announces every change; this is for a caller that knows first). */
   invalidateConnection(id: string): void {
-    const cached = this.connections.peek(`id:${id}`);
-    this.connections.delete(`id:${id}`);
-    if (cached) this.connections.delete(`name:${cached.name}`);
-  }
-
-  private invalidateAccount(id: string): void {
-    const cached = this.accounts.peek(`id:${id}`);
-    this.accounts.delete(`id:${id}`);
-    if (cached) this.accounts.delete(accountKey(cached.connectionId, cached.identifier));
+    this.connections.invalidate(id);
   }
 
   private keepConnection(connection: Connection, generation: number): void {
-    this.connections.setAll([`id:${connection.id}`, `name:${connection.name}`], connection, generation);
-  }
-
-  private keepAccount(account: Account, generation: number): void {
-    this.accounts.setAll(
-      [`id:${account.id}`, accountKey(account.connectionId, account.identifier)],
-      account,
-      generation,
-    );
+    this.connections.keep(connection, generation);
   }
 
   async connectionById(id: string, scope?: object): Promise<Connection | undefined> {
-    const cached = this.connections.get(`id:${id}`, scope);
+    const cached = this.connections.get(id, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnection(id);
@@ -166,7 +170,7 @@ export class AccountService {
   }
 
   async connectionByName(name: string, scope?: object): Promise<Connection> {
-    const cached = this.connections.get(`name:${name}`, scope);
+    const cached = this.connections.getByKey(name, scope);
     if (cached) return cached;
     const generation = this.connections.current;
     const connection = await this.store.getConnectionByName(name);
@@ -177,20 +181,20 @@ export class AccountService {
 
   /** The account as last stored (cached like connections). */
   async accountById(id: string, scope?: object): Promise<Account | undefined> {
-    const cached = this.accounts.get(`id:${id}`, scope);
+    const cached = this.accounts.get(id, scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.getAccount(id);
-    if (account) this.keepAccount(account, generation);
+    if (account) this.accounts.keep(account, generation);
     return account;
   }
 
   async findAccount(connectionId: string, identifier: string, scope?: object): Promise<Account | undefined> {
-    const cached = this.accounts.get(accountKey(connectionId, identifier), scope);
+    const cached = this.accounts.getByKey(accountKey({ connectionId, identifier }), scope);
     if (cached) return cached;
     const generation = this.accounts.current;
     const account = await this.store.findAccount(connectionId, identifier);
-    if (account) this.keepAccount(account, generation);
+    if (account) this.accounts.keep(account, generation);
     return account;
   }
 
@@ -234,10 +238,9 @@ export class AccountService {
     return resolved;
   }
 
+  /** Decrypts an account's credentials (not cached: see withSecrets, which keeps what it opens). */
   openSecrets(account: Account): Secrets {
     if (!account.secretsSealed) return {};
-    const cached = this.secretsCache.get(account.id);
-    if (cached && cached.version === account.version) return cached.secrets;
     let secrets: Secrets;
     try {
       secrets = JSON.parse(this.sealer.open(account.secretsSealed, aad.accountSecrets(account.id))) as Secrets;
@@ -250,8 +253,6 @@ export class AccountService {
         `The stored credentials of connected account ${account.id} cannot be decrypted: they were altered, copied from another record, or sealed with a key this service does not have. Upsert its credentials or send the user a new authorization link; an operator can list affected records with "npm run keys -- verify".`,
       );
     }
-    if (this.secretsCache.size > 50_000) this.secretsCache.clear();
-    this.secretsCache.set(account.id, { version: account.version, secrets });
     return secrets;
   }
 
@@ -259,10 +260,10 @@ export class AccountService {
     return this.sealer.seal(JSON.stringify(secrets), aad.accountSecrets(accountId));
   }
 
+  /** Drops everything cached for the account: O(1) (a delete in each cache keyed by account id). */
   forgetAccount(id: string): void {
-    this.invalidateAccount(id);
-    for (const k of this.headerCache.keys()) if (k.startsWith(`${id}:`)) this.headerCache.delete(k);
-    this.secretsCache.delete(id);
+    this.accounts.invalidate(id);
+    this.credentials.delete(id);
   }
 
   /** Marks the account used; flushed to the store in batches. */
@@ -304,8 +305,19 @@ export class AccountService {
   }
 
   withSecrets(resolved: ResolvedAccount): LiveAccount {
-    const known = this.liveFor.get(resolved.account);
-    if (known?.connection === resolved.connection && known.auth === resolved.auth) return known;
+    return this.opened(resolved).live;
+  }
+
+  /** The account's opened credentials, from the cache when they were opened for these very objects. */
+  private opened(resolved: ResolvedAccount): OpenedCredentials {
+    const known = this.credentials.get(resolved.account.id);
+    if (
+      known !== undefined &&
+      known.live.account === resolved.account &&
+      known.live.connection === resolved.connection &&
+      known.live.auth === resolved.auth
+    )
+      return known;
     const secrets = this.openSecrets(resolved.account);
     // Every key written out: a spread followed by new keys would give each account's object a hidden class of its
     // own on Node 20 (see upstream/http.ts), and every function it reaches a megamorphic property access.
@@ -317,8 +329,10 @@ export class AccountService {
       secrets,
       values: { ...resolved.account.fields, ...secrets },
     };
-    this.liveFor.set(resolved.account, live);
-    return live;
+    const opened: OpenedCredentials = { live, headers: new WeakMap() };
+    // Only a row the cache holds: one read outside it (a refresh's) must not replace the cached row's entry.
+    if (this.accounts.peek(resolved.account.id) === resolved.account) this.credentials.set(resolved.account.id, opened);
+    return opened;
   }
 
   /**
@@ -326,17 +340,12 @@ export class AccountService {
    * them (a Basic header is a base64 encoding; there is no need to redo it on every call).
    */
   credentialHeadersFor(live: LiveAccount, apply: CredentialApply = live.auth.apply): Record<string, string> {
-    const key = `${live.account.id}:${live.account.version}`;
-    let byApply = this.headerCache.get(key);
-    if (!byApply) {
-      if (this.headerCache.size > 50_000) this.headerCache.clear();
-      byApply = new WeakMap();
-      this.headerCache.set(key, byApply);
-    }
-    let headers = byApply.get(apply);
+    const known = this.credentials.peek(live.account.id);
+    const byApply = known?.live === live ? known.headers : undefined;
+    let headers = byApply?.get(apply);
     if (!headers) {
       headers = credentialHeaders(apply, live.values);
-      byApply.set(apply, headers);
+      byApply?.set(apply, headers);
     }
     return headers;
   }

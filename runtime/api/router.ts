@@ -45,6 +45,8 @@ export interface Context<Op extends OperationId> {
 /** A JSON answer; a handler that writes its own answer (a stream, a redirect, a page) returns nothing. */
 export interface Reply<Op extends OperationId> {
   status?: number;
+  /** Extra response headers (a `location`). */
+  headers?: Record<string, string>;
   body: Operations[Op]['response'];
 }
 
@@ -247,7 +249,7 @@ export class Router {
       body: body as never,
       rawQuery: m.query,
     });
-    if (reply) sendJson(res, reply.status ?? 200, reply.body);
+    if (reply) sendJson(res, reply.status ?? 200, reply.body, reply.headers);
   }
 
   /**

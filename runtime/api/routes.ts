@@ -237,7 +237,7 @@ export function routeTable(s: Services): RouteTable {
     executeTool: async ({ body, res }) => executeTool(s, body, res),
 
     listConnections: async () => {
-      const list = await s.store.listConnections();
+      const list = await s.store.listConnectionsWithCounts();
       return { body: { connections: list.map((c) => m.connectionView(c, c.accountCount)) } };
     },
     createConnection: async ({ body }) => {
@@ -253,8 +253,17 @@ export function routeTable(s: Services): RouteTable {
       return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
     },
     deleteConnection: async ({ params }) => {
-      const n = await m.deleteConnection(params.connection_name);
-      return { body: { deleted: true, connection_name: params.connection_name, accounts_deleted: n } };
+      const d = await m.deleteConnection(params.connection_name);
+      return {
+        status: d.status === 'done' ? 200 : 202,
+        headers: { location: `/v1/connection-deletions/${d.id}` },
+        body: m.deletionView(d),
+      };
+    },
+    getConnectionDeletion: async ({ params }) => {
+      const d = await s.deletions.get(params.id);
+      if (!d) throw new ServiceError(404, 'deletion_not_found', `No connection deletion with id "${params.id}"`);
+      return { body: m.deletionView(d) };
     },
 
     listConnectedAccounts: async ({ query }) => {
@@ -281,9 +290,11 @@ export function routeTable(s: Services): RouteTable {
       for (const c of await s.store.listConnections()) names.set(c.id, { name: c.name, connector: c.connector });
       return {
         body: {
-          connected_accounts: page.map((a) =>
-            m.accountView(a, names.get(a.connectionId) ?? { name: '?', connector: '?' }),
-          ),
+          // The accounts of a connection being deleted are gone for callers already (its rows go in batches).
+          connected_accounts: page.flatMap((a) => {
+            const connection = names.get(a.connectionId);
+            return connection ? [m.accountView(a, connection)] : [];
+          }),
           next_cursor: list.length > limit ? encodeCursor(page[page.length - 1]!) : null,
         },
       };
@@ -318,8 +329,9 @@ export function routeTable(s: Services): RouteTable {
     },
     getConnectedAccount: async ({ params }) => {
       const a = await s.store.getAccount(params.id);
-      if (!a) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
-      const c = (await s.accounts.connectionById(a.connectionId))!;
+      // An account whose connection is being deleted is gone already (its row goes with a later batch).
+      const c = a && (await s.accounts.connectionById(a.connectionId));
+      if (!a || !c) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
       return { body: { connected_account: m.accountView(a, c) } };
     },
     disconnectConnectedAccount: async ({ params }) => {

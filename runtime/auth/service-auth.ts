@@ -1,3 +1,4 @@
+import { CacheSet, type BoundedCache } from '../caches.ts';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
 import type { Store } from '../store/types.ts';
@@ -70,7 +71,7 @@ interface VerifiedToken extends TokenClaims {
  * token not found is verified again.
  */
 class VerifiedTokens {
-  private readonly bySignature = new Map<string, { token: string; claims: VerifiedToken }>();
+  constructor(private readonly bySignature: BoundedCache<string, { token: string; claims: VerifiedToken }>) {}
 
   get size(): number {
     return this.bySignature.size;
@@ -86,9 +87,12 @@ class VerifiedTokens {
     const signature = signatureOf(token);
     if (this.bySignature.get(signature)?.token === token) this.bySignature.delete(signature);
   }
-  /** Forgets every token whose claims match. */
+  /** Forgets every token whose claims match (a revocation: rare, and bounded by the cache's size). */
   deleteWhere(match: (claims: VerifiedToken) => boolean): void {
-    for (const [signature, entry] of this.bySignature) if (match(entry.claims)) this.bySignature.delete(signature);
+    for (const signature of [...this.bySignature.keys()]) {
+      const entry = this.bySignature.peek(signature);
+      if (entry && match(entry.claims)) this.bySignature.delete(signature);
+    }
   }
   clear(): void {
     this.bySignature.clear();
@@ -120,8 +124,8 @@ export class ServiceTokens {
   private keysStale = false;
   private keysReadAt = 0;
   private keysLoading: Promise<void> | undefined;
-  private verified = new VerifiedTokens();
-  private credentialState = new Map<string, { revoked: boolean; checkedAt: number }>();
+  private verified: VerifiedTokens;
+  private credentialState: BoundedCache<string, { revoked: boolean; checkedAt: number }>;
   /** Bumped on every credential change: a state read while one arrived is used but not kept. */
   private credentialGeneration = 0;
   /** Failed attempts per client id (protects each credential) and, more leniently, per address. */
@@ -134,7 +138,10 @@ export class ServiceTokens {
     private issuer: string,
     readonly ttlSeconds: number,
     private revocationCacheMs = 5_000,
+    cache: { caches: CacheSet; max: number } = { caches: new CacheSet(), max: 10_000 },
   ) {
+    this.verified = new VerifiedTokens(cache.caches.create('verified_tokens', { max: cache.max }));
+    this.credentialState = cache.caches.create('credential_states', { max: cache.max });
     this.clientThrottle = new Throttle(store, 'client:', { free: 5 });
     this.addressThrottle = new Throttle(store, 'token-address:', { free: 30 });
     store.changes.subscribe((c) => {
@@ -278,7 +285,6 @@ export class ServiceTokens {
           );
         throw unauthorized('The bearer token is invalid');
       }
-      if (this.verified.size > 10_000) this.verified.clear();
       this.verified.set(token, claims);
     }
     let state = this.credentialState.get(claims.credentialId);

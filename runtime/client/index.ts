@@ -392,8 +392,15 @@ export class AgentConnectorClient {
   async updateConnection(name: string, input: ConnectionUpdate): Promise<Connection> {
     return this.json('PATCH', `/v1/connections/${encodeURIComponent(name)}`, input);
   }
+  /**
+   * Deletes a connection and its accounts: `status: 'done'` when they are gone already, `'running'` while a large
+   * connection's accounts are deleted in the background (read its progress with `getConnectionDeletion`).
+   */
   async deleteConnection(name: string): Promise<Operations['deleteConnection']['response']> {
     return this.json('DELETE', `/v1/connections/${encodeURIComponent(name)}`);
+  }
+  async getConnectionDeletion(id: string): Promise<Operations['getConnectionDeletion']['response']> {
+    return this.json('GET', `/v1/connection-deletions/${encodeURIComponent(id)}`);
   }
 
   // MCP servers: which tools an MCP client sees, and per-end-user URLs for it

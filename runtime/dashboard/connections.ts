@@ -149,7 +149,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   const { s, m } = ctx;
 
   r.get('/connections', async (req, res) => {
-    const list = await s.store.listConnections();
+    const list = await s.store.listConnectionsWithCounts();
     render(ctx, req, res, 'connections', {
       title: 'Connections',
       nav: 'connections',

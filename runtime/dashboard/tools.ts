@@ -107,7 +107,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
     status = 200,
   ) => {
     const connector = getConnector(tool.connector)!;
-    const connections = (await s.store.listConnections()).filter((c) => c.connector === tool.connector);
+    const connections = (await s.store.listConnectionsWithCounts()).filter((c) => c.connector === tool.connector);
     const chosen = connections.find((c) => c.name === values.connection) ?? connections[0];
     const identifiers = chosen
       ? (await s.store.listAccounts({ connectionId: chosen.id, status: 'ACTIVE', limit: 50 })).map((a) => a.identifier)

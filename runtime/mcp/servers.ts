@@ -4,6 +4,7 @@
  * only its SHA-256, looked up by that hash (a hash an attacker cannot steer byte by byte) and compared again in
  * constant time.
  */
+import type { BoundedCache } from '../caches.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Operations } from '../../generated/api/types.ts';
 import { MCP_URL_DEFAULT_TTL } from '../../core/api/endpoints.ts';
@@ -55,10 +56,12 @@ export function urlStatus(u: McpUrl, now = Date.now()): 'active' | 'revoked' | '
 }
 
 export class McpServers {
-  /** Last-use writes are kept to one a minute per URL. */
-  private readonly touched = new Map<string, number>();
+  /** Last-use writes are kept to one a minute per URL (an LRU: one URL per end user and server). */
+  private readonly touched: BoundedCache<string, number>;
 
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Services) {
+    this.touched = s.caches.create('mcp_url_uses', { max: s.config.caches.mcpSessions });
+  }
 
   /** The tools a configuration exposes now: its named tools, then every tool of its connections' connectors. */
   async exposedTools(server: McpServerConfig, all?: Connection[]): Promise<ExposedTool[]> {
@@ -291,7 +294,6 @@ export class McpServers {
     const last = this.touched.get(found.url.id) ?? found.url.lastUsedAt ?? 0;
     if (now - last >= 60_000) {
       this.touched.set(found.url.id, now);
-      if (this.touched.size > 10_000) this.touched.clear();
       void this.s.store.touchMcpUrl(found.url.id, now).catch(() => {});
     }
     return { server: found.server, identifier: found.url.identifier };

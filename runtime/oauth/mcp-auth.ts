@@ -9,6 +9,7 @@ import { hostAndPort } from '../upstream/address-guard.ts';
 import type { Fetch, FetchPolicy } from '../upstream/fetch.ts';
 import { unauthenticatedChallenge } from '../upstream/mcp.ts';
 import { setOwn } from '../../core/own.ts';
+import { processCache } from '../caches.ts';
 
 interface Registration {
   client_id: string;
@@ -29,7 +30,8 @@ interface Discovered {
 }
 
 const CACHE_MS = 60 * 60_000;
-const discovered = new Map<string, Discovered>();
+/** By connection id: an LRU (CONNECTION_CACHE_SIZE), like the connections themselves. */
+const discovered = processCache<string, Discovered>('discovery_documents', 'connections');
 
 /** Discovery requests: the 10 s they were always given, and a 1 MiB answer. */
 const DISCOVERY_POLICY = { connectTimeoutMs: 5_000, responseTimeoutMs: 5_000, maxBytes: 1 << 20 };
@@ -204,10 +206,10 @@ export async function discoverMcpAuthorization(
 ): Promise<OAuthEndpoints> {
   const resource = connection.oauth.resource ?? auth.resource;
   const insecure = resource.startsWith('http:');
-  let d = discovered.get(connection.id);
+  let d = discovered().get(connection.id);
   if (!d || d.resource !== resource || Date.now() - d.at > CACHE_MS) {
     d = await discover(resource, insecure, hosts, !!connection.oauth.resource);
-    discovered.set(connection.id, d);
+    discovered().set(connection.id, d);
   }
   const tokenFetch = oauthFetch(d.hosts);
   const redirectUri = redirectUriFor(deps.publicUrl, connection.id);
@@ -291,5 +293,5 @@ export async function discoverMcpAuthorization(
 
 /** Forget cached discovery (after a connection changes). */
 export function forgetDiscovery(connectionId: string): void {
-  discovered.delete(connectionId);
+  discovered().delete(connectionId);
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { processCache } from '../caches.ts';
 import type { Logger } from '../log.ts';
 import { newSortableId } from '../ids.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -178,15 +179,18 @@ function credentialNamesOf(apply: CredentialApply): ReadonlySet<string> {
   return names;
 }
 
-/** Base URLs parsed once: an account's base URL is the same string on every call. */
-const parsedBases = new Map<string, { origin: string; pathname: string }>();
+/**
+ * Base URLs parsed once: an account's base URL is the same string on every call. An LRU (HOST_CACHE_SIZE): base
+ * URLs may come from account fields (a support desk's domain), one per account.
+ */
+const parsedBases = processCache<string, { origin: string; pathname: string }>('parsed_urls', 'hosts');
 function parsedBase(base: string): { origin: string; pathname: string } {
-  let parsed = parsedBases.get(base);
+  const cache = parsedBases();
+  let parsed = cache.get(base);
   if (!parsed) {
     const u = new URL(base);
     parsed = { origin: u.origin, pathname: u.pathname };
-    if (parsedBases.size >= 10_000) parsedBases.clear();
-    parsedBases.set(base, parsed);
+    cache.set(base, parsed);
   }
   return parsed;
 }

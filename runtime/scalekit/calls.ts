@@ -143,8 +143,10 @@ export class ScalekitCalls {
     const id = given(sel.id);
     if (id) {
       const account = await this.s.store.getAccount(id);
-      if (!account) throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
-      const connection = (await this.s.accounts.connectionById(account.connectionId))!;
+      // An account of a connection being deleted is gone already.
+      const connection = account && (await this.s.accounts.connectionById(account.connectionId));
+      if (!account || !connection)
+        throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
       return { account, connection };
     }
     const connection = await this.connection(given(sel.connector));

@@ -5,6 +5,7 @@ import type {
   ActivityRecord,
   ApiCredential,
   Connection,
+  ConnectionDeletion,
   DashboardSession,
   DashboardUser,
   McpServerConfig,
@@ -50,6 +51,18 @@ export const toConnection = (r: Row): Connection => ({
   registrationSealed: strOrNull(r.registration_sealed),
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
+});
+
+export const toConnectionDeletion = (r: Row): ConnectionDeletion => ({
+  id: str(r.id),
+  connectionId: str(r.connection_id),
+  connectionName: str(r.connection_name),
+  connector: str(r.connector),
+  status: str(r.status) as ConnectionDeletion['status'],
+  accountsDeleted: num(r.accounts_deleted),
+  requestedAt: num(r.requested_at),
+  updatedAt: num(r.updated_at),
+  finishedAt: numOrNull(r.finished_at),
 });
 
 export const toAccount = (r: Row): Account => ({

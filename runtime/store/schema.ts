@@ -28,7 +28,24 @@ export interface Database {
     registration_sealed: string | null;
     created_at: number;
     updated_at: number;
+    /** Set while the connection is deleted in the background (migration 009): no read returns it then. */
+    deleting_since: number | null;
   };
+  connection_deletions: {
+    id: string;
+    connection_id: string;
+    connection_name: string;
+    connector: string;
+    status: string;
+    accounts_deleted: number;
+    requested_at: number;
+    updated_at: number;
+    finished_at: number | null;
+    lease_owner: string | null;
+    lease_until: number | null;
+  };
+  /** SQLite only (migration 009b): accounts per connection and stored status, kept by triggers. */
+  account_counts: { connection_id: string; status: string; n: number };
   connected_accounts: {
     id: string;
     connection_id: string;

@@ -11,6 +11,7 @@ import {
   toAccount,
   toActivity,
   toConnection,
+  toConnectionDeletion,
   toCredential,
   toDashboardSession,
   toDashboardUser,
@@ -32,6 +33,7 @@ import type {
   ActivityRecord,
   ApiCredential,
   Connection,
+  ConnectionDeletion,
   ConnectionPatch,
   DashboardSession,
   DashboardUser,
@@ -103,9 +105,12 @@ function hotQueries(db: Db) {
         .where('connection_id', '=', a.connectionId)
         .where('identifier', '=', a.identifier),
     ),
-    connectionById: prepare((a: { id: string }) => db.selectFrom('connections').selectAll().where('id', '=', a.id)),
+    // A connection being deleted is gone for every reader (see startConnectionDeletion).
+    connectionById: prepare((a: { id: string }) =>
+      db.selectFrom('connections').selectAll().where('id', '=', a.id).where('deleting_since', 'is', null),
+    ),
     connectionByName: prepare((a: { name: string }) =>
-      db.selectFrom('connections').selectAll().where('name', '=', a.name),
+      db.selectFrom('connections').selectAll().where('name', '=', a.name).where('deleting_since', 'is', null),
     ),
     credentialById: prepare((a: { id: string }) => db.selectFrom('api_credentials').selectAll().where('id', '=', a.id)),
     credentialByClientId: prepare((a: { clientId: string }) =>
@@ -138,6 +143,30 @@ const statusColumns = (status: AccountStatus, at: number) =>
   status === 'PENDING_VERIFICATION'
     ? { status: 'PENDING_AUTH', verification_pending_since: at }
     : { status, verification_pending_since: null };
+
+const accountRow = (a: Account) => ({
+  id: a.id,
+  connection_id: a.connectionId,
+  identifier: a.identifier,
+  ...statusColumns(a.status, a.createdAt),
+  fields: JSON.stringify(a.fields),
+  secrets_sealed: a.secretsSealed,
+  token_expires_at: a.tokenExpiresAt,
+  last_used_at: a.lastUsedAt,
+  last_error: a.lastError,
+  version: a.version,
+  lock_until: null,
+  lock_owner: null,
+  created_at: a.createdAt,
+  updated_at: a.updatedAt,
+});
+/** Accounts per INSERT statement: 15 values each. */
+const ACCOUNTS_PER_INSERT = 500;
+
+/** Outbox events per INSERT statement: 4 values each, far below either database's limit on parameters. */
+const EVENTS_PER_INSERT = 500;
+/** Webhook deliveries per INSERT statement: 14 values each. */
+const DELIVERIES_PER_INSERT = 1_000;
 
 /** Sealed values live in these (table, column) pairs only; replaceSealed refuses any other. */
 const SEALED_ID_COLUMN = new Map<string, string>([
@@ -213,14 +242,15 @@ export class SqlStore implements Store {
   }
 
   async isEmpty(): Promise<boolean> {
+    // Whether a row exists, not how many: a count would read every account at each start.
     const r = await this.db
       .selectNoFrom((eb) => [
-        eb.selectFrom('connections').select(eb.fn.countAll().as('n')).as('connections'),
-        eb.selectFrom('connected_accounts').select(eb.fn.countAll().as('n')).as('accounts'),
-        eb.selectFrom('meta').select(eb.fn.countAll().as('n')).where('key', '=', 'service_token_key').as('keys'),
+        eb.exists(eb.selectFrom('connections').select('id').limit(1)).as('connections'),
+        eb.exists(eb.selectFrom('connected_accounts').select('id').limit(1)).as('accounts'),
+        eb.exists(eb.selectFrom('meta').select('key').where('key', '=', 'service_token_key')).as('keys'),
       ])
       .executeTakeFirstOrThrow();
-    return Number(r.connections) + Number(r.accounts) + Number(r.keys) === 0;
+    return !Number(r.connections) && !Number(r.accounts) && !Number(r.keys);
   }
 
   integrityCheck(): Promise<string[]> {
@@ -329,19 +359,36 @@ export class SqlStore implements Store {
   }
   async listConnections() {
     const rows = await this.db
-      .selectFrom('connections as c')
-      .selectAll('c')
-      .select((eb) =>
-        eb
-          .selectFrom('connected_accounts as a')
-          .select(eb.fn.countAll().as('n'))
-          .whereRef('a.connection_id', '=', 'c.id')
-          .as('account_count'),
-      )
-      .orderBy('c.created_at')
-      .orderBy('c.id')
+      .selectFrom('connections')
+      .selectAll()
+      .where('deleting_since', 'is', null)
+      .orderBy('created_at')
+      .orderBy('id')
       .execute();
-    return rows.map((r) => ({ ...toConnection(r), accountCount: Number(r.account_count) }));
+    return rows.map(toConnection);
+  }
+  async listConnectionsWithCounts() {
+    const list = await this.listConnections();
+    const counts = await this.accountCounts();
+    return list.map((c) => ({ ...c, accountCount: counts.get(c.id) ?? 0 }));
+  }
+  /** Accounts per connection: SQLite reads the counters its triggers keep (migration 009b); PostgreSQL counts. */
+  private async accountCounts(connectionId?: string): Promise<Map<string, number>> {
+    const rows =
+      this.kind === 'sqlite'
+        ? await this.db
+            .selectFrom('account_counts')
+            .select((eb) => ['connection_id', eb.fn.sum<number>('n').as('n')])
+            .$if(connectionId !== undefined, (q) => q.where('connection_id', '=', connectionId!))
+            .groupBy('connection_id')
+            .execute()
+        : await this.db
+            .selectFrom('connected_accounts')
+            .select((eb) => ['connection_id', eb.fn.countAll<number>().as('n')])
+            .$if(connectionId !== undefined, (q) => q.where('connection_id', '=', connectionId!))
+            .groupBy('connection_id')
+            .execute();
+    return new Map(rows.map((r) => [r.connection_id, Number(r.n)]));
   }
   async updateConnection(id: string, patch: ConnectionPatch, at: number) {
     const json = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
@@ -363,66 +410,189 @@ export class SqlStore implements Store {
     this.changed('connections', id);
     return r ? toConnection(r) : undefined;
   }
+  /** Deletes the connection and its accounts at once (tests and tools; the service deletes in the background). */
   async deleteConnection(id: string) {
-    return (await this.removeConnection(id))?.length;
-  }
-  async removeConnection(id: string) {
     const removed = await inTransaction(this.db, async (db) => {
-      // Lock the connection row first (PostgreSQL): an account inserted meanwhile waits on its foreign key and then
-      // fails, instead of being removed by the cascade without being among the accounts returned. SQLite has one
-      // writer at a time.
       let lock = db.selectFrom('connections').select('id').where('id', '=', id);
       if (this.kind === 'postgres') lock = lock.forUpdate();
       if (!(await lock.executeTakeFirst())) return undefined;
-      const accounts = await db
-        .deleteFrom('connected_accounts')
-        .where('connection_id', '=', id)
-        .returningAll()
-        .execute();
+      const r = await db.deleteFrom('connected_accounts').where('connection_id', '=', id).executeTakeFirst();
       await db.deleteFrom('connections').where('id', '=', id).execute();
-      return accounts.map(toAccount);
+      return Number(r.numDeletedRows);
     });
     this.changed('connections', id);
     this.changed('connected_accounts', '*');
     return removed;
   }
-  async countAccounts(connectionId: string) {
+  async startConnectionDeletion(d: Pick<ConnectionDeletion, 'id' | 'connectionId' | 'requestedAt'>) {
+    const started = await inTransaction(this.db, async (db) => {
+      // The row locked first (PostgreSQL): two deletions of one connection cannot both start.
+      let lock = db
+        .selectFrom('connections')
+        .select(['id', 'name', 'connector'])
+        .where('id', '=', d.connectionId)
+        .where('deleting_since', 'is', null);
+      if (this.kind === 'postgres') lock = lock.forUpdate();
+      const c = await lock.executeTakeFirst();
+      if (!c) return undefined;
+      // The name is released at once for a new connection: `~` is in no name a client can give.
+      await db
+        .updateTable('connections')
+        .set({ deleting_since: d.requestedAt, name: `~deleting~${c.id}` })
+        .where('id', '=', c.id)
+        .execute();
+      const row = {
+        id: d.id,
+        connection_id: c.id,
+        connection_name: c.name,
+        connector: c.connector,
+        status: 'running',
+        accounts_deleted: 0,
+        requested_at: d.requestedAt,
+        updated_at: d.requestedAt,
+        finished_at: null,
+        lease_owner: null,
+        lease_until: null,
+      };
+      await db.insertInto('connection_deletions').values(row).execute();
+      return toConnectionDeletion(row);
+    });
+    if (started) this.changed('connections', d.connectionId);
+    return started;
+  }
+  async getConnectionDeletion(id: string) {
+    const r = await this.db.selectFrom('connection_deletions').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toConnectionDeletion(r) : undefined;
+  }
+  async runningConnectionDeletions() {
+    const rows = await this.db
+      .selectFrom('connection_deletions')
+      .selectAll()
+      .where('status', '=', 'running')
+      .orderBy('requested_at')
+      .execute();
+    return rows.map(toConnectionDeletion);
+  }
+  async claimConnectionDeletion(
+    id: string,
+    owner: string,
+    now: number,
+    until: number,
+    ownerGone: (owner: string | null) => boolean,
+  ) {
+    const current = await this.db
+      .selectFrom('connection_deletions')
+      .select(['lease_owner', 'lease_until', 'status'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!current || current.status !== 'running') return false;
+    const free =
+      current.lease_owner === null ||
+      current.lease_owner === owner ||
+      Number(current.lease_until) < now ||
+      ownerGone(current.lease_owner);
+    if (!free) return false;
+    // Compare-and-set on the holder seen: of two claimers, one wins.
     const r = await this.db
-      .selectFrom('connected_accounts')
-      .select((eb) => eb.fn.countAll().as('n'))
-      .where('connection_id', '=', connectionId)
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
+      .updateTable('connection_deletions')
+      .set({ lease_owner: owner, lease_until: until })
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where((eb) =>
+        current.lease_owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', current.lease_owner),
+      )
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async takeAccountsOfConnection(connectionId: string, limit: number) {
+    const rows = await this.db
+      .deleteFrom('connected_accounts')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('connected_accounts').select('id').where('connection_id', '=', connectionId).limit(limit),
+      )
+      .returningAll()
+      .execute();
+    for (const r of rows) this.changed('connected_accounts', r.id);
+    return rows.map(toAccount);
+  }
+  async advanceConnectionDeletion(id: string, owner: string, deleted: number, at: number, until: number) {
+    const r = await this.db
+      .updateTable('connection_deletions')
+      .set((eb) => ({ accounts_deleted: eb('accounts_deleted', '+', deleted), updated_at: at, lease_until: until }))
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async finishConnectionDeletion(id: string, owner: string, at: number) {
+    const done = await inTransaction(this.db, async (db) => {
+      const d = await db
+        .selectFrom('connection_deletions')
+        .select('connection_id')
+        .where('id', '=', id)
+        .where('lease_owner', '=', owner)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      if (!d) return false;
+      // Locked before the check (PostgreSQL): an account inserted meanwhile waits on its foreign key, then fails.
+      let lock = db.selectFrom('connections').select('id').where('id', '=', d.connection_id);
+      if (this.kind === 'postgres') lock = lock.forUpdate();
+      await lock.executeTakeFirst();
+      const left = await db
+        .selectFrom('connected_accounts')
+        .select('id')
+        .where('connection_id', '=', d.connection_id)
+        .limit(1)
+        .executeTakeFirst();
+      if (left) return false;
+      await db.deleteFrom('connections').where('id', '=', d.connection_id).execute();
+      await db
+        .updateTable('connection_deletions')
+        .set({ status: 'done', finished_at: at, updated_at: at, lease_owner: null, lease_until: null })
+        .where('id', '=', id)
+        .execute();
+      return d.connection_id;
+    });
+    if (done) this.changed('connections', done);
+    return done !== false;
+  }
+  async countAccounts(connectionId: string) {
+    return (await this.accountCounts(connectionId)).get(connectionId) ?? 0;
   }
 
   async countAccountsByStatus() {
-    const rows = await this.db
-      .selectFrom('connected_accounts')
-      .select((eb) => ['status', eb.fn.countAll().as('n')])
-      .groupBy('status')
-      .execute();
+    const rows =
+      this.kind === 'sqlite'
+        ? await this.db
+            .selectFrom('account_counts')
+            .select((eb) => ['status', eb.fn.sum<number>('n').as('n')])
+            .groupBy('status')
+            .having((eb) => eb.fn.sum('n'), '>', 0)
+            .execute()
+        : await this.db
+            .selectFrom('connected_accounts')
+            .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+            .groupBy('status')
+            .execute();
     return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
   }
 
+  async insertAccounts(accounts: readonly Account[]) {
+    await inTransaction(this.db, async (db) => {
+      for (let i = 0; i < accounts.length; i += ACCOUNTS_PER_INSERT) {
+        await db
+          .insertInto('connected_accounts')
+          .values(accounts.slice(i, i + ACCOUNTS_PER_INSERT).map(accountRow))
+          .execute();
+      }
+    });
+    for (const a of accounts) this.changed('connected_accounts', a.id);
+  }
   async getOrCreateAccount(a: Account) {
     const inserted = await this.db
       .insertInto('connected_accounts')
-      .values({
-        id: a.id,
-        connection_id: a.connectionId,
-        identifier: a.identifier,
-        ...statusColumns(a.status, a.createdAt),
-        fields: JSON.stringify(a.fields),
-        secrets_sealed: a.secretsSealed,
-        token_expires_at: a.tokenExpiresAt,
-        last_used_at: a.lastUsedAt,
-        last_error: a.lastError,
-        version: a.version,
-        lock_until: null,
-        lock_owner: null,
-        created_at: a.createdAt,
-        updated_at: a.updatedAt,
-      })
+      .values(accountRow(a))
       .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
       .returningAll()
       .executeTakeFirst();
@@ -568,13 +738,22 @@ export class SqlStore implements Store {
       .executeTakeFirst();
     return r ? toState(r) : undefined;
   }
-  async deleteExpiredOAuth(now: number) {
-    await this.db
-      .deleteFrom('oauth_states')
-      .where('expires_at', '<', now - 86_400_000)
-      .execute();
-    await this.db.deleteFrom('oauth_links').where('expires_at', '<', now).execute();
-    await this.db.deleteFrom('account_verifications').where('expires_at', '<', now).execute();
+  async deleteExpiredOAuth(now: number, limit: number) {
+    let deleted = 0;
+    const expired = [
+      ['oauth_states', 'state_hash', now - 86_400_000],
+      ['oauth_links', 'token_hash', now],
+      ['account_verifications', 'request_hash', now],
+    ] as const;
+    for (const [table, key, before] of expired) {
+      // A batch found by the expiry index, so that a sweep never deletes an unbounded number of rows in one go.
+      const r = await this.db
+        .deleteFrom(table)
+        .where(key, 'in', (eb) => eb.selectFrom(table).select(key).where('expires_at', '<', before).limit(limit))
+        .executeTakeFirst();
+      deleted += Number(r.numDeletedRows);
+    }
+    return deleted;
   }
 
   async createAccountVerification(v: AccountVerification) {
@@ -646,8 +825,14 @@ export class SqlStore implements Store {
     const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
     return rows.map(toActivity);
   }
-  async pruneActivity(olderThan: number) {
-    await this.db.deleteFrom('activity').where('created_at', '<', olderThan).execute();
+  async pruneActivity(olderThan: number, limit: number) {
+    const r = await this.db
+      .deleteFrom('activity')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('activity').select('id').where('created_at', '<', olderThan).limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   async createDashboardUser(u: DashboardUser) {
@@ -952,6 +1137,18 @@ export class SqlStore implements Store {
       .values({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })
       .execute();
   }
+  async addWebhookEvents(events: readonly WebhookEvent[]) {
+    for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
+      await this.db
+        .insertInto('webhook_outbox')
+        .values(
+          events
+            .slice(i, i + EVENTS_PER_INSERT)
+            .map((e) => ({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })),
+        )
+        .execute();
+    }
+  }
   async fanOutWebhookEvents(limit: number, now: number) {
     return inTransaction(this.db, async (db) => {
       let q = db.selectFrom('webhook_outbox').selectAll().orderBy('created_at').orderBy('id').limit(limit);
@@ -979,10 +1176,12 @@ export class SqlStore implements Store {
             delivered_at: null,
           })),
       );
-      if (rows.length) {
+      // In statements of a bounded size: events × endpoints rows of 14 values could pass the databases' limits
+      // on parameters per statement (SQLite's 32,766, PostgreSQL's 65,535).
+      for (let i = 0; i < rows.length; i += DELIVERIES_PER_INSERT) {
         await db
           .insertInto('webhook_deliveries')
-          .values(rows)
+          .values(rows.slice(i, i + DELIVERIES_PER_INSERT))
           .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
           .execute();
       }
@@ -1060,17 +1259,26 @@ export class SqlStore implements Store {
     return r ? toWebhookDelivery(r) : undefined;
   }
 
-  async listSealed(): Promise<SealedCell[]> {
+  async listSealed(after: SealedCell | undefined, limit: number): Promise<SealedCell[]> {
     const out: SealedCell[] = [];
-    for (const [table, idCol, col] of SEALED_COLUMNS) {
+    const sources = [
+      ...SEALED_COLUMNS.map(([table, idCol, col]) => ({ table, idCol, col })),
+      { table: 'meta' as const, idCol: 'key', col: 'value' },
+    ];
+    let i = after ? sources.findIndex((x) => x.table === after.table && x.col === after.column) : 0;
+    if (i < 0) throw new Error(`${after!.table}.${after!.column} does not hold sealed values`);
+    let afterId = after?.id;
+    for (; i < sources.length && out.length < limit; i++, afterId = undefined) {
+      const { table, idCol, col } = sources[i]!;
+      // Keyset pages on the primary key: each page is one index range, whatever the table holds.
       const { rows } = await sql<{ id: string; value: string }>`
-        SELECT ${sql.ref(idCol)} AS id, ${sql.ref(col)} AS value FROM ${sql.table(table)} WHERE ${sql.ref(col)} IS NOT NULL
+        SELECT ${sql.ref(idCol)} AS id, ${sql.ref(col)} AS value FROM ${sql.table(table)}
+        WHERE ${sql.ref(col)} IS NOT NULL
+          ${afterId === undefined ? sql`` : sql`AND ${sql.ref(idCol)} > ${afterId}`}
+          ${table === 'meta' ? sql`AND ${sql.ref(idCol)} IN (${sql.join(SEALED_META_KEYS)})` : sql``}
+        ORDER BY ${sql.ref(idCol)} LIMIT ${limit - out.length}
       `.execute(this.db);
       for (const r of rows) out.push({ table, column: col, id: r.id, value: r.value });
-    }
-    for (const key of SEALED_META_KEYS) {
-      const value = await this.getMeta(key);
-      if (value) out.push({ table: 'meta', column: 'value', id: key, value });
     }
     return out;
   }

@@ -1,7 +1,5 @@
 import { closeSync, mkdirSync, openSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import Database from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -20,6 +18,7 @@ import { LockTimeout } from './types.ts';
 import { ChangeFeed, EVERYTHING } from './changes.ts';
 import { CheckpointUpkeep, type UpkeepOptions } from './wal-checkpointer.ts';
 import { WalIndexHeader } from './wal-index.ts';
+import { leaseOwner, leaseOwnerGone } from './lease.ts';
 
 const LEASE_MS = 60_000;
 /** Distinct statements are few (one per query shape); past this many, something builds SQL per value. */
@@ -63,28 +62,6 @@ function activityInsertSql(rows: number): string {
     activityInserts.set(rows, sql);
   }
   return sql;
-}
-
-/** Names this process in lease rows: host, pid, and a nonce per process start (a restarted service may get the same pid). */
-const HOST = hostname();
-const INCARNATION = randomBytes(4).toString('hex');
-
-/**
- * Whether a lease owner (`host:pid:incarnation:nonce`) is a process of this host that no longer runs. SQLite is
- * shared only between processes of one host, so a lease of a killed process can be taken over at once instead of
- * blocking the account until it expires. Anything uncertain (another host name, a live or foreign pid) is not gone.
- */
-export function leaseOwnerGone(owner: string | null): boolean {
-  const m = /^(.+):(\d+):([0-9a-f]+):[0-9a-f]+$/.exec(owner ?? '');
-  if (!m || m[1] !== HOST) return false;
-  const pid = Number(m[2]);
-  if (pid === process.pid) return m[3] !== INCARNATION;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
 }
 
 /** The page cache of the store's connection, in KiB. */
@@ -309,7 +286,7 @@ class SqliteBackend implements Backend {
 
   /** A lease row: SQLite has no session locks that outlive a statement, and a lease survives a crash only until it expires or its owner is seen gone. */
   async withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs: number): Promise<T> {
-    const owner = `${HOST}:${process.pid}:${INCARNATION}:${randomBytes(8).toString('hex')}`;
+    const owner = leaseOwner();
     const deadline = Date.now() + waitMs;
     for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
       const now = Date.now();

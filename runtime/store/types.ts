@@ -225,6 +225,20 @@ export interface WebhookEndpoint {
 }
 
 /** An event in the outbox: written in the transaction of the change it reports, fanned out to endpoints later. */
+/** A connection being deleted in the background (runtime/jobs/connection-deletions.ts), and after. */
+export interface ConnectionDeletion {
+  id: string;
+  connectionId: string;
+  /** The connection's name and connector when the deletion began (its name is released at once). */
+  connectionName: string;
+  connector: string;
+  status: 'running' | 'done';
+  accountsDeleted: number;
+  requestedAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
 export interface WebhookEvent {
   /** The Standard Webhooks message id (`webhook-id`), the same for every endpoint and every retry. */
   id: string;
@@ -328,19 +342,56 @@ export interface Store {
   createConnection(c: Connection): Promise<void>;
   getConnectionByName(name: string): Promise<Connection | undefined>;
   getConnection(id: string): Promise<Connection | undefined>;
-  listConnections(): Promise<Array<Connection & { accountCount: number }>>;
+  /** The connections (not those being deleted), oldest first. */
+  listConnections(): Promise<Connection[]>;
+  /** The same, each with its number of accounts (SQLite: counters kept by triggers; PostgreSQL: counted). */
+  listConnectionsWithCounts(): Promise<Array<Connection & { accountCount: number }>>;
   updateConnection(id: string, patch: ConnectionPatch, at: number): Promise<Connection | undefined>;
   /** Deletes the connection and its accounts; returns how many accounts went with it, or undefined if absent. */
   deleteConnection(id: string): Promise<number | undefined>;
   /**
-   * Deletes the connection and its accounts as `deleteConnection` does; returns the accounts removed (as they were),
-   * so that the caller can report each one, or undefined if absent.
+   * Starts deleting a connection in the background: in one transaction, marks it (from then on no read of the store
+   * returns it, and its name is free) and records the deletion `deletion` describes. Undefined when the connection
+   * does not exist or is already being deleted.
    */
-  removeConnection(id: string): Promise<Account[] | undefined>;
+  startConnectionDeletion(
+    deletion: Pick<ConnectionDeletion, 'id' | 'connectionId' | 'requestedAt'>,
+  ): Promise<ConnectionDeletion | undefined>;
+  getConnectionDeletion(id: string): Promise<ConnectionDeletion | undefined>;
+  /** The deletions not finished yet, oldest first. */
+  runningConnectionDeletions(): Promise<ConnectionDeletion[]>;
+  /**
+   * Takes the deletion's lease for `owner` until `until`: when nobody holds it, `owner` already does, the lease
+   * expired, or `ownerGone` says its holder no longer runs. False when another holds it (or it is finished).
+   */
+  claimConnectionDeletion(
+    id: string,
+    owner: string,
+    now: number,
+    until: number,
+    ownerGone: (owner: string | null) => boolean,
+  ): Promise<boolean>;
+  /**
+   * Deletes up to `limit` accounts of the connection and returns them as they were. Call it on a transaction,
+   * with `advanceConnectionDeletion` and the accounts' events, so that a crash keeps all of a batch or none.
+   */
+  takeAccountsOfConnection(connectionId: string, limit: number): Promise<Account[]>;
+  /** Adds `deleted` to the deletion's progress and extends `owner`'s lease; false when `owner` lost the lease. */
+  advanceConnectionDeletion(id: string, owner: string, deleted: number, at: number, until: number): Promise<boolean>;
+  /**
+   * Deletes the connection row once it has no accounts left, and marks the deletion done, in one transaction.
+   * False when an account is still there (one created meanwhile): delete it first.
+   */
+  finishConnectionDeletion(id: string, owner: string, at: number): Promise<boolean>;
   countAccounts(connectionId: string): Promise<number>;
   /** How many accounts have each status (statuses without accounts are left out). */
   countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 
+  /**
+   * Inserts new accounts in multi-row statements, in one transaction (a bulk import, and the scale bench's seeding);
+   * fails on an existing (connection, identifier) and then inserts none.
+   */
+  insertAccounts(accounts: readonly Account[]): Promise<void>;
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
   getAccount(id: string): Promise<Account | undefined>;
@@ -370,7 +421,11 @@ export interface Store {
   createOAuthState(s: OAuthState): Promise<void>;
   /** Marks the state used and returns it, only if it exists, is unused and unexpired: single use. */
   consumeOAuthState(stateHash: string, now: number): Promise<OAuthState | undefined>;
-  deleteExpiredOAuth(now: number): Promise<void>;
+  /**
+   * Deletes up to `limit` expired rows from each of the OAuth states, links and verification requests; returns how
+   * many it deleted, so that a sweep calls it again, between other work, until nothing is left.
+   */
+  deleteExpiredOAuth(now: number, limit: number): Promise<number>;
 
   createAccountVerification(v: AccountVerification): Promise<void>;
   /** The unexpired, unused verification with this hash. */
@@ -385,7 +440,8 @@ export interface Store {
 
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;
-  pruneActivity(olderThan: number): Promise<void>;
+  /** Deletes up to `limit` activity records older than `olderThan`; returns how many. */
+  pruneActivity(olderThan: number, limit: number): Promise<number>;
 
   /** Inserts the user unless the username is taken; true when inserted. */
   createDashboardUser(u: DashboardUser): Promise<boolean>;
@@ -428,6 +484,8 @@ export interface Store {
   deleteWebhookEndpoint(id: string): Promise<boolean>;
   /** Adds an event to the outbox; call it on the transaction that makes the change the event reports. */
   addWebhookEvent(e: WebhookEvent): Promise<void>;
+  /** Adds several events in multi-row inserts (a statement per few hundred events, not one per event). */
+  addWebhookEvents(events: readonly WebhookEvent[]): Promise<void>;
   /**
    * Moves up to `limit` outbox events into deliveries, one per endpoint subscribed to the event's type, in one
    * transaction; events several instances look at together go to one of them (SKIP LOCKED on PostgreSQL, the
@@ -451,7 +509,11 @@ export interface Store {
   /** Makes the delivery pending and due at `now` again (whatever its status); undefined when it does not exist. */
   redeliverWebhook(id: string, now: number): Promise<WebhookDelivery | undefined>;
 
-  listSealed(): Promise<SealedCell[]>;
+  /**
+   * A page of sealed values, in a fixed order over every sealed column and the sealed meta keys: those after
+   * `after` (the last cell of the previous page), `limit` at most. An empty page is the end.
+   */
+  listSealed(after: SealedCell | undefined, limit: number): Promise<SealedCell[]>;
   /** Replaces a sealed value only if it still equals `previous`. */
   replaceSealed(cell: SealedCell, previous: string): Promise<boolean>;
 }

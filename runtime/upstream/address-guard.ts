@@ -11,7 +11,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import CacheableLookup from 'cacheable-lookup';
+import { processCache } from '../caches.ts';
+import CacheableLookup, { type EntryObject } from 'cacheable-lookup';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -105,7 +106,23 @@ let hosts: Map<string, LookupAddress[]> | undefined;
  * runs in libuv's four-thread pool, which password hashing and file I/O also use, so a burst of sign-ins would
  * stall every upstream call waiting for a name. `lookup: false` keeps cacheable-lookup from falling back to it.
  */
-const cache = new CacheableLookup({ lookup: false, maxTtl: 300, errorTtl: 0.15 });
+/**
+ * Its answers are kept in a bounded LRU (HOST_CACHE_SIZE): the names looked up include hosts that account fields
+ * give (a support desk's domain per account), so a plain map would grow with the population. Each answer keeps the
+ * TTL cacheable-lookup gives it.
+ */
+const dnsAnswers = processCache<string, EntryObject[]>('dns_answers', 'hosts');
+const cache = new CacheableLookup({
+  lookup: false,
+  maxTtl: 300,
+  errorTtl: 0.15,
+  cache: {
+    get: (name: string) => dnsAnswers().get(name),
+    set: (name: string, answer: EntryObject[], ttlMs: number) => dnsAnswers().set(name, answer, ttlMs),
+    delete: (name: string) => dnsAnswers().delete(name),
+    clear: () => dnsAnswers().clear(),
+  },
+});
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 

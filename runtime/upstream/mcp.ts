@@ -9,6 +9,7 @@
  * One session per account and endpoint, reused while the credentials stay the same: a new token opens a new
  * session, and a session the server forgot (404) is initialized again.
  */
+import type { BoundedCache } from '../caches.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -48,8 +49,6 @@ const CLIENT_INFO = { name: 'agent-connector-service', version: '0.1.0' };
 const USER_AGENT = 'agent-connector-service/0.1';
 /** Pages of tools/list followed before the listing stops (a server whose cursor never ends). */
 const MAX_TOOL_PAGES = 10;
-/** Sessions kept; past this the cache starts over (like the service's other per-account caches). */
-const MAX_SESSIONS = 50_000;
 
 /** The MCP endpoint answered with an HTTP status other than 2xx. */
 export class McpHttpError extends Error {
@@ -124,7 +123,7 @@ function parsedBody(body: Buffer): unknown {
 }
 
 /** The session whose client sends through this fetch; its policy is the one of its latest use. */
-interface Session {
+export interface Session {
   credentials: string;
   policy: FetchPolicy;
   client: Promise<Client>;
@@ -193,7 +192,11 @@ export interface McpTarget {
 }
 
 export class McpClients {
-  private sessions = new Map<string, Session>();
+  /**
+   * Sessions by account and server: an LRU bounded by MCP_SESSION_CACHE_SIZE, each kept at most as long as
+   * decrypted credentials are (it holds them), then initialized again.
+   */
+  constructor(private readonly sessions: BoundedCache<string, Session>) {}
 
   /** Calls a tool; a result flagged `isError` is the provider's error, carrying the result. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
@@ -255,8 +258,7 @@ export class McpClients {
       existing.policy = target.policy;
       return existing;
     }
-    // A replaced session is dropped, not closed: calls still running on it finish on their own.
-    if (this.sessions.size >= MAX_SESSIONS) this.sessions.clear();
+    // A replaced or evicted session is dropped, not closed: calls still running on it finish on their own.
     const session = { credentials, policy: target.policy } as Session;
     session.client = connect(target.url, target.credentials, session);
     session.client.catch(() => {

@@ -10,7 +10,8 @@ import type { Metrics } from '../metrics.ts';
 import type { AccountService, LiveAccount } from '../accounts/service.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import { send, stripQuery, upstreamTimeouts, type HttpRequest, type HttpResponse } from './http.ts';
-import { McpClients, McpHttpError, type McpTarget } from './mcp.ts';
+import { McpClients, McpHttpError, type McpTarget, type Session } from './mcp.ts';
+import type { CacheSet } from '../caches.ts';
 import { refreshOnceAfter401 } from './refresh.ts';
 import { openStream, type StreamedAnswer } from './stream.ts';
 
@@ -22,14 +23,22 @@ import { openStream, type StreamedAnswer } from './stream.ts';
  * client over the same buffered exchange).
  */
 export class Upstream {
-  private readonly mcp = new McpClients();
+  private readonly mcp: McpClients;
 
   constructor(
     private accounts: AccountService,
     private config: Config,
     private log: Logger,
     private metrics: Metrics,
-  ) {}
+    caches: CacheSet,
+  ) {
+    this.mcp = new McpClients(
+      caches.create<string, Session>('mcp_sessions', {
+        max: config.caches.mcpSessions,
+        ttlMs: config.caches.secretsTtlMs,
+      }),
+    );
+  }
 
   private timeouts(live: LiveAccount, responseMs: number): { connectMs: number; responseMs: number } {
     return upstreamTimeouts(live.connector.api.timeouts, this.config.upstreamTimeoutMaxMs, {

@@ -5,6 +5,7 @@
  * through the upstream layer's address guard. A 2xx acknowledges it; anything else is retried with exponential
  * backoff and jitter until 24 hours after the event, then the delivery is marked failed (it can still be redelivered).
  */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -20,6 +21,8 @@ const LEASE_MS = 30_000;
 const RETRY_WINDOW_MS = 24 * 3_600_000;
 const MAX_DELAY_MS = 3_600_000;
 const BATCH = 20;
+/** Outbox events moved into deliveries per transaction. */
+const FAN_OUT_BATCH = 200;
 
 /** The wait before attempt `attempts + 1`: base × 2^(attempts−1), at most an hour, ±25 % jitter. */
 export function retryDelay(attempts: number, baseMs: number, random = Math.random): number {
@@ -74,7 +77,10 @@ export class WebhookWorker {
   private async round(): Promise<void> {
     for (;;) {
       const now = Date.now();
-      await this.store.fanOutWebhookEvents(100, now);
+      // The whole outbox, a bounded batch per transaction with a yield between: a connection delete writes an
+      // event per account, and a million events must neither wait an hour (one batch a second) nor hold the loop.
+      while ((await this.store.fanOutWebhookEvents(FAN_OUT_BATCH, now)) === FAN_OUT_BATCH && !this.stopped)
+        await yieldToEventLoop();
       const due = await this.store.claimWebhookDeliveries(now, LEASE_MS, BATCH);
       await Promise.all(due.map((d) => this.deliver(d)));
       if (due.length < BATCH || this.stopped) return;

@@ -312,7 +312,7 @@ describe('user verification after OAuth (issue 11 point 4)', () => {
     const s = services();
     // The verification's time runs out: the upkeep settles the account (at most its batch per call).
     const later = Date.now() + (s.config.linkTtlSeconds + 1) * 1000;
-    await s.store.deleteExpiredOAuth(later);
+    await s.store.deleteExpiredOAuth(later, 1000);
     expect(await s.oauth.settleExpiredVerifications(later)).toBeGreaterThanOrEqual(1);
     expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
   });

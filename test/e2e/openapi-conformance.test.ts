@@ -221,8 +221,10 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('updateConnection', 'PATCH', '/v1/connections/mailbox', { body: { connector: 'crm' } });
     await call('updateConnection', 'PATCH', '/v1/connections/nope', { body: {} });
     await call('createConnection', 'POST', '/v1/connections', { body: { connection_name: 'gone', connector: 'crm' } });
+    const deleted = await call('deleteConnection', 'DELETE', '/v1/connections/gone');
     await call('deleteConnection', 'DELETE', '/v1/connections/gone');
-    await call('deleteConnection', 'DELETE', '/v1/connections/gone');
+    await call('getConnectionDeletion', 'GET', deleted.headers.get('location')!);
+    await call('getConnectionDeletion', 'GET', '/v1/connection-deletions/cdel_nope');
   });
 
   it('connected accounts and authorization links', async () => {

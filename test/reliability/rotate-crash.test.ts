@@ -164,7 +164,7 @@ describe.each<Backend>(['sqlite', 'postgres'])('SIGKILL during keys rotate (%s)'
     try {
       problems.push(...(await store.integrityCheck()).map((p) => `integrity: ${p}`));
       const seen = new Set<string>();
-      for (const cell of await store.listSealed()) {
+      for (const cell of await store.listSealed(undefined, 10_000)) {
         const where = `${cell.table}.${cell.column} ${cell.id}`;
         seen.add(where);
         const kid = Sealer.kidOf(cell.value) ?? '?';

@@ -467,7 +467,7 @@ describe('secrets', () => {
     expect(Object.keys(file.keys)).toEqual([newKid]);
 
     await restart();
-    const sealed = await withStore((store) => store.listSealed());
+    const sealed = await withStore((store) => store.listSealed(undefined, 10_000));
     expect(sealed.filter((c) => !c.value.startsWith(`v1.${newKid}.`))).toEqual([]);
     // Everything works with the new key alone.
     const checks: Array<[string, () => Promise<unknown>]> = [
@@ -511,7 +511,7 @@ describe('secrets', () => {
       c: await accountId('helpdesk', 'tamper-c'),
     };
     await withStore(async (store) => {
-      const cells = (await store.listSealed()).filter((c) => c.table === 'connected_accounts');
+      const cells = (await store.listSealed(undefined, 10_000)).filter((c) => c.table === 'connected_accounts');
       const cellA = cells.find((c) => c.id === ids.a)!;
       const cellB = cells.find((c) => c.id === ids.b)!;
       const cellC = cells.find((c) => c.id === ids.c)!;
@@ -551,7 +551,7 @@ describe('secrets', () => {
     );
     // The connection's sealed client secret altered: the next refresh cannot authenticate to the provider.
     await withStore(async (store) => {
-      const cell = (await store.listSealed()).find((c) => c.column === 'client_secret_sealed')!;
+      const cell = (await store.listSealed(undefined, 10_000)).find((c) => c.column === 'client_secret_sealed')!;
       const i = cell.value.length - 3;
       expect(
         await store.replaceSealed(

@@ -116,7 +116,7 @@ describe.each(factories)('%s store', (kind, make) => {
     });
     await store.getOrCreateAccount(account(c.id, 'u1'));
     await store.getOrCreateAccount(account(c.id, 'u2'));
-    expect((await store.listConnections()).find((x) => x.id === c.id)!.accountCount).toBe(2);
+    expect((await store.listConnectionsWithCounts()).find((x) => x.id === c.id)!.accountCount).toBe(2);
     expect(await store.deleteConnection(c.id)).toBe(2);
     expect(await store.deleteConnection(c.id)).toBeUndefined();
     expect(await store.listAccounts({ connectionId: c.id, limit: 10 })).toEqual([]);
@@ -358,7 +358,7 @@ describe.each(factories)('%s store', (kind, make) => {
       const around = await store.listActivity(4, 1_000_000 + end + 2);
       expect(around).toEqual([end + 1, end, end - 1, end - 2].map((i) => batch[i]));
     }
-    await store.pruneActivity(1_000_000 + batch.length);
+    await store.pruneActivity(1_000_000 + batch.length, 10_000);
     expect(await store.listActivity(1, 1_000_000 + batch.length)).toEqual([]);
   });
 
@@ -391,7 +391,7 @@ describe.each(factories)('%s store', (kind, make) => {
       all.push(...batch);
     }
     expect(await store.listActivity(next + 10, 2_000_000 + next)).toEqual([...all].reverse());
-    await store.pruneActivity(2_000_000 + next);
+    await store.pruneActivity(2_000_000 + next, 10_000);
     expect(await store.listActivity(1, 2_000_000 + next)).toEqual([]);
   });
 
@@ -423,7 +423,7 @@ describe.each(factories)('%s store', (kind, make) => {
       },
     ]);
     expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2', 'a1']);
-    await store.pruneActivity(2);
+    await store.pruneActivity(2, 10_000);
     expect((await store.listActivity(10)).map((r) => r.id)).toEqual(['a2']);
     await store.createApiCredential({
       id: 'cred1',
@@ -553,7 +553,7 @@ describe.each(factories)('%s store', (kind, make) => {
     const c = connection('c7');
     c.clientSecretSealed = 'v1.k1.a.b';
     await store.createConnection(c);
-    const cells = await store.listSealed();
+    const cells = await store.listSealed(undefined, 10_000);
     const cell = cells.find((x) => x.id === c.id && x.column === 'client_secret_sealed')!;
     expect(cell.value).toBe('v1.k1.a.b');
     expect(await store.replaceSealed({ ...cell, value: 'v1.k2.c.d' }, 'stale')).toBe(false);

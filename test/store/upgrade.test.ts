@@ -392,7 +392,7 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
       expect(await store.getMeta('keyring_check')).toBe('plain value');
       expect(await store.listApiCredentials()).toEqual([credential]);
       expect(await store.getApiCredentialByClientId(credential.clientId)).toEqual(credential);
-      expect(await store.listConnections()).toEqual([{ ...connection, accountCount: accounts.length }]);
+      expect(await store.listConnectionsWithCounts()).toEqual([{ ...connection, accountCount: accounts.length }]);
       expect(await store.getConnectionByName(connection.name)).toEqual(connection);
       expect(await store.listAccounts({ limit: 10 })).toEqual(accounts);
       for (const a of accounts) {
@@ -421,7 +421,9 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
         userId: 'du_legacy',
         username: 'admin',
       });
-      expect((await store.listSealed()).map((c) => `${c.table}.${c.column}:${c.id}=${c.value}`).sort()).toEqual(
+      expect(
+        (await store.listSealed(undefined, 10_000)).map((c) => `${c.table}.${c.column}:${c.id}=${c.value}`).sort(),
+      ).toEqual(
         [
           `connections.client_secret_sealed:${connection.id}=v1.k1.iv-a.ct-a`,
           `connections.registration_sealed:${connection.id}=v1.k1.iv-r.ct-r`,

@@ -1,0 +1,18 @@
+/**
+ * The hourly sweep of expired rows (OAuth states and links, verification requests, old activity): in batches of
+ * `batchSize` rows, each its own short statement, yielding to the event loop between them, so that a backlog of a
+ * million rows never stops serving (on SQLite a statement runs on the event loop from start to end).
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Store } from '../store/types.ts';
+
+/** Activity records are kept this long. */
+export const ACTIVITY_RETENTION_MS = 30 * 86_400_000;
+
+export async function sweepExpired(store: Store, batchSize: number, now = Date.now()): Promise<number> {
+  let deleted = 0;
+  for (let n = -1; n !== 0; await yieldToEventLoop()) deleted += n = await store.deleteExpiredOAuth(now, batchSize);
+  for (let n = -1; n !== 0; await yieldToEventLoop())
+    deleted += n = await store.pruneActivity(now - ACTIVITY_RETENTION_MS, batchSize);
+  return deleted;
+}
