@@ -75,6 +75,17 @@ export type Template =
   | {
       [k: string]: unknown;
     };
+/**
+ * One node of an answer shape; at the root, the concise answer: the provider's answer cut down to the fields named here (a bare list is read as `items: [...]`, text as `text`, no content as `{}`). A mapping names fields, a one-item list is a list of that item, a leaf is a type: string, integer, number, boolean, date, date-time, url, html (HTML turned into text), object (kept whole), any. `{$type: <leaf>, $description: ...}` describes a leaf; `$description` a mapping; `{$join: {from: <path>, at: <path>}}` is the text of every `at` found under `from`, in order.
+ */
+export type OutputNode =
+  | OutputLeaf
+  | OutputNode[]
+  | {
+      [k: string]: unknown;
+    };
+export type OutputLeaf =
+  'string' | 'integer' | 'number' | 'boolean' | 'date' | 'date-time' | 'url' | 'html' | 'object' | 'any';
 
 /**
  * One connector of the agent connector service: its auth, API and every tool. Validated by `npm run generate`.
@@ -290,6 +301,7 @@ export interface ToolSpec {
    * Warnings the execute response carries (`warnings: [{field, message}]`) when an input parameter is given that the provider cannot act on, while the call itself goes ahead.
    */
   warnings?: WarningSpec[];
+  output: OutputSpec;
   /**
    * @minItems 1
    */
@@ -446,6 +458,50 @@ export interface WarningSpec {
    */
   when: string;
   message: string;
+}
+/**
+ * What the tool answers: the fields of its concise answer (which are its output schema), where its list is, and how the provider pages it.
+ */
+export interface OutputSpec {
+  shape: OutputNode;
+  /**
+   * Dotted path of the answer's list, for a list tool: the answer budget cuts it at an item boundary and `next_cursor` continues it.
+   */
+  items?: string;
+  paging?: OutputPagingSpec;
+  /**
+   * Input parameter with which the caller chooses the provider's fields (`$select`, `fields`): when it is given, the concise answer keeps every field the provider sent (HTML still as text), since the caller asked for them.
+   */
+  selected_by?: string;
+}
+/**
+ * How the provider pages the list: the input parameter that selects the page (an item offset, a page number or an opaque token; a page number may come with the token the provider hands out for it), the page-size parameter, and where the answer says there is more.
+ */
+export interface OutputPagingSpec {
+  /**
+   * Input parameter holding the offset of the first item (0 when not given).
+   */
+  skip?: string;
+  /**
+   * Input parameter holding the page number (1 when not given).
+   */
+  page?: string;
+  /**
+   * Input parameter taking the provider's opaque page token (from `next`); with `page`, the token of the next page that the provider requires beside its number.
+   */
+  token?: string;
+  /**
+   * Input parameter holding the page size.
+   */
+  size?: string;
+  /**
+   * Dotted path in the provider's answer that is present and not empty when there is a next page (for `token`, the next page's token).
+   */
+  next?: string;
+  /**
+   * Dotted path in the provider's answer of the total number of items (`skip`) or of pages (`page`).
+   */
+  total?: string;
 }
 /**
  * An input with the exact upstream request(s) it must produce (credentials redacted); the golden tests check every one.

@@ -128,6 +128,47 @@ export interface ToolAnnotations {
   openWorldHint: boolean;
 }
 
+/**
+ * How the concise answer is cut out of the provider's (declared as `output.shape` in the YAML): `true` keeps a value
+ * as it came, 'html' keeps it with HTML turned into text, a one-item list maps a list, a mapping keeps the fields it
+ * names (in its order, when the provider sent them), and `{$join: [from, at, sep]}` is the text of every string at
+ * path `at` found under path `from` of the enclosing object, in document order, joined by `sep` (nothing by default);
+ * `{$selected: shape}` is kept (as that shape) only when the caller chose the provider's fields (`output.selected_by`).
+ */
+export type AnswerShape =
+  | true
+  | 'html'
+  | readonly [AnswerShape]
+  | { readonly $join: readonly [readonly string[], readonly string[], string?] }
+  | { readonly $selected: AnswerShape }
+  | { readonly [field: string]: AnswerShape };
+
+/** How the provider pages a list (from `output.paging`): the parameter that selects the page, and where "more" shows. */
+export interface AnswerPaging {
+  /** An item offset (`skip`), a page number from 1 (`page`), or the provider's opaque page token (`token`). */
+  kind: 'skip' | 'page' | 'token';
+  /** The input parameter of that kind. */
+  param: string;
+  /** The input parameter holding the page size, if any. */
+  size?: string;
+  /** With `page`: the input parameter taking the token the provider hands out for the next page (at `next`). */
+  token?: string;
+  /** Path in the provider's answer: present and not empty when there is a next page (for `token`, its token). */
+  next?: readonly string[];
+  /** Path in the provider's answer of the total number of items (`skip`) or pages (`page`). */
+  total?: readonly string[];
+}
+
+/** A tool's answer as its YAML declares it: the concise shape, the list an answer budget cuts, and the paging. */
+export interface ToolOutput {
+  shape: AnswerShape;
+  /** Path of the answer's list (a list tool), in the answer as an object (a bare list is `items`). */
+  items?: readonly string[];
+  paging?: AnswerPaging;
+  /** The input parameter that chooses the provider's fields: given, the concise answer keeps all the provider sent. */
+  selectedBy?: string;
+}
+
 export interface ToolDefinition<I = unknown> {
   name: string;
   connector: string;
@@ -151,6 +192,9 @@ export interface ToolDefinition<I = unknown> {
   /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
   keywords?: readonly string[];
   annotations?: ToolAnnotations;
+  /** JSON Schema of the answer (an object): the concise answer's fields; a detailed answer has these and more. */
+  outputSchema: Record<string, unknown>;
+  output: ToolOutput;
   examples: readonly ToolExample[];
 }
 
@@ -163,6 +207,8 @@ export interface ConnectorDefinition {
   auth: readonly AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  /** The connector's icon, an SVG document (`specs/icons/<connector>.svg`), served at `/icons/<connector>.svg`. */
+  icon?: string;
   /** Account field values the tools' examples assume. */
   exampleFields: Readonly<Record<string, string>>;
   toolNames: readonly string[];

@@ -8,6 +8,7 @@ import { mustBeType } from '../core/errors.ts';
 import { compileRequests, type Fail } from './compile.ts';
 import { compileRules } from './rules.ts';
 import { toolInputSchema, toolParams } from './schema.ts';
+import { answerParams, compileOutput, type CompiledOutput } from './output.ts';
 
 export interface CheckedTool {
   tool: ToolSpec;
@@ -15,6 +16,7 @@ export interface CheckedTool {
   rulesCode: string;
   schema: Record<string, unknown>;
   messages: Record<string, string>;
+  output: CompiledOutput;
 }
 
 const hookExports = new Map<string, Set<string>>();
@@ -90,6 +92,8 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         if (tool.versioned && (name === 'schema_version' || name === 'tool_version')) {
           fail(['input', name], 'is added by `versioned: true`; do not declare it');
         }
+        if (name in answerParams(tool))
+          fail(['input', name], 'is added to every tool by the service; do not declare it');
         if (p.default !== undefined && p.required)
           fail(['input', name, 'default'], 'a required parameter has no default');
         if (p.csv && p.type !== 'string') fail(['input', name, 'csv'], 'csv applies to string parameters');
@@ -131,6 +135,7 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
           }
         }
       }
+      const output = compileOutput(tool, params, fail);
       const { schema, messages } = toolInputSchema(spec, tool);
       const validate = ajv.compile(schema);
       tool.examples.forEach((example, i) => {
@@ -142,7 +147,7 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
           fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${problem}`);
         }
       });
-      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages });
+      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages, output });
     } catch (e) {
       if (e instanceof SpecError) errors.push(e);
       else throw e;

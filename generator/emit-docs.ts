@@ -4,6 +4,7 @@ import type {
   AuthSpec,
   ConnectorSpec,
   ExampleSpec,
+  OutputNode,
   ParamSpec,
   RequestSpec,
   RuleSpec,
@@ -11,6 +12,7 @@ import type {
 } from '../core/spec-model.ts';
 import { shownHeaders } from '../core/request-headers.ts';
 import { toolParams } from './schema.ts';
+import { connectorIcon } from './icon.ts';
 
 // The output is Markdown, not HTML: Handlebars' HTML escaping would print `&#x60;` for a backtick. What
 // Markdown itself needs escaped is done by md() and cell().
@@ -225,8 +227,55 @@ function proxyExample(connector: ConnectorSpec): { path: string; url: string } {
   return { path: '/', url: `${connector.api.base_url}/` };
 }
 
+/** A shape as one line of the docs: `value[] {id, subject, from {emailAddress {name, address}}}`. */
+export function shapeText(node: OutputNode): string {
+  if (typeof node === 'string') return node;
+  if (Array.isArray(node)) {
+    const inner = shapeText(node[0] as OutputNode);
+    return inner.startsWith('{') ? `[] ${inner}` : `${inner}[]`;
+  }
+  const n = node as Record<string, unknown>;
+  if (typeof n.$type === 'string') return n.$type;
+  if (n.$join !== undefined) return 'text';
+  if (n.$selected !== undefined) return `${shapeText(n.$selected as OutputNode)} (when selected)`;
+  const fields = Object.entries(n).filter(([k]) => !k.startsWith('$'));
+  if (!fields.length) return '{}';
+  return `{${fields
+    .map(([k, v]) => {
+      const inner = shapeText(v as OutputNode);
+      return inner.startsWith('{') || inner.startsWith('[]') ? `${k} ${inner}` : k;
+    })
+    .join(', ')}}`;
+}
+
+function answerLine(tool: ToolSpec): string {
+  return cell(`\`${shapeText(tool.output.shape)}\``);
+}
+
+function pagingLine(tool: ToolSpec): string | undefined {
+  const o = tool.output;
+  if (!o.items) return undefined;
+  const list = `the list is \`${o.items}\``;
+  const going = tool.annotations.readOnlyHint
+    ? 'an answer over the budget, or a provider page with more after it, carries `next_cursor` (call again with it)'
+    : 'an answer over the budget is cut at an item boundary (no `next_cursor`: calling again would run the tool again)';
+  const p = o.paging;
+  const provider = p
+    ? `; provider paging: ${[
+        p.skip && `offset \`${p.skip}\``,
+        p.page && `page \`${p.page}\``,
+        p.token && `token \`${p.token}\``,
+        p.size && `size \`${p.size}\``,
+      ]
+        .filter(Boolean)
+        .join(', ')}${p.next ? `, more while \`${p.next}\` is set` : ''}${p.total ? `, total at \`${p.total}\`` : ''}`
+    : '';
+  return `${list}; ${going}${provider}.`;
+}
+
 export function emitConnectorDoc(connector: ConnectorSpec): string {
   return template('connector.md.hbs')({
+    icon: connectorIcon(connector.name) !== undefined,
     name: connector.name,
     title: connector.title,
     description: md(connector.description.trim()),
@@ -260,6 +309,8 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
         rules: (tool.rules ?? []).map(ruleText),
         upstream: (tool.request ? [tool.request] : (tool.requests ?? [])).map((r) => upstreamLine(connector, r)),
         hook: tool.hook,
+        answer: answerLine(tool),
+        paging: pagingLine(tool),
         notes: tool.notes ? md(tool.notes.trim()) : undefined,
         examples: tool.examples.map((example, i) => ({
           heading: `Example${tool.examples.length > 1 ? ` ${i + 1}` : ''}${example.title ? `: ${md(example.title.replace(/\.$/, ''))}` : ''}`,

@@ -12,6 +12,7 @@ import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-c
 import { emitConnectorDoc, emitIndexDoc, emitReadmeConnectors } from './emit-docs.ts';
 import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
 import { emitOpenApi } from './emit-openapi.ts';
+import { connectorIcon } from './icon.ts';
 import { emitApiQueryValidators, emitApiTypes, emitApiValidators } from './emit-api.ts';
 import { AggregateSpecError, loadSpecFile, SpecError, specFiles } from './load.ts';
 import type { ConnectorSpec } from '../core/spec-model.ts';
@@ -74,6 +75,8 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
     files.set(`${OUT}/validators/${c.name}.ts`, emitValidators(c));
     files.set(`${OUT}/connectors/${c.name}.ts`, emitConnector(project, c, checked.get(c.name)!).getFullText());
     files.set(`${OUT}/docs/${c.name}.md`, emitConnectorDoc(c));
+    const icon = connectorIcon(c.name);
+    if (icon) files.set(`${OUT}/docs/icons/${c.name}.svg`, `${icon}\n`);
   }
   files.set(`${OUT}/types.ts`, emitTypes(project, connectors).getFullText());
   files.set(`${OUT}/registry.ts`, emitRegistry(project, connectors).getFullText());
@@ -87,6 +90,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
 
   const config = (await prettier.resolveConfig('package.json')) ?? {};
   for (const [path, content] of files) {
+    if (path.endsWith('.svg')) continue;
     const parser = path.endsWith('.ts') ? 'typescript' : path.endsWith('.json') ? 'json' : 'markdown';
     files.set(path, await formatCached(content, { ...config, parser }));
   }

@@ -1,4 +1,5 @@
 import type { ConnectorSpec, ParamSpec, ToolSpec } from '../core/spec-model.ts';
+import { answerParams } from './output.ts';
 
 /** Patterns behind the `format` shorthand, with the message a client sees when a value does not match. */
 export const FORMATS: Record<NonNullable<ParamSpec['format']>, { pattern: string; message: string }> = {
@@ -84,9 +85,9 @@ export function versionParams(connector: ConnectorSpec): Record<string, ParamSpe
   };
 }
 
-/** All input parameters of a tool, including injected version selectors. */
+/** All input parameters of a tool, including the injected version selectors and the answer's parameters. */
 export function toolParams(connector: ConnectorSpec, tool: ToolSpec): Record<string, ParamSpec> {
-  return tool.versioned ? { ...tool.input, ...versionParams(connector) } : tool.input;
+  return { ...tool.input, ...(tool.versioned ? versionParams(connector) : {}), ...answerParams(tool) };
 }
 
 export function toolInputSchema(connector: ConnectorSpec, tool: ToolSpec): ToolSchema {

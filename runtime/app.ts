@@ -6,6 +6,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Services } from './services.ts';
 import { loadOnFirstUse } from './api/load-on-first-use.ts';
 import { errorBody, renderError, sendJson, startRequest } from './api/respond.ts';
+import { connectorIcon } from './connectors/icons.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -37,6 +38,8 @@ export function createApp(s: Services): express.Express {
     '/favicon.ico',
     loadOnFirstUse(async () => (await dashboard()).favicon),
   );
+
+  app.get('/icons/:file', connectorIcon);
 
   app.use((req, res) => {
     sendJson(res, 404, errorBody(req, 'not_found', `No route ${req.method} ${req.path}`), {

@@ -33,6 +33,8 @@ export interface Config {
    */
   requestTimeoutMs: number;
   toolResponseLimitBytes: number;
+  /** A tool's answer longer than this many tokens is cut at an item boundary, with a continuation. */
+  toolAnswerBudgetTokens: number;
   /** Upper bound on every connector's upstream connect and response timeouts, in ms; 0 keeps the connectors' own. */
   upstreamTimeoutMaxMs: number;
   /** Refresh an access token this long before it expires. */
@@ -114,6 +116,13 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Numbe
     throw new ConfigError(name, `must be a whole number from 0 to ${max}, got "${raw}"`);
   }
   return n;
+}
+
+/** TOOL_ANSWER_BUDGET_TOKENS: 8,000 by default; from 500 (an answer must hold a few items) to 1,000,000. */
+function answerBudget(env: NodeJS.ProcessEnv): number {
+  const budget = int('TOOL_ANSWER_BUDGET_TOKENS', 8000, env, 1_000_000);
+  if (budget < 500) throw new ConfigError('TOOL_ANSWER_BUDGET_TOKENS', `is ${budget}: it must be at least 500`);
+  return budget;
 }
 
 function readPem(name: string, path: string): Buffer {
@@ -227,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs,
     requestTimeoutMs,
     toolResponseLimitBytes: int('TOOL_RESPONSE_LIMIT_BYTES', 10 * 1024 * 1024, env),
+    toolAnswerBudgetTokens: answerBudget(env),
     upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),
     logLevel: env.LOG_LEVEL || 'info',

@@ -106,7 +106,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const accounts = new AccountService(store, sealer, config, log, caches);
   accounts.metrics = metrics;
   const upstream = new Upstream(accounts, config, log, metrics, caches);
-  const executor = new ToolExecutor(accounts, upstream, activity, metrics);
+  const executor = new ToolExecutor(accounts, upstream, activity, metrics, {
+    answerBudgetTokens: config.toolAnswerBudgetTokens,
+  });
   const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
 

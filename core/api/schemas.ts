@@ -262,7 +262,7 @@ const versionChoice: JsonSchema = {
 
 export const tool: JsonSchema = {
   type: 'object',
-  required: ['name', 'connector', 'title', 'description', 'read_only', 'input_schema'],
+  required: ['name', 'connector', 'title', 'description', 'read_only', 'input_schema', 'output_schema'],
   additionalProperties: false,
   properties: {
     name: str,
@@ -271,6 +271,11 @@ export const tool: JsonSchema = {
     description: str,
     read_only: { type: 'boolean' },
     input_schema: { type: 'object', description: "The tool's input, as a JSON Schema" },
+    output_schema: {
+      type: 'object',
+      description:
+        "The tool's answer (`data`), as a JSON Schema: the fields of the concise answer; a detailed answer (response_format detailed) is the provider's own and has these and more",
+    },
     versions: {
       type: 'object',
       required: ['schema', 'tool'],
@@ -292,7 +297,7 @@ export const executeResponse: JsonSchema = {
   properties: {
     data: {
       description:
-        "The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
+        "The tool's answer: by default the concise answer (an object with the fields of the tool's output schema, `next_cursor` when there is more, `truncated` when the answer budget cut it); with response_format detailed the provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted",
     },
     execution_id: str,
     warnings: {
@@ -561,6 +566,7 @@ export const geminiTool: JsonSchema = {
           name: toolName,
           description: str,
           parameters: { type: 'object', description: 'Left out for a function without parameters' },
+          responseJsonSchema: { type: 'object', description: "The function's answer, as JSON Schema" },
         },
       },
     },
@@ -570,13 +576,27 @@ export const geminiTool: JsonSchema = {
 /** MCP: a `Tool` of a `tools/list` result. */
 export const mcpTool: JsonSchema = {
   type: 'object',
-  required: ['name', 'title', 'description', 'inputSchema'],
+  required: ['name', 'title', 'description', 'inputSchema', 'outputSchema'],
   additionalProperties: false,
   properties: {
     name: toolName,
     title: str,
     description: str,
     inputSchema: parametersSchema,
+    outputSchema: {
+      type: 'object',
+      description: "The answer's JSON Schema: a result's structuredContent conforms to it",
+    },
+    icons: {
+      type: 'array',
+      description: "The connector's icon, served by the service (`/icons/<connector>.svg`)",
+      items: {
+        type: 'object',
+        required: ['src'],
+        additionalProperties: false,
+        properties: { src: str, mimeType: str, sizes: { type: 'array', items: str } },
+      },
+    },
     annotations: {
       type: 'object',
       description: "MCP's tool annotations, as the tool's YAML declares them",

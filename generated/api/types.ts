@@ -179,6 +179,12 @@ export interface Tool {
   input_schema: {
     [k: string]: unknown | undefined;
   };
+  /**
+   * The tool's answer (`data`), as a JSON Schema: the fields of the concise answer; a detailed answer (response_format detailed) is the provider's own and has these and more
+   */
+  output_schema: {
+    [k: string]: unknown | undefined;
+  };
   versions?: {
     schema: {
       default: string;
@@ -318,7 +324,7 @@ export interface ApiCredential {
 }
 export interface ExecuteToolResponse {
   /**
-   * The provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted
+   * The tool's answer: by default the concise answer (an object with the fields of the tool's output schema, `next_cursor` when there is more, `truncated` when the answer budget cut it); with response_format detailed the provider's payload; for a dry run, `{requests: [{method, url, headers, body?}]}` with credential values redacted
    */
   data: unknown;
   execution_id: string;
@@ -394,6 +400,12 @@ export interface GeminiTool {
     parameters?: {
       [k: string]: unknown | undefined;
     };
+    /**
+     * The function's answer, as JSON Schema
+     */
+    responseJsonSchema?: {
+      [k: string]: unknown | undefined;
+    };
   }[];
 }
 export interface McpTool {
@@ -409,6 +421,20 @@ export interface McpTool {
   inputSchema: {
     [k: string]: unknown | undefined;
   };
+  /**
+   * The answer's JSON Schema: a result's structuredContent conforms to it
+   */
+  outputSchema: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The connector's icon, served by the service (`/icons/<connector>.svg`)
+   */
+  icons?: {
+    src: string;
+    mimeType?: string;
+    sizes?: string[];
+  }[];
   /**
    * MCP's tool annotations, as the tool's YAML declares them
    */

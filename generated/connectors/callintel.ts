@@ -191,6 +191,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 60000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Call intelligence"><rect width="24" height="24" rx="5" fill="#6b3fd4"/><path d="M5 12h2l2-5 3 10 3-8 2 3h2" fill="none" stroke="#fff" stroke-width="1.8" stroke-linecap="round" stroke-linejoin="round"/></svg>',
   exampleFields: {
     access_key: 'QWERTY1234567890',
     api_base_url: 'https://us-12345.api.gong.io',
@@ -1064,9 +1065,61 @@ export const tools: readonly ToolDefinition[] = [
       title: 'callintel_call_outcomes_list',
       description: 'List call outcome definitions (name, ID).',
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        callOutcomes: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              category: { type: ['string', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { callOutcomes: [{ id: true, name: true, category: true }] }, items: ['callOutcomes'] },
     validate: V.callintel_call_outcomes_list,
     messages: {},
     checkRules: rules_callintel_call_outcomes_list,
@@ -1149,10 +1202,45 @@ export const tools: readonly ToolDefinition[] = [
         },
         title: { type: 'string', description: 'Title of the call.' },
         workspace_id: { type: 'string', description: 'Workspace the call belongs to.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['actual_start'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        callId: { type: ['string', 'null'] },
+        mediaUploadUrl: {
+          type: ['string', 'null'],
+          description: "Where the call's recording goes (PUT, multipart), unless a download URL was given. A URL.",
+        },
+        mediaUploadPath: { type: ['string', 'null'] },
+        url: { type: ['string', 'null'], description: 'A URL.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { callId: true, mediaUploadUrl: true, mediaUploadPath: true, url: true } },
     validate: V.callintel_calls_create,
     messages: {
       '#/properties/actual_start/pattern': 'must be an ISO 8601 date-time such as 2026-01-31T09:30:00Z',
@@ -1263,9 +1351,190 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
         workspace_id: { type: 'string', description: 'Only calls of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['call_ids'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        calls: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              metaData: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  url: { type: ['string', 'null'], description: 'A URL.' },
+                  title: { type: ['string', 'null'] },
+                  scheduled: {
+                    type: ['string', 'null'],
+                    description: 'An ISO 8601 date-time, as the provider sent it.',
+                  },
+                  started: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                  duration: { type: ['integer', 'null'], description: 'Seconds.' },
+                  primaryUserId: { type: ['string', 'null'] },
+                  direction: { type: ['string', 'null'] },
+                  system: { type: ['string', 'null'] },
+                  scope: { type: ['string', 'null'] },
+                  media: { type: ['string', 'null'] },
+                  language: { type: ['string', 'null'] },
+                  workspaceId: { type: ['string', 'null'] },
+                  purpose: { type: ['string', 'null'] },
+                  clientUniqueId: { type: ['string', 'null'] },
+                },
+              },
+              parties: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    id: { type: ['string', 'null'] },
+                    name: { type: ['string', 'null'] },
+                    emailAddress: { type: ['string', 'null'] },
+                    title: { type: ['string', 'null'] },
+                    userId: { type: ['string', 'null'] },
+                    speakerId: { type: ['string', 'null'] },
+                    affiliation: { type: ['string', 'null'] },
+                  },
+                },
+              },
+              content: {
+                type: ['object', 'null'],
+                properties: {
+                  topics: {
+                    type: ['array', 'null'],
+                    items: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, duration: { type: ['integer', 'null'] } },
+                    },
+                  },
+                  trackers: {
+                    type: ['array', 'null'],
+                    items: {
+                      type: ['object', 'null'],
+                      properties: {
+                        id: { type: ['string', 'null'] },
+                        name: { type: ['string', 'null'] },
+                        count: { type: ['integer', 'null'] },
+                      },
+                    },
+                  },
+                },
+              },
+              interaction: {
+                type: ['object', 'null'],
+                properties: {
+                  speakers: {
+                    type: ['array', 'null'],
+                    items: {
+                      type: ['object', 'null'],
+                      properties: {
+                        id: { type: ['string', 'null'] },
+                        userId: { type: ['string', 'null'] },
+                        talkTime: { type: ['number', 'null'] },
+                      },
+                    },
+                  },
+                  personInteractionStats: {},
+                  questions: { type: ['object', 'null'], description: 'An object, kept whole.' },
+                },
+              },
+              context: {},
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        calls: [
+          {
+            metaData: {
+              id: true,
+              url: true,
+              title: true,
+              scheduled: true,
+              started: true,
+              duration: true,
+              primaryUserId: true,
+              direction: true,
+              system: true,
+              scope: true,
+              media: true,
+              language: true,
+              workspaceId: true,
+              purpose: true,
+              clientUniqueId: true,
+            },
+            parties: [
+              {
+                id: true,
+                name: true,
+                emailAddress: true,
+                title: true,
+                userId: true,
+                speakerId: true,
+                affiliation: true,
+              },
+            ],
+            content: { topics: [{ name: true, duration: true }], trackers: [{ id: true, name: true, count: true }] },
+            interaction: {
+              speakers: [{ id: true, userId: true, talkTime: true }],
+              personInteractionStats: true,
+              questions: true,
+            },
+            context: true,
+          },
+        ],
+      },
+      items: ['calls'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_calls_get,
     messages: {
@@ -1336,8 +1605,142 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
         workspace_id: { type: 'string', description: 'Only calls of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        calls: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              url: { type: ['string', 'null'], description: 'A URL.' },
+              title: { type: ['string', 'null'] },
+              scheduled: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              started: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              duration: { type: ['integer', 'null'], description: 'Seconds.' },
+              primaryUserId: { type: ['string', 'null'] },
+              direction: { type: ['string', 'null'] },
+              system: { type: ['string', 'null'] },
+              scope: { type: ['string', 'null'] },
+              media: { type: ['string', 'null'] },
+              language: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              purpose: { type: ['string', 'null'] },
+              metaData: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  url: { type: ['string', 'null'], description: 'A URL.' },
+                  title: { type: ['string', 'null'] },
+                  scheduled: {
+                    type: ['string', 'null'],
+                    description: 'An ISO 8601 date-time, as the provider sent it.',
+                  },
+                  started: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                  duration: { type: ['integer', 'null'], description: 'Seconds.' },
+                  primaryUserId: { type: ['string', 'null'] },
+                  direction: { type: ['string', 'null'] },
+                  system: { type: ['string', 'null'] },
+                  scope: { type: ['string', 'null'] },
+                  media: { type: ['string', 'null'] },
+                  language: { type: ['string', 'null'] },
+                  workspaceId: { type: ['string', 'null'] },
+                  purpose: { type: ['string', 'null'] },
+                  clientUniqueId: { type: ['string', 'null'] },
+                },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        calls: [
+          {
+            id: true,
+            url: true,
+            title: true,
+            scheduled: true,
+            started: true,
+            duration: true,
+            primaryUserId: true,
+            direction: true,
+            system: true,
+            scope: true,
+            media: true,
+            language: true,
+            workspaceId: true,
+            purpose: true,
+            metaData: {
+              id: true,
+              url: true,
+              title: true,
+              scheduled: true,
+              started: true,
+              duration: true,
+              primaryUserId: true,
+              direction: true,
+              system: true,
+              scope: true,
+              media: true,
+              language: true,
+              workspaceId: true,
+              purpose: true,
+              clientUniqueId: true,
+            },
+          },
+        ],
+      },
+      items: ['calls'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_calls_list,
     messages: {
@@ -1407,9 +1810,99 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
         workspace_id: { type: 'string', description: 'Only calls of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['call_ids'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        callTranscripts: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              callId: { type: ['string', 'null'] },
+              transcript: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    speakerId: { type: ['string', 'null'] },
+                    topic: { type: ['string', 'null'] },
+                    sentences: {
+                      type: ['array', 'null'],
+                      items: {
+                        type: ['object', 'null'],
+                        properties: {
+                          start: { type: ['integer', 'null'], description: "Milliseconds from the call's start." },
+                          end: { type: ['integer', 'null'] },
+                          text: { type: ['string', 'null'] },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        callTranscripts: [
+          {
+            callId: true,
+            transcript: [{ speakerId: true, topic: true, sentences: [{ start: true, end: true, text: true }] }],
+          },
+        ],
+      },
+      items: ['callTranscripts'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_calls_transcript_get,
     messages: {
@@ -1474,8 +1967,94 @@ export const tools: readonly ToolDefinition[] = [
           description: 'End of the period (ISO 8601). Default: now.',
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        coachingData: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              manager: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  emailAddress: { type: ['string', 'null'] },
+                  firstName: { type: ['string', 'null'] },
+                  lastName: { type: ['string', 'null'] },
+                  title: { type: ['string', 'null'] },
+                },
+              },
+              directReportsMetrics: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    report: {
+                      type: ['object', 'null'],
+                      properties: {
+                        id: { type: ['string', 'null'] },
+                        emailAddress: { type: ['string', 'null'] },
+                        firstName: { type: ['string', 'null'] },
+                        lastName: { type: ['string', 'null'] },
+                        title: { type: ['string', 'null'] },
+                      },
+                    },
+                    metrics: { type: ['object', 'null'], description: 'An object, kept whole.' },
+                  },
+                },
+              },
+            },
+          },
+        },
+        resolved: {
+          type: ['object', 'null'],
+          properties: {
+            workspaceIds: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            managerIds: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            from: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            to: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        coachingData: [
+          {
+            manager: { id: true, emailAddress: true, firstName: true, lastName: true, title: true },
+            directReportsMetrics: [
+              { report: { id: true, emailAddress: true, firstName: true, lastName: true, title: true }, metrics: true },
+            ],
+          },
+        ],
+        resolved: { workspaceIds: [true], managerIds: [true], from: true, to: true },
+      },
     },
     validate: V.callintel_coaching_get,
     messages: {
@@ -1548,10 +2127,39 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
         url: { type: 'string', description: 'URL of the content the prospect interacted with.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['event_name', 'event_timestamp'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        requestId: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { requestId: true } },
     validate: V.callintel_engage_digital_interactions_create,
     messages: {
       '#/properties/event_timestamp/pattern': 'must be an ISO 8601 date-time such as 2026-01-31T09:30:00Z',
@@ -1622,10 +2230,39 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
         link_url: { type: 'string', description: 'The clicked link (for EMAIL_LINK_CLICKED).' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['email_id', 'event_timestamp', 'event_type', 'prospect_email'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        requestId: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { requestId: true } },
     validate: V.callintel_engage_email_activity_report,
     messages: {
       '#/properties/event_timestamp/pattern': 'must be an ISO 8601 date-time such as 2026-01-31T09:30:00Z',
@@ -1680,10 +2317,38 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^[0-9]{1,20}$',
         },
         field_values: { type: 'object', description: 'Placeholder name to override value.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_instance_id', 'field_values'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.callintel_engage_flow_content_override,
     messages: {},
     checkRules: rules_callintel_engage_flow_content_override,
@@ -1719,9 +2384,80 @@ export const tools: readonly ToolDefinition[] = [
         },
         cursor: { type: 'string', description: '`records.cursor` of the previous page.' },
         workspace_id: { type: 'string', description: 'Only folders of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['flow_owner_email'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        flows: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              visibility: { type: ['string', 'null'] },
+              creationDate: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+            },
+            description: 'The flow folders (Gong lists them under "flows").',
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        flows: [{ id: true, name: true, visibility: true, creationDate: true }],
+      },
+      items: ['flows'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_engage_flow_folders_list,
     messages: { '#/properties/flow_owner_email/pattern': 'must be an email address' },
@@ -1762,9 +2498,92 @@ export const tools: readonly ToolDefinition[] = [
         },
         cursor: { type: 'string', description: '`records.cursor` of the previous page.' },
         workspace_id: { type: 'string', description: 'Only flows of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['flow_owner_email'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        flows: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              folderId: { type: ['string', 'null'] },
+              folderName: { type: ['string', 'null'] },
+              visibility: { type: ['string', 'null'] },
+              creationDate: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              exclusive: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        flows: [
+          {
+            id: true,
+            name: true,
+            folderId: true,
+            folderName: true,
+            visibility: true,
+            creationDate: true,
+            exclusive: true,
+          },
+        ],
+      },
+      items: ['flows'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_engage_flows_list,
     messages: { '#/properties/flow_owner_email/pattern': 'must be an email address' },
@@ -1809,9 +2628,69 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Email of the Gong user who owns the new flow instances.',
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_id', 'crm_prospect_ids', 'flow_instance_owner_email'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        prospectsAssigned: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              flowId: { type: ['string', 'null'] },
+              flowName: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+              flowInstanceId: { type: ['string', 'null'] },
+              flowInstanceStatus: { type: ['string', 'null'] },
+            },
+          },
+        },
+        prospectsNotAssigned: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              flowId: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+              errorCode: { type: ['string', 'null'] },
+              errorMessage: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        prospectsAssigned: [
+          { flowId: true, flowName: true, crmProspectId: true, flowInstanceId: true, flowInstanceStatus: true },
+        ],
+        prospectsNotAssigned: [{ flowId: true, crmProspectId: true, errorCode: true, errorMessage: true }],
+      },
     },
     validate: V.callintel_engage_prospects_assign,
     messages: { '#/properties/flow_instance_owner_email/pattern': 'must be an email address' },
@@ -1867,9 +2746,69 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Email of the Gong user who owns the new flow instances.',
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_id', 'crm_prospect_ids'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        prospectsAssigned: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              flowId: { type: ['string', 'null'] },
+              flowName: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+              flowInstanceId: { type: ['string', 'null'] },
+              flowInstanceStatus: { type: ['string', 'null'] },
+            },
+          },
+        },
+        prospectsNotAssigned: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              flowId: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+              errorCode: { type: ['string', 'null'] },
+              errorMessage: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        prospectsAssigned: [
+          { flowId: true, flowName: true, crmProspectId: true, flowInstanceId: true, flowInstanceStatus: true },
+        ],
+        prospectsNotAssigned: [{ flowId: true, crmProspectId: true, errorCode: true, errorMessage: true }],
+      },
     },
     validate: V.callintel_engage_prospects_assign_cool_off_override,
     messages: { '#/properties/flow_instance_owner_email/pattern': 'must be an email address' },
@@ -1924,9 +2863,67 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Email of the Gong user who owns the new flow instances.',
           pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_id', 'crm_prospect_ids'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: {
+          type: ['string', 'null'],
+          description: 'The assignment; callintel_engage_prospects_bulk_assign_status reads its progress.',
+        },
+        flowId: { type: ['string', 'null'] },
+        status: { type: ['string', 'null'], enum: ['PENDING', 'IN_PROGRESS', 'COMPLETED', 'FAILED', null] },
+        totalCount: { type: ['integer', 'null'] },
+        successCount: { type: ['integer', 'null'] },
+        failureCount: { type: ['integer', 'null'] },
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              crmId: { type: ['string', 'null'] },
+              flowInstanceId: { type: ['string', 'null'] },
+              errorCode: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        flowId: true,
+        status: true,
+        totalCount: true,
+        successCount: true,
+        failureCount: true,
+        results: [{ crmId: true, flowInstanceId: true, errorCode: true }],
+      },
     },
     validate: V.callintel_engage_prospects_bulk_assign,
     messages: { '#/properties/flow_instance_owner_email/pattern': 'must be an email address' },
@@ -1973,9 +2970,67 @@ export const tools: readonly ToolDefinition[] = [
           description: 'The id returned by callintel_engage_prospects_bulk_assign.',
           minLength: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['assignment_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: {
+          type: ['string', 'null'],
+          description: 'The assignment; callintel_engage_prospects_bulk_assign_status reads its progress.',
+        },
+        flowId: { type: ['string', 'null'] },
+        status: { type: ['string', 'null'], enum: ['PENDING', 'IN_PROGRESS', 'COMPLETED', 'FAILED', null] },
+        totalCount: { type: ['integer', 'null'] },
+        successCount: { type: ['integer', 'null'] },
+        failureCount: { type: ['integer', 'null'] },
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              crmId: { type: ['string', 'null'] },
+              flowInstanceId: { type: ['string', 'null'] },
+              errorCode: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        flowId: true,
+        status: true,
+        totalCount: true,
+        successCount: true,
+        failureCount: true,
+        results: [{ crmId: true, flowInstanceId: true, errorCode: true }],
+      },
     },
     validate: V.callintel_engage_prospects_bulk_assign_status,
     messages: {},
@@ -2014,9 +3069,69 @@ export const tools: readonly ToolDefinition[] = [
           minItems: 1,
           maxItems: 200,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['crm_prospect_ids'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        prospectsAssigned: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              flowId: { type: ['string', 'null'] },
+              flowName: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+              flowInstanceId: { type: ['string', 'null'] },
+              flowInstanceStatus: { type: ['string', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        prospectsAssigned: [
+          { flowId: true, flowName: true, crmProspectId: true, flowInstanceId: true, flowInstanceStatus: true },
+        ],
+      },
+      items: ['prospectsAssigned'],
     },
     validate: V.callintel_engage_prospects_flows_list,
     messages: {},
@@ -2056,10 +3171,47 @@ export const tools: readonly ToolDefinition[] = [
           items: { type: 'string', minLength: 1 },
           minItems: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_id', 'crm_prospect_ids'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        unassignedFlowInstanceIds: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        items: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { unassignedFlowInstanceIds: { type: ['array', 'null'], items: { type: ['string', 'null'] } } },
+            description: 'For several prospects: one answer each, in order.',
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { unassignedFlowInstanceIds: [true], items: [{ unassignedFlowInstanceIds: [true] }] } },
     validate: V.callintel_engage_prospects_unassign,
     messages: {},
     checkRules: rules_callintel_engage_prospects_unassign,
@@ -2104,10 +3256,39 @@ export const tools: readonly ToolDefinition[] = [
           items: { type: 'string', pattern: '^[0-9]{1,20}$' },
           minItems: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['flow_instance_ids'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        unassignedFlowInstanceIds: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { unassignedFlowInstanceIds: [true] } },
     validate: V.callintel_engage_prospects_unassign_by_instance,
     messages: {},
     checkRules: rules_callintel_engage_prospects_unassign_by_instance,
@@ -2151,9 +3332,70 @@ export const tools: readonly ToolDefinition[] = [
             "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
           pattern: '^[0-9]{1,20}$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['task_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        tasks: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              type: { type: ['string', 'null'] },
+              taskAction: { type: ['string', 'null'] },
+              status: { type: ['string', 'null'], enum: ['OPEN', 'DONE', 'DISMISSED', null] },
+              dueDate: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              userId: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        tasks: [
+          {
+            id: true,
+            title: true,
+            type: true,
+            taskAction: true,
+            status: true,
+            dueDate: true,
+            userId: true,
+            workspaceId: true,
+            crmProspectId: true,
+          },
+        ],
+      },
     },
     validate: V.callintel_engage_task_complete,
     messages: {},
@@ -2231,9 +3473,70 @@ export const tools: readonly ToolDefinition[] = [
             "Gong user id of the task's owner (Gong requires it; not in the spec's interface). Optional: when omitted the service finds the owner. callintel_engage_tasks_list returns it as `assignee.userId`.",
           pattern: '^[0-9]{1,20}$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['task_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        tasks: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              type: { type: ['string', 'null'] },
+              taskAction: { type: ['string', 'null'] },
+              status: { type: ['string', 'null'], enum: ['OPEN', 'DONE', 'DISMISSED', null] },
+              dueDate: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              userId: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        tasks: [
+          {
+            id: true,
+            title: true,
+            type: true,
+            taskAction: true,
+            status: true,
+            dueDate: true,
+            userId: true,
+            workspaceId: true,
+            crmProspectId: true,
+          },
+        ],
+      },
     },
     validate: V.callintel_engage_task_skip,
     messages: {},
@@ -2319,9 +3622,88 @@ export const tools: readonly ToolDefinition[] = [
           pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
         },
         workspace_id: { type: 'string', description: 'Only tasks of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['assignee_email'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        tasks: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              type: { type: ['string', 'null'] },
+              taskAction: { type: ['string', 'null'] },
+              status: { type: ['string', 'null'], enum: ['OPEN', 'DONE', 'DISMISSED', null] },
+              dueDate: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              userId: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              crmProspectId: { type: ['string', 'null'] },
+            },
+          },
+        },
+        assignee: {
+          type: ['object', 'null'],
+          properties: { userId: { type: ['string', 'null'] }, emailAddress: { type: ['string', 'null'] } },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        tasks: [
+          {
+            id: true,
+            title: true,
+            type: true,
+            taskAction: true,
+            status: true,
+            dueDate: true,
+            userId: true,
+            workspaceId: true,
+            crmProspectId: true,
+          },
+        ],
+        assignee: { userId: true, emailAddress: true },
+      },
+      items: ['tasks'],
     },
     validate: V.callintel_engage_tasks_list,
     messages: {
@@ -2375,8 +3757,92 @@ export const tools: readonly ToolDefinition[] = [
           type: 'boolean',
           description: 'Include avatars (synthetic users for Gong staff who access the account).',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              emailAddress: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              managerId: { type: ['string', 'null'] },
+              active: { type: ['boolean', 'null'] },
+              created: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              emailAliases: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        users: [
+          {
+            id: true,
+            emailAddress: true,
+            firstName: true,
+            lastName: true,
+            title: true,
+            managerId: true,
+            active: true,
+            created: true,
+            emailAliases: [true],
+          },
+        ],
+      },
+      items: ['users'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_engage_users_list,
     messages: {},
@@ -2403,9 +3869,61 @@ export const tools: readonly ToolDefinition[] = [
       title: 'callintel_engage_workspaces_list',
       description: 'Company workspaces.',
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        workspaces: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              description: { type: ['string', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { workspaces: [{ id: true, name: true, description: true }] }, items: ['workspaces'] },
     validate: V.callintel_engage_workspaces_list,
     messages: {},
     checkRules: rules_callintel_engage_workspaces_list,
@@ -2438,8 +3956,104 @@ export const tools: readonly ToolDefinition[] = [
         },
         cursor: { type: 'string', description: '`records.cursor` of the previous page.' },
         user_ids: { type: 'array', description: 'Gong user ids.', items: { type: 'string', pattern: '^[0-9]{1,20}$' } },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              emailAddress: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              managerId: { type: ['string', 'null'] },
+              active: { type: ['boolean', 'null'] },
+              created: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              emailAliases: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              phoneNumber: { type: ['string', 'null'] },
+              settings: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              spokenLanguages: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { language: { type: ['string', 'null'] }, primary: { type: ['boolean', 'null'] } },
+                },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        users: [
+          {
+            id: true,
+            emailAddress: true,
+            firstName: true,
+            lastName: true,
+            title: true,
+            managerId: true,
+            active: true,
+            created: true,
+            emailAliases: [true],
+            phoneNumber: true,
+            settings: true,
+            spokenLanguages: [{ language: true, primary: true }],
+          },
+        ],
+      },
+      items: ['users'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_users_get,
     messages: {
@@ -2487,8 +4101,92 @@ export const tools: readonly ToolDefinition[] = [
           type: 'boolean',
           description: 'Include avatars (synthetic users for Gong staff who access the account).',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              emailAddress: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              managerId: { type: ['string', 'null'] },
+              active: { type: ['boolean', 'null'] },
+              created: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              emailAliases: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        users: [
+          {
+            id: true,
+            emailAddress: true,
+            firstName: true,
+            lastName: true,
+            title: true,
+            managerId: true,
+            active: true,
+            created: true,
+            emailAliases: [true],
+          },
+        ],
+      },
+      items: ['users'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_users_list,
     messages: {},
@@ -2516,9 +4214,92 @@ export const tools: readonly ToolDefinition[] = [
       title: 'callintel_library_folder_content_get',
       description: 'Calls, clips and media in a library folder.',
       type: 'object',
-      properties: { folder_id: { type: 'string', description: 'The library folder.', pattern: '^[0-9]{1,20}$' } },
+      properties: {
+        folder_id: { type: 'string', description: 'The library folder.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
       required: ['folder_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        name: { type: ['string', 'null'] },
+        createdBy: { type: ['string', 'null'] },
+        updated: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        calls: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              note: { type: ['string', 'null'] },
+              addedBy: { type: ['string', 'null'] },
+              created: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              url: { type: ['string', 'null'], description: 'A URL.' },
+              snippet: {
+                type: ['object', 'null'],
+                properties: { fromSec: { type: ['integer', 'null'] }, toSec: { type: ['integer', 'null'] } },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        name: true,
+        createdBy: true,
+        updated: true,
+        calls: [
+          {
+            id: true,
+            title: true,
+            note: true,
+            addedBy: true,
+            created: true,
+            url: true,
+            snippet: { fromSec: true, toSec: true },
+          },
+        ],
+      },
+      items: ['calls'],
     },
     validate: V.callintel_library_folder_content_get,
     messages: {},
@@ -2548,8 +4329,67 @@ export const tools: readonly ToolDefinition[] = [
       type: 'object',
       properties: {
         workspace_id: { type: 'string', description: 'Only folders of this workspace.', pattern: '^[0-9]{1,20}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        folders: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              parentFolderId: { type: ['string', 'null'] },
+              createdBy: { type: ['string', 'null'] },
+              updated: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              workspaceId: { type: ['string', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        folders: [{ id: true, name: true, parentFolderId: true, createdBy: true, updated: true, workspaceId: true }],
+      },
+      items: ['folders'],
     },
     validate: V.callintel_library_folders_list,
     messages: {},
@@ -2577,8 +4417,88 @@ export const tools: readonly ToolDefinition[] = [
       title: 'callintel_scorecards_list',
       description: 'Scorecard definitions (name, questions, criteria).',
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        scorecards: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              scorecardId: { type: ['string', 'null'] },
+              scorecardName: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              enabled: { type: ['boolean', 'null'] },
+              updated: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              questions: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    questionId: { type: ['string', 'null'] },
+                    questionText: { type: ['string', 'null'] },
+                    isOverall: { type: ['boolean', 'null'] },
+                    answerGuide: { type: ['string', 'null'] },
+                  },
+                },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        scorecards: [
+          {
+            scorecardId: true,
+            scorecardName: true,
+            workspaceId: true,
+            enabled: true,
+            updated: true,
+            questions: [{ questionId: true, questionText: true, isOverall: true, answerGuide: true }],
+          },
+        ],
+      },
+      items: ['scorecards'],
     },
     validate: V.callintel_scorecards_list,
     messages: {},
@@ -2601,8 +4521,91 @@ export const tools: readonly ToolDefinition[] = [
       title: 'callintel_trackers_list',
       description: 'Keyword tracker definitions (name, phrases, categories).',
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        keywordTrackers: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              trackerId: { type: ['string', 'null'] },
+              trackerName: { type: ['string', 'null'] },
+              workspaceId: { type: ['string', 'null'] },
+              enabled: { type: ['boolean', 'null'] },
+              languageKeywords: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    language: { type: ['string', 'null'] },
+                    keywords: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+                    includeRelatedForms: { type: ['boolean', 'null'] },
+                  },
+                },
+              },
+              affiliation: { type: ['string', 'null'] },
+              filterQuery: { type: ['string', 'null'] },
+              updated: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        keywordTrackers: [
+          {
+            trackerId: true,
+            trackerName: true,
+            workspaceId: true,
+            enabled: true,
+            languageKeywords: [{ language: true, keywords: [true], includeRelatedForms: true }],
+            affiliation: true,
+            filterQuery: true,
+            updated: true,
+          },
+        ],
+      },
+      items: ['keywordTrackers'],
     },
     validate: V.callintel_trackers_list,
     messages: {},
@@ -2643,9 +4646,83 @@ export const tools: readonly ToolDefinition[] = [
           items: { type: 'string', pattern: '^[0-9]{1,20}$' },
         },
         cursor: { type: 'string', description: '`records.cursor` of the previous page.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['from_date_time', 'to_date_time'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        peopleInteractionStats: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              userId: { type: ['string', 'null'] },
+              userEmailAddress: { type: ['string', 'null'] },
+              personInteractionStats: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { name: { type: ['string', 'null'] }, value: { type: ['number', 'null'] } },
+                },
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        peopleInteractionStats: [
+          { userId: true, userEmailAddress: true, personInteractionStats: [{ name: true, value: true }] },
+        ],
+      },
+      items: ['peopleInteractionStats'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_stats_interaction,
     messages: {
@@ -2726,9 +4803,81 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Only these Gong users.',
           items: { type: 'string', pattern: '^[0-9]{1,20}$' },
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['from_date_time', 'to_date_time'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        fromDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        toDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        timeZone: { type: ['string', 'null'] },
+        records: {
+          type: ['object', 'null'],
+          properties: {
+            totalRecords: { type: ['integer', 'null'] },
+            currentPageSize: { type: ['integer', 'null'] },
+            currentPageNumber: { type: ['integer', 'null'] },
+          },
+        },
+        usersAggregateActivityStats: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              userId: { type: ['string', 'null'] },
+              userEmailAddress: { type: ['string', 'null'] },
+              userAggregateActivity: { type: ['object', 'null'], description: 'An object, kept whole.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        fromDateTime: true,
+        toDateTime: true,
+        timeZone: true,
+        records: { totalRecords: true, currentPageSize: true, currentPageNumber: true },
+        usersAggregateActivityStats: [{ userId: true, userEmailAddress: true, userAggregateActivity: true }],
+      },
+      items: ['usersAggregateActivityStats'],
+      paging: { kind: 'token', param: 'cursor', next: ['records', 'cursor'] },
     },
     validate: V.callintel_stats_user_actions,
     messages: {

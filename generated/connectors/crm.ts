@@ -86,6 +86,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="CRM"><rect width="24" height="24" rx="5" fill="#e8590c"/><circle cx="9" cy="9" r="2.5" fill="#fff"/><circle cx="16" cy="10" r="2" fill="#fff"/><path d="M4.5 18c0-3 2-4.5 4.5-4.5s4.5 1.5 4.5 4.5M13.5 15c.6-1.2 1.5-1.8 2.5-1.8 2 0 3.5 1.3 3.5 4" fill="none" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
     'crm_companies_search',
@@ -544,8 +545,73 @@ export const tools: readonly ToolDefinition[] = [
         limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
         properties: { type: 'string', description: 'Comma-separated properties to return, e.g. `name,domain`.' },
         query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        total: { type: ['integer', 'null'], description: 'Matches in all.' },
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              properties: {
+                type: ['object', 'null'],
+                description:
+                  "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+              },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              archived: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        total: true,
+        results: [{ id: true, properties: true, createdAt: true, updatedAt: true, archived: true }],
+      },
+      items: ['results'],
+      paging: { kind: 'token', param: 'after', size: 'limit', next: ['paging', 'next', 'after'] },
     },
     validate: V.crm_companies_search,
     messages: { '#/properties/limit/multipleOf': 'must be a whole number' },
@@ -608,10 +674,47 @@ export const tools: readonly ToolDefinition[] = [
         numberofemployees: { type: 'number', description: 'Number of employees.' },
         phone: { type: 'string', description: 'Phone number.' },
         state: { type: 'string', description: 'State or region.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['name'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_company_create,
     messages: {},
     checkRules: rules_crm_company_create,
@@ -670,10 +773,47 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         company_id: { type: 'string', description: 'ID of the company.', minLength: 1 },
         properties: { type: 'string', description: 'Comma-separated properties to return, e.g. `name,domain`.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['company_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_company_get,
     messages: {},
     checkRules: rules_crm_company_get,
@@ -724,10 +864,47 @@ export const tools: readonly ToolDefinition[] = [
         },
         phone: { type: 'string', description: 'Phone number.' },
         website: { type: 'string', description: 'Website.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['email'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_contact_create,
     messages: { '#/properties/email/pattern': 'must be an email address' },
     checkRules: rules_crm_contact_create,
@@ -789,10 +966,47 @@ export const tools: readonly ToolDefinition[] = [
           type: 'string',
           description: 'Comma-separated properties to return, e.g. `email,hs_lead_status`.',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['contact_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_contact_get,
     messages: {},
     checkRules: rules_crm_contact_get,
@@ -830,10 +1044,47 @@ export const tools: readonly ToolDefinition[] = [
             'JSON object of properties to change (HubSpot internal names), e.g. {"firstname":"Janet","phone":"+1 555 0199"} for first name, last name, email, company, phone, job title.',
           minProperties: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['contact_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_contact_update,
     messages: { '#/properties/props/minProperties': 'must not be empty' },
     checkRules: rules_crm_contact_update,
@@ -882,8 +1133,69 @@ export const tools: readonly ToolDefinition[] = [
           multipleOf: 1,
         },
         properties: { type: 'string', description: 'Comma-separated properties to return.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              properties: {
+                type: ['object', 'null'],
+                description:
+                  "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+              },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              archived: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: { results: [{ id: true, properties: true, createdAt: true, updatedAt: true, archived: true }] },
+      items: ['results'],
+      paging: { kind: 'token', param: 'after', size: 'limit', next: ['paging', 'next', 'after'] },
     },
     validate: V.crm_contacts_list,
     messages: { '#/properties/limit/multipleOf': 'must be a whole number' },
@@ -930,8 +1242,73 @@ export const tools: readonly ToolDefinition[] = [
         limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
         properties: { type: 'string', description: 'Comma-separated properties to return.' },
         query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        total: { type: ['integer', 'null'], description: 'Matches in all.' },
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              properties: {
+                type: ['object', 'null'],
+                description:
+                  "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+              },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              archived: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        total: true,
+        results: [{ id: true, properties: true, createdAt: true, updatedAt: true, archived: true }],
+      },
+      items: ['results'],
+      paging: { kind: 'token', param: 'after', size: 'limit', next: ['paging', 'next', 'after'] },
     },
     validate: V.crm_contacts_search,
     messages: { '#/properties/limit/multipleOf': 'must be a whole number' },
@@ -1006,10 +1383,47 @@ export const tools: readonly ToolDefinition[] = [
         description: { type: 'string', description: 'Description.' },
         crm_priority: { type: 'string', description: 'Priority.', enum: ['HIGH', 'MEDIUM', 'LOW'] },
         pipeline: { type: 'string', description: 'Pipeline (internal value; HubSpot uses `default` when omitted).' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['amount', 'dealname', 'dealstage'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_deal_create,
     messages: { '#/properties/closedate/pattern': 'must be a date in the form YYYY-MM-DD' },
     checkRules: rules_crm_deal_create,
@@ -1073,10 +1487,47 @@ export const tools: readonly ToolDefinition[] = [
           type: 'boolean',
           description: 'Boolean flag indicating if this is a good deal (a custom deal property).',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['deal_id', 'properties'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        properties: {
+          type: ['object', 'null'],
+          description:
+            "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+        },
+        createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        archived: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, properties: true, createdAt: true, updatedAt: true, archived: true } },
     validate: V.crm_deal_update,
     messages: {},
     checkRules: rules_crm_deal_update,
@@ -1135,8 +1586,73 @@ export const tools: readonly ToolDefinition[] = [
         limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
         properties: { type: 'string', description: 'Comma-separated properties to return.' },
         query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        total: { type: ['integer', 'null'], description: 'Matches in all.' },
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              properties: {
+                type: ['object', 'null'],
+                description:
+                  "The record's properties by internal name (the ones asked for, or the default set); values are text. An object, kept whole.",
+              },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updatedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              archived: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        total: true,
+        results: [{ id: true, properties: true, createdAt: true, updatedAt: true, archived: true }],
+      },
+      items: ['results'],
+      paging: { kind: 'token', param: 'after', size: 'limit', next: ['paging', 'next', 'after'] },
     },
     validate: V.crm_deals_search,
     messages: { '#/properties/limit/multipleOf': 'must be a whole number' },

@@ -89,6 +89,7 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Document editing"><rect width="24" height="24" rx="5" fill="#3b7bd8"/><path d="M7 4.5h7l3.5 3.5v11.5H7z" fill="#fff"/><path d="M9.5 11h5.5M9.5 13.5h5.5M9.5 16h3.5" stroke="#3b7bd8" stroke-width="1.3" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['docs_create_document', 'docs_list_documents', 'docs_read_document', 'docs_update_document'],
 };
@@ -209,9 +210,40 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        documentId: { type: ['string', 'null'] },
+        title: { type: ['string', 'null'] },
+        revisionId: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { documentId: true, title: true, revisionId: true } },
     validate: V.docs_create_document,
     messages: {},
     checkRules: rules_docs_create_document,
@@ -273,8 +305,90 @@ export const tools: readonly ToolDefinition[] = [
           maximum: 1000,
         },
         page_token: { type: 'string', description: 'nextPageToken of a previous response.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        files: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              mimeType: { type: ['string', 'null'] },
+              createdTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              modifiedTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              owners: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { displayName: { type: ['string', 'null'] }, emailAddress: { type: ['string', 'null'] } },
+                },
+              },
+              webViewLink: { type: ['string', 'null'], description: 'A URL.' },
+            },
+          },
+        },
+        incompleteSearch: { type: ['boolean', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        files: [
+          {
+            id: true,
+            name: true,
+            mimeType: true,
+            createdTime: true,
+            modifiedTime: true,
+            owners: [{ displayName: true, emailAddress: true }],
+            webViewLink: true,
+          },
+        ],
+        incompleteSearch: true,
+      },
+      items: ['files'],
+      paging: { kind: 'token', param: 'page_token', size: 'page_size', next: ['nextPageToken'] },
     },
     validate: V.docs_list_documents,
     messages: {},
@@ -347,9 +461,57 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['document_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        documentId: { type: ['string', 'null'] },
+        title: { type: ['string', 'null'] },
+        revisionId: { type: ['string', 'null'], description: 'For write_control in docs_update_document.' },
+        text: {
+          type: ['string', 'null'],
+          description:
+            "The document's text, paragraph by paragraph (tables cell by cell); response_format detailed has the structure with indexes, styles and suggestions. Text: every textRun.content under body.content of the provider's answer, joined in order.",
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        documentId: true,
+        title: true,
+        revisionId: true,
+        text: {
+          $join: [
+            ['body', 'content'],
+            ['textRun', 'content'],
+          ],
+        },
+      },
     },
     validate: V.docs_read_document,
     messages: {},
@@ -426,10 +588,44 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['document_id', 'requests'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        documentId: { type: ['string', 'null'] },
+        replies: {
+          type: ['array', 'null'],
+          items: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        },
+        writeControl: { type: ['object', 'null'], properties: { requiredRevisionId: { type: ['string', 'null'] } } },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { documentId: true, replies: [true], writeControl: { requiredRevisionId: true } } },
     validate: V.docs_update_document,
     messages: {},
     checkRules: rules_docs_update_document,

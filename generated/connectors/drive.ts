@@ -79,6 +79,7 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="File storage"><rect width="24" height="24" rx="5" fill="#1a73e8"/><path d="M4.5 8.5V17a1 1 0 0 0 1 1h13a1 1 0 0 0 1-1V9.5a1 1 0 0 0-1-1H12l-1.8-2.2H5.5a1 1 0 0 0-1 1z" fill="#fff"/></svg>',
   exampleFields: {},
   toolNames: ['drive_get_file_metadata', 'drive_search_content', 'drive_search_files'],
 };
@@ -212,9 +213,76 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['file_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        name: { type: ['string', 'null'] },
+        mimeType: { type: ['string', 'null'] },
+        size: {
+          type: ['string', 'null'],
+          description: 'Bytes, as a decimal string (absent for folders and Google Docs files).',
+        },
+        createdTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        modifiedTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        parents: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        owners: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { displayName: { type: ['string', 'null'] }, emailAddress: { type: ['string', 'null'] } },
+          },
+        },
+        webViewLink: { type: ['string', 'null'], description: 'A URL.' },
+        description: { type: ['string', 'null'] },
+        starred: { type: ['boolean', 'null'] },
+        trashed: { type: ['boolean', 'null'] },
+        shared: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        name: true,
+        mimeType: true,
+        size: true,
+        createdTime: true,
+        modifiedTime: true,
+        parents: [true],
+        owners: [{ displayName: true, emailAddress: true }],
+        webViewLink: true,
+        description: true,
+        starred: true,
+        trashed: true,
+        shared: true,
+      },
+      selectedBy: 'fields',
     },
     validate: V.drive_get_file_metadata,
     messages: {},
@@ -298,9 +366,107 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['search_term'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        files: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              mimeType: { type: ['string', 'null'] },
+              size: {
+                type: ['string', 'null'],
+                description: 'Bytes, as a decimal string (absent for folders and Google Docs files).',
+              },
+              createdTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              modifiedTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              parents: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              owners: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { displayName: { type: ['string', 'null'] }, emailAddress: { type: ['string', 'null'] } },
+                },
+              },
+              webViewLink: { type: ['string', 'null'], description: 'A URL.' },
+              description: { type: ['string', 'null'] },
+              starred: { type: ['boolean', 'null'] },
+              trashed: { type: ['boolean', 'null'] },
+              shared: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        incompleteSearch: { type: ['boolean', 'null'], description: 'true: not every drive was searched.' },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        files: [
+          {
+            id: true,
+            name: true,
+            mimeType: true,
+            size: true,
+            createdTime: true,
+            modifiedTime: true,
+            parents: [true],
+            owners: [{ displayName: true, emailAddress: true }],
+            webViewLink: true,
+            description: true,
+            starred: true,
+            trashed: true,
+            shared: true,
+          },
+        ],
+        incompleteSearch: true,
+      },
+      items: ['files'],
+      paging: { kind: 'token', param: 'page_token', size: 'page_size', next: ['nextPageToken'] },
+      selectedBy: 'fields',
     },
     validate: V.drive_search_content,
     messages: {},
@@ -383,8 +549,106 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        files: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              mimeType: { type: ['string', 'null'] },
+              size: {
+                type: ['string', 'null'],
+                description: 'Bytes, as a decimal string (absent for folders and Google Docs files).',
+              },
+              createdTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              modifiedTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              parents: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              owners: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { displayName: { type: ['string', 'null'] }, emailAddress: { type: ['string', 'null'] } },
+                },
+              },
+              webViewLink: { type: ['string', 'null'], description: 'A URL.' },
+              description: { type: ['string', 'null'] },
+              starred: { type: ['boolean', 'null'] },
+              trashed: { type: ['boolean', 'null'] },
+              shared: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        incompleteSearch: { type: ['boolean', 'null'], description: 'true: not every drive was searched.' },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        files: [
+          {
+            id: true,
+            name: true,
+            mimeType: true,
+            size: true,
+            createdTime: true,
+            modifiedTime: true,
+            parents: [true],
+            owners: [{ displayName: true, emailAddress: true }],
+            webViewLink: true,
+            description: true,
+            starred: true,
+            trashed: true,
+            shared: true,
+          },
+        ],
+        incompleteSearch: true,
+      },
+      items: ['files'],
+      paging: { kind: 'token', param: 'page_token', size: 'page_size', next: ['nextPageToken'] },
+      selectedBy: 'fields',
     },
     validate: V.drive_search_files,
     messages: {},

@@ -70,6 +70,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Support desk"><rect width="24" height="24" rx="5" fill="#03363d"/><circle cx="12" cy="12" r="6.5" fill="none" stroke="#fff" stroke-width="1.8"/><circle cx="12" cy="12" r="2.6" fill="none" stroke="#fff" stroke-width="1.8"/><path d="M7.4 7.4l2.8 2.8M13.8 13.8l2.8 2.8M16.6 7.4l-2.8 2.8M10.2 13.8l-2.8 2.8" stroke="#fff" stroke-width="1.6"/></svg>',
   exampleFields: {
     domain: 'acme.zendesk.com',
     email: 'agent@acme.com',
@@ -462,8 +463,73 @@ export const tools: readonly ToolDefinition[] = [
           maximum: 100,
           multipleOf: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        groups: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              name: { type: ['string', 'null'] },
+              description: { type: ['string', 'null'] },
+              default: { type: ['boolean', 'null'] },
+              deleted: { type: ['boolean', 'null'] },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        groups: [
+          { id: true, name: true, description: true, default: true, deleted: true, created_at: true, updated_at: true },
+        ],
+        count: true,
+      },
+      items: ['groups'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_groups_list,
     messages: {
@@ -495,9 +561,71 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         organization_id: { type: 'number', description: 'ID of the organization.', minimum: 1, multipleOf: 1 },
         include: { type: 'string', description: 'Comma-separated sideloads.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['organization_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        organization: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            name: { type: ['string', 'null'] },
+            domain_names: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            details: { type: ['string', 'null'] },
+            notes: { type: ['string', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            group_id: { type: ['integer', 'null'] },
+            shared_tickets: { type: ['boolean', 'null'] },
+            shared_comments: { type: ['boolean', 'null'] },
+            organization_fields: { type: ['object', 'null'], description: 'An object, kept whole.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        organization: {
+          id: true,
+          name: true,
+          domain_names: [true],
+          details: true,
+          notes: true,
+          tags: [true],
+          group_id: true,
+          shared_tickets: true,
+          shared_comments: true,
+          organization_fields: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_organization_get,
     messages: { '#/properties/organization_id/multipleOf': 'must be a whole number' },
@@ -532,8 +660,91 @@ export const tools: readonly ToolDefinition[] = [
           maximum: 100,
           multipleOf: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        organizations: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              name: { type: ['string', 'null'] },
+              domain_names: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              details: { type: ['string', 'null'] },
+              notes: { type: ['string', 'null'] },
+              tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              group_id: { type: ['integer', 'null'] },
+              shared_tickets: { type: ['boolean', 'null'] },
+              shared_comments: { type: ['boolean', 'null'] },
+              organization_fields: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        organizations: [
+          {
+            id: true,
+            name: true,
+            domain_names: [true],
+            details: true,
+            notes: true,
+            tags: [true],
+            group_id: true,
+            shared_tickets: true,
+            shared_comments: true,
+            organization_fields: true,
+            created_at: true,
+            updated_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['organizations'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_organizations_list,
     messages: {
@@ -584,9 +795,107 @@ export const tools: readonly ToolDefinition[] = [
           enum: ['updated_at', 'created_at', 'priority', 'status', 'ticket_type'],
         },
         sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'desc' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['query'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              result_type: {
+                type: ['string', 'null'],
+                description: 'ticket, user, organization or group (add type:ticket to the query for tickets only).',
+              },
+              id: { type: ['integer', 'null'] },
+              subject: { type: ['string', 'null'] },
+              description: {
+                type: ['string', 'null'],
+                description:
+                  "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+              },
+              status: { type: ['string', 'null'] },
+              priority: { type: ['string', 'null'] },
+              type: { type: ['string', 'null'] },
+              requester_id: { type: ['integer', 'null'] },
+              assignee_id: { type: ['integer', 'null'] },
+              group_id: { type: ['integer', 'null'] },
+              organization_id: { type: ['integer', 'null'] },
+              tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              name: { type: ['string', 'null'] },
+              email: { type: ['string', 'null'] },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'], description: 'Results in all (searches return at most 1000).' },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        results: [
+          {
+            result_type: true,
+            id: true,
+            subject: true,
+            description: 'html',
+            status: true,
+            priority: true,
+            type: true,
+            requester_id: true,
+            assignee_id: true,
+            group_id: true,
+            organization_id: true,
+            tags: [true],
+            name: true,
+            email: true,
+            created_at: true,
+            updated_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['results'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_search_tickets,
     messages: {
@@ -625,9 +934,141 @@ export const tools: readonly ToolDefinition[] = [
         ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
         side_conversation_id: { type: 'string', description: 'ID (UUID) of the side conversation.', minLength: 1 },
         include: { type: 'string', description: '`side_conversation_events` for the full event history.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['ticket_id', 'side_conversation_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        side_conversation: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            ticket_id: { type: ['integer', 'null'] },
+            subject: { type: ['string', 'null'] },
+            preview_text: { type: ['string', 'null'] },
+            state: { type: ['string', 'null'] },
+            participants: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  user_id: { type: ['integer', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  email: { type: ['string', 'null'] },
+                },
+              },
+            },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            message_added_at: {
+              type: ['string', 'null'],
+              description: 'An ISO 8601 date-time, as the provider sent it.',
+            },
+          },
+        },
+        events: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              type: { type: ['string', 'null'] },
+              actor: {
+                type: ['object', 'null'],
+                properties: {
+                  user_id: { type: ['integer', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  email: { type: ['string', 'null'] },
+                },
+              },
+              message: {
+                type: ['object', 'null'],
+                properties: {
+                  subject: { type: ['string', 'null'] },
+                  body: {
+                    type: ['string', 'null'],
+                    description:
+                      "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+                  },
+                  from: {
+                    type: ['object', 'null'],
+                    properties: {
+                      user_id: { type: ['integer', 'null'] },
+                      name: { type: ['string', 'null'] },
+                      email: { type: ['string', 'null'] },
+                    },
+                  },
+                  to: {
+                    type: ['array', 'null'],
+                    items: {
+                      type: ['object', 'null'],
+                      properties: {
+                        user_id: { type: ['integer', 'null'] },
+                        name: { type: ['string', 'null'] },
+                        email: { type: ['string', 'null'] },
+                      },
+                    },
+                  },
+                },
+              },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        side_conversation: {
+          id: true,
+          ticket_id: true,
+          subject: true,
+          preview_text: true,
+          state: true,
+          participants: [{ user_id: true, name: true, email: true }],
+          created_at: true,
+          updated_at: true,
+          message_added_at: true,
+        },
+        events: [
+          {
+            id: true,
+            type: true,
+            actor: { user_id: true, name: true, email: true },
+            message: {
+              subject: true,
+              body: 'html',
+              from: { user_id: true, name: true, email: true },
+              to: [{ user_id: true, name: true, email: true }],
+            },
+            created_at: true,
+          },
+        ],
+      },
     },
     validate: V.helpdesk_side_conversation_get,
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
@@ -666,9 +1107,98 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
         include: { type: 'string', description: '`side_conversation_events` for event history.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['ticket_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        side_conversations: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              ticket_id: { type: ['integer', 'null'] },
+              subject: { type: ['string', 'null'] },
+              preview_text: { type: ['string', 'null'] },
+              state: { type: ['string', 'null'] },
+              participants: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    user_id: { type: ['integer', 'null'] },
+                    name: { type: ['string', 'null'] },
+                    email: { type: ['string', 'null'] },
+                  },
+                },
+              },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              message_added_at: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        side_conversations: [
+          {
+            id: true,
+            ticket_id: true,
+            subject: true,
+            preview_text: true,
+            state: true,
+            participants: [{ user_id: true, name: true, email: true }],
+            created_at: true,
+            updated_at: true,
+            message_added_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['side_conversations'],
     },
     validate: V.helpdesk_side_conversations_list,
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
@@ -703,9 +1233,110 @@ export const tools: readonly ToolDefinition[] = [
           default: false,
         },
         sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'asc' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['ticket_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        comments: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              type: { type: ['string', 'null'] },
+              author_id: { type: ['integer', 'null'] },
+              body: {
+                type: ['string', 'null'],
+                description:
+                  "The comment as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+              },
+              public: { type: ['boolean', 'null'], description: 'false: an internal note, seen by agents only.' },
+              attachments: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    id: { type: ['integer', 'null'] },
+                    file_name: { type: ['string', 'null'] },
+                    content_type: { type: ['string', 'null'] },
+                    content_url: { type: ['string', 'null'], description: 'A URL.' },
+                    size: { type: ['integer', 'null'] },
+                  },
+                },
+              },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              name: { type: ['string', 'null'] },
+              email: { type: ['string', 'null'] },
+              role: { type: ['string', 'null'] },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        comments: [
+          {
+            id: true,
+            type: true,
+            author_id: true,
+            body: 'html',
+            public: true,
+            attachments: [{ id: true, file_name: true, content_type: true, content_url: true, size: true }],
+            created_at: true,
+          },
+        ],
+        users: [{ id: true, name: true, email: true, role: true }],
+        count: true,
+      },
+      items: ['comments'],
     },
     validate: V.helpdesk_ticket_comments_list,
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
@@ -752,9 +1383,83 @@ export const tools: readonly ToolDefinition[] = [
         subject: { type: 'string', description: 'Ticket subject.' },
         tags: { type: 'array', description: 'Tags.', items: { type: 'string' } },
         type: { type: 'string', description: 'Ticket type.', enum: ['problem', 'incident', 'question', 'task'] },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['comment_body'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        ticket: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            subject: { type: ['string', 'null'] },
+            description: {
+              type: ['string', 'null'],
+              description:
+                "The first comment, as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            status: { type: ['string', 'null'], enum: ['new', 'open', 'pending', 'hold', 'solved', 'closed', null] },
+            priority: { type: ['string', 'null'], enum: ['urgent', 'high', 'normal', 'low', null] },
+            type: { type: ['string', 'null'], enum: ['problem', 'incident', 'question', 'task', null] },
+            requester_id: { type: ['integer', 'null'] },
+            submitter_id: { type: ['integer', 'null'] },
+            assignee_id: { type: ['integer', 'null'] },
+            group_id: { type: ['integer', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            via: { type: ['object', 'null'], properties: { channel: { type: ['string', 'null'] } } },
+            due_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        ticket: {
+          id: true,
+          subject: true,
+          description: 'html',
+          status: true,
+          priority: true,
+          type: true,
+          requester_id: true,
+          submitter_id: true,
+          assignee_id: true,
+          group_id: true,
+          organization_id: true,
+          tags: [true],
+          via: { channel: true },
+          due_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_ticket_create,
     messages: { '#/properties/assignee_email/pattern': 'must be an email address' },
@@ -808,9 +1513,112 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
         include: { type: 'string', description: 'Comma-separated sideloads such as users, groups, organizations.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['ticket_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        ticket: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            subject: { type: ['string', 'null'] },
+            description: {
+              type: ['string', 'null'],
+              description:
+                "The first comment, as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            status: { type: ['string', 'null'], enum: ['new', 'open', 'pending', 'hold', 'solved', 'closed', null] },
+            priority: { type: ['string', 'null'], enum: ['urgent', 'high', 'normal', 'low', null] },
+            type: { type: ['string', 'null'], enum: ['problem', 'incident', 'question', 'task', null] },
+            requester_id: { type: ['integer', 'null'] },
+            submitter_id: { type: ['integer', 'null'] },
+            assignee_id: { type: ['integer', 'null'] },
+            group_id: { type: ['integer', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            via: { type: ['object', 'null'], properties: { channel: { type: ['string', 'null'] } } },
+            due_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              name: { type: ['string', 'null'] },
+              email: { type: ['string', 'null'] },
+              role: { type: ['string', 'null'] },
+            },
+          },
+        },
+        groups: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { id: { type: ['integer', 'null'] }, name: { type: ['string', 'null'] } },
+          },
+        },
+        organizations: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { id: { type: ['integer', 'null'] }, name: { type: ['string', 'null'] } },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        ticket: {
+          id: true,
+          subject: true,
+          description: 'html',
+          status: true,
+          priority: true,
+          type: true,
+          requester_id: true,
+          submitter_id: true,
+          assignee_id: true,
+          group_id: true,
+          organization_id: true,
+          tags: [true],
+          via: { channel: true },
+          due_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+        users: [{ id: true, name: true, email: true, role: true }],
+        groups: [{ id: true, name: true }],
+        organizations: [{ id: true, name: true }],
+      },
     },
     validate: V.helpdesk_ticket_get,
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
@@ -840,9 +1648,83 @@ export const tools: readonly ToolDefinition[] = [
         ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
         body: { type: 'string', description: 'Comment text (plain text, markdown supported).', minLength: 1 },
         public: { type: 'boolean', description: 'false makes an internal note visible only to agents.', default: true },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['ticket_id', 'body'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        ticket: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            subject: { type: ['string', 'null'] },
+            description: {
+              type: ['string', 'null'],
+              description:
+                "The first comment, as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            status: { type: ['string', 'null'], enum: ['new', 'open', 'pending', 'hold', 'solved', 'closed', null] },
+            priority: { type: ['string', 'null'], enum: ['urgent', 'high', 'normal', 'low', null] },
+            type: { type: ['string', 'null'], enum: ['problem', 'incident', 'question', 'task', null] },
+            requester_id: { type: ['integer', 'null'] },
+            submitter_id: { type: ['integer', 'null'] },
+            assignee_id: { type: ['integer', 'null'] },
+            group_id: { type: ['integer', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            via: { type: ['object', 'null'], properties: { channel: { type: ['string', 'null'] } } },
+            due_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        ticket: {
+          id: true,
+          subject: true,
+          description: 'html',
+          status: true,
+          priority: true,
+          type: true,
+          requester_id: true,
+          submitter_id: true,
+          assignee_id: true,
+          group_id: true,
+          organization_id: true,
+          tags: [true],
+          via: { channel: true },
+          due_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_ticket_reply,
     messages: { '#/properties/ticket_id/multipleOf': 'must be a whole number' },
@@ -894,9 +1776,83 @@ export const tools: readonly ToolDefinition[] = [
         subject: { type: 'string', description: 'Ticket subject.' },
         tags: { type: 'array', description: 'Tags; replaces the existing tags.', items: { type: 'string' } },
         type: { type: 'string', description: 'Ticket type.', enum: ['problem', 'incident', 'question', 'task'] },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['ticket_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        ticket: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            subject: { type: ['string', 'null'] },
+            description: {
+              type: ['string', 'null'],
+              description:
+                "The first comment, as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            status: { type: ['string', 'null'], enum: ['new', 'open', 'pending', 'hold', 'solved', 'closed', null] },
+            priority: { type: ['string', 'null'], enum: ['urgent', 'high', 'normal', 'low', null] },
+            type: { type: ['string', 'null'], enum: ['problem', 'incident', 'question', 'task', null] },
+            requester_id: { type: ['integer', 'null'] },
+            submitter_id: { type: ['integer', 'null'] },
+            assignee_id: { type: ['integer', 'null'] },
+            group_id: { type: ['integer', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            via: { type: ['object', 'null'], properties: { channel: { type: ['string', 'null'] } } },
+            due_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        ticket: {
+          id: true,
+          subject: true,
+          description: 'html',
+          status: true,
+          priority: true,
+          type: true,
+          requester_id: true,
+          submitter_id: true,
+          assignee_id: true,
+          group_id: true,
+          organization_id: true,
+          tags: [true],
+          via: { channel: true },
+          due_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_ticket_update,
     messages: {
@@ -948,8 +1904,103 @@ export const tools: readonly ToolDefinition[] = [
           enum: ['created_at', 'updated_at', 'priority', 'status', 'ticket_type'],
         },
         sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'desc' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        tickets: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              subject: { type: ['string', 'null'] },
+              description: {
+                type: ['string', 'null'],
+                description:
+                  "The first comment, as text. Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+              },
+              status: { type: ['string', 'null'], enum: ['new', 'open', 'pending', 'hold', 'solved', 'closed', null] },
+              priority: { type: ['string', 'null'], enum: ['urgent', 'high', 'normal', 'low', null] },
+              type: { type: ['string', 'null'], enum: ['problem', 'incident', 'question', 'task', null] },
+              requester_id: { type: ['integer', 'null'] },
+              submitter_id: { type: ['integer', 'null'] },
+              assignee_id: { type: ['integer', 'null'] },
+              group_id: { type: ['integer', 'null'] },
+              organization_id: { type: ['integer', 'null'] },
+              tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              via: { type: ['object', 'null'], properties: { channel: { type: ['string', 'null'] } } },
+              due_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        tickets: [
+          {
+            id: true,
+            subject: true,
+            description: 'html',
+            status: true,
+            priority: true,
+            type: true,
+            requester_id: true,
+            submitter_id: true,
+            assignee_id: true,
+            group_id: true,
+            organization_id: true,
+            tags: [true],
+            via: { channel: true },
+            due_at: true,
+            created_at: true,
+            updated_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['tickets'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_tickets_list,
     messages: {
@@ -1000,9 +2051,77 @@ export const tools: readonly ToolDefinition[] = [
         },
         role: { type: 'string', description: 'Role.', enum: ['end-user', 'agent', 'admin'], default: 'end-user' },
         verified: { type: 'boolean', description: 'Whether the identity is verified.', default: false },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['name'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        user: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            name: { type: ['string', 'null'] },
+            email: { type: ['string', 'null'] },
+            role: { type: ['string', 'null'], enum: ['end-user', 'agent', 'admin', null] },
+            phone: { type: ['string', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            verified: { type: ['boolean', 'null'] },
+            active: { type: ['boolean', 'null'] },
+            suspended: { type: ['boolean', 'null'] },
+            time_zone: { type: ['string', 'null'] },
+            locale: { type: ['string', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            last_login_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        user: {
+          id: true,
+          name: true,
+          email: true,
+          role: true,
+          phone: true,
+          organization_id: true,
+          verified: true,
+          active: true,
+          suspended: true,
+          time_zone: true,
+          locale: true,
+          tags: [true],
+          last_login_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_user_create,
     messages: {
@@ -1049,9 +2168,77 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         user_id: { type: 'number', description: 'ID of the user.', minimum: 1, multipleOf: 1 },
         include: { type: 'string', description: 'Comma-separated sideloads.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['user_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        user: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['integer', 'null'] },
+            name: { type: ['string', 'null'] },
+            email: { type: ['string', 'null'] },
+            role: { type: ['string', 'null'], enum: ['end-user', 'agent', 'admin', null] },
+            phone: { type: ['string', 'null'] },
+            organization_id: { type: ['integer', 'null'] },
+            verified: { type: ['boolean', 'null'] },
+            active: { type: ['boolean', 'null'] },
+            suspended: { type: ['boolean', 'null'] },
+            time_zone: { type: ['string', 'null'] },
+            locale: { type: ['string', 'null'] },
+            tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            last_login_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        user: {
+          id: true,
+          name: true,
+          email: true,
+          role: true,
+          phone: true,
+          organization_id: true,
+          verified: true,
+          active: true,
+          suspended: true,
+          time_zone: true,
+          locale: true,
+          tags: [true],
+          last_login_at: true,
+          created_at: true,
+          updated_at: true,
+        },
+      },
     },
     validate: V.helpdesk_user_get,
     messages: { '#/properties/user_id/multipleOf': 'must be a whole number' },
@@ -1092,8 +2279,100 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Sort field; prefix `-` for descending (e.g. -created_at).',
           pattern: '^-?[a-z_]+$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        users: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              name: { type: ['string', 'null'] },
+              email: { type: ['string', 'null'] },
+              role: { type: ['string', 'null'], enum: ['end-user', 'agent', 'admin', null] },
+              phone: { type: ['string', 'null'] },
+              organization_id: { type: ['integer', 'null'] },
+              verified: { type: ['boolean', 'null'] },
+              active: { type: ['boolean', 'null'] },
+              suspended: { type: ['boolean', 'null'] },
+              time_zone: { type: ['string', 'null'] },
+              locale: { type: ['string', 'null'] },
+              tags: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              last_login_at: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        users: [
+          {
+            id: true,
+            name: true,
+            email: true,
+            role: true,
+            phone: true,
+            organization_id: true,
+            verified: true,
+            active: true,
+            suspended: true,
+            time_zone: true,
+            locale: true,
+            tags: [true],
+            last_login_at: true,
+            created_at: true,
+            updated_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['users'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_users_list,
     messages: {
@@ -1144,8 +2423,85 @@ export const tools: readonly ToolDefinition[] = [
           enum: ['title', 'updated_at', 'created_at', 'position'],
         },
         sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'] },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        views: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['integer', 'null'] },
+              title: { type: ['string', 'null'] },
+              description: { type: ['string', 'null'] },
+              active: { type: ['boolean', 'null'] },
+              position: { type: ['integer', 'null'] },
+              default: { type: ['boolean', 'null'] },
+              restriction: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              created_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              updated_at: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            },
+          },
+        },
+        count: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        views: [
+          {
+            id: true,
+            title: true,
+            description: true,
+            active: true,
+            position: true,
+            default: true,
+            restriction: true,
+            created_at: true,
+            updated_at: true,
+          },
+        ],
+        count: true,
+      },
+      items: ['views'],
+      paging: { kind: 'page', param: 'page', size: 'per_page', next: ['next_page'] },
     },
     validate: V.helpdesk_views_list,
     messages: {

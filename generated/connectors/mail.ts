@@ -110,6 +110,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 60000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Mail and calendar"><rect width="24" height="24" rx="5" fill="#0a66c2"/><path d="M5 7h14v10H5z" fill="none" stroke="#fff" stroke-width="1.6" stroke-linejoin="round"/><path d="M5 7l7 6 7-6" fill="none" stroke="#fff" stroke-width="1.6" stroke-linejoin="round"/></svg>',
   exampleFields: {},
   toolNames: [
     'mail_create_calendar_event',
@@ -1275,9 +1276,140 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Number of occurrences; required when recurrence_range_type is numbered.',
           minimum: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['subject', 'start_datetime', 'start_timezone', 'end_datetime', 'end_timezone'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        subject: { type: ['string', 'null'] },
+        start: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        end: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isAllDay: { type: ['boolean', 'null'] },
+        location: { type: ['object', 'null'], properties: { displayName: { type: ['string', 'null'] } } },
+        attendees: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+              type: { type: ['string', 'null'] },
+              status: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+            },
+          },
+        },
+        organizer: {
+          type: ['object', 'null'],
+          properties: {
+            emailAddress: {
+              type: ['object', 'null'],
+              properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        isOnlineMeeting: { type: ['boolean', 'null'] },
+        onlineMeeting: {
+          type: ['object', 'null'],
+          properties: { joinUrl: { type: ['string', 'null'], description: 'A URL.' } },
+        },
+        recurrence: {
+          type: ['object', 'null'],
+          description: 'The series pattern and range, when the event repeats. An object, kept whole.',
+        },
+        type: { type: ['string', 'null'], description: 'singleInstance, occurrence, exception or seriesMaster.' },
+        seriesMasterId: { type: ['string', 'null'] },
+        isCancelled: { type: ['boolean', 'null'] },
+        showAs: { type: ['string', 'null'] },
+        importance: { type: ['string', 'null'] },
+        sensitivity: { type: ['string', 'null'] },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderMinutesBeforeStart: { type: ['integer', 'null'] },
+        responseStatus: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+        webLink: { type: ['string', 'null'], description: 'A URL.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        subject: true,
+        start: { dateTime: true, timeZone: true },
+        end: { dateTime: true, timeZone: true },
+        isAllDay: true,
+        location: { displayName: true },
+        attendees: [{ emailAddress: { name: true, address: true }, type: true, status: { response: true } }],
+        organizer: { emailAddress: { name: true, address: true } },
+        body: { content: 'html' },
+        isOnlineMeeting: true,
+        onlineMeeting: { joinUrl: true },
+        recurrence: true,
+        type: true,
+        seriesMasterId: true,
+        isCancelled: true,
+        showAs: true,
+        importance: true,
+        sensitivity: true,
+        categories: [true],
+        isReminderOn: true,
+        reminderMinutesBeforeStart: true,
+        responseStatus: { response: true },
+        webLink: true,
+      },
     },
     validate: V.mail_create_calendar_event,
     messages: {
@@ -1545,9 +1677,140 @@ export const tools: readonly ToolDefinition[] = [
           minimum: 1,
         },
         categories: { type: 'string', description: "Comma-separated category names; replaces the event's categories." },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['event_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        subject: { type: ['string', 'null'] },
+        start: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        end: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isAllDay: { type: ['boolean', 'null'] },
+        location: { type: ['object', 'null'], properties: { displayName: { type: ['string', 'null'] } } },
+        attendees: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+              type: { type: ['string', 'null'] },
+              status: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+            },
+          },
+        },
+        organizer: {
+          type: ['object', 'null'],
+          properties: {
+            emailAddress: {
+              type: ['object', 'null'],
+              properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        isOnlineMeeting: { type: ['boolean', 'null'] },
+        onlineMeeting: {
+          type: ['object', 'null'],
+          properties: { joinUrl: { type: ['string', 'null'], description: 'A URL.' } },
+        },
+        recurrence: {
+          type: ['object', 'null'],
+          description: 'The series pattern and range, when the event repeats. An object, kept whole.',
+        },
+        type: { type: ['string', 'null'], description: 'singleInstance, occurrence, exception or seriesMaster.' },
+        seriesMasterId: { type: ['string', 'null'] },
+        isCancelled: { type: ['boolean', 'null'] },
+        showAs: { type: ['string', 'null'] },
+        importance: { type: ['string', 'null'] },
+        sensitivity: { type: ['string', 'null'] },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderMinutesBeforeStart: { type: ['integer', 'null'] },
+        responseStatus: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+        webLink: { type: ['string', 'null'], description: 'A URL.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        subject: true,
+        start: { dateTime: true, timeZone: true },
+        end: { dateTime: true, timeZone: true },
+        isAllDay: true,
+        location: { displayName: true },
+        attendees: [{ emailAddress: { name: true, address: true }, type: true, status: { response: true } }],
+        organizer: { emailAddress: { name: true, address: true } },
+        body: { content: 'html' },
+        isOnlineMeeting: true,
+        onlineMeeting: { joinUrl: true },
+        recurrence: true,
+        type: true,
+        seriesMasterId: true,
+        isCancelled: true,
+        showAs: true,
+        importance: true,
+        sensitivity: true,
+        categories: [true],
+        isReminderOn: true,
+        reminderMinutesBeforeStart: true,
+        responseStatus: { response: true },
+        webLink: true,
+      },
     },
     validate: V.mail_update_calendar_event,
     messages: {
@@ -1631,10 +1894,40 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_delete_calendar_event',
       description: 'Delete a calendar event by ID.',
       type: 'object',
-      properties: { event_id: { type: 'string', description: 'Event to delete.', minLength: 1 } },
+      properties: {
+        event_id: { type: 'string', description: 'Event to delete.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['event_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.mail_delete_calendar_event,
     messages: {},
     checkRules: rules_mail_delete_calendar_event,
@@ -1661,9 +1954,142 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_get_calendar_event',
       description: 'Get a calendar event by ID.',
       type: 'object',
-      properties: { event_id: { type: 'string', description: 'Event to get.', minLength: 1 } },
+      properties: {
+        event_id: { type: 'string', description: 'Event to get.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['event_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        subject: { type: ['string', 'null'] },
+        start: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        end: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isAllDay: { type: ['boolean', 'null'] },
+        location: { type: ['object', 'null'], properties: { displayName: { type: ['string', 'null'] } } },
+        attendees: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+              type: { type: ['string', 'null'] },
+              status: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+            },
+          },
+        },
+        organizer: {
+          type: ['object', 'null'],
+          properties: {
+            emailAddress: {
+              type: ['object', 'null'],
+              properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        isOnlineMeeting: { type: ['boolean', 'null'] },
+        onlineMeeting: {
+          type: ['object', 'null'],
+          properties: { joinUrl: { type: ['string', 'null'], description: 'A URL.' } },
+        },
+        recurrence: {
+          type: ['object', 'null'],
+          description: 'The series pattern and range, when the event repeats. An object, kept whole.',
+        },
+        type: { type: ['string', 'null'], description: 'singleInstance, occurrence, exception or seriesMaster.' },
+        seriesMasterId: { type: ['string', 'null'] },
+        isCancelled: { type: ['boolean', 'null'] },
+        showAs: { type: ['string', 'null'] },
+        importance: { type: ['string', 'null'] },
+        sensitivity: { type: ['string', 'null'] },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderMinutesBeforeStart: { type: ['integer', 'null'] },
+        responseStatus: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+        webLink: { type: ['string', 'null'], description: 'A URL.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        subject: true,
+        start: { dateTime: true, timeZone: true },
+        end: { dateTime: true, timeZone: true },
+        isAllDay: true,
+        location: { displayName: true },
+        attendees: [{ emailAddress: { name: true, address: true }, type: true, status: { response: true } }],
+        organizer: { emailAddress: { name: true, address: true } },
+        body: { content: 'html' },
+        isOnlineMeeting: true,
+        onlineMeeting: { joinUrl: true },
+        recurrence: true,
+        type: true,
+        seriesMasterId: true,
+        isCancelled: true,
+        showAs: true,
+        importance: true,
+        sensitivity: true,
+        categories: [true],
+        isReminderOn: true,
+        reminderMinutesBeforeStart: true,
+        responseStatus: { response: true },
+        webLink: true,
+      },
     },
     validate: V.mail_get_calendar_event,
     messages: {},
@@ -1702,8 +2128,161 @@ export const tools: readonly ToolDefinition[] = [
         select: { type: 'string', description: 'Comma-separated fields to return (e.g. subject,start,end).' },
         skip: { type: 'number', description: 'Number of events to skip.', minimum: 0, multipleOf: 1 },
         top: { type: 'number', description: "Page size (Graph's default is 10).", minimum: 1, multipleOf: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              subject: { type: ['string', 'null'] },
+              start: {
+                type: ['object', 'null'],
+                properties: {
+                  dateTime: {
+                    type: ['string', 'null'],
+                    description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                  },
+                  timeZone: { type: ['string', 'null'] },
+                },
+              },
+              end: {
+                type: ['object', 'null'],
+                properties: {
+                  dateTime: {
+                    type: ['string', 'null'],
+                    description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                  },
+                  timeZone: { type: ['string', 'null'] },
+                },
+              },
+              isAllDay: { type: ['boolean', 'null'] },
+              location: { type: ['object', 'null'], properties: { displayName: { type: ['string', 'null'] } } },
+              attendees: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    emailAddress: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                    },
+                    type: { type: ['string', 'null'] },
+                    status: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+                  },
+                },
+              },
+              organizer: {
+                type: ['object', 'null'],
+                properties: {
+                  emailAddress: {
+                    type: ['object', 'null'],
+                    properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                  },
+                },
+              },
+              bodyPreview: {
+                type: ['string', 'null'],
+                description: 'The start of the body as text (mail_get_calendar_event has all of it).',
+              },
+              body: {
+                type: ['object', 'null'],
+                properties: {
+                  content: {
+                    type: ['string', 'null'],
+                    description:
+                      "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+                  },
+                },
+                description: 'Only when the caller chose the fields (see the selection parameter).',
+              },
+              isOnlineMeeting: { type: ['boolean', 'null'] },
+              onlineMeeting: {
+                type: ['object', 'null'],
+                properties: { joinUrl: { type: ['string', 'null'], description: 'A URL.' } },
+              },
+              type: { type: ['string', 'null'] },
+              seriesMasterId: { type: ['string', 'null'] },
+              isCancelled: { type: ['boolean', 'null'] },
+              showAs: { type: ['string', 'null'] },
+              importance: { type: ['string', 'null'] },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              responseStatus: { type: ['object', 'null'], properties: { response: { type: ['string', 'null'] } } },
+              webLink: { type: ['string', 'null'], description: 'A URL.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [
+          {
+            id: true,
+            subject: true,
+            start: { dateTime: true, timeZone: true },
+            end: { dateTime: true, timeZone: true },
+            isAllDay: true,
+            location: { displayName: true },
+            attendees: [{ emailAddress: { name: true, address: true }, type: true, status: { response: true } }],
+            organizer: { emailAddress: { name: true, address: true } },
+            bodyPreview: true,
+            body: { $selected: { content: 'html' } },
+            isOnlineMeeting: true,
+            onlineMeeting: { joinUrl: true },
+            type: true,
+            seriesMasterId: true,
+            isCancelled: true,
+            showAs: true,
+            importance: true,
+            categories: [true],
+            responseStatus: { response: true },
+            webLink: true,
+          },
+        ],
+      },
+      items: ['value'],
+      paging: { kind: 'skip', param: 'skip', size: 'top', next: ['@odata', 'nextLink'] },
+      selectedBy: 'select',
     },
     validate: V.mail_list_calendar_events,
     messages: {
@@ -1766,9 +2345,74 @@ export const tools: readonly ToolDefinition[] = [
         },
         jobTitle: { type: 'string', description: 'Job title.' },
         mobilePhone: { type: 'string', description: 'Mobile phone number.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['givenName', 'surname'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        displayName: { type: ['string', 'null'] },
+        givenName: { type: ['string', 'null'] },
+        surname: { type: ['string', 'null'] },
+        emailAddresses: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+          },
+        },
+        businessPhones: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        mobilePhone: { type: ['string', 'null'] },
+        homePhones: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        companyName: { type: ['string', 'null'] },
+        department: { type: ['string', 'null'] },
+        jobTitle: { type: ['string', 'null'] },
+        businessAddress: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        personalNotes: { type: ['string', 'null'] },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        displayName: true,
+        givenName: true,
+        surname: true,
+        emailAddresses: [{ name: true, address: true }],
+        businessPhones: [true],
+        mobilePhone: true,
+        homePhones: [true],
+        companyName: true,
+        department: true,
+        jobTitle: true,
+        businessAddress: true,
+        personalNotes: true,
+        categories: [true],
+      },
     },
     validate: V.mail_create_contact,
     messages: { '#/properties/emailAddresses/items/properties/address/pattern': 'must be an email address' },
@@ -1827,8 +2471,100 @@ export const tools: readonly ToolDefinition[] = [
         $select: { type: 'string', description: 'Comma-separated fields to return.' },
         $skip: { type: 'integer', description: 'Number of contacts to skip.', minimum: 0 },
         $top: { type: 'integer', description: 'Page size (default 10).', default: 10, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              displayName: { type: ['string', 'null'] },
+              givenName: { type: ['string', 'null'] },
+              surname: { type: ['string', 'null'] },
+              emailAddresses: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                },
+              },
+              businessPhones: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              mobilePhone: { type: ['string', 'null'] },
+              homePhones: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              companyName: { type: ['string', 'null'] },
+              department: { type: ['string', 'null'] },
+              jobTitle: { type: ['string', 'null'] },
+              businessAddress: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              personalNotes: { type: ['string', 'null'] },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [
+          {
+            id: true,
+            displayName: true,
+            givenName: true,
+            surname: true,
+            emailAddresses: [{ name: true, address: true }],
+            businessPhones: [true],
+            mobilePhone: true,
+            homePhones: [true],
+            companyName: true,
+            department: true,
+            jobTitle: true,
+            businessAddress: true,
+            personalNotes: true,
+            categories: [true],
+          },
+        ],
+      },
+      items: ['value'],
+      paging: { kind: 'skip', param: '$skip', size: '$top', next: ['@odata', 'nextLink'] },
+      selectedBy: '$select',
     },
     validate: V.mail_list_contacts,
     messages: {},
@@ -1868,9 +2604,149 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_get_message',
       description: 'Get a message with its body, sender, recipients and attachment information.',
       type: 'object',
-      properties: { message_id: { type: 'string', description: 'ID of the message.', minLength: 1 } },
+      properties: {
+        message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['message_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        subject: { type: ['string', 'null'] },
+        from: {
+          type: ['object', 'null'],
+          properties: {
+            emailAddress: {
+              type: ['object', 'null'],
+              properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        sender: {
+          type: ['object', 'null'],
+          properties: {
+            emailAddress: {
+              type: ['object', 'null'],
+              properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        toRecipients: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+            },
+          },
+        },
+        ccRecipients: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+            },
+          },
+        },
+        bccRecipients: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+            },
+          },
+        },
+        replyTo: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              emailAddress: {
+                type: ['object', 'null'],
+                properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+              },
+            },
+          },
+        },
+        receivedDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        sentDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        hasAttachments: { type: ['boolean', 'null'], description: 'mail_list_attachments lists them.' },
+        importance: { type: ['string', 'null'] },
+        isRead: { type: ['boolean', 'null'] },
+        isDraft: { type: ['boolean', 'null'] },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        flag: { type: ['object', 'null'], properties: { flagStatus: { type: ['string', 'null'] } } },
+        conversationId: { type: ['string', 'null'] },
+        webLink: { type: ['string', 'null'], description: 'A URL.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        subject: true,
+        from: { emailAddress: { name: true, address: true } },
+        sender: { emailAddress: { name: true, address: true } },
+        toRecipients: [{ emailAddress: { name: true, address: true } }],
+        ccRecipients: [{ emailAddress: { name: true, address: true } }],
+        bccRecipients: [{ emailAddress: { name: true, address: true } }],
+        replyTo: [{ emailAddress: { name: true, address: true } }],
+        receivedDateTime: true,
+        sentDateTime: true,
+        body: { content: 'html' },
+        hasAttachments: true,
+        importance: true,
+        isRead: true,
+        isDraft: true,
+        categories: [true],
+        flag: { flagStatus: true },
+        conversationId: true,
+        webLink: true,
+      },
     },
     validate: V.mail_get_message,
     messages: {},
@@ -1909,8 +2785,144 @@ export const tools: readonly ToolDefinition[] = [
           minimum: 1,
           maximum: 1000,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              subject: { type: ['string', 'null'] },
+              from: {
+                type: ['object', 'null'],
+                properties: {
+                  emailAddress: {
+                    type: ['object', 'null'],
+                    properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                  },
+                },
+              },
+              toRecipients: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    emailAddress: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                    },
+                  },
+                },
+              },
+              ccRecipients: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    emailAddress: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                    },
+                  },
+                },
+              },
+              receivedDateTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              bodyPreview: {
+                type: ['string', 'null'],
+                description: 'The first 255 characters of the body as text (mail_get_message has all of it).',
+              },
+              body: {
+                type: ['object', 'null'],
+                properties: {
+                  content: {
+                    type: ['string', 'null'],
+                    description:
+                      "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+                  },
+                },
+                description: 'Only when the caller chose the fields (see the selection parameter).',
+              },
+              hasAttachments: { type: ['boolean', 'null'] },
+              importance: { type: ['string', 'null'] },
+              isRead: { type: ['boolean', 'null'] },
+              isDraft: { type: ['boolean', 'null'] },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              flag: { type: ['object', 'null'], properties: { flagStatus: { type: ['string', 'null'] } } },
+              conversationId: { type: ['string', 'null'] },
+              webLink: { type: ['string', 'null'], description: 'A URL.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [
+          {
+            id: true,
+            subject: true,
+            from: { emailAddress: { name: true, address: true } },
+            toRecipients: [{ emailAddress: { name: true, address: true } }],
+            ccRecipients: [{ emailAddress: { name: true, address: true } }],
+            receivedDateTime: true,
+            bodyPreview: true,
+            body: { $selected: { content: 'html' } },
+            hasAttachments: true,
+            importance: true,
+            isRead: true,
+            isDraft: true,
+            categories: [true],
+            flag: { flagStatus: true },
+            conversationId: true,
+            webLink: true,
+          },
+        ],
+      },
+      items: ['value'],
+      paging: { kind: 'skip', param: '$skip', size: '$top', next: ['@odata', 'nextLink'] },
+      selectedBy: '$select',
     },
     validate: V.mail_list_messages,
     messages: {},
@@ -1966,9 +2978,145 @@ export const tools: readonly ToolDefinition[] = [
           minimum: 1,
           maximum: 1000,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['query'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              subject: { type: ['string', 'null'] },
+              from: {
+                type: ['object', 'null'],
+                properties: {
+                  emailAddress: {
+                    type: ['object', 'null'],
+                    properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                  },
+                },
+              },
+              toRecipients: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    emailAddress: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                    },
+                  },
+                },
+              },
+              ccRecipients: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    emailAddress: {
+                      type: ['object', 'null'],
+                      properties: { name: { type: ['string', 'null'] }, address: { type: ['string', 'null'] } },
+                    },
+                  },
+                },
+              },
+              receivedDateTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              bodyPreview: {
+                type: ['string', 'null'],
+                description: 'The first 255 characters of the body as text (mail_get_message has all of it).',
+              },
+              body: {
+                type: ['object', 'null'],
+                properties: {
+                  content: {
+                    type: ['string', 'null'],
+                    description:
+                      "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+                  },
+                },
+                description: 'Only when the caller chose the fields (see the selection parameter).',
+              },
+              hasAttachments: { type: ['boolean', 'null'] },
+              importance: { type: ['string', 'null'] },
+              isRead: { type: ['boolean', 'null'] },
+              isDraft: { type: ['boolean', 'null'] },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              flag: { type: ['object', 'null'], properties: { flagStatus: { type: ['string', 'null'] } } },
+              conversationId: { type: ['string', 'null'] },
+              webLink: { type: ['string', 'null'], description: 'A URL.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [
+          {
+            id: true,
+            subject: true,
+            from: { emailAddress: { name: true, address: true } },
+            toRecipients: [{ emailAddress: { name: true, address: true } }],
+            ccRecipients: [{ emailAddress: { name: true, address: true } }],
+            receivedDateTime: true,
+            bodyPreview: true,
+            body: { $selected: { content: 'html' } },
+            hasAttachments: true,
+            importance: true,
+            isRead: true,
+            isDraft: true,
+            categories: [true],
+            flag: { flagStatus: true },
+            conversationId: true,
+            webLink: true,
+          },
+        ],
+      },
+      items: ['value'],
+      paging: { kind: 'skip', param: '$skip', size: '$top', next: ['@odata', 'nextLink'] },
+      selectedBy: '$select',
     },
     validate: V.mail_search_messages,
     messages: {},
@@ -2011,9 +3159,73 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_list_attachments',
       description: 'List the attachment metadata (ID, name, size, content type) of a message.',
       type: 'object',
-      properties: { message_id: { type: 'string', description: 'ID of the message.', minLength: 1 } },
+      properties: {
+        message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
       required: ['message_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              contentType: { type: ['string', 'null'] },
+              size: { type: ['integer', 'null'], description: 'Bytes.' },
+              isInline: { type: ['boolean', 'null'] },
+              lastModifiedDateTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [{ id: true, name: true, contentType: true, size: true, isInline: true, lastModifiedDateTime: true }],
+      },
+      items: ['value'],
     },
     validate: V.mail_list_attachments,
     messages: {},
@@ -2048,10 +3260,44 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
         attachment_id: { type: 'string', description: 'ID of the attachment.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['message_id', 'attachment_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        name: { type: ['string', 'null'] },
+        contentType: { type: ['string', 'null'] },
+        size: { type: ['integer', 'null'], description: 'Bytes.' },
+        isInline: { type: ['boolean', 'null'] },
+        contentBytes: { type: ['string', 'null'], description: 'The file, base64-encoded (file attachments only).' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, name: true, contentType: true, size: true, isInline: true, contentBytes: true } },
     validate: V.mail_get_attachment,
     messages: {},
     checkRules: rules_mail_get_attachment,
@@ -2103,10 +3349,38 @@ export const tools: readonly ToolDefinition[] = [
           items: { type: 'string', pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
         },
         saveToSentItems: { type: 'boolean', description: 'Save a copy in Sent Items (default true).', default: true },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['toRecipients', 'subject', 'body'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.mail_send_message,
     messages: {
       '#/properties/toRecipients/items/pattern': 'must be an email address',
@@ -2183,10 +3457,38 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         messageId: { type: 'string', description: 'ID of the message to reply to.', minLength: 1 },
         comment: { type: 'string', description: 'Text of the reply, placed above the quoted original.' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['messageId', 'comment'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.mail_reply_to_message,
     messages: {},
     checkRules: rules_mail_reply_to_message,
@@ -2222,8 +3524,108 @@ export const tools: readonly ToolDefinition[] = [
       description:
         'Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery.',
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        timeZone: { type: ['string', 'null'] },
+        language: {
+          type: ['object', 'null'],
+          properties: { locale: { type: ['string', 'null'] }, displayName: { type: ['string', 'null'] } },
+        },
+        dateFormat: { type: ['string', 'null'] },
+        timeFormat: { type: ['string', 'null'] },
+        workingHours: {
+          type: ['object', 'null'],
+          properties: {
+            daysOfWeek: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            startTime: { type: ['string', 'null'] },
+            endTime: { type: ['string', 'null'] },
+            timeZone: { type: ['object', 'null'], properties: { name: { type: ['string', 'null'] } } },
+          },
+        },
+        automaticRepliesSetting: {
+          type: ['object', 'null'],
+          properties: {
+            status: { type: ['string', 'null'], enum: ['disabled', 'alwaysEnabled', 'scheduled', null] },
+            externalAudience: { type: ['string', 'null'] },
+            internalReplyMessage: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            externalReplyMessage: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            scheduledStartDateTime: {
+              type: ['object', 'null'],
+              properties: {
+                dateTime: {
+                  type: ['string', 'null'],
+                  description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                },
+                timeZone: { type: ['string', 'null'] },
+              },
+            },
+            scheduledEndDateTime: {
+              type: ['object', 'null'],
+              properties: {
+                dateTime: {
+                  type: ['string', 'null'],
+                  description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                },
+                timeZone: { type: ['string', 'null'] },
+              },
+            },
+          },
+        },
+        delegateMeetingMessageDeliveryOptions: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        timeZone: true,
+        language: { locale: true, displayName: true },
+        dateFormat: true,
+        timeFormat: true,
+        workingHours: { daysOfWeek: [true], startTime: true, endTime: true, timeZone: { name: true } },
+        automaticRepliesSetting: {
+          status: true,
+          externalAudience: true,
+          internalReplyMessage: 'html',
+          externalReplyMessage: 'html',
+          scheduledStartDateTime: { dateTime: true, timeZone: true },
+          scheduledEndDateTime: { dateTime: true, timeZone: true },
+        },
+        delegateMeetingMessageDeliveryOptions: true,
+      },
     },
     validate: V.mail_mailbox_settings_get,
     messages: {},
@@ -2343,8 +3745,107 @@ export const tools: readonly ToolDefinition[] = [
           },
           additionalProperties: false,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        timeZone: { type: ['string', 'null'] },
+        language: {
+          type: ['object', 'null'],
+          properties: { locale: { type: ['string', 'null'] }, displayName: { type: ['string', 'null'] } },
+        },
+        dateFormat: { type: ['string', 'null'] },
+        timeFormat: { type: ['string', 'null'] },
+        workingHours: {
+          type: ['object', 'null'],
+          properties: {
+            daysOfWeek: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            startTime: { type: ['string', 'null'] },
+            endTime: { type: ['string', 'null'] },
+            timeZone: { type: ['object', 'null'], properties: { name: { type: ['string', 'null'] } } },
+          },
+        },
+        automaticRepliesSetting: {
+          type: ['object', 'null'],
+          properties: {
+            status: { type: ['string', 'null'], enum: ['disabled', 'alwaysEnabled', 'scheduled', null] },
+            externalAudience: { type: ['string', 'null'] },
+            internalReplyMessage: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            externalReplyMessage: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+            scheduledStartDateTime: {
+              type: ['object', 'null'],
+              properties: {
+                dateTime: {
+                  type: ['string', 'null'],
+                  description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                },
+                timeZone: { type: ['string', 'null'] },
+              },
+            },
+            scheduledEndDateTime: {
+              type: ['object', 'null'],
+              properties: {
+                dateTime: {
+                  type: ['string', 'null'],
+                  description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                },
+                timeZone: { type: ['string', 'null'] },
+              },
+            },
+          },
+        },
+        delegateMeetingMessageDeliveryOptions: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        timeZone: true,
+        language: { locale: true, displayName: true },
+        dateFormat: true,
+        timeFormat: true,
+        workingHours: { daysOfWeek: [true], startTime: true, endTime: true, timeZone: { name: true } },
+        automaticRepliesSetting: {
+          status: true,
+          externalAudience: true,
+          internalReplyMessage: 'html',
+          externalReplyMessage: 'html',
+          scheduledStartDateTime: { dateTime: true, timeZone: true },
+          scheduledEndDateTime: { dateTime: true, timeZone: true },
+        },
+        delegateMeetingMessageDeliveryOptions: true,
+      },
     },
     validate: V.mail_mailbox_settings_update,
     messages: {},
@@ -2431,10 +3932,45 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_todo_lists_create',
       description: 'Create a task list.',
       type: 'object',
-      properties: { display_name: { type: 'string', description: 'Name of the list.', minLength: 1 } },
+      properties: {
+        display_name: { type: 'string', description: 'Name of the list.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['display_name'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        displayName: { type: ['string', 'null'] },
+        isOwner: { type: ['boolean', 'null'] },
+        isShared: { type: ['boolean', 'null'] },
+        wellknownListName: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, displayName: true, isOwner: true, isShared: true, wellknownListName: true } },
     validate: V.mail_todo_lists_create,
     messages: {},
     checkRules: rules_mail_todo_lists_create,
@@ -2468,10 +4004,40 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_todo_lists_delete',
       description: 'Permanently delete a task list and all its tasks.',
       type: 'object',
-      properties: { list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 } },
+      properties: {
+        list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['list_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.mail_todo_lists_delete,
     messages: {},
     checkRules: rules_mail_todo_lists_delete,
@@ -2498,10 +4064,45 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_todo_lists_get',
       description: 'Get a task list.',
       type: 'object',
-      properties: { list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 } },
+      properties: {
+        list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['list_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        displayName: { type: ['string', 'null'] },
+        isOwner: { type: ['boolean', 'null'] },
+        isShared: { type: ['boolean', 'null'] },
+        wellknownListName: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, displayName: true, isOwner: true, isShared: true, wellknownListName: true } },
     validate: V.mail_todo_lists_get,
     messages: {},
     checkRules: rules_mail_todo_lists_get,
@@ -2528,8 +4129,65 @@ export const tools: readonly ToolDefinition[] = [
       title: 'mail_todo_lists_list',
       description: "List the user's task lists.",
       type: 'object',
-      properties: {},
+      properties: {
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              displayName: { type: ['string', 'null'] },
+              isOwner: { type: ['boolean', 'null'] },
+              isShared: { type: ['boolean', 'null'] },
+              wellknownListName: { type: ['string', 'null'] },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: { value: [{ id: true, displayName: true, isOwner: true, isShared: true, wellknownListName: true }] },
+      items: ['value'],
     },
     validate: V.mail_todo_lists_list,
     messages: {},
@@ -2555,10 +4213,43 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
         display_name: { type: 'string', description: 'New name of the list.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['list_id', 'display_name'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        displayName: { type: ['string', 'null'] },
+        isOwner: { type: ['boolean', 'null'] },
+        isShared: { type: ['boolean', 'null'] },
+        wellknownListName: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { id: true, displayName: true, isOwner: true, isShared: true, wellknownListName: true } },
     validate: V.mail_todo_lists_update,
     messages: {},
     checkRules: rules_mail_todo_lists_update,
@@ -2621,9 +4312,106 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Status.',
           enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['list_id', 'title'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        title: { type: ['string', 'null'] },
+        status: {
+          type: ['string', 'null'],
+          enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred', null],
+        },
+        importance: { type: ['string', 'null'] },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        dueDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        completedDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        createdDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        lastModifiedDateTime: {
+          type: ['string', 'null'],
+          description: 'An ISO 8601 date-time, as the provider sent it.',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        title: true,
+        status: true,
+        importance: true,
+        body: { content: 'html' },
+        categories: [true],
+        dueDateTime: { dateTime: true, timeZone: true },
+        isReminderOn: true,
+        reminderDateTime: { dateTime: true, timeZone: true },
+        completedDateTime: { dateTime: true, timeZone: true },
+        createdDateTime: true,
+        lastModifiedDateTime: true,
+      },
     },
     validate: V.mail_todo_tasks_create,
     messages: {
@@ -2717,10 +4505,38 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
         task_id: { type: 'string', description: 'ID of the task.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['list_id', 'task_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: {} },
     validate: V.mail_todo_tasks_delete,
     messages: {},
     checkRules: rules_mail_todo_tasks_delete,
@@ -2758,9 +4574,106 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
         task_id: { type: 'string', description: 'ID of the task.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['list_id', 'task_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        title: { type: ['string', 'null'] },
+        status: {
+          type: ['string', 'null'],
+          enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred', null],
+        },
+        importance: { type: ['string', 'null'] },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        dueDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        completedDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        createdDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        lastModifiedDateTime: {
+          type: ['string', 'null'],
+          description: 'An ISO 8601 date-time, as the provider sent it.',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        title: true,
+        status: true,
+        importance: true,
+        body: { content: 'html' },
+        categories: [true],
+        dueDateTime: { dateTime: true, timeZone: true },
+        isReminderOn: true,
+        reminderDateTime: { dateTime: true, timeZone: true },
+        completedDateTime: { dateTime: true, timeZone: true },
+        createdDateTime: true,
+        lastModifiedDateTime: true,
+      },
     },
     validate: V.mail_todo_tasks_get,
     messages: {},
@@ -2802,9 +4715,135 @@ export const tools: readonly ToolDefinition[] = [
         $orderby: { type: 'string', description: 'OData sort, e.g. createdDateTime desc.' },
         $skip: { type: 'integer', description: 'Number of tasks to skip.', minimum: 0 },
         $top: { type: 'integer', description: 'Page size (default 10).', default: 10, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['list_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        value: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              status: {
+                type: ['string', 'null'],
+                enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred', null],
+              },
+              importance: { type: ['string', 'null'] },
+              body: {
+                type: ['object', 'null'],
+                properties: {
+                  content: {
+                    type: ['string', 'null'],
+                    description:
+                      "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+                  },
+                },
+              },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              dueDateTime: {
+                type: ['object', 'null'],
+                properties: {
+                  dateTime: {
+                    type: ['string', 'null'],
+                    description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                  },
+                  timeZone: { type: ['string', 'null'] },
+                },
+              },
+              isReminderOn: { type: ['boolean', 'null'] },
+              reminderDateTime: {
+                type: ['object', 'null'],
+                properties: {
+                  dateTime: {
+                    type: ['string', 'null'],
+                    description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                  },
+                  timeZone: { type: ['string', 'null'] },
+                },
+              },
+              completedDateTime: {
+                type: ['object', 'null'],
+                properties: {
+                  dateTime: {
+                    type: ['string', 'null'],
+                    description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+                  },
+                  timeZone: { type: ['string', 'null'] },
+                },
+              },
+              createdDateTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+              lastModifiedDateTime: {
+                type: ['string', 'null'],
+                description: 'An ISO 8601 date-time, as the provider sent it.',
+              },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        value: [
+          {
+            id: true,
+            title: true,
+            status: true,
+            importance: true,
+            body: { content: 'html' },
+            categories: [true],
+            dueDateTime: { dateTime: true, timeZone: true },
+            isReminderOn: true,
+            reminderDateTime: { dateTime: true, timeZone: true },
+            completedDateTime: { dateTime: true, timeZone: true },
+            createdDateTime: true,
+            lastModifiedDateTime: true,
+          },
+        ],
+      },
+      items: ['value'],
+      paging: { kind: 'skip', param: '$skip', size: '$top', next: ['@odata', 'nextLink'] },
     },
     validate: V.mail_todo_tasks_list,
     messages: {},
@@ -2872,9 +4911,106 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Status.',
           enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['list_id', 'task_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['string', 'null'] },
+        title: { type: ['string', 'null'] },
+        status: {
+          type: ['string', 'null'],
+          enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred', null],
+        },
+        importance: { type: ['string', 'null'] },
+        body: {
+          type: ['object', 'null'],
+          properties: {
+            content: {
+              type: ['string', 'null'],
+              description:
+                "Plain text: the provider's HTML turned into text, links kept as text [url] (the HTML itself with response_format detailed).",
+            },
+          },
+        },
+        categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+        dueDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        isReminderOn: { type: ['boolean', 'null'] },
+        reminderDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        completedDateTime: {
+          type: ['object', 'null'],
+          properties: {
+            dateTime: {
+              type: ['string', 'null'],
+              description: 'Local time in timeZone (Graph answers in UTC unless asked otherwise).',
+            },
+            timeZone: { type: ['string', 'null'] },
+          },
+        },
+        createdDateTime: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        lastModifiedDateTime: {
+          type: ['string', 'null'],
+          description: 'An ISO 8601 date-time, as the provider sent it.',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        title: true,
+        status: true,
+        importance: true,
+        body: { content: 'html' },
+        categories: [true],
+        dueDateTime: { dateTime: true, timeZone: true },
+        isReminderOn: true,
+        reminderDateTime: { dateTime: true, timeZone: true },
+        completedDateTime: { dateTime: true, timeZone: true },
+        createdDateTime: true,
+        lastModifiedDateTime: true,
+      },
     },
     validate: V.mail_todo_tasks_update,
     messages: { '#/properties/due_date/pattern': 'must be a date in the form YYYY-MM-DD' },

@@ -46,6 +46,7 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Meeting notes"><rect width="24" height="24" rx="5" fill="#2f7d6d"/><path d="M7 5h10v14H7z" fill="#fff"/><path d="M9.5 9h5M9.5 11.5h5M9.5 14h3" stroke="#2f7d6d" stroke-width="1.3" stroke-linecap="round"/><path d="M9 4v2.5M12 4v2.5M15 4v2.5" stroke="#fff" stroke-width="1.4" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['notes_get_meeting_transcript', 'notes_get_meetings', 'notes_list_meetings', 'notes_query_meetings'],
 };
@@ -174,10 +175,44 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['meeting_id'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        text: {
+          type: ['string', 'null'],
+          description:
+            "The answer of the notes service as text. Text: every text under content of the provider's answer, joined in order.",
+        },
+        structuredContent: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { text: { $join: [['content'], ['text'], '\n\n'] }, structuredContent: true } },
     validate: V.notes_get_meeting_transcript,
     messages: { '#/properties/meeting_id/pattern': 'must be a UUID' },
     checkRules: rules_notes_get_meeting_transcript,
@@ -246,10 +281,44 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['meeting_ids'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        text: {
+          type: ['string', 'null'],
+          description:
+            "The answer of the notes service as text. Text: every text under content of the provider's answer, joined in order.",
+        },
+        structuredContent: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { text: { $join: [['content'], ['text'], '\n\n'] }, structuredContent: true } },
     validate: V.notes_get_meetings,
     messages: { '#/properties/meeting_ids/items/pattern': 'must be a UUID' },
     checkRules: rules_notes_get_meetings,
@@ -326,9 +395,43 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        text: {
+          type: ['string', 'null'],
+          description:
+            "The answer of the notes service as text. Text: every text under content of the provider's answer, joined in order.",
+        },
+        structuredContent: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { text: { $join: [['content'], ['text'], '\n\n'] }, structuredContent: true } },
     validate: V.notes_list_meetings,
     messages: {
       '#/properties/custom_start/pattern': 'must be a date in the form YYYY-MM-DD',
@@ -408,10 +511,44 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Version of the tool to execute (default 1). Never sent upstream.',
           enum: ['1'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['query'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        text: {
+          type: ['string', 'null'],
+          description:
+            "Markdown with numbered citation links to the meeting notes it draws on ([[n]](url)); keep them when quoting. Text: every text under content of the provider's answer, joined in order.",
+        },
+        structuredContent: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { text: { $join: [['content'], ['text'], '\n\n'] }, structuredContent: true } },
     validate: V.notes_query_meetings,
     messages: { '#/properties/document_ids/items/pattern': 'must be a UUID' },
     checkRules: rules_notes_query_meetings,

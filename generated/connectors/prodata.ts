@@ -50,6 +50,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 305000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Professional-network data"><rect width="24" height="24" rx="5" fill="#0e5a8a"/><rect x="5" y="8.5" width="14" height="9.5" rx="1.5" fill="#fff"/><path d="M9.5 8.5V7a1 1 0 0 1 1-1h3a1 1 0 0 1 1 1v1.5" fill="none" stroke="#fff" stroke-width="1.6"/><path d="M5 12.5h14" stroke="#0e5a8a" stroke-width="1.2"/></svg>',
   exampleFields: {},
   toolNames: [
     'prodata_bulk_scrape_profiles',
@@ -1056,9 +1057,156 @@ export const tools: readonly ToolDefinition[] = [
           type: 'boolean',
           description: "Also search each profile's email address (10 USD instead of 4 USD per 1000 profiles).",
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['scraper_token', 'profile_urls'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        items: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              publicIdentifier: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              headline: { type: ['string', 'null'] },
+              about: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              location: {
+                type: ['object', 'null'],
+                properties: { linkedinText: { type: ['string', 'null'] }, countryCode: { type: ['string', 'null'] } },
+              },
+              emails: { description: 'Email addresses found (with find_email), as the provider lists them.' },
+              websites: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              connectionsCount: { type: ['integer', 'null'] },
+              followerCount: { type: ['integer', 'null'] },
+              openToWork: { type: ['boolean', 'null'] },
+              hiring: { type: ['boolean', 'null'] },
+              currentPosition: {
+                type: ['array', 'null'],
+                items: { type: ['object', 'null'], properties: { companyName: { type: ['string', 'null'] } } },
+              },
+              experience: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    position: { type: ['string', 'null'] },
+                    companyName: { type: ['string', 'null'] },
+                    companyLink: { type: ['string', 'null'], description: 'A URL.' },
+                    location: { type: ['string', 'null'] },
+                    duration: { type: ['string', 'null'] },
+                    employmentType: { type: ['string', 'null'] },
+                    description: { type: ['string', 'null'] },
+                    startDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                    endDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                  },
+                },
+              },
+              education: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    title: { type: ['string', 'null'] },
+                    degree: { type: ['string', 'null'] },
+                    startDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                    endDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                  },
+                },
+              },
+              skills: {
+                type: ['array', 'null'],
+                items: { type: ['object', 'null'], properties: { name: { type: ['string', 'null'] } } },
+              },
+              languages: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { language: { type: ['string', 'null'] }, proficiency: { type: ['string', 'null'] } },
+                },
+              },
+              certifications: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    title: { type: ['string', 'null'] },
+                    issuedBy: { type: ['string', 'null'] },
+                    issuedAt: { type: ['string', 'null'] },
+                  },
+                },
+              },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        items: [
+          {
+            id: true,
+            publicIdentifier: true,
+            firstName: true,
+            lastName: true,
+            headline: true,
+            about: true,
+            linkedinUrl: true,
+            location: { linkedinText: true, countryCode: true },
+            emails: true,
+            websites: [true],
+            connectionsCount: true,
+            followerCount: true,
+            openToWork: true,
+            hiring: true,
+            currentPosition: [{ companyName: true }],
+            experience: [
+              {
+                position: true,
+                companyName: true,
+                companyLink: true,
+                location: true,
+                duration: true,
+                employmentType: true,
+                description: true,
+                startDate: { text: true },
+                endDate: { text: true },
+              },
+            ],
+            education: [{ title: true, degree: true, startDate: { text: true }, endDate: { text: true } }],
+            skills: [{ name: true }],
+            languages: [{ language: true, proficiency: true }],
+            certifications: [{ title: true, issuedBy: true, issuedAt: true }],
+          },
+        ],
+      },
     },
     validate: V.prodata_bulk_scrape_profiles,
     messages: {},
@@ -1122,8 +1270,72 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         ad_id: { type: 'string', description: 'ID of the ad.', minLength: 1 },
         url: { type: 'string', description: 'URL of the ad.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            advertiser: { type: ['object', 'null'], description: 'An object, kept whole.' },
+            format: { type: ['string', 'null'] },
+            body: { type: ['string', 'null'] },
+            headline: { type: ['string', 'null'] },
+            callToAction: { type: ['string', 'null'] },
+            landingPageUrl: { type: ['string', 'null'], description: 'A URL.' },
+            firstImpressionAt: { type: ['string', 'null'] },
+            lastImpressionAt: { type: ['string', 'null'] },
+            impressions: { type: ['string', 'null'] },
+            targeting: { type: ['object', 'null'], description: 'An object, kept whole.' },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          advertiser: true,
+          format: true,
+          body: true,
+          headline: true,
+          callToAction: true,
+          landingPageUrl: true,
+          firstImpressionAt: true,
+          lastImpressionAt: true,
+          impressions: true,
+          targeting: true,
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_get_ad,
     messages: {},
@@ -1167,9 +1379,92 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         url: { type: 'string', description: 'URL of the comment.', minLength: 1 },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['url'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              reactionType: { type: ['string', 'null'] },
+              postId: { type: ['string', 'null'] },
+              actor: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  position: { type: ['string', 'null'] },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            reactionType: true,
+            postId: true,
+            actor: { id: true, name: true, linkedinUrl: true, position: true },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_get_comment_reactions,
     messages: {},
@@ -1211,9 +1506,74 @@ export const tools: readonly ToolDefinition[] = [
             'ID of the time-tracking account (numeric), returned at authorization in the header Tracker-Account-Id; sent as the Harvest-Account-Id header.',
           pattern: '^[0-9]+$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['account_id'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: ['integer', 'null'] },
+        name: { type: ['string', 'null'] },
+        base_uri: { type: ['string', 'null'], description: 'A URL.' },
+        full_domain: { type: ['string', 'null'] },
+        is_active: { type: ['boolean', 'null'] },
+        plan_type: { type: ['string', 'null'] },
+        clock: { type: ['string', 'null'], enum: ['12h', '24h', null] },
+        time_format: { type: ['string', 'null'] },
+        date_format: { type: ['string', 'null'] },
+        week_start_day: { type: ['string', 'null'] },
+        currency_code_display: { type: ['string', 'null'] },
+        currency_symbol_display: { type: ['string', 'null'] },
+        weekly_capacity: { type: ['integer', 'null'], description: 'Seconds.' },
+        expense_feature: { type: ['boolean', 'null'] },
+        invoice_feature: { type: ['boolean', 'null'] },
+        estimate_feature: { type: ['boolean', 'null'] },
+        approval_feature: { type: ['boolean', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        id: true,
+        name: true,
+        base_uri: true,
+        full_domain: true,
+        is_active: true,
+        plan_type: true,
+        clock: true,
+        time_format: true,
+        date_format: true,
+        week_start_day: true,
+        currency_code_display: true,
+        currency_symbol_display: true,
+        weekly_capacity: true,
+        expense_feature: true,
+        invoice_feature: true,
+        estimate_feature: true,
+        approval_feature: true,
+      },
     },
     validate: V.prodata_get_company,
     messages: {},
@@ -1259,8 +1619,134 @@ export const tools: readonly ToolDefinition[] = [
           minLength: 1,
         },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              content: { type: ['string', 'null'] },
+              author: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  publicIdentifier: { type: ['string', 'null'] },
+                  universalName: { type: ['string', 'null'] },
+                  type: { type: ['string', 'null'] },
+                  info: { type: ['string', 'null'] },
+                },
+              },
+              postedAt: {
+                type: ['object', 'null'],
+                properties: {
+                  date: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                  postedAgoText: { type: ['string', 'null'] },
+                },
+              },
+              article: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  link: { type: ['string', 'null'], description: 'A URL.' },
+                  description: { type: ['string', 'null'] },
+                },
+              },
+              engagement: {
+                type: ['object', 'null'],
+                properties: {
+                  likes: { type: ['integer', 'null'] },
+                  comments: { type: ['integer', 'null'] },
+                  shares: { type: ['integer', 'null'] },
+                },
+              },
+              repostedBy: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            linkedinUrl: true,
+            content: true,
+            author: {
+              name: true,
+              linkedinUrl: true,
+              publicIdentifier: true,
+              universalName: true,
+              type: true,
+              info: true,
+            },
+            postedAt: { date: true, postedAgoText: true },
+            article: { title: true, link: true, description: true },
+            engagement: { likes: true, comments: true, shares: true },
+            repostedBy: { name: true, linkedinUrl: true },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_get_company_posts,
     messages: {},
@@ -1305,8 +1791,64 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         group_id: { type: 'string', description: 'ID of the group.', minLength: 1 },
         url: { type: 'string', description: 'URL of the group.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            name: { type: ['string', 'null'] },
+            description: { type: ['string', 'null'] },
+            memberCount: { type: ['integer', 'null'] },
+            linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+            activity: { type: ['object', 'null'], description: 'An object, kept whole.' },
+            rules: { type: ['string', 'null'] },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          name: true,
+          description: true,
+          memberCount: true,
+          linkedinUrl: true,
+          activity: true,
+          rules: true,
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_get_group,
     messages: {},
@@ -1341,9 +1883,112 @@ export const tools: readonly ToolDefinition[] = [
       title: 'prodata_get_post',
       description: 'A post, by its URL.',
       type: 'object',
-      properties: { url: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+      properties: {
+        url: { type: 'string', description: 'URL of the post.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['url'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+            content: { type: ['string', 'null'] },
+            author: {
+              type: ['object', 'null'],
+              properties: {
+                name: { type: ['string', 'null'] },
+                linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                publicIdentifier: { type: ['string', 'null'] },
+                universalName: { type: ['string', 'null'] },
+                type: { type: ['string', 'null'] },
+                info: { type: ['string', 'null'] },
+              },
+            },
+            postedAt: {
+              type: ['object', 'null'],
+              properties: {
+                date: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                postedAgoText: { type: ['string', 'null'] },
+              },
+            },
+            article: {
+              type: ['object', 'null'],
+              properties: {
+                title: { type: ['string', 'null'] },
+                link: { type: ['string', 'null'], description: 'A URL.' },
+                description: { type: ['string', 'null'] },
+              },
+            },
+            engagement: {
+              type: ['object', 'null'],
+              properties: {
+                likes: { type: ['integer', 'null'] },
+                comments: { type: ['integer', 'null'] },
+                shares: { type: ['integer', 'null'] },
+              },
+            },
+            repostedBy: {
+              type: ['object', 'null'],
+              properties: {
+                name: { type: ['string', 'null'] },
+                linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              },
+            },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          linkedinUrl: true,
+          content: true,
+          author: {
+            name: true,
+            linkedinUrl: true,
+            publicIdentifier: true,
+            universalName: true,
+            type: true,
+            info: true,
+          },
+          postedAt: { date: true, postedAgoText: true },
+          article: { title: true, link: true, description: true },
+          engagement: { likes: true, comments: true, shares: true },
+          repostedBy: { name: true, linkedinUrl: true },
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_get_post,
     messages: {},
@@ -1375,9 +2020,102 @@ export const tools: readonly ToolDefinition[] = [
       title: 'prodata_get_post_comments',
       description: "Comments on a post, by the post's URL.",
       type: 'object',
-      properties: { post: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+      properties: {
+        post: { type: 'string', description: 'URL of the post.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
       required: ['post'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              commentary: { type: ['string', 'null'] },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              postId: { type: ['string', 'null'] },
+              actor: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  position: { type: ['string', 'null'] },
+                },
+              },
+              replies: {
+                type: ['array', 'null'],
+                items: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            linkedinUrl: true,
+            commentary: true,
+            createdAt: true,
+            postId: true,
+            actor: { id: true, name: true, linkedinUrl: true, position: true },
+            replies: [true],
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
     },
     validate: V.prodata_get_post_comments,
     messages: {},
@@ -1409,9 +2147,93 @@ export const tools: readonly ToolDefinition[] = [
       title: 'prodata_get_post_reactions',
       description: "Reactions on a post, by the post's URL.",
       type: 'object',
-      properties: { post: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+      properties: {
+        post: { type: 'string', description: 'URL of the post.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
       required: ['post'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              reactionType: { type: ['string', 'null'] },
+              postId: { type: ['string', 'null'] },
+              actor: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  position: { type: ['string', 'null'] },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            reactionType: true,
+            postId: true,
+            actor: { id: true, name: true, linkedinUrl: true, position: true },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
     },
     validate: V.prodata_get_post_reactions,
     messages: {},
@@ -1460,8 +2282,100 @@ export const tools: readonly ToolDefinition[] = [
           description: 'Only comments posted within this period.',
           enum: ['24h', 'week', 'month'],
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              commentary: { type: ['string', 'null'] },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              postId: { type: ['string', 'null'] },
+              actor: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  position: { type: ['string', 'null'] },
+                },
+              },
+              replies: {
+                type: ['array', 'null'],
+                items: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            linkedinUrl: true,
+            commentary: true,
+            createdAt: true,
+            postId: true,
+            actor: { id: true, name: true, linkedinUrl: true, position: true },
+            replies: [true],
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', token: 'pagination_token', next: ['pagination', 'paginationToken'] },
     },
     validate: V.prodata_get_profile_comments,
     messages: {},
@@ -1510,8 +2424,134 @@ export const tools: readonly ToolDefinition[] = [
           minLength: 1,
         },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              content: { type: ['string', 'null'] },
+              author: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  publicIdentifier: { type: ['string', 'null'] },
+                  universalName: { type: ['string', 'null'] },
+                  type: { type: ['string', 'null'] },
+                  info: { type: ['string', 'null'] },
+                },
+              },
+              postedAt: {
+                type: ['object', 'null'],
+                properties: {
+                  date: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                  postedAgoText: { type: ['string', 'null'] },
+                },
+              },
+              article: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  link: { type: ['string', 'null'], description: 'A URL.' },
+                  description: { type: ['string', 'null'] },
+                },
+              },
+              engagement: {
+                type: ['object', 'null'],
+                properties: {
+                  likes: { type: ['integer', 'null'] },
+                  comments: { type: ['integer', 'null'] },
+                  shares: { type: ['integer', 'null'] },
+                },
+              },
+              repostedBy: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            linkedinUrl: true,
+            content: true,
+            author: {
+              name: true,
+              linkedinUrl: true,
+              publicIdentifier: true,
+              universalName: true,
+              type: true,
+              info: true,
+            },
+            postedAt: { date: true, postedAgoText: true },
+            article: { title: true, link: true, description: true },
+            engagement: { likes: true, comments: true, shares: true },
+            repostedBy: { name: true, linkedinUrl: true },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_get_profile_posts,
     messages: {},
@@ -1553,8 +2593,154 @@ export const tools: readonly ToolDefinition[] = [
           description: "Required for pages above 1; from the previous page's response.",
           minLength: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              action: { type: ['string', 'null'] },
+              postId: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              createdAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              post: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  content: { type: ['string', 'null'] },
+                  author: {
+                    type: ['object', 'null'],
+                    properties: {
+                      name: { type: ['string', 'null'] },
+                      linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                      publicIdentifier: { type: ['string', 'null'] },
+                      universalName: { type: ['string', 'null'] },
+                      type: { type: ['string', 'null'] },
+                      info: { type: ['string', 'null'] },
+                    },
+                  },
+                  postedAt: {
+                    type: ['object', 'null'],
+                    properties: {
+                      date: {
+                        type: ['string', 'null'],
+                        description: 'An ISO 8601 date-time, as the provider sent it.',
+                      },
+                      postedAgoText: { type: ['string', 'null'] },
+                    },
+                  },
+                  article: {
+                    type: ['object', 'null'],
+                    properties: {
+                      title: { type: ['string', 'null'] },
+                      link: { type: ['string', 'null'], description: 'A URL.' },
+                      description: { type: ['string', 'null'] },
+                    },
+                  },
+                  engagement: {
+                    type: ['object', 'null'],
+                    properties: {
+                      likes: { type: ['integer', 'null'] },
+                      comments: { type: ['integer', 'null'] },
+                      shares: { type: ['integer', 'null'] },
+                    },
+                  },
+                  repostedBy: {
+                    type: ['object', 'null'],
+                    properties: {
+                      name: { type: ['string', 'null'] },
+                      linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            action: true,
+            postId: true,
+            linkedinUrl: true,
+            createdAt: true,
+            post: {
+              id: true,
+              linkedinUrl: true,
+              content: true,
+              author: {
+                name: true,
+                linkedinUrl: true,
+                publicIdentifier: true,
+                universalName: true,
+                type: true,
+                info: true,
+              },
+              postedAt: { date: true, postedAgoText: true },
+              article: { title: true, link: true, description: true },
+              engagement: { likes: true, comments: true, shares: true },
+              repostedBy: { name: true, linkedinUrl: true },
+            },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', token: 'pagination_token', next: ['pagination', 'paginationToken'] },
     },
     validate: V.prodata_get_profile_reactions,
     messages: {},
@@ -1604,8 +2790,125 @@ export const tools: readonly ToolDefinition[] = [
           minLength: 1,
         },
         search: { type: 'string', description: 'Company name; the most relevant match is returned.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            universalName: { type: ['string', 'null'] },
+            name: { type: ['string', 'null'] },
+            tagline: { type: ['string', 'null'] },
+            description: { type: ['string', 'null'] },
+            website: { type: ['string', 'null'], description: 'A URL.' },
+            linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+            employeeCount: { type: ['integer', 'null'] },
+            employeeCountRange: {
+              type: ['object', 'null'],
+              properties: { start: { type: ['integer', 'null'] }, end: { type: ['integer', 'null'] } },
+            },
+            followerCount: { type: ['integer', 'null'] },
+            foundedOn: { type: ['object', 'null'], properties: { year: { type: ['integer', 'null'] } } },
+            industries: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: { id: { type: ['string', 'null'] }, name: { type: ['string', 'null'] } },
+              },
+            },
+            specialities: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            locations: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  headquarter: { type: ['boolean', 'null'] },
+                  city: { type: ['string', 'null'] },
+                  geographicArea: { type: ['string', 'null'] },
+                  country: { type: ['string', 'null'] },
+                },
+              },
+            },
+            phone: { type: ['object', 'null'], properties: { number: { type: ['string', 'null'] } } },
+            crunchbaseFundingData: {
+              type: ['object', 'null'],
+              properties: {
+                numberOfFundingRounds: { type: ['integer', 'null'] },
+                lastFundingRound: {
+                  type: ['object', 'null'],
+                  properties: {
+                    localizedFundingType: { type: ['string', 'null'] },
+                    moneyRaised: {
+                      type: ['object', 'null'],
+                      properties: { amount: { type: ['string', 'null'] }, currencyCode: { type: ['string', 'null'] } },
+                    },
+                    announcedOn: { type: ['object', 'null'], description: 'An object, kept whole.' },
+                  },
+                },
+              },
+            },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          universalName: true,
+          name: true,
+          tagline: true,
+          description: true,
+          website: true,
+          linkedinUrl: true,
+          employeeCount: true,
+          employeeCountRange: { start: true, end: true },
+          followerCount: true,
+          foundedOn: { year: true },
+          industries: [{ id: true, name: true }],
+          specialities: [true],
+          locations: [{ headquarter: true, city: true, geographicArea: true, country: true }],
+          phone: { number: true },
+          crunchbaseFundingData: {
+            numberOfFundingRounds: true,
+            lastFundingRound: {
+              localizedFundingType: true,
+              moneyRaised: { amount: true, currencyCode: true },
+              announcedOn: true,
+            },
+          },
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_scrape_company,
     messages: {},
@@ -1649,8 +2952,98 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         job_url: { type: 'string', description: 'URL of the job listing.', minLength: 1 },
         job_id: { type: 'string', description: 'Numeric ID of the job listing.', pattern: '^[0-9]+$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            title: { type: ['string', 'null'] },
+            url: { type: ['string', 'null'], description: 'A URL.' },
+            jobState: { type: ['string', 'null'] },
+            postedDate: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            descriptionText: { type: ['string', 'null'] },
+            location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+            employmentType: { type: ['string', 'null'] },
+            workplaceType: { type: ['string', 'null'] },
+            experienceLevel: { type: ['string', 'null'] },
+            applicants: { type: ['integer', 'null'] },
+            easyApplyUrl: { type: ['string', 'null'], description: 'A URL.' },
+            salary: {
+              type: ['object', 'null'],
+              properties: {
+                text: { type: ['string', 'null'] },
+                min: { type: ['number', 'null'] },
+                max: { type: ['number', 'null'] },
+                currency: { type: ['string', 'null'] },
+                payPeriod: { type: ['string', 'null'] },
+              },
+            },
+            company: {
+              type: ['object', 'null'],
+              properties: {
+                id: { type: ['string', 'null'] },
+                name: { type: ['string', 'null'] },
+                universalName: { type: ['string', 'null'] },
+                linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                employeeCount: { type: ['integer', 'null'] },
+              },
+            },
+            expireAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          title: true,
+          url: true,
+          jobState: true,
+          postedDate: true,
+          descriptionText: true,
+          location: { linkedinText: true },
+          employmentType: true,
+          workplaceType: true,
+          experienceLevel: true,
+          applicants: true,
+          easyApplyUrl: true,
+          salary: { text: true, min: true, max: true, currency: true, payPeriod: true },
+          company: { id: true, name: true, universalName: true, linkedinUrl: true, employeeCount: true },
+          expireAt: true,
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_scrape_job,
     messages: {},
@@ -1702,8 +3095,154 @@ export const tools: readonly ToolDefinition[] = [
           type: 'boolean',
           description: 'Skip SMTP verification in the email search (faster, less accurate).',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        element: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            publicIdentifier: { type: ['string', 'null'] },
+            firstName: { type: ['string', 'null'] },
+            lastName: { type: ['string', 'null'] },
+            headline: { type: ['string', 'null'] },
+            about: { type: ['string', 'null'] },
+            linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+            location: {
+              type: ['object', 'null'],
+              properties: { linkedinText: { type: ['string', 'null'] }, countryCode: { type: ['string', 'null'] } },
+            },
+            emails: { description: 'Email addresses found (with find_email), as the provider lists them.' },
+            websites: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            connectionsCount: { type: ['integer', 'null'] },
+            followerCount: { type: ['integer', 'null'] },
+            openToWork: { type: ['boolean', 'null'] },
+            hiring: { type: ['boolean', 'null'] },
+            currentPosition: {
+              type: ['array', 'null'],
+              items: { type: ['object', 'null'], properties: { companyName: { type: ['string', 'null'] } } },
+            },
+            experience: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  position: { type: ['string', 'null'] },
+                  companyName: { type: ['string', 'null'] },
+                  companyLink: { type: ['string', 'null'], description: 'A URL.' },
+                  location: { type: ['string', 'null'] },
+                  duration: { type: ['string', 'null'] },
+                  employmentType: { type: ['string', 'null'] },
+                  description: { type: ['string', 'null'] },
+                  startDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                  endDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                },
+              },
+            },
+            education: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  degree: { type: ['string', 'null'] },
+                  startDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                  endDate: { type: ['object', 'null'], properties: { text: { type: ['string', 'null'] } } },
+                },
+              },
+            },
+            skills: {
+              type: ['array', 'null'],
+              items: { type: ['object', 'null'], properties: { name: { type: ['string', 'null'] } } },
+            },
+            languages: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: { language: { type: ['string', 'null'] }, proficiency: { type: ['string', 'null'] } },
+              },
+            },
+            certifications: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  issuedBy: { type: ['string', 'null'] },
+                  issuedAt: { type: ['string', 'null'] },
+                },
+              },
+            },
+          },
+        },
+        status: { type: ['integer', 'null'] },
+        error: { type: ['string', 'null'] },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        element: {
+          id: true,
+          publicIdentifier: true,
+          firstName: true,
+          lastName: true,
+          headline: true,
+          about: true,
+          linkedinUrl: true,
+          location: { linkedinText: true, countryCode: true },
+          emails: true,
+          websites: [true],
+          connectionsCount: true,
+          followerCount: true,
+          openToWork: true,
+          hiring: true,
+          currentPosition: [{ companyName: true }],
+          experience: [
+            {
+              position: true,
+              companyName: true,
+              companyLink: true,
+              location: true,
+              duration: true,
+              employmentType: true,
+              description: true,
+              startDate: { text: true },
+              endDate: { text: true },
+            },
+          ],
+          education: [{ title: true, degree: true, startDate: { text: true }, endDate: { text: true } }],
+          skills: [{ name: true }],
+          languages: [{ language: true, proficiency: true }],
+          certifications: [{ title: true, issuedBy: true, issuedAt: true }],
+        },
+        status: true,
+        error: true,
+      },
     },
     validate: V.prodata_scrape_profile,
     messages: {},
@@ -1762,8 +3301,77 @@ export const tools: readonly ToolDefinition[] = [
         },
         startdate: { type: 'string', description: 'Start date (YYYY-MM-DD).', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
         enddate: { type: 'string', description: 'End date (YYYY-MM-DD).', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              url: { type: ['string', 'null'], description: 'A URL.' },
+              advertiser: { type: ['object', 'null'], description: 'An object, kept whole.' },
+              format: { type: ['string', 'null'] },
+              body: { type: ['string', 'null'] },
+              headline: { type: ['string', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [{ id: true, url: true, advertiser: true, format: true, body: true, headline: true }],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
     },
     validate: V.prodata_search_ads,
     messages: {
@@ -1815,8 +3423,91 @@ export const tools: readonly ToolDefinition[] = [
             'Size range, such as 1-10, 11-50, 51-200 (also 201-500, 501-1000, 1001-5000, 5001-10000, 10001+); comma-separated for several.',
         },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              universalName: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              industries: { type: ['string', 'null'] },
+              location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+              followers: { type: ['string', 'null'] },
+              summary: { type: ['string', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            universalName: true,
+            name: true,
+            linkedinUrl: true,
+            industries: true,
+            location: { linkedinText: true },
+            followers: true,
+            summary: true,
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_companies,
     messages: {},
@@ -1847,10 +3538,59 @@ export const tools: readonly ToolDefinition[] = [
       title: 'prodata_search_geo',
       description: 'Geo IDs by location name (for the geo_id / geo_ids filters of other tools).',
       type: 'object',
-      properties: { search: { type: 'string', description: 'Location name.', minLength: 1 } },
+      properties: {
+        search: { type: 'string', description: 'Location name.', minLength: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
+      },
       additionalProperties: false,
       required: ['search'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { id: { type: ['string', 'null'] }, title: { type: ['string', 'null'] } },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { elements: [{ id: true, title: true }] }, items: ['elements'] },
     validate: V.prodata_search_geo,
     messages: {},
     checkRules: rules_prodata_search_geo,
@@ -1878,9 +3618,78 @@ export const tools: readonly ToolDefinition[] = [
       properties: {
         search: { type: 'string', description: 'Keyword.', minLength: 1 },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['search'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              memberCount: { type: ['integer', 'null'] },
+              summary: { type: ['string', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [{ id: true, name: true, linkedinUrl: true, memberCount: true, summary: true }],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_groups,
     messages: {},
@@ -1934,8 +3743,110 @@ export const tools: readonly ToolDefinition[] = [
         },
         sort_by: { type: 'string', description: 'Sort order.', enum: ['relevance', 'date'] },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              url: { type: ['string', 'null'], description: 'A URL.' },
+              title: { type: ['string', 'null'] },
+              postedDate: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+              company: {
+                type: ['object', 'null'],
+                properties: {
+                  id: { type: ['string', 'null'] },
+                  universalName: { type: ['string', 'null'] },
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  industries: { type: ['string', 'null'] },
+                  location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+                  followers: { type: ['string', 'null'] },
+                  summary: { type: ['string', 'null'] },
+                },
+              },
+              location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+              easyApply: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            url: true,
+            title: true,
+            postedDate: true,
+            company: {
+              id: true,
+              universalName: true,
+              name: true,
+              linkedinUrl: true,
+              industries: true,
+              location: { linkedinText: true },
+              followers: true,
+              summary: true,
+            },
+            location: { linkedinText: true },
+            easyApply: true,
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_jobs,
     messages: {},
@@ -2022,8 +3933,101 @@ export const tools: readonly ToolDefinition[] = [
           minimum: 1,
           maximum: 100,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              publicIdentifier: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              position: { type: ['string', 'null'] },
+              location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              currentPositions: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { companyName: { type: ['string', 'null'] }, title: { type: ['string', 'null'] } },
+                },
+              },
+              hidden: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            publicIdentifier: true,
+            name: true,
+            firstName: true,
+            lastName: true,
+            position: true,
+            location: { linkedinText: true },
+            linkedinUrl: true,
+            currentPositions: [{ companyName: true, title: true }],
+            hidden: true,
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_leads,
     messages: {},
@@ -2106,8 +4110,101 @@ export const tools: readonly ToolDefinition[] = [
           minimum: 1,
           maximum: 100,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              publicIdentifier: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              firstName: { type: ['string', 'null'] },
+              lastName: { type: ['string', 'null'] },
+              position: { type: ['string', 'null'] },
+              location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              currentPositions: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: { companyName: { type: ['string', 'null'] }, title: { type: ['string', 'null'] } },
+                },
+              },
+              hidden: { type: ['boolean', 'null'] },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            publicIdentifier: true,
+            name: true,
+            firstName: true,
+            lastName: true,
+            position: true,
+            location: { linkedinText: true },
+            linkedinUrl: true,
+            currentPositions: [{ companyName: true, title: true }],
+            hidden: true,
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_people,
     messages: {},
@@ -2161,8 +4258,134 @@ export const tools: readonly ToolDefinition[] = [
         },
         sort_by: { type: 'string', description: 'Sort order.', enum: ['relevance', 'date'] },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              content: { type: ['string', 'null'] },
+              author: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                  publicIdentifier: { type: ['string', 'null'] },
+                  universalName: { type: ['string', 'null'] },
+                  type: { type: ['string', 'null'] },
+                  info: { type: ['string', 'null'] },
+                },
+              },
+              postedAt: {
+                type: ['object', 'null'],
+                properties: {
+                  date: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+                  postedAgoText: { type: ['string', 'null'] },
+                },
+              },
+              article: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  link: { type: ['string', 'null'], description: 'A URL.' },
+                  description: { type: ['string', 'null'] },
+                },
+              },
+              engagement: {
+                type: ['object', 'null'],
+                properties: {
+                  likes: { type: ['integer', 'null'] },
+                  comments: { type: ['integer', 'null'] },
+                  shares: { type: ['integer', 'null'] },
+                },
+              },
+              repostedBy: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+                },
+              },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            linkedinUrl: true,
+            content: true,
+            author: {
+              name: true,
+              linkedinUrl: true,
+              publicIdentifier: true,
+              universalName: true,
+              type: true,
+              info: true,
+            },
+            postedAt: { date: true, postedAgoText: true },
+            article: { title: true, link: true, description: true },
+            engagement: { likes: true, comments: true, shares: true },
+            repostedBy: { name: true, linkedinUrl: true },
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_posts,
     messages: {},
@@ -2221,9 +4444,90 @@ export const tools: readonly ToolDefinition[] = [
         location: { type: 'string', description: 'Location.' },
         geo_id: { type: 'string', description: 'Geo ID (overrides location).' },
         page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['search'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        elements: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              publicIdentifier: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              position: { type: ['string', 'null'] },
+              location: { type: ['object', 'null'], properties: { linkedinText: { type: ['string', 'null'] } } },
+              linkedinUrl: { type: ['string', 'null'], description: 'A URL.' },
+              services: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            },
+          },
+        },
+        pagination: {
+          type: ['object', 'null'],
+          properties: {
+            totalPages: { type: ['integer', 'null'] },
+            totalElements: { type: ['integer', 'null'] },
+            pageNumber: { type: ['integer', 'null'] },
+            pageSize: { type: ['integer', 'null'] },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        elements: [
+          {
+            id: true,
+            publicIdentifier: true,
+            name: true,
+            position: true,
+            location: { linkedinText: true },
+            linkedinUrl: true,
+            services: [true],
+          },
+        ],
+        pagination: { totalPages: true, totalElements: true, pageNumber: true, pageSize: true },
+      },
+      items: ['elements'],
+      paging: { kind: 'page', param: 'page', total: ['pagination', 'totalPages'] },
     },
     validate: V.prodata_search_services,
     messages: {},

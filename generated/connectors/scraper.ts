@@ -68,6 +68,7 @@ export const connector: ConnectorDefinition = {
       response_ms: 90000,
     },
   },
+  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Scraping platform"><rect width="24" height="24" rx="5" fill="#1f8a4c"/><circle cx="12" cy="12" r="3" fill="#fff"/><path d="M12 4v4M12 16v4M4 12h4M16 12h4M6.3 6.3l2.8 2.8M14.9 14.9l2.8 2.8M17.7 6.3l-2.8 2.8M9.1 14.9l-2.8 2.8" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
     'scraper_call_actor',
@@ -348,9 +349,86 @@ export const tools: readonly ToolDefinition[] = [
             'Include a preview of the output items; false avoids duplicate data when output is fetched separately.',
           default: true,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['actor', 'input'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        runId: { type: ['string', 'null'], description: 'scraper_get_actor_run reads the run.' },
+        actorName: { type: ['string', 'null'] },
+        status: {
+          type: ['string', 'null'],
+          description: 'READY, RUNNING, SUCCEEDED, FAILED, TIMING-OUT, TIMED-OUT, ABORTING or ABORTED.',
+        },
+        statusMessage: { type: ['string', 'null'] },
+        startedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        finishedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        usageTotalUsd: { type: ['number', 'null'], description: 'What the run cost, in USD.' },
+        datasetId: { type: ['string', 'null'], description: 'scraper_get_actor_output reads all the output.' },
+        keyValueStoreId: { type: ['string', 'null'] },
+        totalItemCount: { type: ['integer', 'null'] },
+        previewItemCount: { type: ['integer', 'null'] },
+        items: { type: ['array', 'null'], items: { description: 'An item of the output, as the Actor wrote it.' } },
+        instructions: { type: ['string', 'null'] },
+        input: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        actor: { type: ['string', 'null'] },
+        tool: { type: ['string', 'null'] },
+        content: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: { type: { type: ['string', 'null'] }, text: { type: ['string', 'null'] } },
+          },
+        },
+        structuredContent: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        runId: true,
+        actorName: true,
+        status: true,
+        statusMessage: true,
+        startedAt: true,
+        finishedAt: true,
+        usageTotalUsd: true,
+        datasetId: true,
+        keyValueStoreId: true,
+        totalItemCount: true,
+        previewItemCount: true,
+        items: [true],
+        instructions: true,
+        input: true,
+        actor: true,
+        tool: true,
+        content: [{ type: true, text: true }],
+        structuredContent: true,
+      },
+      items: ['items'],
     },
     validate: V.scraper_call_actor,
     messages: {},
@@ -459,9 +537,113 @@ export const tools: readonly ToolDefinition[] = [
           },
           additionalProperties: false,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['actor'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        actor: {
+          type: ['object', 'null'],
+          properties: {
+            id: { type: ['string', 'null'] },
+            fullName: { type: ['string', 'null'] },
+            title: { type: ['string', 'null'] },
+            url: { type: ['string', 'null'], description: 'A URL.' },
+          },
+        },
+        description: { type: ['string', 'null'] },
+        stats: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        pricing: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        rating: {
+          type: ['object', 'null'],
+          properties: { average: { type: ['number', 'null'] }, count: { type: ['integer', 'null'] } },
+        },
+        metadata: {
+          type: ['object', 'null'],
+          properties: {
+            developer: { type: ['string', 'null'] },
+            isOfficial: { type: ['boolean', 'null'] },
+            categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+            modifiedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+            isDeprecated: { type: ['boolean', 'null'] },
+            pictureUrl: { type: ['string', 'null'], description: 'A URL.' },
+          },
+        },
+        inputSchema: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        readme: { type: ['string', 'null'] },
+        outputSchema: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        mcpTools: {
+          type: ['object', 'null'],
+          properties: {
+            isMcpServer: { type: ['boolean', 'null'] },
+            callAs: { type: ['string', 'null'] },
+            note: { type: ['string', 'null'] },
+            error: { type: ['string', 'null'] },
+            tools: {
+              type: ['array', 'null'],
+              items: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  description: { type: ['string', 'null'] },
+                  inputSchema: { type: ['object', 'null'], description: 'An object, kept whole.' },
+                },
+              },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        actor: { id: true, fullName: true, title: true, url: true },
+        description: true,
+        stats: true,
+        pricing: true,
+        rating: { average: true, count: true },
+        metadata: {
+          developer: true,
+          isOfficial: true,
+          categories: [true],
+          modifiedAt: true,
+          isDeprecated: true,
+          pictureUrl: true,
+        },
+        inputSchema: true,
+        readme: true,
+        outputSchema: true,
+        mcpTools: {
+          isMcpServer: true,
+          callAs: true,
+          note: true,
+          error: true,
+          tools: [{ name: true, description: true, inputSchema: true }],
+        },
+      },
     },
     validate: V.scraper_fetch_actor_details,
     messages: {},
@@ -509,10 +691,40 @@ export const tools: readonly ToolDefinition[] = [
           description: 'URL of a page under https://docs.apify.com or https://crawlee.dev (a #fragment is ignored).',
           pattern: '^https://(docs\\.apify\\.com|crawlee\\.dev)/[^\\s?#/][^\\s?#]*(#\\S*)?$',
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['url'],
     },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        url: { type: ['string', 'null'], description: 'A URL.' },
+        content: { type: ['string', 'null'], description: 'The page as Markdown.' },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: { shape: { url: true, content: true } },
     validate: V.scraper_fetch_platform_docs,
     messages: {},
     checkRules: rules_scraper_fetch_platform_docs,
@@ -569,9 +781,62 @@ export const tools: readonly ToolDefinition[] = [
         },
         limit: { type: 'number', description: 'Number of items to return.', default: 100, minimum: 1, multipleOf: 1 },
         offset: { type: 'number', description: 'Number of items to skip.', default: 0, minimum: 0, multipleOf: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['datasetId'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        datasetId: { type: ['string', 'null'] },
+        items: {
+          type: ['array', 'null'],
+          items: { description: 'An item, with only the fields asked for (dotted fields as flat keys).' },
+        },
+        itemCount: { type: ['integer', 'null'] },
+        totalItemCount: { type: ['integer', 'null'] },
+        offset: { type: ['integer', 'null'] },
+        limit: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: { datasetId: true, items: [true], itemCount: true, totalItemCount: true, offset: true, limit: true },
+      items: ['items'],
+      paging: { kind: 'skip', param: 'offset', size: 'limit', total: ['totalItemCount'] },
     },
     validate: V.scraper_get_actor_output,
     messages: {
@@ -620,9 +885,76 @@ export const tools: readonly ToolDefinition[] = [
       title: 'scraper_get_actor_run',
       description: 'Run details by runId.',
       type: 'object',
-      properties: { runId: { type: 'string', description: 'ID of the run.', pattern: '^[\\w.~-]+$' } },
+      properties: {
+        runId: { type: 'string', description: 'ID of the run.', pattern: '^[\\w.~-]+$' },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+      },
       additionalProperties: false,
       required: ['runId'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        runId: { type: ['string', 'null'] },
+        actorId: { type: ['string', 'null'] },
+        actorName: { type: ['string', 'null'] },
+        status: { type: ['string', 'null'] },
+        statusMessage: { type: ['string', 'null'] },
+        startedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        finishedAt: { type: ['string', 'null'], description: 'An ISO 8601 date-time, as the provider sent it.' },
+        stats: { type: ['object', 'null'], description: 'An object, kept whole.' },
+        usageTotalUsd: { type: ['number', 'null'] },
+        datasetId: { type: ['string', 'null'] },
+        keyValueStoreId: { type: ['string', 'null'] },
+        requestQueueId: { type: ['string', 'null'] },
+        dataset: {
+          type: ['object', 'null'],
+          properties: {
+            datasetId: { type: ['string', 'null'] },
+            totalItemCount: { type: ['integer', 'null'] },
+            previewItemCount: { type: ['integer', 'null'] },
+            previewItems: { type: ['array', 'null'], items: {} },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        runId: true,
+        actorId: true,
+        actorName: true,
+        status: true,
+        statusMessage: true,
+        startedAt: true,
+        finishedAt: true,
+        stats: true,
+        usageTotalUsd: true,
+        datasetId: true,
+        keyValueStoreId: true,
+        requestQueueId: true,
+        dataset: { datasetId: true, totalItemCount: true, previewItemCount: true, previewItems: [true] },
+      },
     },
     validate: V.scraper_get_actor_run,
     messages: {},
@@ -672,9 +1004,99 @@ export const tools: readonly ToolDefinition[] = [
           items: { type: 'string', enum: ['markdown', 'text', 'html'] },
           minItems: 1,
         },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
       },
       additionalProperties: false,
       required: ['query'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        runId: { type: ['string', 'null'] },
+        datasetId: { type: ['string', 'null'] },
+        status: { type: ['string', 'null'] },
+        statusMessage: { type: ['string', 'null'] },
+        totalItemCount: { type: ['integer', 'null'] },
+        items: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              searchResult: {
+                type: ['object', 'null'],
+                properties: {
+                  title: { type: ['string', 'null'] },
+                  url: { type: ['string', 'null'], description: 'A URL.' },
+                  description: { type: ['string', 'null'] },
+                },
+              },
+              metadata: {
+                type: ['object', 'null'],
+                properties: {
+                  url: { type: ['string', 'null'], description: 'A URL.' },
+                  title: { type: ['string', 'null'] },
+                  description: { type: ['string', 'null'] },
+                  languageCode: { type: ['string', 'null'] },
+                },
+              },
+              crawl: {
+                type: ['object', 'null'],
+                properties: {
+                  httpStatusCode: { type: ['integer', 'null'] },
+                  loadedAt: {
+                    type: ['string', 'null'],
+                    description: 'An ISO 8601 date-time, as the provider sent it.',
+                  },
+                },
+              },
+              markdown: { type: ['string', 'null'] },
+              text: { type: ['string', 'null'] },
+              html: { type: ['string', 'null'], description: "The page's HTML, when outputFormats asked for it." },
+            },
+          },
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        runId: true,
+        datasetId: true,
+        status: true,
+        statusMessage: true,
+        totalItemCount: true,
+        items: [
+          {
+            searchResult: { title: true, url: true, description: true },
+            metadata: { url: true, title: true, description: true, languageCode: true },
+            crawl: { httpStatusCode: true, loadedAt: true },
+            markdown: true,
+            text: true,
+            html: true,
+          },
+        ],
+      },
+      items: ['items'],
     },
     validate: V.scraper_rag_web_browser,
     messages: {},
@@ -735,8 +1157,107 @@ export const tools: readonly ToolDefinition[] = [
           maximum: 100,
         },
         offset: { type: 'integer', description: 'Number of Actors to skip.', default: 0, minimum: 0 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        actors: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              id: { type: ['string', 'null'] },
+              name: { type: ['string', 'null'] },
+              username: { type: ['string', 'null'] },
+              title: { type: ['string', 'null'] },
+              description: { type: ['string', 'null'] },
+              categories: { type: ['array', 'null'], items: { type: ['string', 'null'] } },
+              url: { type: ['string', 'null'], description: 'A URL.' },
+              pictureUrl: { type: ['string', 'null'], description: 'A URL.' },
+              stats: {
+                type: ['object', 'null'],
+                properties: {
+                  totalUsers: { type: ['integer', 'null'] },
+                  totalUsers30Days: { type: ['integer', 'null'] },
+                  actorReviewRating: { type: ['number', 'null'] },
+                  actorReviewCount: { type: ['integer', 'null'] },
+                },
+              },
+              currentPricingInfo: {
+                type: ['object', 'null'],
+                properties: {
+                  pricingModel: { type: ['string', 'null'] },
+                  pricePerUnitUsd: { type: ['number', 'null'] },
+                  trialMinutes: { type: ['integer', 'null'] },
+                },
+              },
+            },
+          },
+        },
+        query: { type: ['string', 'null'] },
+        count: { type: ['integer', 'null'] },
+        offset: { type: ['integer', 'null'] },
+        limit: { type: ['integer', 'null'] },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: {
+        actors: [
+          {
+            id: true,
+            name: true,
+            username: true,
+            title: true,
+            description: true,
+            categories: [true],
+            url: true,
+            pictureUrl: true,
+            stats: { totalUsers: true, totalUsers30Days: true, actorReviewRating: true, actorReviewCount: true },
+            currentPricingInfo: { pricingModel: true, pricePerUnitUsd: true, trialMinutes: true },
+          },
+        ],
+        query: true,
+        count: true,
+        offset: true,
+        limit: true,
+      },
+      items: ['actors'],
     },
     validate: V.scraper_search_actors,
     messages: {},
@@ -787,9 +1308,73 @@ export const tools: readonly ToolDefinition[] = [
           multipleOf: 1,
         },
         offset: { type: 'number', description: 'Number of results to skip.', default: 0, minimum: 0, multipleOf: 1 },
+        response_format: {
+          type: 'string',
+          description:
+            "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+          enum: ['concise', 'detailed'],
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+          minLength: 1,
+          maxLength: 16384,
+        },
       },
       additionalProperties: false,
       required: ['query'],
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        results: {
+          type: ['array', 'null'],
+          items: {
+            type: ['object', 'null'],
+            properties: {
+              hits: {
+                type: ['array', 'null'],
+                items: {
+                  type: ['object', 'null'],
+                  properties: {
+                    url: { type: ['string', 'null'], description: 'A URL.' },
+                    hierarchy: { type: ['object', 'null'], description: 'An object, kept whole.' },
+                    content: { type: ['string', 'null'] },
+                  },
+                },
+              },
+              nbHits: { type: ['integer', 'null'], description: 'Matches in all.' },
+            },
+          },
+        },
+        next_cursor: {
+          type: 'string',
+          description:
+            'Present when there is more: call the tool again with next_cursor set to this value (the rest of the input may be repeated or left out).',
+        },
+        truncated: {
+          type: 'object',
+          description:
+            'Present when the answer was cut to fit the answer budget: what was left out, and how to get it (next_cursor).',
+          properties: {
+            budget_tokens: { type: 'integer', description: 'The answer budget, in tokens.' },
+            items_returned: { type: 'integer', description: 'Items of the list in this answer.' },
+            items_omitted: { type: 'integer', description: 'Items of this page left out (next_cursor returns them).' },
+            fields_cut: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Text fields shortened to fit (their paths in the answer).',
+            },
+            note: { type: 'string' },
+          },
+        },
+      },
+    },
+    output: {
+      shape: { results: [{ hits: [{ url: true, hierarchy: true, content: true }], nbHits: true }] },
+      items: ['results', '0', 'hits'],
+      paging: { kind: 'skip', param: 'offset', size: 'limit', total: ['results', '0', 'nbHits'] },
     },
     validate: V.scraper_search_platform_docs,
     messages: {

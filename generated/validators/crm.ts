@@ -22,6 +22,19 @@ const schema11 = {
     limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
     properties: { type: 'string', description: 'Comma-separated properties to return, e.g. `name,domain`.' },
     query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -36,7 +49,9 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'filterGroups' ||
         key0 === 'limit' ||
         key0 === 'properties' ||
-        key0 === 'query'
+        key0 === 'query' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -193,12 +208,89 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -222,11 +314,17 @@ const schema12 = {
     numberofemployees: { type: 'number', description: 'Number of employees.' },
     phone: { type: 'string', description: 'Phone number.' },
     state: { type: 'string', description: 'State or region.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['name'],
 };
-const func3 = Object.prototype.hasOwnProperty;
+const func5 = Object.prototype.hasOwnProperty;
 function validate11(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="crm_company_create" */ let vErrors = null;
   let errors = 0;
@@ -241,7 +339,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!func3.call(schema12.properties, key0)) {
+      if (!func5.call(schema12.properties, key0)) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -434,12 +532,43 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err13 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err14 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err15];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -455,6 +584,12 @@ const schema13 = {
   properties: {
     company_id: { type: 'string', description: 'ID of the company.', minLength: 1 },
     properties: { type: 'string', description: 'Comma-separated properties to return, e.g. `name,domain`.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['company_id'],
@@ -478,7 +613,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'company_id' || key0 === 'properties')) {
+      if (!(key0 === 'company_id' || key0 === 'properties' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -541,12 +676,43 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err5];
+      vErrors = [err7];
     } else {
-      vErrors.push(err5);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -581,6 +747,12 @@ const schema14 = {
     },
     phone: { type: 'string', description: 'Phone number.' },
     website: { type: 'string', description: 'Website.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['email'],
@@ -605,7 +777,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!func3.call(schema14.properties, key0)) {
+      if (!func5.call(schema14.properties, key0)) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -780,12 +952,43 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data9 = data.response_format;
+      if (typeof data9 !== 'string') {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+      if (!(data9 === 'concise' || data9 === 'detailed')) {
+        const err13 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err12];
+      vErrors = [err14];
     } else {
-      vErrors.push(err12);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -801,6 +1004,12 @@ const schema15 = {
   properties: {
     contact_id: { type: 'string', description: 'ID of the contact.', minLength: 1 },
     properties: { type: 'string', description: 'Comma-separated properties to return, e.g. `email,hs_lead_status`.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['contact_id'],
@@ -824,7 +1033,7 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'contact_id' || key0 === 'properties')) {
+      if (!(key0 === 'contact_id' || key0 === 'properties' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -887,12 +1096,43 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema15.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err5];
+      vErrors = [err7];
     } else {
-      vErrors.push(err5);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -912,6 +1152,12 @@ const schema16 = {
       description:
         'JSON object of properties to change (HubSpot internal names), e.g. {"firstname":"Janet","phone":"+1 555 0199"} for first name, last name, email, company, phone, job title.',
       minProperties: 1,
+    },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
     },
   },
   additionalProperties: false,
@@ -936,7 +1182,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'contact_id' || key0 === 'props')) {
+      if (!(key0 === 'contact_id' || key0 === 'props' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1015,12 +1261,43 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema16.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err8];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err8);
     }
     errors++;
   }
@@ -1048,6 +1325,19 @@ const schema17 = {
       multipleOf: 1,
     },
     properties: { type: 'string', description: 'Comma-separated properties to return.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1056,7 +1346,14 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'after' || key0 === 'archived' || key0 === 'limit' || key0 === 'properties')) {
+      if (!(
+        key0 === 'after' ||
+        key0 === 'archived' ||
+        key0 === 'limit' ||
+        key0 === 'properties' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1196,12 +1493,89 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema17.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      } else {
+        const err13 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err14];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -1228,6 +1602,19 @@ const schema18 = {
     limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
     properties: { type: 'string', description: 'Comma-separated properties to return.' },
     query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1241,7 +1628,9 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'filterGroups' ||
         key0 === 'limit' ||
         key0 === 'properties' ||
-        key0 === 'query'
+        key0 === 'query' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -1398,12 +1787,89 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema18.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -1425,6 +1891,12 @@ const schema19 = {
     description: { type: 'string', description: 'Description.' },
     crm_priority: { type: 'string', description: 'Priority.', enum: ['HIGH', 'MEDIUM', 'LOW'] },
     pipeline: { type: 'string', description: 'Pipeline (internal value; HubSpot uses `default` when omitted).' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['amount', 'dealname', 'dealstage'],
@@ -1477,16 +1949,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(
-        key0 === 'amount' ||
-        key0 === 'dealname' ||
-        key0 === 'dealstage' ||
-        key0 === 'closedate' ||
-        key0 === 'dealtype' ||
-        key0 === 'description' ||
-        key0 === 'crm_priority' ||
-        key0 === 'pipeline'
-      )) {
+      if (!func5.call(schema19.properties, key0)) {
         const err3 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1693,12 +2156,43 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data8 = data.response_format;
+      if (typeof data8 !== 'string') {
+        const err16 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+      if (!(data8 === 'concise' || data8 === 'detailed')) {
+        const err17 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema19.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err17];
+        } else {
+          vErrors.push(err17);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err16];
+      vErrors = [err18];
     } else {
-      vErrors.push(err16);
+      vErrors.push(err18);
     }
     errors++;
   }
@@ -1721,6 +2215,12 @@ const schema20 = {
     good_deal: {
       type: 'boolean',
       description: 'Boolean flag indicating if this is a good deal (a custom deal property).',
+    },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
     },
   },
   additionalProperties: false,
@@ -1759,7 +2259,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'deal_id' || key0 === 'properties' || key0 === 'good_deal')) {
+      if (!(key0 === 'deal_id' || key0 === 'properties' || key0 === 'good_deal' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1839,12 +2339,43 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema20.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -1871,6 +2402,19 @@ const schema21 = {
     limit: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
     properties: { type: 'string', description: 'Comma-separated properties to return.' },
     query: { type: 'string', description: 'Text searched in the default searchable properties.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1884,7 +2428,9 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'filterGroups' ||
         key0 === 'limit' ||
         key0 === 'properties' ||
-        key0 === 'query'
+        key0 === 'query' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -2041,12 +2587,89 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema21.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }

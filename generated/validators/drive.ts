@@ -28,6 +28,12 @@ const schema11 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['file_id'],
@@ -60,7 +66,8 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'fields' ||
         key0 === 'supports_all_drives' ||
         key0 === 'schema_version' ||
-        key0 === 'tool_version'
+        key0 === 'tool_version' ||
+        key0 === 'response_format'
       )) {
         const err1 = {
           instancePath,
@@ -216,12 +223,43 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -267,10 +305,24 @@ const schema12 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['search_term'],
 };
+const func4 = Object.prototype.hasOwnProperty;
 function validate11(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="drive_search_content" */ let vErrors = null;
   let errors = 0;
@@ -293,16 +345,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(
-        key0 === 'search_term' ||
-        key0 === 'fields' ||
-        key0 === 'mime_type' ||
-        key0 === 'page_size' ||
-        key0 === 'page_token' ||
-        key0 === 'supports_all_drives' ||
-        key0 === 'schema_version' ||
-        key0 === 'tool_version'
-      )) {
+      if (!func4.call(schema12.properties, key0)) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -568,12 +611,89 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data8 = data.response_format;
+      if (typeof data8 !== 'string') {
+        const err18 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err18];
+        } else {
+          vErrors.push(err18);
+        }
+        errors++;
+      }
+      if (!(data8 === 'concise' || data8 === 'detailed')) {
+        const err19 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err19];
+        } else {
+          vErrors.push(err19);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data9 = data.next_cursor;
+      if (typeof data9 === 'string') {
+        if (func2(data9) > 16384) {
+          const err20 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err20];
+          } else {
+            vErrors.push(err20);
+          }
+          errors++;
+        }
+        if (func2(data9) < 1) {
+          const err21 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err21];
+          } else {
+            vErrors.push(err21);
+          }
+          errors++;
+        }
+      } else {
+        const err22 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err22];
+        } else {
+          vErrors.push(err22);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err23 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err18];
+      vErrors = [err23];
     } else {
-      vErrors.push(err18);
+      vErrors.push(err23);
     }
     errors++;
   }
@@ -624,6 +744,19 @@ const schema13 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -635,16 +768,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       data.fields = 'id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink';
     }
     for (const key0 in data) {
-      if (!(
-        key0 === 'query' ||
-        key0 === 'fields' ||
-        key0 === 'order_by' ||
-        key0 === 'page_size' ||
-        key0 === 'page_token' ||
-        key0 === 'supports_all_drives' ||
-        key0 === 'schema_version' ||
-        key0 === 'tool_version'
-      )) {
+      if (!func4.call(schema13.properties, key0)) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -910,12 +1034,89 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data8 = data.response_format;
+      if (typeof data8 !== 'string') {
+        const err17 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err17];
+        } else {
+          vErrors.push(err17);
+        }
+        errors++;
+      }
+      if (!(data8 === 'concise' || data8 === 'detailed')) {
+        const err18 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err18];
+        } else {
+          vErrors.push(err18);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data9 = data.next_cursor;
+      if (typeof data9 === 'string') {
+        if (func2(data9) > 16384) {
+          const err19 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err19];
+          } else {
+            vErrors.push(err19);
+          }
+          errors++;
+        }
+        if (func2(data9) < 1) {
+          const err20 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err20];
+          } else {
+            vErrors.push(err20);
+          }
+          errors++;
+        }
+      } else {
+        const err21 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err21];
+        } else {
+          vErrors.push(err21);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err17];
+      vErrors = [err22];
     } else {
-      vErrors.push(err17);
+      vErrors.push(err22);
     }
     errors++;
   }

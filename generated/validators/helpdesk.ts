@@ -11,15 +11,29 @@ const schema11 = {
   properties: {
     page: { type: 'number', description: 'Page number (offset paging).', minimum: 1, multipleOf: 1 },
     per_page: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
+const func2 = func2_module.default ?? func2_module;
 function validate10(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="helpdesk_groups_list" */ let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'page' || key0 === 'per_page')) {
+      if (!(key0 === 'page' || key0 === 'per_page' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -142,12 +156,89 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data3 = data.next_cursor;
+      if (typeof data3 === 'string') {
+        if (func2(data3) > 16384) {
+          const err10 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+        if (func2(data3) < 1) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      } else {
+        const err12 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err13];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -163,6 +254,12 @@ const schema12 = {
   properties: {
     organization_id: { type: 'number', description: 'ID of the organization.', minimum: 1, multipleOf: 1 },
     include: { type: 'string', description: 'Comma-separated sideloads.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['organization_id'],
@@ -186,7 +283,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'organization_id' || key0 === 'include')) {
+      if (!(key0 === 'organization_id' || key0 === 'include' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -264,12 +361,43 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err8];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err8);
     }
     errors++;
   }
@@ -285,6 +413,19 @@ const schema13 = {
   properties: {
     page: { type: 'number', description: 'Page number.', minimum: 1, multipleOf: 1 },
     per_page: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -293,7 +434,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'page' || key0 === 'per_page')) {
+      if (!(key0 === 'page' || key0 === 'per_page' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -416,12 +557,89 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data3 = data.next_cursor;
+      if (typeof data3 === 'string') {
+        if (func2(data3) > 16384) {
+          const err10 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+        if (func2(data3) < 1) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      } else {
+        const err12 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err13];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -449,11 +667,23 @@ const schema14 = {
       enum: ['updated_at', 'created_at', 'priority', 'status', 'ticket_type'],
     },
     sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'desc' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['query'],
 };
-const func2 = func2_module.default ?? func2_module;
 function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="helpdesk_search_tickets" */ let vErrors = null;
   let errors = 0;
@@ -481,7 +711,9 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'page' ||
         key0 === 'per_page' ||
         key0 === 'sort_by' ||
-        key0 === 'sort_order'
+        key0 === 'sort_order' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err1 = {
           instancePath,
@@ -703,12 +935,89 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err15 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err16 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err17 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err17];
+          } else {
+            vErrors.push(err17);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err18 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err18];
+          } else {
+            vErrors.push(err18);
+          }
+          errors++;
+        }
+      } else {
+        const err19 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err19];
+        } else {
+          vErrors.push(err19);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err20 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err15];
+      vErrors = [err20];
     } else {
-      vErrors.push(err15);
+      vErrors.push(err20);
     }
     errors++;
   }
@@ -725,6 +1034,12 @@ const schema15 = {
     ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
     side_conversation_id: { type: 'string', description: 'ID (UUID) of the side conversation.', minLength: 1 },
     include: { type: 'string', description: '`side_conversation_events` for the full event history.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['ticket_id', 'side_conversation_id'],
@@ -762,7 +1077,12 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'ticket_id' || key0 === 'side_conversation_id' || key0 === 'include')) {
+      if (!(
+        key0 === 'ticket_id' ||
+        key0 === 'side_conversation_id' ||
+        key0 === 'include' ||
+        key0 === 'response_format'
+      )) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -872,12 +1192,43 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema15.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err11];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -893,6 +1244,19 @@ const schema16 = {
   properties: {
     ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
     include: { type: 'string', description: '`side_conversation_events` for event history.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['ticket_id'],
@@ -916,7 +1280,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'ticket_id' || key0 === 'include')) {
+      if (!(key0 === 'ticket_id' || key0 === 'include' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -994,12 +1358,89 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema16.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data3 = data.next_cursor;
+      if (typeof data3 === 'string') {
+        if (func2(data3) > 16384) {
+          const err8 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+        if (func2(data3) < 1) {
+          const err9 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err11];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -1017,6 +1458,19 @@ const schema17 = {
     include: { type: 'string', description: '`users` lists email CCs.', enum: ['users'] },
     include_inline_images: { type: 'boolean', description: 'Include inline images as attachments.', default: false },
     sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'asc' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['ticket_id'],
@@ -1046,7 +1500,14 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'ticket_id' || key0 === 'include' || key0 === 'include_inline_images' || key0 === 'sort_order')) {
+      if (!(
+        key0 === 'ticket_id' ||
+        key0 === 'include' ||
+        key0 === 'include_inline_images' ||
+        key0 === 'sort_order' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1182,12 +1643,89 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema17.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -1216,6 +1754,12 @@ const schema18 = {
     subject: { type: 'string', description: 'Ticket subject.' },
     tags: { type: 'array', description: 'Tags.', items: { type: 'string' } },
     type: { type: 'string', description: 'Ticket type.', enum: ['problem', 'incident', 'question', 'task'] },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['comment_body'],
@@ -1247,7 +1791,8 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'status' ||
         key0 === 'subject' ||
         key0 === 'tags' ||
-        key0 === 'type'
+        key0 === 'type' ||
+        key0 === 'response_format'
       )) {
         const err1 = {
           instancePath,
@@ -1478,12 +2023,43 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data8 = data.response_format;
+      if (typeof data8 !== 'string') {
+        const err15 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+      if (!(data8 === 'concise' || data8 === 'detailed')) {
+        const err16 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema18.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err15];
+      vErrors = [err17];
     } else {
-      vErrors.push(err15);
+      vErrors.push(err17);
     }
     errors++;
   }
@@ -1499,6 +2075,12 @@ const schema19 = {
   properties: {
     ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
     include: { type: 'string', description: 'Comma-separated sideloads such as users, groups, organizations.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['ticket_id'],
@@ -1522,7 +2104,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'ticket_id' || key0 === 'include')) {
+      if (!(key0 === 'ticket_id' || key0 === 'include' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1600,12 +2182,43 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema19.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err8];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err8);
     }
     errors++;
   }
@@ -1622,6 +2235,12 @@ const schema20 = {
     ticket_id: { type: 'number', description: 'ID of the ticket.', minimum: 1, multipleOf: 1 },
     body: { type: 'string', description: 'Comment text (plain text, markdown supported).', minLength: 1 },
     public: { type: 'boolean', description: 'false makes an internal note visible only to agents.', default: true },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['ticket_id', 'body'],
@@ -1657,7 +2276,7 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'ticket_id' || key0 === 'body' || key0 === 'public')) {
+      if (!(key0 === 'ticket_id' || key0 === 'body' || key0 === 'public' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1765,12 +2384,43 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema20.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err11];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -1801,11 +2451,17 @@ const schema21 = {
     subject: { type: 'string', description: 'Ticket subject.' },
     tags: { type: 'array', description: 'Tags; replaces the existing tags.', items: { type: 'string' } },
     type: { type: 'string', description: 'Ticket type.', enum: ['problem', 'incident', 'question', 'task'] },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['ticket_id'],
 };
-const func6 = Object.prototype.hasOwnProperty;
+const func16 = Object.prototype.hasOwnProperty;
 function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="helpdesk_ticket_update" */ let vErrors = null;
   let errors = 0;
@@ -1825,7 +2481,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!func6.call(schema21.properties, key0)) {
+      if (!func16.call(schema21.properties, key0)) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2164,12 +2820,43 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err22 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err22];
+        } else {
+          vErrors.push(err22);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err23 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema21.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err23];
+        } else {
+          vErrors.push(err23);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err24 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err22];
+      vErrors = [err24];
     } else {
-      vErrors.push(err22);
+      vErrors.push(err24);
     }
     errors++;
   }
@@ -2191,6 +2878,19 @@ const schema22 = {
       enum: ['created_at', 'updated_at', 'priority', 'status', 'ticket_type'],
     },
     sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'], default: 'desc' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2202,7 +2902,14 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       data.sort_order = 'desc';
     }
     for (const key0 in data) {
-      if (!(key0 === 'page' || key0 === 'per_page' || key0 === 'sort_by' || key0 === 'sort_order')) {
+      if (!(
+        key0 === 'page' ||
+        key0 === 'per_page' ||
+        key0 === 'sort_by' ||
+        key0 === 'sort_order' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2391,12 +3098,89 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err13 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema22.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err14 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err15 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+      } else {
+        const err16 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err12];
+      vErrors = [err17];
     } else {
-      vErrors.push(err12);
+      vErrors.push(err17);
     }
     errors++;
   }
@@ -2424,6 +3208,12 @@ const schema23 = {
     },
     role: { type: 'string', description: 'Role.', enum: ['end-user', 'agent', 'admin'], default: 'end-user' },
     verified: { type: 'boolean', description: 'Whether the identity is verified.', default: false },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['name'],
@@ -2455,7 +3245,8 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'organization_id' ||
         key0 === 'phone' ||
         key0 === 'role' ||
-        key0 === 'verified'
+        key0 === 'verified' ||
+        key0 === 'response_format'
       )) {
         const err1 = {
           instancePath,
@@ -2657,12 +3448,43 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data6 = data.response_format;
+      if (typeof data6 !== 'string') {
+        const err14 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (!(data6 === 'concise' || data6 === 'detailed')) {
+        const err15 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema23.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err16];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err16);
     }
     errors++;
   }
@@ -2678,6 +3500,12 @@ const schema24 = {
   properties: {
     user_id: { type: 'number', description: 'ID of the user.', minimum: 1, multipleOf: 1 },
     include: { type: 'string', description: 'Comma-separated sideloads.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['user_id'],
@@ -2701,7 +3529,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'user_id' || key0 === 'include')) {
+      if (!(key0 === 'user_id' || key0 === 'include' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2779,12 +3607,43 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema24.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err8];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err8);
     }
     errors++;
   }
@@ -2806,6 +3665,19 @@ const schema25 = {
       description: 'Sort field; prefix `-` for descending (e.g. -created_at).',
       pattern: '^-?[a-z_]+$',
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2815,7 +3687,14 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'page' || key0 === 'per_page' || key0 === 'role' || key0 === 'sort')) {
+      if (!(
+        key0 === 'page' ||
+        key0 === 'per_page' ||
+        key0 === 'role' ||
+        key0 === 'sort' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3001,12 +3880,89 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err13 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema25.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err14 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err15 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+      } else {
+        const err16 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err12];
+      vErrors = [err17];
     } else {
-      vErrors.push(err12);
+      vErrors.push(err17);
     }
     errors++;
   }
@@ -3025,6 +3981,19 @@ const schema26 = {
     per_page: { type: 'number', description: 'Results per page (max 100).', minimum: 1, maximum: 100, multipleOf: 1 },
     sort_by: { type: 'string', description: 'Sort field.', enum: ['title', 'updated_at', 'created_at', 'position'] },
     sort_order: { type: 'string', description: 'Sort direction.', enum: ['asc', 'desc'] },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -3038,7 +4007,9 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'page' ||
         key0 === 'per_page' ||
         key0 === 'sort_by' ||
-        key0 === 'sort_order'
+        key0 === 'sort_order' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -3255,12 +4226,89 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err14 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err15 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema26.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err16 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err16];
+          } else {
+            vErrors.push(err16);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err17 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err17];
+          } else {
+            vErrors.push(err17);
+          }
+          errors++;
+        }
+      } else {
+        const err18 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err18];
+        } else {
+          vErrors.push(err18);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err19];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err19);
     }
     errors++;
   }

@@ -115,6 +115,12 @@ const schema11 = {
       description: 'Number of occurrences; required when recurrence_range_type is numbered.',
       minimum: 1,
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['subject', 'start_datetime', 'start_timezone', 'end_datetime', 'end_timezone'],
@@ -980,12 +986,43 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.response_format !== undefined) {
+      let data28 = data.response_format;
+      if (typeof data28 !== 'string') {
+        const err53 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err53];
+        } else {
+          vErrors.push(err53);
+        }
+        errors++;
+      }
+      if (!(data28 === 'concise' || data28 === 'detailed')) {
+        const err54 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err54];
+        } else {
+          vErrors.push(err54);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err53 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err55 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err53];
+      vErrors = [err55];
     } else {
-      vErrors.push(err53);
+      vErrors.push(err55);
     }
     errors++;
   }
@@ -1106,6 +1143,12 @@ const schema12 = {
       minimum: 1,
     },
     categories: { type: 'string', description: "Comma-separated category names; replaces the event's categories." },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['event_id'],
@@ -1959,12 +2002,43 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data30 = data.response_format;
+      if (typeof data30 !== 'string') {
+        const err52 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err52];
+        } else {
+          vErrors.push(err52);
+        }
+        errors++;
+      }
+      if (!(data30 === 'concise' || data30 === 'detailed')) {
+        const err53 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err53];
+        } else {
+          vErrors.push(err53);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err52 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err54 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err52];
+      vErrors = [err54];
     } else {
-      vErrors.push(err52);
+      vErrors.push(err54);
     }
     errors++;
   }
@@ -1977,7 +2051,15 @@ const schema13 = {
   title: 'mail_delete_calendar_event',
   description: 'Delete a calendar event by ID.',
   type: 'object',
-  properties: { event_id: { type: 'string', description: 'Event to delete.', minLength: 1 } },
+  properties: {
+    event_id: { type: 'string', description: 'Event to delete.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['event_id'],
 };
@@ -2000,7 +2082,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'event_id')) {
+      if (!(key0 === 'event_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2047,12 +2129,43 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -2065,7 +2178,15 @@ const schema14 = {
   title: 'mail_get_calendar_event',
   description: 'Get a calendar event by ID.',
   type: 'object',
-  properties: { event_id: { type: 'string', description: 'Event to get.', minLength: 1 } },
+  properties: {
+    event_id: { type: 'string', description: 'Event to get.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['event_id'],
 };
@@ -2088,7 +2209,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'event_id')) {
+      if (!(key0 === 'event_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2135,12 +2256,43 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -2159,6 +2311,19 @@ const schema15 = {
     select: { type: 'string', description: 'Comma-separated fields to return (e.g. subject,start,end).' },
     skip: { type: 'number', description: 'Number of events to skip.', minimum: 0, multipleOf: 1 },
     top: { type: 'number', description: "Page size (Graph's default is 10).", minimum: 1, multipleOf: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2167,7 +2332,15 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'filter' || key0 === 'orderby' || key0 === 'select' || key0 === 'skip' || key0 === 'top')) {
+      if (!(
+        key0 === 'filter' ||
+        key0 === 'orderby' ||
+        key0 === 'select' ||
+        key0 === 'skip' ||
+        key0 === 'top' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2324,12 +2497,89 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema15.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func3(data6) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func3(data6) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -2362,6 +2612,12 @@ const schema16 = {
     },
     jobTitle: { type: 'string', description: 'Job title.' },
     mobilePhone: { type: 'string', description: 'Mobile phone number.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['givenName', 'surname'],
@@ -2407,7 +2663,8 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'companyName' ||
         key0 === 'emailAddresses' ||
         key0 === 'jobTitle' ||
-        key0 === 'mobilePhone'
+        key0 === 'mobilePhone' ||
+        key0 === 'response_format'
       )) {
         const err2 = {
           instancePath,
@@ -2685,12 +2942,43 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data11 = data.response_format;
+      if (typeof data11 !== 'string') {
+        const err19 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err19];
+        } else {
+          vErrors.push(err19);
+        }
+        errors++;
+      }
+      if (!(data11 === 'concise' || data11 === 'detailed')) {
+        const err20 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema16.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err20];
+        } else {
+          vErrors.push(err20);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err21 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err19];
+      vErrors = [err21];
     } else {
-      vErrors.push(err19);
+      vErrors.push(err21);
     }
     errors++;
   }
@@ -2712,6 +3000,19 @@ const schema17 = {
     $select: { type: 'string', description: 'Comma-separated fields to return.' },
     $skip: { type: 'integer', description: 'Number of contacts to skip.', minimum: 0 },
     $top: { type: 'integer', description: 'Page size (default 10).', default: 10, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2723,7 +3024,15 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       data.$top = 10;
     }
     for (const key0 in data) {
-      if (!(key0 === '$filter' || key0 === '$orderby' || key0 === '$select' || key0 === '$skip' || key0 === '$top')) {
+      if (!(
+        key0 === '$filter' ||
+        key0 === '$orderby' ||
+        key0 === '$select' ||
+        key0 === '$skip' ||
+        key0 === '$top' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2850,12 +3159,89 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema17.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func3(data6) > 16384) {
+          const err10 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+        if (func3(data6) < 1) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      } else {
+        const err12 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err13];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -2868,7 +3254,15 @@ const schema18 = {
   title: 'mail_get_message',
   description: 'Get a message with its body, sender, recipients and attachment information.',
   type: 'object',
-  properties: { message_id: { type: 'string', description: 'ID of the message.', minLength: 1 } },
+  properties: {
+    message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['message_id'],
 };
@@ -2891,7 +3285,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'message_id')) {
+      if (!(key0 === 'message_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2938,12 +3332,43 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema18.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -2962,6 +3387,19 @@ const schema19 = {
     $select: { type: 'string', description: 'Comma-separated fields to return.' },
     $skip: { type: 'integer', description: 'Number of messages to skip.', minimum: 0 },
     $top: { type: 'integer', description: 'Page size, 1-1000 (default 10).', default: 10, minimum: 1, maximum: 1000 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2973,7 +3411,15 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       data.$top = 10;
     }
     for (const key0 in data) {
-      if (!(key0 === '$filter' || key0 === '$orderby' || key0 === '$select' || key0 === '$skip' || key0 === '$top')) {
+      if (!(
+        key0 === '$filter' ||
+        key0 === '$orderby' ||
+        key0 === '$select' ||
+        key0 === '$skip' ||
+        key0 === '$top' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3114,12 +3560,89 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema19.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func3(data6) > 16384) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+        if (func3(data6) < 1) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      } else {
+        const err13 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err14];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -3141,6 +3664,19 @@ const schema20 = {
     $select: { type: 'string', description: 'Comma-separated fields to return.' },
     $skip: { type: 'integer', description: 'Number of results to skip.', minimum: 0 },
     $top: { type: 'integer', description: 'Page size, 1-1000 (default 10).', default: 10, minimum: 1, maximum: 1000 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['query'],
@@ -3167,7 +3703,14 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'query' || key0 === '$select' || key0 === '$skip' || key0 === '$top')) {
+      if (!(
+        key0 === 'query' ||
+        key0 === '$select' ||
+        key0 === '$skip' ||
+        key0 === '$top' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3308,12 +3851,89 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema20.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func3(data5) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func3(data5) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -3326,7 +3946,22 @@ const schema21 = {
   title: 'mail_list_attachments',
   description: 'List the attachment metadata (ID, name, size, content type) of a message.',
   type: 'object',
-  properties: { message_id: { type: 'string', description: 'ID of the message.', minLength: 1 } },
+  properties: {
+    message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
+  },
   additionalProperties: false,
   required: ['message_id'],
 };
@@ -3349,7 +3984,7 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'message_id')) {
+      if (!(key0 === 'message_id' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3396,12 +4031,89 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema21.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data2 = data.next_cursor;
+      if (typeof data2 === 'string') {
+        if (func3(data2) > 16384) {
+          const err6 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (func3(data2) < 1) {
+          const err7 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err9];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -3417,6 +4129,12 @@ const schema22 = {
   properties: {
     message_id: { type: 'string', description: 'ID of the message.', minLength: 1 },
     attachment_id: { type: 'string', description: 'ID of the attachment.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['message_id', 'attachment_id'],
@@ -3454,7 +4172,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'message_id' || key0 === 'attachment_id')) {
+      if (!(key0 === 'message_id' || key0 === 'attachment_id' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3533,12 +4251,43 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema22.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -3572,6 +4321,12 @@ const schema23 = {
       items: { type: 'string', pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$' },
     },
     saveToSentItems: { type: 'boolean', description: 'Save a copy in Sent Items (default true).', default: true },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['toRecipients', 'subject', 'body'],
@@ -3628,7 +4383,8 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'bodyType' ||
         key0 === 'ccRecipients' ||
         key0 === 'bccRecipients' ||
-        key0 === 'saveToSentItems'
+        key0 === 'saveToSentItems' ||
+        key0 === 'response_format'
       )) {
         const err3 = {
           instancePath,
@@ -3888,12 +4644,43 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
       }
       errors++;
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err19 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err19];
+        } else {
+          vErrors.push(err19);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err20 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema23.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err20];
+        } else {
+          vErrors.push(err20);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err21 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err19];
+      vErrors = [err21];
     } else {
-      vErrors.push(err19);
+      vErrors.push(err21);
     }
     errors++;
   }
@@ -3909,6 +4696,12 @@ const schema24 = {
   properties: {
     messageId: { type: 'string', description: 'ID of the message to reply to.', minLength: 1 },
     comment: { type: 'string', description: 'Text of the reply, placed above the quoted original.' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['messageId', 'comment'],
@@ -3946,7 +4739,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'messageId' || key0 === 'comment')) {
+      if (!(key0 === 'messageId' || key0 === 'comment' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -4009,12 +4802,43 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema24.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err8];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err8);
     }
     errors++;
   }
@@ -4028,7 +4852,14 @@ const schema25 = {
   description:
     'Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery.',
   type: 'object',
-  properties: {},
+  properties: {
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
 };
 function validate24(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -4036,25 +4867,58 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/additionalProperties',
-        keyword: 'additionalProperties',
-        params: { additionalProperty: key0 },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
+      if (!(key0 === 'response_format')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
       }
-      errors++;
+    }
+    if (data.response_format !== undefined) {
+      let data0 = data.response_format;
+      if (typeof data0 !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (!(data0 === 'concise' || data0 === 'detailed')) {
+        const err2 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema25.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
     }
   } else {
-    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err1];
+      vErrors = [err3];
     } else {
-      vErrors.push(err1);
+      vErrors.push(err3);
     }
     errors++;
   }
@@ -4162,6 +5026,12 @@ const schema26 = {
       },
       additionalProperties: false,
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -4179,7 +5049,8 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'language' ||
         key0 === 'timeFormat' ||
         key0 === 'timeZone' ||
-        key0 === 'workingHours'
+        key0 === 'workingHours' ||
+        key0 === 'response_format'
       )) {
         const err0 = {
           instancePath,
@@ -4979,12 +5850,43 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data25 = data.response_format;
+      if (typeof data25 !== 'string') {
+        const err48 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err48];
+        } else {
+          vErrors.push(err48);
+        }
+        errors++;
+      }
+      if (!(data25 === 'concise' || data25 === 'detailed')) {
+        const err49 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema26.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err49];
+        } else {
+          vErrors.push(err49);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err48 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err50 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err48];
+      vErrors = [err50];
     } else {
-      vErrors.push(err48);
+      vErrors.push(err50);
     }
     errors++;
   }
@@ -4997,7 +5899,15 @@ const schema27 = {
   title: 'mail_todo_lists_create',
   description: 'Create a task list.',
   type: 'object',
-  properties: { display_name: { type: 'string', description: 'Name of the list.', minLength: 1 } },
+  properties: {
+    display_name: { type: 'string', description: 'Name of the list.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['display_name'],
 };
@@ -5020,7 +5930,7 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'display_name')) {
+      if (!(key0 === 'display_name' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -5067,12 +5977,43 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema27.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -5085,7 +6026,15 @@ const schema28 = {
   title: 'mail_todo_lists_delete',
   description: 'Permanently delete a task list and all its tasks.',
   type: 'object',
-  properties: { list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 } },
+  properties: {
+    list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['list_id'],
 };
@@ -5108,7 +6057,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id')) {
+      if (!(key0 === 'list_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -5155,12 +6104,43 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema28.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -5173,7 +6153,15 @@ const schema29 = {
   title: 'mail_todo_lists_get',
   description: 'Get a task list.',
   type: 'object',
-  properties: { list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 } },
+  properties: {
+    list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['list_id'],
 };
@@ -5196,7 +6184,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id')) {
+      if (!(key0 === 'list_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -5243,12 +6231,43 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema29.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -5261,7 +6280,21 @@ const schema30 = {
   title: 'mail_todo_lists_list',
   description: "List the user's task lists.",
   type: 'object',
-  properties: {},
+  properties: {
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
+  },
   additionalProperties: false,
 };
 function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -5269,25 +6302,104 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/additionalProperties',
-        keyword: 'additionalProperties',
-        params: { additionalProperty: key0 },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
+      if (!(key0 === 'response_format' || key0 === 'next_cursor')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
       }
-      errors++;
+    }
+    if (data.response_format !== undefined) {
+      let data0 = data.response_format;
+      if (typeof data0 !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+      if (!(data0 === 'concise' || data0 === 'detailed')) {
+        const err2 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema30.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data1 = data.next_cursor;
+      if (typeof data1 === 'string') {
+        if (func3(data1) > 16384) {
+          const err3 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+        if (func3(data1) < 1) {
+          const err4 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
     }
   } else {
-    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err1];
+      vErrors = [err6];
     } else {
-      vErrors.push(err1);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -5303,6 +6415,12 @@ const schema31 = {
   properties: {
     list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
     display_name: { type: 'string', description: 'New name of the list.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['list_id', 'display_name'],
@@ -5340,7 +6458,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id' || key0 === 'display_name')) {
+      if (!(key0 === 'list_id' || key0 === 'display_name' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -5419,12 +6537,43 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema31.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -5466,6 +6615,12 @@ const schema32 = {
       type: 'string',
       description: 'Status.',
       enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred'],
+    },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
     },
   },
   additionalProperties: false,
@@ -5832,12 +6987,43 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data11 = data.response_format;
+      if (typeof data11 !== 'string') {
+        const err22 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err22];
+        } else {
+          vErrors.push(err22);
+        }
+        errors++;
+      }
+      if (!(data11 === 'concise' || data11 === 'detailed')) {
+        const err23 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema32.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err23];
+        } else {
+          vErrors.push(err23);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err24 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err22];
+      vErrors = [err24];
     } else {
-      vErrors.push(err22);
+      vErrors.push(err24);
     }
     errors++;
   }
@@ -5853,6 +7039,12 @@ const schema33 = {
   properties: {
     list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
     task_id: { type: 'string', description: 'ID of the task.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['list_id', 'task_id'],
@@ -5890,7 +7082,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id' || key0 === 'task_id')) {
+      if (!(key0 === 'list_id' || key0 === 'task_id' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -5969,12 +7161,43 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema33.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -5990,6 +7213,12 @@ const schema34 = {
   properties: {
     list_id: { type: 'string', description: 'ID of the task list.', minLength: 1 },
     task_id: { type: 'string', description: 'ID of the task.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['list_id', 'task_id'],
@@ -6027,7 +7256,7 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id' || key0 === 'task_id')) {
+      if (!(key0 === 'list_id' || key0 === 'task_id' || key0 === 'response_format')) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -6106,12 +7335,43 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema34.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -6130,6 +7390,19 @@ const schema35 = {
     $orderby: { type: 'string', description: 'OData sort, e.g. createdDateTime desc.' },
     $skip: { type: 'integer', description: 'Number of tasks to skip.', minimum: 0 },
     $top: { type: 'integer', description: 'Page size (default 10).', default: 10, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['list_id'],
@@ -6156,7 +7429,15 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'list_id' || key0 === '$filter' || key0 === '$orderby' || key0 === '$skip' || key0 === '$top')) {
+      if (!(
+        key0 === 'list_id' ||
+        key0 === '$filter' ||
+        key0 === '$orderby' ||
+        key0 === '$skip' ||
+        key0 === '$top' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -6299,12 +7580,89 @@ function validate34(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema35.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func3(data6) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func3(data6) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -6335,6 +7693,12 @@ const schema36 = {
       type: 'string',
       description: 'Status.',
       enum: ['notStarted', 'inProgress', 'completed', 'waitingOnOthers', 'deferred'],
+    },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
     },
   },
   additionalProperties: false,
@@ -6668,12 +8032,43 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err20 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err20];
+        } else {
+          vErrors.push(err20);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err21 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema36.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err21];
+        } else {
+          vErrors.push(err21);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err20 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err22 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err20];
+      vErrors = [err22];
     } else {
-      vErrors.push(err20);
+      vErrors.push(err22);
     }
     errors++;
   }

@@ -25,6 +25,12 @@ const schema11 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['meeting_id'],
@@ -49,7 +55,12 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'meeting_id' || key0 === 'schema_version' || key0 === 'tool_version')) {
+      if (!(
+        key0 === 'meeting_id' ||
+        key0 === 'schema_version' ||
+        key0 === 'tool_version' ||
+        key0 === 'response_format'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -158,12 +169,43 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err10];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err10);
     }
     errors++;
   }
@@ -198,6 +240,12 @@ const schema12 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['meeting_ids'],
@@ -221,7 +269,12 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'meeting_ids' || key0 === 'schema_version' || key0 === 'tool_version')) {
+      if (!(
+        key0 === 'meeting_ids' ||
+        key0 === 'schema_version' ||
+        key0 === 'tool_version' ||
+        key0 === 'response_format'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -377,12 +430,43 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -423,6 +507,12 @@ const schema13 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -437,7 +527,8 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'custom_start' ||
         key0 === 'custom_end' ||
         key0 === 'schema_version' ||
-        key0 === 'tool_version'
+        key0 === 'tool_version' ||
+        key0 === 'response_format'
       )) {
         const err0 = {
           instancePath,
@@ -610,12 +701,43 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -649,6 +771,12 @@ const schema14 = {
       description: 'Version of the tool to execute (default 1). Never sent upstream.',
       enum: ['1'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['query'],
@@ -673,7 +801,13 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'query' || key0 === 'document_ids' || key0 === 'schema_version' || key0 === 'tool_version')) {
+      if (!(
+        key0 === 'query' ||
+        key0 === 'document_ids' ||
+        key0 === 'schema_version' ||
+        key0 === 'tool_version' ||
+        key0 === 'response_format'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -833,12 +967,43 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }

@@ -22,6 +22,12 @@ const schema11 = {
       type: 'boolean',
       description: "Also search each profile's email address (10 USD instead of 4 USD per 1000 profiles).",
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
   required: ['scraper_token', 'profile_urls'],
@@ -60,7 +66,12 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'scraper_token' || key0 === 'profile_urls' || key0 === 'find_email')) {
+      if (!(
+        key0 === 'scraper_token' ||
+        key0 === 'profile_urls' ||
+        key0 === 'find_email' ||
+        key0 === 'response_format'
+      )) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -188,12 +199,43 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema11.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err12];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err12);
     }
     errors++;
   }
@@ -209,6 +251,12 @@ const schema12 = {
   properties: {
     ad_id: { type: 'string', description: 'ID of the ad.', minLength: 1 },
     url: { type: 'string', description: 'URL of the ad.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -217,7 +265,7 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'ad_id' || key0 === 'url')) {
+      if (!(key0 === 'ad_id' || key0 === 'url' || key0 === 'response_format')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -296,12 +344,43 @@ function validate11(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema12.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err5];
+      vErrors = [err7];
     } else {
-      vErrors.push(err5);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -317,6 +396,19 @@ const schema13 = {
   properties: {
     url: { type: 'string', description: 'URL of the comment.', minLength: 1 },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['url'],
@@ -338,7 +430,7 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'url' || key0 === 'page')) {
+      if (!(key0 === 'url' || key0 === 'page' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -416,12 +508,89 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema13.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data3 = data.next_cursor;
+      if (typeof data3 === 'string') {
+        if (func2(data3) > 16384) {
+          const err8 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+        if (func2(data3) < 1) {
+          const err9 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err11];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -441,6 +610,12 @@ const schema14 = {
       description:
         'ID of the time-tracking account (numeric), returned at authorization in the header Tracker-Account-Id; sent as the Harvest-Account-Id header.',
       pattern: '^[0-9]+$',
+    },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
     },
   },
   additionalProperties: false,
@@ -466,7 +641,7 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'account_id')) {
+      if (!(key0 === 'account_id' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -513,12 +688,43 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema14.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -539,6 +745,19 @@ const schema15 = {
       minLength: 1,
     },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -550,7 +769,13 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!(key0 === 'company' || key0 === 'company_universal_name' || key0 === 'page')) {
+      if (!(
+        key0 === 'company' ||
+        key0 === 'company_universal_name' ||
+        key0 === 'page' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -660,12 +885,89 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema15.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data4 = data.next_cursor;
+      if (typeof data4 === 'string') {
+        if (func2(data4) > 16384) {
+          const err9 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+        if (func2(data4) < 1) {
+          const err10 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+      } else {
+        const err11 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err12];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err12);
     }
     errors++;
   }
@@ -682,6 +984,12 @@ const schema16 = {
   properties: {
     group_id: { type: 'string', description: 'ID of the group.', minLength: 1 },
     url: { type: 'string', description: 'URL of the group.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -690,7 +998,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'group_id' || key0 === 'url')) {
+      if (!(key0 === 'group_id' || key0 === 'url' || key0 === 'response_format')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -769,12 +1077,43 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema16.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err5];
+      vErrors = [err7];
     } else {
-      vErrors.push(err5);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -787,7 +1126,15 @@ const schema17 = {
   title: 'prodata_get_post',
   description: 'A post, by its URL.',
   type: 'object',
-  properties: { url: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+  properties: {
+    url: { type: 'string', description: 'URL of the post.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+  },
   additionalProperties: false,
   required: ['url'],
 };
@@ -805,7 +1152,7 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'url')) {
+      if (!(key0 === 'url' || key0 === 'response_format')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -852,12 +1199,43 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema17.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err6];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err6);
     }
     errors++;
   }
@@ -870,7 +1248,22 @@ const schema18 = {
   title: 'prodata_get_post_comments',
   description: "Comments on a post, by the post's URL.",
   type: 'object',
-  properties: { post: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+  properties: {
+    post: { type: 'string', description: 'URL of the post.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
+  },
   additionalProperties: false,
   required: ['post'],
 };
@@ -888,7 +1281,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'post')) {
+      if (!(key0 === 'post' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -935,12 +1328,89 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema18.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data2 = data.next_cursor;
+      if (typeof data2 === 'string') {
+        if (func2(data2) > 16384) {
+          const err6 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (func2(data2) < 1) {
+          const err7 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err9];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -953,7 +1423,22 @@ const schema19 = {
   title: 'prodata_get_post_reactions',
   description: "Reactions on a post, by the post's URL.",
   type: 'object',
-  properties: { post: { type: 'string', description: 'URL of the post.', minLength: 1 } },
+  properties: {
+    post: { type: 'string', description: 'URL of the post.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
+  },
   additionalProperties: false,
   required: ['post'],
 };
@@ -971,7 +1456,7 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'post')) {
+      if (!(key0 === 'post' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1018,12 +1503,89 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema19.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data2 = data.next_cursor;
+      if (typeof data2 === 'string') {
+        if (func2(data2) > 16384) {
+          const err6 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (func2(data2) < 1) {
+          const err7 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err9];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -1051,6 +1613,19 @@ const schema20 = {
       description: 'Only comments posted within this period.',
       enum: ['24h', 'week', 'month'],
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1067,7 +1642,9 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'profile_id' ||
         key0 === 'page' ||
         key0 === 'pagination_token' ||
-        key0 === 'posted_limit'
+        key0 === 'posted_limit' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -1241,12 +1818,89 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data5 = data.response_format;
+      if (typeof data5 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data5 === 'concise' || data5 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema20.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data6 = data.next_cursor;
+      if (typeof data6 === 'string') {
+        if (func2(data6) > 16384) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+        if (func2(data6) < 1) {
+          const err14 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+      } else {
+        const err15 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err16];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err16);
     }
     errors++;
   }
@@ -1268,6 +1922,19 @@ const schema21 = {
       minLength: 1,
     },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1279,7 +1946,14 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!(key0 === 'profile' || key0 === 'profile_id' || key0 === 'profile_public_identifier' || key0 === 'page')) {
+      if (!(
+        key0 === 'profile' ||
+        key0 === 'profile_id' ||
+        key0 === 'profile_public_identifier' ||
+        key0 === 'page' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1421,12 +2095,89 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema21.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      } else {
+        const err13 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err14];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -1449,6 +2200,19 @@ const schema22 = {
       description: "Required for pages above 1; from the previous page's response.",
       minLength: 1,
     },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -1460,7 +2224,14 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!(key0 === 'profile' || key0 === 'profile_id' || key0 === 'page' || key0 === 'pagination_token')) {
+      if (!(
+        key0 === 'profile' ||
+        key0 === 'profile_id' ||
+        key0 === 'page' ||
+        key0 === 'pagination_token' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1602,12 +2373,89 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema22.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      } else {
+        const err13 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err14];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err14);
     }
     errors++;
   }
@@ -1629,6 +2477,12 @@ const schema23 = {
       minLength: 1,
     },
     search: { type: 'string', description: 'Company name; the most relevant match is returned.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -1637,7 +2491,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'company_url' || key0 === 'universal_name' || key0 === 'search')) {
+      if (!(key0 === 'company_url' || key0 === 'universal_name' || key0 === 'search' || key0 === 'response_format')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1748,12 +2602,43 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data3 = data.response_format;
+      if (typeof data3 !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+      if (!(data3 === 'concise' || data3 === 'detailed')) {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema23.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err7];
+      vErrors = [err9];
     } else {
-      vErrors.push(err7);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -1769,6 +2654,12 @@ const schema24 = {
   properties: {
     job_url: { type: 'string', description: 'URL of the job listing.', minLength: 1 },
     job_id: { type: 'string', description: 'Numeric ID of the job listing.', pattern: '^[0-9]+$' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -1777,7 +2668,7 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 in data) {
-      if (!(key0 === 'job_url' || key0 === 'job_id')) {
+      if (!(key0 === 'job_url' || key0 === 'job_id' || key0 === 'response_format')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -1856,12 +2747,43 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema24.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err5 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err5];
+      vErrors = [err7];
     } else {
-      vErrors.push(err5);
+      vErrors.push(err7);
     }
     errors++;
   }
@@ -1887,6 +2809,12 @@ const schema25 = {
     find_email: { type: 'boolean', description: 'Also search the email address (extra credits).' },
     include_about_profile: { type: 'boolean', description: 'Include the About section.' },
     skip_smtp: { type: 'boolean', description: 'Skip SMTP verification in the email search (faster, less accurate).' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
   },
   additionalProperties: false,
 };
@@ -1902,7 +2830,8 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'main' ||
         key0 === 'find_email' ||
         key0 === 'include_about_profile' ||
-        key0 === 'skip_smtp'
+        key0 === 'skip_smtp' ||
+        key0 === 'response_format'
       )) {
         const err0 = {
           instancePath,
@@ -2078,12 +3007,43 @@ function validate24(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data7 = data.response_format;
+      if (typeof data7 !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (!(data7 === 'concise' || data7 === 'detailed')) {
+        const err12 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema25.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err11];
+      vErrors = [err13];
     } else {
-      vErrors.push(err11);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -2107,6 +3067,19 @@ const schema26 = {
     },
     startdate: { type: 'string', description: 'Start date (YYYY-MM-DD).', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
     enddate: { type: 'string', description: 'End date (YYYY-MM-DD).', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2122,7 +3095,9 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'countries' ||
         key0 === 'date_option' ||
         key0 === 'startdate' ||
-        key0 === 'enddate'
+        key0 === 'enddate' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
       )) {
         const err0 = {
           instancePath,
@@ -2287,12 +3262,89 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data6 = data.response_format;
+      if (typeof data6 !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+      if (!(data6 === 'concise' || data6 === 'detailed')) {
+        const err11 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema26.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data7 = data.next_cursor;
+      if (typeof data7 === 'string') {
+        if (func2(data7) > 16384) {
+          const err12 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+        if (func2(data7) < 1) {
+          const err13 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      } else {
+        const err14 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -2314,6 +3366,19 @@ const schema27 = {
         'Size range, such as 1-10, 11-50, 51-200 (also 201-500, 501-1000, 1001-5000, 5001-10000, 10001+); comma-separated for several.',
     },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -2325,7 +3390,14 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!(key0 === 'search' || key0 === 'location' || key0 === 'company_size' || key0 === 'page')) {
+      if (!(
+        key0 === 'search' ||
+        key0 === 'location' ||
+        key0 === 'company_size' ||
+        key0 === 'page' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2419,12 +3491,89 @@ function validate26(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema27.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err8 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err9 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err11];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -2437,7 +3586,22 @@ const schema28 = {
   title: 'prodata_search_geo',
   description: 'Geo IDs by location name (for the geo_id / geo_ids filters of other tools).',
   type: 'object',
-  properties: { search: { type: 'string', description: 'Location name.', minLength: 1 } },
+  properties: {
+    search: { type: 'string', description: 'Location name.', minLength: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
+  },
   additionalProperties: false,
   required: ['search'],
 };
@@ -2460,7 +3624,7 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'search')) {
+      if (!(key0 === 'search' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2507,12 +3671,89 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data1 = data.response_format;
+      if (typeof data1 !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+      if (!(data1 === 'concise' || data1 === 'detailed')) {
+        const err5 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema28.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data2 = data.next_cursor;
+      if (typeof data2 === 'string') {
+        if (func2(data2) > 16384) {
+          const err6 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+        if (func2(data2) < 1) {
+          const err7 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err4];
+      vErrors = [err9];
     } else {
-      vErrors.push(err4);
+      vErrors.push(err9);
     }
     errors++;
   }
@@ -2528,6 +3769,19 @@ const schema29 = {
   properties: {
     search: { type: 'string', description: 'Keyword.', minLength: 1 },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['search'],
@@ -2554,7 +3808,7 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'search' || key0 === 'page')) {
+      if (!(key0 === 'search' || key0 === 'page' || key0 === 'response_format' || key0 === 'next_cursor')) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2632,12 +3886,89 @@ function validate28(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data2 = data.response_format;
+      if (typeof data2 !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (!(data2 === 'concise' || data2 === 'detailed')) {
+        const err7 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema29.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data3 = data.next_cursor;
+      if (typeof data3 === 'string') {
+        if (func2(data3) > 16384) {
+          const err8 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+        if (func2(data3) < 1) {
+          const err9 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err6];
+      vErrors = [err11];
     } else {
-      vErrors.push(err6);
+      vErrors.push(err11);
     }
     errors++;
   }
@@ -2676,10 +4007,23 @@ const schema30 = {
     },
     sort_by: { type: 'string', description: 'Sort order.', enum: ['relevance', 'date'] },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
-const func32 = Object.prototype.hasOwnProperty;
+const func54 = Object.prototype.hasOwnProperty;
 function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   /*# sourceURL="prodata_search_jobs" */ let vErrors = null;
   let errors = 0;
@@ -2688,7 +4032,7 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!func32.call(schema30.properties, key0)) {
+      if (!func54.call(schema30.properties, key0)) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2949,12 +4293,89 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data11 = data.response_format;
+      if (typeof data11 !== 'string') {
+        const err16 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+      if (!(data11 === 'concise' || data11 === 'detailed')) {
+        const err17 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema30.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err17];
+        } else {
+          vErrors.push(err17);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data12 = data.next_cursor;
+      if (typeof data12 === 'string') {
+        if (func2(data12) > 16384) {
+          const err18 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err18];
+          } else {
+            vErrors.push(err18);
+          }
+          errors++;
+        }
+        if (func2(data12) < 1) {
+          const err19 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err19];
+          } else {
+            vErrors.push(err19);
+          }
+          errors++;
+        }
+      } else {
+        const err20 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err20];
+        } else {
+          vErrors.push(err20);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err21 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err16];
+      vErrors = [err21];
     } else {
-      vErrors.push(err16);
+      vErrors.push(err21);
     }
     errors++;
   }
@@ -2996,6 +4417,19 @@ const schema31 = {
       description: 'Years-of-experience IDs, comma-separated: 1 (<1), 2 (1-2), 3 (3-5), 4 (6-10), 5 (>10).',
     },
     page: { type: 'integer', description: 'Page number (default 1, max 100).', default: 1, minimum: 1, maximum: 100 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -3007,7 +4441,7 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!func32.call(schema31.properties, key0)) {
+      if (!func54.call(schema31.properties, key0)) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3307,12 +4741,89 @@ function validate30(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data16 = data.response_format;
+      if (typeof data16 !== 'string') {
+        const err19 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err19];
+        } else {
+          vErrors.push(err19);
+        }
+        errors++;
+      }
+      if (!(data16 === 'concise' || data16 === 'detailed')) {
+        const err20 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema31.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err20];
+        } else {
+          vErrors.push(err20);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data17 = data.next_cursor;
+      if (typeof data17 === 'string') {
+        if (func2(data17) > 16384) {
+          const err21 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err21];
+          } else {
+            vErrors.push(err21);
+          }
+          errors++;
+        }
+        if (func2(data17) < 1) {
+          const err22 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err22];
+          } else {
+            vErrors.push(err22);
+          }
+          errors++;
+        }
+      } else {
+        const err23 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err23];
+        } else {
+          vErrors.push(err23);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err24 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err19];
+      vErrors = [err24];
     } else {
-      vErrors.push(err19);
+      vErrors.push(err24);
     }
     errors++;
   }
@@ -3340,6 +4851,19 @@ const schema32 = {
       description: 'Seniority level IDs, comma-separated (see prodata_search_leads).',
     },
     page: { type: 'integer', description: 'Page number (default 1, max 100).', default: 1, minimum: 1, maximum: 100 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -3351,7 +4875,7 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!func32.call(schema32.properties, key0)) {
+      if (!func54.call(schema32.properties, key0)) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3555,12 +5079,89 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err13 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err14 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema32.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data11 = data.next_cursor;
+      if (typeof data11 === 'string') {
+        if (func2(data11) > 16384) {
+          const err15 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+        if (func2(data11) < 1) {
+          const err16 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err16];
+          } else {
+            vErrors.push(err16);
+          }
+          errors++;
+        }
+      } else {
+        const err17 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err17];
+        } else {
+          vErrors.push(err17);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err18];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err18);
     }
     errors++;
   }
@@ -3588,6 +5189,19 @@ const schema33 = {
     },
     sort_by: { type: 'string', description: 'Sort order.', enum: ['relevance', 'date'] },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
 };
@@ -3599,7 +5213,7 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
       data.page = 1;
     }
     for (const key0 in data) {
-      if (!func32.call(schema33.properties, key0)) {
+      if (!func54.call(schema33.properties, key0)) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3826,12 +5440,89 @@ function validate32(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data10 = data.response_format;
+      if (typeof data10 !== 'string') {
+        const err14 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (!(data10 === 'concise' || data10 === 'detailed')) {
+        const err15 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema33.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data11 = data.next_cursor;
+      if (typeof data11 === 'string') {
+        if (func2(data11) > 16384) {
+          const err16 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err16];
+          } else {
+            vErrors.push(err16);
+          }
+          errors++;
+        }
+        if (func2(data11) < 1) {
+          const err17 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err17];
+          } else {
+            vErrors.push(err17);
+          }
+          errors++;
+        }
+      } else {
+        const err18 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err18];
+        } else {
+          vErrors.push(err18);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err19 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err19];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err19);
     }
     errors++;
   }
@@ -3849,6 +5540,19 @@ const schema34 = {
     location: { type: 'string', description: 'Location.' },
     geo_id: { type: 'string', description: 'Geo ID (overrides location).' },
     page: { type: 'integer', description: 'Page number (default 1).', default: 1, minimum: 1 },
+    response_format: {
+      type: 'string',
+      description:
+        "concise (the default): the fields the output schema names, HTML bodies as text. detailed: the provider's own answer, unchanged. Never sent upstream.",
+      enum: ['concise', 'detailed'],
+    },
+    next_cursor: {
+      type: 'string',
+      description:
+        "The next_cursor of this tool's previous answer: returns the rest of the list. The other parameters may be repeated or left out. Never sent upstream.",
+      minLength: 1,
+      maxLength: 16384,
+    },
   },
   additionalProperties: false,
   required: ['search'],
@@ -3875,7 +5579,14 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 in data) {
-      if (!(key0 === 'search' || key0 === 'location' || key0 === 'geo_id' || key0 === 'page')) {
+      if (!(
+        key0 === 'search' ||
+        key0 === 'location' ||
+        key0 === 'geo_id' ||
+        key0 === 'page' ||
+        key0 === 'response_format' ||
+        key0 === 'next_cursor'
+      )) {
         const err1 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3985,12 +5696,89 @@ function validate33(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.response_format !== undefined) {
+      let data4 = data.response_format;
+      if (typeof data4 !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (!(data4 === 'concise' || data4 === 'detailed')) {
+        const err9 = {
+          instancePath: instancePath + '/response_format',
+          schemaPath: '#/properties/response_format/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema34.properties.response_format.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.next_cursor !== undefined) {
+      let data5 = data.next_cursor;
+      if (typeof data5 === 'string') {
+        if (func2(data5) > 16384) {
+          const err10 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16384 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+        if (func2(data5) < 1) {
+          const err11 = {
+            instancePath: instancePath + '/next_cursor',
+            schemaPath: '#/properties/next_cursor/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      } else {
+        const err12 = {
+          instancePath: instancePath + '/next_cursor',
+          schemaPath: '#/properties/next_cursor/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err13];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err13);
     }
     errors++;
   }

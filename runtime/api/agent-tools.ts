@@ -16,6 +16,7 @@ import type { Account, Connection } from '../store/types.ts';
 import { encodeCursor } from '../store/cursor.ts';
 import { geminiFunctionDeclaration, inputFromModel, llmTool, type LlmFormat } from '../tools/llm-formats.ts';
 import { suggest } from '../tools/validation.ts';
+import { mcpIcons } from '../connectors/icons.ts';
 
 type ListToolsQuery = Operations['listTools']['query'];
 type ListToolsResponse = Operations['listTools']['response'];
@@ -137,8 +138,16 @@ export async function listTools(
         count,
       };
     case 'anthropic':
-    case 'mcp':
       return { format, tools: list.map((t) => llmTool(t, format) as never), count };
+    case 'mcp':
+      return {
+        format,
+        tools: list.map((t) => {
+          const icons = mcpIcons(connectors.get(t.connector), s.config.publicUrl);
+          return (icons ? { ...llmTool(t, format), icons } : llmTool(t, format)) as never;
+        }),
+        count,
+      };
   }
 }
 

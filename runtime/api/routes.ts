@@ -32,6 +32,7 @@ function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
     description: t.description,
     read_only: t.readOnly,
     input_schema: t.inputSchema,
+    output_schema: t.outputSchema,
     ...(t.versionFields && connector.versions
       ? {
           versions: {

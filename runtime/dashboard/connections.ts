@@ -9,6 +9,7 @@ import type { Account, Connection } from '../store/types.ts';
 import { ACCOUNT_STATUSES } from '../store/types.ts';
 import type { ConnectionInput } from '../management.ts';
 import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } from '../connectors/catalog.ts';
+import { iconPath } from '../connectors/icons.ts';
 import { checkRequest } from '../api/validate.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -160,6 +161,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           href: connectionPath(c.name),
           connector: c.connector,
           connectorTitle: connector?.title ?? c.connector,
+          connectorIcon: iconPath(connector),
           auth: authKindLabel(connector, c.authKind),
           accountCount: c.accountCount,
           incomplete: c.authKind === 'oauth2' && (!c.clientId || !c.clientSecretSealed),

@@ -7,6 +7,7 @@ import { setOwn } from '../../core/own.ts';
 import type { Request, Response, Router } from 'express';
 import type { ToolDefinition, FieldError } from '../../core/tool-types.ts';
 import { connectors, getConnector, getTool, tools } from '../connectors/catalog.ts';
+import { iconPath } from '../connectors/icons.ts';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import { unknownToolError, validateToolInput } from '../tools/validation.ts';
 import { BASE, formString, queryValue, render, type DashboardContext } from './context.ts';
@@ -74,6 +75,7 @@ export function toolRoutes(r: Router, ctx: DashboardContext): void {
         return {
           name: c.name,
           title: c.title,
+          icon: iconPath(c),
           summary: firstSentence(c.description),
           provider: c.provider,
           docsUrl: c.docsUrl,

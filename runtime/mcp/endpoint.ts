@@ -22,6 +22,8 @@ import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
 import { mcpTool } from '../tools/llm-formats.ts';
+import { asObject } from '../tools/answer.ts';
+import { mcpIcons } from '../connectors/icons.ts';
 import { createToolSearch, MAX_QUERY_CHARS, type ToolSearch } from '../tools/search.ts';
 import { suggest } from '../tools/validation.ts';
 import { McpServers, McpUrlRefused, type ExposedTool, type McpScope } from './servers.ts';
@@ -80,16 +82,34 @@ const EXECUTE_TOOL: Tool = {
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
 };
 
-/** The tool as MCP lists it: the shared MCP format (with the annotations its YAML declares). */
-export function listedTool(tool: ToolDefinition): Tool {
+/**
+ * The tool as MCP lists it: the shared MCP format (with the annotations and output schema its YAML declares), and its
+ * connector's icon at the service's public URL.
+ */
+export function listedTool(tool: ToolDefinition, publicUrl: string): Tool {
   const base = mcpTool(tool);
-  return { ...base, inputSchema: base.inputSchema as Tool['inputSchema'] };
+  const icons = mcpIcons(connectors.get(tool.connector), publicUrl);
+  return {
+    ...base,
+    inputSchema: base.inputSchema as Tool['inputSchema'],
+    outputSchema: base.outputSchema as Tool['outputSchema'],
+    ...(icons ? { icons } : {}),
+  };
 }
 
 const text = (t: string, isError = false): CallToolResult => ({
   content: [{ type: 'text', text: t }],
   ...(isError ? { isError: true } : {}),
 });
+
+/**
+ * A tool's answer as an MCP result: `structuredContent` (an object, as the output schema declares it) and the same
+ * JSON as text for clients that read only text. Never on an error.
+ */
+function structured(data: unknown): CallToolResult {
+  const content = asObject(data);
+  return { content: [{ type: 'text', text: JSON.stringify(content) }], structuredContent: content };
+}
 
 const fieldList = (details: FieldError[]) => details.map((d) => `${d.field} ${d.message}`).join('; ');
 
@@ -172,7 +192,7 @@ export class McpEndpoint {
 
     server.server.setRequestHandler(ListToolsRequestSchema, async () => {
       if (scope.server.mode === 'search') return { tools: [SEARCH_TOOLS, EXECUTE_TOOL] };
-      return { tools: [...(await tools()).values()].map((e) => listedTool(e.tool)) };
+      return { tools: [...(await tools()).values()].map((e) => listedTool(e.tool, this.s.config.publicUrl)) };
     });
     server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const { name, arguments: args = {} } = request.params;
@@ -236,7 +256,7 @@ export class McpEndpoint {
     const hits = search(query, { limit: Math.min(limit, available.size) });
     const found = hits.map((h) => {
       const tool = available.get(h.name)!.tool;
-      const listed = listedTool(tool);
+      const listed = listedTool(tool, this.s.config.publicUrl);
       return {
         name: h.name,
         connector: h.connector,
@@ -259,10 +279,7 @@ export class McpEndpoint {
         input,
         account: { connectionName: e.connectionName, identifier: scope.identifier },
       });
-      if (result.dataJson !== undefined) return text(result.dataJson);
-      if (result.data === null || result.data === undefined)
-        return text('Done: the provider answered with no content.');
-      return text(typeof result.data === 'string' ? result.data : JSON.stringify(result.data));
+      return structured(result.data);
     } catch (err) {
       return this.toolError(scope, e, err);
     }

@@ -16,6 +16,8 @@ import type {
 } from '../../core/tool-types.ts';
 import { baseHeaders, encodeBody, lowerKeys, mergeHeaders, planRequests } from './plan.ts';
 import { TemplateValueError } from '../../core/template-runtime.ts';
+import { continuedInput, shapeAnswer, splitAnswerParams, type AnswerRequest } from './answer.ts';
+import { surelyWithin } from './tokens.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
 function templateInputError(e: unknown, tool: ToolDefinition): unknown {
@@ -40,6 +42,11 @@ export interface ExecuteResult {
   warnings?: ToolWarning[];
   /** `data` as the provider's own JSON text, when it passes through unchanged (no re-serialization needed). */
   dataJson?: string;
+}
+
+export interface ExecutorOptions {
+  /** The answer budget in tokens: a longer answer is cut at an item boundary (TOOL_ANSWER_BUDGET_TOKENS). */
+  answerBudgetTokens: number;
 }
 
 /** Parses an upstream body: JSON when declared (or when it looks like JSON), text otherwise. */
@@ -83,6 +90,9 @@ export function inputWarnings(tool: ToolDefinition, input: Record<string, unknow
     .map((w) => ({ field: w.when, message: w.message }));
 }
 
+/** The answer budget when none is configured. */
+export const DEFAULT_ANSWER_BUDGET_TOKENS = 8000;
+
 const withWarnings = <T extends object>(result: T, warnings: ToolWarning[]): T & { warnings?: ToolWarning[] } =>
   warnings.length ? { ...result, warnings } : result;
 
@@ -97,6 +107,7 @@ export class ToolExecutor {
     private upstream: Upstream,
     private activity: ActivityRecorder,
     private metrics: Metrics,
+    private options: ExecutorOptions = { answerBudgetTokens: DEFAULT_ANSWER_BUDGET_TOKENS },
   ) {}
 
   private tool(name: unknown): ToolDefinition {
@@ -114,9 +125,11 @@ export class ToolExecutor {
     const started = performance.now();
     const executionId = newSortableId('exe');
     const tool = this.tool(req.toolName);
-    const errors = validateToolInput(tool, req.input);
+    const continued = continuedInput(tool, req.input);
+    const errors = [...continued.errors, ...validateToolInput(tool, continued.input)];
     if (errors.length) throw invalidInput(errors, `input for ${tool.name}`);
-    const input = req.input as Record<string, unknown>;
+    const { input, request } = splitAnswerParams(continued.input as Record<string, unknown>);
+    const answer: AnswerRequest = { ...request, within: continued.within };
     const resolved = await this.accounts.resolve(req.account, req.scope);
     if (resolved.connector.name !== tool.connector) {
       throw new ServiceError(
@@ -172,8 +185,15 @@ export class ToolExecutor {
       } else if (planned.length === 1) {
         const res = await this.sendOne(live, planned[0]!);
         data = this.check(planned[0]!, res);
-        // The provider's JSON passes through as it came: the route writes its text rather than serializing it again.
-        if (res.json !== undefined && data === res.body) {
+        // A detailed answer within the budget is the provider's JSON as it came: the route writes its text rather
+        // than serializing it again.
+        if (
+          res.json !== undefined &&
+          data === res.body &&
+          answer.format === 'detailed' &&
+          answer.within === 0 &&
+          surelyWithin(res.json, this.options.answerBudgetTokens)
+        ) {
           return withWarnings({ data, executionId, dataJson: res.json }, warnings);
         }
       } else {
@@ -181,7 +201,17 @@ export class ToolExecutor {
         for (const r of planned) results.push(this.check(r, await this.sendOne(live, r)));
         data = results;
       }
-      return withWarnings({ data: data ?? null, executionId }, warnings);
+      const shaped = await shapeAnswer(
+        {
+          tool,
+          input,
+          request: answer,
+          budget: this.options.answerBudgetTokens,
+          accepts: (next) => validateToolInput(tool, structuredClone(next)).length === 0,
+        },
+        data ?? null,
+      );
+      return withWarnings({ data: shaped.data ?? null, executionId }, warnings);
     } catch (caught) {
       const e = templateInputError(caught, tool);
       status = e instanceof ProviderError ? e.status : e instanceof ServiceError ? e.status : 500;

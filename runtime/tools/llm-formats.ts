@@ -49,8 +49,13 @@
  *   `enum` goes into the description, and a free-form object becomes a STRING holding JSON, as in strict mode.
  *
  * MCP (modelcontextprotocol.io specification 2025-11-25, "Tools"): a Tool is `{name, title, description,
- * inputSchema}`; `inputSchema` is a JSON Schema (2020-12 by default) object with `type: "object"`; names are
- * 1 to 128 characters of A-Z, a-z, 0-9, underscore, dash and dot. MCP tools carry the YAML's annotations.
+ * inputSchema, outputSchema}`; both schemas are JSON Schema (2020-12 by default) objects with `type: "object"`;
+ * names are 1 to 128 characters of A-Z, a-z, 0-9, underscore, dash and dot. MCP tools carry the YAML's annotations
+ * and its output schema (a result then carries `structuredContent` that conforms to it).
+ *
+ * Output schemas: of the function-calling formats only Gemini's FunctionDeclaration takes one
+ * (`responseJsonSchema`, JSON Schema; mutually exclusive with the OpenAPI-subset `response`); OpenAI's and
+ * Anthropic's tool definitions have no field for it (Anthropic refuses unknown keys).
  *
  * Cross-field rules (one-of groups, conditional requirements) are not part of `inputSchema`; the service checks
  * them after validation (`checkRules`) and names the failing field, whichever format the model used.
@@ -108,12 +113,16 @@ export interface GeminiFunctionDeclaration {
   name: string;
   description: string;
   parameters?: GeminiSchema;
+  /** The function's answer, as JSON Schema (the API's `responseJsonSchema`). */
+  responseJsonSchema?: JsonSchema;
 }
 export interface McpTool {
   name: string;
   title: string;
   description: string;
   inputSchema: JsonSchema;
+  /** The answer's JSON Schema (an object): the fields of the concise answer, open to the detailed answer's others. */
+  outputSchema: JsonSchema;
   annotations?: {
     title: string;
     readOnlyHint: boolean;
@@ -452,7 +461,12 @@ export function anthropicTool(tool: ToolDefinition): AnthropicTool {
 export function geminiFunctionDeclaration(tool: ToolDefinition): GeminiFunctionDeclaration {
   return cached(tool, 'gemini', () => {
     const parameters = geminiParameters(tool);
-    return { name: tool.name, description: tool.description, ...(parameters ? { parameters } : {}) };
+    return {
+      name: tool.name,
+      description: tool.description,
+      ...(parameters ? { parameters } : {}),
+      responseJsonSchema: structuredClone(tool.outputSchema),
+    };
   });
 }
 
@@ -462,6 +476,7 @@ export function mcpTool(tool: ToolDefinition): McpTool {
     title: tool.title,
     description: tool.description,
     inputSchema: plainSchema(tool),
+    outputSchema: structuredClone(tool.outputSchema),
     // MCP's tool annotations, as the YAML declares them (the MCP server lists the same object).
     ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
   }));

@@ -10,6 +10,7 @@ import { stemmer } from 'stemmer';
 import { connectors, tools } from '../../generated/registry.ts';
 import { badRequest } from '../../core/errors.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
+import { NEXT_CURSOR, RESPONSE_FORMAT } from '../../core/answer.ts';
 
 export interface ToolSearchHit {
   name: string;
@@ -188,9 +189,15 @@ function processTerm(term: string): string | null {
   return stemmer(t);
 }
 
-/** Parameter names and descriptions, nested ones included. */
+const ANSWER_PARAMS = new Set([RESPONSE_FORMAT, NEXT_CURSOR]);
+
+/**
+ * Parameter names and descriptions, nested ones included; not the service's own (response_format, next_cursor),
+ * which every tool has and which say nothing about what it does.
+ */
 function parameterText(schema: Record<string, unknown>, out: string[] = []): string[] {
   for (const [name, p] of Object.entries((schema.properties as Record<string, Record<string, unknown>>) ?? {})) {
+    if (ANSWER_PARAMS.has(name)) continue;
     out.push(words(name));
     if (typeof p.description === 'string') out.push(p.description);
     parameterText(p, out);

@@ -30,6 +30,7 @@ import {
   WS_SUPPORT,
 } from '../fakes/gong.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
 import type { DryRunData } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
@@ -45,7 +46,17 @@ let gong: FakeGong;
 const executed = new Set<string>();
 
 // A call the test expects to fail counts as executed too.
-const run = toolRunner<any>({ harness: () => h, who: oauthWho, executed, countWhen: 'called' });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('callintel', () => h);
+const run = toolRunner<any>({
+  harness: () => h,
+  who: oauthWho,
+  executed,
+  countWhen: 'called',
+  responseFormat: 'detailed',
+  answers,
+});
 
 /** The requests the fake received while `fn` ran. */
 const received = (fn: () => Promise<unknown>) => requestsDuring(() => gong.requests, fn);
@@ -70,6 +81,7 @@ beforeAll(async () => {
   await h.client.upsertConnectedAccount({ ...keyWho, credentials: { access_key: KEY, access_key_secret: SECRET } });
 });
 afterAll(async () => {
+  answers.write();
   await gong?.close();
   await h?.close();
 });

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from '../fakes/crm.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
@@ -25,7 +26,10 @@ const DEFAULT_SCOPES = [
   'crm.objects.deals.write',
 ];
 
-const run = toolRunner({ harness: () => h, who, executed });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('crm', () => h);
+const run = toolRunner({ harness: () => h, who, executed, responseFormat: 'detailed', answers });
 
 const last = () => crm.requests.at(-1)!;
 
@@ -37,6 +41,7 @@ beforeAll(async () => {
   await authorize(h, 'crm', 'user-1');
 });
 afterAll(async () => {
+  answers.write();
   await crm?.close();
   await h?.close();
 });

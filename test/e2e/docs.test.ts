@@ -7,6 +7,7 @@ import { FakeDrive, GOOGLE_DOC, GOOGLE_SHEET } from '../fakes/google-drive.ts';
 import { FakeDocs, type StoredDocument } from '../fakes/google-docs.ts';
 import { authorizeCapturing } from '../fakes/google-setup.ts';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
@@ -20,7 +21,10 @@ const LIST_FIELDS =
   'nextPageToken,incompleteSearch,files(id,name,mimeType,createdTime,modifiedTime,owners,webViewLink)';
 const DEFAULT_QUERY = "mimeType='application/vnd.google-apps.document' and trashed=false";
 
-const run = toolRunner({ harness: () => h, who });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('docs', () => h);
+const run = toolRunner({ harness: () => h, who, responseFormat: 'detailed', answers });
 
 /** The plain text of a Document resource's body. */
 function bodyText(doc: Record<string, any>): string {
@@ -46,6 +50,7 @@ beforeAll(async () => {
   authorizeUrl = (await authorizeCapturing(h, 'docs', 'writer-1')).authorize;
 });
 afterAll(async () => {
+  answers.write();
   await docs?.close();
   await drive?.close();
   await h?.close();

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { FakeDrive, GOOGLE_DOC } from '../fakes/google-drive.ts';
 import { authorizeCapturing, seedDrive, type DriveSeed } from '../fakes/google-setup.ts';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
@@ -19,7 +20,10 @@ const who = { connectionName: 'drive', identifier: 'user-1' };
 const LIST_FIELDS =
   'nextPageToken,incompleteSearch,files(id,name,mimeType,size,createdTime,modifiedTime,parents,webViewLink)';
 
-const run = toolRunner({ harness: () => h, who });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); each answer is also
+// checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('drive', () => h);
+const run = toolRunner({ harness: () => h, who, responseFormat: 'detailed', answers });
 
 const lastQuery = () => drive.requests.at(-1)!.query;
 const names = (r: Record<string, any>) => (r.files as Array<{ name: string }>).map((f) => f.name);
@@ -32,6 +36,7 @@ beforeAll(async () => {
   authorizeUrl = (await authorizeCapturing(h, 'drive', 'user-1')).authorize;
 });
 afterAll(async () => {
+  answers.write();
   await drive?.close();
   await h?.close();
 });

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDesk } from '../fakes/desk.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 import { rawGet } from '../helpers/raw-http.ts';
@@ -17,7 +18,10 @@ const TOKEN = 'zd-api-token-7f3a9c1e5b';
 const creds = { domain: DOMAIN, email: EMAIL, api_token: TOKEN };
 const who = { connectionName: 'helpdesk', identifier: 'user-1' };
 
-const run = toolRunner({ harness: () => h, who });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('helpdesk', () => h);
+const run = toolRunner({ harness: () => h, who, responseFormat: 'detailed', answers });
 
 beforeAll(async () => {
   h = await startHarness();
@@ -31,6 +35,7 @@ beforeAll(async () => {
   await h.client.upsertConnectedAccount({ ...who, credentials: creds });
 });
 afterAll(async () => {
+  answers.write();
   await desk?.close();
   await h?.close();
 });

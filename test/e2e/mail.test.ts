@@ -6,15 +6,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tools } from '../../generated/registry.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { startFakeGraph, type FakeGraph } from '../fakes/graph.ts';
 import { seedFor } from '../fakes/graph-seed.ts';
+import { newsletter } from '../fakes/newsletter.ts';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 
 let h: Harness;
 let graph: FakeGraph;
 const who = { connectionName: 'mail', identifier: 'ada' };
 
-const run = toolRunner<Record<string, any> | null>({ harness: () => h, who });
+// The provider's own answer (response_format detailed), each also checked against the tool's declared output
+// (test/helpers/answer-check.ts).
+const answers = new AnswerLog('mail', () => h);
+const run = toolRunner<Record<string, any> | null>({ harness: () => h, who, responseFormat: 'detailed', answers });
 
 beforeAll(async () => {
   h = await startHarness();
@@ -23,6 +29,7 @@ beforeAll(async () => {
   await authorize(h, 'mail', 'ada');
 });
 afterAll(async () => {
+  answers.write();
   await graph?.close();
   await h?.close();
 });
@@ -107,6 +114,39 @@ describe('what the tools do to the mailbox', () => {
     expect(event.recurrence.range).toMatchObject({ type: 'numbered', numberOfOccurrences: 5 });
     const got = (await run('mail_get_calendar_event', { event_id: event.id }))!;
     expect(got.subject).toBe('Weekly sync');
+  });
+});
+
+describe('what an agent reads of a mailbox', () => {
+  it('ten HTML newsletters: the concise answer is their text with the links, the detailed one their HTML', async () => {
+    for (let i = 1; i <= 10; i++) {
+      graph.state.addMessage({
+        subject: `Weekly news, issue ${i}`,
+        from: 'news@news.example',
+        body: newsletter(i),
+        receivedDateTime: `2030-01-${String(i).padStart(2, '0')}T07:00:00Z`,
+      });
+    }
+    const input = { $top: 10, $orderby: 'receivedDateTime desc', $select: 'subject,from,receivedDateTime,body' };
+    // The provider's answer is over the budget as HTML: the detailed answer is cut at an item boundary.
+    const detailed = (await run('mail_list_messages', input))!;
+    const provider = answers.sizes.at(-1)!;
+    expect(provider.before).toBeGreaterThan(8000);
+    expect(detailed.truncated).toMatchObject({ budget_tokens: 8000, items_returned: detailed.value.length });
+    const concise = (await h.client.executeTool({ toolName: 'mail_list_messages', toolInput: input, ...who })).data as {
+      value: Array<{ subject: string; body: { content: string } }>;
+    };
+    // As text, more of the ten fit the budget than as HTML.
+    expect(concise.value.length).toBeGreaterThan(detailed.value.length);
+    expect(concise.value.map((m) => m.subject)).toEqual(
+      Array.from({ length: concise.value.length }, (_, i) => `Weekly news, issue ${10 - i}`),
+    );
+    const text = concise.value[0]!.body.content;
+    expect(text).toContain('Quarterly results beat expectations');
+    expect(text).toMatch(/Read more \[https:\/\/click\.news\.example\/ls\/click\?upn=10x0/);
+    expect(text).not.toMatch(/<[a-z]|track\.news\.example|font-family/);
+    // The markup is most of the HTML: a message as text is under half its tokens as HTML (about a third here).
+    expect((countTokens(JSON.stringify(concise)) / concise.value.length) * 2).toBeLessThan(provider.before / 10);
   });
 });
 

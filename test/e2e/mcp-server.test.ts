@@ -151,13 +151,26 @@ describe('an MCP server for the helpdesk and mail tools', () => {
       expect(t.inputSchema.properties).toEqual(def.inputSchema.properties);
       if (def.annotations) expect(t.annotations).toEqual({ title: def.title, ...def.annotations });
       else expect(t.annotations).toBeUndefined();
+      expect(t.outputSchema).toEqual(def.outputSchema);
+      expect(t.icons).toEqual([
+        { src: `${h.config.publicUrl}/icons/${def.connector}.svg`, mimeType: 'image/svg+xml', sizes: ['any'] },
+      ]);
     }
+    // The icon is the service's to serve, as an image that can run nothing.
+    const icon = await fetch(listed[0]!.icons![0]!.src);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml; charset=utf-8');
+    expect(icon.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await icon.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect((await fetch(`${h.config.publicUrl}/icons/nope.svg`)).status).toBe(404);
   });
 
   it('calls a helpdesk tool and a mail tool for the end user, against the fakes', async () => {
     const tickets = await ada.callTool({ name: 'helpdesk_tickets_list', arguments: { per_page: 2 } });
     expect(tickets.isError).toBeFalsy();
+    // structuredContent (checked by the SDK client against the tool's outputSchema) and the same JSON as text.
     expect(JSON.parse(textOf(tickets)).tickets).toHaveLength(2);
+    expect(tickets.structuredContent).toEqual(JSON.parse(textOf(tickets)));
 
     const before = graph.state.outbox.length;
     const sent = await ada.callTool({
@@ -165,6 +178,7 @@ describe('an MCP server for the helpdesk and mail tools', () => {
       arguments: { toRecipients: ['grace@example.com'], subject: 'Sent over MCP', body: 'Hello' },
     });
     expect(sent.isError).toBeFalsy();
+    expect(sent.structuredContent).toEqual({}); // Graph answers 202 with no content
     expect(graph.state.outbox.slice(before)).toHaveLength(1);
     expect(JSON.stringify(graph.state.sentItems)).toContain('Sent over MCP');
   });
@@ -172,10 +186,12 @@ describe('an MCP server for the helpdesk and mail tools', () => {
   it('answers invalid input and provider refusals as tool errors naming the field and the provider status', async () => {
     const invalid = await ada.callTool({ name: 'helpdesk_ticket_get', arguments: { ticket_id: 'abc' } });
     expect(invalid.isError).toBe(true);
+    expect(invalid.structuredContent).toBeUndefined();
     expect(textOf(invalid)).toMatch(/^Invalid input for helpdesk_ticket_get: ticket_id /);
 
     const refused = await ada.callTool({ name: 'helpdesk_ticket_get', arguments: { ticket_id: 987654 } });
     expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toBeUndefined();
     expect(textOf(refused)).toMatch(/^The provider answered HTTP 404: /);
 
     await expect(ada.callTool({ name: 'helpdesk_ticket_gte', arguments: {} })).rejects.toThrow(

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeNotesMcp, MEETINGS } from '../fakes/notes-mcp.ts';
 import { followAuthorizationLink, startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure } from '../helpers/tools.ts';
 import type { Connection } from '../../runtime/client/index.ts';
 import { tools } from '../../generated/registry.ts';
@@ -37,21 +38,28 @@ describe('notes connector against a fake Granola MCP server', () => {
   let connection: Connection;
   let annId: string;
 
-  const run = async (toolName: string, toolInput: Record<string, unknown>, identifier = 'ann') =>
-    (
-      await h.client.executeTool({
-        toolName: toolName as never,
-        toolInput: toolInput as never,
-        connectionName: 'notes',
-        identifier,
-      })
-    ).data as ToolResult;
+  // The MCP server's own answer (response_format detailed), each also checked against the tool's declared output
+  // (test/helpers/answer-check.ts).
+  const answers = new AnswerLog('notes', () => h);
+  const run = async (toolName: string, toolInput: Record<string, unknown>, identifier = 'ann') => {
+    const input = { response_format: 'detailed', ...toolInput };
+    answers.begin();
+    const { data } = await h.client.executeTool({
+      toolName: toolName as never,
+      toolInput: input as never,
+      connectionName: 'notes',
+      identifier,
+    });
+    await answers.check(toolName, input, data);
+    return data as ToolResult;
+  };
 
   beforeAll(async () => {
     mcp = new FakeNotesMcp();
     h = await notesSetup(mcp);
   });
   afterAll(async () => {
+    answers.write();
     await h?.close();
     await mcp?.close();
   });
@@ -649,7 +657,7 @@ describe('notes discovery from the WWW-Authenticate challenge', () => {
     const data = (
       await h.client.executeTool({
         toolName: 'notes_list_meetings',
-        toolInput: { time_range: 'this_week' },
+        toolInput: { time_range: 'this_week', response_format: 'detailed' },
         connectionName: 'notes',
         identifier: 'ann',
       })
@@ -700,7 +708,7 @@ describe('notes discovery from the WWW-Authenticate challenge', () => {
     const data = (
       await h.client.executeTool({
         toolName: 'notes_get_meetings',
-        toolInput: { meeting_ids: [LAUNCH] },
+        toolInput: { meeting_ids: [LAUNCH], response_format: 'detailed' },
         connectionName: 'notes',
         identifier: 'ann',
       })

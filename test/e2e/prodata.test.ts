@@ -8,6 +8,7 @@ import { FakeHarvestApi } from '../fakes/harvestapi.ts';
 import { FakeApifyProfileScraper, MODE_EMAIL, MODE_NO_EMAIL, PROFILE_SCRAPER } from '../fakes/apify-profile-scraper.ts';
 import { FakeHarvestTimeTracking } from '../fakes/harvest-timetracking.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 
@@ -26,7 +27,10 @@ const executed = new Set<string>();
 
 type Data = Record<string, any>;
 
-const run = toolRunner<Data>({ harness: () => h, who, executed });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('prodata', () => h);
+const run = toolRunner<Data>({ harness: () => h, who, executed, responseFormat: 'detailed', answers });
 
 /** The query the data API received last, for one path. */
 function lastQuery(path: string): Record<string, string> {
@@ -55,6 +59,7 @@ beforeAll(async () => {
   await h.client.upsertConnectedAccount({ ...who, credentials: { api_key: API_KEY } });
 });
 afterAll(async () => {
+  answers.write();
   await data?.close();
   await apify?.close();
   await time?.close();

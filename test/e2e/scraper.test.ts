@@ -14,6 +14,7 @@ import {
   type ReceivedRequest,
 } from '../fakes/apify.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
 import { MAX_RUN_POLLS, WAIT_FOR_FINISH_SECS } from '../../specs/hooks/scraper.ts';
@@ -28,7 +29,10 @@ const executed = new Set<string>();
 
 type Data = Record<string, any>;
 
-const run = toolRunner<Data>({ harness: () => h, who, executed });
+// The upstream mapping is checked against the provider's own answer (response_format detailed); the concise
+// answers are checked against the tool's declared output (test/helpers/answer-check.ts).
+const answers = new AnswerLog('scraper', () => h);
+const run = toolRunner<Data>({ harness: () => h, who, executed, responseFormat: 'detailed', answers });
 
 /** The requests the fake received while `fn` ran. */
 const during = (fn: () => Promise<unknown>): Promise<ReceivedRequest[]> => requestsDuring(() => fake.requests, fn);
@@ -51,6 +55,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  answers.write();
   await fake?.close();
   await h?.close();
   restoreDns?.();

@@ -208,12 +208,17 @@ const GEMINI_FORMATS: Record<string, string[]> = {
   INTEGER: ['int32', 'int64'],
 };
 
-/** Gemini API FunctionDeclaration with its `parameters` Schema. */
+/**
+ * Gemini API FunctionDeclaration with its `parameters` Schema, and its answer as `responseJsonSchema` (a JSON Schema
+ * value; mutually exclusive with the Schema-message `response`).
+ */
 export function geminiDeclarationViolations(decl: unknown): string[] {
   if (!isNode(decl)) return ['not an object'];
   const out: string[] = [];
   for (const k of Object.keys(decl))
-    if (!['name', 'description', 'parameters'].includes(k)) out.push(`unknown field "${k}"`);
+    if (!['name', 'description', 'parameters', 'responseJsonSchema'].includes(k)) out.push(`unknown field "${k}"`);
+  if (decl.responseJsonSchema !== undefined && !isNode(decl.responseJsonSchema))
+    out.push('responseJsonSchema must be a JSON Schema object');
   if (typeof decl.name !== 'string' || !GEMINI_FUNCTION_NAME.test(decl.name)) out.push('function name not allowed');
   if (typeof decl.description !== 'string' || !decl.description) out.push('description missing');
   if (decl.parameters === undefined) return out;

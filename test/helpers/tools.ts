@@ -7,6 +7,7 @@ import type { AccountFieldSpec } from '../../core/spec-model.ts';
 import { ConnectorServiceError } from '../../runtime/client/index.ts';
 import type { Store } from '../../runtime/store/types.ts';
 import type { Harness } from './harness.ts';
+import type { AnswerLog } from './answer-check.ts';
 
 /** A connected account, as the client library names it. */
 export interface Who {
@@ -36,15 +37,29 @@ export interface ToolRunnerOptions {
    * only once it answered successfully ('succeeded', the default).
    */
   countWhen?: 'called' | 'succeeded';
+  /**
+   * `detailed` asks every call for the provider's answer unchanged (`response_format`), for a test of the upstream
+   * mapping that reads the provider's own fields; the default is the service's default, the concise answer.
+   */
+  responseFormat?: 'concise' | 'detailed';
+  /** Checks each detailed answer against the tool's declared output, and measures it (see answer-check.ts). */
+  answers?: AnswerLog;
 }
 
 /** `run(toolName, toolInput, who?)`: executes a tool through the client library and returns its `data`. */
 export function toolRunner<Data = Record<string, any>>(opts: ToolRunnerOptions) {
   return async (toolName: string, toolInput: Record<string, unknown>, who: Who = opts.who): Promise<Data> => {
     if (opts.countWhen === 'called') opts.executed?.add(toolName);
+    const input =
+      opts.responseFormat && !('response_format' in toolInput)
+        ? { ...toolInput, response_format: opts.responseFormat }
+        : toolInput;
+    const check = opts.answers && input.response_format === 'detailed' ? opts.answers : undefined;
+    check?.begin();
     const { data } = await opts
       .harness()
-      .client.executeTool({ toolName: toolName as never, toolInput: toolInput as never, ...who });
+      .client.executeTool({ toolName: toolName as never, toolInput: input as never, ...who });
+    await check?.check(toolName, input, data);
     if (opts.countWhen !== 'called') opts.executed?.add(toolName);
     return data as Data;
   };

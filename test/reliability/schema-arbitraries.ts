@@ -207,6 +207,8 @@ export function hintsOf(tool: ToolSpec | undefined): SpecHints {
     }
     if ('max_page' in r) hints.ruleFields.add(r.max_page.page);
   }
+  // A list tool's next_cursor is a value the service issued: any other text the schema admits is refused, naming it.
+  if (tool.output.items && tool.annotations.readOnlyHint) hints.ruleFields.add('next_cursor');
   return hints;
 }
 

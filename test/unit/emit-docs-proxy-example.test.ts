@@ -30,6 +30,7 @@ describe('proxy example in connector docs', () => {
           name: 'demo_a',
           title: 'Test tool demo_a',
           annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+          output: { shape: {} },
           description: 'A',
           input: {},
           request: { host: 'other', method: 'POST', path: '/v2/elsewhere' },
@@ -39,6 +40,7 @@ describe('proxy example in connector docs', () => {
           name: 'demo_b',
           title: 'Test tool demo_b',
           annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+          output: { shape: {} },
           description: 'B',
           input: { owner: { type: 'string', required: true }, repo: { type: 'string', required: true } },
           requests: [
@@ -70,6 +72,7 @@ describe('proxy example in connector docs', () => {
           name: 'demo_a',
           title: 'Test tool demo_a',
           annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+          output: { shape: {} },
           description: 'A',
           input: {},
           request: { host: 'other', method: 'GET', path: '/x' },

@@ -16,6 +16,7 @@ const spec: ConnectorSpec = {
       name: 'demo_send',
       title: 'Test tool demo_send',
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      output: { shape: {} },
       description: 'Sends `pull_request` events a <b>b</b> "quoted" way.',
       input: {
         labels: { type: 'array', items: { type: 'string' }, description: 'Labels, e.g. `a|b` or <none>.' },

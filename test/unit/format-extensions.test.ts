@@ -28,6 +28,7 @@ const errorsOf = (yaml: string) => generatorError(yaml, 'callintel');
 const tool = `  - name: callintel_get
     title: Test tool get
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Get
     input:
       id: { type: string, required: true }
@@ -74,6 +75,7 @@ describe('format additions', () => {
     const hookOnly = `  - name: callintel_refuse
     title: Test tool refuse
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Refuses
     input:
       flow_instance_id: { type: string, required: true }
@@ -100,6 +102,7 @@ describe('format additions', () => {
     const each = `  - name: callintel_bulk
     title: Test tool bulk
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Bulk
     input:
       ids: { type: array, required: true, items: { type: string } }

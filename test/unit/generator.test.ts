@@ -29,6 +29,7 @@ describe('spec errors', () => {
         `  - name: demo_get
     title: Test tool get
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Get
     input:
       id: { type: strng, required: true }
@@ -37,7 +38,7 @@ describe('spec errors', () => {
 `,
     );
     expect(msg).toMatch(
-      /demo\.yaml:17:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/,
+      /demo\.yaml:18:\d+: tool demo_get, field input\.id\.type: must be one of: string, number, integer, boolean, object, array/,
     );
   });
 
@@ -47,6 +48,7 @@ describe('spec errors', () => {
         `  - name: demo_a
     title: Test tool a
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: A
     input:
       id: { type: string }
@@ -56,6 +58,7 @@ describe('spec errors', () => {
   - name: other_b
     title: Test tool b
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: B
     input: {}
     request: { method: GET, path: /b }
@@ -72,6 +75,7 @@ describe('spec errors', () => {
         `  - name: demo_list
     title: Test tool list
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: List
     input:
       page: { type: integer }
@@ -80,7 +84,7 @@ describe('spec errors', () => {
 `,
     );
     expect(msg).toContain(
-      `demo.yaml:18:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
+      `demo.yaml:19:58: tool demo_list, field request.query.page: "page" is text, not the input parameter page: a bare string is always literal text. Write '{page}' (quoted) for the parameter's value`,
     );
   });
 
@@ -91,6 +95,7 @@ describe('spec errors', () => {
           `  - name: demo_send
     title: Test tool send
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Send
     input:
       n: { type: integer, required: true }
@@ -118,6 +123,7 @@ describe('spec errors', () => {
         `  - name: demo_list
     title: Test tool list
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: List
     input:
       sort: { type: string, description: Results, sorted by date }
@@ -152,6 +158,7 @@ describe('spec errors', () => {
         `  - name: demo_c
     title: Test tool c
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: C
     input:
       a: { type: string, required: true }
@@ -223,6 +230,7 @@ describe('body roots', () => {
         `  - name: demo_patch
     title: Test tool patch
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Patch
     input:
       id: { type: string, required: true }

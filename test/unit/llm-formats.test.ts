@@ -315,7 +315,7 @@ describe('mapping back', () => {
   it('gives Gemini-renamed parameters their names back, and leaves unknown ones for the validator', () => {
     const t = tool('mail_list_messages');
     const declared = Object.keys(geminiFunctionDeclaration(t).parameters!.properties!);
-    expect(declared).toEqual(['_filter', '_orderby', '_select', '_skip', '_top']);
+    expect(declared).toEqual(['_filter', '_orderby', '_select', '_skip', '_top', 'response_format', 'next_cursor']);
     const back = inputFromModel(t, 'gemini', { _top: 5, _filter: 'isRead eq false', top: 3 });
     expect(back.input).toEqual({ $top: 5, $filter: 'isRead eq false', top: 3 });
     expect(validateToolInput(t, back.input)).toEqual([
@@ -361,7 +361,11 @@ describe('the converter', () => {
 
   it('leaves Gemini parameters out for a tool without any, and keeps an empty strict object', () => {
     const t = synthetic({ type: 'object', properties: {}, additionalProperties: false });
-    expect(geminiFunctionDeclaration(t)).toEqual({ name: 'demo_tool', description: t.description });
+    expect(geminiFunctionDeclaration(t)).toEqual({
+      name: 'demo_tool',
+      description: t.description,
+      responseJsonSchema: t.outputSchema,
+    });
     expect(openaiTool(t, { strict: true }).function.parameters).toEqual({
       type: 'object',
       properties: {},

@@ -28,6 +28,7 @@ function toolWith(props: ToolSpec['input']['x']): ToolDefinition {
     name: 'demo_update',
     title: 'Update a demo item',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    output: { shape: {} },
     description: 'Update',
     input: { x: props },
     examples: [],
@@ -71,6 +72,7 @@ describe('minProperties', () => {
         `  - name: demo_get
     title: Test tool get
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+    output: { shape: {} }
     description: Get
     input:
       q: { type: string, minProperties: 1 }
