@@ -103,6 +103,10 @@ export interface ConnectorSpec {
   provider: string;
   docs_url?: string;
   /**
+   * What calls cost at the provider beyond one request each: its rate limits, credits or compute; said to agents in every tool's description (a tool's own `cost` replaces it).
+   */
+  cost?: string;
+  /**
    * @minItems 1
    */
   auth: AuthSpec[];
@@ -271,6 +275,18 @@ export interface ToolSpec {
    */
   title: string;
   annotations: ToolAnnotationsSpec;
+  /**
+   * When an agent should pick this tool, and which neighbour to pick instead for what it does not do; one or two sentences. Added to the description agents see (not to tool search).
+   */
+  use_when?: string;
+  /**
+   * What a call changes, where the sentence generated from the annotations would say too little ("starts an Actor run on the user's account").
+   */
+  changes?: string;
+  /**
+   * What one call costs, as a whole sentence naming what it sends ("one provider request; replies share a limit of 100 a minute"); replaces the sentence made of the request count and the connector's `cost`.
+   */
+  cost?: string;
   /**
    * Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search.
    */

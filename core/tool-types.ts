@@ -174,6 +174,11 @@ export interface ToolDefinition<I = unknown> {
   connector: string;
   title: string;
   description: string;
+  /**
+   * For the agent: when to use the tool, what it changes, what it costs (generator/guidance.ts). Agents see it after
+   * the description (`agentDescription()` in core/agent-description.ts); tool search leaves it out.
+   */
+  guidance?: string;
   readOnly: boolean;
   inputSchema: Record<string, unknown>;
   validate: StandaloneValidator;

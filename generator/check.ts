@@ -9,6 +9,7 @@ import { compileRequests, type Fail } from './compile.ts';
 import { compileRules } from './rules.ts';
 import { toolInputSchema, toolParams } from './schema.ts';
 import { answerParams, compileOutput, type CompiledOutput } from './output.ts';
+import { checkedGuidance } from './guidance.ts';
 
 export interface CheckedTool {
   tool: ToolSpec;
@@ -17,6 +18,8 @@ export interface CheckedTool {
   schema: Record<string, unknown>;
   messages: Record<string, string>;
   output: CompiledOutput;
+  /** When to use the tool, what it changes, what it costs (generator/guidance.ts). */
+  guidance: string;
 }
 
 const hookExports = new Map<string, Set<string>>();
@@ -147,7 +150,8 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
           fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${problem}`);
         }
       });
-      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages, output });
+      const guidance = checkedGuidance(spec, tool, fail);
+      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages, output, guidance });
     } catch (e) {
       if (e instanceof SpecError) errors.push(e);
       else throw e;

@@ -157,7 +157,7 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
     });
   }
 
-  const toolEntries = checked.map(({ tool, messages, schema, output }) => {
+  const toolEntries = checked.map(({ tool, messages, schema, output, guidance }) => {
     const secretInputs = Object.entries(tool.input)
       .filter(([, p]) => p.secret)
       .map(([n]) => n);
@@ -179,6 +179,7 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       connector: ${JSON.stringify(connector.name)},
       title: ${JSON.stringify(tool.title)},
       description: ${JSON.stringify(tool.description)},
+      guidance: ${JSON.stringify(guidance)},
       readOnly: ${tool.annotations.readOnlyHint},
       annotations: ${JSON.stringify(tool.annotations)},
       inputSchema: ${JSON.stringify(schema)},

@@ -524,6 +524,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search companies',
     description: 'Search companies.',
+    guidance:
+      'When to use: you need companies matching a name, domain or property filter; with an ID use crm_company_get. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -656,6 +658,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a company',
     description: 'Create a company.',
+    guidance:
+      "When to use: a company is not in the CRM yet; search first with crm_companies_search to avoid duplicates. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -763,6 +767,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Get a company',
     description: 'Get a company.',
+    guidance:
+      "When to use: you have a company's ID and need its properties. Changes: nothing (read-only). Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -835,6 +841,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a contact',
     description: 'Create a contact; the email address is the unique identifier.',
+    guidance:
+      "When to use: a person is not in the CRM yet; an email that already exists is refused, so update with crm_contact_update instead. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -953,6 +961,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Get a contact',
     description: 'Get a contact.',
+    guidance:
+      "When to use: you have a contact's ID and need its properties; to find a contact by email or name use crm_contacts_search. Changes: nothing (read-only). Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1029,6 +1039,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Update a contact',
     description: 'Update a contact; only the properties given change.',
+    guidance:
+      "When to use: a known contact's properties should change; only the properties given change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1111,6 +1123,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'List contacts',
     description: 'List contacts, cursor paging.',
+    guidance:
+      'When to use: you need to walk through all contacts; to find specific ones use crm_contacts_search. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1221,6 +1235,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search contacts',
     description: 'Search contacts.',
+    guidance:
+      'When to use: you need contacts matching words or property filters (email, name, company). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1363,6 +1379,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a deal',
     description: 'Create a deal.',
+    guidance:
+      "When to use: a new opportunity should be recorded; search with crm_deals_search first to avoid duplicates. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1469,6 +1487,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Update a deal',
     description: 'Update a deal; only the properties given change.',
+    guidance:
+      "When to use: a known deal's stage, amount or other properties should change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1565,6 +1585,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search deals',
     description: 'Search deals.',
+    guidance:
+      'When to use: you need deals matching words or property filters (stage, amount, owner, close date). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -191,6 +191,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Create a document',
     description: 'Create a blank document; returns its ID and metadata.',
+    guidance:
+      "When to use: a new document is needed; write its content afterwards with docs_update_document. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -276,6 +278,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'List documents',
     description: "List the documents in the user's storage (runs on the file storage API).",
+    guidance:
+      "When to use: you need the user's documents by name or recency; for other file types or folders use drive_search_files. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -431,6 +435,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Read a document',
     description: 'Full content and structure of a document (text, formatting, tables, metadata).',
+    guidance:
+      "When to use: you need a document's text or structure, including the indexes docs_update_document edits at. Changes: nothing (read-only). Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -544,6 +550,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Edit a document',
     description: 'Batch update of a document (insert/delete text, formatting, tables), applied atomically.',
+    guidance:
+      "When to use: text or formatting of an existing document should change; read it first with docs_read_document for the indexes. Changes: deletes or overwrites data in the user's account, which cannot be undone; each call acts again, so calling twice does it twice. Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     inputSchema: {

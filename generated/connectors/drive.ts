@@ -186,6 +186,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Get file metadata',
     description: 'Metadata of a file or folder by its ID (name, MIME type, size, creation time).',
+    guidance:
+      "When to use: you have a file or folder ID and need its name, type, size or dates. Changes: nothing (read-only). Cost: one provider request; counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -326,6 +328,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Search inside files',
     description: 'Full-text search inside file bodies (and names), optionally limited to one MIME type.',
+    guidance:
+      "When to use: you know words inside the file but not its name. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -504,6 +508,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Search files and folders',
     description: 'Search files and folders by name, type, owner or parent with the Drive query language.',
+    guidance:
+      "When to use: you know a file's name, type, owner or folder; for words inside files use drive_search_content. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -151,6 +151,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get a meeting transcript',
     description:
       'Verbatim transcript of one meeting (no summaries or notes). Use it for exact quotes or wording; for summaries or action items use notes_query_meetings or notes_get_meetings.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; transcripts need a paid meeting-notes plan and are rate-limited strictly, so fetch them one at a time.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -252,6 +254,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get meeting notes',
     description:
       'Private notes, generated summary, attendees and metadata of up to 10 meetings by ID. For open-ended questions about meeting content use notes_query_meetings.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -360,6 +364,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'List meetings',
     description:
       'Meeting titles and metadata (date, participants) within a time range. Use notes_get_meetings for the content of the meetings found.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -483,6 +489,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Ask a question about meetings',
     description:
       "Ask a natural-language question about the user's meetings. Returns Markdown with numbered inline citation links ([[0]](https://notes.granola.ai/d/<id>)) to the source meeting notes; callers must preserve these citations when they pass the answer on.",
+    guidance:
+      "When to use: the question is about what was said or decided across meetings; for one meeting's full notes use notes_get_meetings. Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -305,6 +305,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Run an Actor',
     description:
       'Run an Actor. By default waits for completion and returns results with a dataset preview; with async true returns a runId immediately. For Actors that are MCP servers the actor value has form `actorName:toolName`.',
+    guidance:
+      "When to use: an Actor should run (a scraper, crawler or automation); find one with scraper_search_actors and read its input with scraper_fetch_actor_details first; to just search the web use scraper_rag_web_browser. Changes: starts an Actor run on the user's account, which acts on the sites the Actor visits and stores its output; each call starts another run. Cost: one Actor run, which consumes the account's compute units (and the Actor's own price, if it has one); waiting for it can take minutes.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
@@ -496,6 +498,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Get Actor details',
     description: 'Actor details by ID or `username/name`.',
+    guidance:
+      "When to use: you need an Actor's input schema, description or pricing before calling it. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -678,6 +682,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Read a platform docs page',
     description: 'Full content of a platform or crawler-library docs page.',
+    guidance:
+      "When to use: you have a docs page URL (from scraper_search_platform_docs) and need its text. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -761,6 +767,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: "Get an Actor run's output",
     description: "Items of a run's output dataset.",
+    guidance:
+      'When to use: a run has finished and you need its dataset items (more than the preview scraper_call_actor gave). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -878,6 +886,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Get an Actor run',
     description: 'Run details by runId.',
+    guidance:
+      'When to use: you started a run with async true and need its status. Changes: nothing (read-only). Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -980,6 +990,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the web and read pages',
     description: 'Runs a web search, scrapes top pages, returns content; scrapes a URL directly when query is a URL.',
+    guidance:
+      "When to use: you need current information from the web, or the text of a page; for a specific scraper use scraper_call_actor. Changes: starts a run of the web-browser Actor on the user's account, which stores the pages it read; each call starts another run. Cost: one run of the web-browser Actor, which consumes the account's compute units, usually for tens of seconds.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
@@ -1140,6 +1152,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the Actor store',
     description: 'Search the Actor store.',
+    guidance:
+      "When to use: you need an Actor for a site or task (e.g. a scraper for one website). Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1284,6 +1298,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the platform docs',
     description: 'Full-text search of docs.',
+    guidance:
+      "When to use: you need how-to or reference text about the scraping platform or its crawler library. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: requests to the platform's docs search index; spends nothing of the user's account.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {

@@ -4,6 +4,7 @@
  * as a keyword or written into the description), and each tool's examples survive the trip a model's
  * arguments take: vendor shape → inputFromModel → the tool's own validator, equal to the original input.
  */
+import { agentDescription } from '../../core/agent-description.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
@@ -363,7 +364,7 @@ describe('the converter', () => {
     const t = synthetic({ type: 'object', properties: {}, additionalProperties: false });
     expect(geminiFunctionDeclaration(t)).toEqual({
       name: 'demo_tool',
-      description: t.description,
+      description: agentDescription(t),
       responseJsonSchema: t.outputSchema,
     });
     expect(openaiTool(t, { strict: true }).function.parameters).toEqual({
