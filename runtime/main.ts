@@ -6,6 +6,10 @@ import { createServices, type Services } from './services.ts';
 import { describeStartupError } from './startup-errors.ts';
 import { freePort, runPrimary } from './cluster.ts';
 import { tuneGarbageCollector } from './heap.ts';
+import { processStdout } from './stdout.ts';
+
+/** stdout for a person at a terminal, in order with the log; a reader that has gone stops nothing (stdout.ts). */
+const stdout = processStdout();
 
 tuneGarbageCollector();
 
@@ -67,7 +71,7 @@ async function serve(config: Config): Promise<void> {
     'agent connector service started',
   );
   // On every start, for a person at a terminal (the log line above is for machines).
-  process.stdout.write(
+  stdout.write(
     `\nAgent connector service at ${config.publicUrl} (store: ${services.store.kind})\n` +
       `  dashboard: ${config.publicUrl}/dashboard\n  API index: ${config.publicUrl}/  OpenAPI: ${config.publicUrl}/openapi.json\n`,
   );
@@ -105,7 +109,7 @@ function printFirstStart(services: Services, config: Config): void {
     // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
     const { credential, clientSecret } = services.firstCredential;
     const generated = config.initialClientSecret === undefined;
-    process.stdout.write(
+    stdout.write(
       [
         '',
         generated
@@ -124,7 +128,7 @@ function printFirstStart(services: Services, config: Config): void {
 async function printAdminPassword(services: Services, config: Config): Promise<void> {
   const password = await services.firstAdminPassword.catch(() => undefined);
   if (!password) return;
-  process.stdout.write(
+  stdout.write(
     [
       '',
       `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
