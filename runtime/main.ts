@@ -103,6 +103,11 @@ async function serve(config: Config): Promise<void> {
   }
 }
 
+/** A value as one shell word: bare when it is plain, else single-quoted. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
 function printFirstStart(services: Services, config: Config): void {
   if (services.firstCredential) {
     // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
@@ -115,9 +120,10 @@ function printFirstStart(services: Services, config: Config): void {
         generated
           ? 'First start: created an API credential. The secret is shown only this once; store it now.'
           : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
-        `env_url=${config.publicUrl}`,
-        `client_id=${credential.clientId}`,
-        ...(generated ? [`client_secret=${clientSecret}`] : []),
+        // As shell lines the docs' examples take as they are ($ENV_URL, $CLIENT_ID, $CLIENT_SECRET).
+        `export ENV_URL=${shellWord(config.publicUrl)}`,
+        `export CLIENT_ID=${shellWord(credential.clientId)}`,
+        ...(generated ? [`export CLIENT_SECRET=${shellWord(clientSecret)}`] : []),
         '',
       ].join('\n') + '\n',
     );

@@ -25,7 +25,7 @@ it('exits 0 on SIGTERM after the reader of its stdout pipe has closed it', async
   // connection open (the drain then ends at once, its lines still queued for the closed pipe). Then the only reader
   // of its stdout goes away. Closed at once instead, the old code's first failed write came before the signal and
   // the hang did not show; after the pause it showed every time.
-  while (!service.output.join('').includes('client_secret=')) await new Promise((r) => setTimeout(r, 50));
+  while (!service.output.join('').includes('export CLIENT_SECRET=')) await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 500));
   const closed = new Promise((resolve) => service!.proc.stdout!.once('close', resolve));
   service.proc.stdout!.destroy();
