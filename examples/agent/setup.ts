@@ -3,7 +3,7 @@
  * its fake OAuth server), the connector service in this process on a free port, a `helpdesk` and a `mail`
  * connection pointed at the fakes, and one end user, `jane-support`, connected to both — the mail account
  * through the real authorization flow, the desk one with an API key. Nothing here is what an agent does; it is
- * what the operator and the end user did before (see README, "Using the HTTP API").
+ * what the operator and the end user did before (see docs/http-api.md, "Calling it").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
