@@ -68,6 +68,7 @@ function connectorDefinition(connector: ConnectorSpec) {
     auth: connector.auth,
     api: connector.api,
     ...(connector.versions ? { versions: connector.versions } : {}),
+    ...(connector.search ? { search: connector.search } : {}),
     ...(icon ? { icon } : {}),
     exampleFields: {
       ...Object.fromEntries(

@@ -348,7 +348,7 @@ export function emitIndexDoc(connectors: ConnectorSpec[]): string {
   });
 }
 
-const NUMBER_WORDS = [
+export const NUMBER_WORDS = [
   'No',
   'One',
   'Two',

@@ -86,6 +86,12 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  search: {
+    keywords: ['hubspot', 'deal', 'opportunity', 'pipeline', 'lead', 'account', 'sales'],
+    vocabulary: {
+      opportunity: 'deal',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="CRM"><rect width="24" height="24" rx="5" fill="#e8590c"/><circle cx="9" cy="9" r="2.5" fill="#fff"/><circle cx="16" cy="10" r="2" fill="#fff"/><path d="M4.5 18c0-3 2-4.5 4.5-4.5s4.5 1.5 4.5 4.5M13.5 15c.6-1.2 1.5-1.8 2.5-1.8 2 0 3.5 1.3 3.5 4" fill="none" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [

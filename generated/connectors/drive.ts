@@ -79,6 +79,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['google drive', 'file', 'folder', 'spreadsheet', 'storage'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="File storage"><rect width="24" height="24" rx="5" fill="#1a73e8"/><path d="M4.5 8.5V17a1 1 0 0 0 1 1h13a1 1 0 0 0 1-1V9.5a1 1 0 0 0-1-1H12l-1.8-2.2H5.5a1 1 0 0 0-1 1z" fill="#fff"/></svg>',
   exampleFields: {},
   toolNames: ['drive_get_file_metadata', 'drive_search_content', 'drive_search_files'],
