@@ -10,6 +10,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
+import { transforms as CT } from '../../specs/hooks/crm.ts';
 export const connector: ConnectorDefinition = {
   name: 'crm',
   title: 'CRM',
@@ -118,7 +119,7 @@ function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: Build
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -370,7 +371,7 @@ function build_crm_contacts_search(input: I.CrmContactsSearchInput, ctx: BuildCo
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -482,7 +483,7 @@ function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext)
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],

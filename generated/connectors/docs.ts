@@ -118,7 +118,7 @@ function build_docs_list_documents(input: I.DocsListDocumentsInput, ctx: BuildCo
     method: 'GET',
     url: H.url(ctx.base('drive'), `/drive/v3/files`, [
       ['q', input['query']],
-      ['orderBy', H.map(input['order_by'], (v: any) => T.drive_order_by(v))],
+      ['orderBy', H.map(input['order_by'], (v: any) => T.order_by(v))],
       ['pageSize', input['page_size']],
       ['pageToken', input['page_token']],
       ['fields', 'nextPageToken,incompleteSearch,files(id,name,mimeType,createdTime,modifiedTime,owners,webViewLink)'],

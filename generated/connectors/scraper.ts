@@ -18,6 +18,7 @@ import {
   getActorRun,
   ragWebBrowser,
   searchActors,
+  transforms as CT,
 } from '../../specs/hooks/scraper.ts';
 export const connector: ConnectorDefinition = {
   name: 'scraper',
@@ -95,7 +96,7 @@ function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildCont
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v2/acts/${H.seg(T.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
+      `/v2/acts/${H.seg(CT.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
     ),
     headers: {},
   });
@@ -113,7 +114,7 @@ function build_scraper_fetch_actor_details(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(input['actor']), 'actor')}`),
+    url: H.url(ctx.base(), `/v2/acts/${H.seg(CT.actor_path(input['actor']), 'actor')}`),
     headers: {},
   });
   return out;
