@@ -112,6 +112,7 @@ export interface ConnectorSpec {
   auth: AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  search?: ConnectorSearchSpec;
   /**
    * @minItems 1
    */
@@ -268,6 +269,21 @@ export interface VersionSet {
    */
   available: string[];
 }
+/**
+ * How people ask for this connector's tools, for tool search (`GET /v1/tools/search`, the MCP server's search tool). Everything here is the connector's own: the service's search has no per-connector vocabulary of its own.
+ */
+export interface ConnectorSearchSpec {
+  /**
+   * Words and product names users say for what the connector does ("email", "outlook" for mail); searched with every tool of the connector.
+   */
+  keywords?: string[];
+  /**
+   * A word users say, mapped to the words the tools' own texts use for it (`opportunity: deal`, `cadence: flow`): a query with the word also searches for those words, in every connector's tools.
+   */
+  vocabulary?: {
+    [k: string]: string;
+  };
+}
 export interface ToolSpec {
   name: string;
   /**
@@ -324,21 +340,21 @@ export interface ToolSpec {
   examples: ExampleSpec[];
 }
 /**
- * MCP's tool annotations, the one source of the tool's read-only flag.
+ * MCP's tool annotations, the one source of the tool's read-only flag. openWorldHint is always declared; the other three default from the HTTP methods of the tool's requests where that is safe (docs/adding-a-connector.md, "Annotations"): a tool that sends only GET is read-only, non-destructive and idempotent; a tool that sends a DELETE is destructive; a tool whose methods are all idempotent in HTTP (GET, PUT, DELETE) is idempotent. A tool with a hook or an MCP transport, and any flag its methods do not settle, must declare it.
  */
 export interface ToolAnnotationsSpec {
   /**
    * Changes nothing at the provider.
    */
-  readOnlyHint: boolean;
+  readOnlyHint?: boolean;
   /**
    * May delete or overwrite what exists (false for a read-only or purely additive tool).
    */
-  destructiveHint: boolean;
+  destructiveHint?: boolean;
   /**
    * Calling it again with the same input has no further effect.
    */
-  idempotentHint: boolean;
+  idempotentHint?: boolean;
   /**
    * Reaches beyond the user's own account data (the open web, public profiles).
    */

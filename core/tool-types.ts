@@ -1,4 +1,4 @@
-import type { ApiSpec, AuthSpec, CredentialApply, VersionsSpec } from './spec-model.ts';
+import type { ApiSpec, AuthSpec, ConnectorSearchSpec, CredentialApply, VersionsSpec } from './spec-model.ts';
 
 /** One HTTP request (or MCP tool call) a tool sends upstream, before credentials are applied. */
 export interface UpstreamRequest {
@@ -212,6 +212,8 @@ export interface ConnectorDefinition {
   auth: readonly AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  /** How people ask for the connector's tools (its YAML's `search`), for tool search. */
+  search?: ConnectorSearchSpec;
   /** The connector's icon, an SVG document (`specs/icons/<connector>.svg`), served at `/icons/<connector>.svg`. */
   icon?: string;
   /** Account field values the tools' examples assume. */

@@ -350,7 +350,7 @@ export function emitIndexDoc(connectors: ConnectorSpec[]): string {
   });
 }
 
-const NUMBER_WORDS = [
+export const NUMBER_WORDS = [
   'No',
   'One',
   'Two',

@@ -8,6 +8,7 @@ import { dirname, join, relative } from 'node:path';
 import * as prettier from 'prettier';
 import { Project } from 'ts-morph';
 import { checkConnector, type CheckedTool } from './check.ts';
+import { checkExamples } from './examples.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
 import { emitConnectorDoc, emitIndexDoc, emitReadmeConnectors } from './emit-docs.ts';
 import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
@@ -57,7 +58,11 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   for (const file of specFiles(specDir)) {
     try {
       const loaded = loadSpecFile(file);
-      checked.set(loaded.spec.name, checkConnector(loaded));
+      const tools = checkConnector(loaded);
+      // Every example against the request its tool builds (generator/examples.ts).
+      const contradicted = await checkExamples(loaded, tools);
+      if (contradicted.length) throw new AggregateSpecError(contradicted);
+      checked.set(loaded.spec.name, tools);
       connectors.push(loaded.spec);
     } catch (e) {
       if (e instanceof AggregateSpecError) errors.push(...e.errors.map((x) => x.message));

@@ -191,6 +191,17 @@ export const connector: ConnectorDefinition = {
       response_ms: 60000,
     },
   },
+  search: {
+    keywords: ['gong', 'sales call', 'recording', 'conversation intelligence', 'engage', 'sequence', 'cadence', 'rep'],
+    vocabulary: {
+      rep: 'user',
+      reps: 'user',
+      sequence: 'flow',
+      cadence: 'flow',
+      nurture: 'flow',
+      enroll: 'assign',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Call intelligence"><rect width="24" height="24" rx="5" fill="#6b3fd4"/><path d="M5 12h2l2-5 3 10 3-8 2 3h2" fill="none" stroke="#fff" stroke-width="1.8" stroke-linecap="round" stroke-linejoin="round"/></svg>',
   exampleFields: {
     access_key: 'QWERTY1234567890',

@@ -10,6 +10,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
+import { transforms as CT } from '../../specs/hooks/crm.ts';
 export const connector: ConnectorDefinition = {
   name: 'crm',
   title: 'CRM',
@@ -86,6 +87,12 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  search: {
+    keywords: ['hubspot', 'deal', 'opportunity', 'pipeline', 'lead', 'account', 'sales'],
+    vocabulary: {
+      opportunity: 'deal',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="CRM"><rect width="24" height="24" rx="5" fill="#e8590c"/><circle cx="9" cy="9" r="2.5" fill="#fff"/><circle cx="16" cy="10" r="2" fill="#fff"/><path d="M4.5 18c0-3 2-4.5 4.5-4.5s4.5 1.5 4.5 4.5M13.5 15c.6-1.2 1.5-1.8 2.5-1.8 2 0 3.5 1.3 3.5 4" fill="none" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -112,7 +119,7 @@ function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: Build
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -364,7 +371,7 @@ function build_crm_contacts_search(input: I.CrmContactsSearchInput, ctx: BuildCo
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -476,7 +483,7 @@ function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext)
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],

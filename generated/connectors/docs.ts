@@ -89,6 +89,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['google docs', 'google doc', 'document', 'doc'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Document editing"><rect width="24" height="24" rx="5" fill="#3b7bd8"/><path d="M7 4.5h7l3.5 3.5v11.5H7z" fill="#fff"/><path d="M9.5 11h5.5M9.5 13.5h5.5M9.5 16h3.5" stroke="#3b7bd8" stroke-width="1.3" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['docs_create_document', 'docs_list_documents', 'docs_read_document', 'docs_update_document'],
@@ -115,7 +118,7 @@ function build_docs_list_documents(input: I.DocsListDocumentsInput, ctx: BuildCo
     method: 'GET',
     url: H.url(ctx.base('drive'), `/drive/v3/files`, [
       ['q', input['query']],
-      ['orderBy', H.map(input['order_by'], (v: any) => T.drive_order_by(v))],
+      ['orderBy', H.map(input['order_by'], (v: any) => T.order_by(v))],
       ['pageSize', input['page_size']],
       ['pageToken', input['page_token']],
       ['fields', 'nextPageToken,incompleteSearch,files(id,name,mimeType,createdTime,modifiedTime,owners,webViewLink)'],

@@ -70,6 +70,16 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  search: {
+    keywords: ['ticket', 'support', 'zendesk', 'help desk', 'customer service', 'case', 'agent'],
+    vocabulary: {
+      history: 'comments',
+      conversation: 'comments',
+      agent: 'user',
+      agents: 'user',
+      requester: 'user',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Support desk"><rect width="24" height="24" rx="5" fill="#03363d"/><circle cx="12" cy="12" r="6.5" fill="none" stroke="#fff" stroke-width="1.8"/><circle cx="12" cy="12" r="2.6" fill="none" stroke="#fff" stroke-width="1.8"/><path d="M7.4 7.4l2.8 2.8M13.8 13.8l2.8 2.8M16.6 7.4l-2.8 2.8M10.2 13.8l-2.8 2.8" stroke="#fff" stroke-width="1.6"/></svg>',
   exampleFields: {
     domain: 'acme.zendesk.com',

@@ -46,6 +46,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['granola', 'meeting notes', 'meeting', 'notes', 'summary'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Meeting notes"><rect width="24" height="24" rx="5" fill="#2f7d6d"/><path d="M7 5h10v14H7z" fill="#fff"/><path d="M9.5 9h5M9.5 11.5h5M9.5 14h3" stroke="#2f7d6d" stroke-width="1.3" stroke-linecap="round"/><path d="M9 4v2.5M12 4v2.5M15 4v2.5" stroke="#fff" stroke-width="1.4" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['notes_get_meeting_transcript', 'notes_get_meetings', 'notes_list_meetings', 'notes_query_meetings'],

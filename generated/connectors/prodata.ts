@@ -50,6 +50,16 @@ export const connector: ConnectorDefinition = {
       response_ms: 305000,
     },
   },
+  search: {
+    keywords: ['linkedin', 'person', 'people', 'profile', 'recruiting', 'prospecting', 'sales navigator'],
+    vocabulary: {
+      person: 'profile people',
+      liked: 'reactions',
+      likes: 'reactions',
+      posted: 'posts',
+      hiring: 'jobs',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Professional-network data"><rect width="24" height="24" rx="5" fill="#0e5a8a"/><rect x="5" y="8.5" width="14" height="9.5" rx="1.5" fill="#fff"/><path d="M9.5 8.5V7a1 1 0 0 1 1-1h3a1 1 0 0 1 1 1v1.5" fill="none" stroke="#fff" stroke-width="1.6"/><path d="M5 12.5h14" stroke="#0e5a8a" stroke-width="1.2"/></svg>',
   exampleFields: {},
   toolNames: [

@@ -18,6 +18,7 @@ import {
   getActorRun,
   ragWebBrowser,
   searchActors,
+  transforms as CT,
 } from '../../specs/hooks/scraper.ts';
 export const connector: ConnectorDefinition = {
   name: 'scraper',
@@ -68,6 +69,13 @@ export const connector: ConnectorDefinition = {
       response_ms: 90000,
     },
   },
+  search: {
+    keywords: ['apify', 'actor', 'crawl', 'crawler', 'scrape', 'web', 'website', 'crawlee'],
+    vocabulary: {
+      crawler: 'actor',
+      scraper: 'actor',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Scraping platform"><rect width="24" height="24" rx="5" fill="#1f8a4c"/><circle cx="12" cy="12" r="3" fill="#fff"/><path d="M12 4v4M12 16v4M4 12h4M16 12h4M6.3 6.3l2.8 2.8M14.9 14.9l2.8 2.8M17.7 6.3l-2.8 2.8M9.1 14.9l-2.8 2.8" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -88,7 +96,7 @@ function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildCont
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v2/acts/${H.seg(T.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
+      `/v2/acts/${H.seg(CT.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
     ),
     headers: {},
   });
@@ -106,7 +114,7 @@ function build_scraper_fetch_actor_details(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(input['actor']), 'actor')}`),
+    url: H.url(ctx.base(), `/v2/acts/${H.seg(CT.actor_path(input['actor']), 'actor')}`),
     headers: {},
   });
   return out;
