@@ -866,8 +866,9 @@ export const endpoints = boundRequestInputs({
     summary:
       'The MCP endpoint (Streamable HTTP, stateless) for server-side agents: bearer token + end user in a header',
     description:
-      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it (protocol revision 2025-11-25 and ' +
-      'earlier ones the SDK supports); answered in JSON. No session: any instance answers any request.',
+      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it: protocol revision 2026-07-28 ' +
+      '(stateless, `server/discover`, per-request `_meta`), and 2025-11-25 and earlier through the initialize ' +
+      'handshake; answered in JSON. No session: any instance answers any request.',
     auth: 'bearer',
     params: mcpServerParam,
     headers: [
@@ -900,10 +901,19 @@ export const endpoints = boundRequestInputs({
       'The token in the path is the credential: scoped to one MCP server and one identifier, revocable and expiring.',
     auth: 'none',
     params: pathParams({ token: { type: 'string', description: "The URL's token" } }),
-    headers: [{ name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' }],
+    headers: [
+      { name: 'mcp-protocol-version', required: false, description: 'The MCP protocol revision' },
+      {
+        name: 'mcp-method',
+        required: false,
+        description: 'The JSON-RPC method (2026-07-28; checked against the body)',
+      },
+      { name: 'mcp-name', required: false, description: 'The tool, prompt or resource named (2026-07-28; checked)' },
+    ],
     responses: {
       ...mcpAnswers,
       '401': rpcError('A revoked or expired URL'),
+      '403': rpcError('The Host or Origin header names another site than PUBLIC_URL (DNS rebinding)'),
       '404': rpcError('No such URL'),
       '500': rpcError('Internal error'),
     },
