@@ -312,7 +312,12 @@ export class McpEndpoint {
   /** The SDK server for one request of one scope: its tools, and (empty) resources and prompts. */
   private buildServer(scope: McpScope): McpServer {
     const server = new McpServer(SERVER_INFO, {
-      capabilities: { tools: { listChanged: false }, resources: {}, prompts: {}, logging: {} },
+      capabilities: {
+        tools: { listChanged: false },
+        resources: { listChanged: false },
+        prompts: { listChanged: false },
+        logging: {},
+      },
       instructions:
         scope.server.mode === 'search'
           ? 'Find the tool for a task with search_tools, then run it with execute_tool.'
