@@ -300,7 +300,7 @@ export class McpEndpoint {
       // 2026-07-28: the SDK's modern leg; ours answers the legacy one, so it refuses what is not modern.
       const handler = createMcpHandler(() => this.buildServer(scope), {
         legacy: 'reject',
-        responseMode: 'json',
+        // 'auto': one JSON body, since no handler here sends anything before its result ('json' would warn on stderr).
         onerror: (err) => this.s.log.debug({ err: err.message }, 'MCP request refused'),
       });
       cleanups.push(() => handler.close());
