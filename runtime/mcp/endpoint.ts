@@ -40,7 +40,7 @@ import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
-import { mcpTool } from '../tools/llm-formats.ts';
+import { inputFromModel, mcpTool } from '../tools/llm-formats.ts';
 import { asObject } from '../tools/answer.ts';
 import { mcpIcons } from '../connectors/icons.ts';
 import { createToolSearch, MAX_QUERY_CHARS, type ToolSearch } from '../tools/search.ts';
@@ -60,7 +60,7 @@ const NEEDS_CONNECTING = new Set([
   'account_disconnected',
 ]);
 
-const SEARCH_TOOLS: Tool = {
+export const SEARCH_TOOLS: Tool = {
   name: 'search_tools',
   title: 'Search tools',
   description:
@@ -83,7 +83,7 @@ const SEARCH_TOOLS: Tool = {
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
 };
 
-const EXECUTE_TOOL: Tool = {
+export const EXECUTE_TOOL: Tool = {
   name: 'execute_tool',
   title: 'Execute a tool',
   description:
@@ -93,7 +93,11 @@ const EXECUTE_TOOL: Tool = {
     type: 'object',
     properties: {
       name: { type: 'string', minLength: 1, description: 'The tool name, as search_tools gave it' },
-      input: { type: 'object', description: "The tool's input, following its input schema" },
+      input: {
+        type: 'string',
+        description:
+          "The tool's input: a JSON object following its input schema, written as text (an object is taken too)",
+      },
     },
     required: ['name'],
     additionalProperties: false,
@@ -349,7 +353,14 @@ export class McpEndpoint {
         if (name === 'search_tools') return this.search(available, args);
         if (name === 'execute_tool') {
           const target = args.name;
-          const input = args.input ?? {};
+          let input: unknown = args.input ?? {};
+          if (typeof input === 'string') {
+            try {
+              input = JSON.parse(input) as unknown;
+            } catch {
+              return text('Invalid input: input must be a JSON object (the tool’s input), written as text', true);
+            }
+          }
           if (typeof target !== 'string' || !target) return text('Invalid input: name is required (a tool name)', true);
           if (input === null || typeof input !== 'object' || Array.isArray(input))
             return text('Invalid input: input must be an object (the tool’s input)', true);
@@ -417,10 +428,13 @@ export class McpEndpoint {
   /** Runs one tool for the scope's end user, through the executor; every failure becomes a tool error. */
   private async run(scope: McpScope, e: ExposedTool, input: unknown): Promise<CallToolResult> {
     if (!e.connectionName) return text(e.problem ?? `Tool ${e.tool.name} has no connection to run on`, true);
+    // A free-form object parameter is listed as JSON text (strict-mode clients take no open object): read it back.
+    const read = inputFromModel(e.tool, 'mcp', input);
+    if (read.errors.length) return text(`Invalid input for ${e.tool.name}: ${fieldList(read.errors)}`, true);
     try {
       const result = await this.s.executor.execute({
         toolName: e.tool.name,
-        input,
+        input: read.input,
         account: { connectionName: e.connectionName, identifier: scope.identifier },
       });
       return structured(result.data);
