@@ -1088,6 +1088,32 @@ export const endpoints = boundRequestInputs({
       '5XX': pageOrError("The provider's endpoints could not be discovered"),
     },
   },
+  oauthClientMetadata: {
+    method: 'GET',
+    path: '/oauth/client-metadata/{connection_id}',
+    summary:
+      "An MCP connection's Client ID Metadata Document: its URL is the client id the service uses at an authorization server that supports them",
+    description:
+      "Fetched by the MCP server's authorization server (draft-ietf-oauth-client-id-metadata-document) when it advertises " +
+      '`client_id_metadata_document_supported`; otherwise the service registers by Dynamic Client Registration.',
+    auth: 'none',
+    params: pathParams({ connection_id: { type: 'string', description: "The connection's id" } }),
+    responses: {
+      '200': ok(
+        'The client metadata',
+        object({
+          client_id: text,
+          client_name: text,
+          client_uri: text,
+          redirect_uris: { type: 'array', items: text },
+          grant_types: { type: 'array', items: text },
+          response_types: { type: 'array', items: text },
+          token_endpoint_auth_method: { const: 'none' },
+        }),
+      ),
+      '404': error('No MCP connection with that id'),
+    },
+  },
   oauthCallback: {
     method: 'GET',
     path: '/sso/v1/oauth/{connection_id}/callback',
