@@ -58,6 +58,11 @@ export interface Config {
   metricsToken?: string;
   /** Hosts (`host` or `host:port`) a webhook may reach even when they resolve to private addresses. */
   webhookAllowedHosts: string[];
+  /**
+   * Host names an end user's MCP URL may be reached at besides PUBLIC_URL's (the `Host` and `Origin` checks against
+   * DNS rebinding): for a proxy that passes another `Host` on.
+   */
+  mcpAllowedHosts: string[];
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
   /** An idle keep-alive connection (HTTP/1.1), or an HTTP/2 session with no open stream, is closed after this long. */
@@ -262,6 +267,23 @@ function headerSafe(
   }
 }
 
+/** MCP_ALLOWED_HOSTS: comma-separated host names (no scheme, port or path; IPv6 in brackets). */
+function mcpAllowedHosts(env: NodeJS.ProcessEnv): string[] {
+  const names = (env.MCP_ALLOWED_HOSTS || '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?)$/.test(name)) {
+      throw new ConfigError(
+        'MCP_ALLOWED_HOSTS',
+        `has "${name}": list host names only, comma-separated (no scheme, port or path; an IPv6 address in brackets)`,
+      );
+    }
+  }
+  return names;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -375,6 +397,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 30, env),
     metricsToken: env.METRICS_TOKEN || undefined,
     webhookAllowedHosts: list('WEBHOOK_ALLOWED_HOSTS', env, hostAndPort),
+    mcpAllowedHosts: mcpAllowedHosts(env),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,

@@ -866,8 +866,9 @@ export const endpoints = boundRequestInputs({
     summary:
       'The MCP endpoint (Streamable HTTP, stateless) for server-side agents: bearer token + end user in a header',
     description:
-      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it (protocol revision 2025-11-25 and ' +
-      'earlier ones the SDK supports); answered in JSON. No session: any instance answers any request.',
+      'A JSON-RPC message per request, as the MCP Streamable HTTP transport sends it: protocol revision 2026-07-28 ' +
+      '(stateless, `server/discover`, per-request `_meta`), and 2025-11-25 and earlier through the initialize ' +
+      'handshake; answered in JSON. No session: any instance answers any request.',
     auth: 'bearer',
     params: mcpServerParam,
     headers: [
@@ -900,10 +901,19 @@ export const endpoints = boundRequestInputs({
       'The token in the path is the credential: scoped to one MCP server and one identifier, revocable and expiring.',
     auth: 'none',
     params: pathParams({ token: { type: 'string', description: "The URL's token" } }),
-    headers: [{ name: 'mcp-protocol-version', required: false, description: 'The negotiated MCP protocol revision' }],
+    headers: [
+      { name: 'mcp-protocol-version', required: false, description: 'The MCP protocol revision' },
+      {
+        name: 'mcp-method',
+        required: false,
+        description: 'The JSON-RPC method (2026-07-28; checked against the body)',
+      },
+      { name: 'mcp-name', required: false, description: 'The tool, prompt or resource named (2026-07-28; checked)' },
+    ],
     responses: {
       ...mcpAnswers,
       '401': rpcError('A revoked or expired URL'),
+      '403': rpcError('The Host or Origin header names another site than PUBLIC_URL (DNS rebinding)'),
       '404': rpcError('No such URL'),
       '500': rpcError('Internal error'),
     },
@@ -1076,6 +1086,32 @@ export const endpoints = boundRequestInputs({
       },
       '4XX': pageOrError('An expired, used or unknown link'),
       '5XX': pageOrError("The provider's endpoints could not be discovered"),
+    },
+  },
+  oauthClientMetadata: {
+    method: 'GET',
+    path: '/oauth/client-metadata/{connection_id}',
+    summary:
+      "An MCP connection's Client ID Metadata Document: its URL is the client id the service uses at an authorization server that supports them",
+    description:
+      "Fetched by the MCP server's authorization server (draft-ietf-oauth-client-id-metadata-document) when it advertises " +
+      '`client_id_metadata_document_supported`; otherwise the service registers by Dynamic Client Registration.',
+    auth: 'none',
+    params: pathParams({ connection_id: { type: 'string', description: "The connection's id" } }),
+    responses: {
+      '200': ok(
+        'The client metadata',
+        object({
+          client_id: text,
+          client_name: text,
+          client_uri: text,
+          redirect_uris: { type: 'array', items: text },
+          grant_types: { type: 'array', items: text },
+          response_types: { type: 'array', items: text },
+          token_endpoint_auth_method: { const: 'none' },
+        }),
+      ),
+      '404': error('No MCP connection with that id'),
     },
   },
   oauthCallback: {

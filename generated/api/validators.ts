@@ -6211,12 +6211,12 @@ function validate53(data, { instancePath = '', parentData, parentDataProperty, r
   validate53.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate54;
+export const oauthClientMetadata_params = validate54;
 const schema55 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
-  properties: { connection_id: { type: 'string', maxLength: 1024 } },
+  properties: { connection_id: { type: 'string', description: "The connection's id", maxLength: 1024 } },
 };
 function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6296,30 +6296,95 @@ function validate54(data, { instancePath = '', parentData, parentDataProperty, r
   validate54.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate55;
+export const oauthCallback_params = validate55;
 const schema56 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
 function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      let data0 = data.connection_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/connection_id',
+            schemaPath: '#/properties/connection_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate55.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate56;
+export const scalekitCreateConnectedAccount_body = validate56;
 const schema57 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6336,10 +6401,10 @@ function validate56(data, { instancePath = '', parentData, parentDataProperty, r
   validate56.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate57;
+export const scalekitUpdateConnectedAccount_body = validate57;
 const schema58 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
 function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6356,11 +6421,10 @@ function validate57(data, { instancePath = '', parentData, parentDataProperty, r
   validate57.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate58;
+export const scalekitDeleteConnectedAccount_body = validate58;
 const schema59 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
 function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6377,10 +6441,11 @@ function validate58(data, { instancePath = '', parentData, parentDataProperty, r
   validate58.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate59;
+export const scalekitMagicLink_body = validate59;
 const schema60 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
 function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6397,10 +6462,10 @@ function validate59(data, { instancePath = '', parentData, parentDataProperty, r
   validate59.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate60;
+export const scalekitVerifyConnectedAccountUser_body = validate60;
 const schema61 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
 };
 function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6415,5 +6480,25 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate60.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate61;
+const schema62 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate61(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate61.errors = vErrors;
   return errors === 0;
 }

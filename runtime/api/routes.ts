@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
-import { connectors, getTool, tools } from '../connectors/catalog.ts';
+import { connectors, getTool, isMcpAuth, tools } from '../connectors/catalog.ts';
+import { clientMetadataDocument } from '../oauth/mcp-auth.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
@@ -477,6 +478,17 @@ export function routeTable(s: Services): RouteTable {
         if (!(e instanceof ServiceError)) throw e;
         sendHtml(res, e.status, resultPage('Authorization could not start', e.message, false));
       }
+    },
+    oauthClientMetadata: async ({ params, res }) => {
+      const connection = await s.store.getConnection(params.connection_id);
+      const connector = connection && connectors.get(connection.connector);
+      const auth = connector?.auth.find((a) => a.kind === connection!.authKind);
+      if (!connection || !auth || !isMcpAuth(auth)) {
+        throw new ServiceError(404, 'not_found', 'No MCP connection with that id');
+      }
+      // Authorization servers cache it (the draft's HTTP caching); an hour, like discovery documents here.
+      res.setHeader('cache-control', 'public, max-age=3600');
+      return { body: clientMetadataDocument(auth, connection, s.config.publicUrl) };
     },
     oauthCallback: async ({ res, params, rawQuery }) => {
       res.setHeader('cache-control', 'no-store');

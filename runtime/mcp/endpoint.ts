@@ -1,28 +1,47 @@
 /**
- * The MCP endpoint (issue 10): the official SDK's server over its Streamable HTTP transport, stateless — a new
- * server and transport per request (`sessionIdGenerator: undefined`), answering in JSON — so any instance of the
- * service answers any request. tools/list lists the configuration's tools (or, in search mode, search_tools and
- * execute_tool); tools/call runs a tool through the same executor as POST /v1/tools/execute, for the scope's
- * end user on the tool's connection, and turns every failure into a tool error an agent can act on.
+ * The MCP endpoint (issues 10 and 39): a dual-era server built on the official SDK's v2 server package
+ * (`@modelcontextprotocol/server`), which implements both protocol eras:
+ *
+ * - 2025-11-25 and earlier: the initialize handshake, served statelessly — a fresh server and
+ *   `WebStandardStreamableHTTPServerTransport` per request (`sessionIdGenerator: undefined`), answering in JSON.
+ * - 2026-07-28: stateless by design — the SDK's `createMcpHandler` (with `legacy: 'reject'`: the legacy leg is ours, so
+ *   it answers in JSON as before) serves `server/discover`, reads the per-request `_meta` (protocol version, client
+ *   capabilities), puts `resultType` on every result and `ttlMs`/`cacheScope` on list results, checks the
+ *   `Mcp-Method`/`Mcp-Name` headers against the body, answers an unknown revision with UnsupportedProtocolVersionError
+ *   naming the supported ones, and keeps JSON-RPC ids on its errors.
+ *
+ * The SDK's `isLegacyRequest` decides the era (its own classification step, so the two never disagree). What this file
+ * adds, because the SDK leaves it to the host: the Node request → web `Request` bridge and back, the Host and Origin
+ * checks against the service's public URL (the SDK ships the validators, `validateHostHeader` and
+ * `validateOriginHeader`, but no policy), cache hints for this service (`tools/list` is per end user: private, short),
+ * a `tools/list` in name order, and the tools themselves. Any instance of the service answers any request.
+ *
+ * tools/list lists the configuration's tools (or, in search mode, search_tools and execute_tool); tools/call runs a
+ * tool through the same executor as POST /v1/tools/execute, for the scope's end user on the tool's connection, and
+ * turns every failure into a tool error an agent can act on.
  */
 import { agentDescription } from '../../core/agent-description.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Readable } from 'node:stream';
 import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
+  createMcpHandler,
+  isLegacyRequest,
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  validateHostHeader,
+  validateOriginHeader,
+  WebStandardStreamableHTTPServerTransport,
+  localhostAllowedHostnames,
   type CallToolResult,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
-import { mcpTool } from '../tools/llm-formats.ts';
+import { inputFromModel, mcpTool } from '../tools/llm-formats.ts';
 import { asObject } from '../tools/answer.ts';
 import { mcpIcons } from '../connectors/icons.ts';
 import { createToolSearch, MAX_QUERY_CHARS, type ToolSearch } from '../tools/search.ts';
@@ -42,7 +61,7 @@ const NEEDS_CONNECTING = new Set([
   'account_disconnected',
 ]);
 
-const SEARCH_TOOLS: Tool = {
+export const SEARCH_TOOLS: Tool = {
   name: 'search_tools',
   title: 'Search tools',
   description:
@@ -65,7 +84,7 @@ const SEARCH_TOOLS: Tool = {
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
 };
 
-const EXECUTE_TOOL: Tool = {
+export const EXECUTE_TOOL: Tool = {
   name: 'execute_tool',
   title: 'Execute a tool',
   description:
@@ -75,7 +94,11 @@ const EXECUTE_TOOL: Tool = {
     type: 'object',
     properties: {
       name: { type: 'string', minLength: 1, description: 'The tool name, as search_tools gave it' },
-      input: { type: 'object', description: "The tool's input, following its input schema" },
+      input: {
+        type: 'string',
+        description:
+          "The tool's input: a JSON object following its input schema, written as text (an object is taken too)",
+      },
     },
     required: ['name'],
     additionalProperties: false,
@@ -93,7 +116,7 @@ export function listedTool(tool: ToolDefinition, publicUrl: string): Tool {
   return {
     ...base,
     inputSchema: base.inputSchema as Tool['inputSchema'],
-    outputSchema: base.outputSchema as Tool['outputSchema'],
+    outputSchema: base.outputSchema,
     ...(icons ? { icons } : {}),
   };
 }
@@ -137,6 +160,48 @@ export function methodNotAllowed(res: ServerResponse): void {
   });
 }
 
+/** How long a 2026-07-28 client may reuse a tools/list (and server/discover) answer. */
+const TOOLS_TTL_MS = 60_000;
+/** The same for the lists that never change (no prompts, no resources). */
+const STATIC_TTL_MS = 3_600_000;
+
+/**
+ * The Node request as a web `Request` for the SDK (its v2 server speaks web-standard requests; the Node adapter
+ * package does not follow its releases): the URL at the public URL, the headers, no body (the parsed body travels
+ * beside it as `parsedBody`).
+ */
+function webRequest(req: IncomingMessage, publicUrl: string, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(new URL(req.url ?? '/', publicUrl), { method: req.method, headers, signal });
+}
+
+/** Writes the SDK's web `Response` to the Node response (status, headers, body as it comes). */
+async function writeResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name === 'set-cookie') return;
+    headers[name] = value;
+  });
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    const body = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>);
+    body.on('error', () => {
+      res.destroy();
+      resolve();
+    });
+    res.on('close', resolve);
+    body.pipe(res);
+  });
+}
+
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 export class McpEndpoint {
@@ -153,8 +218,39 @@ export class McpEndpoint {
     this.parseJson = jsonBody(s.config.bodyLimitBytes);
   }
 
+  /**
+   * The host names a request to an end user's MCP URL may name in `Host` and `Origin` (DNS rebinding): the public
+   * URL's, the loopback names when the public URL is a loopback one, and MCP_ALLOWED_HOSTS.
+   */
+  private allowedHostnames(): string[] {
+    const publicUrl = this.s.config.publicUrl;
+    if (this.allowed?.publicUrl !== publicUrl) {
+      const hostname = new URL(publicUrl).hostname.toLowerCase();
+      const loopback = localhostAllowedHostnames();
+      const names = new Set([hostname, ...this.s.config.mcpAllowedHosts]);
+      if (loopback.includes(hostname)) for (const n of loopback) names.add(n);
+      this.allowed = { publicUrl, names: [...names] };
+    }
+    return this.allowed.names;
+  }
+  private allowed?: { publicUrl: string; names: string[] };
+
+  /** Why the request's Host or Origin header is refused (a request a browser was tricked into sending), if it is. */
+  refusedHost(req: IncomingMessage, checkHost = true): string | undefined {
+    const allowed = this.allowedHostnames();
+    if (checkHost) {
+      const host = validateHostHeader(req.headers.host, allowed);
+      if (!host.ok) return `Forbidden: ${host.message}`;
+    }
+    const origin = validateOriginHeader(req.headers.origin, allowed);
+    if (!origin.ok) return `Forbidden: ${origin.message}`;
+    return undefined;
+  }
+
   /** `POST /mcp/{token}`: the token is the credential. The body is read here, so its errors are JSON-RPC errors. */
   async serveToken(req: IncomingMessage & { body?: unknown }, res: ServerResponse, token: string): Promise<void> {
+    const refused = this.refusedHost(req);
+    if (refused) return jsonRpcError(res, 403, -32000, refused);
     let scope: McpScope;
     try {
       scope = await this.servers.scopeOfToken(token);
@@ -171,38 +267,101 @@ export class McpEndpoint {
     } catch (e) {
       const type = (e as { type?: string }).type;
       if (type === 'entity.too.large')
-        return jsonRpcError(res, 413, ErrorCode.InvalidRequest, 'The body is larger than BODY_LIMIT_BYTES');
-      if (type === 'entity.parse.failed') return jsonRpcError(res, 400, ErrorCode.ParseError, 'Parse error: not JSON');
-      return jsonRpcError(res, 415, ErrorCode.InvalidRequest, (e as Error).message);
+        return jsonRpcError(res, 413, ProtocolErrorCode.InvalidRequest, 'The body is larger than BODY_LIMIT_BYTES');
+      if (type === 'entity.parse.failed')
+        return jsonRpcError(res, 400, ProtocolErrorCode.ParseError, 'Parse error: not JSON');
+      return jsonRpcError(res, 415, ProtocolErrorCode.InvalidRequest, (e as Error).message);
     }
     await this.serve(req, res, scope, req.body);
   }
 
-  /** Serves one JSON-RPC message for the scope: a fresh SDK server and transport, closed when the answer ends. */
+  /**
+   * Serves one JSON-RPC message (its body already parsed) for the scope, in the era the request speaks: a fresh SDK
+   * server per request either way, closed when the answer ends.
+   */
   async serve(req: IncomingMessage, res: ServerResponse, scope: McpScope, body: unknown): Promise<void> {
+    const aborted = new AbortController();
+    const request = webRequest(req, this.s.config.publicUrl, aborted.signal);
+    const cleanups: (() => Promise<unknown>)[] = [];
+    res.on('close', () => {
+      aborted.abort();
+      for (const c of cleanups) void c().catch(() => undefined);
+    });
+    let response: Response;
+    if (await isLegacyRequest(request, body)) {
+      // 2025-11-25 and earlier: the handshake era, served statelessly in JSON (as before the SDK's v2).
+      const server = this.buildServer(scope);
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      cleanups.push(
+        () => transport.close(),
+        () => server.close(),
+      );
+      await server.connect(transport);
+      response = await transport.handleRequest(request, { parsedBody: body });
+    } else {
+      // 2026-07-28: the SDK's modern leg; ours answers the legacy one, so it refuses what is not modern.
+      const handler = createMcpHandler(() => this.buildServer(scope), {
+        legacy: 'reject',
+        // 'auto': one JSON body, since no handler here sends anything before its result ('json' would warn on stderr).
+        onerror: (err) => this.s.log.debug({ err: err.message }, 'MCP request refused'),
+      });
+      cleanups.push(() => handler.close());
+      response = await handler.fetch(request, { parsedBody: body });
+    }
+    await writeResponse(res, response);
+  }
+
+  /** The SDK server for one request of one scope: its tools, and (empty) resources and prompts. */
+  private buildServer(scope: McpScope): McpServer {
     const server = new McpServer(SERVER_INFO, {
-      capabilities: { tools: { listChanged: false } },
+      capabilities: {
+        tools: { listChanged: false },
+        resources: { listChanged: false },
+        prompts: { listChanged: false },
+        logging: {},
+      },
       instructions:
         scope.server.mode === 'search'
           ? 'Find the tool for a task with search_tools, then run it with execute_tool.'
           : 'Tools act on the end user’s own accounts; a tool error that carries a link means the user must connect that account first.',
+      // 2026-07-28 cache hints: what tools/list answers depends on the end user's server configuration (private) and
+      // changes when an operator edits it (a minute); the rest is the same for every request of this service.
+      cacheHints: {
+        'tools/list': { ttlMs: TOOLS_TTL_MS, cacheScope: 'private' },
+        'server/discover': { ttlMs: TOOLS_TTL_MS, cacheScope: 'private' },
+        'prompts/list': { ttlMs: STATIC_TTL_MS, cacheScope: 'public' },
+        'resources/list': { ttlMs: STATIC_TTL_MS, cacheScope: 'public' },
+        'resources/templates/list': { ttlMs: STATIC_TTL_MS, cacheScope: 'public' },
+      },
     });
     let exposed: Promise<Map<string, ExposedTool>> | undefined;
     const tools = () =>
       (exposed ??= this.servers.exposedTools(scope.server).then((list) => new Map(list.map((e) => [e.tool.name, e]))));
 
-    server.server.setRequestHandler(ListToolsRequestSchema, async () => {
+    server.server.setRequestHandler('tools/list', async () => {
       if (scope.server.mode === 'search') return { tools: [SEARCH_TOOLS, EXECUTE_TOOL] };
-      return { tools: [...(await tools()).values()].map((e) => listedTool(e.tool, this.s.config.publicUrl)) };
+      // In name order: the same configuration lists the same tools in the same order, whichever instance answers.
+      const list = [...(await tools()).values()].map((e) => listedTool(e.tool, this.s.config.publicUrl));
+      return { tools: list.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)) };
     });
-    server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.server.setRequestHandler('tools/call', async (request) => {
       const { name, arguments: args = {} } = request.params;
       const available = await tools();
       if (scope.server.mode === 'search') {
         if (name === 'search_tools') return this.search(available, args);
         if (name === 'execute_tool') {
           const target = args.name;
-          const input = args.input ?? {};
+          let input: unknown = args.input ?? {};
+          if (typeof input === 'string') {
+            try {
+              input = JSON.parse(input) as unknown;
+            } catch {
+              return text('Invalid input: input must be a JSON object (the tool’s input), written as text', true);
+            }
+          }
           if (typeof target !== 'string' || !target) return text('Invalid input: name is required (a tool name)', true);
           if (input === null || typeof input !== 'object' || Array.isArray(input))
             return text('Invalid input: input must be an object (the tool’s input)', true);
@@ -216,26 +375,22 @@ export class McpEndpoint {
           }
           return this.run(scope, e, input);
         }
-        throw new McpError(
-          ErrorCode.InvalidParams,
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
           `Unknown tool: ${name} (this server has search_tools and execute_tool)`,
         );
       }
       const e = available.get(name);
       if (!e) {
         const hint = suggest(name, [...available.keys()]);
-        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}${hint ? ` (did you mean ${hint}?)` : ''}`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Unknown tool: ${name}${hint ? ` (did you mean ${hint}?)` : ''}`,
+        );
       }
       return this.run(scope, e, args);
     });
-
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    return server;
   }
 
   private search(available: Map<string, ExposedTool>, args: Record<string, unknown>): CallToolResult {
@@ -274,10 +429,13 @@ export class McpEndpoint {
   /** Runs one tool for the scope's end user, through the executor; every failure becomes a tool error. */
   private async run(scope: McpScope, e: ExposedTool, input: unknown): Promise<CallToolResult> {
     if (!e.connectionName) return text(e.problem ?? `Tool ${e.tool.name} has no connection to run on`, true);
+    // A free-form object parameter is listed as JSON text (strict-mode clients take no open object): read it back.
+    const read = inputFromModel(e.tool, 'mcp', input);
+    if (read.errors.length) return text(`Invalid input for ${e.tool.name}: ${fieldList(read.errors)}`, true);
     try {
       const result = await this.s.executor.execute({
         toolName: e.tool.name,
-        input,
+        input: read.input,
         account: { connectionName: e.connectionName, identifier: scope.identifier },
       });
       return structured(result.data);

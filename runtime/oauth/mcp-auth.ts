@@ -218,6 +218,18 @@ export async function discoverMcpAuthorization(
     ? (JSON.parse(deps.sealer.open(connection.registrationSealed, aadText)) as Registration)
     : undefined;
   if (reg && (reg.issuer !== d.as.issuer || reg.redirect_uri !== redirectUri)) reg = undefined;
+  const metadataUrl = clientMetadataUrlFor(deps.publicUrl, connection.id);
+  if (d.as.client_id_metadata_document_supported === true && (insecure || metadataUrl.startsWith('https:'))) {
+    // A Client ID Metadata Document (MCP 2025-11-25 and 2026-07-28, draft-ietf-oauth-client-id-metadata-document):
+    // the client id is the URL of a document the service publishes (clientMetadataDocument), which the authorization
+    // server fetches; nothing to register or store. Preferred over DCR whenever the server advertises it.
+    reg = {
+      client_id: metadataUrl,
+      token_endpoint_auth_method: 'none',
+      issuer: d.as.issuer,
+      redirect_uri: redirectUri,
+    };
+  }
   if (!reg) {
     if (!d.as.registration_endpoint) {
       throw new ServiceError(
@@ -288,6 +300,42 @@ export async function discoverMcpAuthorization(
     resource: d.resource,
     tokenResponseFields: {},
     fetch: tokenFetch,
+  };
+}
+
+export interface ClientMetadataDocument {
+  client_id: string;
+  client_name: string;
+  client_uri: string;
+  redirect_uris: string[];
+  grant_types: string[];
+  response_types: string[];
+  token_endpoint_auth_method: 'none';
+}
+
+/** Where the service publishes a connection's Client ID Metadata Document: its URL is the client id. */
+export function clientMetadataUrlFor(publicUrl: string, connectionId: string): string {
+  return `${publicUrl}/oauth/client-metadata/${connectionId}`;
+}
+
+/**
+ * The Client ID Metadata Document of an MCP connection (draft-ietf-oauth-client-id-metadata-document, as MCP
+ * authorization uses it): `client_id` is the document's own URL; a public client (PKCE, no secret) with the
+ * connection's callback as its one redirect URI.
+ */
+export function clientMetadataDocument(
+  auth: OAuth2McpAuthSpec,
+  connection: Connection,
+  publicUrl: string,
+): ClientMetadataDocument {
+  return {
+    client_id: clientMetadataUrlFor(publicUrl, connection.id),
+    client_name: auth.client_name ?? 'Agent connector service',
+    client_uri: publicUrl,
+    redirect_uris: [redirectUriFor(publicUrl, connection.id)],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
   };
 }
 

@@ -51,7 +51,9 @@
  * MCP (modelcontextprotocol.io specification 2025-11-25, "Tools"): a Tool is `{name, title, description,
  * inputSchema, outputSchema}`; both schemas are JSON Schema (2020-12 by default) objects with `type: "object"`;
  * names are 1 to 128 characters of A-Z, a-z, 0-9, underscore, dash and dot. MCP tools carry the YAML's annotations
- * and its output schema (a result then carries `structuredContent` that conforms to it).
+ * and its output schema (a result then carries `structuredContent` that conforms to it). A free-form object is
+ * listed as a string holding its JSON, as in OpenAI strict mode, so that clients converting MCP schemas to strict
+ * mode (the OpenAI Agents SDK) take every tool; an object sent anyway is taken too.
  *
  * Output schemas: of the function-calling formats only Gemini's FunctionDeclaration takes one
  * (`responseJsonSchema`, JSON Schema; mutually exclusive with the OpenAPI-subset `response`); OpenAI's and
@@ -476,12 +478,31 @@ export function geminiFunctionDeclaration(tool: ToolDefinition): GeminiFunctionD
   });
 }
 
+/**
+ * A schema as MCP lists it: the tool's own, except that a free-form object (no declared properties) is a string
+ * holding the object's JSON, as in OpenAI strict mode. MCP clients hand the schema to models as it is, and the
+ * strict conversions of clients (the OpenAI Agents SDK's `convertSchemasToStrict`) refuse an open object: with this
+ * form every tool converts. `inputFromModel(tool, 'mcp', …)` parses the text back (an object is taken as well).
+ */
+function mcpNode(s: JsonSchema): JsonSchema {
+  if (isFreeForm(s)) return { type: 'string', description: withNotes(s.description, freeFormNotes(s)) };
+  if (s.type === 'array' && s.items && typeof s.items === 'object') {
+    return { ...s, items: mcpNode(s.items as JsonSchema) };
+  }
+  if (s.type === 'object' && s.properties !== undefined) {
+    const properties: Record<string, JsonSchema> = {};
+    for (const [name, p] of entries(s)) setOwn(properties, name, mcpNode(p));
+    return { ...s, properties };
+  }
+  return s;
+}
+
 export function mcpTool(tool: ToolDefinition): McpTool {
   return cached(tool, 'mcp', () => ({
     name: tool.name,
     title: tool.title,
     description: agentDescription(tool),
-    inputSchema: plainSchema(tool),
+    inputSchema: mcpNode(plainSchema(tool)),
     outputSchema: structuredClone(tool.outputSchema),
     // MCP's tool annotations, as the YAML declares them (the MCP server lists the same object).
     ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
@@ -515,7 +536,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 /**
  * The tool input a model's arguments stand for, to be validated with the tool's own validator. Arguments may be
  * the JSON text OpenAI sends. For OpenAI strict mode, null for an optional property means "not given" and is
- * dropped; for strict mode and Gemini, a free-form object arrives as JSON text and is parsed; for Gemini,
+ * dropped; for strict mode, Gemini and MCP, a free-form object arrives as JSON text and is parsed; for Gemini,
  * rewritten parameter names get their own back. Anything else is left for the validator to report.
  * `errors` lists what could not be read (arguments or a JSON-text field that is not JSON).
  */
@@ -541,7 +562,7 @@ export function inputFromModel(
   }
   const strict = format === 'openai' && options.strict === true;
   const gemini = format === 'gemini';
-  if (!strict && !gemini) return { input: value, errors };
+  if (!strict && !gemini && format !== 'mcp') return { input: value, errors };
 
   const walk = (s: JsonSchema, v: unknown, path: string): unknown => {
     if (isFreeForm(s) && typeof v === 'string') {

@@ -297,6 +297,17 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('oauthAuthorize', 'GET', `${new URL(link).pathname}?link=a&link=b`, { auth: false });
   });
 
+  it("an MCP connection's Client ID Metadata Document", async () => {
+    const made = await call('createConnection', 'POST', '/v1/connections', {
+      body: { connection_name: 'notes-cimd', connector: 'notes', oauth: { resource: 'https://mcp.example.com/mcp' } },
+    });
+    const id = (JSON.parse(made.text) as { id: string }).id;
+    expect((await call('oauthClientMetadata', 'GET', `/oauth/client-metadata/${id}`, { auth: false })).status).toBe(
+      200,
+    );
+    await call('oauthClientMetadata', 'GET', '/oauth/client-metadata/conn_none', { auth: false });
+  });
+
   it('user verification after OAuth', async () => {
     const { link } = JSON.parse(
       (

@@ -35,6 +35,12 @@ export interface FakeOAuthOptions {
   discovery?: boolean;
   /** Require the RFC 8707 resource parameter to equal this. */
   requireResource?: string;
+  /**
+   * Advertise `client_id_metadata_document_supported` and take a client id that is an http(s) URL by fetching its
+   * Client ID Metadata Document (draft-ietf-oauth-client-id-metadata-document): its `client_id` must be that URL and
+   * its `redirect_uris` must hold the request's.
+   */
+  cimd?: boolean;
   /** Endpoints the RFC 8414 metadata names instead of this server's own (an authorization server that points elsewhere). */
   advertise?: { token_endpoint?: string; registration_endpoint?: string };
 }
@@ -59,7 +65,7 @@ export class FakeOAuthServer {
   private refreshTokens = new Map<string, Grant>();
   private listening!: Listening;
   /** Counts of requests by grant type, for assertions. */
-  readonly counts = { authorize: 0, authorization_code: 0, refresh_token: 0, register: 0 };
+  readonly counts = { authorize: 0, authorization_code: 0, refresh_token: 0, register: 0, metadataDocuments: 0 };
   /** Makes the next N token requests fail with this status (a provider outage). */
   failNext: { count: number; status: number } = { count: 0, status: 503 };
   /** Delays refresh responses, to widen race windows in concurrency tests. */
@@ -174,6 +180,7 @@ export class FakeOAuthServer {
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
+      ...(this.opts.cimd ? { client_id_metadata_document_supported: true } : {}),
       ...this.opts.advertise,
     });
     if (this.opts.discovery) {
@@ -214,9 +221,20 @@ export class FakeOAuthServer {
       });
     }
 
-    app.get('/authorize', (req, res) => {
+    app.get('/authorize', async (req, res) => {
       this.counts.authorize++;
       const q = req.query as Record<string, string>;
+      if (this.opts.cimd && /^https?:\/\//.test(q.client_id ?? '') && !this.clients.has(q.client_id!)) {
+        // A Client ID Metadata Document: fetch it from the client id, check it names itself, take its redirect URIs.
+        this.counts.metadataDocuments++;
+        const answer = await fetch(q.client_id!, { redirect: 'error' }).catch(() => undefined);
+        const doc = answer?.ok ? ((await answer.json()) as Record<string, unknown>) : undefined;
+        if (!doc || doc.client_id !== q.client_id || !Array.isArray(doc.redirect_uris)) {
+          res.status(400).type('text').send('the client id metadata document could not be used');
+          return;
+        }
+        this.addClient({ client_id: q.client_id!, redirect_uris: doc.redirect_uris as string[], auth: 'none' });
+      }
       const client = this.clients.get(q.client_id ?? '');
       if (!client) {
         res.status(400).type('text').send('unknown client_id');

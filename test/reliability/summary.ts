@@ -27,7 +27,9 @@ export type Category =
   | 'verification keeps the account'
   | 'MCP links verified'
   | 'HTTP/2 reset floods'
-  | 'host spellings';
+  | 'host spellings'
+  // Issue 39: the official MCP conformance suite, per protocol revision.
+  | 'MCP conformance';
 
 export const SUMMARY_DIR = join(process.cwd(), 'test-output', 'reliability');
 

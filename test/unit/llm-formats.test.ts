@@ -163,10 +163,35 @@ describe('nothing the vendor subsets cannot express is lost', () => {
   it.each(all.map((t) => [t.name, t]))('%s: Anthropic, MCP and plain OpenAI carry the schema itself', (_n, tool) => {
     const { $id: _id, title: _title, description: _d, ...schema } = tool.inputSchema;
     expect(anthropicTool(tool).input_schema).toEqual(schema);
-    expect(mcpTool(tool).inputSchema).toEqual(schema);
+    // MCP: the same, but a free-form object is JSON text (for clients converting to strict mode), its description kept.
+    expect(mcpTool(tool).inputSchema).toEqual(asMcpSchema(schema));
     expect(openaiTool(tool).function.parameters).toEqual(schema);
   });
 });
+
+/** What MCP lists for a schema: each free-form object (no declared properties) a string holding its JSON. */
+function asMcpSchema(s: Node): unknown {
+  if (s.type === 'object' && s.properties === undefined) {
+    return { type: 'string', description: expect.stringContaining('A JSON object, written as text.') };
+  }
+  if (s.type === 'array' && s.items) return { ...s, items: asMcpSchema(s.items as Node) };
+  if (s.type === 'object') {
+    const props = Object.entries(s.properties as Record<string, Node>).map(([k, v]) => [k, asMcpSchema(v)]);
+    return { ...s, properties: Object.fromEntries(props) };
+  }
+  return s;
+}
+
+/** The arguments a model following the MCP schema writes for an input: each free-form object as its JSON text. */
+function asMcpModel(schema: Node, value: unknown): unknown {
+  if (schema.type === 'object' && schema.properties === undefined) return JSON.stringify(value);
+  if (schema.type === 'array' && Array.isArray(value)) return value.map((v) => asMcpModel(schema.items as Node, v));
+  if (schema.type === 'object' && isNode(value)) {
+    const props = schema.properties as Record<string, Node>;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, props[k] ? asMcpModel(props[k], v) : v]));
+  }
+  return value;
+}
 
 /** The arguments a strict-mode model produces for an input: every property present, absent ones null. */
 function asStrictModel(vendor: Node, value: unknown): unknown {
@@ -219,6 +244,7 @@ function roundTrip(tool: ToolDefinition, format: LlmFormat, strict: boolean) {
       args = parameters ? asGeminiModel(parameters, tool.inputSchema, original) : {};
       if (parameters) expect(conforms(geminiAsJsonSchema(parameters as Node), args)).toEqual([]);
     } else {
+      if (format === 'mcp') args = asMcpModel(tool.inputSchema, original);
       const def = llmTool(tool, format) as unknown as Node;
       const schema = (def.input_schema ?? def.inputSchema ?? (def.function as Node | undefined)?.parameters) as Node;
       expect(conforms(schema, args)).toEqual([]);

@@ -1369,6 +1369,21 @@ export interface OauthAuthorizeQuery {
 export interface OauthAuthorizeParams {
   connection_id: string;
 }
+export interface OauthClientMetadataParams {
+  /**
+   * The connection's id
+   */
+  connection_id: string;
+}
+export interface OauthClientMetadataResponse {
+  client_id: string;
+  client_name: string;
+  client_uri: string;
+  redirect_uris: string[];
+  grant_types: string[];
+  response_types: string[];
+  token_endpoint_auth_method: 'none';
+}
 export interface OauthCallbackQuery {
   code?: string;
   state?: string;
@@ -1715,6 +1730,12 @@ export interface Operations {
   redeliverWebhook: { body: never; query: never; params: RedeliverWebhookParams; response: RedeliverWebhookResponse };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
+  oauthClientMetadata: {
+    body: never;
+    query: never;
+    params: OauthClientMetadataParams;
+    response: OauthClientMetadataResponse;
+  };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
   scalekitListConnectedAccounts: {
     body: never;
