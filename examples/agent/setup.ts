@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer } from '../../runtime/server.ts';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { FakeOAuthServer } from '../../test/fakes/oauth-server.ts';
 import { startFakeGraph, type FakeGraph } from '../../test/fakes/graph.ts';
 import { FakeDesk } from '../../test/fakes/desk.ts';

@@ -1,3 +1,4 @@
+import { agentDescription } from '../../core/agent-description.ts';
 import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Services } from '../services.ts';
@@ -127,7 +128,7 @@ export class ScalekitCalls {
       id: t.name,
       provider: t.connector,
       tags: t.readOnly ? ['read'] : ['write'],
-      definition: { name: t.name, description: t.description, input_schema: t.inputSchema as JsonObject },
+      definition: { name: t.name, description: agentDescription(t), input_schema: t.inputSchema as JsonObject },
       metadata: { title: t.title, connector: t.connector, read_only: t.readOnly },
     };
   }

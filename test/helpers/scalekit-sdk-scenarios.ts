@@ -15,7 +15,7 @@ import {
   StaticAuthSchema,
 } from '@scalekit-sdk/node/lib/pkg/grpc/scalekit/v1/connected_accounts/connected_accounts_pb.js';
 import { expect } from 'vitest';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { followAuthorizationLink } from './harness.ts';
 
 export const DESK_DOMAIN = 'acme.zendesk.com';
