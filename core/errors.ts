@@ -1,10 +1,13 @@
+import type { ErrorCode } from './error-codes.ts';
 import type { FieldError } from './tool-types.ts';
+
+export type { ErrorCode };
 
 /** An error of the service itself, rendered as {"error":{"code","message","details"}}. */
 export class ServiceError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: FieldError[] | Record<string, unknown>,
     readonly headers?: Record<string, string>,
@@ -23,7 +26,7 @@ export const invalidInput = (details: FieldError[], what = 'input') =>
     details,
   );
 export const notFound = (what: string) => new ServiceError(404, 'not_found', `${what} not found`);
-export const conflict = (code: string, message: string) => new ServiceError(409, code, message);
+export const conflict = (code: ErrorCode, message: string) => new ServiceError(409, code, message);
 export const unauthorized = (message = 'Missing or invalid bearer token') =>
   new ServiceError(401, 'unauthorized', message, undefined, { 'www-authenticate': 'Bearer' });
 
@@ -43,7 +46,7 @@ export class ProviderError extends Error {
 
 /** The provider could not be reached, timed out, or sent something unusable. */
 export class UpstreamFailure extends ServiceError {
-  constructor(code: string, message: string, status = 502) {
+  constructor(code: ErrorCode, message: string, status = 502) {
     super(status, code, message);
   }
 }

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../core/errors.ts';
 import type { AddressInfo } from 'node:net';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
@@ -62,7 +63,13 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
     JSON.stringify(
       ready
         ? { status: 'starting' }
-        : { error: { code: 'starting', message: 'The service is starting; retry shortly', details: [] } },
+        : {
+            error: {
+              code: 'starting' satisfies ErrorCode,
+              message: 'The service is starting; retry shortly',
+              details: [],
+            },
+          },
     ),
   );
 }

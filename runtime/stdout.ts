@@ -8,7 +8,9 @@
  * marks stdout gone: later lines are dropped, and exit never waits on it.
  *
  * Lines are written synchronously while the pipe takes them; when it is full (EAGAIN), they wait in a bounded
- * backlog, written as the pipe drains. A backlog past its bound drops lines, and says how many once it can.
+ * backlog, written as the pipe drains. A backlog past its bound drops lines, and says how many once it can. On a
+ * blocking pipe (what a shell's `|` gives) a full pipe blocks the write instead, as Node's own process.stdout does.
+ * test/unit/stdout-writer.test.ts checks each case.
  */
 import { writeSync } from 'node:fs';
 

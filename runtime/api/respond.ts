@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Services } from '../services.ts';
-import { ProviderError, ServiceError, unauthorized } from '../../core/errors.ts';
+import { ProviderError, ServiceError, unauthorized, type ErrorCode } from '../../core/errors.ts';
 import { requestId } from '../ids.ts';
 
 const escapeHtml = (s: string) =>
@@ -61,7 +61,7 @@ export function startRequest(req: AnyRequest, res: ServerResponse): boolean {
 
 export function errorBody(
   req: AnyRequest,
-  code: string,
+  code: ErrorCode,
   message: string,
   details?: unknown,
   extra: Record<string, unknown> = {},

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
  */
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
-import { Management } from '../management.ts';
+import { ConnectionAdmin } from '../connection-admin.ts';
 import { connectors, getTool, isMcpAuth, tools } from '../connectors/catalog.ts';
 import { clientMetadataDocument } from '../oauth/mcp-auth.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
@@ -109,7 +109,7 @@ function once<T>(load: () => Promise<T>): () => Promise<T> {
 
 /** The handler of every endpoint of the API. */
 export function routeTable(s: Services): RouteTable {
-  const m = new Management(s);
+  const m = new ConnectionAdmin(s);
   // Loaded on first use, not at start: Scalekit's REST API (protobuf and the AgentKit descriptors), the MCP
   // endpoint (the MCP SDK, zod) and tool search (its index). Each import() is a chunk of its own in dist/.
   const sk = once(async () => (await import('../scalekit/rest.ts')).scalekitRest(s));

@@ -1,5 +1,5 @@
 /**
- * Connections and their connected accounts. Every change goes through `Management` (the same code as the
+ * Connections and their connected accounts. Every change goes through `ConnectionAdmin` (the same code as the
  * HTTP API), after the API's own request schemas (core/api), so the two can never disagree.
  */
 import type { Request, Response, Router } from 'express';
@@ -7,7 +7,7 @@ import type { AuthSpec } from '../../core/spec-model.ts';
 import type { ConnectorDefinition, FieldError } from '../../core/tool-types.ts';
 import type { Account, Connection } from '../store/types.ts';
 import { ACCOUNT_STATUSES } from '../store/types.ts';
-import type { ConnectionInput } from '../management.ts';
+import type { ConnectionInput } from '../connection-admin.ts';
 import { authFor, connectors, getConnector, isKeyAuth, isOAuth2, isOAuthKind } from '../connectors/catalog.ts';
 import { iconPath } from '../connectors/icons.ts';
 import { checkRequest } from '../api/validate.ts';

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Services } from '../services.ts';
-import type { Management } from '../management.ts';
+import type { ConnectionAdmin } from '../connection-admin.ts';
 import type { Views } from './views.ts';
 import type { SignedInSession } from './auth.ts';
 import { ServiceError } from '../../core/errors.ts';
@@ -8,7 +8,7 @@ import type { FieldError } from '../../core/tool-types.ts';
 
 export interface DashboardContext {
   s: Services;
-  m: Management;
+  m: ConnectionAdmin;
   views: Views;
 }
 

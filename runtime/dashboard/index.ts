@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Services } from '../services.ts';
-import { Management } from '../management.ts';
+import { ConnectionAdmin } from '../connection-admin.ts';
 import { ProviderError, ServiceError } from '../../core/errors.ts';
 import { Views } from './views.ts';
 import { ADMIN_USERNAME } from './auth.ts';
@@ -66,7 +66,7 @@ export function safeNext(v: string): string {
 
 export function dashboardRouter(s: Services): Router {
   const r = express.Router();
-  const ctx: DashboardContext = { s, m: new Management(s), views: new Views() };
+  const ctx: DashboardContext = { s, m: new ConnectionAdmin(s), views: new Views() };
 
   r.use(securityHeaders);
   r.use(

@@ -2,7 +2,7 @@ import { agentDescription } from '../../core/agent-description.ts';
 import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Services } from '../services.ts';
-import { Management } from '../management.ts';
+import { ConnectionAdmin } from '../connection-admin.ts';
 import type { Account, Connection } from '../store/types.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { ToolDefinition } from '../../core/tool-types.ts';
@@ -90,9 +90,9 @@ export function asStruct(data: unknown): JsonObject {
  * errors. The gRPC server and the `/api/v1/…` REST shape both call these.
  */
 export class ScalekitCalls {
-  private m: Management;
+  private m: ConnectionAdmin;
   constructor(private s: Services) {
-    this.m = new Management(s);
+    this.m = new ConnectionAdmin(s);
   }
 
   // Views
@@ -256,7 +256,7 @@ export class ScalekitCalls {
     r: DeleteConnectedAccountRequest,
   ): Promise<Reply<typeof DeleteConnectedAccountResponseSchema>> {
     const { account } = await this.findAccount(r);
-    // Through Management, which writes the account's `connected_account.deleted` event in the same transaction.
+    // Through ConnectionAdmin, which writes the account's `connected_account.deleted` event in the same transaction.
     await this.m.deleteAccount(account.id);
     return {};
   }

@@ -1,11 +1,11 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ProviderError, ServiceError } from '../../core/errors.ts';
+import { ProviderError, ServiceError, type ErrorCode } from '../../core/errors.ts';
 import { ErrorInfoSchema, ToolErrorInfoSchema, ValidationErrorInfoSchema } from './descriptors.ts';
 import type { Logger } from '../log.ts';
 
 /** The service's own upstream failures that mean "try again later" rather than "this request is wrong". */
-const UNAVAILABLE = new Set(['upstream_unreachable', 'upstream_connection_reset', 'store_busy']);
+const UNAVAILABLE = new Set<ErrorCode>(['upstream_unreachable', 'upstream_connection_reset']);
 
 function codeFor(e: ServiceError): Code {
   if (e.code === 'upstream_timeout' || e.status === 504) return Code.DeadlineExceeded;

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Method } from 'got';
 import type { RetrySpec } from '../../core/spec-model.ts';
-import { UpstreamFailure } from '../../core/errors.ts';
+import { UpstreamFailure, type ErrorCode } from '../../core/errors.ts';
 import { addressPolicy, NOT_PUBLIC } from './address-guard.ts';
 
 type GotClient = typeof import('./got-client.ts');
@@ -221,7 +221,7 @@ function afterHeaders(failure: NetworkFailure, received: number, announced: numb
 
 export class NetworkFailure extends UpstreamFailure {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     status: number,
     /** The request provably never reached the provider, so even a POST may be retried. */

@@ -1,6 +1,8 @@
 /**
- * Connections and connected accounts: the operations behind both the HTTP API and the dashboard, so the
- * two can never disagree on validation or on what is stored.
+ * The administration of connections and their connected accounts: creating, changing and deleting them, storing an
+ * account's credentials (checked, and verified with the provider on request), disconnecting. The operations behind
+ * the HTTP API, the dashboard and the Scalekit calls alike, so they can never disagree on validation or on what is
+ * stored. (Reading, resolving and refreshing accounts is runtime/accounts/.)
  */
 import type { Services } from './services.ts';
 import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
@@ -54,7 +56,7 @@ function scopesOf(v: string[] | string | undefined): string[] | undefined {
   return [...new Set(list.map((s) => s.trim()).filter(Boolean))];
 }
 
-export class Management {
+export class ConnectionAdmin {
   constructor(private s: Services) {}
 
   connectionView(c: Connection, accountCount?: number) {
