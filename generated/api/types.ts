@@ -653,6 +653,10 @@ export interface ListToolsQuery {
    * Only the tools whose connection has an ACTIVE connected account for this end user
    */
   identifier?: string;
+  /**
+   * With identifier: only the tools the account's granted OAuth scopes allow (a tool left out would answer authorization_required asking for more)
+   */
+  granted_scopes_only?: boolean;
   [k: string]: unknown | undefined;
 }
 export interface SearchToolsQuery {
@@ -868,6 +872,12 @@ export interface CreateAuthorizationLinkBody {
    * Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed
    */
   user_verify_url?: string | null;
+  /**
+   * OAuth: the tools the user connects for; the link asks for exactly their scopes and the connector's base scopes (least privilege). Absent: the connection's scopes
+   *
+   * @maxItems 200
+   */
+  tools?: string[] | null;
 }
 export interface CreateAuthorizationLinkResponse {
   link: string;

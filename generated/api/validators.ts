@@ -2415,6 +2415,13 @@ const schema23 = {
       description:
         "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
     },
+    tools: {
+      type: ['array', 'null'],
+      maxItems: 200,
+      items: { type: 'string', maxLength: 200 },
+      description:
+        "OAuth: the tools the user connects for; the link asks for exactly their scopes and the connector's base scopes (least privilege). Absent: the connection's scopes",
+    },
   },
 };
 function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -2454,7 +2461,8 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'connection_name' ||
         key0 === 'identifier' ||
         key0 === 'redirect_url' ||
-        key0 === 'user_verify_url'
+        key0 === 'user_verify_url' ||
+        key0 === 'tools'
       )) {
         const err2 = {
           instancePath,
@@ -2642,12 +2650,78 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.tools !== undefined && func0.call(data, 'tools')) {
+      let data4 = data.tools;
+      if (!Array.isArray(data4) && data4 !== null) {
+        const err14 = {
+          instancePath: instancePath + '/tools',
+          schemaPath: '#/properties/tools/type',
+          keyword: 'type',
+          params: { type: schema23.properties.tools.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (Array.isArray(data4)) {
+        if (data4.length > 200) {
+          const err15 = {
+            instancePath: instancePath + '/tools',
+            schemaPath: '#/properties/tools/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+        const len0 = data4.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          let data5 = data4[i0];
+          if (typeof data5 === 'string') {
+            if (func46(data5) > 200) {
+              const err16 = {
+                instancePath: instancePath + '/tools/' + i0,
+                schemaPath: '#/properties/tools/items/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err16];
+              } else {
+                vErrors.push(err16);
+              }
+              errors++;
+            }
+          } else {
+            const err17 = {
+              instancePath: instancePath + '/tools/' + i0,
+              schemaPath: '#/properties/tools/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err17];
+            } else {
+              vErrors.push(err17);
+            }
+            errors++;
+          }
+        }
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err18];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err18);
     }
     errors++;
   }

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
-import { connectors, getTool, tools } from '../connectors/catalog.ts';
+import { authFor, connectors, getTool, tools } from '../connectors/catalog.ts';
+import { scopesForTools } from '../connect/scopes.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
@@ -57,7 +58,10 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
         return {
           kind: a.kind,
           default_scopes: a.scopes.default,
-          available_scopes: a.scopes.available ?? [],
+          available_scopes: (a.scopes.available ?? []).map((x) => ({
+            name: x.name,
+            ...(x.description !== undefined ? { description: x.description } : {}),
+          })),
           pkce: a.pkce !== false,
         };
       }
@@ -315,11 +319,16 @@ export function routeTable(s: Services): RouteTable {
     },
     createAuthorizationLink: async ({ body }) => {
       const connection = await s.accounts.connectionByName(body.connection_name);
+      const connector = connectors.get(connection.connector)!;
+      const scopes = body.tools?.length
+        ? scopesForTools(connector.name, authFor(connector, connection.authKind), body.tools)
+        : null;
       const { link, expiresAt, account } = await s.oauth.createLink(
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
         body.user_verify_url ?? undefined,
+        { scopes },
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
     },
