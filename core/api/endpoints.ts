@@ -1087,17 +1087,59 @@ export const endpoints = boundRequestInputs({
   oauthAuthorize: {
     method: 'GET',
     path: '/sso/v1/oauth/{connection_id}/authorize',
-    summary: 'Where an authorization link leads: redirects the browser to the provider',
+    summary:
+      'Where an authorization link leads: redirects the browser to the provider (OAuth), or shows the hosted connect page (keys and tokens)',
     auth: 'none',
     params: pathParams({ connection_id: text }),
     query: { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } },
     responses: {
+      '200': html("The hosted connect page: a form made from the connector's credential fields"),
       '302': {
         description: "To the provider's authorization page (state and PKCE S256 challenge)",
         headers: { location: { description: "The provider's authorization URL", schema: text } },
       },
       '4XX': pageOrError('An expired, used or unknown link'),
       '5XX': pageOrError("The provider's endpoints could not be discovered"),
+    },
+  },
+  connectSubmit: {
+    method: 'POST',
+    path: '/sso/v1/oauth/{connection_id}/authorize',
+    summary: "The hosted connect page's form: checks the credentials with the provider, then connects the account",
+    description:
+      'For a connection that takes keys or tokens, the authorization link (GET) shows a form made from the ' +
+      "connector's credential fields; it posts here. The credentials are validated as the API validates them, checked " +
+      "with the provider (the auth's verify request), then saved on the link's account, and the link is spent. " +
+      'A CSRF token (an HttpOnly SameSite=Strict cookie and the same value in the form) must match. See docs/connect.md.',
+    auth: 'none',
+    params: pathParams({ connection_id: text }),
+    body: {
+      required: true,
+      form: true,
+      schema: {
+        type: 'object',
+        required: ['link', 'csrf'],
+        properties: {
+          link: { type: 'string', maxLength: 200, description: "The link's token" },
+          csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+        },
+        additionalProperties: {
+          type: 'string',
+          maxLength: 4096,
+          description: '`c_<field>`: a credential field of the connector',
+        },
+      },
+    },
+    responses: {
+      '200': html('Connected'),
+      '303': {
+        description: 'To redirect_url (status=success), or to user_verify_url with auth_request_id',
+        headers: { location: { description: 'Where the browser goes', schema: text } },
+      },
+      '400': pageOrError("The form again, each problem next to its field (the provider's refusal too)"),
+      '403': html('The CSRF token does not match'),
+      '4XX': pageOrError('An expired, used or unknown link'),
+      '5XX': pageOrError('Internal error'),
     },
   },
   oauthCallback: {

@@ -1379,6 +1379,23 @@ export interface OauthAuthorizeQuery {
 export interface OauthAuthorizeParams {
   connection_id: string;
 }
+export interface ConnectSubmitBody {
+  /**
+   * The link's token
+   */
+  link: string;
+  /**
+   * The CSRF token the page put in the form
+   */
+  csrf: string;
+  /**
+   * `c_<field>`: a credential field of the connector
+   */
+  [k: string]: string | undefined;
+}
+export interface ConnectSubmitParams {
+  connection_id: string;
+}
 export interface OauthCallbackQuery {
   code?: string;
   state?: string;
@@ -1725,6 +1742,7 @@ export interface Operations {
   redeliverWebhook: { body: never; query: never; params: RedeliverWebhookParams; response: RedeliverWebhookResponse };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
+  connectSubmit: { body: ConnectSubmitBody; query: never; params: ConnectSubmitParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
   scalekitListConnectedAccounts: {
     body: never;

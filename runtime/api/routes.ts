@@ -10,6 +10,7 @@ import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
 import { authFor, connectors, getTool, tools } from '../connectors/catalog.ts';
 import { scopesForTools } from '../connect/scopes.ts';
+import { showConnectPage, submitConnectPage, takesKeys } from '../connect/page.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
@@ -478,12 +479,27 @@ export function routeTable(s: Services): RouteTable {
 
     oauthAuthorize: async ({ res, params, query }) => {
       try {
+        const connection = await s.store.getConnection(params.connection_id);
+        const keys = connection && takesKeys(connection);
+        if (connection && keys) return await showConnectPage(s, res, connection, keys, query.link ?? '');
         const url = await s.oauth.start(params.connection_id, query.link ?? '');
         res.setHeader('cache-control', 'no-store');
         redirect(res, url);
       } catch (e) {
         if (!(e instanceof ServiceError)) throw e;
         sendHtml(res, e.status, resultPage('Authorization could not start', e.message, false));
+      }
+    },
+    connectSubmit: async ({ req, res, params, body }) => {
+      try {
+        const connection = await s.store.getConnection(params.connection_id);
+        const keys = connection && takesKeys(connection);
+        if (!connection || !keys)
+          throw new ServiceError(400, 'invalid_link', 'This connect link is invalid or has expired; ask for a new one');
+        await submitConnectPage(s, m, req, res, connection, keys, body as Record<string, string>);
+      } catch (e) {
+        if (!(e instanceof ServiceError)) throw e;
+        sendHtml(res, e.status, resultPage('The account could not be connected', e.message, false));
       }
     },
     oauthCallback: async ({ res, params, rawQuery }) => {

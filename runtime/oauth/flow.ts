@@ -101,12 +101,10 @@ export class OAuthFlow {
     opts: LinkOptions = {},
   ): Promise<{ link: string; expiresAt: number; account: Account; reused?: boolean }> {
     const connector = getConnector(connection.connector)!;
-    if (!isOAuthKind(connection.authKind)) {
-      throw new ServiceError(
-        400,
-        'not_oauth',
-        `Connection "${connection.name}" uses ${authFor(connector, connection.authKind).kind} credentials; upsert the connected account's credentials instead of sending an authorization link`,
-      );
+    // A connection that takes keys or tokens gets a link too: it leads to the hosted connect page (runtime/connect/page.ts).
+    const keyAuth = !isOAuthKind(connection.authKind);
+    if (keyAuth && !('fields' in authFor(connector, connection.authKind))) {
+      throw new ServiceError(400, 'not_oauth', `Connection "${connection.name}" takes no credentials a user can enter`);
     }
     if (connection.authKind === 'oauth2' && (!connection.clientId || !connection.clientSecretSealed)) {
       throw new ServiceError(
@@ -123,7 +121,7 @@ export class OAuthFlow {
       if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
       return r;
     });
-    const scopes = opts.scopes?.length ? [...opts.scopes] : null;
+    const scopes = opts.scopes?.length && !keyAuth ? [...opts.scopes] : null;
     const linkUrl = (token: string) => `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`;
     if (opts.reuse) {
       // A tool call repeated by an agent gets the link it got before while that link has at least half its life left:
@@ -313,7 +311,7 @@ export class OAuthFlow {
    * re-authorization link of someone else's working account therefore changes nothing it uses: an ACTIVE account
    * stays ACTIVE on its own tokens. Only an account that was never connected shows PENDING_VERIFICATION meanwhile.
    */
-  private async awaitVerification(
+  async awaitVerification(
     account: Account,
     connection: Connection,
     verifyUrl: string,
