@@ -4,6 +4,8 @@
  * tools, incremental consent for a tool whose scopes the account lacks), against the fake authorization server and
  * the fake Microsoft Graph.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthorizationRequiredError } from '../../runtime/client/index.ts';
 import {
@@ -20,14 +22,32 @@ import { sql, type Kysely } from 'kysely';
 let h: Harness;
 let graph: FakeGraph;
 let token: string;
+let receiver: http.Server;
+/** The webhook events received: `connected_account.active` with its account id. */
+const events: Array<{ type: string; data: { connected_account_id: string } }> = [];
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({ env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (body += d));
+    req.on('end', () => {
+      events.push(JSON.parse(body) as (typeof events)[number]);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  await h.client.createWebhook({
+    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    events: ['connected_account.active'],
+  });
   graph = await startFakeGraph({ validateToken: (t) => !!h.oauth.validate(t) });
   await oauthConnection(h, 'mail', 'mail', graph.url);
   token = await serviceToken(h.url);
 });
 afterAll(async () => {
+  await new Promise((r) => receiver?.close(r));
   await graph?.close();
   await h?.close();
 });
@@ -129,6 +149,26 @@ describe('authorization just in time', () => {
     expect(again).toBeInstanceOf(AuthorizationRequiredError);
     expect(again.reason).toBe('disconnected');
     expect(again.connectedAccountId).toBe(e.connectedAccountId);
+  });
+
+  it('reconnects a disconnected account in place: the same id turns ACTIVE, and connected_account.active follows', async () => {
+    const first = (await failure(listMessages('fay'))) as AuthorizationRequiredError;
+    await followAuthorizationLink(first.link, 'fay');
+    await h.client.disconnectConnectedAccount(first.connectedAccountId);
+    const e = (await failure(listMessages('fay'))) as AuthorizationRequiredError;
+    expect(e.reason).toBe('disconnected');
+    expect((await followAuthorizationLink(e.link, 'fay')).status).toBe(200);
+    const account = await h.client.getConnectedAccount(first.connectedAccountId);
+    expect(account.status).toBe('ACTIVE');
+    expect(
+      (await api('GET', '/v1/connected-accounts?connection_name=mail&identifier=fay')).json.connected_accounts,
+    ).toHaveLength(1);
+    await listMessages('fay');
+    // Two activations of the same account: the first connection and the reconnection.
+    const activeFor = () =>
+      events.filter((x) => x.type === 'connected_account.active' && x.data.connected_account_id === account.id);
+    while (activeFor().length < 2) await new Promise((r) => setTimeout(r, 50));
+    expect(activeFor()).toHaveLength(2);
   });
 
   it('keeps 404 for an account named by an id that does not exist', async () => {
