@@ -60,6 +60,11 @@ export const ERROR_CODES = {
   account_incomplete: { status: 409, meaning: 'the account has no credentials yet (PENDING_AUTH)' },
   account_not_authorized: { status: 409, meaning: 'the account is not authorized yet; send an authorization link' },
   account_pending_verification: { status: 409, meaning: 'the account waits for your application to verify its user' },
+  authorization_required: {
+    status: 403,
+    meaning:
+      'the end user must connect (or reconnect, or grant more scopes to) an account first: `error.link` is a single-use link for them',
+  },
   account_expired: { status: 409, meaning: 'the provider refused the refresh token; send a new authorization link' },
   account_disconnected: { status: 409, meaning: 'the account was disconnected' },
   credentials_unreadable: {

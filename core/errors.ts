@@ -59,3 +59,47 @@ export function mustBeType(type: unknown): string {
   });
   return `must be ${names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0]}`;
 }
+
+/** The HTTP status of `authorization_required`, the same on every route (tool calls, proxy calls). */
+export const AUTHORIZATION_REQUIRED_STATUS = 403;
+
+/** What an `authorization_required` error says beyond its message, as the API writes it (`error.<name>`). */
+export interface AuthorizationRequiredInfo {
+  /** A single-use link the end user opens to connect (or reconnect, or grant more scopes to) the account. */
+  link: string;
+  linkExpiresAt: number;
+  connectionName: string;
+  identifier: string;
+  connectedAccountId: string;
+  /** Why: the account is missing, waits for authorization, expired, was disconnected, or lacks scopes. */
+  reason: 'not_connected' | 'pending_auth' | 'expired' | 'disconnected' | 'missing_scopes';
+  /** The provider scopes the tool needs and the account was not granted (reason `missing_scopes`). */
+  missingScopes?: string[];
+}
+
+/**
+ * The end user must connect an account before the call can go ahead: the error carries a link for that
+ * connection and identifier (REST `error.link`, the client library's AuthorizationRequiredError, MCP URL elicitation).
+ */
+export class AuthorizationRequiredError extends ServiceError {
+  constructor(
+    message: string,
+    readonly info: AuthorizationRequiredInfo,
+  ) {
+    super(AUTHORIZATION_REQUIRED_STATUS, 'authorization_required', message);
+  }
+
+  /** The fields the API adds to `error`. */
+  errorFields(): Record<string, unknown> {
+    const i = this.info;
+    return {
+      link: i.link,
+      link_expires_at: new Date(i.linkExpiresAt).toISOString(),
+      reason: i.reason,
+      connection_name: i.connectionName,
+      identifier: i.identifier,
+      connected_account_id: i.connectedAccountId,
+      ...(i.missingScopes ? { missing_scopes: i.missingScopes } : {}),
+    };
+  }
+}

@@ -138,8 +138,16 @@ export interface OAuth2AuthSpec {
     available?: {
       name: string;
       description?: string;
+      /**
+       * Narrower scopes this one grants as well (`Mail.ReadWrite` includes `Mail.Read`): an account granted it has them for the tools that declare them.
+       */
+      includes?: string[];
     }[];
     separator?: string;
+    /**
+     * Scopes every authorization asks for, whatever the tools (a refresh token, the user's profile): a link made for a set of tools asks for these and the tools' own `scopes`.
+     */
+    base?: string[];
   };
   pkce?: boolean;
   authorize_params?: StringMap;
@@ -223,6 +231,14 @@ export interface AccountFieldSpec {
    * Value used when the field is not given.
    */
   default?: string;
+  /**
+   * Where the user finds the value, shown under the field on the hosted connect page.
+   */
+  help?: string;
+  /**
+   * A page of the provider's that shows where to find or make the value.
+   */
+  help_url?: string;
 }
 export interface ApiSpec {
   /**
@@ -338,6 +354,10 @@ export interface ToolSpec {
    * @minItems 1
    */
   examples: ExampleSpec[];
+  /**
+   * The provider scopes this tool needs (OAuth connectors): least privilege per tool. A link made for a set of tools asks for their union and the auth's `scopes.base`; an account lacking one of them is asked for it (incremental consent) before the tool runs.
+   */
+  scopes?: string[];
 }
 /**
  * MCP's tool annotations, the one source of the tool's read-only flag. openWorldHint is always declared; the other three default from the HTTP methods of the tool's requests where that is safe (docs/adding-a-connector.md, "Annotations"): a tool that sends only GET is read-only, non-destructive and idempotent; a tool that sends a DELETE is destructive; a tool whose methods are all idempotent in HTTP (GET, PUT, DELETE) is idempotent. A tool with a hook or an MCP transport, and any flag its methods do not settle, must declare it.

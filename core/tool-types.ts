@@ -196,6 +196,8 @@ export interface ToolDefinition<I = unknown> {
   inputWarnings?: ReadonlyArray<{ when: string; message: string }>;
   /** Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search. */
   keywords?: readonly string[];
+  /** The provider scopes the tool needs (OAuth connectors, declared in the YAML): least privilege per tool. */
+  scopes?: readonly string[];
   annotations?: ToolAnnotations;
   /** JSON Schema of the answer (an object): the concise answer's fields; a detailed answer has these and more. */
   outputSchema: Record<string, unknown>;

@@ -88,6 +88,20 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
     }
   }
 
+  // A tool's scopes are those its OAuth auth offers: a typo would ask the provider for a scope that does not exist.
+  const oauth2 = spec.auth.find((a) => a.kind === 'oauth2');
+  const offered = new Set(oauth2?.kind === 'oauth2' ? (oauth2.scopes.available ?? []).map((a) => a.name) : []);
+  spec.tools.forEach((tool, index) => {
+    (tool.scopes ?? []).forEach((scope, i) => {
+      if (!oauth2)
+        errors.push(loaded.error(['tools', index, 'scopes'], 'only a connector with oauth2 auth declares scopes'));
+      else if (!offered.has(scope))
+        errors.push(
+          loaded.error(['tools', index, 'scopes', i], `"${scope}" is not among the oauth2 auth's scopes.available`),
+        );
+    });
+  });
+
   spec.tools.forEach((tool, index) => {
     const base: Array<string | number> = ['tools', index];
     const fail: Fail = (path, problem) => {

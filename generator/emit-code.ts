@@ -169,6 +169,7 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       tool.hook ? `hook: ${tool.hook},` : '',
       tool.notes ? `notes: ${JSON.stringify(tool.notes.trim())},` : '',
       tool.keywords?.length ? `keywords: ${JSON.stringify(tool.keywords)},` : '',
+      tool.scopes?.length ? `scopes: ${JSON.stringify(tool.scopes)},` : '',
       tool.warnings?.length ? `inputWarnings: ${JSON.stringify(tool.warnings)},` : '',
     ].filter(Boolean);
     const examples = tool.examples.map((e) => ({

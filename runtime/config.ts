@@ -25,6 +25,8 @@ export interface Config {
   linkTtlSeconds: number;
   /** Origins a client may send users back to after authorization (besides the service itself). */
   allowedRedirectOrigins: string[];
+  /** The hosted connect page's branding (CONNECT_PRODUCT_NAME, CONNECT_LOGO_URL, CONNECT_PRIMARY_COLOUR). */
+  connectBranding: { productName: string; logoUrl: string | null; primaryColour: string };
   bodyLimitBytes: number;
   /** A request body with no byte for this long is cut (408); on routes without authentication, one not complete
    * within twice this. */
@@ -284,6 +286,38 @@ function mcpAllowedHosts(env: NodeJS.ProcessEnv): string[] {
   return names;
 }
 
+/** The connect page's branding; a logo must be an https URL, the colour `#rrggbb` dark enough for white text. */
+function connectBranding(env: NodeJS.ProcessEnv): Config['connectBranding'] {
+  const productName = (env.CONNECT_PRODUCT_NAME ?? '').trim() || 'Agent connector service';
+  if (productName.length > 80) throw new ConfigError('CONNECT_PRODUCT_NAME', 'must be at most 80 characters');
+  const logo = (env.CONNECT_LOGO_URL ?? '').trim();
+  if (logo) {
+    let u: URL | undefined;
+    try {
+      u = new URL(logo);
+    } catch {
+      u = undefined;
+    }
+    if (!u || u.protocol !== 'https:' || logo.length > 2048)
+      throw new ConfigError('CONNECT_LOGO_URL', `must be an https URL of at most 2048 characters, got "${logo}"`);
+  }
+  const colour = (env.CONNECT_PRIMARY_COLOUR ?? '').trim() || '#1f5fbf';
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(colour);
+  if (!m) throw new ConfigError('CONNECT_PRIMARY_COLOUR', `must be a colour written #rrggbb, got "${colour}"`);
+  // WCAG 2 contrast with the white text of the button: at least 4.5:1.
+  const lin = (h: string) => {
+    const c = parseInt(h, 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  const lum = 0.2126 * lin(m[1]!) + 0.7152 * lin(m[2]!) + 0.0722 * lin(m[3]!);
+  if (1.05 / (lum + 0.05) < 4.5)
+    throw new ConfigError(
+      'CONNECT_PRIMARY_COLOUR',
+      `${colour} is too light for white text (WCAG contrast below 4.5:1)`,
+    );
+  return { productName, logoUrl: logo || null, primaryColour: colour.toLowerCase() };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -380,6 +414,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 900, env),
     linkTtlSeconds: int('LINK_TTL_SECONDS', 3600, env),
     allowedRedirectOrigins: list('ALLOWED_REDIRECT_ORIGINS', env, origin).map((s) => s.replace(/\/+$/, '')),
+    connectBranding: connectBranding(env),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, env),
     bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 10_000, env),
     headersTimeoutMs,

@@ -483,6 +483,49 @@ export class ConnectionAdmin {
     }
   }
 
+  /** The hosted connect page's check with the provider (the auth's `verify` request), when the auth has one. */
+  async verifyKeyCredentials(
+    connection: Connection,
+    connector: NonNullable<ReturnType<typeof getConnector>>,
+    auth: Extract<ReturnType<typeof authFor>, { kind: 'api_key' | 'bearer' | 'basic' }>,
+    fields: Record<string, string>,
+    secrets: Record<string, string>,
+  ): Promise<void> {
+    if (auth.verify) await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
+  }
+
+  /**
+   * Stores checked key credentials on the identifier's account (made if missing), which becomes ACTIVE with its
+   * events: the same account, whatever state it was in (a reconnect keeps its id).
+   */
+  async storeKeyCredentials(
+    connection: Connection,
+    identifier: string,
+    fields: Record<string, string>,
+    secrets: Record<string, string>,
+  ) {
+    const updated = await this.s.store.transaction(async (tx) => {
+      const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+      if (created) await tx.addWebhookEvent(accountEvent('connected_account.created', account, connection));
+      return (await updateAccountWithEvent(
+        tx,
+        account,
+        connection,
+        {
+          status: 'ACTIVE',
+          fields,
+          secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
+          tokenExpiresAt: null,
+          lastError: null,
+        },
+        { always: true, reason: 'credentials entered by the user on the connect page' },
+      ))!;
+    });
+    this.s.accounts.forgetAccount(updated.id);
+    this.s.webhooks.worker.poke();
+    return updated;
+  }
+
   async disconnectAccount(id: string) {
     const account = await this.s.store.getAccount(id);
     const connection = account && (await this.s.accounts.connectionById(account.connectionId));

@@ -12,6 +12,7 @@ import { ToolExecutor } from './tools/executor.ts';
 import { ProxyHandler } from './proxy/proxy.ts';
 import { Upstream } from './upstream/upstream.ts';
 import { OAuthFlow } from './oauth/flow.ts';
+import { JustInTime } from './connect/just-in-time.ts';
 import { DashboardAuth } from './dashboard/auth.ts';
 import { Metrics } from './metrics.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
@@ -32,6 +33,8 @@ export interface Services {
   executor: ToolExecutor;
   proxy: ProxyHandler;
   oauth: OAuthFlow;
+  /** The `authorization_required` answers and their links (runtime/connect/just-in-time.ts). */
+  justInTime: JustInTime;
   dashboard: DashboardAuth;
   metrics: Metrics;
   webhooks: WebhookService;
@@ -111,6 +114,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   });
   const proxy = new ProxyHandler(accounts, upstream, activity, log);
   const oauth = new OAuthFlow(store, sealer, accounts, config, log);
+  const justInTime = new JustInTime(oauth);
+  executor.justInTime = justInTime;
+  proxy.justInTime = justInTime;
 
   const webhooks = new WebhookService(store, sealer, config, new WebhookWorker(store, sealer, config, log, metrics));
   webhooks.worker.start();
@@ -149,6 +155,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     executor,
     proxy,
     oauth,
+    justInTime,
     dashboard,
     metrics,
     webhooks,

@@ -143,6 +143,13 @@ const mcpAnswers = {
   '415': rpcOrServiceError('The body is not application/json'),
 } as const;
 const accountNotFound = error('No connected account with that id');
+/** The same status and shape on every route that needs a connected account (docs/connect.md). */
+const authorizationRequired: ResponseSpec = {
+  description:
+    '`authorization_required`: the end user has no usable account (missing, PENDING_AUTH, EXPIRED, DISCONNECTED) or it ' +
+    'lacks the scopes the tool needs; `error.link` (until `error.link_expires_at`) lets them connect, then retry',
+  content: json(S.authorizationRequiredResponse),
+};
 const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
 const webhookNotFound = error('No webhook with that id');
 
@@ -319,6 +326,12 @@ export const endpoints = boundRequestInputs({
           ...S.identifier,
           description: 'Only the tools whose connection has an ACTIVE connected account for this end user',
         },
+        granted_scopes_only: {
+          type: 'boolean',
+          description:
+            "With identifier: only the tools the account's granted OAuth scopes allow (a tool left out would answer authorization_required asking for more)",
+          'x-message': 'must be true or false',
+        },
       },
     },
     responses: {
@@ -429,9 +442,10 @@ export const endpoints = boundRequestInputs({
     responses: {
       '200': ok('The provider payload in `data`', S.executeResponse),
       ...bodyErrors,
+      '403': authorizationRequired,
       '4XX': {
         description:
-          "The service's error (404 unknown tool, account or connection; 409 account not ACTIVE or its credentials unreadable), or the provider's refusal",
+          "The service's error (404 unknown tool or connection, or an account given by id that does not exist; 409 account waiting for its user verification or its credentials unreadable), or the provider's refusal",
         content: json({ anyOf: [S.errorResponse, S.providerErrorResponse] }),
       },
       '5XX': {
@@ -627,6 +641,13 @@ export const endpoints = boundRequestInputs({
             maxLength: 2048,
             description:
               "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
+          }),
+          tools: S.orNull({
+            type: 'array',
+            maxItems: 200,
+            items: { type: 'string', maxLength: 200 },
+            description:
+              "OAuth: the tools the user connects for; the link asks for exactly their scopes and the connector's base scopes (least privilege). Absent: the connection's scopes",
           }),
         },
         ['connection_name', 'identifier'],
@@ -1065,8 +1086,9 @@ export const endpoints = boundRequestInputs({
     responses: {
       default: { description: "The provider's response, streamed", content: { '*/*': {} } },
       '400': error('Missing headers, an identifier given twice, or a path that leaves the API root'),
-      '404': error('No such connection or connected account'),
-      '409': error('The account is not ACTIVE, or its credentials are unreadable'),
+      '403': authorizationRequired,
+      '404': error('No such connection'),
+      '409': error('The account waits for its user verification, or its credentials are unreadable'),
       '502': error('Provider unreachable, or it answered malformed HTTP'),
       '504': error('The provider did not answer in time'),
       ...bearer,
@@ -1075,11 +1097,13 @@ export const endpoints = boundRequestInputs({
   oauthAuthorize: {
     method: 'GET',
     path: '/sso/v1/oauth/{connection_id}/authorize',
-    summary: 'Where an authorization link leads: redirects the browser to the provider',
+    summary:
+      'Where an authorization link leads: redirects the browser to the provider (OAuth), or shows the hosted connect page (keys and tokens)',
     auth: 'none',
     params: pathParams({ connection_id: text }),
     query: { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } },
     responses: {
+      '200': html("The hosted connect page: a form made from the connector's credential fields"),
       '302': {
         description: "To the provider's authorization page (state and PKCE S256 challenge)",
         headers: { location: { description: "The provider's authorization URL", schema: text } },
@@ -1112,6 +1136,46 @@ export const endpoints = boundRequestInputs({
         }),
       ),
       '404': error('No MCP connection with that id'),
+    },
+  },
+  connectSubmit: {
+    method: 'POST',
+    path: '/sso/v1/oauth/{connection_id}/authorize',
+    summary: "The hosted connect page's form: checks the credentials with the provider, then connects the account",
+    description:
+      'For a connection that takes keys or tokens, the authorization link (GET) shows a form made from the ' +
+      "connector's credential fields; it posts here. The credentials are validated as the API validates them, checked " +
+      "with the provider (the auth's verify request), then saved on the link's account, and the link is spent. " +
+      'A CSRF token (an HttpOnly SameSite=Strict cookie and the same value in the form) must match. See docs/connect.md.',
+    auth: 'none',
+    params: pathParams({ connection_id: text }),
+    body: {
+      required: true,
+      form: true,
+      schema: {
+        type: 'object',
+        required: ['link', 'csrf'],
+        properties: {
+          link: { type: 'string', maxLength: 200, description: "The link's token" },
+          csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+        },
+        additionalProperties: {
+          type: 'string',
+          maxLength: 4096,
+          description: '`c_<field>`: a credential field of the connector',
+        },
+      },
+    },
+    responses: {
+      '200': html('Connected'),
+      '303': {
+        description: 'To redirect_url (status=success), or to user_verify_url with auth_request_id',
+        headers: { location: { description: 'Where the browser goes', schema: text } },
+      },
+      '400': pageOrError("The form again, each problem next to its field (the provider's refusal too)"),
+      '403': html('The CSRF token does not match'),
+      '4XX': pageOrError('An expired, used or unknown link'),
+      '5XX': pageOrError('Internal error'),
     },
   },
   oauthCallback: {

@@ -86,6 +86,52 @@ export const errorResponse: JsonSchema = {
   },
 };
 
+/**
+ * 403 `authorization_required`: the end user must connect (reconnect, or grant more to) the account first; the
+ * error carries a single-use link for that connection and identifier (docs/connect.md).
+ */
+export const authorizationRequiredResponse: JsonSchema = {
+  type: 'object',
+  required: ['error', 'request_id'],
+  additionalProperties: false,
+  properties: {
+    error: {
+      type: 'object',
+      required: [
+        'code',
+        'message',
+        'link',
+        'link_expires_at',
+        'reason',
+        'connection_name',
+        'identifier',
+        'connected_account_id',
+      ],
+      additionalProperties: false,
+      properties: {
+        code: { const: 'authorization_required' },
+        message: { type: 'string' },
+        link: { type: 'string', description: 'A single-use link the end user opens to connect the account' },
+        link_expires_at: { type: 'string', format: 'date-time' },
+        reason: {
+          enum: ['not_connected', 'pending_auth', 'expired', 'disconnected', 'missing_scopes'],
+          description: 'Why the user must connect',
+        },
+        connection_name: { type: 'string' },
+        identifier: { type: 'string' },
+        connected_account_id: { type: 'string' },
+        missing_scopes: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'For `missing_scopes`: the provider scopes the tool needs and the account was not granted',
+        },
+      },
+    },
+    request_id: { type: 'string' },
+    execution_id: { type: 'string' },
+  },
+};
+
 /** A provider's refusal of a tool call: the provider's status (also the response's) and body. */
 export const providerErrorResponse: JsonSchema = {
   type: 'object',

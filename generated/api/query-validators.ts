@@ -40,6 +40,12 @@ const schema11 = {
       description: 'Only the tools whose connection has an ACTIVE connected account for this end user',
       'x-message': 'must be 1-255 characters of well-formed text without control characters',
     },
+    granted_scopes_only: {
+      type: 'boolean',
+      description:
+        "With identifier: only the tools the account's granted OAuth scopes allow (a tool left out would answer authorization_required asking for more)",
+      'x-message': 'must be true or false',
+    },
   },
 };
 const func0 = Object.prototype.hasOwnProperty;
@@ -346,12 +352,44 @@ function validate10(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.granted_scopes_only !== undefined && func0.call(data, 'granted_scopes_only')) {
+      let data7 = data.granted_scopes_only;
+      if (typeof data7 !== 'boolean') {
+        let coerced5 = undefined;
+        if (!(coerced5 !== undefined)) {
+          if (data7 === 'false' || data7 === 0 || data7 === null) {
+            coerced5 = false;
+          } else if (data7 === 'true' || data7 === 1) {
+            coerced5 = true;
+          } else {
+            const err13 = {
+              instancePath: instancePath + '/granted_scopes_only',
+              schemaPath: '#/properties/granted_scopes_only/type',
+              keyword: 'type',
+              params: { type: 'boolean' },
+            };
+            if (vErrors === null) {
+              vErrors = [err13];
+            } else {
+              vErrors.push(err13);
+            }
+            errors++;
+          }
+        }
+        if (coerced5 !== undefined) {
+          data7 = coerced5;
+          if (data !== undefined) {
+            data['granted_scopes_only'] = coerced5;
+          }
+        }
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err14];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err14);
     }
     errors++;
   }

@@ -2415,6 +2415,13 @@ const schema23 = {
       description:
         "Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed",
     },
+    tools: {
+      type: ['array', 'null'],
+      maxItems: 200,
+      items: { type: 'string', maxLength: 200 },
+      description:
+        "OAuth: the tools the user connects for; the link asks for exactly their scopes and the connector's base scopes (least privilege). Absent: the connection's scopes",
+    },
   },
 };
 function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -2454,7 +2461,8 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'connection_name' ||
         key0 === 'identifier' ||
         key0 === 'redirect_url' ||
-        key0 === 'user_verify_url'
+        key0 === 'user_verify_url' ||
+        key0 === 'tools'
       )) {
         const err2 = {
           instancePath,
@@ -2642,12 +2650,78 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.tools !== undefined && func0.call(data, 'tools')) {
+      let data4 = data.tools;
+      if (!Array.isArray(data4) && data4 !== null) {
+        const err14 = {
+          instancePath: instancePath + '/tools',
+          schemaPath: '#/properties/tools/type',
+          keyword: 'type',
+          params: { type: schema23.properties.tools.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err14];
+        } else {
+          vErrors.push(err14);
+        }
+        errors++;
+      }
+      if (Array.isArray(data4)) {
+        if (data4.length > 200) {
+          const err15 = {
+            instancePath: instancePath + '/tools',
+            schemaPath: '#/properties/tools/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+        const len0 = data4.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          let data5 = data4[i0];
+          if (typeof data5 === 'string') {
+            if (func46(data5) > 200) {
+              const err16 = {
+                instancePath: instancePath + '/tools/' + i0,
+                schemaPath: '#/properties/tools/items/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err16];
+              } else {
+                vErrors.push(err16);
+              }
+              errors++;
+            }
+          } else {
+            const err17 = {
+              instancePath: instancePath + '/tools/' + i0,
+              schemaPath: '#/properties/tools/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err17];
+            } else {
+              vErrors.push(err17);
+            }
+            errors++;
+          }
+        }
+      }
+    }
   } else {
-    const err14 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err14];
+      vErrors = [err18];
     } else {
-      vErrors.push(err14);
+      vErrors.push(err18);
     }
     errors++;
   }
@@ -6296,14 +6370,160 @@ function validate54(data, { instancePath = '', parentData, parentDataProperty, r
   validate54.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate55;
+export const connectSubmit_body = validate55;
 const schema56 = {
+  type: 'object',
+  required: ['link', 'csrf'],
+  properties: {
+    link: { type: 'string', maxLength: 200, description: "The link's token" },
+    csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+  },
+  additionalProperties: {
+    type: 'string',
+    maxLength: 4096,
+    description: '`c_<field>`: a credential field of the connector',
+  },
+};
+function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.link === undefined || !func0.call(data, 'link')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'link' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.csrf === undefined || !func0.call(data, 'csrf')) {
+      const err1 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'csrf' } };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'link' || key0 === 'csrf')) {
+        let data0 = data[key0];
+        if (typeof data0 === 'string') {
+          if (func46(data0) > 4096) {
+            const err2 = {
+              instancePath: instancePath + '/' + key0.replace(/~/g, '~0').replace(/\//g, '~1'),
+              schemaPath: '#/additionalProperties/maxLength',
+              keyword: 'maxLength',
+              params: { limit: 4096 },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        } else {
+          const err3 = {
+            instancePath: instancePath + '/' + key0.replace(/~/g, '~0').replace(/\//g, '~1'),
+            schemaPath: '#/additionalProperties/type',
+            keyword: 'type',
+            params: { type: 'string' },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.link !== undefined && func0.call(data, 'link')) {
+      let data1 = data.link;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 200) {
+          const err4 = {
+            instancePath: instancePath + '/link',
+            schemaPath: '#/properties/link/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/link',
+          schemaPath: '#/properties/link/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.csrf !== undefined && func0.call(data, 'csrf')) {
+      let data2 = data.csrf;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 200) {
+          const err6 = {
+            instancePath: instancePath + '/csrf',
+            schemaPath: '#/properties/csrf/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+      } else {
+        const err7 = {
+          instancePath: instancePath + '/csrf',
+          schemaPath: '#/properties/csrf/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err8];
+    } else {
+      vErrors.push(err8);
+    }
+    errors++;
+  }
+  validate55.errors = vErrors;
+  return errors === 0;
+}
+export const connectSubmit_params = validate56;
+const schema57 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
-function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6378,53 +6598,98 @@ function validate55(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate55.errors = vErrors;
-  return errors === 0;
-}
-export const scalekitCreateConnectedAccount_body = validate56;
-const schema57 = {
-  type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
-};
-function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err0];
-    } else {
-      vErrors.push(err0);
-    }
-    errors++;
-  }
   validate56.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate57;
+export const oauthCallback_params = validate57;
 const schema58 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
 function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      let data0 = data.connection_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/connection_id',
+            schemaPath: '#/properties/connection_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate57.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate58;
+export const scalekitCreateConnectedAccount_body = validate58;
 const schema59 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6441,11 +6706,10 @@ function validate58(data, { instancePath = '', parentData, parentDataProperty, r
   validate58.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate59;
+export const scalekitUpdateConnectedAccount_body = validate59;
 const schema60 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
 function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6462,10 +6726,10 @@ function validate59(data, { instancePath = '', parentData, parentDataProperty, r
   validate59.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate60;
+export const scalekitDeleteConnectedAccount_body = validate60;
 const schema61 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
 function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6482,10 +6746,11 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
   validate60.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate61;
+export const scalekitMagicLink_body = validate61;
 const schema62 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
 function validate61(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6500,5 +6765,45 @@ function validate61(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate61.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitVerifyConnectedAccountUser_body = validate62;
+const schema63 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+};
+function validate62(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate62.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate63;
+const schema64 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate63(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate63.errors = vErrors;
   return errors === 0;
 }

@@ -1139,6 +1139,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_call_outcomes_list,
     notes: 'Call outcomes live at `/v2/call-outcomes`, not under `/v2/settings`.',
     keywords: ['disposition'],
+    scopes: ['api:call-outcomes:read'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/call-outcomes' }] }],
   } satisfies ToolDefinition<I.CallintelCallOutcomesListInput>,
   {
@@ -1269,6 +1270,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong requires `clientUniqueId`, `direction`, `parties` and `primaryUser`, while the spec requires only `actual_start` and has no primary-user parameter. The hook (`registerCall`) sends the first party's `userId` as `primaryUser`; without any party that has a userId, or without `direction` or `parties`, Gong refuses the call with a 400 that is returned as a provider error. A missing `client_unique_id` is derived deterministically from the call's start, title, direction, parties and provider code, so registering the same call twice is refused by Gong instead of duplicating it. `language` is sent as Gong's `languageCode`. Party `speakerId` is not sent: Gong's party fields are writable only as emailAddress, name, userId (and phone and context fields the spec does not offer); speaker ids are assigned by Gong and appear in transcripts. Gong answers only `{requestId, callId}`; the recording is uploaded separately with `PUT /v2/calls/{callId}/media` (multipart). The tool adds `mediaUploadUrl` (the provider URL) and `mediaUploadPath` (the same path for the service's proxy, which injects the credentials).",
     keywords: ['upload recording', 'log call'],
+    scopes: ['api:calls:create'],
     examples: [
       {
         input: {
@@ -1563,6 +1565,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'The content selector asks for exactly what the purpose names: parties, topics and trackers, speakers, per-person interaction stats and questions, and the extended CRM context. Gong answers 404 "No calls found" instead of an empty list; that is returned as an empty page. The cursor travels in the body (POST).',
     keywords: ['participants'],
+    scopes: ['api:calls:read:extensive'],
     examples: [
       {
         input: {
@@ -1771,6 +1774,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Gong\'s call list (`GET /v2/calls`) cannot filter by call id. Without `call_ids` the tool lists with `GET /v2/calls` (dates, workspace and cursor as query parameters); with `call_ids` it sends `POST /v2/calls/extensive` with the ids in `filter.callIds` and no content selector, which returns the same basic call data (under `metaData`) for just those calls; Gong\'s 404 "No calls found" there is an empty page.',
     keywords: ['recordings', 'meetings'],
+    scopes: ['api:calls:read:basic'],
     examples: [
       {
         input: {
@@ -1935,6 +1939,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Segments are speaker-attributed (`speakerId`, matching the call\'s parties), by topic, with sentences carrying `start`/`end` offsets in milliseconds. Gong answers 404 "No calls found" instead of an empty list; that is returned as an empty page.',
     keywords: ['transcription', 'what was said'],
+    scopes: ['api:calls:read:transcript'],
     examples: [
       {
         input: { call_ids: ['7782342274025937895'], workspace_id: '623457276584334' },
@@ -2090,6 +2095,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "`GET /v2/coaching` requires the query parameters `workspace-id`, `manager-id`, `from` and `to` (hyphenated names), which the spec's tool (only `cursor`) does not have; the tool takes them as optional parameters and, for each one absent, resolves it with helper calls (hook `coachingForManagers`): the workspace from `GET /v2/workspaces` (the company's one workspace; with several, each is read in turn), the managers from `GET /v2/users` (every page; each user who is the `managerId` of an active user), and the period by default the 30 days up to now (`to_date_time` defaults to now, `from_date_time` to 30 days before it). One coaching call is made per workspace and manager (at most 50: past that the answer keeps the first 50 and carries a warning naming `manager_id`). The data is `{coachingData, resolved: {workspaceIds, managerIds, from, to}}`, each coaching entry gaining its `workspaceId`. Gong returns `coachingData` in one response without paging, so `cursor` is accepted and changes nothing (no next cursor is returned).",
     keywords: ['manager feedback'],
+    scopes: ['api:coaching:read'],
     examples: [
       {
         input: {
@@ -2195,6 +2201,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong requires an `eventId`, `eventType` and `content.contentTitle`. The event name is both the type and the content title; the event id is derived from the inputs, so a retried call carries the same id. The CRM contact and account ids become the person's and company's business contexts (`CONTACT`, `ACCOUNT`).",
     keywords: ['web visit', 'engagement event'],
+    scopes: ['api:digital-interactions:write'],
     examples: [
       {
         input: {
@@ -2497,6 +2504,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'The folder list names its owner parameter `flowFolderOwnerEmail` (the flow list uses `flowOwnerEmail`). Gong returns the folders under the key `flows`.',
     keywords: ['sequence folders'],
+    scopes: ['api:flows:read'],
     examples: [
       {
         input: { flow_owner_email: 'rep@acme.com', workspace_id: '623457276584334' },
@@ -2623,6 +2631,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_engage_flows_list,
     build: build_callintel_engage_flows_list,
     keywords: ['sequences', 'cadences'],
+    scopes: ['api:flows:read'],
     examples: [
       {
         input: { flow_owner_email: 'rep@acme.com', cursor: 'eyJvIjoxMH0' },
@@ -2734,6 +2743,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong's field is `crmProspectsIds` (plural \"Prospects\"). The spec's limit of 200 is enforced with a 400 before any upstream call; Gong's 2026 API description states 100 per request, so a batch of 101-200 may be refused by Gong (returned as a provider error). Prospects Gong could not assign come back in `prospectsNotAssigned`.",
     keywords: ['enroll'],
+    scopes: ['api:flows:write'],
     examples: [
       {
         input: {
@@ -2854,6 +2864,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong requires `flowInstanceOwnerEmail`, which the spec leaves optional: without it Gong answers 400 (returned as a provider error). The limit of 200 is the spec's (Gong's 2026 description says 100). Gong reportedly deprecates this endpoint in favour of `overrides.coolOffOverride` on the plain assignment; it is still in its API description and is used as is.",
     keywords: ['enroll'],
+    scopes: ['api:flows:write'],
     examples: [
       {
         input: {
@@ -2970,6 +2981,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_prospects_bulk_assign,
     notes:
       "Gong accepts the request with 202 and returns the assignment `id` with `status` PENDING; read its progress with callintel_engage_prospects_bulk_assign_status (PENDING, IN_PROGRESS, COMPLETED, FAILED). Gong requires `flowInstanceOwnerEmail` (optional in the spec) and takes at most 50 prospects per request (the spec states no limit); either refusal is returned as Gong's 400.",
+    scopes: ['api:flows:write'],
     examples: [
       {
         input: {
@@ -3077,7 +3089,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_engage_prospects_bulk_assign_status,
     build: build_callintel_engage_prospects_bulk_assign_status,
-
+    scopes: ['api:flows:read'],
     examples: [
       {
         input: { assignment_id: '8012345678901234567' },
@@ -3180,7 +3192,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_engage_prospects_flows_list,
     build: build_callintel_engage_prospects_flows_list,
-
+    scopes: ['api:flows:read'],
     examples: [
       {
         input: { crm_prospect_ids: ['a5V1Q00A120DP4CVAW'] },
@@ -3264,6 +3276,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong removes one prospect per request (`crmProspectId`, singular), so the tool sends one request per id, in order; the data is the list of Gong's answers (a single answer for a single id). Gong allows 3 calls per second; 429 answers are retried after Retry-After. If one request fails, the ones before it have taken effect.",
     keywords: ['unenroll'],
+    scopes: ['api:flows:write'],
     examples: [
       {
         input: { flow_id: '1695493301223590792', crm_prospect_ids: ['a5V1Q00A120DP4CVAW', '00Q1Q00001AbCdE'] },
@@ -3342,6 +3355,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_prospects_unassign_by_instance,
     notes: 'Gong takes at most 200 instances per request (the spec states no limit); more is refused by Gong with 400.',
     keywords: ['unenroll'],
+    scopes: ['api:flows:write'],
     examples: [
       {
         input: { flow_instance_ids: ['1234361284629356'] },
@@ -3454,6 +3468,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Completing is Gong's task status change to `DONE` (`PATCH /v2/tasks/{taskId}`); there is no separate complete endpoint. Deviations: Gong requires the owner's `userId`, which the spec's tool lacks; the optional `user_id` gives it, and without it the hook finds the owner by paging `GET /v2/users` and searching each user's open tasks (`POST /v2/tasks`) for the task — up to 200 users, then a 400 asking for user_id; a task that is not open under any user is a 404. Gong has no field for notes, so `completion_notes` cannot be stored: the task is completed all the same, and the execute response carries `warnings: [{field: completion_notes, message}]` saying the note was not stored (a dry run shows the same warning).",
     keywords: ['done', 'finish'],
+    scopes: ['api:tasks:write'],
     inputWarnings: [
       {
         when: 'completion_notes',
@@ -3596,6 +3611,7 @@ export const tools: readonly ToolDefinition[] = [
     hook: changeTaskStatusAsOwner,
     notes:
       "Skipping is Gong's task status change to `DISMISSED` (`PATCH /v2/tasks/{taskId}`). Deviations: Gong requires the owner's `userId`; the optional `user_id` gives it, and without it the owner is found as for callintel_engage_task_complete (users list, then each user's open tasks; up to 200 users). Gong has no field for a reason, so `skip_reason` cannot be stored: the task is skipped all the same, and the execute response carries `warnings: [{field: skip_reason, message}]` saying the reason was not stored.",
+    scopes: ['api:tasks:write'],
     inputWarnings: [
       {
         when: 'skip_reason',
@@ -3770,6 +3786,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Gong lists tasks by Gong user id (`POST /v2/tasks`, `filter.userId`), not by email. The hook (`listTasksByAssigneeEmail`) pages through `GET /v2/users` until a user's email address (or alias) matches `assignee_email` (404 naming the field when none does), then lists that user's tasks; the dry run shows the user id as a placeholder. Gong requires `types`, `taskAction` and `status`: the tool asks for flow and manual tasks in every status (OPEN, DONE, DISMISSED), and `CALL` is the only task action Gong's API offers, so other follow-ups are not returned. The response is not paged: `cursor` is accepted and changes nothing (the first page holds every task, and no next cursor is returned); `from_date` and `to_date` have no upstream field and are applied by the service to each task's `dueDate` (tasks without one are left out when either is given). Gong's 404 \"No tasks found\" is an empty list. The data adds `assignee: {userId, emailAddress}`, the owner id that callintel_engage_task_complete and _skip need.",
     keywords: ['follow-ups'],
+    scopes: ['api:tasks:read'],
     examples: [
       {
         input: { assignee_email: 'rep@acme.com', workspace_id: '623457276584334' },
@@ -3905,6 +3922,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_engage_users_list,
     notes:
       'Same endpoint as callintel_users_list (`GET /v2/users`). Gong has no filter for active users: each user carries `active`, and inactive users are included in the list.',
+    scopes: ['api:users:read'],
     examples: [
       {
         input: { include_avatars: false },
@@ -3985,7 +4003,7 @@ export const tools: readonly ToolDefinition[] = [
     messages: {},
     checkRules: rules_callintel_engage_workspaces_list,
     build: build_callintel_engage_workspaces_list,
-
+    scopes: ['api:workspaces:read'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/workspaces' }] }],
   } satisfies ToolDefinition<I.CallintelEngageWorkspacesListInput>,
   {
@@ -4124,6 +4142,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Gong requires a `filter` object: without any filter field the request sends `filter: {}`, and Gong returns every user, paged.',
     keywords: ['role', 'manager'],
+    scopes: ['api:users:read'],
     examples: [
       {
         input: { user_ids: ['234599484848423'], created_from_date_time: '2025-01-01T00:00:00Z' },
@@ -4254,6 +4273,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_users_list,
     build: build_callintel_users_list,
     keywords: ['team', 'reps'],
+    scopes: ['api:users:read'],
     examples: [
       {
         input: { cursor: 'eyJvIjoxMH0', include_avatars: true },
@@ -4369,6 +4389,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_library_folder_content_get,
     build: build_callintel_library_folder_content_get,
     keywords: ['clips'],
+    scopes: ['api:library:read'],
     examples: [
       {
         input: { folder_id: '3843152912968920037' },
@@ -4461,6 +4482,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_library_folders_list,
     build: build_callintel_library_folders_list,
     notes: 'Gong does not return private or archived folders.',
+    scopes: ['api:library:read'],
     examples: [
       {
         input: { workspace_id: '623457276584334' },
@@ -4572,6 +4594,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_callintel_scorecards_list,
     build: build_callintel_scorecards_list,
     keywords: ['rubric'],
+    scopes: ['api:settings:scorecards:read'],
     examples: [
       { input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/settings/scorecards' }] },
     ],
@@ -4682,6 +4705,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_callintel_trackers_list,
     notes: 'Without a workspace filter Gong returns the trackers of every workspace.',
     keywords: ['mentions'],
+    scopes: ['api:settings:trackers:read'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://us-12345.api.gong.io/v2/settings/trackers' }] }],
   } satisfies ToolDefinition<I.CallintelTrackersListInput>,
   {
@@ -4805,6 +4829,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       '`POST /v2/stats/interaction` aggregates per user over a period of whole days: `fromDate`/`toDate` are dates (YYYY-MM-DD, in the company\'s time zone), so the times are cut to their date; `toDate` is exclusive and must not be after today. That endpoint cannot filter by call, so with `call_ids` the tool reads the same per-participant stats per call from `POST /v2/calls/extensive` (content selector `interaction.personInteractionStats`, with parties and speakers), where the period stays a date-time filter; Gong\'s 404 "No calls found" there is an empty page.',
     keywords: ['talk ratio', 'monologue'],
+    scopes: ['api:stats:interaction'],
     examples: [
       {
         input: { from_date_time: '2026-01-01T00:00:00Z', to_date_time: '2026-02-01T08:30:00Z' },
@@ -4962,6 +4987,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Mapped to Gong's aggregate activity (`POST /v2/stats/activity/aggregate`), which counts per user the calls hosted and attended, listening, sharing, comments, feedback and scorecards filled and received. Its period is in whole days: the times are cut to their date (YYYY-MM-DD, company time zone); `toDate` is exclusive and must not be after today.",
     keywords: ['activity'],
+    scopes: ['api:stats:user-actions'],
     examples: [
       {
         input: {

@@ -29,6 +29,7 @@ export const connector: ConnectorDefinition = {
       rotates_refresh_token: false,
       scopes: {
         separator: ' ',
+        base: ['oauth'],
         default: [
           'oauth',
           'crm.objects.contacts.read',
@@ -629,6 +630,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array (invalid JSON, or JSON that is neither an array nor an object, is a 400 naming `filterGroups`); `properties` is split into an array. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced. HubSpot allows at most 5 filter groups, 10 filters per group and 25 filters in all, and refuses more with 400 VALIDATION_ERROR.",
     keywords: ['accounts', 'businesses'],
+    scopes: ['crm.objects.companies.read'],
     examples: [
       {
         input: {
@@ -732,6 +734,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_crm_company_create,
     notes: 'HubSpot property values are strings: `annualrevenue` and `numberofemployees` are sent as decimal strings.',
     keywords: ['account', 'business'],
+    scopes: ['crm.objects.companies.write'],
     examples: [
       {
         input: {
@@ -834,6 +837,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       '`properties` stays a comma-separated query value (spaces around the commas are removed). Properties the portal does not have are left out of the answer by HubSpot, without an error.',
     keywords: ['account'],
+    scopes: ['crm.objects.companies.read'],
     examples: [
       {
         input: { company_id: '9001', properties: 'name, domain' },
@@ -927,6 +931,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       '`crm_lead_status` is HubSpot\'s `hs_lead_status`. A second contact with an email that already exists is refused by HubSpot with 409 CONFLICT ("Contact already exists. Existing ID: ..."), returned as a provider error. Lead status and lifecycle stage options are editable per portal, so they are not checked here; HubSpot refuses an unknown option with 400 VALIDATION_ERROR.',
     keywords: ['lead'],
+    scopes: ['crm.objects.contacts.write'],
     examples: [
       {
         input: {
@@ -1029,6 +1034,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_crm_contact_get,
     build: build_crm_contact_get,
     keywords: ['lead'],
+    scopes: ['crm.objects.contacts.read'],
     examples: [
       {
         input: { contact_id: '101', properties: 'email,firstname,hs_lead_status' },
@@ -1111,6 +1117,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "The spec marks `props` optional while its description calls it required. The input keeps it optional as typed, but an update without `props`, or with an empty object, is refused with 400 naming `props`: HubSpot would accept the empty PATCH and change nothing. `props` is sent as HubSpot's `properties` object unchanged, so its keys are HubSpot internal names (`hs_lead_status`, not `crm_lead_status`); HubSpot refuses an unknown property with 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), and an email already used by another contact with 409.",
     keywords: ['lead'],
+    scopes: ['crm.objects.contacts.write'],
     examples: [
       {
         input: { contact_id: '101', props: { firstname: 'Janet', phone: '+1 555 0199' } },
@@ -1225,6 +1232,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'The spec describes `archived` as "include archived"; HubSpot\'s `archived=true` returns only archived contacts, not active and archived together. The flag is forwarded as given, so `archived: true` lists the archived ones. The next page\'s cursor is `paging.next.after`; its absence means the last page.',
     keywords: ['leads'],
+    scopes: ['crm.objects.contacts.read'],
     examples: [
       {
         input: { limit: 2, after: '102', properties: 'email,firstname', archived: false },
@@ -1340,6 +1348,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array (`{\"filterGroups\":[...]}` and a single group are normalised to the array); `properties` is split into an array. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced. Property names in filters are HubSpot's (`hs_lead_status`).",
     keywords: ['leads'],
+    scopes: ['crm.objects.contacts.read'],
     examples: [
       {
         input: {
@@ -1456,6 +1465,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "`crm_priority` is HubSpot's `hs_priority`. The spec lists HIGH, MEDIUM, LOW (the ticket priority values); a deal's `hs_priority` options are lower-case `high`, `medium`, `low` and HubSpot compares options case-sensitively, so the value is lower-cased before it is sent. `amount` is sent as a decimal string (HubSpot property values are strings); `closedate` as the ISO date, which HubSpot takes as midnight UTC.",
     keywords: ['opportunity'],
+    scopes: ['crm.objects.deals.write'],
     examples: [
       {
         input: {
@@ -1562,6 +1572,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       '`good_deal` is not a HubSpot default deal property: it is a custom property of the portal the tool catalogue was made against. When given it is merged into the `properties` object as the string "true" or "false"; a portal without a custom deal property of that internal name answers 400 VALIDATION_ERROR (PROPERTY_DOESNT_EXIST), returned as a provider error rather than dropped silently. An update with no property at all (an empty `properties` and no `good_deal`) is refused with 400 naming `properties`, since HubSpot would change nothing. The keys of `properties` are HubSpot internal names (`hs_priority`, not `crm_priority`) and are sent unchanged.',
     keywords: ['opportunity', 'stage'],
+    scopes: ['crm.objects.deals.write'],
     examples: [
       {
         input: { deal_id: '5001', properties: { dealstage: 'closedwon', amount: '90000' }, good_deal: true },
@@ -1690,6 +1701,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "`filterGroups` arrives as a JSON string and is parsed into the body's array; `properties` is split into an array. HubSpot's own spec writes the deals path with the object type id (`/crm/v3/objects/0-3/search`); the `deals` name is accepted the same. HubSpot allows up to 200 results per search page; the spec's limit of 100 is enforced.",
     keywords: ['opportunities', 'pipeline'],
+    scopes: ['crm.objects.deals.read'],
     examples: [
       {
         input: {

@@ -40,6 +40,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'https://www.googleapis.com/auth/documents',
             description: 'Create, read and edit documents.',
+            includes: ['https://www.googleapis.com/auth/documents.readonly'],
           },
           {
             name: 'https://www.googleapis.com/auth/documents.readonly',
@@ -52,6 +53,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'https://www.googleapis.com/auth/drive.readonly',
             description: 'List and read every file, documents included.',
+            includes: ['https://www.googleapis.com/auth/drive.metadata.readonly'],
           },
           {
             name: 'https://www.googleapis.com/auth/drive.file',
@@ -257,6 +259,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'documents.create makes a blank document with the given title; any other content in the request would be ignored, so the tool sends only `title` (an empty body when no title is given, and the provider names the document itself, "Untitled document"). The answer is the new Document: `documentId`, `title`, `revisionId`, `body`. `schema_version` and `tool_version` are never sent upstream.',
     keywords: ['google doc'],
+    scopes: ['https://www.googleapis.com/auth/documents'],
     examples: [
       {
         input: { title: 'Status report' },
@@ -404,6 +407,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "The document API has no list method: this is Drive's files.list on www.googleapis.com, so the Google project needs the Drive API enabled and the connection a Drive scope (drive.metadata.readonly by default); otherwise Drive answers 403 (accessNotConfigured or insufficient scopes), returned as a provider error. A given `query` replaces the default (as in the reference product). Sort keys are checked before anything is sent; an explicit ` asc` (as in the spec's example `name asc`) is dropped because ascending is Drive's default and only ` desc` is documented. A fullText term in the query cannot be combined with order_by: Drive answers 400. The service asks for `fields` so each document comes with its name, times, owners and link (Drive's default is only id, name and MIME type). The spec's Versioning section gives every docs tool schema_version/tool_version, but this tool's parameter table has neither, so the tool takes neither (an unknown parameter is a 400). The proxy of the docs connection goes to the document API host only, so a proxied /drive/v3/... path on it would be wrong; use the drive connection for raw Drive calls.",
     keywords: ['google docs'],
+    scopes: ['https://www.googleapis.com/auth/drive.metadata.readonly'],
     examples: [
       {
         title: 'Defaults',
@@ -530,6 +534,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "documents.get. Indices in the answer are UTF-16 code units and body content starts at index 1. Documents with several tabs: without the provider's newer `includeTabsContent=true` only the first tab is in `body`; the tool keeps the classic shape (`body`) that the spec's parameters describe and does not send it.",
     keywords: ['google doc', 'content'],
+    scopes: ['https://www.googleapis.com/auth/documents.readonly'],
     examples: [
       {
         input: { document_id: '1DocAbC_xyz', suggestions_view_mode: 'PREVIEW_WITHOUT_SUGGESTIONS' },
@@ -645,6 +650,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "documents.batchUpdate (`:batchUpdate` is sent literally). `requests` goes through as given; `write_control` is sent as `writeControl` with the provider's own keys (a snake_case key inside it is refused with a 400 rather than dropped). The batch is atomic: if one request is invalid nothing is applied and the provider's 400 is returned. Give only one of requiredRevisionId and targetRevisionId; the provider refuses both. With requiredRevisionId a document changed since that revision is refused (400). Indices are UTF-16 code units and start at 1; append with `endOfSegmentLocation: {}`. The answer is `{documentId, replies, writeControl}`.",
     keywords: ['google doc', 'insert text'],
+    scopes: ['https://www.googleapis.com/auth/documents'],
     examples: [
       {
         input: {

@@ -38,6 +38,11 @@ export const connector: ConnectorDefinition = {
           {
             name: 'https://www.googleapis.com/auth/drive.readonly',
             description: 'Read metadata and content of every file: metadata, search, download.',
+            includes: ['https://www.googleapis.com/auth/drive.metadata.readonly'],
+          },
+          {
+            name: 'https://www.googleapis.com/auth/drive.metadata.readonly',
+            description: 'Read file metadata and search by name (drive_get_file_metadata, drive_search_files).',
           },
           {
             name: 'https://www.googleapis.com/auth/drive.file',
@@ -297,6 +302,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       "Without `fields` Drive v3 returns only kind, id, name, mimeType and resourceKey, so the tool sends a default selection that includes what the spec promises (name, MIME type, size, creation time). Drive reports `size` as a decimal string, and omits it for folders and Google-native files (Docs, Sheets, Slides). A file in a shared drive answers 404 unless `supports_all_drives` is true. `schema_version` and `tool_version` select the service's version of the tool and are never sent upstream.",
+    scopes: ['https://www.googleapis.com/auth/drive.metadata.readonly'],
     examples: [
       {
         title: 'Default fields',
@@ -484,6 +490,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Sent as files.list with `q = fullText contains '<term>'` (plus `and mimeType = '<mime_type>'`), with `'` and `\\` escaped as the query language requires. The service adds `and trashed = false` so files in the trash are not returned (use drive_search_files with your own query to search the trash). The tool never sends orderBy: Drive refuses sorting for fullText queries (400 \"Sorting is not supported for queries with fullText terms\"); results come in relevance order. `supports_all_drives` sets supportsAllDrives and includeItemsFromAllDrives (supportsAllDrives alone brings no shared-drive items into a list) and, when true, corpora=allDrives, because the default corpus `user` leaves out shared-drive files the user only reaches through membership; Drive may then answer `incompleteSearch: true`. A bare `fields` list is wrapped for the FileList, since Drive answers a bare `id,name` on a list with 400.",
     keywords: ['full-text'],
+    scopes: ['https://www.googleapis.com/auth/drive.readonly'],
     examples: [
       {
         title: 'Term with a quote, limited to PDFs',
@@ -667,6 +674,7 @@ export const tools: readonly ToolDefinition[] = [
     versionFields: ['schema_version', 'tool_version'],
     notes:
       'Sent as files.list; `query` goes to `q` unchanged. Sort keys are checked before anything is sent (an unknown key is a 400 naming order_by); an explicit ` asc` is dropped because ascending is the default and Drive documents only the ` desc` modifier. A query with a fullText term cannot be sorted: Drive answers 400 and the service returns that provider error. `supports_all_drives` sets supportsAllDrives, includeItemsFromAllDrives and, when true, corpora=allDrives (see drive_search_content). A bare `fields` list is wrapped for the FileList.',
+    scopes: ['https://www.googleapis.com/auth/drive.metadata.readonly'],
     examples: [
       {
         title: 'Folders by name, newest first',

@@ -41,6 +41,8 @@ export const connector: ConnectorDefinition = {
           name: 'api_token',
           title: 'API token',
           description: "Token access must be enabled in the desk's admin centre; the token is shown once.",
+          help: 'In the Admin Center, Apps and integrations → APIs → Zendesk API → Settings, add an API token.',
+          help_url: 'https://support.zendesk.com/hc/en-us/articles/4408889192858',
           required: true,
           secret: true,
         },

@@ -25,6 +25,7 @@ export const connector: ConnectorDefinition = {
       token_auth: 'client_secret_post',
       pkce: true,
       scopes: {
+        base: ['offline_access', 'User.Read'],
         default: [
           'offline_access',
           'User.Read',
@@ -52,6 +53,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'Mail.ReadWrite',
             description: 'Read and write mail in all folders.',
+            includes: ['Mail.Read'],
           },
           {
             name: 'Mail.Send',
@@ -64,6 +66,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'Calendars.ReadWrite',
             description: 'Create, read, update and delete calendar events.',
+            includes: ['Calendars.Read'],
           },
           {
             name: 'Contacts.Read',
@@ -72,6 +75,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'Contacts.ReadWrite',
             description: 'Create, read, update and delete contacts.',
+            includes: ['Contacts.Read'],
           },
           {
             name: 'MailboxSettings.Read',
@@ -80,6 +84,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'MailboxSettings.ReadWrite',
             description: 'Read and update mailbox settings.',
+            includes: ['MailboxSettings.Read'],
           },
           {
             name: 'Tasks.Read',
@@ -88,6 +93,7 @@ export const connector: ConnectorDefinition = {
           {
             name: 'Tasks.ReadWrite',
             description: 'Create, read, update and delete task lists and tasks (delegated only).',
+            includes: ['Tasks.Read'],
           },
         ],
       },
@@ -1451,6 +1457,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph's dateTimeTimeZone wants a local time without offset plus a separate zone, so an offset or Z on start_datetime/end_datetime is dropped and the wall-clock time is read in start_timezone/end_timezone (give the local time of that zone). Graph answers with start and end converted to UTC unless the request carries `Prefer: outlook.timezone`. attendees_required/_optional/_resource become one `attendees` array of `{emailAddress:{address}, type}`; each accepts a JSON array string or comma-separated text. Graph needs a full recurrence `{pattern, range}`: the interval defaults to 1, the range type to noEnd, the range start to the date of start_datetime; absoluteMonthly/absoluteYearly take the day of month (and the yearly types the month) from the series start, because the spec has no fields for them; relative patterns use Graph's default index (first). Pattern and range properties that do not apply to the chosen types are not sent, since Graph rejects them. Attendees receive invitations as soon as the event is created.",
     keywords: ['meeting', 'appointment', 'invite'],
+    scopes: ['Calendars.ReadWrite'],
     examples: [
       {
         title: 'Weekly meeting with attendees, an online meeting and a recurrence that ends on a date',
@@ -1854,6 +1861,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph's `attendees` is replaced as a whole array: giving any of attendees_required/_optional/_resource overwrites all attendees with exactly the ones given (`[]` in one of them clears them). start_datetime and end_datetime are RFC3339 in the spec, but Graph's dateTimeTimeZone wants a local time plus a zone, so the offset is dropped and the time is read in start_timezone/end_timezone; because Graph replaces start/end as a whole, a time and its zone go together. A recurrence is sent as a full `{pattern, range}` object (Graph does not document partial recurrence updates), built as for mail_create_calendar_event; its range start is recurrence_start_date, else the date of start_datetime. categories (comma-separated) becomes the `categories` array and replaces the existing one.",
     keywords: ['reschedule', 'meeting'],
+    scopes: ['Calendars.ReadWrite'],
     examples: [
       {
         title: 'Move the event, replace the attendees and set categories',
@@ -1967,6 +1975,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Graph answers 204 with an empty body. When the user organizes the meeting, deleting it sends a cancellation to every attendee.',
     keywords: ['cancel meeting'],
+    scopes: ['Calendars.ReadWrite'],
     examples: [
       {
         input: { event_id: 'AAMkAGI2TGuLAAA=' },
@@ -2131,6 +2140,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_get_calendar_event,
     notes: 'Graph returns start and end in UTC (no `Prefer: outlook.timezone` header is sent) and the body as HTML.',
     keywords: ['meeting'],
+    scopes: ['Calendars.Read'],
     examples: [
       {
         input: { event_id: 'AAMkAGI2TGuLAAA=' },
@@ -2330,6 +2340,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "The spec's parameter names have no `$`; Graph's query options do, so filter, orderby, select, skip and top are sent as $filter, $orderby, $select, $skip and $top. The list holds single events and series masters only, not the expanded occurrences of a series (those come from /me/calendarView, which the spec has no tool for). Dates in filters compare in UTC. Further pages come from `@odata.nextLink`.",
     keywords: ['meetings', 'agenda'],
+    scopes: ['Calendars.Read'],
     examples: [
       {
         input: {
@@ -2458,6 +2469,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_create_contact,
     notes: 'Graph itself requires none of these fields; the spec makes givenName and surname required.',
     keywords: ['address book'],
+    scopes: ['Contacts.ReadWrite'],
     examples: [
       {
         input: {
@@ -2612,6 +2624,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_list_contacts,
     notes: 'Further pages come from `@odata.nextLink`, which carries its own $skip.',
     keywords: ['address book'],
+    scopes: ['Contacts.Read'],
     examples: [
       {
         input: {
@@ -2796,6 +2809,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_get_message,
     notes:
       'The body comes as HTML (no `Prefer: outlook.body-content-type` header is sent). The response says whether the message has attachments (`hasAttachments`) but does not contain them; use mail_list_attachments.',
+    scopes: ['Mail.Read'],
     examples: [
       {
         input: { message_id: 'AAMkAGI2THVSAAA=' },
@@ -2974,6 +2988,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_list_messages,
     notes:
       'Covers every folder, Deleted Items and Sent Items included. When $filter and $orderby are combined, Graph requires the $orderby properties to appear in the $filter too, first and in the same order, and otherwise answers 400 InefficientFilter. Follow `@odata.nextLink` whole rather than editing its $skip.',
+    scopes: ['Mail.Read'],
     examples: [
       {
         input: { $filter: 'isRead eq false', $select: 'subject,from,receivedDateTime', $top: 25 },
@@ -3170,6 +3185,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_search_messages,
     notes:
       'Sent as Graph\'s `$search`, which must be wrapped in double quotes (the service adds them, escaping quotes inside). Bare terms match from, subject and body only: to find recipients use the KQL properties `to:` or `participants:`, although the spec\'s purpose names "to". No `ConsistencyLevel: eventual` header is needed (that applies to directory objects only). Results come sorted by sent date, at most 1000; $search cannot be combined with $filter or $orderby, which this tool does not offer. Whether Graph honours $skip together with $search is not documented; `@odata.nextLink` is the reliable way to page.',
+    scopes: ['Mail.Read'],
     examples: [
       {
         title: 'KQL properties',
@@ -3281,6 +3297,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_list_attachments,
     notes:
       "Without a $select Graph includes every file attachment's base64 `contentBytes` in the list; the tool asks for `$select=id,name,size,contentType,isInline` so that only metadata comes back, as the spec's purpose says. Use mail_get_attachment for the content.",
+    scopes: ['Mail.Read'],
     examples: [
       {
         input: { message_id: 'AAMkAGI2THVSAAA=' },
@@ -3354,6 +3371,7 @@ export const tools: readonly ToolDefinition[] = [
     build: build_mail_get_attachment,
     notes:
       'File attachments (`#microsoft.graph.fileAttachment`) carry `contentBytes`. Item attachments (an attached mail, event or contact) and reference attachments have none; Graph offers `$expand=microsoft.graph.itemattachment/item` or `/$value` for those, which this tool does not use.',
+    scopes: ['Mail.Read'],
     examples: [
       {
         input: { message_id: 'AAMkAGI2THVSAAA=', attachment_id: 'AAMkAGI2THVSAAABEgAQAKbp7N3uE0Fhr8yYK7OiMXM=' },
@@ -3444,6 +3462,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph answers 202 Accepted with an empty body and no message ID, so the tool's data is empty; delivery happens afterwards. Recipients become `{emailAddress:{address}}` objects inside `message`; saveToSentItems sits at the top level of the request, not inside the message, and is always sent (Graph's default is also true). Without bodyType no contentType is sent and Graph applies its own default. Needs the Mail.Send scope.",
     keywords: ['email', 'compose'],
+    scopes: ['Mail.Send'],
     examples: [
       {
         title: 'HTML with Cc and Bcc, not saved to Sent Items',
@@ -3550,6 +3569,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph answers 202 Accepted with an empty body. The reply goes to the message's replyTo addresses when it has any, else to its sender. The spec names this parameter messageId (camelCase), unlike message_id elsewhere. Needs the Mail.Send scope.",
     keywords: ['respond'],
+    scopes: ['Mail.Send'],
     examples: [
       {
         input: { messageId: 'AAMkAGI2THVSAAA=', comment: 'Thanks, see you then.' },
@@ -3690,6 +3710,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Needs MailboxSettings.Read (or MailboxSettings.ReadWrite), which the spec's example scope list leaves out; the connection's default scopes include it.",
     keywords: ['out of office', 'time zone', 'working hours'],
+    scopes: ['MailboxSettings.Read'],
     examples: [
       { input: {}, requests: [{ method: 'GET', url: 'https://graph.microsoft.com/v1.0/me/mailboxSettings' }] },
     ],
@@ -3912,6 +3933,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Property names are Graph's own, sent as given. dateFormat and timeFormat are .NET short date/time patterns; the time zones may be Windows or IANA names; Graph answers ErrorInvalidTimeSettings, InvalidTimeZone or RequestBodyRead (a malformed time of day) for bad values. Graph answers 200 with the updated properties. Needs MailboxSettings.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['out of office', 'vacation'],
+    scopes: ['MailboxSettings.ReadWrite'],
     examples: [
       {
         title: 'Scheduled out-of-office, language, time zone, formats and working hours',
@@ -4038,6 +4060,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Needs the Tasks.ReadWrite scope (delegated only; Graph has no application permission for To Do), which the spec's example scope list leaves out. Personal accounts work.",
     keywords: ['todo'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         input: { display_name: 'Groceries' },
@@ -4107,6 +4130,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph answers 204 with an empty body; the list's tasks are deleted with it. Needs Tasks.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['todo'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=' },
@@ -4174,6 +4198,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Needs the Tasks.ReadWrite scope (delegated only; Graph has no application permission for To Do), which the spec's example scope list leaves out. Personal accounts work.",
     keywords: ['todo'],
+    scopes: ['Tasks.Read'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=' },
@@ -4262,6 +4287,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Further pages come from `@odata.nextLink`. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['todo'],
+    scopes: ['Tasks.Read'],
     examples: [{ input: {}, requests: [{ method: 'GET', url: 'https://graph.microsoft.com/v1.0/me/todo/lists' }] }],
   } satisfies ToolDefinition<I.MailTodoListsListInput>,
   {
@@ -4325,6 +4351,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Well-known lists such as the default "Tasks" list may refuse a rename. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
     keywords: ['todo'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         input: { list_id: 'AAMkADIyAAAhrbPWAAA=', display_name: 'Weekly groceries' },
@@ -4493,6 +4520,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'body becomes `{content, contentType: "text"}`. To Do due dates are date-only: due_date goes as `dueDateTime {dateTime: "<due_date>T00:00:00", timeZone}`, and because Graph reports it back in UTC it can read as the previous or next day for other zones. A reminder goes as `reminderDateTime {dateTime, timeZone}` (offset dropped, wall-clock time read in reminder_time_zone) together with `isReminderOn: true`, since the tool has no field for it and Graph does not document turning it on by itself. The time zones are only sent with their date. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
     keywords: ['todo', 'reminder'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         title: 'Every field, with a due date and a reminder',
@@ -4616,6 +4644,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph answers 204 with an empty body. Needs Tasks.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['todo'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         input: {
@@ -4756,6 +4785,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph reports dueDateTime in UTC, so a date-only due date can read as the neighbouring day. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['todo'],
+    scopes: ['Tasks.Read'],
     examples: [
       {
         input: {
@@ -4928,6 +4958,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       "Graph supports only some OData query options on tasks. Further pages come from `@odata.nextLink`. Needs Tasks.Read or Tasks.ReadWrite, which the spec's example scope list leaves out.",
     keywords: ['todo'],
+    scopes: ['Tasks.Read'],
     examples: [
       {
         input: {
@@ -5097,6 +5128,7 @@ export const tools: readonly ToolDefinition[] = [
     notes:
       'Mapped as in mail_todo_tasks_create: body becomes `{content, contentType: "text"}`, due_date becomes `dueDateTime {dateTime: "<due_date>T00:00:00", timeZone}` (due_time_zone is only sent with a due_date). The tool has no reminder fields. Graph answers 200 with the whole task. Needs Tasks.ReadWrite, which the spec\'s example scope list leaves out.',
     keywords: ['todo', 'complete'],
+    scopes: ['Tasks.ReadWrite'],
     examples: [
       {
         title: 'Complete a task',

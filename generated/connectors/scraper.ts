@@ -36,6 +36,7 @@ export const connector: ConnectorDefinition = {
           name: 'token',
           title: 'API token',
           description: "The platform's personal API token (Console → Settings → API & Integrations); it is shown once.",
+          help_url: 'https://console.apify.com/settings/integrations',
           required: true,
           secret: true,
         },

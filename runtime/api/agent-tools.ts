@@ -10,7 +10,9 @@
 import type { Operations } from '../../generated/api/types.ts';
 import { invalidInput, ServiceError } from '../../core/errors.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
-import { connectors, getTool, tools } from '../connectors/catalog.ts';
+import { authFor, connectors, getTool, tools } from '../connectors/catalog.ts';
+import { missingScopes } from '../connect/scopes.ts';
+import type { AuthSpec } from '../../core/spec-model.ts';
 import type { Services } from '../services.ts';
 import type { Account, Connection } from '../store/types.ts';
 import { encodeCursor } from '../store/cursor.ts';
@@ -72,6 +74,9 @@ async function selectTools(s: Services, q: ListToolsQuery): Promise<ToolDefiniti
   }
   // The connectors the connection filters leave; undefined: no connection filter.
   let allowed: Set<string> | undefined;
+  let granted: Map<string, Array<{ account: Account; auth: AuthSpec }>> | undefined;
+  if (q.granted_scopes_only !== undefined && q.identifier === undefined)
+    throw fieldError('granted_scopes_only', 'applies with identifier only');
   if (q.connection_names !== undefined || q.identifier !== undefined) {
     const all = await s.store.listConnections();
     let chosen: Connection[] = all;
@@ -84,10 +89,22 @@ async function selectTools(s: Services, q: ListToolsQuery): Promise<ToolDefiniti
       chosen = all.filter((c) => list.includes(c.name));
     }
     if (q.identifier !== undefined) {
-      const active = new Set(
-        (await accountsOf(s, q.identifier)).filter((a) => a.status === 'ACTIVE').map((a) => a.connectionId),
-      );
-      chosen = chosen.filter((c) => active.has(c.id));
+      const active = (await accountsOf(s, q.identifier)).filter((a) => a.status === 'ACTIVE');
+      const ids = new Set(active.map((a) => a.connectionId));
+      chosen = chosen.filter((c) => ids.has(c.id));
+      if (q.granted_scopes_only === true) {
+        // Per connector, the ACTIVE accounts with their auth: a tool stays if one of them was granted its scopes.
+        const byId = new Map(chosen.map((c) => [c.id, c]));
+        granted = new Map();
+        for (const a of active) {
+          const c = byId.get(a.connectionId);
+          const connector = c && connectors.get(c.connector);
+          if (!c || !connector) continue;
+          const list = granted.get(c.connector) ?? [];
+          list.push({ account: a, auth: authFor(connector, c.authKind) });
+          granted.set(c.connector, list);
+        }
+      }
     }
     allowed = new Set(chosen.map((c) => c.connector));
   }
@@ -95,7 +112,8 @@ async function selectTools(s: Services, q: ListToolsQuery): Promise<ToolDefiniti
     (t) =>
       (q.connector === undefined || t.connector === q.connector) &&
       (!names || names.has(t.name)) &&
-      (!allowed || allowed.has(t.connector)),
+      (!allowed || allowed.has(t.connector)) &&
+      (!granted || (granted.get(t.connector) ?? []).some((g) => !missingScopes(g.account, t, g.auth).length)),
   );
 }
 
@@ -170,6 +188,8 @@ export async function connectionForTool(s: Services, toolName: string, identifie
   }
   const ids = new Map(ofConnector.map((c) => [c.id, c]));
   const accounts = (await accountsOf(s, identifier)).filter((a) => ids.has(a.connectionId));
+  // The one connection of the connector: the call runs there, and a user without an account gets a link to connect.
+  if (!accounts.length && ofConnector.length === 1) return ofConnector[0]!.name;
   if (!accounts.length) {
     throw new ServiceError(
       404,

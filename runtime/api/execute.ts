@@ -25,6 +25,8 @@ export async function executeTool(
     dryRun: body.dry_run === true,
     // The request its authentication polled the change feed for: the account reads need no second look.
     scope: res.req,
+    // An end user who must connect first: 403 authorization_required with a link (docs/connect.md).
+    authorization: {},
     account: {
       connectedAccountId: body.connected_account_id ?? undefined,
       connectionName,

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Services } from '../services.ts';
-import { ProviderError, ServiceError, unauthorized, type ErrorCode } from '../../core/errors.ts';
+import { AuthorizationRequiredError, ProviderError, ServiceError, unauthorized, type ErrorCode } from '../../core/errors.ts';
 import { requestId } from '../ids.ts';
 
 const escapeHtml = (s: string) =>
@@ -119,7 +119,9 @@ export function renderError(s: Services, err: unknown, req: AnyRequest, res: Ser
   // Everything below is the service's own answer: marked so, or a client could take it for the provider's.
   const service = { 'x-error-source': 'service' };
   if (err instanceof ServiceError) {
-    sendJson(res, err.status, errorBody(req, err.code, err.message, err.details, extra), {
+    const body = errorBody(req, err.code, err.message, err.details, extra);
+    if (err instanceof AuthorizationRequiredError) Object.assign(body.error, err.errorFields());
+    sendJson(res, err.status, body, {
       ...service,
       ...(err.headers ?? {}),
     });

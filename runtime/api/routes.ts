@@ -9,8 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { ConnectionAdmin } from '../connection-admin.ts';
-import { connectors, getTool, isMcpAuth, tools } from '../connectors/catalog.ts';
+import { authFor, connectors, getTool, isMcpAuth, tools } from '../connectors/catalog.ts';
 import { clientMetadataDocument } from '../oauth/mcp-auth.ts';
+import { scopesForTools } from '../connect/scopes.ts';
+import { showConnectPage, submitConnectPage, takesKeys } from '../connect/page.ts';
 import { createApiCredential } from '../auth/service-auth.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
@@ -59,7 +61,10 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
         return {
           kind: a.kind,
           default_scopes: a.scopes.default,
-          available_scopes: a.scopes.available ?? [],
+          available_scopes: (a.scopes.available ?? []).map((x) => ({
+            name: x.name,
+            ...(x.description !== undefined ? { description: x.description } : {}),
+          })),
           pkce: a.pkce !== false,
         };
       }
@@ -317,11 +322,16 @@ export function routeTable(s: Services): RouteTable {
     },
     createAuthorizationLink: async ({ body }) => {
       const connection = await s.accounts.connectionByName(body.connection_name);
+      const connector = connectors.get(connection.connector)!;
+      const scopes = body.tools?.length
+        ? scopesForTools(connector.name, authFor(connector, connection.authKind), body.tools)
+        : null;
       const { link, expiresAt, account } = await s.oauth.createLink(
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
         body.user_verify_url ?? undefined,
+        { scopes },
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
     },
@@ -471,6 +481,9 @@ export function routeTable(s: Services): RouteTable {
 
     oauthAuthorize: async ({ res, params, query }) => {
       try {
+        const connection = await s.store.getConnection(params.connection_id);
+        const keys = connection && takesKeys(connection);
+        if (connection && keys) return await showConnectPage(s, res, connection, keys, query.link ?? '');
         const url = await s.oauth.start(params.connection_id, query.link ?? '');
         res.setHeader('cache-control', 'no-store');
         redirect(res, url);
@@ -489,6 +502,18 @@ export function routeTable(s: Services): RouteTable {
       // Authorization servers cache it (the draft's HTTP caching); an hour, like discovery documents here.
       res.setHeader('cache-control', 'public, max-age=3600');
       return { body: clientMetadataDocument(auth, connection, s.config.publicUrl) };
+    },
+    connectSubmit: async ({ req, res, params, body }) => {
+      try {
+        const connection = await s.store.getConnection(params.connection_id);
+        const keys = connection && takesKeys(connection);
+        if (!connection || !keys)
+          throw new ServiceError(400, 'invalid_link', 'This connect link is invalid or has expired; ask for a new one');
+        await submitConnectPage(s, m, req, res, connection, keys, body as Record<string, string>);
+      } catch (e) {
+        if (!(e instanceof ServiceError)) throw e;
+        sendHtml(res, e.status, resultPage('The account could not be connected', e.message, false));
+      }
     },
     oauthCallback: async ({ res, params, rawQuery }) => {
       res.setHeader('cache-control', 'no-store');

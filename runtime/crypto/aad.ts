@@ -9,6 +9,7 @@ export const aad = {
   meta: (key: string) => `meta:${key}`,
   webhookSecret: (endpointId: string) => `webhook_endpoint:${endpointId}:secret`,
   verificationSecrets: (requestHash: string) => `account_verification:${requestHash}:secrets`,
+  linkToken: (tokenHash: string) => `oauth_link:${tokenHash}:token`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -25,6 +26,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.meta(cell.id);
     case 'webhook_endpoints.secret_sealed':
       return aad.webhookSecret(cell.id);
+    case 'oauth_links.token_sealed':
+      return aad.linkToken(cell.id);
     case 'account_verifications.secrets_sealed':
       return aad.verificationSecrets(cell.id);
     default:

@@ -36,7 +36,8 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { ProviderError, ServiceError } from '../../core/errors.ts';
+import { AuthorizationRequiredError, ProviderError, ServiceError } from '../../core/errors.ts';
+import { authorizationText } from '../connect/mcp.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
@@ -437,6 +438,9 @@ export class McpEndpoint {
         toolName: e.tool.name,
         input: read.input,
         account: { connectionName: e.connectionName, identifier: scope.identifier },
+        // A user who must connect gets a link (runtime/connect/just-in-time.ts): the same unexpired link on a retry,
+        // and the operator's verification setting, so that whoever opens a link from a transcript connects nobody else.
+        authorization: { userVerifyUrl: scope.server.userVerifyUrl ?? undefined },
       });
       return structured(result.data);
     } catch (err) {
@@ -455,6 +459,7 @@ export class McpEndpoint {
     if (err.code === 'invalid_input' && Array.isArray(err.details)) {
       return text(`Invalid input for ${e.tool.name}: ${fieldList(err.details)}`, true);
     }
+    if (err instanceof AuthorizationRequiredError) return authorizationText(err);
     if (NEEDS_CONNECTING.has(err.code)) return this.connectHint(scope, e, err);
     return text(`${err.message} (${err.code})`, true);
   }

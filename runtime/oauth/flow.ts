@@ -12,6 +12,14 @@ import { ServiceError } from '../../core/errors.ts';
 import type { AccountService } from '../accounts/service.ts';
 import { endpointsFor, redirectUriFor, registrationWriter, type OAuthEndpoints } from './endpoints.ts';
 import { authorizationUrl, exchangeCode, TokenRequestError } from './tokens.ts';
+import { grantedFrom, unionScopes } from '../connect/scopes.ts';
+
+export interface LinkOptions {
+  /** The provider scopes the link asks for; absent: the connection's. */
+  scopes?: string[] | null;
+  /** Hand out an unexpired unused link made with the same options for this account rather than a new one. */
+  reuse?: boolean;
+}
 
 const STATE_TTL_MS = 10 * 60_000;
 
@@ -90,14 +98,13 @@ export class OAuthFlow {
     identifier: string,
     redirectUrl?: string,
     userVerifyUrl?: string,
-  ): Promise<{ link: string; expiresAt: number; account: Account }> {
+    opts: LinkOptions = {},
+  ): Promise<{ link: string; expiresAt: number; account: Account; reused?: boolean }> {
     const connector = getConnector(connection.connector)!;
-    if (!isOAuthKind(connection.authKind)) {
-      throw new ServiceError(
-        400,
-        'not_oauth',
-        `Connection "${connection.name}" uses ${authFor(connector, connection.authKind).kind} credentials; upsert the connected account's credentials instead of sending an authorization link`,
-      );
+    // A connection that takes keys or tokens gets a link too: it leads to the hosted connect page (runtime/connect/page.ts).
+    const keyAuth = !isOAuthKind(connection.authKind);
+    if (keyAuth && !('fields' in authFor(connector, connection.authKind))) {
+      throw new ServiceError(400, 'not_oauth', `Connection "${connection.name}" takes no credentials a user can enter`);
     }
     if (connection.authKind === 'oauth2' && (!connection.clientId || !connection.clientSecretSealed)) {
       throw new ServiceError(
@@ -114,10 +121,28 @@ export class OAuthFlow {
       if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
       return r;
     });
+    const scopes = opts.scopes?.length && !keyAuth ? [...opts.scopes] : null;
+    const linkUrl = (token: string) => `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`;
+    if (opts.reuse) {
+      // A tool call repeated by an agent gets the link it got before while that link has at least half its life left:
+      // a user who never connects costs one row per half link lifetime, however often the agent calls.
+      const known = await this.store.findReusableOAuthLink({
+        accountId: account.id,
+        scopes,
+        redirectUrl: returnTo,
+        userVerifyUrl: verifyUrl,
+        minExpiresAt: now + (this.config.linkTtlSeconds * 1000) / 2,
+      });
+      if (known?.tokenSealed) {
+        const token = this.sealer.open(known.tokenSealed, aad.linkToken(known.tokenHash));
+        return { link: linkUrl(token), expiresAt: known.expiresAt, account, reused: true };
+      }
+    }
     const token = randomSecret(32);
+    const tokenHash = sha256(token);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
     await this.store.createOAuthLink({
-      tokenHash: sha256(token),
+      tokenHash,
       connectionId: connection.id,
       accountId: account.id,
       redirectUrl: returnTo,
@@ -125,12 +150,10 @@ export class OAuthFlow {
       userVerifyUrl: verifyUrl,
       openedAt: null,
       usedAt: null,
+      scopes,
+      tokenSealed: this.sealer.seal(token, aad.linkToken(tokenHash)),
     });
-    return {
-      link: `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`,
-      expiresAt,
-      account,
-    };
+    return { link: linkUrl(token), expiresAt, account };
   }
 
   /**
@@ -166,7 +189,9 @@ export class OAuthFlow {
       linkHash,
     });
     const challenge = ep.pkce ? await oauth.calculatePKCECodeChallenge(verifier) : undefined;
-    return authorizationUrl(ep, redirectUriFor(this.config.publicUrl, connectionId), state, challenge);
+    // A link made for a set of tools (or for the scopes a tool lacks) asks for exactly its scopes.
+    const asked = link.scopes?.length ? { ...ep, scopes: link.scopes } : ep;
+    return authorizationUrl(asked, redirectUriFor(this.config.publicUrl, connectionId), state, challenge);
   }
 
   /** The provider's redirect back. The state is consumed atomically: a replay or forgery finds nothing. */
@@ -239,7 +264,22 @@ export class OAuthFlow {
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;
     if (tokens.token_type) secrets.token_type = tokens.token_type;
     if (tokens.scope) secrets.scope = tokens.scope;
-    if (verifyUrl) return this.awaitVerification(account, connection, verifyUrl, secrets, tokens);
+    // The scopes granted: the token response's, else what the link asked for. Granting more to an account adds to
+    // what it had (incremental consent); an account whose grant was never recorded is taken to have the new grant.
+    const grantedScopes = unionScopes(
+      account.secretsSealed ? account.grantedScopes : [],
+      grantedFrom(tokens.scope, link?.scopes ?? ep.scopes, ep.scopeSeparator),
+    );
+    if (verifyUrl) {
+      // The grant waits with the tokens; verifyUser gives it to the account.
+      return this.awaitVerification(
+        account,
+        connection,
+        verifyUrl,
+        { ...secrets, scope: grantedScopes.join(' ') },
+        tokens,
+      );
+    }
     const updated = await updateAccountWithEvent(
       this.store,
       account,
@@ -250,6 +290,7 @@ export class OAuthFlow {
         tokenExpiresAt: tokens.expiresAt,
         fields: { ...account.fields, ...tokens.fields },
         lastError: null,
+        grantedScopes,
       },
       { always: true, reason: 'authorized by the user' },
     );
@@ -270,7 +311,7 @@ export class OAuthFlow {
    * re-authorization link of someone else's working account therefore changes nothing it uses: an ACTIVE account
    * stays ACTIVE on its own tokens. Only an account that was never connected shows PENDING_VERIFICATION meanwhile.
    */
-  private async awaitVerification(
+  async awaitVerification(
     account: Account,
     connection: Connection,
     verifyUrl: string,
@@ -368,6 +409,7 @@ export class OAuthFlow {
         tokenExpiresAt: pending.tokenExpiresAt ?? null,
         fields: { ...account.fields, ...(pending.fields ?? {}) },
         lastError: null,
+        ...(secrets.scope ? { grantedScopes: grantedFrom(secrets.scope, []) } : {}),
       },
       { expectedVersion: account.version, always: true, reason: 'the user was verified' },
     );

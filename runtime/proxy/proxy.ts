@@ -3,7 +3,9 @@ import { processCache } from '../caches.ts';
 import type { Logger } from '../log.ts';
 import { newSortableId } from '../ids.ts';
 import { ServiceError } from '../../core/errors.ts';
-import type { AccountService } from '../accounts/service.ts';
+import type { AccountService, LiveAccount, ResolvedAccount } from '../accounts/service.ts';
+import type { Account } from '../store/types.ts';
+import { reasonOf, type JustInTime } from '../connect/just-in-time.ts';
 import type { ActivityRecorder } from '../activity.ts';
 import { credentialHeaderNames } from '../connectors/catalog.ts';
 import type { CredentialApply } from '../../core/spec-model.ts';
@@ -210,6 +212,17 @@ export class ProxyHandler {
     private log: Logger,
   ) {}
 
+  /** Makes the links of `authorization_required` (set by createServices). */
+  justInTime?: JustInTime;
+
+  /** An account error the end user fixes by connecting, as `authorization_required` with a link when one can be made. */
+  private async authorizationFor(err: unknown, connectionName: string, identifier: string, account?: Account) {
+    const reason = reasonOf(err);
+    if (!reason || !this.justInTime) return err;
+    const connection = await this.accounts.connectionByName(connectionName);
+    return (await this.justInTime.required({ connection, identifier, reason, account, context: {} })) ?? err;
+  }
+
   async handle(req: IncomingMessage, res: ServerResponse, rawPathAndQuery: string): Promise<void> {
     const started = performance.now();
     const connectionName = header(req, 'connection_name', 'x-connection-name');
@@ -236,7 +249,12 @@ export class ProxyHandler {
     if (/[\r\n]/.test(query))
       throw new ServiceError(400, 'invalid_proxy_path', 'The query must not contain line breaks');
 
-    const resolved = await this.accounts.resolve({ connectionName, identifier }, req);
+    let resolved: ResolvedAccount;
+    try {
+      resolved = await this.accounts.resolve({ connectionName, identifier }, req);
+    } catch (e) {
+      throw await this.authorizationFor(e, connectionName, identifier);
+    }
     // One pass over the client's headers: refuse any that would set the credentials, and keep those to forward.
     const credentialNames = credentialNamesOf(resolved.auth.apply);
     const headers: Record<string, string | string[]> = {};
@@ -263,7 +281,12 @@ export class ProxyHandler {
       setOwn(headers, sent, v);
     }
 
-    const live = await this.accounts.live(resolved);
+    let live: LiveAccount;
+    try {
+      live = await this.accounts.live(resolved);
+    } catch (e) {
+      throw await this.authorizationFor(e, connectionName, identifier, resolved.account);
+    }
     const base = this.accounts.baseUrlFor(live);
     const target = `${base}${path}${query ? `?${query}` : ''}`;
     const baseUrl = parsedBase(base);
@@ -317,7 +340,8 @@ export class ProxyHandler {
         res.destroy(e as Error);
         return;
       }
-      throw e;
+      // An account found EXPIRED on the way (its refresh token refused after a 401): a link to reconnect.
+      throw reasonOf(e) ? await this.authorizationFor(e, connectionName, identifier, live.account) : e;
     } finally {
       if (watched) this.memory.end();
       this.activity.record({

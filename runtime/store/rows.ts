@@ -71,6 +71,8 @@ export const toAccount = (r: Row): Account => ({
   identifier: str(r.identifier),
   // See migration 004: the column keeps PENDING_AUTH while the account waits for its user's verification.
   status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
+  // Only when recorded: an account without a grant reads as it did before migration 013.
+  ...(r.granted_scopes == null ? {} : { grantedScopes: JSON.parse(str(r.granted_scopes)) as string[] }),
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),
@@ -90,6 +92,9 @@ export const toLink = (r: Row): OAuthLink => ({
   userVerifyUrl: strOrNull(r.user_verify_url),
   openedAt: numOrNull(r.opened_at),
   usedAt: numOrNull(r.used_at),
+  // Only when set: a link made before migration 013 reads as it did.
+  ...(r.scopes == null ? {} : { scopes: JSON.parse(str(r.scopes)) as string[] }),
+  ...(r.token_sealed == null ? {} : { tokenSealed: str(r.token_sealed) }),
 });
 
 export const toVerification = (r: Row): AccountVerification => ({
@@ -196,6 +201,7 @@ export const SEALED_COLUMNS: ReadonlyArray<readonly [SealedCell['table'], string
   ['connections', 'id', 'registration_sealed'],
   ['connected_accounts', 'id', 'secrets_sealed'],
   ['oauth_states', 'state_hash', 'verifier_sealed'],
+  ['oauth_links', 'token_hash', 'token_sealed'],
   ['webhook_endpoints', 'id', 'secret_sealed'],
   ['account_verifications', 'request_hash', 'secrets_sealed'],
 ];

@@ -62,6 +62,7 @@ export interface Database {
     lock_owner: string | null;
     /** Set while the account waits for its user's verification (it is then PENDING_VERIFICATION). */
     verification_pending_since: number | null;
+    granted_scopes: string | null;
     created_at: number;
     updated_at: number;
   };
@@ -74,6 +75,8 @@ export interface Database {
     opened_at: number | null;
     used_at: number | null;
     user_verify_url: string | null;
+    scopes: string | null;
+    token_sealed: string | null;
   };
   account_verifications: {
     request_hash: string;

@@ -661,6 +661,12 @@ export class SqlStore implements Store {
         secrets_sealed: patch.secretsSealed,
         token_expires_at: patch.tokenExpiresAt,
         last_error: patch.lastError,
+        granted_scopes:
+          patch.grantedScopes === undefined
+            ? undefined
+            : patch.grantedScopes === null
+              ? null
+              : JSON.stringify(patch.grantedScopes),
       }))
       .where('id', '=', id);
     if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion);
@@ -701,9 +707,32 @@ export class SqlStore implements Store {
           user_verify_url: l.userVerifyUrl ?? null,
           opened_at: l.openedAt ?? null,
           used_at: l.usedAt ?? null,
+          scopes: l.scopes ? JSON.stringify(l.scopes) : null,
+          token_sealed: l.tokenSealed ?? null,
         })
         .execute();
     });
+  }
+  async findReusableOAuthLink(q: {
+    accountId: string;
+    scopes: string[] | null;
+    redirectUrl: string | null;
+    userVerifyUrl: string | null;
+    minExpiresAt: number;
+  }) {
+    let query = this.db
+      .selectFrom('oauth_links')
+      .selectAll()
+      .where('account_id', '=', q.accountId)
+      .where('used_at', 'is', null)
+      .where('token_sealed', 'is not', null)
+      .where('expires_at', '>', q.minExpiresAt)
+      .where('scopes', q.scopes ? '=' : 'is', q.scopes ? JSON.stringify(q.scopes) : null)
+      .where('redirect_url', q.redirectUrl === null ? 'is' : '=', q.redirectUrl)
+      .where('user_verify_url', q.userVerifyUrl === null ? 'is' : '=', q.userVerifyUrl);
+    query = query.orderBy('expires_at', 'desc').limit(1);
+    const r = await query.executeTakeFirst();
+    return r ? toLink(r) : undefined;
   }
   async markOAuthLinkOpened(tokenHash: string, at: number) {
     await this.db
@@ -1313,6 +1342,7 @@ export class SqlStore implements Store {
     if (
       r.numAffectedRows === 1n &&
       cell.table !== 'oauth_states' &&
+      cell.table !== 'oauth_links' &&
       cell.table !== 'webhook_endpoints' &&
       cell.table !== 'account_verifications'
     ) {

@@ -63,6 +63,11 @@ export interface Account {
   tokenExpiresAt: number | null;
   lastUsedAt: number | null;
   lastError: string | null;
+  /**
+   * The provider scopes granted to an OAuth account (from the token response's `scope`, else what was asked for);
+   * null or absent when not recorded (every scope of the connection is assumed).
+   */
+  grantedScopes?: string[] | null;
   /** Incremented on every credential or status change; compare-and-set guards concurrent refreshes. */
   version: number;
   createdAt: number;
@@ -81,6 +86,10 @@ export interface OAuthLink {
   openedAt?: number | null;
   /** When a flow completed through it, or a newer link replaced it after it had been opened: it is spent. */
   usedAt?: number | null;
+  /** The provider scopes this link asks for; null or absent: the connection's scopes. */
+  scopes?: string[] | null;
+  /** The link's token, sealed (`oauth_link:<hash>:token`), so that the same link can be handed out again. */
+  tokenSealed?: string | null;
 }
 
 /** A pending user verification: the SHA-256 of the auth_request_id given to the user's browser. */
@@ -202,6 +211,7 @@ export interface AccountPatch {
   secretsSealed?: string | null;
   tokenExpiresAt?: number | null;
   lastError?: string | null;
+  grantedScopes?: string[] | null;
 }
 
 export interface ConnectionPatch {
@@ -278,7 +288,14 @@ export interface WebhookAttemptResult {
 
 /** A sealed value somewhere in the store, for key rotation. */
 export interface SealedCell {
-  table: 'connections' | 'connected_accounts' | 'oauth_states' | 'meta' | 'webhook_endpoints' | 'account_verifications';
+  table:
+    | 'connections'
+    | 'connected_accounts'
+    | 'oauth_states'
+    | 'oauth_links'
+    | 'meta'
+    | 'webhook_endpoints'
+    | 'account_verifications';
   column: string;
   id: string;
   value: string;
@@ -423,6 +440,17 @@ export interface Store {
   createOAuthLink(l: OAuthLink): Promise<void>;
   /** The unexpired link with this hash, used or not. */
   getOAuthLink(tokenHash: string, now: number): Promise<OAuthLink | undefined>;
+  /**
+   * An unused link of the account that expires after `minExpiresAt`, asks for exactly `scopes` (null: the
+   * connection's) and carries its sealed token and the same return URLs: one a tool call may hand out again.
+   */
+  findReusableOAuthLink(q: {
+    accountId: string;
+    scopes: string[] | null;
+    redirectUrl: string | null;
+    userVerifyUrl: string | null;
+    minExpiresAt: number;
+  }): Promise<OAuthLink | undefined>;
   /** Records the first opening of a link. */
   markOAuthLinkOpened(tokenHash: string, at: number): Promise<void>;
   /** Spends the link and returns it, only if it exists and is unused and unexpired: one completion per link. */

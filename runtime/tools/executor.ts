@@ -18,6 +18,9 @@ import { baseHeaders, encodeBody, lowerKeys, mergeHeaders, planRequests } from '
 import { TemplateValueError } from '../../core/template-runtime.ts';
 import { continuedInput, shapeAnswer, splitAnswerParams, type AnswerRequest } from './answer.ts';
 import { surelyWithin } from './tokens.ts';
+import { reasonOf, type AuthorizationContext, type JustInTime } from '../connect/just-in-time.ts';
+import { missingScopes } from '../connect/scopes.ts';
+import type { ResolvedAccount } from '../accounts/service.ts';
 
 /** A value the request template refused (a path segment such as ".."): the 400 a schema error would be. */
 function templateInputError(e: unknown, tool: ToolDefinition): unknown {
@@ -33,6 +36,11 @@ export interface ExecuteRequest {
   dryRun?: boolean;
   /** The HTTP request being served, if any: the store's change feed is polled once for it (ChangeFeed.pollOnce). */
   scope?: object;
+  /**
+   * Given, a call the end user must first connect for answers `authorization_required` with a link made this way
+   * (runtime/connect/just-in-time.ts); absent, the account's own error (404 or 409).
+   */
+  authorization?: AuthorizationContext;
 }
 
 export interface ExecuteResult {
@@ -110,6 +118,37 @@ export class ToolExecutor {
     private options: ExecutorOptions = { answerBudgetTokens: DEFAULT_ANSWER_BUDGET_TOKENS },
   ) {}
 
+  /** Makes the links of `authorization_required` (set by createServices). */
+  justInTime?: JustInTime;
+
+  /**
+   * An account error the end user fixes by connecting, as `authorization_required` with a link, when the caller
+   * asked for that (`req.authorization`) and a link can be made; any other error as it is.
+   */
+  private async authorizationFor(
+    err: unknown,
+    req: ExecuteRequest,
+    tool: ToolDefinition,
+    resolved?: ResolvedAccount,
+  ): Promise<unknown> {
+    const reason = reasonOf(err);
+    if (!reason || !req.authorization || !this.justInTime) return err;
+    const identifier = resolved?.account.identifier ?? req.account.identifier;
+    let connection = resolved?.connection;
+    if (!connection && req.account.connectionName && identifier !== undefined)
+      connection = await this.accounts.connectionByName(req.account.connectionName, req.scope);
+    if (!connection || identifier === undefined || connection.connector !== tool.connector) return err;
+    const made = await this.justInTime.required({
+      connection,
+      identifier,
+      reason,
+      account: resolved?.account,
+      tool,
+      context: req.authorization,
+    });
+    return made ?? err;
+  }
+
   private tool(name: unknown): ToolDefinition {
     if (typeof name !== 'string' || !name) {
       throw new ServiceError(400, 'invalid_input', 'tool_name is required', [
@@ -130,7 +169,12 @@ export class ToolExecutor {
     if (errors.length) throw invalidInput(errors, `input for ${tool.name}`);
     const { input, request } = splitAnswerParams(continued.input as Record<string, unknown>);
     const answer: AnswerRequest = { ...request, within: continued.within };
-    const resolved = await this.accounts.resolve(req.account, req.scope);
+    let resolved: ResolvedAccount;
+    try {
+      resolved = await this.accounts.resolve(req.account, req.scope);
+    } catch (e) {
+      throw await this.authorizationFor(e, req, tool);
+    }
     if (resolved.connector.name !== tool.connector) {
       throw new ServiceError(
         400,
@@ -138,7 +182,25 @@ export class ToolExecutor {
         `Tool ${tool.name} belongs to the ${tool.connector} connector, but the account's connection "${resolved.connection.name}" uses ${resolved.connector.name}`,
       );
     }
-    if (!req.dryRun && resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
+    if (!req.dryRun && resolved.account.status !== 'ACTIVE')
+      throw await this.authorizationFor(notActiveError(resolved.account), req, tool, resolved);
+    if (!req.dryRun && req.authorization && this.justInTime) {
+      // Least privilege: a tool whose scopes the account was not granted asks the user for them (incremental
+      // consent) rather than sending a request the provider would refuse.
+      const missing = missingScopes(resolved.account, tool, resolved.auth);
+      if (missing.length) {
+        const made = await this.justInTime.required({
+          connection: resolved.connection,
+          identifier: resolved.account.identifier,
+          reason: 'missing_scopes',
+          account: resolved.account,
+          tool,
+          missingScopes: missing,
+          context: req.authorization,
+        });
+        if (made) throw made;
+      }
+    }
     const base = (host?: string) => this.accounts.baseUrlFor(resolved, host);
     if (req.dryRun) {
       const target = {
@@ -213,7 +275,10 @@ export class ToolExecutor {
       );
       return withWarnings({ data: shaped.data ?? null, executionId }, warnings);
     } catch (caught) {
-      const e = templateInputError(caught, tool);
+      // An account found EXPIRED on the way (its refresh token refused, before the call or after a 401): a link.
+      const e = reasonOf(caught)
+        ? await this.authorizationFor(caught, req, tool, resolved)
+        : templateInputError(caught, tool);
       status = e instanceof ProviderError ? e.status : e instanceof ServiceError ? e.status : 500;
       errorCode = e instanceof ProviderError ? 'provider_error' : e instanceof ServiceError ? e.code : 'internal_error';
       if (e instanceof ProviderError || e instanceof ServiceError) Object.assign(e, { executionId });

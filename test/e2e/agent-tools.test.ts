@@ -266,10 +266,12 @@ describe('POST /v1/tools/execute for agents', () => {
     const mail = await execute({ tool_name: 'mail_list_messages', identifier: 'ada', tool_input: { $top: 1 } });
     expect(mail.status).toBe(200);
     const pending = await execute({ tool_name: 'mail_list_messages', identifier: 'bo', tool_input: {} });
-    expect(pending.status).toBe(409);
+    // Not connected yet, or not at all: the one mail connection answers with a link to connect (docs/connect.md).
+    expect(pending.status).toBe(403);
+    expect(pending.body.error).toMatchObject({ code: 'authorization_required', reason: 'pending_auth' });
     const nobody = await execute({ tool_name: 'mail_list_messages', identifier: 'cy', tool_input: {} });
-    expect(nobody.status).toBe(404);
-    expect(nobody.body.error.code).toBe('account_not_found');
+    expect(nobody.status).toBe(403);
+    expect(nobody.body.error).toMatchObject({ code: 'authorization_required', reason: 'not_connected' });
   });
 
   it('an end user with ACTIVE accounts on two connections of one connector must name the connection', async () => {
@@ -413,6 +415,8 @@ describe('the client library', () => {
     // bo has no ACTIVE mail account: an error result the model can relay, not an exception
     const bo = await h.client.handleToolCalls({ identifier: 'bo', content });
     expect(bo[1]!.is_error).toBe(true);
-    expect(JSON.parse(bo[1]!.content).error.code).toBe('account_not_authorized');
+    const relayed = JSON.parse(bo[1]!.content).error;
+    expect(relayed.code).toBe('authorization_required');
+    expect(relayed.link).toMatch(/\/authorize\?link=/);
   });
 });

@@ -107,6 +107,9 @@ const rows: Row[] = [
     value: 'hooks.internal,http://x',
     says: /has "http:\/\/x": each entry must be host or host:port/,
   },
+  { variable: 'CONNECT_PRODUCT_NAME', value: 'x'.repeat(81), says: /must be at most 80 characters/ },
+  { variable: 'CONNECT_LOGO_URL', value: 'http://logo.example/l.png', says: /must be an https URL/ },
+  { variable: 'CONNECT_PRIMARY_COLOUR', value: '#ffff00', says: /too light for white text/ },
   {
     variable: 'MCP_ALLOWED_HOSTS',
     value: 'mcp.example.com,https://x',

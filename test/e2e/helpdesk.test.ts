@@ -272,8 +272,9 @@ describe('connected accounts and credentials', () => {
     const e = await failure(
       h.client.executeTool({ toolName: 'helpdesk_groups_list', toolInput: {}, connectedAccountId: a.id }),
     );
-    expect(e.status).toBe(409);
-    expect(e.code).toBe('account_not_authorized');
+    // The user enters the credentials on the hosted connect page the link leads to (docs/connect.md).
+    expect(e.status).toBe(403);
+    expect(e.code).toBe('authorization_required');
     const list = await h.client.listConnectedAccounts({ connectionName: 'helpdesk', status: 'PENDING_AUTH' });
     expect(list.connected_accounts.map((x) => x.identifier)).toContain('ünïcode user ✓');
     const full = await h.client.getConnectedAccount((await h.client.getOrCreateConnectedAccount(who)).id);

@@ -213,10 +213,15 @@ describe('an MCP server for the helpdesk and mail tools', () => {
     const after = await bob.callTool({ name: 'mail_list_messages', arguments: {} });
     expect(after.isError).toBeFalsy();
 
-    // An API-key connector has no link to open: the error says what to store.
+    // An API-key connector's link leads to the hosted connect page (docs/connect.md); a retry gets the same link.
     const desk = await bob.callTool({ name: 'helpdesk_tickets_list', arguments: {} });
     expect(desk.isError).toBe(true);
-    expect(textOf(desk)).toContain('PUT /v1/connected-accounts');
+    const deskLink = /(https?:\/\/\S+\/sso\/v1\/oauth\/\S+)/.exec(textOf(desk))![1]!;
+    const page = await fetch(deskLink);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Connect your Support desk account');
+    const again = await bob.callTool({ name: 'helpdesk_tickets_list', arguments: {} });
+    expect(/(https?:\/\/\S+\/sso\/v1\/oauth\/\S+)/.exec(textOf(again))![1]).toBe(deskLink);
   });
 
   it("hands out links that follow the server's user_verify_url, so a link in a transcript connects nobody else (issue 34, finding 6)", async () => {

@@ -433,8 +433,8 @@ describe('notes connector against a fake Granola MCP server', () => {
       expect((await run('notes_list_meetings', {}, 'cleo')).content[0]!.text).toContain('meetings_list');
       h.oauth.revokeSubject('cleo');
       const e = await failure(run('notes_list_meetings', {}, 'cleo'));
-      expect(e.status).toBe(409);
-      expect(e.code).toBe('account_expired');
+      expect(e.status).toBe(403);
+      expect(e.code).toBe('authorization_required');
       expect((await h.client.getOrCreateConnectedAccount({ connectionName: 'notes', identifier: 'cleo' })).status).toBe(
         'EXPIRED',
       );
@@ -494,7 +494,7 @@ describe('notes connector against a fake Granola MCP server', () => {
       });
       expect((data as { requests: Array<{ url: string }> }).requests[0]!.url).toBe(mcp.mcpUrl);
       const e = await failure(run('notes_get_meeting_transcript', { meeting_id: LAUNCH }, 'pending'));
-      expect(e.code).toBe('account_not_authorized');
+      expect(e.code).toBe('authorization_required');
     });
   });
 

@@ -8,6 +8,7 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { expireStoredToken, failure } from '../helpers/tools.ts';
+import type { AuthorizationRequiredError } from '../../packages/client/src/index.ts';
 import { listen, type Listening } from '../fakes/listen.ts';
 import { record, tallied, type Tally } from '../reliability/summary.ts';
 
@@ -435,15 +436,16 @@ describe('token refresh', () => {
     h.oauth.revokeSubject('bob');
     await expireStoredToken(services().store, id);
     const e = await failure(settings('bob'));
-    expect(e.status).toBe(409);
-    expect(e.code).toBe('account_expired');
-    expect(e.message).toMatch(/new authorization link/);
+    expect(e.status).toBe(403);
+    expect(e.code).toBe('authorization_required');
+    expect((e as AuthorizationRequiredError).reason).toBe('expired');
+    expect(e.message).toMatch(/connected again/);
     const expired = await h.client.getConnectedAccount(id);
     expect(expired.status).toBe('EXPIRED');
     expect(expired.last_error).toContain('invalid_grant');
     // Still EXPIRED on the next call, without another refresh attempt.
     const before = h.oauth.counts.refresh_token;
-    expect((await failure(settings('bob'))).code).toBe('account_expired');
+    expect((await failure(settings('bob'))).code).toBe('authorization_required');
     expect(h.oauth.counts.refresh_token).toBe(before);
 
     const { link } = await h.client.getAuthorizationLink({ connectionName: 'mail', identifier: 'bob' });

@@ -407,7 +407,8 @@ describe('every operation of the OpenAPI document, against the running service',
       },
     });
     await call('scalekitUpdateConnectedAccount', 'PUT', '/api/v1/connected_accounts', {
-      body: { connector: 'data', identifier: 'nobody' },
+      // An identifier nothing ever named: a tool call for one (above) makes its account, to carry the link.
+      body: { connector: 'data', identifier: 'never-seen' },
     });
     await call(
       'scalekitGetConnectedAccountAuth',
@@ -438,8 +439,26 @@ describe('every operation of the OpenAPI document, against the running service',
     const link = await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
       body: { connector: 'mailbox', identifier: 'sk-2', user_verify_url: `${h.url}/verify-user` },
     });
-    await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
+    // A key connection's link leads to the hosted connect page (docs/connect.md): an unknown connection is the error.
+    const keyLink = await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
       body: { connector: 'data', identifier: 'sk-2' },
+    });
+    await call('scalekitMagicLink', 'POST', '/api/v1/connected_accounts/magic_link', {
+      body: { connector: 'nope', identifier: 'sk-2' },
+    });
+    // The hosted connect page: its form, a post without the page's CSRF cookie (refused), and one with it.
+    const pageUrl = new URL(JSON.parse(keyLink.text).link as string);
+    const shown = await call('oauthAuthorize', 'GET', pageUrl.pathname + pageUrl.search, { auth: false });
+    const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
+    const cookie = shown.headers.get('set-cookie')!.split(';')[0]!;
+    const form = (extra: Record<string, string>) =>
+      new URLSearchParams({ link: pageUrl.searchParams.get('link')!, csrf, ...extra }).toString();
+    const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+    await call('connectSubmit', 'POST', pageUrl.pathname, { raw: form({}), headers: formHeaders, auth: false });
+    await call('connectSubmit', 'POST', pageUrl.pathname, {
+      raw: form({ c_api_key: 'k-sk-page' }),
+      headers: { ...formHeaders, cookie },
+      auth: false,
     });
     const start = await fetch(JSON.parse(link.text).link, { redirect: 'manual' });
     const authorize = new URL(start.headers.get('location')!);
@@ -575,7 +594,7 @@ describe('every operation of the OpenAPI document, against the running service',
       const t = seen.get(id);
       return !t || (t.success === 0 && !noSuccess.has(id)) || (t.error === 0 && !noError.has(id));
     });
-    expect(missing).toEqual([]);
+    expect(missing.map((id) => `${id} ${JSON.stringify(seen.get(id))}`).join(', ')).toBe('');
   });
 });
 

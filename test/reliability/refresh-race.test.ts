@@ -302,8 +302,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const control = await burst(p, 'revoked');
       const expired = (await p.side.getAccount(id2))!;
       const controlOk =
-        control.every((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'account_expired') &&
-        expired.status === 'EXPIRED';
+        control.every(
+          (r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'authorization_required',
+        ) && expired.status === 'EXPIRED';
       expect(expired.status).toBe('EXPIRED');
       expect(expired.lastError).toContain('invalid_grant');
       expect(controlOk).toBe(true);

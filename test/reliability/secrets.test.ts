@@ -301,8 +301,10 @@ describe('secrets', () => {
     await authorizeUser('revoked-user');
     oauth.revokeSubject('revoked-user');
     oauth.expireAccessTokens();
-    expect((await failure(run('mail_mailbox_settings_get', 'revoked-user', 'mail'))).code).toBe('account_expired');
-    expect((await failure(run('mail_mailbox_settings_get', 'imported', 'mail'))).code).toBe('account_expired');
+    expect((await failure(run('mail_mailbox_settings_get', 'revoked-user', 'mail'))).code).toBe(
+      'authorization_required',
+    );
+    expect((await failure(run('mail_mailbox_settings_get', 'imported', 'mail'))).code).toBe('authorization_required');
     await client.getConnectedAccount(await accountId('mail', 'imported'));
 
     // Errors a client meets, each carrying a secret in its request.

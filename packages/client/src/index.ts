@@ -87,6 +87,29 @@ export class ConnectorServiceError extends Error {
   }
 }
 
+/**
+ * The end user must connect (or reconnect, or grant more to) an account before the call can go ahead: HTTP 403,
+ * code `authorization_required`. Send the user to `link` (single use, until `linkExpiresAt`), then retry the call.
+ */
+export class AuthorizationRequiredError extends ConnectorServiceError {
+  constructor(
+    status: number,
+    message: string,
+    readonly link: string,
+    readonly linkExpiresAt: Date,
+    readonly reason: 'not_connected' | 'pending_auth' | 'expired' | 'disconnected' | 'missing_scopes',
+    readonly connectionName: string,
+    readonly identifier: string,
+    readonly connectedAccountId: string,
+    readonly missingScopes: string[] = [],
+    executionId?: string,
+    requestId?: string,
+  ) {
+    super(status, 'authorization_required', message, [], undefined, undefined, executionId, requestId);
+    this.name = 'AuthorizationRequiredError';
+  }
+}
+
 type ExecuteParams<N extends ToolName> = {
   toolName: N;
   toolInput: ToolInputs[N];
@@ -302,10 +325,13 @@ export class AgentConnectorClient {
     redirectUrl?: string;
     /** After authorizing, the user's browser goes here with `auth_request_id` (see verifyConnectedAccountUser). */
     userVerifyUrl?: string;
+    /** OAuth: the tools the user connects for; the link asks for exactly their scopes (and the base scopes). */
+    tools?: string[];
   }): Promise<Operations['createAuthorizationLink']['response']> {
     return this.json('POST', '/v1/connected-accounts/authorization-link', {
       connection_name: p.connectionName,
       identifier: p.identifier,
+      ...(p.tools?.length ? { tools: p.tools } : {}),
       ...(p.redirectUrl ? { redirect_url: p.redirectUrl } : {}),
       ...(p.userVerifyUrl ? { user_verify_url: p.userVerifyUrl } : {}),
     });
@@ -638,6 +664,8 @@ export class AgentConnectorClient {
         return fail({
           code: e.code,
           message: e.message,
+          // The model relays the link to the user, who connects; the call is then retried.
+          ...(e instanceof AuthorizationRequiredError ? { link: e.link, link_expires_at: e.linkExpiresAt } : {}),
           ...(e.details.length ? { details: e.details } : {}),
           ...(e.providerStatus !== undefined ? { provider_status: e.providerStatus } : {}),
           ...(e.providerBody !== undefined ? { provider_body: e.providerBody } : {}),
@@ -757,6 +785,22 @@ function openaiCall(c: OpenAIToolCallLike): ToolCallRequest {
 
 function toError(status: number, body: Record<string, unknown> | undefined): ConnectorServiceError {
   const e = (body?.error ?? {}) as Record<string, unknown>;
+  if (e.code === 'authorization_required' && typeof e.link === 'string') {
+    const str = (v: unknown) => (typeof v === 'string' ? v : '');
+    return new AuthorizationRequiredError(
+      status,
+      str(e.message),
+      e.link,
+      new Date(str(e.link_expires_at)),
+      str(e.reason) as AuthorizationRequiredError['reason'],
+      str(e.connection_name),
+      str(e.identifier),
+      str(e.connected_account_id),
+      Array.isArray(e.missing_scopes) ? (e.missing_scopes as string[]) : [],
+      body?.execution_id as string | undefined,
+      body?.request_id as string | undefined,
+    );
+  }
   return new ConnectorServiceError(
     status,
     // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the service's error code and message are strings; String() keeps a malformed body from throwing here

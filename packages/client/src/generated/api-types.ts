@@ -653,6 +653,10 @@ export interface ListToolsQuery {
    * Only the tools whose connection has an ACTIVE connected account for this end user
    */
   identifier?: string;
+  /**
+   * With identifier: only the tools the account's granted OAuth scopes allow (a tool left out would answer authorization_required asking for more)
+   */
+  granted_scopes_only?: boolean;
   [k: string]: unknown | undefined;
 }
 export interface SearchToolsQuery {
@@ -868,6 +872,12 @@ export interface CreateAuthorizationLinkBody {
    * Where the user's browser goes after authorizing, with `auth_request_id`: your application checks that the signed-in user is the identifier and calls POST /v1/connected-accounts/verify; until then the account is PENDING_VERIFICATION. Its origin must be the service's or allowed
    */
   user_verify_url?: string | null;
+  /**
+   * OAuth: the tools the user connects for; the link asks for exactly their scopes and the connector's base scopes (least privilege). Absent: the connection's scopes
+   *
+   * @maxItems 200
+   */
+  tools?: string[] | null;
 }
 export interface CreateAuthorizationLinkResponse {
   link: string;
@@ -1384,6 +1394,23 @@ export interface OauthClientMetadataResponse {
   response_types: string[];
   token_endpoint_auth_method: 'none';
 }
+export interface ConnectSubmitBody {
+  /**
+   * The link's token
+   */
+  link: string;
+  /**
+   * The CSRF token the page put in the form
+   */
+  csrf: string;
+  /**
+   * `c_<field>`: a credential field of the connector
+   */
+  [k: string]: string | undefined;
+}
+export interface ConnectSubmitParams {
+  connection_id: string;
+}
 export interface OauthCallbackQuery {
   code?: string;
   state?: string;
@@ -1736,6 +1763,7 @@ export interface Operations {
     params: OauthClientMetadataParams;
     response: OauthClientMetadataResponse;
   };
+  connectSubmit: { body: ConnectSubmitBody; query: never; params: ConnectSubmitParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
   scalekitListConnectedAccounts: {
     body: never;
