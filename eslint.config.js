@@ -7,7 +7,16 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['generated/**', 'dist/**', 'node_modules/**', 'data/**', 'test-output/**', 'bench/results/**'],
+    ignores: [
+      'generated/**',
+      'packages/client/src/generated/**',
+      'packages/*/dist/**',
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      'test-output/**',
+      'bench/results/**',
+    ],
   },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,

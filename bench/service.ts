@@ -71,7 +71,7 @@ export interface Running {
  * Starts `version`'s service on `core` with `nodeFlags` before its script and `env` over the bench's settings.
  * Its standard output (where V8's traces go, e.g. `--trace-gc-nvp`) is appended to `stdoutFile` when one is given.
  * `launcher` is a command that runs node in its own process, such as `['valgrind', '--tool=callgrind']`
- * (bench/instructions.ts): the pid is then the launcher's, which must exec or run node in that same process.
+ * (a profiler run by hand): the pid is then the launcher's, which must exec or run node in that same process.
  */
 export async function startService(
   version: Version,

@@ -171,7 +171,7 @@ function has(command: string, args: string[]): boolean {
 
 /**
  * The native tools the bench drives and pins with: wrk (load), curl (streaming), taskset (pinning), and the `extra`
- * ones a script needs besides (bench/instructions.ts: valgrind). As root with apt-get, the missing ones are
+ * ones a script needs besides. As root with apt-get, the missing ones are
  * installed; otherwise the bench stops and says how to get them.
  */
 export function ensureTools(extra: ReadonlyArray<{ command: string; probe: string[]; pkg: string }> = []): void {

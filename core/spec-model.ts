@@ -103,11 +103,16 @@ export interface ConnectorSpec {
   provider: string;
   docs_url?: string;
   /**
+   * What calls cost at the provider beyond one request each: its rate limits, credits or compute; said to agents in every tool's description (a tool's own `cost` replaces it).
+   */
+  cost?: string;
+  /**
    * @minItems 1
    */
   auth: AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  search?: ConnectorSearchSpec;
   /**
    * @minItems 1
    */
@@ -264,6 +269,21 @@ export interface VersionSet {
    */
   available: string[];
 }
+/**
+ * How people ask for this connector's tools, for tool search (`GET /v1/tools/search`, the MCP server's search tool). Everything here is the connector's own: the service's search has no per-connector vocabulary of its own.
+ */
+export interface ConnectorSearchSpec {
+  /**
+   * Words and product names users say for what the connector does ("email", "outlook" for mail); searched with every tool of the connector.
+   */
+  keywords?: string[];
+  /**
+   * A word users say, mapped to the words the tools' own texts use for it (`opportunity: deal`, `cadence: flow`): a query with the word also searches for those words, in every connector's tools.
+   */
+  vocabulary?: {
+    [k: string]: string;
+  };
+}
 export interface ToolSpec {
   name: string;
   /**
@@ -271,6 +291,18 @@ export interface ToolSpec {
    */
   title: string;
   annotations: ToolAnnotationsSpec;
+  /**
+   * When an agent should pick this tool, and which neighbour to pick instead for what it does not do; one or two sentences. Added to the description agents see (not to tool search).
+   */
+  use_when?: string;
+  /**
+   * What a call changes, where the sentence generated from the annotations would say too little ("starts an Actor run on the user's account").
+   */
+  changes?: string;
+  /**
+   * What one call costs, as a whole sentence naming what it sends ("one provider request; replies share a limit of 100 a minute"); replaces the sentence made of the request count and the connector's `cost`.
+   */
+  cost?: string;
   /**
    * Words users say for what the tool does ("email" for mail, "deal" for an opportunity), for tool search.
    */
@@ -308,21 +340,21 @@ export interface ToolSpec {
   examples: ExampleSpec[];
 }
 /**
- * MCP's tool annotations, the one source of the tool's read-only flag.
+ * MCP's tool annotations, the one source of the tool's read-only flag. openWorldHint is always declared; the other three default from the HTTP methods of the tool's requests where that is safe (docs/adding-a-connector.md, "Annotations"): a tool that sends only GET is read-only, non-destructive and idempotent; a tool that sends a DELETE is destructive; a tool whose methods are all idempotent in HTTP (GET, PUT, DELETE) is idempotent. A tool with a hook or an MCP transport, and any flag its methods do not settle, must declare it.
  */
 export interface ToolAnnotationsSpec {
   /**
    * Changes nothing at the provider.
    */
-  readOnlyHint: boolean;
+  readOnlyHint?: boolean;
   /**
    * May delete or overwrite what exists (false for a read-only or purely additive tool).
    */
-  destructiveHint: boolean;
+  destructiveHint?: boolean;
   /**
    * Calling it again with the same input has no further effect.
    */
-  idempotentHint: boolean;
+  idempotentHint?: boolean;
   /**
    * Reaches beyond the user's own account data (the open web, public profiles).
    */

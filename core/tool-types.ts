@@ -1,4 +1,4 @@
-import type { ApiSpec, AuthSpec, CredentialApply, VersionsSpec } from './spec-model.ts';
+import type { ApiSpec, AuthSpec, ConnectorSearchSpec, CredentialApply, VersionsSpec } from './spec-model.ts';
 
 /** One HTTP request (or MCP tool call) a tool sends upstream, before credentials are applied. */
 export interface UpstreamRequest {
@@ -174,6 +174,11 @@ export interface ToolDefinition<I = unknown> {
   connector: string;
   title: string;
   description: string;
+  /**
+   * For the agent: when to use the tool, what it changes, what it costs (generator/guidance.ts). Agents see it after
+   * the description (`agentDescription()` in core/agent-description.ts); tool search leaves it out.
+   */
+  guidance?: string;
   readOnly: boolean;
   inputSchema: Record<string, unknown>;
   validate: StandaloneValidator;
@@ -207,6 +212,8 @@ export interface ConnectorDefinition {
   auth: readonly AuthSpec[];
   api: ApiSpec;
   versions?: VersionsSpec;
+  /** How people ask for the connector's tools (its YAML's `search`), for tool search. */
+  search?: ConnectorSearchSpec;
   /** The connector's icon, an SVG document (`specs/icons/<connector>.svg`), served at `/icons/<connector>.svg`. */
   icon?: string;
   /** Account field values the tools' examples assume. */

@@ -2,6 +2,10 @@
  * Named value transforms that request templates apply as `'{param|name}'` or with `$pipe` (each documented
  * with an example in docs/templates.md). They are pure, total on the values the validators let through, and
  * shared by the generator (which checks names) and the generated request builders (which call them).
+ *
+ * Only transforms any connector may use live here. A transform only one provider needs (its query-language escaping,
+ * its path encoding) is the connector's own: its hook file (`specs/hooks/<connector>.ts`) exports it in
+ * `export const transforms = { ... } satisfies ConnectorTransforms`, and the connector's templates use it by name.
  */
 
 function splitCsv(value: unknown): string[] {
@@ -67,26 +71,16 @@ export const transforms = {
     if (s.length >= 2 && s.startsWith('"') && s.endsWith('"')) return s;
     return `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
   },
-  /** Escapes a value for a single-quoted string in a file-storage query. */
-  drive_q: (v: unknown): string => String(v).replace(/\\/g, '\\\\').replace(/'/g, "\\'"),
-  /** A bare list of file fields becomes a file-list selection; a full selection passes unchanged. */
-  drive_list_fields: (v: unknown): string => {
-    const s = String(v).trim();
-    if (s === '*' || s.includes('files(') || s.includes('nextPageToken')) return s;
-    return `nextPageToken,incompleteSearch,files(${s})`;
-  },
   /**
-   * A file-storage sort list ("folder, name asc,modifiedTime  desc") in the documented form: keys separated by
-   * commas, each optionally followed by " desc". Ascending is the default, so an explicit " asc" is dropped.
+   * A sort list ("folder, name asc,modifiedTime  desc") in the form many APIs document: keys separated by commas,
+   * each optionally followed by " desc". Ascending is the default, so an explicit " asc" is dropped.
    */
-  drive_order_by: (v: unknown): string =>
+  order_by: (v: unknown): string =>
     String(v)
       .split(',')
       .map((s) => s.trim().replace(/\s+/g, ' ').replace(/ asc$/, ''))
       .filter((s) => s.length > 0)
       .join(','),
-  /** "username/name" → "username~name" (only the first slash), as Actor paths require. */
-  actor_path: (v: unknown): string => String(v).replace('/', '~'),
   /** The part of an `actor:tool` value before the last colon. */
   before_last_colon: (v: unknown): string => {
     const s = String(v);
@@ -99,22 +93,13 @@ export const transforms = {
       const lower = d.toLowerCase();
       return DAY_NAMES.find((n) => n.startsWith(lower.slice(0, 3))) ?? lower;
     }),
-  /** A CRM filterGroups JSON string → the array of filter groups the search API wants. */
-  filter_groups: (v: unknown): unknown => {
-    const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : v;
-    if (Array.isArray(parsed)) return parsed;
-    if (parsed && typeof parsed === 'object') {
-      const o = parsed as Record<string, unknown>;
-      if (Array.isArray(o.filterGroups)) return o.filterGroups;
-      if (Array.isArray(o.filters)) return [o];
-    }
-    return parsed;
-  },
   /** Booleans and numbers as strings (CRM property values are strings). */
   to_string: (v: unknown): string => String(v),
 } satisfies Record<string, (v: unknown) => unknown>;
 
 export type TransformName = keyof typeof transforms;
+/** The transforms a connector's hook file declares (`export const transforms`), for its own templates only. */
+export type ConnectorTransforms = Record<string, (v: unknown) => unknown>;
 export const transformNames = Object.keys(transforms) as TransformName[];
 
 /** Parameterised steps: `{map: {from: to}}`, `{prefix: "x"}`, `{suffix: "x"}`. */

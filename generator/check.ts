@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
-import { Project } from 'ts-morph';
+import { Node, Project } from 'ts-morph';
 import type { LoadedSpec } from './load.ts';
 import { SpecError } from './load.ts';
 import type { ToolSpec } from '../core/spec-model.ts';
@@ -9,6 +9,7 @@ import { compileRequests, type Fail } from './compile.ts';
 import { compileRules } from './rules.ts';
 import { toolInputSchema, toolParams } from './schema.ts';
 import { answerParams, compileOutput, type CompiledOutput } from './output.ts';
+import { checkedGuidance } from './guidance.ts';
 
 export interface CheckedTool {
   tool: ToolSpec;
@@ -17,27 +18,51 @@ export interface CheckedTool {
   schema: Record<string, unknown>;
   messages: Record<string, string>;
   output: CompiledOutput;
+  /** When to use the tool, what it changes, what it costs (generator/guidance.ts). */
+  guidance: string;
 }
 
-const hookExports = new Map<string, Set<string>>();
+interface HookFile {
+  /** Exported functions and `export const` names. */
+  exports: Set<string>;
+  /** The property names of `export const transforms = { ... }`: the connector's own transforms. */
+  transforms: Set<string>;
+}
 
-function exportedHooks(connector: string): Set<string> {
-  let names = hookExports.get(connector);
-  if (!names) {
-    names = new Set();
-    const path = `specs/hooks/${connector}.ts`;
+const hookFiles = new Map<string, HookFile>();
+
+/** The hook file of a connector, `specs/hooks/<connector>.ts`: the connector's own code, beside its YAML. */
+export function hookFilePath(connector: string): string {
+  return `specs/hooks/${connector}.ts`;
+}
+
+export function hookFile(connector: string): HookFile {
+  let found = hookFiles.get(connector);
+  if (!found) {
+    found = { exports: new Set(), transforms: new Set() };
+    const path = hookFilePath(connector);
     if (existsSync(path)) {
       // Syntactic only: exported functions and `export const` declarations. Asking for the exported symbols
       // would build a type checker over the hook's whole import graph.
       const project = new Project({ useInMemoryFileSystem: true });
       const file = project.createSourceFile(path, readFileSync(path, 'utf8'));
-      for (const f of file.getFunctions()) if (f.isExported() && f.getName()) names.add(f.getName()!);
-      for (const v of file.getVariableStatements())
-        if (v.isExported()) for (const d of v.getDeclarations()) names.add(d.getName());
+      for (const f of file.getFunctions()) if (f.isExported() && f.getName()) found.exports.add(f.getName()!);
+      for (const v of file.getVariableStatements()) {
+        if (!v.isExported()) continue;
+        for (const d of v.getDeclarations()) {
+          found.exports.add(d.getName());
+          if (d.getName() !== 'transforms') continue;
+          let init = d.getInitializer();
+          while (init && (Node.isSatisfiesExpression(init) || Node.isAsExpression(init))) init = init.getExpression();
+          if (Node.isObjectLiteralExpression(init))
+            for (const p of init.getProperties())
+              if (Node.isPropertyAssignment(p) || Node.isMethodDeclaration(p)) found.transforms.add(p.getName());
+        }
+      }
     }
-    hookExports.set(connector, names);
+    hookFiles.set(connector, found);
   }
-  return names;
+  return found;
 }
 
 /** Semantic checks the meta-schema cannot make, and compilation of every tool. Throws all errors at once. */
@@ -113,9 +138,13 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
         }
       }
       const params = toolParams(spec, tool);
-      const build = compileRequests(tool, params, fail, { transport, hosts });
+      const build = compileRequests(tool, params, fail, {
+        transport,
+        hosts,
+        transforms: hookFile(spec.name).transforms,
+      });
       const rules = compileRules(params, tool.rules ?? [], fail, build.headerParams);
-      if (tool.hook && !exportedHooks(spec.name).has(tool.hook)) {
+      if (tool.hook && (tool.hook === 'transforms' || !hookFile(spec.name).exports.has(tool.hook))) {
         fail(['hook'], `specs/hooks/${spec.name}.ts exports no "${tool.hook}"`);
       }
       const refused = new Set((tool.rules ?? []).flatMap((r) => ('unsupported' in r ? r.unsupported : [])));
@@ -147,7 +176,8 @@ export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
           fail(['examples', i, 'input'], `does not validate: ${e.instancePath || '(root)'} ${problem}`);
         }
       });
-      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages, output });
+      const guidance = checkedGuidance(spec, tool, fail);
+      out.push({ tool, buildCode: build.code, rulesCode: rules.code, schema, messages, output, guidance });
     } catch (e) {
       if (e instanceof SpecError) errors.push(e);
       else throw e;

@@ -51,6 +51,8 @@ interface Scope {
   forEach?: string;
   used: Set<string>;
   fail: Fail;
+  /** The connector's own transforms (its hook file's `export const transforms`), called as `CT.name`. */
+  transforms?: ReadonlySet<string>;
 }
 
 const lit = (v: unknown): Compiled => ({ code: JSON.stringify(v), dynamic: false, optional: false });
@@ -75,10 +77,15 @@ function pipeCode(inner: string, steps: unknown, scope: Scope, path: Array<strin
   let code = inner;
   (steps as unknown[]).forEach((step, i) => {
     if (typeof step === 'string') {
-      if (!TRANSFORMS.has(step)) {
-        scope.fail([...path, i], `unknown transform "${step}"; known: ${[...TRANSFORMS].join(', ')}`);
+      const own = scope.transforms ?? new Set<string>();
+      if (!TRANSFORMS.has(step) && !own.has(step)) {
+        scope.fail(
+          [...path, i],
+          `unknown transform "${step}"; known: ${[...TRANSFORMS, ...own].join(', ')} (a transform of this connector ` +
+            'alone goes in its hook file: export const transforms = { ... })',
+        );
       }
-      code = `T.${step}(${code})`;
+      code = TRANSFORMS.has(step) ? `T.${step}(${code})` : `CT.${step}(${code})`;
     } else {
       const keys = step && typeof step === 'object' && !Array.isArray(step) ? Object.keys(step) : [];
       if (keys.length !== 1 || !Object.hasOwn(PIPE_STEP_CODE, keys[0]!)) {
@@ -354,6 +361,8 @@ function compilePath(pathTemplate: string, scope: Scope, path: Array<string | nu
 export interface CompileOptions {
   transport: 'rest' | 'mcp';
   hosts: string[];
+  /** The connector's own transforms, by name. */
+  transforms?: ReadonlySet<string>;
 }
 
 /** Compiles all of a tool's requests into statements that push onto `out`. */
@@ -373,7 +382,7 @@ export function compileRequests(
   const statements: string[] = [];
   const headerParams = new Set<string>();
   for (const [req, path] of specs) {
-    const scope: Scope = { params, items: [], used, fail };
+    const scope: Scope = { params, items: [], used, fail, transforms: opts.transforms };
     if (req.host !== undefined && !opts.hosts.includes(req.host)) {
       fail([...path, 'host'], `unknown host "${req.host}"; api.hosts has: ${opts.hosts.join(', ') || '(none)'}`);
     }

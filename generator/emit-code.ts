@@ -68,6 +68,7 @@ function connectorDefinition(connector: ConnectorSpec) {
     auth: connector.auth,
     api: connector.api,
     ...(connector.versions ? { versions: connector.versions } : {}),
+    ...(connector.search ? { search: connector.search } : {}),
     ...(icon ? { icon } : {}),
     exampleFields: {
       ...Object.fromEntries(
@@ -125,11 +126,12 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
     },
   ];
   const hooks = [...new Set(connector.tools.map((t) => t.hook).filter((h): h is string => !!h))].sort();
-  if (hooks.length) {
+  const ownTransforms = checked.some((c) => /\bCT\./.test(c.buildCode));
+  if (hooks.length || ownTransforms) {
     statements.push({
       kind: StructureKind.ImportDeclaration,
       moduleSpecifier: `../../specs/hooks/${connector.name}.ts`,
-      namedImports: hooks,
+      namedImports: [...hooks, ...(ownTransforms ? [{ name: 'transforms', alias: 'CT' }] : [])],
     });
   }
   statements.push(
@@ -157,7 +159,7 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
     });
   }
 
-  const toolEntries = checked.map(({ tool, messages, schema, output }) => {
+  const toolEntries = checked.map(({ tool, messages, schema, output, guidance }) => {
     const secretInputs = Object.entries(tool.input)
       .filter(([, p]) => p.secret)
       .map(([n]) => n);
@@ -179,6 +181,7 @@ export function emitConnector(project: Project, connector: ConnectorSpec, checke
       connector: ${JSON.stringify(connector.name)},
       title: ${JSON.stringify(tool.title)},
       description: ${JSON.stringify(tool.description)},
+      guidance: ${JSON.stringify(guidance)},
       readOnly: ${tool.annotations.readOnlyHint},
       annotations: ${JSON.stringify(tool.annotations)},
       inputSchema: ${JSON.stringify(schema)},

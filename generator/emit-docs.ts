@@ -1,3 +1,4 @@
+import { toolGuidance } from './guidance.ts';
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
 import type {
@@ -298,6 +299,7 @@ export function emitConnectorDoc(connector: ConnectorSpec): string {
         hints: hintLine(tool.annotations, tool.keywords),
         summary: cell(tool.description.split('\n')[0]!),
         description: md(tool.description.trim()),
+        guidance: md(toolGuidance(connector, tool)),
         params: Object.entries(params).map(([name, p]) => ({
           name,
           type: `\`${typeLabel(p)}\``,
@@ -348,7 +350,7 @@ export function emitIndexDoc(connectors: ConnectorSpec[]): string {
   });
 }
 
-const NUMBER_WORDS = [
+export const NUMBER_WORDS = [
   'No',
   'One',
   'Two',

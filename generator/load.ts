@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { ConnectorSpec } from '../core/spec-model.ts';
 import { mustBeType } from '../core/errors.ts';
+import { resolveAnnotations } from './annotations.ts';
 
 /** A problem in a connector spec, located by file, line, tool and field. */
 export class SpecError extends Error {
@@ -176,6 +177,15 @@ export function loadSpecFile(file: string, cwd = process.cwd()): LoadedSpec {
   if (spec.name !== expectedName) {
     throw error(['name'], `must match the file name (${expectedName})`);
   }
+  // The annotations the YAML leaves out, defaulted from the methods (generator/annotations.ts): from here on every
+  // tool has all four.
+  const missing: SpecError[] = [];
+  spec.tools.forEach((tool, i) => {
+    tool.annotations = resolveAnnotations(tool, spec.api.transport ?? 'rest', (flag, problem) =>
+      missing.push(error(['tools', i, 'annotations', flag], problem)),
+    );
+  });
+  if (missing.length) throw new AggregateSpecError(missing);
   return { file: shown, spec, locate, error };
 }
 

@@ -244,7 +244,7 @@ export function compileOutput(tool: ToolSpec, params: Record<string, ParamSpec>,
  * again (a tool that runs a job or writes would do that again). A writing tool's list is still cut to the budget.
  */
 export function continues(tool: ToolSpec): boolean {
-  return tool.annotations.readOnlyHint;
+  return tool.annotations.readOnlyHint === true;
 }
 
 /** The service's own input parameters of every tool: the answer's format and, for a list tool, its continuation. */

@@ -6,7 +6,7 @@ import type { ActivityRecord, Store } from './store/types.ts';
  * Writes are batched off the request path: one batch insert a second (`intervalMs`), or at once when `batchSize`
  * records are waiting, so a busy second does not pile up. The batch is kept small because SQLite writes it on the
  * event loop: 250 rows hold it up for about a millisecond, where 1 000 held every request in flight for several
- * (the proxy's p99 under load, bench/HISTORY.md), and a transaction's own cost over 250 rows is negligible.
+ * (the proxy's p99 under load), and a transaction's own cost over 250 rows is negligible.
  * `flush()` on shutdown writes what is left (the service awaits it before exiting on SIGTERM). Only while the store
  * refuses writes does the bounded buffer drop the oldest.
  */

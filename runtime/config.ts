@@ -1,9 +1,11 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { parseKeyList } from './crypto/keys.ts';
 
-/** Service configuration, read once from environment variables (documented in the README). */
+/** Service configuration, read once from environment variables (documented in docs/configuration.md). */
 export interface Config {
   port: number;
   host: string;
@@ -15,6 +17,8 @@ export interface Config {
   dataDir: string;
   /** postgres://… selects the PostgreSQL store; otherwise SQLite under dataDir. */
   databaseUrl?: string;
+  /** DATABASE_SCHEMA: the PostgreSQL schema the store uses (its tables are made there); else the user's default. */
+  databaseSchema?: string;
   /** "kid:base64key,kid2:base64key" — the first is used for new writes. Else a key file under dataDir. */
   encryptionKeys?: string;
   tokenTtlSeconds: number;
@@ -175,6 +179,94 @@ function loadTls(env: NodeJS.ProcessEnv): TlsFiles | undefined {
   return { cert, key };
 }
 
+/** The log levels pino knows, quietest last. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/** A host name (RFC 1123 labels) or an IPv4/IPv6 address, as HOST and WEBHOOK_ALLOWED_HOSTS name them. */
+function isHostName(value: string): boolean {
+  if (isIP(value)) return true;
+  return (
+    value.length <= 253 &&
+    value.split('.').every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label))
+  );
+}
+
+/**
+ * DATA_DIR: a directory, or a path where one can be made. A regular file at the path or at one of its parents
+ * is found here, naming the variable, rather than as an ENOTDIR from deep inside the store.
+ */
+function dataDir(env: NodeJS.ProcessEnv): string {
+  const dir = resolve(env.DATA_DIR || './data');
+  for (let path = dir; ; path = dirname(path)) {
+    let isDirectory: boolean | undefined;
+    try {
+      isDirectory = statSync(path).isDirectory();
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code !== 'ENOENT') {
+        if (code === 'ENOTDIR') continue;
+        throw new ConfigError('DATA_DIR', `cannot be used: ${path} (${code ?? String(e)})`);
+      }
+    }
+    if (isDirectory === false) {
+      throw new ConfigError(
+        'DATA_DIR',
+        path === dir ? `is a file, not a directory: ${dir}` : `is below ${path}, which is a file, not a directory`,
+      );
+    }
+    if (isDirectory || path === dirname(path)) return dir;
+  }
+}
+
+/** A comma-separated list, each entry checked by `check` (which returns what is wrong, or undefined). */
+function list(name: string, env: NodeJS.ProcessEnv, check: (entry: string) => string | undefined): string[] {
+  const entries = (env[name] || '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const problem = check(entry);
+    if (problem) throw new ConfigError(name, `has "${entry}": ${problem}`);
+  }
+  return entries;
+}
+
+function origin(entry: string): string | undefined {
+  try {
+    const u = new URL(entry);
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && u.origin === entry.replace(/\/+$/, '')) return undefined;
+  } catch {
+    // an unparseable entry: said below
+  }
+  return 'each entry must be an origin such as https://app.example.com (scheme, host and port only)';
+}
+
+function hostAndPort(entry: string): string | undefined {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(entry);
+  const host = m?.[1]?.replace(/^\[|\]$/g, '');
+  if (!m || !host || !isHostName(host) || (m[2] !== undefined && Number(m[2]) > 65535)) {
+    return 'each entry must be host or host:port';
+  }
+  return undefined;
+}
+
+/** A value sent in an HTTP header (a bearer token, Basic credentials): `allowed` characters only, bounded. */
+function headerSafe(
+  name: string,
+  value: string | undefined,
+  minLength: number,
+  allowed = { pattern: /^[\x21-\x7e]*$/, said: 'visible ASCII characters' },
+): void {
+  if (value === undefined || value === '') return;
+  if (value.length < minLength || value.length > 200 || !allowed.pattern.test(value)) {
+    const which = allowed.pattern.test(value) ? '' : ', some of them not allowed';
+    throw new ConfigError(
+      name,
+      `must be ${minLength} to 200 ${allowed.said} (it has ${value.length} characters${which})`,
+    );
+  }
+}
+
 /** MCP_ALLOWED_HOSTS: comma-separated host names (no scheme, port or path; IPv6 in brackets). */
 function mcpAllowedHosts(env: NodeJS.ProcessEnv): string[] {
   const names = (env.MCP_ALLOWED_HOSTS || '')
@@ -195,6 +287,43 @@ function mcpAllowedHosts(env: NodeJS.ProcessEnv): string[] {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
+  if (!isHostName(host)) {
+    throw new ConfigError('HOST', `must be an IP address or a host name to listen on, got "${host}"`);
+  }
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  if (env.ENCRYPTION_KEYS) {
+    try {
+      parseKeyList(env.ENCRYPTION_KEYS);
+    } catch (e) {
+      throw new ConfigError('ENCRYPTION_KEYS', (e as Error).message.replace(/^ENCRYPTION_KEYS:? ?/, ''));
+    }
+  }
+  const trustProxy = env.TRUST_PROXY || '0';
+  if (!['0', '1', 'true', 'false'].includes(trustProxy)) {
+    throw new ConfigError(
+      'TRUST_PROXY',
+      `must be 1 (or true) behind a reverse proxy, 0 (or false) otherwise, got "${trustProxy}"`,
+    );
+  }
+  const schema = env.DATABASE_SCHEMA || undefined;
+  if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new ConfigError(
+      'DATABASE_SCHEMA',
+      `must be a PostgreSQL identifier (letters, digits and _, at most 63, not starting with a digit), got "${schema}"`,
+    );
+  }
+  headerSafe('INITIAL_CLIENT_ID', env.INITIAL_CLIENT_ID, 1, {
+    pattern: /^[\x21-\x39\x3b-\x7e]*$/,
+    said: 'visible ASCII characters without ":"',
+  });
+  headerSafe('INITIAL_CLIENT_SECRET', env.INITIAL_CLIENT_SECRET, 24);
+  headerSafe('METRICS_TOKEN', env.METRICS_TOKEN, 1, {
+    pattern: /^[A-Za-z0-9\-._~+/]+=*$/,
+    said: 'characters of a bearer token (letters, digits, -._~+/ and = at the end)',
+  });
   const tls = loadTls(env);
   const derived = !env.PUBLIC_URL && port === 0;
   const publicUrl = derived
@@ -244,15 +373,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     publicUrl,
-    dataDir: resolve(env.DATA_DIR || './data'),
+    dataDir: dataDir(env),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: schema,
     encryptionKeys: env.ENCRYPTION_KEYS || undefined,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 900, env),
     linkTtlSeconds: int('LINK_TTL_SECONDS', 3600, env),
-    allowedRedirectOrigins: (env.ALLOWED_REDIRECT_ORIGINS || '')
-      .split(',')
-      .map((s) => s.trim().replace(/\/+$/, ''))
-      .filter(Boolean),
+    allowedRedirectOrigins: list('ALLOWED_REDIRECT_ORIGINS', env, origin).map((s) => s.replace(/\/+$/, '')),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, env),
     bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 10_000, env),
     headersTimeoutMs,
@@ -261,18 +388,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     toolAnswerBudgetTokens: answerBudget(env),
     upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel,
     initialClientId: env.INITIAL_CLIENT_ID || undefined,
     initialClientSecret: env.INITIAL_CLIENT_SECRET || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,
     dashboardSessionTtlSeconds: int('DASHBOARD_SESSION_TTL_SECONDS', 8 * 3600, env) || 8 * 3600,
-    trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+    trustProxy: trustProxy === '1' || trustProxy === 'true',
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 30, env),
     metricsToken: env.METRICS_TOKEN || undefined,
-    webhookAllowedHosts: (env.WEBHOOK_ALLOWED_HOSTS || '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    webhookAllowedHosts: list('WEBHOOK_ALLOWED_HOSTS', env, hostAndPort),
     mcpAllowedHosts: mcpAllowedHosts(env),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,

@@ -10,8 +10,8 @@
  * runs against the program (between 1.1 and 4). Under the tool call's load the service keeps about 16 MB live in
  * the old generation and V8 let it grow to 43 MB before collecting, so the peak RSS under load sat at 148-157 MB,
  * most of it garbage waiting. With the factor fixed at 2 the peak was 139-140 MB in three fresh processes, and at
- * 1.5 (`=50`) 130-134 MB in six, at the same CPU per request as far as this machine can tell (bench/HISTORY.md,
- * issue 14, eighth part). 2 is the choice: at 1.5 a mark-compact ran in most 5 s rounds of proxied requests (an
+ * 1.5 (`=50`) 130-134 MB in six, at the same CPU per request as far as this machine can tell. 2 is the
+ * choice: at 1.5 a mark-compact ran in most 5 s rounds of proxied requests (an
  * 8-11 ms pause each, after a round of tool calls had filled the old generation), at 2 in few.
  *
  * **No allocation-site pretenuring** (`--no-allocation-site-pretenuring`). V8 watches, per place in the code that
@@ -23,8 +23,7 @@
  * instead of 1.2, a mark-compact followed every 8-10 scavenges, and a call cost 10-50 % more CPU. The likely
  * cause (V8's traces did not name the place): objects in the old generation that point at young ones keep them
  * alive through every scavenge until the next full collection, dead or not. With pretenuring off, none of 27
- * processes fell into that state, and the CPU per call of those that never fell into it stayed the same
- * (bench/HISTORY.md, issue 14, tenth part).
+ * processes fell into that state, and the CPU per call of those that never fell into it stayed the same.
  */
 import { setFlagsFromString } from 'node:v8';
 

@@ -3,7 +3,7 @@ import { randomBytes, randomFillSync } from 'node:crypto';
 // Ids are made on every request (request ids, execution ids); drawing their randomness from a pooled
 // buffer replaces a syscall-backed randomBytes() call per id with a few bytes of a 4 KiB refill. The bytes are read
 // from the pool where they lie: a `subarray` view per id was a Buffer object made and dropped each time (0.8k of a
-// proxied request's 288k instructions, which makes two ids; bench/HISTORY.md, issue 14, fourteenth part).
+// proxied request's 288k instructions, which makes two ids).
 const POOL = Buffer.alloc(4096);
 let offset = POOL.length;
 
@@ -26,7 +26,7 @@ const ALPHABET_CODES = Buffer.from(ALPHABET, 'latin1');
  * 17 or more string pieces (V8 joins strings longer than 12 characters by pointing at both halves rather than
  * copying them), about 800 bytes of heap for 29 characters: the proxy keeps each request's id until its activity
  * row is written, up to a few hundred of them at a time under load, and a young-generation collection copies every
- * piece of each (bench/HISTORY.md, issue 14, twelfth part). Written here and read back once, an id is one flat
+ * piece of each. Written here and read back once, an id is one flat
  * string.
  */
 const SCRATCH = Buffer.alloc(64);
@@ -68,7 +68,7 @@ const TIME_LIMIT = 36 ** TIME_DIGITS;
  * time in milliseconds (9 characters, enough until the year 5188), then 16 random characters (about 82 bits).
  * For the ids of records written on every call (tool executions, proxied requests): the index of a key made of
  * random characters takes each new row at a random place, so an insert touches pages all over an index that
- * grows without bound (measured in bench/HISTORY.md: an activity row cost SQLite about 15 µs at 200 000 rows and
+ * grows without bound (measured with the bench: an activity row cost SQLite about 15 µs at 200 000 rows and
  * more as the table grew, against 3 µs for a key that only grows); a time-ordered key appends at the end.
  */
 export function newSortableId(prefix: string, now = Date.now()): string {

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { processStdout } from './stdout.ts';
 
 /**
  * Paths pino replaces with "[REDACTED]". Log calls never pass credentials on purpose; this is the second
@@ -34,7 +35,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination,
+    // stdout through our writer, not pino's default: see runtime/stdout.ts (SIGTERM once stdout's reader is gone).
+    destination ?? processStdout(),
   );
 }
 

@@ -6,6 +6,10 @@ import { createServices, type Services } from './services.ts';
 import { describeStartupError } from './startup-errors.ts';
 import { freePort, runPrimary } from './cluster.ts';
 import { tuneGarbageCollector } from './heap.ts';
+import { processStdout } from './stdout.ts';
+
+/** stdout for a person at a terminal, in order with the log; a reader that has gone stops nothing (stdout.ts). */
+const stdout = processStdout();
 
 tuneGarbageCollector();
 
@@ -67,7 +71,7 @@ async function serve(config: Config): Promise<void> {
     'agent connector service started',
   );
   // On every start, for a person at a terminal (the log line above is for machines).
-  process.stdout.write(
+  stdout.write(
     `\nAgent connector service at ${config.publicUrl} (store: ${services.store.kind})\n` +
       `  dashboard: ${config.publicUrl}/dashboard\n  API index: ${config.publicUrl}/  OpenAPI: ${config.publicUrl}/openapi.json\n`,
   );
@@ -99,21 +103,27 @@ async function serve(config: Config): Promise<void> {
   }
 }
 
+/** A value as one shell word: bare when it is plain, else single-quoted. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
 function printFirstStart(services: Services, config: Config): void {
   if (services.firstCredential) {
     // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
     // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
     const { credential, clientSecret } = services.firstCredential;
     const generated = config.initialClientSecret === undefined;
-    process.stdout.write(
+    stdout.write(
       [
         '',
         generated
           ? 'First start: created an API credential. The secret is shown only this once; store it now.'
           : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
-        `env_url=${config.publicUrl}`,
-        `client_id=${credential.clientId}`,
-        ...(generated ? [`client_secret=${clientSecret}`] : []),
+        // As shell lines the docs' examples take as they are ($ENV_URL, $CLIENT_ID, $CLIENT_SECRET).
+        `export ENV_URL=${shellWord(config.publicUrl)}`,
+        `export CLIENT_ID=${shellWord(credential.clientId)}`,
+        ...(generated ? [`export CLIENT_SECRET=${shellWord(clientSecret)}`] : []),
         '',
       ].join('\n') + '\n',
     );
@@ -124,7 +134,7 @@ function printFirstStart(services: Services, config: Config): void {
 async function printAdminPassword(services: Services, config: Config): Promise<void> {
   const password = await services.firstAdminPassword.catch(() => undefined);
   if (!password) return;
-  process.stdout.write(
+  stdout.write(
     [
       '',
       `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,

@@ -17,7 +17,7 @@ import { guardHttp2, http2Limits, http2ServerOptions } from './scalekit/h2-limit
 export function createHandler(s: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const router = new Router(s, routeTable(s));
   // Express (runtime/app.ts) is loaded with the first request the table does not match: it and its body parsers
-  // were about 30 ms of every start (bench/HISTORY.md, issue 14, fifth part).
+  // were about 30 ms of every start.
   let app: Promise<(req: IncomingMessage, res: ServerResponse) => void> | undefined;
   const lifecycle = s.lifecycle;
   return (req, res) => {

@@ -37,7 +37,21 @@ const POSTGRES_CODES: Record<string, string> = {
 /** One line for a start-up failure the operator can fix, or undefined. */
 export function describeStartupError(e: unknown, env: NodeJS.ProcessEnv): string | undefined {
   if (e instanceof ConfigError) return e.message;
-  const err = (e ?? {}) as { code?: string; message?: string; syscall?: string; port?: number; address?: string };
+  const err = (e ?? {}) as {
+    code?: string;
+    message?: string;
+    syscall?: string;
+    port?: number;
+    address?: string;
+    hostname?: string;
+  };
+  const host = env.HOST || '127.0.0.1';
+  if (err.syscall === 'getaddrinfo' && err.hostname === host) {
+    return `HOST "${host}" does not resolve to an address (${err.code}): set it to an address of this machine, such as 127.0.0.1 or 0.0.0.0`;
+  }
+  if (err.code === 'EADDRNOTAVAIL' && err.syscall === 'listen') {
+    return `HOST "${host}" is not an address of this machine (EADDRNOTAVAIL): use one of its addresses, or 0.0.0.0 for all`;
+  }
   if (err.code === 'EADDRINUSE') {
     return `PORT ${err.port ?? env.PORT ?? ''} is already in use on ${err.address ?? env.HOST ?? '127.0.0.1'}: stop what uses it, or set PORT to another port`;
   }
@@ -49,7 +63,11 @@ export function describeStartupError(e: unknown, env: NodeJS.ProcessEnv): string
     if (reason)
       return `DATABASE_URL: cannot use PostgreSQL at ${withoutPassword(env.DATABASE_URL)}: ${reason} (${err.code})`;
   }
-  if (err.code && ['EACCES', 'EROFS', 'ENOSPC', 'EPERM'].includes(err.code) && !env.DATABASE_URL) {
+  if (
+    err.code &&
+    ['EACCES', 'EROFS', 'ENOSPC', 'EPERM', 'ENOTDIR', 'EISDIR'].includes(err.code) &&
+    (!env.DATABASE_URL || !env.ENCRYPTION_KEYS)
+  ) {
     return `DATA_DIR: cannot write under ${env.DATA_DIR || './data'} (${err.code}: ${err.message ?? ''})`;
   }
   return undefined;

@@ -72,7 +72,7 @@ export function writeStamp() {
  * the formatter on its first call. @sindresorhus/is (got's type checks) builds two at load, for the text of one
  * kind of TypeError; building the first Intl.ListFormat of a process makes V8 look up the list formats of every
  * locale in ICU's data: about 15 ms of CPU at every start and 4 MB of ICU's data paged in, resident for good
- * (found with `perf record -e page-faults -d`; bench/HISTORY.md, issue 14). The bundle gets the lazy form.
+ * (found with `perf record -e page-faults -d`). The bundle gets the lazy form.
  * Returns the source unchanged when it has no such line.
  */
 export function lazyListFormat(source) {

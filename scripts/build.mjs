@@ -6,7 +6,7 @@
  * source maps beside). Code the service needs only for some requests (the dashboard, MCP, Scalekit's gRPC and REST API, tool
  * search) is reached through `import()` in the sources and so lands in chunks of its own, loaded on first use.
  * One file instead of about 1 400 (the service's 107 modules and the packages' files, each resolved, read and
- * compiled on its own) is most of what makes the start fast: see bench/HISTORY.md, issue 14.
+ * compiled on its own) is most of what makes the start fast.
  *
  * Kept outside the bundle: better-sqlite3 (a native addon, found by its package at run time), pg (loaded only
  * for PostgreSQL), and two packages that are mostly data: iconv-lite (body-parser's charset decoder; its code

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../runtime/config.ts';
 import { startServer } from '../runtime/server.ts';
-import { AgentConnectorClient } from '../runtime/client/index.ts';
+import { AgentConnectorClient } from '../packages/client/src/index.ts';
 import { FakeOAuthServer } from './fakes/oauth-server.ts';
 import { startFakeGraph } from './fakes/graph.ts';
 import { FakeDesk } from './fakes/desk.ts';

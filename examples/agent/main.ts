@@ -11,7 +11,7 @@
  *      messages to append — failures included, as error results the model reads;
  *   4. repeat until the model answers in words.
  */
-import type { AnthropicToolResultBlock, OpenAIToolMessage } from '../../runtime/client/index.ts';
+import type { AnthropicToolResultBlock, OpenAIToolMessage } from '../../packages/client/src/index.ts';
 import { anthropic, openai, type AnthropicMessage, type OpenAIMessage } from './scripted-model.ts';
 import { IDENTIFIER, startWorld, type World } from './setup.ts';
 

@@ -16,7 +16,7 @@ import type {
   OpenAITool,
   OpenAIToolCall,
   OpenAIToolMessage,
-} from '../../runtime/client/index.ts';
+} from '../../packages/client/src/index.ts';
 
 type Json = Record<string, unknown>;
 /** The parts of the tools' answers the model reads. */

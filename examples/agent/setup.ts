@@ -3,14 +3,14 @@
  * its fake OAuth server), the connector service in this process on a free port, a `helpdesk` and a `mail`
  * connection pointed at the fakes, and one end user, `jane-support`, connected to both — the mail account
  * through the real authorization flow, the desk one with an API key. Nothing here is what an agent does; it is
- * what the operator and the end user did before (see README, "Using the HTTP API").
+ * what the operator and the end user did before (see docs/http-api.md, "Calling it").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer } from '../../runtime/server.ts';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { FakeOAuthServer } from '../../test/fakes/oauth-server.ts';
 import { startFakeGraph, type FakeGraph } from '../../test/fakes/graph.ts';
 import { FakeDesk } from '../../test/fakes/desk.ts';

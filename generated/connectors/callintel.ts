@@ -191,6 +191,17 @@ export const connector: ConnectorDefinition = {
       response_ms: 60000,
     },
   },
+  search: {
+    keywords: ['gong', 'sales call', 'recording', 'conversation intelligence', 'engage', 'sequence', 'cadence', 'rep'],
+    vocabulary: {
+      rep: 'user',
+      reps: 'user',
+      sequence: 'flow',
+      cadence: 'flow',
+      nurture: 'flow',
+      enroll: 'assign',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Call intelligence"><rect width="24" height="24" rx="5" fill="#6b3fd4"/><path d="M5 12h2l2-5 3 10 3-8 2 3h2" fill="none" stroke="#fff" stroke-width="1.8" stroke-linecap="round" stroke-linejoin="round"/></svg>',
   exampleFields: {
     access_key: 'QWERTY1234567890',
@@ -1058,6 +1069,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List call outcomes',
     description: 'List call outcome definitions (name, ID).',
+    guidance:
+      "When to use: you need the outcome names a call can be given, e.g. to read or set a call's disposition. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1133,6 +1146,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Register a call recording',
     description: 'Register a call; returns a media upload URL for the recording.',
+    guidance:
+      "When to use: a recording made outside Gong should be added to Gong; upload the media to the returned URL afterwards. Changes: registers a new call in the company's Gong account; each call registers another. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1325,6 +1340,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get call details',
     description: 'Extensive call details (participants, interaction stats, topics, CRM associations).',
+    guidance:
+      'When to use: you have call IDs and need who spoke, topics, trackers or CRM links; for the words said use callintel_calls_transcript_get. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1584,6 +1601,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List recorded calls',
     description: 'List calls.',
+    guidance:
+      'When to use: you need the calls of a date range (IDs, titles, times); then callintel_calls_get for details or callintel_calls_transcript_get for the words. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1784,6 +1803,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get call transcripts',
     description: 'Transcripts per call.',
+    guidance:
+      'When to use: you need what was said in calls (speaker turns with times), for quotes or your own summary. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1932,6 +1953,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get coaching feedback',
     description: 'Coaching sessions and feedback; cursor paging.',
+    guidance:
+      "When to use: you need a manager's coaching feedback on a rep's calls. Changes: nothing (read-only). Cost: one or more provider requests, by input; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2101,6 +2124,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: "Add a digital interaction to a prospect's timeline",
     description: "Add a digital interaction to a prospect's timeline.",
+    guidance:
+      "When to use: an event outside Gong (web visit, content view) should appear on a prospect's Engage timeline. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2205,6 +2230,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Report email engagement',
     description: 'Report email engagement (opens, clicks, bounces, unsubscribes).',
+    guidance:
+      "When to use: an email sent outside Gong was opened, clicked, bounced or unsubscribed and Engage should know. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2303,6 +2330,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Override the content of a flow instance',
     description: 'Override flow placeholder values for a flow instance.',
+    guidance:
+      'When to use: never for now: Gong has no such operation, so the service answers 501 and explains; give placeholder values when assigning prospects (callintel_engage_prospects_assign). Changes: nothing: the service answers 501 without calling the provider. Cost: no provider request.',
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2369,6 +2398,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List flow folders',
     description: 'Flow folders available to a user.',
+    guidance:
+      'When to use: you need the folders flows are organised in, for a user. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2483,6 +2514,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List flows',
     description: 'Flows available to a user.',
+    guidance:
+      "When to use: you need a flow's ID before adding prospects to it. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2607,6 +2640,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Add prospects to a flow',
     description: 'Assign up to 200 CRM prospects to a flow.',
+    guidance:
+      "When to use: up to 200 prospects should start a flow now; for more use callintel_engage_prospects_bulk_assign, and if they are in cool-off use callintel_engage_prospects_assign_cool_off_override. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2725,6 +2760,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Add prospects to a flow despite the cool-off period',
     description: 'Assign while bypassing the cool-off period.',
+    guidance:
+      "When to use: prospects were refused by callintel_engage_prospects_assign because of their cool-off period and should be added anyway. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2843,6 +2880,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Add many prospects to a flow',
     description: 'Asynchronous bulk assignment; returns assignment ID.',
+    guidance:
+      "When to use: more than 200 prospects should start a flow; follow it with callintel_engage_prospects_bulk_assign_status. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2957,6 +2996,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get the status of a bulk flow assignment',
     description: 'Status and result of a bulk assignment.',
+    guidance:
+      'When to use: you started a bulk assignment and need its progress or result. Changes: nothing (read-only). Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3054,6 +3095,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: "List prospects' flows",
     description: 'Flows assigned to given prospects.',
+    guidance:
+      'When to use: you need to know which flows given prospects are already in. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3156,6 +3199,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Remove prospects from a flow',
     description: 'Remove prospects from a flow by CRM ID.',
+    guidance:
+      "When to use: prospects should leave a flow and you know their CRM IDs; with a flow instance ID use callintel_engage_prospects_unassign_by_instance. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3242,6 +3287,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Remove flow enrollments by instance',
     description: 'Remove enrollments by flow instance ID.',
+    guidance:
+      "When to use: you know the flow instance IDs of the enrollments to end. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3313,6 +3360,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Complete an Engage task',
     description: 'Mark task completed.',
+    guidance:
+      "When to use: a rep did an Engage task (the call, email or follow-up) and it should be marked done. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one or more provider requests, by input; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3453,6 +3502,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Skip an Engage task',
     description: 'Skip task.',
+    guidance:
+      "When to use: an Engage task should not be done and should leave the rep's list. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one or more provider requests, by input; Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3593,6 +3644,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: "List a user's Engage tasks",
     description: 'Tasks of a user (call, email, social and other follow-ups).',
+    guidance:
+      "When to use: you need a rep's open Engage tasks (calls, emails, follow-ups to do). Changes: nothing (read-only). Cost: two provider requests per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3744,6 +3797,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List active Engage users',
     description: 'Active users.',
+    guidance:
+      'When to use: you need which users have Engage and their IDs. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3862,6 +3917,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List workspaces',
     description: 'Company workspaces.',
+    guidance:
+      'When to use: you need a workspace ID to narrow calls, flows or stats to one part of the company. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3936,6 +3993,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get detailed user profiles',
     description: 'Detailed user profiles (settings, roles, manager).',
+    guidance:
+      'When to use: you have user IDs and need their settings, roles or manager; for a plain list use callintel_users_list. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4088,6 +4147,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List users',
     description: 'Users (name, email, title, manager).',
+    guidance:
+      "When to use: you need to find a Gong user's ID by name or email. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4207,6 +4268,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get the content of a library folder',
     description: 'Calls, clips and media in a library folder.',
+    guidance:
+      'When to use: you need the calls and clips saved in one library folder. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4320,6 +4383,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List library folders',
     description: 'Library folders with names, IDs, hierarchy.',
+    guidance:
+      'When to use: you need the IDs of library folders (curated call collections). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4410,6 +4475,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List scorecards',
     description: 'Scorecard definitions (name, questions, criteria).',
+    guidance:
+      'When to use: you need the scorecards (questions reps are graded on), e.g. before reading stats. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4514,6 +4581,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'List keyword trackers',
     description: 'Keyword tracker definitions (name, phrases, categories).',
+    guidance:
+      'When to use: you need which keywords or phrases Gong tracks in calls. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4621,6 +4690,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get interaction stats',
     description:
       'Per-participant interaction stats (talk ratio, longest monologue, patience, question rate, interactivity).',
+    guidance:
+      'When to use: you need talk ratio, monologues or question rate per person over a period. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4779,6 +4850,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'callintel',
     title: 'Get user activity stats',
     description: 'Per-user activity and scorecard stats.',
+    guidance:
+      'When to use: you need per-user activity counts or scorecard results over a period. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Gong allows 3 calls per second and 10,000 a day per company by default; over that, the service waits for Retry-After and retries.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -10,6 +10,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
+import { transforms as CT } from '../../specs/hooks/crm.ts';
 export const connector: ConnectorDefinition = {
   name: 'crm',
   title: 'CRM',
@@ -86,6 +87,12 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  search: {
+    keywords: ['hubspot', 'deal', 'opportunity', 'pipeline', 'lead', 'account', 'sales'],
+    vocabulary: {
+      opportunity: 'deal',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="CRM"><rect width="24" height="24" rx="5" fill="#e8590c"/><circle cx="9" cy="9" r="2.5" fill="#fff"/><circle cx="16" cy="10" r="2" fill="#fff"/><path d="M4.5 18c0-3 2-4.5 4.5-4.5s4.5 1.5 4.5 4.5M13.5 15c.6-1.2 1.5-1.8 2.5-1.8 2 0 3.5 1.3 3.5 4" fill="none" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -112,7 +119,7 @@ function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: Build
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -364,7 +371,7 @@ function build_crm_contacts_search(input: I.CrmContactsSearchInput, ctx: BuildCo
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -476,7 +483,7 @@ function build_crm_deals_search(input: I.CrmDealsSearchInput, ctx: BuildContext)
     body: H.obj(
       {
         query: input['query'],
-        filterGroups: H.map(input['filterGroups'], (v: any) => T.filter_groups(v)),
+        filterGroups: H.map(input['filterGroups'], (v: any) => CT.filter_groups(v)),
         properties: H.map(input['properties'], (v: any) => T.csv(v)),
         limit: input['limit'],
         after: input['after'],
@@ -524,6 +531,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search companies',
     description: 'Search companies.',
+    guidance:
+      'When to use: you need companies matching a name, domain or property filter; with an ID use crm_company_get. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -656,6 +665,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a company',
     description: 'Create a company.',
+    guidance:
+      "When to use: a company is not in the CRM yet; search first with crm_companies_search to avoid duplicates. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -763,6 +774,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Get a company',
     description: 'Get a company.',
+    guidance:
+      "When to use: you have a company's ID and need its properties. Changes: nothing (read-only). Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -835,6 +848,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a contact',
     description: 'Create a contact; the email address is the unique identifier.',
+    guidance:
+      "When to use: a person is not in the CRM yet; an email that already exists is refused, so update with crm_contact_update instead. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -953,6 +968,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Get a contact',
     description: 'Get a contact.',
+    guidance:
+      "When to use: you have a contact's ID and need its properties; to find a contact by email or name use crm_contacts_search. Changes: nothing (read-only). Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1029,6 +1046,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Update a contact',
     description: 'Update a contact; only the properties given change.',
+    guidance:
+      "When to use: a known contact's properties should change; only the properties given change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1111,6 +1130,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'List contacts',
     description: 'List contacts, cursor paging.',
+    guidance:
+      'When to use: you need to walk through all contacts; to find specific ones use crm_contacts_search. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1221,6 +1242,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search contacts',
     description: 'Search contacts.',
+    guidance:
+      'When to use: you need contacts matching words or property filters (email, name, company). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1363,6 +1386,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Create a deal',
     description: 'Create a deal.',
+    guidance:
+      "When to use: a new opportunity should be recorded; search with crm_deals_search first to avoid duplicates. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1469,6 +1494,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Update a deal',
     description: 'Update a deal; only the properties given change.',
+    guidance:
+      "When to use: a known deal's stage, amount or other properties should change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; HubSpot limits requests per app and account; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1565,6 +1592,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'crm',
     title: 'Search deals',
     description: 'Search deals.',
+    guidance:
+      'When to use: you need deals matching words or property filters (stage, amount, owner, close date). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); HubSpot limits requests per app and account; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

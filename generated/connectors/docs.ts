@@ -89,6 +89,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['google docs', 'google doc', 'document', 'doc'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Document editing"><rect width="24" height="24" rx="5" fill="#3b7bd8"/><path d="M7 4.5h7l3.5 3.5v11.5H7z" fill="#fff"/><path d="M9.5 11h5.5M9.5 13.5h5.5M9.5 16h3.5" stroke="#3b7bd8" stroke-width="1.3" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['docs_create_document', 'docs_list_documents', 'docs_read_document', 'docs_update_document'],
@@ -115,7 +118,7 @@ function build_docs_list_documents(input: I.DocsListDocumentsInput, ctx: BuildCo
     method: 'GET',
     url: H.url(ctx.base('drive'), `/drive/v3/files`, [
       ['q', input['query']],
-      ['orderBy', H.map(input['order_by'], (v: any) => T.drive_order_by(v))],
+      ['orderBy', H.map(input['order_by'], (v: any) => T.order_by(v))],
       ['pageSize', input['page_size']],
       ['pageToken', input['page_token']],
       ['fields', 'nextPageToken,incompleteSearch,files(id,name,mimeType,createdTime,modifiedTime,owners,webViewLink)'],
@@ -191,6 +194,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Create a document',
     description: 'Create a blank document; returns its ID and metadata.',
+    guidance:
+      "When to use: a new document is needed; write its content afterwards with docs_update_document. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -276,6 +281,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'List documents',
     description: "List the documents in the user's storage (runs on the file storage API).",
+    guidance:
+      "When to use: you need the user's documents by name or recency; for other file types or folders use drive_search_files. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -431,6 +438,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Read a document',
     description: 'Full content and structure of a document (text, formatting, tables, metadata).',
+    guidance:
+      "When to use: you need a document's text or structure, including the indexes docs_update_document edits at. Changes: nothing (read-only). Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -544,6 +553,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'docs',
     title: 'Edit a document',
     description: 'Batch update of a document (insert/delete text, formatting, tables), applied atomically.',
+    guidance:
+      "When to use: text or formatting of an existing document should change; read it first with docs_read_document for the indexes. Changes: deletes or overwrites data in the user's account, which cannot be undone; each call acts again, so calling twice does it twice. Cost: one provider request; counts against the Google project's Docs API quota; throttling is retried with backoff.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     inputSchema: {

@@ -10,6 +10,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/drive.ts';
+import { transforms as CT } from '../../specs/hooks/drive.ts';
 export const connector: ConnectorDefinition = {
   name: 'drive',
   title: 'File storage',
@@ -79,6 +80,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['google drive', 'file', 'folder', 'spreadsheet', 'storage'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="File storage"><rect width="24" height="24" rx="5" fill="#1a73e8"/><path d="M4.5 8.5V17a1 1 0 0 0 1 1h13a1 1 0 0 0 1-1V9.5a1 1 0 0 0-1-1H12l-1.8-2.2H5.5a1 1 0 0 0-1 1z" fill="#fff"/></svg>',
   exampleFields: {},
   toolNames: ['drive_get_file_metadata', 'drive_search_content', 'drive_search_files'],
@@ -110,14 +114,14 @@ function build_drive_search_content(input: I.DriveSearchContentInput, ctx: Build
         'q',
         H.join(
           [
-            H.tpl(["fullText contains '", H.map(input['search_term'], (v) => T.drive_q(v)), "'"]),
-            H.tpl(["mimeType = '", H.map(input['mime_type'], (v) => T.drive_q(v)), "'"]),
+            H.tpl(["fullText contains '", H.map(input['search_term'], (v) => CT.drive_q(v)), "'"]),
+            H.tpl(["mimeType = '", H.map(input['mime_type'], (v) => CT.drive_q(v)), "'"]),
             'trashed = false',
           ],
           ' and ',
         ),
       ],
-      ['fields', T.drive_list_fields(input['fields'])],
+      ['fields', CT.drive_list_fields(input['fields'])],
       ['pageSize', input['page_size']],
       ['pageToken', input['page_token']],
       ['supportsAllDrives', input['supports_all_drives']],
@@ -139,8 +143,8 @@ function build_drive_search_files(input: I.DriveSearchFilesInput, ctx: BuildCont
     method: 'GET',
     url: H.url(ctx.base(), `/drive/v3/files`, [
       ['q', input['query']],
-      ['fields', T.drive_list_fields(input['fields'])],
-      ['orderBy', H.map(input['order_by'], (v: any) => T.drive_order_by(v))],
+      ['fields', CT.drive_list_fields(input['fields'])],
+      ['orderBy', H.map(input['order_by'], (v: any) => T.order_by(v))],
       ['pageSize', input['page_size']],
       ['pageToken', input['page_token']],
       ['supportsAllDrives', input['supports_all_drives']],
@@ -186,6 +190,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Get file metadata',
     description: 'Metadata of a file or folder by its ID (name, MIME type, size, creation time).',
+    guidance:
+      "When to use: you have a file or folder ID and need its name, type, size or dates. Changes: nothing (read-only). Cost: one provider request; counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -326,6 +332,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Search inside files',
     description: 'Full-text search inside file bodies (and names), optionally limited to one MIME type.',
+    guidance:
+      "When to use: you know words inside the file but not its name. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -504,6 +512,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'drive',
     title: 'Search files and folders',
     description: 'Search files and folders by name, type, owner or parent with the Drive query language.',
+    guidance:
+      "When to use: you know a file's name, type, owner or folder; for words inside files use drive_search_content. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); counts against the Google project's Drive API quota; throttling is retried with backoff.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -70,6 +70,16 @@ export const connector: ConnectorDefinition = {
       response_ms: 30000,
     },
   },
+  search: {
+    keywords: ['ticket', 'support', 'zendesk', 'help desk', 'customer service', 'case', 'agent'],
+    vocabulary: {
+      history: 'comments',
+      conversation: 'comments',
+      agent: 'user',
+      agents: 'user',
+      requester: 'user',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Support desk"><rect width="24" height="24" rx="5" fill="#03363d"/><circle cx="12" cy="12" r="6.5" fill="none" stroke="#fff" stroke-width="1.8"/><circle cx="12" cy="12" r="2.6" fill="none" stroke="#fff" stroke-width="1.8"/><path d="M7.4 7.4l2.8 2.8M13.8 13.8l2.8 2.8M16.6 7.4l-2.8 2.8M10.2 13.8l-2.8 2.8" stroke="#fff" stroke-width="1.6"/></svg>',
   exampleFields: {
     domain: 'acme.zendesk.com',
@@ -447,6 +457,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'List agent groups',
     description: 'List groups.',
+    guidance:
+      'When to use: you need agent group IDs, e.g. to assign a ticket to a team. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -551,6 +563,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Get an organization',
     description: 'Organization by ID (name, domain names, tags, notes, shared ticket settings, custom fields).',
+    guidance:
+      "When to use: you have an organization's ID and need its details. Changes: nothing (read-only). Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -644,6 +658,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'List organizations',
     description: 'List organizations.',
+    guidance:
+      "When to use: you need to walk through the customer organizations or find one's ID. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -767,6 +783,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search tickets',
     description:
       "Search with the desk's query syntax. Results are capped at 1000 in total: the largest valid page is floor(1000 / per_page) (10 at per_page 100, 40 at per_page 25). Paging ends when next_page is null or the largest page is reached.",
+    guidance:
+      'When to use: you need tickets matching words or conditions (status, requester, tags, dates); to page through all tickets in order use helpdesk_tickets_list. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -923,6 +941,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Get a side conversation',
     description: 'One side conversation of a ticket (needs the collaboration add-on).',
+    guidance:
+      "When to use: you have a side conversation's ID and need its messages. Changes: nothing (read-only). Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1097,6 +1117,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: "List a ticket's side conversations",
     description: 'Side conversations of a ticket (needs the collaboration add-on).',
+    guidance:
+      'When to use: you need the side conversations (with other teams or vendors) of a ticket. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1217,6 +1239,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: "List a ticket's comments",
     description: 'Comments (public replies and internal notes) of a ticket.',
+    guidance:
+      "When to use: you need a ticket's conversation: the public replies and internal notes. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1360,6 +1384,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Create a ticket',
     description: 'Create a ticket.',
+    guidance:
+      "When to use: a new support request should be opened. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1503,6 +1529,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Get a ticket',
     description: 'Ticket by ID.',
+    guidance:
+      "When to use: you have a ticket's ID and need its fields; its conversation is in helpdesk_ticket_comments_list. Changes: nothing (read-only). Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1637,6 +1665,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Reply to a ticket',
     description: 'Add a public reply or an internal note to a ticket.',
+    guidance:
+      "When to use: the customer should get an answer, or the team an internal note, on a ticket; to change status or fields without a comment use helpdesk_ticket_update. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; ticket updates and replies share Zendesk's limit of 100 a minute per account.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1751,6 +1781,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Update a ticket',
     description: 'Update a ticket; only the fields given change.',
+    guidance:
+      "When to use: a ticket's status, priority, assignee, tags or fields should change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; ticket updates and replies share Zendesk's limit of 100 a minute per account.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1882,6 +1914,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'List tickets',
     description: 'List tickets.',
+    guidance:
+      'When to use: you need recent tickets in order; to find tickets by content or condition use helpdesk_search_tickets. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2029,6 +2063,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Create a desk user',
     description: 'Create a user (end-user, agent or admin).',
+    guidance:
+      "When to use: a person (customer or agent) is not in the desk yet. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2158,6 +2194,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'Get a desk user',
     description: 'User by ID.',
+    guidance:
+      "When to use: you have a user's ID and need their details. Changes: nothing (read-only). Cost: one provider request; Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2257,6 +2295,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'List desk users',
     description: 'List users.',
+    guidance:
+      "When to use: you need to walk through the desk's users or find one's ID. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2396,6 +2436,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'helpdesk',
     title: 'List ticket views',
     description: 'List ticket views.',
+    guidance:
+      'When to use: you need the saved ticket views (queues) agents work from. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Zendesk limits requests per minute by plan; a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

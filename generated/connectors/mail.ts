@@ -110,6 +110,32 @@ export const connector: ConnectorDefinition = {
       response_ms: 60000,
     },
   },
+  search: {
+    keywords: [
+      'email',
+      'e-mail',
+      'inbox',
+      'outlook',
+      'office 365',
+      'exchange',
+      'calendar',
+      'appointment',
+      'to-do',
+      'todo',
+    ],
+    vocabulary: {
+      book: 'create event',
+      schedule: 'create event',
+      reschedule: 'update event',
+      meeting: 'event',
+      appointment: 'event',
+      standup: 'event',
+      email: 'message',
+      inbox: 'message list',
+      remind: 'task reminder create',
+      reminder: 'task',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Mail and calendar"><rect width="24" height="24" rx="5" fill="#0a66c2"/><path d="M5 7h14v10H5z" fill="none" stroke="#fff" stroke-width="1.6" stroke-linejoin="round"/><path d="M5 7l7 6 7-6" fill="none" stroke="#fff" stroke-width="1.6" stroke-linejoin="round"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -1160,6 +1186,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Create a calendar event',
     description:
       'Create a calendar event. Giving attendees sends them invitations; giving recurrence_type makes a recurring series.',
+    guidance:
+      "When to use: a meeting or appointment should be put in the user's calendar. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -1557,6 +1585,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Update a calendar event',
     description: 'Update a calendar event; only the fields given change.',
+    guidance:
+      "When to use: an existing event's time, title, attendees or place should change; attendees are notified. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1887,6 +1917,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Delete a calendar event',
     description: 'Delete a calendar event by ID.',
+    guidance:
+      "When to use: an event should be removed from the calendar; attendees of a meeting the user organises get a cancellation. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1947,6 +1979,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Get a calendar event',
     description: 'Get a calendar event by ID.',
+    guidance:
+      "When to use: you have an event's ID and need its details. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2115,6 +2149,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'List calendar events',
     description: 'List calendar events with filter, sort, paging and field selection.',
+    guidance:
+      "When to use: you need the user's events (agenda, free time, upcoming meetings). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2318,6 +2354,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Create an address-book contact',
     description: 'Create a contact.',
+    guidance:
+      "When to use: a person should be added to the user's address book. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -2455,6 +2493,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'List address-book contacts',
     description: 'List contacts.',
+    guidance:
+      "When to use: you need an email address or phone number from the user's address book. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2597,6 +2637,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Get an email',
     description: 'Get a message with its body, sender, recipients and attachment information.',
+    guidance:
+      "When to use: you have a message's ID and need its full body and recipients. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2766,6 +2808,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'List mail messages',
     description: 'List messages in all folders, 10 by default.',
+    guidance:
+      'When to use: you need recent mail, or mail matching a filter on fields (sender, date, read); for words in the text use mail_search_messages. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -2956,6 +3000,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Search mail messages',
     description: 'Keyword search across message subject, body, sender and recipients.',
+    guidance:
+      'When to use: you look for mail by words in its subject, body or people; for the newest mail use mail_list_messages. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3152,6 +3198,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: "List an email's attachments",
     description: 'List the attachment metadata (ID, name, size, content type) of a message.',
+    guidance:
+      'When to use: you need to know which files a message carries; download one with mail_get_attachment. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3250,6 +3298,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Download an email attachment',
     description: 'Download one attachment; returns the full attachment with its base64 `contentBytes`.',
+    guidance:
+      'When to use: you need the content of one attachment (base64); it can be large. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3321,6 +3371,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Send an email',
     description: 'Send an email.',
+    guidance:
+      "When to use: a new email should go out; to answer an existing one use mail_reply_to_message. Changes: sends an email from the user's mailbox, which cannot be recalled; each call sends another. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -3447,6 +3499,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Reply to an email',
     description: 'Reply to a message; the reply goes to the original sender and is saved in Sent Items.',
+    guidance:
+      "When to use: an email should be answered in its thread. Changes: sends a reply from the user's mailbox, which cannot be recalled; each call sends another. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -3516,6 +3570,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get mailbox settings',
     description:
       'Get the mailbox settings: automatic replies, language, time zone, working hours, date and time format, and delegate meeting message delivery.',
+    guidance:
+      "When to use: you need the user's time zone, working hours, language or automatic-reply state. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3643,6 +3699,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Update mailbox settings',
     description: 'Update the mailbox settings; only the fields given change.',
+    guidance:
+      "When to use: automatic replies (out of office), time zone, language or working hours should change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -3925,6 +3983,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Create a to-do list',
     description: 'Create a task list.',
+    guidance:
+      "When to use: a new to-do list is needed. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -3997,6 +4057,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Delete a to-do list',
     description: 'Permanently delete a task list and all its tasks.',
+    guidance:
+      "When to use: a whole to-do list and its tasks should go. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4057,6 +4119,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Get a to-do list',
     description: 'Get a task list.',
+    guidance:
+      "When to use: you have a list's ID and need its details. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4122,6 +4186,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'List to-do lists',
     description: "List the user's task lists.",
+    guidance:
+      'When to use: you need the ID of a to-do list before reading or adding tasks. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4203,6 +4269,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Rename a to-do list',
     description: 'Rename a task list.',
+    guidance:
+      "When to use: a to-do list should be renamed. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4275,6 +4343,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Create a to-do task',
     description: 'Create a task in a task list.',
+    guidance:
+      "When to use: something the user must do should be added to a to-do list. Changes: adds or updates data in the user's account and removes nothing; each call acts again, so calling twice does it twice. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     inputSchema: {
@@ -4495,6 +4565,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Delete a to-do task',
     description: 'Permanently delete a task.',
+    guidance:
+      "When to use: a task should be removed entirely; to finish it set its status with mail_todo_tasks_update. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4564,6 +4636,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Get a to-do task',
     description: 'Get a task.',
+    guidance:
+      "When to use: you have a task's ID and need its details. Changes: nothing (read-only). Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4702,6 +4776,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'List to-do tasks',
     description: 'List the tasks of a task list.',
+    guidance:
+      'When to use: you need the tasks of one to-do list. Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -4881,6 +4957,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'mail',
     title: 'Update a to-do task',
     description: 'Update a task; only the fields given change.',
+    guidance:
+      "When to use: a task's title, due date or status (e.g. completed) should change. Changes: deletes or overwrites data in the user's account, which cannot be undone; repeating it with the same input changes nothing more. Cost: one provider request; Graph throttles busy mailboxes; a 429 or 503 is retried after Retry-After.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -46,6 +46,9 @@ export const connector: ConnectorDefinition = {
       available: ['1'],
     },
   },
+  search: {
+    keywords: ['granola', 'meeting notes', 'meeting', 'notes', 'summary'],
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Meeting notes"><rect width="24" height="24" rx="5" fill="#2f7d6d"/><path d="M7 5h10v14H7z" fill="#fff"/><path d="M9.5 9h5M9.5 11.5h5M9.5 14h3" stroke="#2f7d6d" stroke-width="1.3" stroke-linecap="round"/><path d="M9 4v2.5M12 4v2.5M15 4v2.5" stroke="#fff" stroke-width="1.4" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['notes_get_meeting_transcript', 'notes_get_meetings', 'notes_list_meetings', 'notes_query_meetings'],
@@ -151,6 +154,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get a meeting transcript',
     description:
       'Verbatim transcript of one meeting (no summaries or notes). Use it for exact quotes or wording; for summaries or action items use notes_query_meetings or notes_get_meetings.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; transcripts need a paid meeting-notes plan and are rate-limited strictly, so fetch them one at a time.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -252,6 +257,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get meeting notes',
     description:
       'Private notes, generated summary, attendees and metadata of up to 10 meetings by ID. For open-ended questions about meeting content use notes_query_meetings.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -360,6 +367,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'List meetings',
     description:
       'Meeting titles and metadata (date, participants) within a time range. Use notes_get_meetings for the content of the meetings found.',
+    guidance:
+      'Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -483,6 +492,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Ask a question about meetings',
     description:
       "Ask a natural-language question about the user's meetings. Returns Markdown with numbered inline citation links ([[0]](https://notes.granola.ai/d/<id>)) to the source meeting notes; callers must preserve these citations when they pass the answer on.",
+    guidance:
+      "When to use: the question is about what was said or decided across meetings; for one meeting's full notes use notes_get_meetings. Changes: nothing (read-only). Cost: one provider request; the free meeting-notes plan reaches only the last 30 days of meetings.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {

@@ -50,6 +50,16 @@ export const connector: ConnectorDefinition = {
       response_ms: 305000,
     },
   },
+  search: {
+    keywords: ['linkedin', 'person', 'people', 'profile', 'recruiting', 'prospecting', 'sales navigator'],
+    vocabulary: {
+      person: 'profile people',
+      liked: 'reactions',
+      likes: 'reactions',
+      posted: 'posts',
+      hiring: 'jobs',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Professional-network data"><rect width="24" height="24" rx="5" fill="#0e5a8a"/><rect x="5" y="8.5" width="14" height="9.5" rx="1.5" fill="#fff"/><path d="M9.5 8.5V7a1 1 0 0 1 1-1h3a1 1 0 0 1 1 1v1.5" fill="none" stroke="#fff" stroke-width="1.6"/><path d="M5 12.5h14" stroke="#0e5a8a" stroke-width="1.2"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -1031,6 +1041,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Scrape many LinkedIn profiles at once',
     description:
       "Batch scrape profiles with the scraping platform's hosted profile-scraper Actor, in one synchronous run. Costs 4 USD per 1000 profiles, 10 USD per 1000 with find_email; billed to the scraping-platform account of scraper_token.",
+    guidance:
+      "When to use: you need many full profiles at once; for one profile use prodata_scrape_profile. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one scraping-platform run, billed per profile to the account of scraper_token (see above); no professional-network credits.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1260,6 +1272,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Get a LinkedIn ad',
     description: 'An ad of the ad library, by its ID or its URL (one of them is required).',
+    guidance:
+      "When to use: you have an ad's ID or URL from the ad library. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1369,6 +1383,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: "Get a LinkedIn comment's reactions",
     description: "Reactions on a comment, by the comment's URL.",
+    guidance:
+      "When to use: you need who reacted to a comment. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1491,6 +1507,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get the time-tracking account',
     description:
       'Time-tracking account information (company name, base URI, plan type, clock format, currency, weekly capacity).',
+    guidance:
+      "When to use: you need the time-tracking account's settings (plan, currency, capacity); it has nothing to do with professional-network company pages (prodata_scrape_company). Changes: nothing (read-only). Cost: one request to the time-tracking provider; spends no professional-network credits.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -1604,6 +1622,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: "Get a LinkedIn company's posts",
     description: "Posts of a company page, by the company's URL or universal name (one of them is required).",
+    guidance:
+      "When to use: you need what a company page has posted. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1780,6 +1800,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get a LinkedIn group',
     description:
       'Group details (name, description, member count, activity), by group ID or URL (one of them is required).',
+    guidance:
+      "When to use: you have a group's ID or URL and need its details. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1876,6 +1898,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Get a LinkedIn post',
     description: 'A post, by its URL.',
+    guidance:
+      "When to use: you have a post's URL and need its text and stats. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2013,6 +2037,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: "Get a LinkedIn post's comments",
     description: "Comments on a post, by the post's URL.",
+    guidance:
+      "When to use: you need the comments on a post. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2140,6 +2166,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: "Get a LinkedIn post's reactions",
     description: "Reactions on a post, by the post's URL.",
+    guidance:
+      "When to use: you need who reacted to a post. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2260,6 +2288,8 @@ export const tools: readonly ToolDefinition[] = [
     title: "Get a LinkedIn profile's comments",
     description:
       "Comments made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`).",
+    guidance:
+      "When to use: you need the comments a person has written. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2408,6 +2438,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: "Get a LinkedIn profile's posts",
     description: 'Posts by a profile, by profile URL, ID or public identifier (one of them is required).',
+    guidance:
+      "When to use: you need what a person has posted. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2576,6 +2608,8 @@ export const tools: readonly ToolDefinition[] = [
     title: "Get a LinkedIn profile's reactions",
     description:
       "Reactions made by a profile, by profile URL or ID (one of them is required). Pages above 1 need the pagination_token of the previous page's response (`pagination.paginationToken`).",
+    guidance:
+      "When to use: you need what a person has reacted to. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2774,6 +2808,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get a LinkedIn company page',
     description:
       'Company overview, headcount, follower count, locations, specialities, industries, funding; provide one of company_url, universal_name, search.',
+    guidance:
+      "When to use: you need one company page's details; to find companies use prodata_search_companies. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -2942,6 +2978,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Get a LinkedIn job listing',
     description: 'Full job listing; provide one of job_url, job_id.',
+    guidance:
+      "When to use: you have a job listing's URL or ID and need its full text. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3072,6 +3110,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Get a LinkedIn profile',
     description:
       'Profile with contact details, history, education, skills; provide one of profile_url, public_identifier, profile_id. Typical processing time is about 2.6 s with main, 4.9 s for the full profile.',
+    guidance:
+      "When to use: you need one person's full profile; to find people use prodata_search_people, for many profiles prodata_bulk_scrape_profiles. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3283,6 +3323,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn ads',
     description: 'Search the ad library by keyword, advertiser, countries and date range.',
+    guidance:
+      "When to use: you look for ads by keyword, advertiser, country or date. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3407,6 +3449,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn companies',
     description: 'Search companies by keyword, location and size.',
+    guidance:
+      "When to use: you look for companies by keyword, location or size. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3531,6 +3575,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Find LinkedIn location IDs',
     description: 'Geo IDs by location name (for the geo_id / geo_ids filters of other tools).',
+    guidance:
+      "When to use: another tool's geo_id filter needs the ID of a place name. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3608,6 +3654,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn groups',
     description: 'Search groups by keyword.',
+    guidance:
+      "When to use: you look for groups by keyword. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3710,6 +3758,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn jobs',
     description: 'Search job listings.',
+    guidance:
+      "When to use: you look for job listings by keyword, place or company. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -3885,6 +3935,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search leads with Sales Navigator filters',
     description:
       "Lead search with the premium prospecting tool's filters; accepts a prospecting-tool search URL. Multiple values are comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100.",
+    guidance:
+      "When to use: you need Sales Navigator's lead filters (seniority, function, headcount) or have a Sales Navigator search URL; otherwise prodata_search_people. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -4079,6 +4131,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Search LinkedIn people',
     description:
       'People search; all parameters optional, multiple values comma-separated: up to 50 company values, up to 70 values for titles, names, industries and locations. page is at most 100.',
+    guidance:
+      "When to use: you look for people by name, title, company or place. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -4236,6 +4290,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn posts',
     description: 'Search posts by keyword, author, company, group or profile.',
+    guidance:
+      "When to use: you look for posts by keyword, author, company or group. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -4432,6 +4488,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'prodata',
     title: 'Search LinkedIn service providers',
     description: 'Search profiles that offer services.',
+    guidance:
+      "When to use: you look for people who offer a service (freelancers, consultants). Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); each call spends credits of the professional-network data plan.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {

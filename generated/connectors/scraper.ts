@@ -18,6 +18,7 @@ import {
   getActorRun,
   ragWebBrowser,
   searchActors,
+  transforms as CT,
 } from '../../specs/hooks/scraper.ts';
 export const connector: ConnectorDefinition = {
   name: 'scraper',
@@ -68,6 +69,13 @@ export const connector: ConnectorDefinition = {
       response_ms: 90000,
     },
   },
+  search: {
+    keywords: ['apify', 'actor', 'crawl', 'crawler', 'scrape', 'web', 'website', 'crawlee'],
+    vocabulary: {
+      crawler: 'actor',
+      scraper: 'actor',
+    },
+  },
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Scraping platform"><rect width="24" height="24" rx="5" fill="#1f8a4c"/><circle cx="12" cy="12" r="3" fill="#fff"/><path d="M12 4v4M12 16v4M4 12h4M16 12h4M6.3 6.3l2.8 2.8M14.9 14.9l2.8 2.8M17.7 6.3l-2.8 2.8M9.1 14.9l-2.8 2.8" stroke="#fff" stroke-width="1.6" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: [
@@ -88,7 +96,7 @@ function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildCont
     method: 'GET',
     url: H.url(
       ctx.base(),
-      `/v2/acts/${H.seg(T.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
+      `/v2/acts/${H.seg(CT.actor_path(T.before_last_colon(input['actor'])), 'actor')}/builds/default`,
     ),
     headers: {},
   });
@@ -106,7 +114,7 @@ function build_scraper_fetch_actor_details(
   const out: UpstreamRequest[] = [];
   out.push({
     method: 'GET',
-    url: H.url(ctx.base(), `/v2/acts/${H.seg(T.actor_path(input['actor']), 'actor')}`),
+    url: H.url(ctx.base(), `/v2/acts/${H.seg(CT.actor_path(input['actor']), 'actor')}`),
     headers: {},
   });
   return out;
@@ -305,6 +313,8 @@ export const tools: readonly ToolDefinition[] = [
     title: 'Run an Actor',
     description:
       'Run an Actor. By default waits for completion and returns results with a dataset preview; with async true returns a runId immediately. For Actors that are MCP servers the actor value has form `actorName:toolName`.',
+    guidance:
+      "When to use: an Actor should run (a scraper, crawler or automation); find one with scraper_search_actors and read its input with scraper_fetch_actor_details first; to just search the web use scraper_rag_web_browser. Changes: starts an Actor run on the user's account, which acts on the sites the Actor visits and stores its output; each call starts another run. Cost: one Actor run, which consumes the account's compute units (and the Actor's own price, if it has one); waiting for it can take minutes.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
@@ -496,6 +506,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Get Actor details',
     description: 'Actor details by ID or `username/name`.',
+    guidance:
+      "When to use: you need an Actor's input schema, description or pricing before calling it. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -678,6 +690,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Read a platform docs page',
     description: 'Full content of a platform or crawler-library docs page.',
+    guidance:
+      "When to use: you have a docs page URL (from scraper_search_platform_docs) and need its text. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -761,6 +775,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: "Get an Actor run's output",
     description: "Items of a run's output dataset.",
+    guidance:
+      'When to use: a run has finished and you need its dataset items (more than the preview scraper_call_actor gave). Changes: nothing (read-only). Cost: one provider request per page (next_cursor reads the next); reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -878,6 +894,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Get an Actor run',
     description: 'Run details by runId.',
+    guidance:
+      'When to use: you started a run with async true and need its status. Changes: nothing (read-only). Cost: one provider request; reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.',
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     inputSchema: {
@@ -980,6 +998,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the web and read pages',
     description: 'Runs a web search, scrapes top pages, returns content; scrapes a URL directly when query is a URL.',
+    guidance:
+      "When to use: you need current information from the web, or the text of a page; for a specific scraper use scraper_call_actor. Changes: starts a run of the web-browser Actor on the user's account, which stores the pages it read; each call starts another run. Cost: one run of the web-browser Actor, which consumes the account's compute units, usually for tens of seconds.",
     readOnly: false,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     inputSchema: {
@@ -1140,6 +1160,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the Actor store',
     description: 'Search the Actor store.',
+    guidance:
+      "When to use: you need an Actor for a site or task (e.g. a scraper for one website). Changes: nothing (read-only); reads public data beyond the user's own account. Cost: one provider request per page (next_cursor reads the next); reading costs no compute; the platform rate-limits API calls and a 429 is retried after Retry-After.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {
@@ -1284,6 +1306,8 @@ export const tools: readonly ToolDefinition[] = [
     connector: 'scraper',
     title: 'Search the platform docs',
     description: 'Full-text search of docs.',
+    guidance:
+      "When to use: you need how-to or reference text about the scraping platform or its crawler library. Changes: nothing (read-only); reads public data beyond the user's own account. Cost: requests to the platform's docs search index; spends nothing of the user's account.",
     readOnly: true,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     inputSchema: {

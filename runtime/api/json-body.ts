@@ -3,7 +3,7 @@
  * for the request nearly every client sends.
  *
  * body-parser reads every body through raw-body, decodes it with iconv-lite and checks its type with type-is,
- * whatever it is: about 5 % of a tool call's CPU in a profile (bench/HISTORY.md, issue 14). A body announced by
+ * whatever it is: about 5 % of a tool call's CPU in a profile. A body announced by
  * Content-Length, not compressed, of type `application/json` with no charset or UTF-8, is read here instead:
  * its chunks gathered, decoded as UTF-8 (a byte order mark dropped, as iconv-lite does), and parsed as
  * body-parser parses it (an empty body is `{}`; in strict mode the text must start with `{` or `[`). What is
@@ -18,7 +18,7 @@ export type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?
 
 /**
  * A body parser of Express's (body-parser), loaded with the first request that needs it: Express and its parsers
- * were about 30 ms of every start, for bodies few requests send (bench/HISTORY.md, issue 14, fifth part).
+ * were about 30 ms of every start, for bodies few requests send.
  */
 export function expressParser(make: (e: typeof import('express')) => Middleware): Middleware {
   return loadOnFirstUse(async () => make((await import('express')).default));
@@ -34,7 +34,7 @@ const FIRST_NON_WHITESPACE = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d]|$)/;
  * Whether a request's body is all here: none declared (no Content-Length, no Transfer-Encoding), or its Content-Length's
  * worth of bytes waiting, unread, in the stream's buffer. Node sets `req.complete` only later: a body that came with
  * the headers is pushed into the buffer one microtask after the 'request' event, and the message marked complete after
- * that (bench/HISTORY.md, issue 14, fifteenth part).
+ * that.
  */
 export function bodyArrived(req: IncomingMessage): boolean {
   if (req.complete) return true;

@@ -5,7 +5,7 @@
  * (precompiled validators from generated/api/), handler, and one error renderer.
  *
  * Express is not on this path — the API does not use its middleware chain, which cost about 80 µs of CPU per
- * request on the hot routes (`ANY /proxy/*`, `POST /v1/tools/execute`; bench/HISTORY.md). Express serves what the
+ * request on the hot routes (`ANY /proxy/*`, `POST /v1/tools/execute`). Express serves what the
  * table does not match: the dashboard, and the 404 of an unknown route.
  *
  * Matching is the same for every route:

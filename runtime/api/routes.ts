@@ -1,3 +1,4 @@
+import { agentDescription } from '../../core/agent-description.ts';
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +31,7 @@ function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
     name: t.name,
     connector: t.connector,
     title: t.title,
-    description: t.description,
+    description: agentDescription(t),
     read_only: t.readOnly,
     input_schema: t.inputSchema,
     output_schema: t.outputSchema,

@@ -20,6 +20,7 @@
  * tool through the same executor as POST /v1/tools/execute, for the scope's end user on the tool's connection, and
  * turns every failure into a tool error an agent can act on.
  */
+import { agentDescription } from '../../core/agent-description.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import {
@@ -416,7 +417,7 @@ export class McpEndpoint {
         name: h.name,
         connector: h.connector,
         title: h.title,
-        description: h.description,
+        description: agentDescription(tool),
         score: h.score,
         inputSchema: listed.inputSchema,
         ...(listed.annotations ? { annotations: listed.annotations } : {}),

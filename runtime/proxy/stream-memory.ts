@@ -15,7 +15,7 @@
  * limit sits close to its live size, and with 8 MB of buffers allowed to pile up (16 MB at 800 MB/s between two
  * checks) V8 ran 4-7 mark-compacts during a single 200 MB transfer, each freeing nothing, at 1.1-1.7x the bare
  * pass-through's CPU per MB. With 4 MB every 5 ms: no mark-compact over four transfers after the same load, in two
- * runs of four transfers, at 0.6-1.4x (bench/HISTORY.md, issue 14, sixth part). That is about 10 scavenges per
+ * runs of four transfers, at 0.6-1.4x. That is about 10 scavenges per
  * 100 MB (81-85 over the four transfers), each a fraction of a millisecond with the young generation nearly empty.
  * In the bench's two runs since, transfers took 0.8-1.9x the pass-through's CPU per MB, uploads the most.
  */

@@ -1,3 +1,4 @@
+import { agentDescription } from '../../core/agent-description.ts';
 import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Services } from '../services.ts';
@@ -8,6 +9,7 @@ import type { ToolDefinition } from '../../core/tool-types.ts';
 import { authFor, getConnector, isKeyAuth, isOAuthKind, tools as allTools } from '../connectors/catalog.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import { given, invalidArgument } from './errors.ts';
+import { connectionForTool } from '../api/agent-tools.ts';
 import {
   ConnectedAccountForListSchema,
   ConnectedAccountSchema,
@@ -126,7 +128,7 @@ export class ScalekitCalls {
       id: t.name,
       provider: t.connector,
       tags: t.readOnly ? ['read'] : ['write'],
-      definition: { name: t.name, description: t.description, input_schema: t.inputSchema as JsonObject },
+      definition: { name: t.name, description: agentDescription(t), input_schema: t.inputSchema as JsonObject },
       metadata: { title: t.title, connector: t.connector, read_only: t.readOnly },
     };
   }
@@ -294,6 +296,12 @@ export class ScalekitCalls {
     const more = out.length > limit;
     const page = out.slice(0, limit);
     cursor = more ? encodeCursor(page[page.length - 1]!) : '';
+    // Every account the filters match, over all pages (the SDK's `totalSize`), not this page's length.
+    const totalSize = await this.s.store.countMatchingAccounts({
+      connectionIds: wanted.map((c) => c.id),
+      identifier: given(r.identifier),
+      identifierContains: given(r.query),
+    });
     return {
       connectedAccounts: page.map((a) => {
         const {
@@ -305,7 +313,7 @@ export class ScalekitCalls {
         };
         return create(ConnectedAccountForListSchema, rest);
       }),
-      totalSize: page.length,
+      totalSize,
       nextPageToken: cursor,
       prevPageToken: '',
     };
@@ -350,16 +358,18 @@ export class ScalekitCalls {
   async executeTool(r: ExecuteToolRequest): Promise<Reply<typeof ExecuteToolResponseSchema>> {
     const toolName = given(r.toolName);
     if (!toolName) throw invalidArgument('tool_name', 'is required');
-    if (!given(r.connectedAccountId) && !(given(r.connector) && given(r.identifier)))
-      throw invalidArgument('connector', 'and identifier are required when no connected_account_id is given');
+    const identifier = given(r.identifier);
+    if (!given(r.connectedAccountId) && !identifier)
+      throw invalidArgument('identifier', 'is required when no connected_account_id is given');
+    // The end user alone (the SDK's `connector` is optional): the account on the connection of the tool's
+    // connector, as POST /v1/tools/execute finds it.
+    let connectionName = given(r.connector);
+    if (!connectionName && !given(r.connectedAccountId) && identifier)
+      connectionName = (await connectionForTool(this.s, toolName, identifier)) || undefined;
     const result = await this.s.executor.execute({
       toolName,
       input: r.params ?? {},
-      account: {
-        connectedAccountId: given(r.connectedAccountId),
-        connectionName: given(r.connector),
-        identifier: given(r.identifier),
-      },
+      account: { connectedAccountId: given(r.connectedAccountId), connectionName, identifier },
     });
     return { data: asStruct(result.data), executionId: result.executionId };
   }

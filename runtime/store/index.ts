@@ -5,9 +5,11 @@ import { SqliteStore } from './sqlite.ts';
 import type { Store } from './types.ts';
 
 /** PostgreSQL when DATABASE_URL is set, else SQLite under the data directory. */
-export function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>, pgSchema?: string): Store {
-  if (config.databaseUrl)
-    return new PostgresStore(config.databaseUrl, pgSchema ?? (process.env.DATABASE_SCHEMA || undefined));
+export function openStore(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & { databaseSchema?: string },
+  pgSchema?: string,
+): Store {
+  if (config.databaseUrl) return new PostgresStore(config.databaseUrl, pgSchema ?? config.databaseSchema);
   return new SqliteStore(join(config.dataDir, 'acs.sqlite'));
 }
 

@@ -560,6 +560,27 @@ export class SqlStore implements Store {
   async countAccounts(connectionId: string) {
     return (await this.accountCounts(connectionId)).get(connectionId) ?? 0;
   }
+  async countMatchingAccounts(q: {
+    connectionIds?: readonly string[];
+    identifier?: string;
+    identifierContains?: string;
+  }) {
+    if (q.connectionIds?.length === 0) return 0;
+    if (q.identifier === undefined && !q.identifierContains) {
+      // The per-connection counts (SQLite keeps them in a table; PostgreSQL counts an index).
+      const counts = await this.accountCounts(q.connectionIds?.length === 1 ? q.connectionIds[0] : undefined);
+      let total = 0;
+      for (const [id, n] of counts) if (!q.connectionIds || q.connectionIds.includes(id)) total += n;
+      return total;
+    }
+    let query = this.db.selectFrom('connected_accounts').select((eb) => eb.fn.countAll<number>().as('n'));
+    if (q.connectionIds) query = query.where('connection_id', 'in', [...q.connectionIds]);
+    if (q.identifier !== undefined) query = query.where('identifier', '=', q.identifier);
+    if (q.identifierContains)
+      query = query.where(sql<boolean>`identifier LIKE ${`%${escapeLike(q.identifierContains)}%`} ESCAPE '\\'`);
+    const row = await query.executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
 
   async countAccountsByStatus() {
     const rows =

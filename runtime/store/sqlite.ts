@@ -49,8 +49,7 @@ void everyActivityColumn;
  * rows (at most seven distinct statements, each prepared once) rather than one statement run per row: what goes
  * with each run (the query object, the call into better-sqlite3, the statement's start and reset) is paid once per
  * up to 64 rows. Under the proxy's load (one row per request) that took a proxied request from 310.0k to 301.7k
- * instructions (`npx tsx bench/instructions.ts proxy --against <the commit before>`, bench/HISTORY.md, issue 14,
- * fourteenth part). 64 rows bind 640 values, far below SQLite's limit of 32 766.
+ * instructions (counted with callgrind). 64 rows bind 640 values, far below SQLite's limit of 32 766.
  */
 const ACTIVITY_ROWS_PER_INSERT = 64;
 const activityInserts = new Map<number, string>();
@@ -193,7 +192,7 @@ class SqliteBackend implements Backend {
     // SQLite's own default page cache (2 MB) rather than better-sqlite3's (16 MB). The rows read on every request
     // are cached by the service itself (see changes.ts); what fills SQLite's cache under load is the activity
     // table, appended to on every call and read only by the dashboard. With 16 MB those appends grew the RSS under
-    // load by 15-18 MB (bench/HISTORY.md, issue 14, sixth part); the smaller cache cost the proxy 0-4 % more CPU
+    // load by 15-18 MB; the smaller cache cost the proxy 0-4 % more CPU
     // per request in the same measurements (SQLite reads some evicted pages again).
     this.raw.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     this.dataVersion = this.raw.prepare('PRAGMA data_version').pluck();

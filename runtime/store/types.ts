@@ -384,6 +384,15 @@ export interface Store {
    */
   finishConnectionDeletion(id: string, owner: string, at: number): Promise<boolean>;
   countAccounts(connectionId: string): Promise<number>;
+  /**
+   * How many accounts listAccounts would give over all its pages, for the same filters: the connections (all when
+   * none are given), an exact identifier, a substring of it.
+   */
+  countMatchingAccounts(q: {
+    connectionIds?: readonly string[];
+    identifier?: string;
+    identifierContains?: string;
+  }): Promise<number>;
   /** How many accounts have each status (statuses without accounts are left out). */
   countAccountsByStatus(): Promise<Array<{ status: string; count: number }>>;
 

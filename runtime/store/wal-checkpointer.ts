@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
  * and syncs both files (synchronous = NORMAL makes the checkpoint the point of durability). By default SQLite runs
  * it inside the commit that grows the WAL past 1 000 pages, on the committing thread: for the service, the event
  * loop. Under load the activity rows fill 1 000 pages every few seconds, and each checkpoint then held every request
- * in flight for about 16 ms, 13 of them waiting for the two fsyncs (bench/HISTORY.md, issue 14, seventh part): the
+ * in flight for about 16 ms, 13 of them waiting for the two fsyncs: the
  * proxy's p99 latency. The first write after a checkpoint that copied everything starts the WAL over, and syncs its
  * new header: one more fsync, on whichever thread writes.
  *

@@ -10,7 +10,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
  * the second copy, then the first). SQLite itself compares this header with its last copy when a read transaction
  * starts, and that comparison is what moves `PRAGMA data_version`. But running that pragma starts a read
  * transaction, which takes and releases a read lock with two `fcntl` calls: about 4 µs a request on a 2-core
- * virtual machine, where a look at the header takes about 2.5 (bench/HISTORY.md, issue 14, ninth part).
+ * virtual machine, where a look at the header takes about 2.5.
  *
  * So the store reads both copies first, and runs the pragma only when they differ from what it last settled on: an
  * unchanged header means nothing was committed since, by anyone. A header caught mid-update differs too. The

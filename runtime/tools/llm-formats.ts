@@ -62,6 +62,7 @@
  * Cross-field rules (one-of groups, conditional requirements) are not part of `inputSchema`; the service checks
  * them after validation (`checkRules`) and names the failing field, whichever format the model used.
  */
+import { agentDescription } from '../../core/agent-description.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { ownValue, setOwn } from '../../core/own.ts';
 
@@ -444,10 +445,15 @@ export function openaiTool(tool: ToolDefinition, options: FormatOptions = {}): O
   return cached(tool, `openai:${api}:${strict}`, () => {
     const parameters = strict ? strictParameters(tool) : plainSchema(tool);
     if (api === 'responses')
-      return { type: 'function', name: tool.name, description: tool.description, parameters, strict };
+      return { type: 'function', name: tool.name, description: agentDescription(tool), parameters, strict };
     return {
       type: 'function',
-      function: { name: tool.name, description: tool.description, parameters, ...(strict ? { strict: true } : {}) },
+      function: {
+        name: tool.name,
+        description: agentDescription(tool),
+        parameters,
+        ...(strict ? { strict: true } : {}),
+      },
     };
   });
 }
@@ -455,7 +461,7 @@ export function openaiTool(tool: ToolDefinition, options: FormatOptions = {}): O
 export function anthropicTool(tool: ToolDefinition): AnthropicTool {
   return cached(tool, 'anthropic', () => ({
     name: tool.name,
-    description: tool.description,
+    description: agentDescription(tool),
     input_schema: plainSchema(tool),
   }));
 }
@@ -465,7 +471,7 @@ export function geminiFunctionDeclaration(tool: ToolDefinition): GeminiFunctionD
     const parameters = geminiParameters(tool);
     return {
       name: tool.name,
-      description: tool.description,
+      description: agentDescription(tool),
       ...(parameters ? { parameters } : {}),
       responseJsonSchema: structuredClone(tool.outputSchema),
     };
@@ -495,7 +501,7 @@ export function mcpTool(tool: ToolDefinition): McpTool {
   return cached(tool, 'mcp', () => ({
     name: tool.name,
     title: tool.title,
-    description: tool.description,
+    description: agentDescription(tool),
     inputSchema: mcpNode(plainSchema(tool)),
     outputSchema: structuredClone(tool.outputSchema),
     // MCP's tool annotations, as the YAML declares them (the MCP server lists the same object).

@@ -28,31 +28,14 @@ export interface ToolSearchOptions {
 }
 
 /**
- * Words users say for what a connector does, product names included, until each tool's YAML can carry its
- * own `keywords`. One place, so the vocabulary stays reviewable.
- */
-export const CONNECTOR_SYNONYMS: Readonly<Record<string, readonly string[]>> = {
-  mail: ['email', 'e-mail', 'inbox', 'outlook', 'office 365', 'exchange', 'calendar', 'appointment', 'to-do', 'todo'],
-  helpdesk: ['ticket', 'support', 'zendesk', 'help desk', 'customer service', 'case', 'agent'],
-  crm: ['hubspot', 'deal', 'opportunity', 'pipeline', 'lead', 'account', 'sales'],
-  callintel: ['gong', 'sales call', 'recording', 'conversation intelligence', 'engage', 'sequence', 'cadence', 'rep'],
-  drive: ['google drive', 'file', 'folder', 'spreadsheet', 'storage'],
-  docs: ['google docs', 'google doc', 'document', 'doc'],
-  notes: ['granola', 'meeting notes', 'meeting', 'notes', 'summary'],
-  prodata: ['linkedin', 'person', 'people', 'profile', 'recruiting', 'prospecting', 'sales navigator'],
-  scraper: ['apify', 'actor', 'crawl', 'crawler', 'scrape', 'web', 'website', 'crawlee'],
-};
-
-/**
- * What users say for what tool texts say, applied to a query's words: verbs (book a meeting = create an event,
- * cancel = delete) and domain nouns (a sequence is a flow, an agent is a user). Values are words of the
- * tools' own vocabulary, added to the query beside the user's word.
+ * What users say for what tool texts say, applied to a query's words: the verbs every connector shares (cancel =
+ * delete, find = search). Values are words of the tools' own vocabulary, added to the query beside the user's word.
+ * A connector's own words (a sequence is a flow, an opportunity a deal) are in its YAML's `search.vocabulary`, and
+ * its product names in `search.keywords`: nothing here names a connector.
  */
 export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
   add: 'create',
   new: 'create',
-  book: 'create event',
-  schedule: 'create event',
   save: 'create',
   register: 'create',
   make: 'create',
@@ -62,7 +45,6 @@ export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
   modify: 'update',
   move: 'update',
   rename: 'update',
-  reschedule: 'update event',
   set: 'update',
   mark: 'update complete',
   close: 'update status',
@@ -80,33 +62,9 @@ export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
   open: 'get',
   fetch: 'get',
   details: 'get',
-  email: 'message',
   respond: 'reply',
   answer: 'reply',
-  meeting: 'event',
-  appointment: 'event',
-  standup: 'event',
-  inbox: 'message list',
-  history: 'comments',
-  conversation: 'comments',
-  agent: 'user',
-  agents: 'user',
-  rep: 'user',
-  reps: 'user',
   member: 'user',
-  person: 'profile people',
-  sequence: 'flow',
-  cadence: 'flow',
-  nurture: 'flow',
-  enroll: 'assign',
-  opportunity: 'deal',
-  liked: 'reactions',
-  likes: 'reactions',
-  posted: 'posts',
-  crawler: 'actor',
-  scraper: 'actor',
-  remind: 'task reminder create',
-  reminder: 'task',
   draft: 'create',
   write: 'create send',
   put: 'create',
@@ -114,8 +72,6 @@ export const QUERY_VOCABULARY: Readonly<Record<string, string>> = {
   bump: 'update',
   reopen: 'update status',
   pull: 'get',
-  requester: 'user',
-  hiring: 'jobs',
   launch: 'run',
   trigger: 'run',
   execute: 'run',
@@ -171,12 +127,31 @@ export function queryWords(query: string): string[] {
     .map((w) => w.slice(0, MAX_TERM_CHARS));
 }
 
-function queryTerm(term: string): string[] | null {
-  const base = processTerm(term);
-  if (base === null) return null;
-  const extra = QUERY_VOCABULARY[term.toLowerCase()];
-  if (!extra) return [base];
-  return [base, ...extra.split(' ').map((w) => stemmer(w))];
+/**
+ * The vocabulary a search applies: the shared verbs, and every connector's `search.vocabulary` (a word two
+ * connectors map gains the words of both).
+ */
+export function searchVocabulary(connectorset: ReadonlyMap<string, ConnectorDefinition>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const add = (word: string, words: string) => {
+    const list = out.get(word) ?? [];
+    for (const w of words.split(' ')) if (w && !list.includes(w)) list.push(w);
+    out.set(word, list);
+  };
+  for (const [word, words] of Object.entries(QUERY_VOCABULARY)) add(word, words);
+  for (const c of connectorset.values())
+    for (const [word, words] of Object.entries(c.search?.vocabulary ?? {})) add(word.toLowerCase(), words);
+  return out;
+}
+
+function queryTermWith(vocabulary: ReadonlyMap<string, string[]>): (term: string) => string[] | null {
+  return (term) => {
+    const base = processTerm(term);
+    if (base === null) return null;
+    const extra = vocabulary.get(term.toLowerCase());
+    if (!extra) return [base];
+    return [base, ...extra.map((w) => stemmer(w))];
+  };
 }
 
 function rewritePhrases(query: string): string {
@@ -228,7 +203,7 @@ function document(tool: ToolDefinition, connector: ConnectorDefinition | undefin
       tool.connector,
       connector?.title ?? '',
       connector?.provider ?? '',
-      ...(CONNECTOR_SYNONYMS[tool.connector] ?? []),
+      ...(connector?.search?.keywords ?? []),
     ].join(' '),
     params: parameterText(tool.inputSchema).join(' '),
     connector: tool.connector,
@@ -258,7 +233,7 @@ export function createToolSearch(
         fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
         maxFuzzy: MAX_FUZZY,
         combineWith: 'OR',
-        processTerm: queryTerm,
+        processTerm: queryTermWith(searchVocabulary(connectorset)),
       },
     });
     index.addAll([...toolset.values()].map((t) => document(t, connectorset.get(t.connector), names)));

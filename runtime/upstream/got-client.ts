@@ -8,6 +8,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import got, { Options, type Got, type Method, type Request as GotRequest } from 'got';
+// The patch of got's Options (got-patch.ts) applies on import; its original is re-exported for the tests.
+export { gotNativeRequestOptions } from './got-patch.ts';
 import { guardedAgents, guardedOneShotAgents, resolverLookup } from './address-guard.ts';
 
 /**
@@ -28,52 +30,6 @@ export const oneShotAgents = {
   http: new http.Agent({ keepAlive: false, lookup: resolverLookup }),
   https: new https.Agent({ keepAlive: false, lookup: resolverLookup }),
 };
-
-/**
- * got's options for `http.request`, built so that they keep one shape from call to call.
- *
- * On Node 20 (V8 11.3), an object literal that spreads a non-empty object and then adds keys the spread did not
- * have (`{ ...a, b: 1 }`) gets hidden classes of its own on every evaluation: V8 builds a new map, and copies the
- * descriptors so far, for each added key, instead of reusing the transitions of the previous evaluation. got
- * builds its options for `http.request` with such a literal on every request (its cache options spread first,
- * then 34 keys): 18 KB of garbage and about 65 µs per call, measured alone. So when a request uses no cache (none
- * of the service's does), its cache options are left out of that spread: only got's cache layer reads them, and
- * the spread of an empty object keeps one shape. With a cache, got's own method runs as it is. This takes the tool
- * call from about 580 to 450 µs of CPU (bench/HISTORY.md, issue 14, fourth part).
- */
-// eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with `.call(options)`, as below
-export const gotNativeRequestOptions = Options.prototype.createNativeRequestOptions;
-const NO_CACHE_OPTIONS = Object.freeze({});
-Options.prototype.createNativeRequestOptions = function (this: Options) {
-  const internals = (this as unknown as { _internals: { cache: unknown; cacheOptions: object } })._internals;
-  if (internals.cache) return gotNativeRequestOptions.call(this);
-  const cacheOptions = internals.cacheOptions;
-  internals.cacheOptions = NO_CACHE_OPTIONS;
-  let options: Record<string, unknown>;
-  try {
-    options = gotNativeRequestOptions.call(this);
-  } finally {
-    internals.cacheOptions = cacheOptions;
-  }
-  return definedOnly(options) as ReturnType<typeof gotNativeRequestOptions>;
-};
-
-/**
- * got's options for `http.request` without the keys it sets to `undefined` (most of its 35: the TLS options of an
- * http: URL, the HTTP/2 ones, those the service leaves unset). Node reads an `undefined` option as an absent one,
- * but copies every key, twice per request: `http.request` assigns the options onto the URL's, and the agent
- * spreads them into a dictionary. The service's requests keep five of the 35 keys; in one process sending 16 at
- * a time, that took the client's CPU per request from 210-219 to 196-201 µs (medians of two runs of six rounds;
- * bench/HISTORY.md, issue 14). The copy is built key by key onto an empty literal, so it keeps one shape.
- */
-function definedOnly(options: Record<string, unknown>): Record<string, unknown> {
-  const defined: Record<string, unknown> = {};
-  for (const key in options) {
-    const value = options[key];
-    if (value !== undefined) defined[key] = value;
-  }
-  return defined;
-}
 
 /**
  * The options got gives `http.request` for the service's requests, each with the one value it must have (node's
@@ -100,8 +56,7 @@ const LEAN_OPTIONS: ReadonlyMap<string, unknown> = new Map<string, unknown>([
  * has its `path` and the agent its protocol, so they are left out: host, port, path, method, headers and agent are what
  * node reads. The host header, the agent's connection pool key (host and port) and the TLS server name come out as
  * they did. A request that carries anything else (a TLS option, credentials in its URL) is sent as got sends it.
- * With this and the body change of the same part a tool call's main thread ran 15 % fewer instructions
- * (bench/HISTORY.md, issue 14, fifteenth part).
+ * With this and the body change of the same part a tool call's main thread ran 15 % fewer instructions.
  */
 export function leanRequest(url: URL, options: Record<string, unknown>): http.ClientRequest {
   const secure = url.protocol === 'https:';
@@ -172,9 +127,8 @@ export interface ExchangeOptions {
  * before the call: the request copies them in its constructor, so no call sees another's options. The next call
  * sets the URL, method and headers again; a body is taken off at once, so that the shared options do not keep an
  * upload alive. got copies the headers given, names in lower case; the instance's defaults join that copy, rather
- * than a `{ ...defaults }` the call's headers are added to, whose shape V8 would build anew on every call (README,
- * Performance). The client's CPU per request went from a median of 56.6 µs to 48.9 (`npx tsx bench/client-micro.ts`;
- * node:http 24.7), a tool call's by about 9 % (bench/HISTORY.md, issue 14, eleventh part).
+ * than a `{ ...defaults }` the call's headers are added to, whose shape V8 would build anew on every call; this
+ * took a tool call's CPU down by about 9 % when it was made.
  *
  * The headers got would add to its copy of them, it finds already there. got copies the headers for each request
  * (`{ ...headers }` in its options' constructor), then adds `content-length` for a body and, with decompression on,
@@ -182,8 +136,7 @@ export interface ExchangeOptions {
  * descriptor array and key cache per request, which V8 allocates in the old generation, about 320 bytes, most of
  * what a got request left there. The same header values, set here before got copies the headers, keep one shape.
  * In loops of 60 000 requests on this client, what outlived the young generation went from 386-776 to 49-100 bytes
- * per request, and a tool call's scavenges promote 11.6-12.1 KB instead of 36.3-37.8 (bench/HISTORY.md, issue 14,
- * thirteenth part).
+ * per request, and a tool call's scavenges promote 11.6-12.1 KB instead of 36.3-37.8.
  *
  * A call with an AbortSignal takes got's call API: got's options cannot have a signal taken off again (its setter
  * takes only an object), so one set on the shared options would end later calls too.
@@ -237,7 +190,7 @@ export class PreparedClient {
  * response, as the README's UPSTREAM_TIMEOUT_MAX_MS says), so a provider that drips a byte at a time (never idle)
  * cannot hold a call forever. There is no idle (`socket`) timeout besides: the deadline already ends a stalled
  * answer, at most the connect timeout later than an idle timeout of the response timeout would, and the idle timer
- * cost every call about 2 µs of CPU, 4 % of got's own (bench/HISTORY.md, issue 14, eleventh part).
+ * cost every call about 2 µs of CPU, 4 % of got's own.
  */
 const clients = new Map<string, PreparedClient>();
 export function clientFor(connectMs: number, responseMs: number, guarded: boolean, reuse: boolean): PreparedClient {

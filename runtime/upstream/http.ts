@@ -11,8 +11,7 @@ let loadingGot: Promise<GotClient> | undefined;
 /**
  * got and the service's setup of it (runtime/upstream/got-client.ts), loaded with the first buffered request rather
  * than at start: got and the packages it loads (http2-wrapper, its type checks, its cache layer) were about 210 KB
- * of the 2.2 MB of code every start compiled and ran, for a service that may run no tool for a while after it
- * (bench/HISTORY.md, issue 14, fifth part).
+ * of the 2.2 MB of code every start compiled and ran, for a service that may run no tool for a while after it.
  */
 function loadGot(): Promise<GotClient> {
   return (loadingGot ??= import('./got-client.ts').then((m) => (gotClient = m)));
@@ -123,7 +122,7 @@ export async function sendOnce(req: HttpRequest, opts: SendOptions): Promise<Htt
   if (opts.signal) call.signal = opts.signal;
   // got's stream API, buffered here, rather than its promise API: the promise API keeps each call's objects
   // reachable across scavenges (about 15 KB per call promoted to the old generation, scavenges about ten times as
-  // long; bench/HISTORY.md, issue 14, fourth part), the stream API does not. Agents, timeouts and the stream
+  // long), the stream API does not. Agents, timeouts and the stream
   // setting come with the prebuilt client, which merges no options per call (got-client.ts, PreparedClient).
   const { clientFor } = gotClient ?? (await loadGot());
   const stream = clientFor(

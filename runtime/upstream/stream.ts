@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Writable } from 'node:stream';
-import { setFlagsFromString } from 'node:v8';
 import type { Agent, Dispatcher } from 'undici';
 import { ServiceError } from '../../core/errors.ts';
 import { addressPolicy, guardedLookup, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
 import { classify, notPublicFailure } from './http.ts';
+import { loadedUndici, loadUndici, type Undici } from './undici-parts.ts';
 
 export interface StreamOptions {
   connectTimeoutMs: number;
@@ -40,7 +40,7 @@ export interface StreamedAnswer {
  * The connection pools of streamed requests, one per connect timeout and address policy (a connector's timeouts
  * are fixed, so there are a handful). undici's pools rather than node:http's agents: a bare pass-through on undici
  * took 46 µs of CPU per request where one on http.request took 57, and the service's proxy went from about 150 to
- * 82 µs with the handler below (bench/HISTORY.md, issue 14). No cap on connections per origin (see
+ * 82 µs with the handler below. No cap on connections per origin (see
  * `keepAliveAgents` in got-client.ts); idle connections are closed after the server's keep-alive hint, or 4 s.
  * The address guard is the same lookup as on the buffered path: a host the connection does not configure must
  * resolve to public addresses only, checked on every new connection.
@@ -58,30 +58,6 @@ function poolFor(undici: Undici, connectMs: number, guarded: boolean): Agent {
     pools.set(key, pool);
   }
   return pool;
-}
-
-/**
- * undici's parts, not its main module (see undici-parts.d.ts): its pools and its error classes, loaded with the
- * first streamed request (about 360 KB of code that a service which never proxies does not load, nor parse at start).
- */
-interface Undici {
-  Agent: typeof import('undici/lib/dispatcher/agent.js');
-  errors: typeof import('undici/lib/core/errors.js');
-}
-let undici: Undici | undefined;
-let loading: Promise<Undici> | undefined;
-function loadUndici(): Promise<Undici> {
-  // undici parses HTTP/1.1 with llhttp compiled to WebAssembly. V8 compiles it with its baseline compiler
-  // (Liftoff), then recompiles the hot functions with its optimizing one on a background thread; that compile's
-  // memory stays in the thread's malloc arena: 10 MB of RSS for good, a tenth of the idle service. Liftoff's code
-  // alone parses the proxy's answers at no CPU per request the bench can tell apart (bench/HISTORY.md, issue 14).
-  // (Compiling optimized from the start instead keeps the RSS too, but blocks the first proxied request 156 ms.)
-  // The flag is read when a module is compiled: set here, before undici compiles llhttp, the only WebAssembly the
-  // service runs.
-  if (!loading) setFlagsFromString('--liftoff-only');
-  return (loading ??= Promise.all([import('undici/lib/dispatcher/agent.js'), import('undici/lib/core/errors.js')]).then(
-    ([agent, errors]) => (undici = { Agent: agent.default, errors: errors.default }),
-  ));
 }
 
 /** An undici failure in the terms `classify` reads (those of node:http and got). */
@@ -115,7 +91,7 @@ function asNodeError(
  * One streamed exchange, on undici's handler interface: the answer's status and headers settle `answer`, and each
  * piece of the body goes straight to the sink `pipeTo` gives, pausing the provider's connection while the sink is
  * full. No stream object or async context per request stands in between (undici's `request()` makes both: about
- * 9 µs of CPU per request more in a bare pass-through, bench/HISTORY.md). Until a sink is given the connection is
+ * 9 µs of CPU per request more in a bare pass-through). Until a sink is given the connection is
  * paused, and what the parser had already read is kept.
  *
  * **The response timeout is the exchange's own**, one Node timer, rather than undici's `headersTimeout` and
@@ -124,8 +100,7 @@ function asNodeError(
  * not: under load, long enough to outlive two young-generation collections, so each was copied twice and then
  * moved to the old generation, as garbage for the next full collection to find. With this and flat ids (ids.ts),
  * the proxy's young-generation collections promote 16-19.5 KB each instead of 45-52, and keep 213-223 KB alive
- * instead of 319-328 (`npx tsx bench/gc-trace.ts proxy --against <ref>`; bench/HISTORY.md, issue 14, twelfth
- * part). A Node timer is unlinked when it is cleared, and dies young. The semantics are undici's:
+ * instead of 319-328. A Node timer is unlinked when it is cleared, and dies young. The semantics are undici's:
  * `responseMs` for the headers from the moment the request has been sent, then `responseMs` of idleness between
  * bytes of the body, and no clock at all while the exchange is paused for a client that reads slowly (or before
  * `pipeTo` has given the body somewhere to go).
@@ -304,7 +279,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
 /**
  * Opens a streamed upstream request on the service's pools (address-guarded for hosts the connection does not
- * configure). Measured in bench/HISTORY.md: got's stream API cost about four times the CPU of node:http per
+ * configure). Measured with the bench: got's stream API cost about four times the CPU of node:http per
  * proxied request, however tuned, and node:http more than undici; buffered calls keep got. Timeouts:
  * `connectTimeoutMs` to connect, then `responseTimeoutMs` waiting for the headers and again of idleness between
  * bytes of the body, so a provider that stalls cuts the client's response instead of holding it open. The body,
@@ -320,7 +295,7 @@ export async function openStream(
   const policy = addressPolicy(url, opts.configuredHosts);
   if (typeof policy === 'object') throw notPublicFailure(policy.refused);
   const { connectTimeoutMs: connectMs, responseTimeoutMs: responseMs } = opts;
-  const parts = undici ?? (await loadUndici());
+  const parts = loadedUndici() ?? (await loadUndici());
   const exchange = new Exchange(
     (e) => asNodeError(parts.errors, e, connectMs, responseMs),
     responseMs,

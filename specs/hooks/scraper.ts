@@ -9,6 +9,13 @@ import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '.
 import type * as I from '../../generated/types.ts';
 import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../core/template-runtime.ts';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
+import type { ConnectorTransforms } from '../../core/transforms.ts';
+
+/** The scraper connector's own transforms, used by specs/scraper.yaml's request templates as `{param|name}`. */
+export const transforms = {
+  /** "username/name" → "username~name" (only the first slash), as Actor paths require. */
+  actor_path: (v: unknown): string => String(v).replace('/', '~'),
+} satisfies ConnectorTransforms;
 
 type Json = Record<string, unknown>;
 type Base = (host?: string) => string;

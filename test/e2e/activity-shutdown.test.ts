@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
 import { spawnService, type ServiceProcess } from '../helpers/service-process.ts';
 import { FakeDesk } from '../fakes/desk.ts';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'acs-activity-'));

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolCount, tools } from '../../generated/registry.ts';
-import type { AnthropicToolUseBlock, OpenAIToolCall } from '../../runtime/client/index.ts';
+import type { AnthropicToolUseBlock, OpenAIToolCall } from '../../packages/client/src/index.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { startFakeGraph, type FakeGraph } from '../fakes/graph.ts';
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';

@@ -32,7 +32,7 @@ import {
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
-import type { DryRunData } from '../../runtime/client/index.ts';
+import type { DryRunData } from '../../packages/client/src/index.ts';
 import { tools } from '../../generated/registry.ts';
 
 const KEY = 'QWERTY1234567890';

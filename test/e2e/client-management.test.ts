@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
-import { ConnectorServiceError, verifyWebhook } from '../../runtime/client/index.ts';
+import { ConnectorServiceError, verifyWebhook } from '../../packages/client/src/index.ts';
 
 let h: Harness;
 let desk: FakeDesk;

@@ -5,6 +5,7 @@
  * user with no account (a tool error with an authorization link that works), revoked and expired URLs, a search-mode
  * server, and the bearer-token endpoint for server-side agents.
  */
+import { agentDescription } from '../../core/agent-description.ts';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,7 +147,7 @@ describe('an MCP server for the helpdesk and mail tools', () => {
     for (const t of listed) {
       const def = tools.get(t.name)!;
       expect(t.title).toBe(def.title);
-      expect(t.description).toBe(def.description);
+      expect(t.description).toBe(agentDescription(def));
       expect(t.inputSchema.type).toBe('object');
       expect(t.inputSchema.properties).toEqual(def.inputSchema.properties);
       if (def.annotations) expect(t.annotations).toEqual({ title: def.title, ...def.annotations });

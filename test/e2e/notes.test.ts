@@ -12,7 +12,7 @@ import { FakeNotesMcp, MEETINGS } from '../fakes/notes-mcp.ts';
 import { followAuthorizationLink, startHarness, type Harness } from '../helpers/harness.ts';
 import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure } from '../helpers/tools.ts';
-import type { Connection } from '../../runtime/client/index.ts';
+import type { Connection } from '../../packages/client/src/index.ts';
 import { tools } from '../../generated/registry.ts';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 

@@ -1,25 +1,28 @@
 /**
- * What a new user does first, as the README says it: the shell blocks of "Using the HTTP API" run as written
- * against a started service; `npm run demo` starts and the commands it prints work; a mistake in the start-up
- * settings is one line naming the variable; `/` and the natural guesses at the dashboard's sign-in page lead
- * somewhere useful.
+ * What a new user does first, as the docs say it: the shell blocks of docs/http-api.md ("Calling it") and of
+ * docs/mcp-and-agents.md ("Over MCP") run as written against a started service; the first start prints its
+ * credential as lines a shell takes as they are; `npm run demo` starts and the commands it prints work; a mistake
+ * in the start-up settings is one line naming the variable; `/` and the natural guesses at the dashboard's sign-in
+ * page lead somewhere useful; the README stays an index.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
+import { spawnService } from '../helpers/service-process.ts';
 
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** The ```sh blocks of one `## ` section of the README, in order. */
-function shellBlocks(section: string): string[] {
-  const start = README.indexOf(`\n## ${section}\n`);
-  expect(start, `README section "${section}"`).toBeGreaterThan(-1);
-  const end = README.indexOf('\n## ', start + 1);
-  const text = README.slice(start, end < 0 ? undefined : end);
-  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+/** The ```sh blocks of one `## ` section of a page, in order. */
+function shellBlocks(page: string, section: string): string[] {
+  const text = read(page);
+  const start = text.indexOf(`\n## ${section}\n`);
+  expect(start, `${page}, section "${section}"`).toBeGreaterThan(-1);
+  const end = text.indexOf('\n## ', start + 1);
+  const part = text.slice(start, end < 0 ? undefined : end);
+  return [...part.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
 /**
@@ -51,17 +54,19 @@ describe('the README, as a new user reads it', () => {
   });
   afterAll(async () => h?.close());
 
-  it('runs the shell blocks of "Using the HTTP API" as written', async () => {
-    const blocks = shellBlocks('Using the HTTP API');
+  it('runs the shell blocks of docs/http-api.md and docs/mcp-and-agents.md as written', async () => {
+    const blocks = shellBlocks('docs/http-api.md', 'Calling it');
     expect(blocks.length).toBeGreaterThanOrEqual(3);
-    const { code, stdout, stderr } = await bash(blocks.join('\n'), {
+    const mcp = shellBlocks('docs/mcp-and-agents.md', 'Over MCP');
+    expect(mcp).toHaveLength(1);
+    const { code, stdout, stderr } = await bash([...blocks, ...mcp].join('\n'), {
       ENV_URL: h.url,
       CLIENT_ID: TEST_CLIENT_ID,
       CLIENT_SECRET: TEST_CLIENT_SECRET,
     });
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    // Every call answered as the README means it to: no error anywhere in what the blocks printed.
+    // Every call answered as the docs mean it to: no error anywhere in what the blocks printed.
     expect(stdout).not.toContain('"error"');
     expect(stdout).toContain('helpdesk_ticket_get');
     expect(stdout).toContain('"url": "https://acme.zendesk.com/api/v2/tickets/123"');
@@ -70,6 +75,8 @@ describe('the README, as a new user reads it', () => {
     expect(stdout).toMatch(new RegExp(`^${h.url}/sso/v1/oauth/conn_[\\w-]+/authorize\\?link=`, 'm'));
     const connection = await h.client.getConnection('mail');
     expect(connection.scopes).toEqual(['offline_access', 'User.Read', 'Mail.Read']);
+    // The MCP block set $MCP_SERVER_ID itself and printed the end user's URL.
+    expect(stdout).toMatch(new RegExp(`^${h.url}/mcp/[\\w-]+$`, 'm'));
   });
 
   it('answers / with links for an API client and sends a browser to the dashboard', async () => {
@@ -91,6 +98,60 @@ describe('the README, as a new user reads it', () => {
       expect(res.status, guess).toBe(303);
       expect(res.headers.get('location'), guess).toBe('/dashboard/sign-in');
     }
+  });
+});
+
+describe('the first start', () => {
+  it('prints the credential as lines a shell takes as they are, which then get a token', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'acs-first-start-'));
+    const service = await spawnService({ PATH: process.env.PATH ?? '', PORT: '0', DATA_DIR: dataDir });
+    try {
+      while (!service.output.join('').includes('export CLIENT_SECRET=')) await new Promise((r) => setTimeout(r, 50));
+      const exports = service.output
+        .join('')
+        .split('\n')
+        .filter((line) => line.startsWith('export '));
+      expect(exports.map((l) => l.split('=')[0])).toEqual([
+        'export ENV_URL',
+        'export CLIENT_ID',
+        'export CLIENT_SECRET',
+      ]);
+      const script = `${exports.join('\n')}\ncurl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=client_credentials "$ENV_URL/oauth/token" | jq -r .token_type`;
+      const { code, stdout, stderr } = await bash(script, {});
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      expect(stdout.trim()).toBe('Bearer');
+    } finally {
+      service.proc.kill('SIGTERM');
+      await service.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the README', () => {
+  const readme = read('README.md');
+  it('is an index of at most 250 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+  });
+  it('links pages that exist, and claims no time a check does not produce', () => {
+    for (const [, target] of readme.matchAll(/\]\(((?:docs|generated)\/[^)#]+|SECURITY\.md)\)/g)) {
+      // Pages other issues write land on their own branches: the link must at least name a Markdown file.
+      expect(target).toMatch(/\.md$/);
+      if (
+        ![
+          'docs/adding-a-connector.md',
+          'docs/deploying.md',
+          'docs/client.md',
+          'docs/access-control.md',
+          'docs/connect.md',
+          'docs/mcp.md',
+          'docs/triggers.md',
+        ].includes(target!)
+      )
+        expect(existsSync(new URL(`../../${target}`, import.meta.url)), target).toBe(true);
+    }
+    expect(readme).not.toMatch(/in seconds|about a minute|a few seconds|minutes? on/i);
   });
 });
 

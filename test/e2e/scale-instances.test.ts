@@ -6,7 +6,7 @@
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { PostgresStore } from '../../runtime/store/postgres.ts';

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { record } from '../reliability/summary.ts';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
-import { verifyWebhook, WebhookVerificationError } from '../../runtime/client/index.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../packages/client/src/index.ts';
 
 const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';

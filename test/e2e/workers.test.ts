@@ -87,7 +87,7 @@ describe('WORKERS', () => {
     });
     const primary = child.proc.pid!;
     // With PORT=0 the primary picks the port: its first-start lines name the address every worker serves.
-    expect(child.output.join('')).toContain(`env_url=${child.url}\n`);
+    expect(child.output.join('')).toContain(`export ENV_URL=${child.url}\n`);
     while (workerPids(primary).length < 2) await new Promise((r) => setTimeout(r, 50));
     const first = workerPids(primary);
     expect(first).toHaveLength(2);

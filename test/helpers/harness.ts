@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { PostgresStore } from '../../runtime/store/postgres.ts';
 import { FakeOAuthServer, type FakeOAuthOptions } from '../fakes/oauth-server.ts';
 import { scanHarnessSecrets, watchSecrets } from '../reliability/harness-secrets.ts';

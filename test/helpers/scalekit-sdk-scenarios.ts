@@ -15,7 +15,7 @@ import {
   StaticAuthSchema,
 } from '@scalekit-sdk/node/lib/pkg/grpc/scalekit/v1/connected_accounts/connected_accounts_pb.js';
 import { expect } from 'vitest';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { followAuthorizationLink } from './harness.ts';
 
 export const DESK_DOMAIN = 'acme.zendesk.com';
@@ -213,6 +213,64 @@ export const sdkScenarios: Scenario[] = [
     },
   },
   {
+    name: 'executes a tool given the end user alone, without connector, as the SDK types allow',
+    async run({ sk }) {
+      // The connection is the one of the tool's connector where "user-1" has an account (POST /v1/tools/execute
+      // finds it the same way).
+      const res = await sk.actions.executeTool({
+        toolName: 'helpdesk_tickets_list',
+        identifier: 'user-1',
+        toolInput: { per_page: 1 },
+      });
+      expect(res.executionId).toMatch(/^exe_/);
+      expect((res.data as { tickets: unknown[] }).tickets).toHaveLength(1);
+      // Nobody by that identifier on a connection of the tool's connector: NOT_FOUND naming what was looked for.
+      const nobody = await sdkError(
+        sk.actions.executeTool({ toolName: 'helpdesk_tickets_list', identifier: 'nobody', toolInput: {} }),
+      );
+      expect(nobody.name).toBe('ScalekitNotFoundException');
+      expect(nobody.message).toContain('No connected account "nobody"');
+      // Neither an account id nor an identifier: INVALID_ARGUMENT naming the field.
+      const neither = await sdkError(sk.actions.executeTool({ toolName: 'helpdesk_tickets_list', toolInput: {} }));
+      expect(neither.name).toBe('ScalekitBadRequestException');
+      expect(neither.message).toContain('identifier');
+    },
+  },
+  {
+    name: 'lists accounts page by page, totalSize counting every account the filters match',
+    async run({ sk }) {
+      const names = ['page-a', 'page-b', 'page-c', 'page-d', 'page-e'];
+      for (const identifier of names)
+        await sk.actions.getOrCreateConnectedAccount({ connectionName: 'helpdesk', identifier });
+      const seen: string[] = [];
+      let pageToken: string | undefined;
+      do {
+        const page = await sk.actions.listConnectedAccounts({
+          connectionName: 'helpdesk',
+          query: 'page-',
+          pageSize: 2,
+          pageToken,
+        });
+        expect(page.connectedAccounts.length).toBeLessThanOrEqual(2);
+        expect(page.totalSize).toBe(names.length);
+        seen.push(...page.connectedAccounts.map((a) => a.identifier));
+        pageToken = page.nextPageToken || undefined;
+      } while (pageToken);
+      expect(seen.sort()).toEqual(names);
+      // Without the query: every helpdesk account ("user-1" besides these), still counted beyond the page.
+      const all = await sk.actions.listConnectedAccounts({ connectionName: 'helpdesk', pageSize: 1 });
+      expect(all.connectedAccounts).toHaveLength(1);
+      expect(all.totalSize).toBe(names.length + 1);
+      const one = await sk.actions.listConnectedAccounts({ identifier: 'page-c', pageSize: 1 });
+      expect(one.totalSize).toBe(1);
+      for (const identifier of names)
+        await sk.actions.deleteConnectedAccount({ connectionName: 'helpdesk', identifier });
+      expect((await sk.actions.listConnectedAccounts({ connectionName: 'helpdesk', query: 'page-' })).totalSize).toBe(
+        0,
+      );
+    },
+  },
+  {
     name: 'gives an authorization link for an OAuth connection, and a PENDING_AUTH account before it is used',
     async run({ sk }) {
       const { link, expiry } = await sk.actions.getAuthorizationLink({ connectionName: 'mail', identifier: 'alice' });
@@ -223,6 +281,26 @@ export const sdkScenarios: Scenario[] = [
       expect((await followAuthorizationLink(link, 'alice-at-provider')).status).toBe(200);
       const active = await sk.actions.getConnectedAccount({ connectionName: 'mail', identifier: 'alice' });
       expect(active.connectedAccount!.status).toBe(1);
+      const me = await sk.actions.request({ connectionName: 'mail', identifier: 'alice', path: '/v1.0/me' });
+      expect(me.data).toEqual({ id: 'alice-at-provider' });
+    },
+  },
+  {
+    name: "withholds an OAuth account's access token: accessToken and refreshToken are empty, the proxy uses them",
+    async run({ sk }) {
+      // This service never returns a provider credential (SECURITY.md, "No secrets out"; docs/from-scalekit.md):
+      // the account's status, scopes and expiry come back, the tokens do not. Calls go through request/executeTool.
+      const { connectedAccount } = await sk.actions.getConnectedAccount({
+        connectionName: 'mail',
+        identifier: 'alice',
+      });
+      expect(connectedAccount!.status).toBe(1);
+      const details = connectedAccount!.authorizationDetails!.details;
+      expect(details.case).toBe('oauthToken');
+      const token = details.value as { accessToken: string; refreshToken: string; scopes: string[] };
+      expect(token.accessToken).toBe('');
+      expect(token.refreshToken).toBe('');
+      expect(connectedAccount!.tokenExpiresAt).toBeDefined();
       const me = await sk.actions.request({ connectionName: 'mail', identifier: 'alice', path: '/v1.0/me' });
       expect(me.data).toEqual({ id: 'alice-at-provider' });
     },

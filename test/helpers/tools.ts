@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import type { AccountFieldSpec } from '../../core/spec-model.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import type { Store } from '../../runtime/store/types.ts';
 import type { Harness } from './harness.ts';
 import type { AnswerLog } from './answer-check.ts';

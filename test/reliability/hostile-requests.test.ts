@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { Sentinel } from './sentinel.ts';
 import { rawExchange, rawHttp } from './raw-socket.ts';

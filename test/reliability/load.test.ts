@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { FaultyUpstream } from '../fakes/faulty-upstream.ts';
 import { serviceEnv, serviceToken, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
 import { spawnService } from '../helpers/service-process.ts';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import { FakeOAuthServer } from '../fakes/oauth-server.ts';
 import { Sentinel } from './sentinel.ts';
 import { record, tallied, type Tally } from './summary.ts';

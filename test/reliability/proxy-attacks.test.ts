@@ -11,7 +11,7 @@ import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startHarness, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import { guardedLookup, isPublicAddress, upstreamDns } from '../../runtime/upstream/address-guard.ts';
 import { Sentinel } from './sentinel.ts';
 import { rawExchange, rawHttp } from './raw-socket.ts';

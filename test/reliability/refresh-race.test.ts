@@ -29,7 +29,7 @@ import type { Listening } from '../fakes/listen.ts';
 import { startMailboxSettingsApi } from '../fakes/mailbox-settings.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
-import { AgentConnectorClient } from '../../runtime/client/index.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { PostgresStore } from '../../runtime/store/postgres.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import type { Store } from '../../runtime/store/types.ts';

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDesk } from '../fakes/desk.ts';
 import { FaultyUpstream, type Fault } from '../fakes/faulty-upstream.ts';
 import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import { record } from './summary.ts';
 import { send } from '../../runtime/upstream/http.ts';
 

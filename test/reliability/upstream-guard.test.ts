@@ -15,7 +15,7 @@ import { upstreamDns } from '../../runtime/upstream/address-guard.ts';
 import { endpointsFor, registrationWriter } from '../../runtime/oauth/endpoints.ts';
 import { getConnector } from '../../runtime/connectors/catalog.ts';
 import { UpstreamFailure } from '../../core/errors.ts';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import { Sentinel } from './sentinel.ts';
 import { record } from './summary.ts';

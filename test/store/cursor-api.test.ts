@@ -3,7 +3,7 @@
  * list, and one no page produced is a 400 naming the `cursor` field (the store's InvalidCursor), not a 500.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorServiceError } from '../../runtime/client/index.ts';
+import { ConnectorServiceError } from '../../packages/client/src/index.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 
 describe.each(['sqlite', 'postgres'] as const)('GET /v1/connected-accounts on %s', (store) => {

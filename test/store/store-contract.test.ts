@@ -166,6 +166,18 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(await store.listAccounts({ connectionId: c.id, identifierContains: 'p-1', limit: 100 })).toHaveLength(10);
     expect(await store.listAccounts({ connectionId: c.id, identifierContains: '%', limit: 100 })).toHaveLength(0);
     expect(await store.listAccounts({ connectionId: c.id, status: 'ACTIVE', limit: 100 })).toHaveLength(0);
+    // The totals of the same filters, over every page.
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id] })).toBe(25);
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id], identifierContains: 'p-1' })).toBe(10);
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id], identifierContains: '%' })).toBe(0);
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id], identifier: 'p-07' })).toBe(1);
+    expect(await store.countMatchingAccounts({ connectionIds: [] })).toBe(0);
+    const other = connection('c4b');
+    await store.createConnection(other);
+    await store.getOrCreateAccount(account(other.id, 'p-07', base));
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id, other.id], identifier: 'p-07' })).toBe(2);
+    expect(await store.countMatchingAccounts({ connectionIds: [c.id, other.id] })).toBe(26);
+    expect(await store.countMatchingAccounts({ identifier: 'p-07' })).toBeGreaterThanOrEqual(2);
   });
 
   it('refuses a cursor no page produced with an InvalidCursor error', async () => {

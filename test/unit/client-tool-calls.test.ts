@@ -6,7 +6,7 @@
  * order the test picks.
  */
 import { describe, expect, it } from 'vitest';
-import { AgentConnectorClient, type OpenAIToolCall } from '../../runtime/client/index.ts';
+import { AgentConnectorClient, type OpenAIToolCall } from '../../packages/client/src/index.ts';
 import { asText } from '../helpers/text.ts';
 
 interface Sent {

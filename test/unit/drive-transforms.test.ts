@@ -1,21 +1,24 @@
-/** The file-storage transforms the drive and docs connectors use in their request templates. */
+/** The sort-list transform (core) and the file-storage connector's own transforms (its hook file). */
 import { describe, expect, it } from 'vitest';
-import { transforms as T } from '../../core/transforms.ts';
+import { transforms as core } from '../../core/transforms.ts';
+import { transforms as drive } from '../../specs/hooks/drive.ts';
 
-describe('drive_order_by', () => {
+const T = { ...core, ...drive };
+
+describe('order_by', () => {
   it('keeps the documented form: keys, each optionally followed by " desc"', () => {
-    expect(T.drive_order_by('modifiedTime desc')).toBe('modifiedTime desc');
-    expect(T.drive_order_by('folder,modifiedTime desc,name')).toBe('folder,modifiedTime desc,name');
+    expect(T.order_by('modifiedTime desc')).toBe('modifiedTime desc');
+    expect(T.order_by('folder,modifiedTime desc,name')).toBe('folder,modifiedTime desc,name');
   });
 
   it('drops an explicit " asc" (ascending is the default) and normalises spaces', () => {
-    expect(T.drive_order_by('name asc')).toBe('name');
-    expect(T.drive_order_by(' folder ,  name   asc, createdTime  desc ')).toBe('folder,name,createdTime desc');
-    expect(T.drive_order_by('name,,recency')).toBe('name,recency');
+    expect(T.order_by('name asc')).toBe('name');
+    expect(T.order_by(' folder ,  name   asc, createdTime  desc ')).toBe('folder,name,createdTime desc');
+    expect(T.order_by('name,,recency')).toBe('name,recency');
   });
 
   it('leaves a key that merely ends in "asc" alone', () => {
-    expect(T.drive_order_by('nameasc')).toBe('nameasc');
+    expect(T.order_by('nameasc')).toBe('nameasc');
   });
 });
 

@@ -105,7 +105,13 @@ describe('spec errors', () => {
       query: { fmt: json, n: "{n}", label: "n={n}" }
       headers: { X-Fmt: json, X-N: "n={n}" }
       body: { fmt: json, n: "{n}", label: "n={n}" }
-    examples: [{ input: { n: 1 }, requests: [{ method: POST, url: "https://api.demo.example/items/1?fmt=json&n=1&label=n%3D1" }] }]
+    examples:
+      - input: { n: 1 }
+        requests:
+          - method: POST
+            url: "https://api.demo.example/items/1?fmt=json&n=1&label=n%3D1"
+            headers: { x-fmt: json, x-n: n=1 }
+            body: { fmt: json, n: 1, label: n=1 }
 `,
         'demo',
       ),

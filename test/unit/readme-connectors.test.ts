@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
-import { emitReadmeConnectors, README_END, README_START } from '../../generator/emit-docs.ts';
+import { emitReadmeConnectors, NUMBER_WORDS, README_END, README_START } from '../../generator/emit-docs.ts';
 import { loadSpecFile, specFiles } from '../../generator/load.ts';
 
 const readme = readFileSync('README.md', 'utf8');
@@ -25,7 +25,9 @@ describe("README's connector summary", () => {
     };
     const out = emitReadmeConnectors(readme, [...connectors, extra]);
     const total = connectors.reduce((n, c) => n + c.tools.length, 0) + 1;
-    expect(out).toContain(`Ten connectors, ${total} tools;`);
+    expect(out).toContain(
+      `${NUMBER_WORDS[connectors.length + 1] ?? connectors.length + 1} connectors, ${total} tools;`,
+    );
     expect(out).toMatch(/\| \[`extra`\]\(generated\/docs\/extra\.md\) \| 1 \| Extra API \\\| v1 \| /);
     expect(out).toContain('`specs/hooks/extra.ts`');
     expect(out.indexOf(README_START)).toBe(readme.indexOf(README_START));

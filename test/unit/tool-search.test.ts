@@ -8,13 +8,13 @@ import { connectors, tools } from '../../generated/registry.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { ToolDefinition } from '../../core/tool-types.ts';
 import {
-  CONNECTOR_SYNONYMS,
   createToolSearch,
   MAX_QUERY_CHARS,
   MAX_QUERY_TERMS,
   MAX_TERM_CHARS,
   queryWords,
   searchTools,
+  searchVocabulary,
 } from '../../runtime/tools/search.ts';
 import { EVAL_SET, HOLDOUT_SET, loadTasks, recall } from '../helpers/tool-search-eval.ts';
 import { record } from '../reliability/summary.ts';
@@ -23,7 +23,8 @@ describe('tool search recall', () => {
   it('finds the tool of the evaluation tasks (120, used to tune the engine)', () => {
     const tasks = loadTasks(EVAL_SET);
     expect(tasks.length).toBeGreaterThanOrEqual(60);
-    expect(new Set(tasks.map((t) => t.tools[0]!.split('_')[0])).size).toBe(connectors.size);
+    // The set was written for the connectors of its time: each still exists (a new connector may have no task yet).
+    for (const c of new Set(tasks.map((t) => t.tools[0]!.split('_')[0]!))) expect(connectors.has(c), c).toBe(true);
     for (const t of tasks) for (const name of t.tools) expect(tools.has(name), name).toBe(true);
     const r = recall(searchTools, tasks);
     expect(r.tasks).toBe(120);
@@ -62,7 +63,7 @@ describe('searchTools', () => {
     const hits = searchTools('list the tickets and users', { connector: 'helpdesk', limit: 3 });
     expect(hits).toHaveLength(3);
     expect(hits.every((h) => h.connector === 'helpdesk')).toBe(true);
-    expect(searchTools('list', { limit: 127 }).length).toBeGreaterThan(5);
+    expect(searchTools('list', { limit: tools.size }).length).toBeGreaterThan(5);
   });
 
   it('matches despite a misspelling and word forms', () => {
@@ -88,7 +89,7 @@ describe('searchTools', () => {
     expect(fails(undefined)).toBe('q');
     expect(fails('send mail', { limit: 0 })).toBe('limit');
     expect(fails('send mail', { limit: 2.5 })).toBe('limit');
-    expect(fails('send mail', { limit: 128 })).toBe('limit');
+    expect(fails('send mail', { limit: tools.size + 1 })).toBe('limit');
     expect(fails('send mail', { connector: 'gmail' })).toBe('connector');
   });
 
@@ -121,8 +122,17 @@ describe('searchTools', () => {
     });
   });
 
-  it('has connector synonyms only for connectors that exist, and for each of them', () => {
-    expect(Object.keys(CONNECTOR_SYNONYMS).sort()).toEqual([...connectors.keys()].sort());
+  it("searches each connector's own words, from its YAML's search keywords and vocabulary", () => {
+    for (const c of connectors.values()) {
+      for (const keyword of c.search?.keywords ?? []) {
+        const hits = searchTools(keyword, { connector: c.name, limit: 1 });
+        expect(hits.length, `${c.name}: "${keyword}"`).toBe(1);
+      }
+    }
+    const vocabulary = searchVocabulary(connectors);
+    for (const c of connectors.values())
+      for (const [word, words] of Object.entries(c.search?.vocabulary ?? {}))
+        for (const w of words.split(' ')) expect(vocabulary.get(word), `${c.name}: ${word}`).toContain(w);
   });
 });
 
@@ -144,6 +154,29 @@ describe('createToolSearch', () => {
     ]);
     const search = createToolSearch(set, connectors);
     expect(search('escalate this to a manager').map((h) => h.name)).toEqual(['helpdesk_alpha']);
+  });
+
+  it("reads a connector's keywords and vocabulary from its definition, merging a word two connectors map", () => {
+    const helpdesk = connectors.get('helpdesk')!;
+    const withWords = (name: string, search: NonNullable<typeof helpdesk.search>) => ({ ...helpdesk, name, search });
+    const set = new Map([
+      ['alpha_one', { ...tool('alpha_one', 'Lists the widgets.'), connector: 'alpha' }],
+      ['beta_one', { ...tool('beta_one', 'Lists the gadgets.'), connector: 'beta' }],
+    ]);
+    const search = createToolSearch(
+      set,
+      new Map([
+        ['alpha', withWords('alpha', { keywords: ['zorblax'], vocabulary: { thingamajig: 'widgets' } })],
+        ['beta', withWords('beta', { vocabulary: { thingamajig: 'gadgets' } })],
+      ]),
+    );
+    expect(search('zorblax').map((h) => h.name)).toEqual(['alpha_one']);
+    expect(
+      search('thingamajig')
+        .map((h) => h.name)
+        .sort(),
+    ).toEqual(['alpha_one', 'beta_one']);
+    expect(search('doohickey')).toEqual([]);
   });
 
   it('does not count a pointer to another tool as a match for this one', () => {

@@ -7,7 +7,7 @@
  *   const { data } = await client.executeTool({ toolName: 'mail_list_messages', connectionName: 'mail', identifier: 'user-42', toolInput: { $top: 5 } });
  */
 import { Webhook } from 'standardwebhooks';
-import type { ToolInputs, ToolName } from '../../generated/types.ts';
+import type { ToolInputs, ToolName } from './generated/types.ts';
 import type {
   AnthropicTool,
   ConnectedAccount,
@@ -23,7 +23,7 @@ import type {
   Operations,
   Tool,
   ToolSearchHit,
-} from '../../generated/api/types.ts';
+} from './generated/api-types.ts';
 
 export interface ClientOptions {
   clientId: string;
@@ -35,7 +35,10 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-/** The API's own types, generated from its endpoint schemas (core/api) into generated/api/types.ts. */
+/**
+ * The API's own types, generated from its endpoint schemas (core/api) into generated/api/types.ts and copied into this
+ * package (src/generated/) by `npm run generate`.
+ */
 export type {
   AnthropicTool,
   ConnectedAccount,
@@ -49,7 +52,7 @@ export type {
   Tool,
   ToolSearchHit,
   ConnectionUpdate as ConnectionInput,
-} from '../../generated/api/types.ts';
+} from './generated/api-types.ts';
 export type AccountStatus = ConnectedAccount['status'];
 type Res<K extends keyof Operations> = Operations[K]['response'];
 type Body<K extends keyof Operations> = Operations[K]['body'];
