@@ -107,6 +107,11 @@ const rows: Row[] = [
     value: 'hooks.internal,http://x',
     says: /has "http:\/\/x": each entry must be host or host:port/,
   },
+  {
+    variable: 'MCP_ALLOWED_HOSTS',
+    value: 'mcp.example.com,https://x',
+    says: /has "https:\/\/x": list host names only/,
+  },
   { variable: 'WEBHOOK_RETRY_BASE_MS', value: '5s', says: /must be a whole number/ },
   { variable: 'ACCOUNT_CACHE_SIZE', value: 'big', says: /must be a whole number/ },
   { variable: 'CONNECTION_CACHE_SIZE', value: '1e4', says: /must be a whole number/ },

@@ -38,7 +38,9 @@ describe('agent guidance in tool descriptions', () => {
   });
 
   it('list tools that continue say so in their cost', () => {
-    const paged = all.filter((t) => t.inputSchema.properties && 'next_cursor' in t.inputSchema.properties);
+    const paged = all.filter((t) =>
+      Object.hasOwn((t.inputSchema.properties ?? {}) as Record<string, unknown>, 'next_cursor'),
+    );
     expect(paged.length).toBeGreaterThan(0);
     for (const t of paged) {
       const cost = /Cost: (.+)$/s.exec(t.guidance!)![1]!;
