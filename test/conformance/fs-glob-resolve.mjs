@@ -1,4 +1,5 @@
 /** The resolve hook fs-glob-hook.mjs registers: `fs` imported by the conformance suite → fs-with-glob.mjs. */
+import { URL } from 'node:url';
 const SHIM = new URL('./fs-with-glob.mjs', import.meta.url).href;
 const SUITE = '/node_modules/@modelcontextprotocol/conformance/';
 

@@ -3,6 +3,7 @@
  * suite uses it to collect `checks.json` files under a results directory.
  */
 import fs from 'node:fs';
+import process from 'node:process';
 import { globSync as tinyGlobSync } from 'tinyglobby';
 
 export * from 'node:fs';
