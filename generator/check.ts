@@ -21,7 +21,7 @@ export interface CheckedTool {
 
 const hookExports = new Map<string, Set<string>>();
 
-function exportedHooks(connector: string): Set<string> {
+export function exportedHooks(connector: string): Set<string> {
   let names = hookExports.get(connector);
   if (!names) {
     names = new Set();
