@@ -82,6 +82,8 @@ export interface TriggerSettings {
   perConnectorConcurrency: number;
   /** Whether this process polls at all (TRIGGER_POLLER=0: it serves the API only). */
   poller: boolean;
+  /** How long a poll holds its instance: a process that dies mid-poll leaves it to others after this long. */
+  leaseSeconds: number;
 }
 
 /** Entries each per-process cache keeps at most (docs/scale.md, "Caches"). */
@@ -141,7 +143,9 @@ function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
   if (perConnectorConcurrency < 1) throw new ConfigError('TRIGGER_PROVIDER_CONCURRENCY', 'must be at least 1');
   const poller = env.TRIGGER_POLLER ?? '1';
   if (poller !== '0' && poller !== '1') throw new ConfigError('TRIGGER_POLLER', `must be 0 or 1, got "${poller}"`);
-  return { minIntervalSeconds, concurrency, perConnectorConcurrency, poller: poller === '1' };
+  const leaseSeconds = int('TRIGGER_LEASE_SECONDS', 300, env, 86_400);
+  if (leaseSeconds < 1) throw new ConfigError('TRIGGER_LEASE_SECONDS', 'must be at least 1 (second)');
+  return { minIntervalSeconds, concurrency, perConnectorConcurrency, poller: poller === '1', leaseSeconds };
 }
 
 /** TOOL_ANSWER_BUDGET_TOKENS: 8,000 by default; from 500 (an answer must hold a few items) to 1,000,000. */

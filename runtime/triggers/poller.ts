@@ -17,12 +17,10 @@ import type { Logger } from '../log.ts';
 import { newId } from '../ids.ts';
 import type { Store, TriggerInstance, TriggerInstancePatch, TriggerStatus } from '../store/types.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { pollFeed, type FeedState } from './feed.ts';
+import { pollFeed } from './feed.ts';
 import { healthEvent, itemEvents } from './events.ts';
 import { sendForTrigger } from './service.ts';
 
-/** A leased instance is not taken by another process for this long: longer than a poll may take. */
-export const LEASE_MS = 5 * 60_000;
 /** Failed polls in a row after which an instance is `failing` (and `trigger.failing` is sent). */
 export const FAILING_AFTER = 3;
 const MAX_BACKOFF_MS = 3_600_000;
@@ -126,7 +124,13 @@ export class TriggerPoller {
       if (until > now) skip.add(c);
       else this.cooldown.delete(c);
     }
-    const claimed = await this.store.claimDueTriggerInstances(now, this.owner, now + LEASE_MS, free, [...skip]);
+    const claimed = await this.store.claimDueTriggerInstances(
+      now,
+      this.owner,
+      now + this.config.triggers.leaseSeconds * 1000,
+      free,
+      [...skip],
+    );
     for (const t of claimed) {
       const running = this.perConnector.get(t.connector) ?? 0;
       if (running >= limit || this.stopped) {

@@ -207,8 +207,10 @@ export class TriggerService {
   /** Active again, polled at once; the cursor is where it was, so what happened meanwhile is sent. */
   async resume(id: string): Promise<TriggerInstance> {
     const now = Date.now();
-    await this.get(id);
-    const t = await this.store.updateTriggerInstance(id, { status: 'active', nextRunAt: now, failures: 0 }, now);
+    const current = await this.get(id);
+    // A failing instance stays failing until a poll succeeds (which sends trigger.recovered); a paused one is active.
+    const status = current.status === 'paused' ? 'active' : current.status;
+    const t = await this.store.updateTriggerInstance(id, { status, nextRunAt: now }, now);
     if (!t) throw new ServiceError(404, 'trigger_instance_not_found', `No trigger instance with id "${id}"`);
     this.onDue();
     return t;

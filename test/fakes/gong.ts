@@ -543,18 +543,11 @@ export class FakeGong {
       };
       this.requests.push(entry);
       res.locals.entry = entry;
-      if (this.rateLimit.count > 0) {
-        this.rateLimit.count--;
-        if (this.rateLimit.retryAfter !== undefined) res.setHeader('retry-after', String(this.rateLimit.retryAfter));
-        res.status(429).json({ requestId: this.requestId(), errors: ['API rate limit exceeded (3 calls per second)'] });
-        return;
-      }
-      try {
-        this.authorize(req, entry.path);
-      } catch (e) {
-        return this.fail(res, e);
-      }
-      next();
+      const hold = this.beforeAnswer?.(entry) ?? Promise.resolve();
+      hold.then(
+        () => this.gate(req, res, next, entry),
+        () => res.destroy(),
+      );
     });
     app.use(express.json({ limit: '2mb' }));
     app.use(express.raw({ type: 'multipart/form-data', limit: '20mb' }));
