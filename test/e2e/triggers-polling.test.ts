@@ -11,9 +11,11 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGong, U_REP, WS_SALES, type GongCall } from '../fakes/gong.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
+import { DashboardClient } from '../helpers/dashboard-client.ts';
 
 const KEY = 'QWERTY1234567890';
 const SECRET = 'gong-secret-trigger-4d5e6f';
+const ADMIN_PASSWORD = 'trigger-dashboard-admin-7f3e';
 const who = { connection_name: 'callintel-key', identifier: 'acme' };
 
 interface Received {
@@ -90,6 +92,7 @@ beforeAll(async () => {
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_RETRY_BASE_MS: '40',
       TRIGGER_MIN_INTERVAL_SECONDS: '1',
+      ADMIN_PASSWORD,
     },
   });
   await h.client.createConnection({
@@ -195,6 +198,14 @@ describe('polling triggers', () => {
     expect(failing.data.trigger_instance_id).toBe(instance);
     const view = await h.client.getTrigger(instance);
     expect(view.last_error).toMatch(/HTTP 500/);
+    // The dashboard lists it among the failing, with its last error.
+    const dashboard = new DashboardClient(h.url);
+    expect((await dashboard.signIn(ADMIN_PASSWORD)).status).toBe(303);
+    const page = await dashboard.get('/dashboard/triggers?status=failing');
+    expect(page.status).toBe(200);
+    expect(page.html).toContain(instance);
+    expect(page.html).toContain('HTTP 500');
+    expect((await dashboard.get('/dashboard/triggers?status=paused')).html).not.toContain(instance);
     gong.outage = 0;
     // Back off doubles the interval; the resume below polls at once.
     await h.client.resumeTrigger(instance);
