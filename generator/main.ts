@@ -76,7 +76,10 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   const project = new Project({ useInMemoryFileSystem: true, skipAddingFilesFromTsConfig: true });
   for (const c of connectors) {
     files.set(`${OUT}/validators/${c.name}.ts`, emitValidators(c));
-    files.set(`${OUT}/connectors/${c.name}.ts`, emitConnector(project, c, checked.get(c.name)!, checkedTriggers.get(c.name)!).getFullText());
+    files.set(
+      `${OUT}/connectors/${c.name}.ts`,
+      emitConnector(project, c, checked.get(c.name)!, checkedTriggers.get(c.name)!).getFullText(),
+    );
     files.set(`${OUT}/docs/${c.name}.md`, emitConnectorDoc(c));
     const icon = connectorIcon(c.name);
     if (icon) files.set(`${OUT}/docs/icons/${c.name}.svg`, `${icon}\n`);
