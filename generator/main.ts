@@ -78,7 +78,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
     files.set(`${OUT}/validators/${c.name}.ts`, emitValidators(c));
     files.set(
       `${OUT}/connectors/${c.name}.ts`,
-      emitConnector(project, c, checked.get(c.name)!, checkedTriggers.get(c.name)!).getFullText(),
+      emitConnector(project, c, checked.get(c.name)!, checkedTriggers.get(c.name)).getFullText(),
     );
     files.set(`${OUT}/docs/${c.name}.md`, emitConnectorDoc(c));
     const icon = connectorIcon(c.name);
