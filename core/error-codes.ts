@@ -25,6 +25,10 @@ export const ERROR_CODES = {
     status: 400,
     meaning: 'the identifier has accounts on several connections of the tool’s connector; give connection_name',
   },
+  trigger_connector_mismatch: {
+    status: 400,
+    meaning: "the trigger belongs to another connector than the connection's",
+  },
   tool_connector_mismatch: {
     status: 400,
     meaning: "the tool belongs to another connector than the account's connection",
@@ -44,6 +48,8 @@ export const ERROR_CODES = {
   connector_not_found: { status: 404, meaning: 'no such connector' },
   unknown_tool: { status: 404, meaning: 'no such tool; the message names the closest one' },
   mcp_server_not_found: { status: 404, meaning: 'no such MCP server' },
+  trigger_not_found: { status: 404, meaning: 'no trigger of that name in any connector' },
+  trigger_instance_not_found: { status: 404, meaning: 'no such trigger instance' },
   mcp_url_not_found: { status: 404, meaning: 'no such MCP URL' },
   webhook_not_found: { status: 404, meaning: 'no such webhook endpoint' },
   delivery_not_found: { status: 404, meaning: 'no such webhook delivery' },
@@ -110,6 +116,8 @@ export const ERROR_CODES = {
   mcp_registration_failed: { status: 502, meaning: "the dynamic registration at the provider's MCP server failed" },
   mcp_initialize_failed: { status: 502, meaning: "the provider's MCP server refused to start a session" },
   actor_run_not_finished: { status: 504, meaning: 'the provider’s run did not finish in time; poll it' },
+  not_implemented: { status: 501, meaning: 'this version of the service cannot do that yet (a push trigger)' },
+  trigger_unknown: { status: 500, meaning: 'a stored trigger instance names a trigger this service no longer has' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

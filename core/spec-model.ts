@@ -86,6 +86,10 @@ export type OutputNode =
     };
 export type OutputLeaf =
   'string' | 'integer' | 'number' | 'boolean' | 'date' | 'date-time' | 'url' | 'html' | 'object' | 'any';
+/**
+ * A dotted path in the provider's JSON answer.
+ */
+export type JsonPath = string;
 
 /**
  * One connector of the agent connector service: its auth, API and every tool. Validated by `npm run generate`.
@@ -123,6 +127,10 @@ export interface ConnectorSpec {
   example_fields?: {
     [k: string]: string;
   };
+  /**
+   * Events the connector can report (docs/triggers.md): each trigger is polled or pushed by the provider, and delivered to webhook endpoints as `trigger.<name>`.
+   */
+  triggers?: TriggerSpec[];
 }
 /**
  * OAuth 2.0 authorization-code flow.
@@ -572,4 +580,162 @@ export interface ExampleSpec {
     headers?: StringMap;
     body?: unknown;
   }[];
+}
+export interface TriggerSpec {
+  /**
+   * Starts with `<connector>_`; events are `trigger.<name>`.
+   */
+  name: string;
+  title: string;
+  description: string;
+  /**
+   * polling: the service asks the provider at an interval; push: the provider notifies the connection's ingress URL.
+   */
+  kind: 'polling' | 'push';
+  /**
+   * The settings a trigger instance takes (`config` of POST /v1/triggers), as tool input parameters are declared.
+   */
+  config: {
+    [k: string]: ParamSpec;
+  };
+  /**
+   * JSON Schema of the event's `data.item`: the provider's item as delivered.
+   */
+  event: {
+    [k: string]: unknown;
+  };
+  poll?: TriggerPollSpec;
+  push?: TriggerPushSpec;
+}
+/**
+ * How a polling trigger reads new items. The request's templates see the trigger's config and `{since}` (ISO 8601: the instance's creation, then the newest item time seen), `{cursor}` (the stored cursor, then the next page's token within one poll).
+ */
+export interface TriggerPollSpec {
+  request: RequestSpec;
+  start?: TriggerPollStartSpec;
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  items?: string;
+  /**
+   * A function in `specs/hooks/<connector>.ts` turning the answer into the list of items (an answer a path cannot read, such as text).
+   */
+  items_hook?: string;
+  /**
+   * Paths whose values together identify an item (the same item is sent once, with the same webhook-id).
+   *
+   * @minItems 1
+   */
+  id: JsonPath[];
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  time?: string;
+  /**
+   * `{since}` is the newest item time seen less this much (never before the instance): items that appear late with an earlier time are still found; ids seen are not sent again.
+   */
+  lookback_seconds?: number;
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  next_page?: string;
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  next_cursor?: string;
+  /**
+   * Items where a path has this value are not events (e.g. `removed: true`).
+   */
+  skip_when?: {
+    [k: string]: string | number | boolean | null;
+  };
+  /**
+   * The default interval; an instance may ask for longer, never below TRIGGER_MIN_INTERVAL_SECONDS.
+   */
+  interval_seconds?: number;
+  /**
+   * Pages read in one poll at most; the rest waits for the next poll.
+   */
+  max_pages?: number;
+}
+/**
+ * A cursor feed: the request made when the instance is created, whose answer holds the first cursor (so nothing before the instance is read).
+ */
+export interface TriggerPollStartSpec {
+  request: RequestSpec;
+  cursor: JsonPath;
+}
+/**
+ * How a push trigger hears from the provider: the connection's ingress URL receives notifications; nothing is read before `verify` accepts it.
+ */
+export interface TriggerPushSpec {
+  verify: PushVerifySpec;
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  events: string;
+  /**
+   * A notification is this trigger's when these paths have these values.
+   */
+  match?: {
+    [k: string]: string | number | boolean;
+  };
+  route?: PushRouteSpec;
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  instance_path?: string;
+  /**
+   * Paths identifying the provider's item (same webhook-id for the same item).
+   *
+   * @minItems 1
+   */
+  id?: JsonPath[];
+  /**
+   * A dotted path in the provider's JSON answer.
+   */
+  item?: string;
+  /**
+   * A function in `specs/hooks/<connector>.ts` for the provider's registration and handshake (subscribe, renew, unsubscribe, validation).
+   */
+  hook?: string;
+}
+/**
+ * A generic verification scheme with its parameters (docs/triggers.md lists them).
+ */
+export interface PushVerifySpec {
+  /**
+   * hmac_sha256: an HMAC-SHA256 of `signed` in a header; hubspot_v3: HMAC-SHA256 of method, URL, body and timestamp, base64; shared_secret_header: a header equal to the secret; client_state: each notification's `client_state_path` equal to the subscription's secret.
+   */
+  scheme: 'hmac_sha256' | 'hubspot_v3' | 'shared_secret_header' | 'client_state';
+  /**
+   * The header holding the signature or secret.
+   */
+  header?: string;
+  /**
+   * The header holding the time signed.
+   */
+  timestamp_header?: string;
+  /**
+   * What is signed: the raw body, or the timestamp followed by the raw body.
+   */
+  signed?: 'body' | 'timestamp_body';
+  encoding?: 'base64' | 'hex';
+  /**
+   * Text before the signature in the header (e.g. `sha256=`).
+   */
+  prefix?: string;
+  max_age_seconds?: number;
+  client_state_path?: JsonPath;
+  /**
+   * instance: a secret made per trigger instance and registered with the provider; connection_client_secret: the connection's OAuth client secret (app webhooks).
+   */
+  secret?: 'instance' | 'connection_client_secret';
+}
+/**
+ * App webhooks: the notification names the account; `path` in it equals the account field `account_field` (e.g. HubSpot's portalId).
+ */
+export interface PushRouteSpec {
+  path: JsonPath;
+  account_field: string;
 }

@@ -221,4 +221,92 @@ export interface ConnectorDefinition {
   /** Account field values the tools' examples assume. */
   exampleFields: Readonly<Record<string, string>>;
   toolNames: readonly string[];
+  /** The connector's triggers (docs/triggers.md). */
+  triggerNames: readonly string[];
+}
+
+/** A hook turning a polling trigger's answer into its list of items (text a path cannot read). */
+export type TriggerItemsHook = (answer: unknown) => unknown[];
+
+/** A polling trigger's reading of the provider, as its YAML declares it (docs/triggers.md). */
+export interface TriggerPoll {
+  /** The list request; its input is the instance's config with `since` and `cursor`. */
+  build(input: Record<string, unknown>, ctx: BuildContext): UpstreamRequest[];
+  /** A cursor feed: the request giving the first cursor, and where its answer holds it. */
+  start?: { build(input: Record<string, unknown>, ctx: BuildContext): UpstreamRequest[]; cursor: readonly string[] };
+  items?: readonly string[];
+  itemsHook?: TriggerItemsHook;
+  id: ReadonlyArray<readonly string[]>;
+  time?: readonly string[];
+  /** `since` is the newest time seen less this many seconds (never before the instance). */
+  lookbackSeconds?: number;
+  nextPage?: readonly string[];
+  nextCursor?: readonly string[];
+  skipWhen?: ReadonlyArray<{ path: readonly string[]; value: unknown }>;
+  intervalSeconds: number;
+  maxPages: number;
+}
+
+/** A push trigger: how its notifications are verified, matched, routed and identified (docs/triggers.md). */
+export interface TriggerPush {
+  verify: {
+    scheme: 'hmac_sha256' | 'hubspot_v3' | 'shared_secret_header' | 'client_state';
+    header?: string;
+    timestampHeader?: string;
+    signed?: 'body' | 'timestamp_body';
+    encoding: 'base64' | 'hex';
+    prefix?: string;
+    maxAgeSeconds: number;
+    clientStatePath?: readonly string[];
+    secret: 'instance' | 'connection_client_secret';
+  };
+  events?: readonly string[];
+  match?: ReadonlyArray<{ path: readonly string[]; value: unknown }>;
+  route?: { path: readonly string[]; accountField: string };
+  instancePath?: readonly string[];
+  id?: ReadonlyArray<readonly string[]>;
+  item?: readonly string[];
+  hook?: TriggerPushHook;
+}
+
+/** What a push trigger's hook may do with the provider, through the account's credentials. */
+export interface TriggerPushContext {
+  config: Record<string, unknown>;
+  /** The instance's ingress URL (the connection's, with the instance named). */
+  ingressUrl: string;
+  /** The per-instance secret to register with the provider (a clientState, a webhook signing secret). */
+  secret: string;
+  /** What the hook stored at the last registration (subscription ids, expiry). */
+  state: Record<string, unknown>;
+  base: (host?: string) => string;
+  call: (r: UpstreamRequest) => Promise<unknown>;
+}
+
+export interface TriggerPushHook {
+  /** Registers the instance with the provider; returns the state to keep (and when to renew, epoch ms). */
+  register(ctx: TriggerPushContext): Promise<{ state: Record<string, unknown>; renewAt?: number | null }>;
+  /** Renews the registration before it expires. */
+  renew?(ctx: TriggerPushContext): Promise<{ state: Record<string, unknown>; renewAt?: number | null }>;
+  unregister(ctx: TriggerPushContext): Promise<void>;
+  /**
+   * A request the provider sends to check the URL before anything else (Graph's validation token): the answer to
+   * give, or undefined when this is no such request.
+   */
+  handshake?(query: URLSearchParams): { status: number; contentType: string; body: string } | undefined;
+  /** Lifecycle notifications (subscription removed, reauthorization required, missed): what the instance becomes. */
+  lifecycle?(notification: Record<string, unknown>): 'renew' | 'reregister' | 'needs_reauth' | 'resync' | undefined;
+}
+
+export interface TriggerDefinition {
+  name: string;
+  connector: string;
+  title: string;
+  description: string;
+  kind: 'polling' | 'push';
+  configSchema: Record<string, unknown>;
+  eventSchema: Record<string, unknown>;
+  validateConfig: StandaloneValidator;
+  validateEvent: StandaloneValidator;
+  poll?: TriggerPoll;
+  push?: TriggerPush;
 }

@@ -65,6 +65,11 @@ export function hookFile(connector: string): HookFile {
   return found;
 }
 
+/** The names a connector's hook file exports (its hooks, for tools and triggers). */
+export function exportedHooks(connector: string): Set<string> {
+  return hookFile(connector).exports;
+}
+
 /** Semantic checks the meta-schema cannot make, and compilation of every tool. Throws all errors at once. */
 export function checkConnector(loaded: LoadedSpec): CheckedTool[] {
   const { spec } = loaded;

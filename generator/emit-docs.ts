@@ -275,55 +275,100 @@ function pagingLine(tool: ToolSpec): string | undefined {
 }
 
 export function emitConnectorDoc(connector: ConnectorSpec): string {
-  return template('connector.md.hbs')({
-    icon: connectorIcon(connector.name) !== undefined,
-    name: connector.name,
-    title: connector.title,
-    description: md(connector.description.trim()),
-    provider: connector.provider,
-    docsUrl: connector.docs_url,
-    baseUrl: connector.api.base_url,
-    proxyExample: proxyExample(connector),
-    connectorHeaders: Object.keys(connector.api.headers ?? {}).length > 0,
-    authTitle: authLines(connector.auth[0]!).title,
-    hosts: Object.entries(connector.api.hosts ?? {}).map(([name, url]) => ({ name, url })),
-    transport: connector.api.transport ?? 'rest',
-    auth: connector.auth.map(authLines),
-    tools: connector.tools.map((tool) => {
-      const params = toolParams(connector, tool);
-      return {
-        name: tool.name,
-        anchor: tool.name,
-        title: md(tool.title),
-        titleCell: cell(tool.title),
-        hints: hintLine(tool.annotations, tool.keywords),
-        summary: cell(tool.description.split('\n')[0]!),
-        description: md(tool.description.trim()),
-        guidance: md(toolGuidance(connector, tool)),
-        params: Object.entries(params).map(([name, p]) => ({
-          name,
-          type: `\`${typeLabel(p)}\``,
-          required: !!p.required,
-          default: p.default === undefined ? '' : `\`${JSON.stringify(p.default)}\``,
-          constraints: constraints(p),
-          description: cell(p.description ?? ''),
-        })),
-        rules: (tool.rules ?? []).map(ruleText),
-        upstream: (tool.request ? [tool.request] : (tool.requests ?? [])).map((r) => upstreamLine(connector, r)),
-        hook: tool.hook,
-        answer: answerLine(tool),
-        paging: pagingLine(tool),
-        notes: tool.notes ? md(tool.notes.trim()) : undefined,
-        examples: tool.examples.map((example, i) => ({
-          heading: `Example${tool.examples.length > 1 ? ` ${i + 1}` : ''}${example.title ? `: ${md(example.title.replace(/\.$/, ''))}` : ''}`,
-          input: JSON.stringify(example.input, null, 2),
-          requests: exampleRequests(connector, tool, example),
-          many: example.requests.length > 1,
-          none: example.requests.length === 0,
-        })),
-      };
-    }),
-  });
+  return (
+    template('connector.md.hbs')({
+      icon: connectorIcon(connector.name) !== undefined,
+      name: connector.name,
+      title: connector.title,
+      description: md(connector.description.trim()),
+      provider: connector.provider,
+      docsUrl: connector.docs_url,
+      baseUrl: connector.api.base_url,
+      proxyExample: proxyExample(connector),
+      connectorHeaders: Object.keys(connector.api.headers ?? {}).length > 0,
+      authTitle: authLines(connector.auth[0]!).title,
+      hosts: Object.entries(connector.api.hosts ?? {}).map(([name, url]) => ({ name, url })),
+      transport: connector.api.transport ?? 'rest',
+      auth: connector.auth.map(authLines),
+      tools: connector.tools.map((tool) => {
+        const params = toolParams(connector, tool);
+        return {
+          name: tool.name,
+          anchor: tool.name,
+          title: md(tool.title),
+          titleCell: cell(tool.title),
+          hints: hintLine(tool.annotations, tool.keywords),
+          summary: cell(tool.description.split('\n')[0]!),
+          description: md(tool.description.trim()),
+          guidance: md(toolGuidance(connector, tool)),
+          params: Object.entries(params).map(([name, p]) => ({
+            name,
+            type: `\`${typeLabel(p)}\``,
+            required: !!p.required,
+            default: p.default === undefined ? '' : `\`${JSON.stringify(p.default)}\``,
+            constraints: constraints(p),
+            description: cell(p.description ?? ''),
+          })),
+          rules: (tool.rules ?? []).map(ruleText),
+          upstream: (tool.request ? [tool.request] : (tool.requests ?? [])).map((r) => upstreamLine(connector, r)),
+          hook: tool.hook,
+          answer: answerLine(tool),
+          paging: pagingLine(tool),
+          notes: tool.notes ? md(tool.notes.trim()) : undefined,
+          examples: tool.examples.map((example, i) => ({
+            heading: `Example${tool.examples.length > 1 ? ` ${i + 1}` : ''}${example.title ? `: ${md(example.title.replace(/\.$/, ''))}` : ''}`,
+            input: JSON.stringify(example.input, null, 2),
+            requests: exampleRequests(connector, tool, example),
+            many: example.requests.length > 1,
+            none: example.requests.length === 0,
+          })),
+        };
+      }),
+    }) + triggersDoc(connector)
+  );
+}
+
+/** The connector's triggers (docs/triggers.md): kind, config, what is polled or verified, the event's item. */
+function triggersDoc(connector: ConnectorSpec): string {
+  const triggers = connector.triggers ?? [];
+  if (!triggers.length) return '';
+  const out = [
+    '',
+    '## Triggers',
+    '',
+    'Delivered to webhook endpoints as `trigger.<name>` events (see docs/triggers.md).',
+    '',
+  ];
+  for (const t of triggers) {
+    out.push(`### ${t.name}`, '', `**${md(t.title)}** (${t.kind}). ${md(t.description.trim())}`, '');
+    const config = Object.entries(t.config);
+    if (config.length) {
+      out.push('| Config | Type | Required | Description |', '| --- | --- | --- | --- |');
+      for (const [name, p] of config) {
+        out.push(`| \`${name}\` | \`${typeLabel(p)}\` | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`);
+      }
+      out.push('');
+    } else out.push('No config.', '');
+    if (t.poll) {
+      const r = t.poll.request;
+      const how = r.mcp_tool ? `the MCP tool \`${r.mcp_tool}\`` : `\`${r.method} ${r.path}\``;
+      const feed = t.poll.start
+        ? `a cursor feed (first cursor from \`${t.poll.start.request.method ?? 'POST'} ${t.poll.start.request.path ?? t.poll.start.request.mcp_tool}\`, at \`${t.poll.start.cursor}\`)`
+        : `items newer than \`${t.poll.time}\``;
+      out.push(
+        `Polls ${how} every ${t.poll.interval_seconds ?? 60} s by default: ${feed}; an item is identified by ${t.poll.id.map((p) => `\`${p}\``).join(' + ')}.`,
+        '',
+      );
+    }
+    if (t.push) {
+      out.push(
+        `Pushed to the connection's ingress URL; verified by \`${t.push.verify.scheme}\`${t.push.verify.header ? ` (header \`${t.push.verify.header}\`)` : ''}${t.push.hook ? `; registered with the provider by the hook \`${t.push.hook}\`` : ''}.`,
+        '',
+      );
+    }
+    out.push('Event item schema:', '', '```json', JSON.stringify(t.event, null, 2), '```', '');
+  }
+  return out.join('\n');
 }
 
 /** The tool's MCP annotations (and search keywords) in one line of the docs. */

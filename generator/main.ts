@@ -7,8 +7,9 @@ import { createHash } from 'node:crypto';
 import { dirname, join, relative } from 'node:path';
 import * as prettier from 'prettier';
 import { Project } from 'ts-morph';
-import { checkConnector, type CheckedTool } from './check.ts';
+import { checkConnector, exportedHooks, type CheckedTool } from './check.ts';
 import { checkExamples } from './examples.ts';
+import { checkTriggers, type CheckedTrigger } from './triggers.ts';
 import { emitConnector, emitRegistry, emitTypes, emitValidators } from './emit-code.ts';
 import { emitConnectorDoc, emitIndexDoc, emitReadmeConnectors } from './emit-docs.ts';
 import { emitSpecModel, SPEC_MODEL_PATH } from './emit-model.ts';
@@ -65,6 +66,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   const errors: string[] = [];
   const connectors: ConnectorSpec[] = [];
   const checked = new Map<string, CheckedTool[]>();
+  const checkedTriggers = new Map<string, CheckedTrigger[]>();
   for (const file of specFiles(specDir)) {
     try {
       const loaded = loadSpecFile(file);
@@ -73,6 +75,7 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
       const contradicted = await checkExamples(loaded, tools);
       if (contradicted.length) throw new AggregateSpecError(contradicted);
       checked.set(loaded.spec.name, tools);
+      checkedTriggers.set(loaded.spec.name, checkTriggers(loaded, exportedHooks(loaded.spec.name)));
       connectors.push(loaded.spec);
     } catch (e) {
       if (e instanceof AggregateSpecError) errors.push(...e.errors.map((x) => x.message));
@@ -88,7 +91,10 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   const project = new Project({ useInMemoryFileSystem: true, skipAddingFilesFromTsConfig: true });
   for (const c of connectors) {
     files.set(`${OUT}/validators/${c.name}.ts`, emitValidators(c));
-    files.set(`${OUT}/connectors/${c.name}.ts`, emitConnector(project, c, checked.get(c.name)!).getFullText());
+    files.set(
+      `${OUT}/connectors/${c.name}.ts`,
+      emitConnector(project, c, checked.get(c.name)!, checkedTriggers.get(c.name)).getFullText(),
+    );
     files.set(`${OUT}/docs/${c.name}.md`, emitConnectorDoc(c));
     const icon = connectorIcon(c.name);
     if (icon) files.set(`${OUT}/docs/icons/${c.name}.svg`, `${icon}\n`);

@@ -22,7 +22,7 @@ export interface ToolSchema {
   messages: Record<string, string>;
 }
 
-function paramSchema(p: ParamSpec, path: string, messages: Record<string, string>): Record<string, unknown> {
+export function paramSchema(p: ParamSpec, path: string, messages: Record<string, string>): Record<string, unknown> {
   const s: Record<string, unknown> = { type: p.type };
   if (p.description) s.description = p.description;
   if (p.enum) s.enum = p.enum;

@@ -79,6 +79,22 @@ export interface Config {
   caches: CacheLimits;
   /** Rows per batch of the background work proportional to the population (a connection delete, a sweep). */
   batchSize: number;
+  /** The trigger engine (docs/triggers.md). */
+  triggers: TriggerSettings;
+}
+
+/** How polling triggers are scheduled (docs/triggers.md, "Settings"). */
+export interface TriggerSettings {
+  /** No instance is polled more often than this (TRIGGER_MIN_INTERVAL_SECONDS, at least 1). */
+  minIntervalSeconds: number;
+  /** Polls in flight at once in this process. */
+  concurrency: number;
+  /** Polls in flight at once per connector (provider) in this process. */
+  perConnectorConcurrency: number;
+  /** Whether this process polls at all (TRIGGER_POLLER=0: it serves the API only). */
+  poller: boolean;
+  /** How long a poll holds its instance: a process that dies mid-poll leaves it to others after this long. */
+  leaseSeconds: number;
 }
 
 /** Entries each per-process cache keeps at most (docs/scale.md, "Caches"). */
@@ -127,6 +143,20 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Numbe
     throw new ConfigError(name, `must be a whole number from 0 to ${max}, got "${raw}"`);
   }
   return n;
+}
+
+function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
+  const minIntervalSeconds = int('TRIGGER_MIN_INTERVAL_SECONDS', 60, env, 86_400);
+  if (minIntervalSeconds < 1) throw new ConfigError('TRIGGER_MIN_INTERVAL_SECONDS', 'must be at least 1 (second)');
+  const concurrency = int('TRIGGER_CONCURRENCY', 32, env, 10_000);
+  if (concurrency < 1) throw new ConfigError('TRIGGER_CONCURRENCY', 'must be at least 1');
+  const perConnectorConcurrency = int('TRIGGER_PROVIDER_CONCURRENCY', 8, env, 10_000);
+  if (perConnectorConcurrency < 1) throw new ConfigError('TRIGGER_PROVIDER_CONCURRENCY', 'must be at least 1');
+  const poller = env.TRIGGER_POLLER ?? '1';
+  if (poller !== '0' && poller !== '1') throw new ConfigError('TRIGGER_POLLER', `must be 0 or 1, got "${poller}"`);
+  const leaseSeconds = int('TRIGGER_LEASE_SECONDS', 300, env, 86_400);
+  if (leaseSeconds < 1) throw new ConfigError('TRIGGER_LEASE_SECONDS', 'must be at least 1 (second)');
+  return { minIntervalSeconds, concurrency, perConnectorConcurrency, poller: poller === '1', leaseSeconds };
 }
 
 /** TOOL_ANSWER_BUDGET_TOKENS: 8,000 by default; from 500 (an answer must hold a few items) to 1,000,000. */
@@ -447,5 +477,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mcpSessions: int('MCP_SESSION_CACHE_SIZE', 1_000, env) || 1_000,
     },
     batchSize: int('BATCH_SIZE', 500, env, 5_000) || 500,
+    triggers: triggerSettings(env),
   };
 }

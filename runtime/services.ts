@@ -20,6 +20,8 @@ import { WebhookService } from './webhooks/service.ts';
 import { CacheSet, setProcessCacheLimits } from './caches.ts';
 import { ConnectionDeletions } from './jobs/connection-deletions.ts';
 import { sweepExpired } from './jobs/sweeps.ts';
+import { TriggerService } from './triggers/service.ts';
+import { TriggerPoller } from './triggers/poller.ts';
 
 export interface Services {
   config: Config;
@@ -42,6 +44,9 @@ export interface Services {
   caches: CacheSet;
   /** Connection deletes, run in the background (runtime/jobs/connection-deletions.ts). */
   deletions: ConnectionDeletions;
+  /** Trigger instances (docs/triggers.md) and the engine that polls them. */
+  triggers: TriggerService;
+  poller: TriggerPoller;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
   /**
@@ -128,6 +133,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   });
   deletions.start();
 
+  const triggers = new TriggerService(store, accounts, executor, config);
+  const poller = new TriggerPoller(store, accounts, executor, config, log, () => webhooks.worker.poke());
+  triggers.onDue = () => poller.poke();
+  if (config.triggers.poller) poller.start();
+
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
   touchTimer.unref();
   const sweepTimer = setInterval(() => {
@@ -161,6 +171,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     webhooks,
     caches,
     deletions,
+    triggers,
+    poller,
     firstCredential,
     firstAdminPassword,
     keyCreated,
@@ -170,6 +182,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       clearInterval(sweepTimer);
       clearInterval(verificationTimer);
       await deletions.stop();
+      await poller.stop();
       await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});

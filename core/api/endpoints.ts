@@ -152,6 +152,8 @@ const authorizationRequired: ResponseSpec = {
 };
 const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
 const webhookNotFound = error('No webhook with that id');
+const triggerParam = pathParams({ id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } });
+const triggerNotFound = error('No trigger instance with that id');
 
 /**
  * Scalekit's AgentKit REST shape (`/api/v1/…`): bodies and answers are the snake_case JSON mapping of the
@@ -1054,6 +1056,112 @@ export const endpoints = boundRequestInputs({
     responses: {
       '200': ok('Queued', object({ delivery: S.webhookDelivery })),
       '404': error('No such webhook, or no such delivery for it'),
+      ...bearer,
+    },
+  },
+  listTriggerTypes: {
+    method: 'GET',
+    path: '/v1/trigger-types',
+    summary: 'The triggers connectors declare: kind, config schema and event item schema',
+    auth: 'bearer',
+    noun: 'query',
+    query: { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } },
+    responses: {
+      '200': ok('Trigger types', object({ triggers: { type: 'array', items: S.triggerType } })),
+      '400': error('A bad query'),
+      ...bearer,
+    },
+  },
+  createTrigger: {
+    method: 'POST',
+    path: '/v1/triggers',
+    summary: 'Watch a connected account for a trigger’s events; they go to webhooks subscribed to `trigger.<name>`',
+    description:
+      'A polling instance starts where the provider is now: nothing that existed before it is sent. The account must be ACTIVE.',
+    auth: 'bearer',
+    noun: 'trigger',
+    body: { schema: S.triggerCreate, required: true },
+    responses: {
+      '201': ok('Created', S.triggerInstance),
+      ...bodyErrors,
+      '404': error('No such trigger, connection or connected account'),
+      '409': error('The account is not ACTIVE'),
+      '502': error('The provider could not be read to start the instance'),
+      ...bearer,
+    },
+  },
+  listTriggers: {
+    method: 'GET',
+    path: '/v1/triggers',
+    summary: 'Trigger instances, oldest first, by trigger, connection, identifier or status',
+    auth: 'bearer',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        trigger: { type: 'string', maxLength: 128 },
+        connection_name: { type: 'string', maxLength: 128 },
+        identifier: { type: 'string', maxLength: 255 },
+        status: {
+          enum: [...S.TRIGGER_STATUS_VALUES],
+          'x-message': `must be one of: ${S.TRIGGER_STATUS_VALUES.join(', ')}`,
+        },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: 50,
+          'x-message': 'must be an integer from 1 to 100',
+        },
+        cursor: { type: 'string', maxLength: 512, description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of instances',
+        object({
+          triggers: { type: 'array', items: S.triggerInstance },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad filter, limit or cursor'),
+      '404': error('No connection of that name'),
+      ...bearer,
+    },
+  },
+  getTrigger: {
+    method: 'GET',
+    path: '/v1/triggers/{id}',
+    summary: 'One trigger instance: status, last event, last poll, last error',
+    auth: 'bearer',
+    params: triggerParam,
+    responses: { '200': ok('Instance', S.triggerInstance), '404': triggerNotFound, ...bearer },
+  },
+  pauseTrigger: {
+    method: 'POST',
+    path: '/v1/triggers/{id}/pause',
+    summary: 'Stop polling; the cursor stays, so a resume sends what happened meanwhile',
+    auth: 'bearer',
+    params: triggerParam,
+    responses: { '200': ok('Paused', S.triggerInstance), '404': triggerNotFound, ...bearer },
+  },
+  resumeTrigger: {
+    method: 'POST',
+    path: '/v1/triggers/{id}/resume',
+    summary: 'Poll again, at once, from where the instance was',
+    auth: 'bearer',
+    params: triggerParam,
+    responses: { '200': ok('Resumed', S.triggerInstance), '404': triggerNotFound, ...bearer },
+  },
+  deleteTrigger: {
+    method: 'DELETE',
+    path: '/v1/triggers/{id}',
+    summary: 'Delete a trigger instance (instances also go with their account or connection)',
+    auth: 'bearer',
+    params: triggerParam,
+    responses: {
+      '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
+      '404': triggerNotFound,
       ...bearer,
     },
   },

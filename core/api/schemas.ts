@@ -838,12 +838,26 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   JsonRpcResponse: jsonRpcResponse,
 };
 
+/** Trigger events: `trigger.<trigger name>`, `trigger.failing`, `trigger.recovered` (docs/triggers.md). */
+export const TRIGGER_EVENT_PATTERN = '^trigger\\.[a-z][a-z0-9_]*$';
+
+/** An event type: an account lifecycle event, or a trigger's. */
+const webhookEventType: JsonSchema = {
+  type: 'string',
+  maxLength: 128,
+  anyOf: [{ enum: [...WEBHOOK_EVENT_TYPES] }, { pattern: TRIGGER_EVENT_PATTERN }],
+};
+
 const webhookEvents: JsonSchema = {
   type: 'array',
   minItems: 1,
+  maxItems: 256,
   uniqueItems: true,
-  items: { enum: [...WEBHOOK_EVENT_TYPES], 'x-message': `must be one of: ${WEBHOOK_EVENT_TYPES.join(', ')}` },
-  description: 'The account lifecycle events to receive',
+  items: {
+    ...webhookEventType,
+    'x-message': `must be one of: ${WEBHOOK_EVENT_TYPES.join(', ')}, or trigger.<trigger name>, trigger.failing, trigger.recovered`,
+  },
+  description: 'The events to receive: account lifecycle events, and trigger events (`trigger.<trigger name>`)',
 };
 
 const webhookUrl: JsonSchema = {
@@ -874,7 +888,7 @@ export const webhook: JsonSchema = {
   properties: {
     id: str,
     url: str,
-    events: { type: 'array', items: { enum: [...WEBHOOK_EVENT_TYPES] } },
+    events: { type: 'array', items: webhookEventType },
     created_at: dateTime,
     updated_at: dateTime,
   },
@@ -914,7 +928,7 @@ export const webhookDelivery: JsonSchema = {
     id: str,
     webhook_id: str,
     event_id: { ...str, description: 'The `webhook-id` header: the same on every attempt and redelivery' },
-    event_type: { enum: [...WEBHOOK_EVENT_TYPES] },
+    event_type: webhookEventType,
     event: { type: 'object', description: 'The body sent: `{type, timestamp, data}`' },
     status: { enum: ['pending', 'succeeded', 'failed'] },
     attempts: { type: 'integer' },
@@ -924,5 +938,94 @@ export const webhookDelivery: JsonSchema = {
     latency_ms: { type: ['integer', 'null'], description: 'How long the last attempt took' },
     created_at: dateTime,
     delivered_at: nullableDateTime,
+  },
+};
+
+/** Trigger instances (docs/triggers.md). */
+export const TRIGGER_STATUS_VALUES = ['active', 'paused', 'failing', 'needs_reauth'] as const;
+
+export const triggerCreate: JsonSchema = {
+  type: 'object',
+  required: ['trigger', 'connection_name', 'identifier'],
+  additionalProperties: false,
+  properties: {
+    trigger: { type: 'string', maxLength: 128, description: 'The trigger’s name, e.g. `callintel_call_created`' },
+    connection_name: { type: 'string', maxLength: 128, description: 'The connection of the account to watch' },
+    identifier,
+    config: orNull({
+      type: 'object',
+      description: 'The trigger’s settings, as its `config_schema` declares (GET /v1/trigger-types)',
+    }),
+    interval_seconds: orNull({
+      type: 'integer',
+      minimum: 1,
+      maximum: 86_400,
+      description: 'How often to poll (polling triggers); never below TRIGGER_MIN_INTERVAL_SECONDS',
+    }),
+  },
+};
+
+export const triggerInstance: JsonSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'trigger',
+    'connector',
+    'kind',
+    'connection_name',
+    'identifier',
+    'connected_account_id',
+    'config',
+    'status',
+    'interval_seconds',
+    'events_sent',
+    'last_event_at',
+    'last_poll_at',
+    'next_poll_at',
+    'last_error',
+    'last_error_at',
+    'created_at',
+    'updated_at',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    trigger: str,
+    connector: str,
+    kind: { enum: ['polling', 'push'] },
+    connection_name: nullableStr,
+    identifier: nullableStr,
+    connected_account_id: str,
+    config: { type: 'object' },
+    status: {
+      enum: [...TRIGGER_STATUS_VALUES],
+      description:
+        'active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)',
+    },
+    interval_seconds: { type: 'integer' },
+    events_sent: { type: 'integer' },
+    last_event_at: nullableDateTime,
+    last_poll_at: nullableDateTime,
+    next_poll_at: nullableDateTime,
+    last_error: nullableStr,
+    last_error_at: nullableDateTime,
+    created_at: dateTime,
+    updated_at: dateTime,
+  },
+};
+
+export const triggerType: JsonSchema = {
+  type: 'object',
+  required: ['name', 'connector', 'title', 'description', 'kind', 'event_type', 'config_schema', 'event_schema'],
+  additionalProperties: false,
+  properties: {
+    name: str,
+    connector: str,
+    title: str,
+    description: str,
+    kind: { enum: ['polling', 'push'] },
+    event_type: { ...str, description: 'The webhook event type its events have: `trigger.<name>`' },
+    config_schema: { type: 'object' },
+    event_schema: { type: 'object', description: 'JSON Schema of `data.item` in its events' },
   },
 };

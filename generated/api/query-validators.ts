@@ -1033,12 +1033,389 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
   validate13.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_query = validate14;
-const schema15 = {
+export const listTriggerTypes_query = validate14;
+const schema15 = { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } };
+function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connector !== undefined && func0.call(data, 'connector')) {
+      let data0 = data.connector;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/connector',
+              schemaPath: '#/properties/connector/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['connector'] = coerced0;
+          }
+        }
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err1 = {
+            instancePath: instancePath + '/connector',
+            schemaPath: '#/properties/connector/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err2 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err2];
+    } else {
+      vErrors.push(err2);
+    }
+    errors++;
+  }
+  validate14.errors = vErrors;
+  return errors === 0;
+}
+export const listTriggers_query = validate15;
+const schema16 = {
+  type: 'object',
+  properties: {
+    trigger: { type: 'string', maxLength: 128 },
+    connection_name: { type: 'string', maxLength: 128 },
+    identifier: { type: 'string', maxLength: 255 },
+    status: {
+      enum: ['active', 'paused', 'failing', 'needs_reauth'],
+      'x-message': 'must be one of: active, paused, failing, needs_reauth',
+    },
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 50, 'x-message': 'must be an integer from 1 to 100' },
+    cursor: { type: 'string', maxLength: 512, description: '`next_cursor` of the previous page' },
+  },
+};
+function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.limit === undefined) {
+      data.limit = 50;
+    }
+    if (data.trigger !== undefined && func0.call(data, 'trigger')) {
+      let data0 = data.trigger;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/trigger',
+              schemaPath: '#/properties/trigger/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['trigger'] = coerced0;
+          }
+        }
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 128) {
+          const err1 = {
+            instancePath: instancePath + '/trigger',
+            schemaPath: '#/properties/trigger/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 128 },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.connection_name !== undefined && func0.call(data, 'connection_name')) {
+      let data1 = data.connection_name;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/connection_name',
+              schemaPath: '#/properties/connection_name/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['connection_name'] = coerced1;
+          }
+        }
+      }
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 128) {
+          const err3 = {
+            instancePath: instancePath + '/connection_name',
+            schemaPath: '#/properties/connection_name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 128 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data2 = data.identifier;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/identifier',
+              schemaPath: '#/properties/identifier/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['identifier'] = coerced2;
+          }
+        }
+      }
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 255) {
+          const err5 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 255 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.status !== undefined && func0.call(data, 'status')) {
+      let data3 = data.status;
+      if (!(data3 === 'active' || data3 === 'paused' || data3 === 'failing' || data3 === 'needs_reauth')) {
+        const err6 = {
+          instancePath: instancePath + '/status',
+          schemaPath: '#/properties/status/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema16.properties.status.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    let data4 = data.limit;
+    if (!(typeof data4 == 'number' && !(data4 % 1) && !isNaN(data4) && isFinite(data4))) {
+      let dataType3 = typeof data4;
+      let coerced3 = undefined;
+      if (!(coerced3 !== undefined)) {
+        if (
+          dataType3 === 'boolean' ||
+          data4 === null ||
+          (dataType3 === 'string' && data4 && data4 == +data4 && !(data4 % 1))
+        ) {
+          coerced3 = +data4;
+        } else {
+          const err7 = {
+            instancePath: instancePath + '/limit',
+            schemaPath: '#/properties/limit/type',
+            keyword: 'type',
+            params: { type: 'integer' },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      }
+      if (coerced3 !== undefined) {
+        data4 = coerced3;
+        if (data !== undefined) {
+          data['limit'] = coerced3;
+        }
+      }
+    }
+    if (typeof data4 == 'number' && isFinite(data4)) {
+      if (data4 > 100 || isNaN(data4)) {
+        const err8 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/maximum',
+          keyword: 'maximum',
+          params: { comparison: '<=', limit: 100 },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+      if (data4 < 1 || isNaN(data4)) {
+        const err9 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/minimum',
+          keyword: 'minimum',
+          params: { comparison: '>=', limit: 1 },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.cursor !== undefined && func0.call(data, 'cursor')) {
+      let data5 = data.cursor;
+      if (typeof data5 !== 'string') {
+        let dataType4 = typeof data5;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (dataType4 == 'number' || dataType4 == 'boolean') {
+            coerced4 = '' + data5;
+          } else if (data5 === null) {
+            coerced4 = '';
+          } else {
+            const err10 = {
+              instancePath: instancePath + '/cursor',
+              schemaPath: '#/properties/cursor/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err10];
+            } else {
+              vErrors.push(err10);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data5 = coerced4;
+          if (data !== undefined) {
+            data['cursor'] = coerced4;
+          }
+        }
+      }
+      if (typeof data5 === 'string') {
+        if (func46(data5) > 512) {
+          const err11 = {
+            instancePath: instancePath + '/cursor',
+            schemaPath: '#/properties/cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 512 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate15.errors = vErrors;
+  return errors === 0;
+}
+export const oauthAuthorize_query = validate16;
+const schema17 = {
   type: 'object',
   properties: { link: { type: 'string', description: "The link's token", maxLength: 2048 } },
 };
-function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1100,11 +1477,11 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate14.errors = vErrors;
+  validate16.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_query = validate15;
-const schema16 = {
+export const oauthCallback_query = validate17;
+const schema18 = {
   type: 'object',
   properties: {
     code: { type: 'string', maxLength: 2048 },
@@ -1113,7 +1490,7 @@ const schema16 = {
     error_description: { type: 'string', maxLength: 2048 },
   },
 };
-function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1322,11 +1699,11 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate15.errors = vErrors;
+  validate17.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListConnectedAccounts_query = validate16;
-const schema17 = {
+export const scalekitListConnectedAccounts_query = validate18;
+const schema19 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -1337,7 +1714,7 @@ const schema17 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1660,11 +2037,11 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate16.errors = vErrors;
+  validate18.errors = vErrors;
   return errors === 0;
 }
-export const scalekitGetConnectedAccountAuth_query = validate17;
-const schema18 = {
+export const scalekitGetConnectedAccountAuth_query = validate19;
+const schema20 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -1672,7 +2049,7 @@ const schema18 = {
     id: { type: 'string', description: 'The connected account id', maxLength: 2048 },
   },
 };
-function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1832,11 +2209,11 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate17.errors = vErrors;
+  validate19.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListTools_query = validate18;
-const schema19 = {
+export const scalekitListTools_query = validate20;
+const schema21 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -1853,7 +2230,7 @@ const schema19 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2257,11 +2634,11 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate18.errors = vErrors;
+  validate20.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListAppConnections_query = validate19;
-const schema20 = {
+export const scalekitListAppConnections_query = validate21;
+const schema22 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -2270,7 +2647,7 @@ const schema20 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2495,6 +2872,6 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate19.errors = vErrors;
+  validate21.errors = vErrors;
   return errors === 0;
 }

@@ -1100,14 +1100,18 @@ export interface ListWebhooksResponse {
   webhooks: {
     id: string;
     url: string;
-    events: (
-      | 'connected_account.created'
-      | 'connected_account.active'
-      | 'connected_account.expired'
-      | 'connected_account.disconnected'
-      | 'connected_account.deleted'
-      | 'connected_account.verification_required'
-    )[];
+    events: ((
+      | (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+          | 'connected_account.verification_required'
+        )
+      | unknown
+    ) &
+      string)[];
     created_at: string;
     updated_at: string;
   }[];
@@ -1118,40 +1122,77 @@ export interface CreateWebhookBody {
    */
   url: string;
   /**
-   * The account lifecycle events to receive
+   * The events to receive: account lifecycle events, and trigger events (`trigger.<trigger name>`)
    *
    * @minItems 1
+   * @maxItems 256
    */
   events: [
     (
-      | 'connected_account.created'
-      | 'connected_account.active'
-      | 'connected_account.expired'
-      | 'connected_account.disconnected'
-      | 'connected_account.deleted'
-      | 'connected_account.verification_required'
-    ),
-    ...(
-      | 'connected_account.created'
-      | 'connected_account.active'
-      | 'connected_account.expired'
-      | 'connected_account.disconnected'
-      | 'connected_account.deleted'
-      | 'connected_account.verification_required'
-    )[],
+      | (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+          | 'connected_account.verification_required'
+        )
+      | unknown
+    ) &
+      string &
+      (
+        | (
+            | 'connected_account.created'
+            | 'connected_account.active'
+            | 'connected_account.expired'
+            | 'connected_account.disconnected'
+            | 'connected_account.deleted'
+            | 'connected_account.verification_required'
+          )
+        | unknown
+      ) &
+      string,
+    ...((
+      | (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+          | 'connected_account.verification_required'
+        )
+      | unknown
+    ) &
+      string &
+      (
+        | (
+            | 'connected_account.created'
+            | 'connected_account.active'
+            | 'connected_account.expired'
+            | 'connected_account.disconnected'
+            | 'connected_account.deleted'
+            | 'connected_account.verification_required'
+          )
+        | unknown
+      ) &
+      string)[],
   ];
 }
 export interface CreateWebhookResponse {
   id: string;
   url: string;
-  events: (
-    | 'connected_account.created'
-    | 'connected_account.active'
-    | 'connected_account.expired'
-    | 'connected_account.disconnected'
-    | 'connected_account.deleted'
-    | 'connected_account.verification_required'
-  )[];
+  events: ((
+    | (
+        | 'connected_account.created'
+        | 'connected_account.active'
+        | 'connected_account.expired'
+        | 'connected_account.disconnected'
+        | 'connected_account.deleted'
+        | 'connected_account.verification_required'
+      )
+    | unknown
+  ) &
+    string)[];
   created_at: string;
   updated_at: string;
   /**
@@ -1168,14 +1209,18 @@ export interface GetWebhookParams {
 export interface GetWebhookResponse {
   id: string;
   url: string;
-  events: (
-    | 'connected_account.created'
-    | 'connected_account.active'
-    | 'connected_account.expired'
-    | 'connected_account.disconnected'
-    | 'connected_account.deleted'
-    | 'connected_account.verification_required'
-  )[];
+  events: ((
+    | (
+        | 'connected_account.created'
+        | 'connected_account.active'
+        | 'connected_account.expired'
+        | 'connected_account.disconnected'
+        | 'connected_account.deleted'
+        | 'connected_account.verification_required'
+      )
+    | unknown
+  ) &
+    string)[];
   created_at: string;
   updated_at: string;
 }
@@ -1185,28 +1230,61 @@ export interface UpdateWebhookBody {
    */
   url?: string | null;
   /**
-   * The account lifecycle events to receive
+   * The events to receive: account lifecycle events, and trigger events (`trigger.<trigger name>`)
    *
    * @minItems 1
+   * @maxItems 256
    */
   events?:
     | [
         (
-          | 'connected_account.created'
-          | 'connected_account.active'
-          | 'connected_account.expired'
-          | 'connected_account.disconnected'
-          | 'connected_account.deleted'
-          | 'connected_account.verification_required'
-        ),
-        ...(
-          | 'connected_account.created'
-          | 'connected_account.active'
-          | 'connected_account.expired'
-          | 'connected_account.disconnected'
-          | 'connected_account.deleted'
-          | 'connected_account.verification_required'
-        )[],
+          | (
+              | 'connected_account.created'
+              | 'connected_account.active'
+              | 'connected_account.expired'
+              | 'connected_account.disconnected'
+              | 'connected_account.deleted'
+              | 'connected_account.verification_required'
+            )
+          | unknown
+        ) &
+          string &
+          (
+            | (
+                | 'connected_account.created'
+                | 'connected_account.active'
+                | 'connected_account.expired'
+                | 'connected_account.disconnected'
+                | 'connected_account.deleted'
+                | 'connected_account.verification_required'
+              )
+            | unknown
+          ) &
+          string,
+        ...((
+          | (
+              | 'connected_account.created'
+              | 'connected_account.active'
+              | 'connected_account.expired'
+              | 'connected_account.disconnected'
+              | 'connected_account.deleted'
+              | 'connected_account.verification_required'
+            )
+          | unknown
+        ) &
+          string &
+          (
+            | (
+                | 'connected_account.created'
+                | 'connected_account.active'
+                | 'connected_account.expired'
+                | 'connected_account.disconnected'
+                | 'connected_account.deleted'
+                | 'connected_account.verification_required'
+              )
+            | unknown
+          ) &
+          string)[],
       ]
     | null;
 }
@@ -1219,14 +1297,18 @@ export interface UpdateWebhookParams {
 export interface UpdateWebhookResponse {
   id: string;
   url: string;
-  events: (
-    | 'connected_account.created'
-    | 'connected_account.active'
-    | 'connected_account.expired'
-    | 'connected_account.disconnected'
-    | 'connected_account.deleted'
-    | 'connected_account.verification_required'
-  )[];
+  events: ((
+    | (
+        | 'connected_account.created'
+        | 'connected_account.active'
+        | 'connected_account.expired'
+        | 'connected_account.disconnected'
+        | 'connected_account.deleted'
+        | 'connected_account.verification_required'
+      )
+    | unknown
+  ) &
+    string)[];
   created_at: string;
   updated_at: string;
 }
@@ -1249,14 +1331,18 @@ export interface RotateWebhookSecretParams {
 export interface RotateWebhookSecretResponse {
   id: string;
   url: string;
-  events: (
-    | 'connected_account.created'
-    | 'connected_account.active'
-    | 'connected_account.expired'
-    | 'connected_account.disconnected'
-    | 'connected_account.deleted'
-    | 'connected_account.verification_required'
-  )[];
+  events: ((
+    | (
+        | 'connected_account.created'
+        | 'connected_account.active'
+        | 'connected_account.expired'
+        | 'connected_account.disconnected'
+        | 'connected_account.deleted'
+        | 'connected_account.verification_required'
+      )
+    | unknown
+  ) &
+    string)[];
   created_at: string;
   updated_at: string;
   /**
@@ -1286,13 +1372,18 @@ export interface ListWebhookDeliveriesResponse {
      * The `webhook-id` header: the same on every attempt and redelivery
      */
     event_id: string;
-    event_type:
-      | 'connected_account.created'
-      | 'connected_account.active'
-      | 'connected_account.expired'
-      | 'connected_account.disconnected'
-      | 'connected_account.deleted'
-      | 'connected_account.verification_required';
+    event_type: (
+      | (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+          | 'connected_account.verification_required'
+        )
+      | unknown
+    ) &
+      string;
     /**
      * The body sent: `{type, timestamp, data}`
      */
@@ -1334,13 +1425,18 @@ export interface RedeliverWebhookResponse {
      * The `webhook-id` header: the same on every attempt and redelivery
      */
     event_id: string;
-    event_type:
-      | 'connected_account.created'
-      | 'connected_account.active'
-      | 'connected_account.expired'
-      | 'connected_account.disconnected'
-      | 'connected_account.deleted'
-      | 'connected_account.verification_required';
+    event_type: (
+      | (
+          | 'connected_account.created'
+          | 'connected_account.active'
+          | 'connected_account.expired'
+          | 'connected_account.disconnected'
+          | 'connected_account.deleted'
+          | 'connected_account.verification_required'
+        )
+      | unknown
+    ) &
+      string;
     /**
      * The body sent: `{type, timestamp, data}`
      */
@@ -1362,6 +1458,227 @@ export interface RedeliverWebhookResponse {
     created_at: string;
     delivered_at: string | null;
   };
+}
+export interface ListTriggerTypesQuery {
+  connector?: string;
+  [k: string]: unknown | undefined;
+}
+export interface ListTriggerTypesResponse {
+  triggers: {
+    name: string;
+    connector: string;
+    title: string;
+    description: string;
+    kind: 'polling' | 'push';
+    /**
+     * The webhook event type its events have: `trigger.<name>`
+     */
+    event_type: string;
+    config_schema: {
+      [k: string]: unknown | undefined;
+    };
+    /**
+     * JSON Schema of `data.item` in its events
+     */
+    event_schema: {
+      [k: string]: unknown | undefined;
+    };
+  }[];
+}
+export interface CreateTriggerBody {
+  /**
+   * The trigger’s name, e.g. `callintel_call_created`
+   */
+  trigger: string;
+  /**
+   * The connection of the account to watch
+   */
+  connection_name: string;
+  /**
+   * The end user's identifier in the client application (any text, 1-255 characters)
+   */
+  identifier: string;
+  /**
+   * The trigger’s settings, as its `config_schema` declares (GET /v1/trigger-types)
+   */
+  config?: {
+    [k: string]: unknown | undefined;
+  } | null;
+  /**
+   * How often to poll (polling triggers); never below TRIGGER_MIN_INTERVAL_SECONDS
+   */
+  interval_seconds?: number | null;
+}
+export interface CreateTriggerResponse {
+  id: string;
+  trigger: string;
+  connector: string;
+  kind: 'polling' | 'push';
+  connection_name: string | null;
+  identifier: string | null;
+  connected_account_id: string;
+  config: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)
+   */
+  status: 'active' | 'paused' | 'failing' | 'needs_reauth';
+  interval_seconds: number;
+  events_sent: number;
+  last_event_at: string | null;
+  last_poll_at: string | null;
+  next_poll_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface ListTriggersQuery {
+  trigger?: string;
+  connection_name?: string;
+  identifier?: string;
+  status?: 'active' | 'paused' | 'failing' | 'needs_reauth';
+  limit?: number;
+  /**
+   * `next_cursor` of the previous page
+   */
+  cursor?: string;
+  [k: string]: unknown | undefined;
+}
+export interface ListTriggersResponse {
+  triggers: {
+    id: string;
+    trigger: string;
+    connector: string;
+    kind: 'polling' | 'push';
+    connection_name: string | null;
+    identifier: string | null;
+    connected_account_id: string;
+    config: {
+      [k: string]: unknown | undefined;
+    };
+    /**
+     * active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)
+     */
+    status: 'active' | 'paused' | 'failing' | 'needs_reauth';
+    interval_seconds: number;
+    events_sent: number;
+    last_event_at: string | null;
+    last_poll_at: string | null;
+    next_poll_at: string | null;
+    last_error: string | null;
+    last_error_at: string | null;
+    created_at: string;
+    updated_at: string;
+  }[];
+  /**
+   * null on the last page
+   */
+  next_cursor: string | null;
+}
+export interface GetTriggerParams {
+  /**
+   * The trigger instance's id
+   */
+  id: string;
+}
+export interface GetTriggerResponse {
+  id: string;
+  trigger: string;
+  connector: string;
+  kind: 'polling' | 'push';
+  connection_name: string | null;
+  identifier: string | null;
+  connected_account_id: string;
+  config: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)
+   */
+  status: 'active' | 'paused' | 'failing' | 'needs_reauth';
+  interval_seconds: number;
+  events_sent: number;
+  last_event_at: string | null;
+  last_poll_at: string | null;
+  next_poll_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface PauseTriggerParams {
+  /**
+   * The trigger instance's id
+   */
+  id: string;
+}
+export interface PauseTriggerResponse {
+  id: string;
+  trigger: string;
+  connector: string;
+  kind: 'polling' | 'push';
+  connection_name: string | null;
+  identifier: string | null;
+  connected_account_id: string;
+  config: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)
+   */
+  status: 'active' | 'paused' | 'failing' | 'needs_reauth';
+  interval_seconds: number;
+  events_sent: number;
+  last_event_at: string | null;
+  last_poll_at: string | null;
+  next_poll_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface ResumeTriggerParams {
+  /**
+   * The trigger instance's id
+   */
+  id: string;
+}
+export interface ResumeTriggerResponse {
+  id: string;
+  trigger: string;
+  connector: string;
+  kind: 'polling' | 'push';
+  connection_name: string | null;
+  identifier: string | null;
+  connected_account_id: string;
+  config: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * active; paused; failing (3 failed polls in a row); needs_reauth (the account needs new credentials)
+   */
+  status: 'active' | 'paused' | 'failing' | 'needs_reauth';
+  interval_seconds: number;
+  events_sent: number;
+  last_event_at: string | null;
+  last_poll_at: string | null;
+  next_poll_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface DeleteTriggerParams {
+  /**
+   * The trigger instance's id
+   */
+  id: string;
+}
+export interface DeleteTriggerResponse {
+  deleted: true;
+  id: string;
 }
 export interface ProxyParams {
   /**
@@ -1755,6 +2072,13 @@ export interface Operations {
     response: ListWebhookDeliveriesResponse;
   };
   redeliverWebhook: { body: never; query: never; params: RedeliverWebhookParams; response: RedeliverWebhookResponse };
+  listTriggerTypes: { body: never; query: ListTriggerTypesQuery; params: never; response: ListTriggerTypesResponse };
+  createTrigger: { body: CreateTriggerBody; query: never; params: never; response: CreateTriggerResponse };
+  listTriggers: { body: never; query: ListTriggersQuery; params: never; response: ListTriggersResponse };
+  getTrigger: { body: never; query: never; params: GetTriggerParams; response: GetTriggerResponse };
+  pauseTrigger: { body: never; query: never; params: PauseTriggerParams; response: PauseTriggerResponse };
+  resumeTrigger: { body: never; query: never; params: ResumeTriggerParams; response: ResumeTriggerResponse };
+  deleteTrigger: { body: never; query: never; params: DeleteTriggerParams; response: DeleteTriggerResponse };
   proxy: { body: never; query: never; params: ProxyParams; response: never };
   oauthAuthorize: { body: never; query: OauthAuthorizeQuery; params: OauthAuthorizeParams; response: never };
   oauthClientMetadata: {

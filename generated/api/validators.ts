@@ -2,7 +2,6 @@
 // @ts-nocheck -- precompiled ajv validators
 /* eslint-disable */
 import func46_module from 'ajv/dist/runtime/ucs2length.js';
-import func32_module from 'ajv/dist/runtime/equal.js';
 export const issueToken_body = validate10;
 const schema11 = {
   type: 'object',
@@ -5194,24 +5193,32 @@ const schema45 = {
     events: {
       type: 'array',
       minItems: 1,
+      maxItems: 256,
       uniqueItems: true,
       items: {
-        enum: [
-          'connected_account.created',
-          'connected_account.active',
-          'connected_account.expired',
-          'connected_account.disconnected',
-          'connected_account.deleted',
-          'connected_account.verification_required',
+        type: 'string',
+        maxLength: 128,
+        anyOf: [
+          {
+            enum: [
+              'connected_account.created',
+              'connected_account.active',
+              'connected_account.expired',
+              'connected_account.disconnected',
+              'connected_account.deleted',
+              'connected_account.verification_required',
+            ],
+          },
+          { pattern: '^trigger\\.[a-z][a-z0-9_]*$' },
         ],
         'x-message':
-          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required',
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required, or trigger.<trigger name>, trigger.failing, trigger.recovered',
       },
-      description: 'The account lifecycle events to receive',
+      description: 'The events to receive: account lifecycle events, and trigger events (`trigger.<trigger name>`)',
     },
   },
 };
-const func32 = func32_module.default ?? func32_module;
+const pattern8 = new RegExp('^trigger\\.[a-z][a-z0-9_]*$', 'u');
 function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
@@ -5304,12 +5311,12 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     if (data.events !== undefined && func0.call(data, 'events')) {
       let data1 = data.events;
       if (Array.isArray(data1)) {
-        if (data1.length < 1) {
+        if (data1.length > 256) {
           const err6 = {
             instancePath: instancePath + '/events',
-            schemaPath: '#/properties/events/minItems',
-            keyword: 'minItems',
-            params: { limit: 1 },
+            schemaPath: '#/properties/events/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 256 },
           };
           if (vErrors === null) {
             vErrors = [err6];
@@ -5318,9 +5325,26 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
           }
           errors++;
         }
+        if (data1.length < 1) {
+          const err7 = {
+            instancePath: instancePath + '/events',
+            schemaPath: '#/properties/events/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
         const len0 = data1.length;
         for (let i0 = 0; i0 < len0; i0++) {
           let data2 = data1[i0];
+          const _errs8 = errors;
+          let valid3 = false;
+          const _errs9 = errors;
           if (!(
             data2 === 'connected_account.created' ||
             data2 === 'connected_account.active' ||
@@ -5329,16 +5353,91 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
             data2 === 'connected_account.deleted' ||
             data2 === 'connected_account.verification_required'
           )) {
-            const err7 = {
+            const err8 = {
               instancePath: instancePath + '/events/' + i0,
-              schemaPath: '#/properties/events/items/enum',
+              schemaPath: '#/properties/events/items/anyOf/0/enum',
               keyword: 'enum',
-              params: { allowedValues: schema45.properties.events.items.enum },
+              params: { allowedValues: schema45.properties.events.items.anyOf[0].enum },
             };
             if (vErrors === null) {
-              vErrors = [err7];
+              vErrors = [err8];
             } else {
-              vErrors.push(err7);
+              vErrors.push(err8);
+            }
+            errors++;
+          }
+          var _valid0 = _errs9 === errors;
+          valid3 = valid3 || _valid0;
+          if (!valid3) {
+            const _errs10 = errors;
+            if (typeof data2 === 'string') {
+              if (!pattern8.test(data2)) {
+                const err9 = {
+                  instancePath: instancePath + '/events/' + i0,
+                  schemaPath: '#/properties/events/items/anyOf/1/pattern',
+                  keyword: 'pattern',
+                  params: { pattern: '^trigger\\.[a-z][a-z0-9_]*$' },
+                };
+                if (vErrors === null) {
+                  vErrors = [err9];
+                } else {
+                  vErrors.push(err9);
+                }
+                errors++;
+              }
+            }
+            var _valid0 = _errs10 === errors;
+            valid3 = valid3 || _valid0;
+          }
+          if (!valid3) {
+            const err10 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/anyOf',
+              keyword: 'anyOf',
+              params: {},
+            };
+            if (vErrors === null) {
+              vErrors = [err10];
+            } else {
+              vErrors.push(err10);
+            }
+            errors++;
+          } else {
+            errors = _errs8;
+            if (vErrors !== null) {
+              if (_errs8) {
+                vErrors.length = _errs8;
+              } else {
+                vErrors = null;
+              }
+            }
+          }
+          if (typeof data2 === 'string') {
+            if (func46(data2) > 128) {
+              const err11 = {
+                instancePath: instancePath + '/events/' + i0,
+                schemaPath: '#/properties/events/items/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 128 },
+              };
+              if (vErrors === null) {
+                vErrors = [err11];
+              } else {
+                vErrors.push(err11);
+              }
+              errors++;
+            }
+          } else {
+            const err12 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err12];
+            } else {
+              vErrors.push(err12);
             }
             errors++;
           }
@@ -5346,47 +5445,52 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
         let i1 = data1.length;
         let j0;
         if (i1 > 1) {
-          outer0: for (; i1--;) {
-            for (j0 = i1; j0--;) {
-              if (func32(data1[i1], data1[j0])) {
-                const err8 = {
-                  instancePath: instancePath + '/events',
-                  schemaPath: '#/properties/events/uniqueItems',
-                  keyword: 'uniqueItems',
-                  params: { i: i1, j: j0 },
-                };
-                if (vErrors === null) {
-                  vErrors = [err8];
-                } else {
-                  vErrors.push(err8);
-                }
-                errors++;
-                break outer0;
-              }
+          const indices0 = {};
+          for (; i1--;) {
+            let item0 = data1[i1];
+            if (typeof item0 !== 'string') {
+              continue;
             }
+            if (typeof indices0[item0] == 'number') {
+              j0 = indices0[item0];
+              const err13 = {
+                instancePath: instancePath + '/events',
+                schemaPath: '#/properties/events/uniqueItems',
+                keyword: 'uniqueItems',
+                params: { i: i1, j: j0 },
+              };
+              if (vErrors === null) {
+                vErrors = [err13];
+              } else {
+                vErrors.push(err13);
+              }
+              errors++;
+              break;
+            }
+            indices0[item0] = i1;
           }
         }
       } else {
-        const err9 = {
+        const err14 = {
           instancePath: instancePath + '/events',
           schemaPath: '#/properties/events/type',
           keyword: 'type',
           params: { type: 'array' },
         };
         if (vErrors === null) {
-          vErrors = [err9];
+          vErrors = [err14];
         } else {
-          vErrors.push(err9);
+          vErrors.push(err14);
         }
         errors++;
       }
     }
   } else {
-    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err10];
+      vErrors = [err15];
     } else {
-      vErrors.push(err10);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -5488,20 +5592,28 @@ const schema47 = {
     events: {
       type: ['array', 'null'],
       minItems: 1,
+      maxItems: 256,
       uniqueItems: true,
       items: {
-        enum: [
-          'connected_account.created',
-          'connected_account.active',
-          'connected_account.expired',
-          'connected_account.disconnected',
-          'connected_account.deleted',
-          'connected_account.verification_required',
+        type: 'string',
+        maxLength: 128,
+        anyOf: [
+          {
+            enum: [
+              'connected_account.created',
+              'connected_account.active',
+              'connected_account.expired',
+              'connected_account.disconnected',
+              'connected_account.deleted',
+              'connected_account.verification_required',
+            ],
+          },
+          { pattern: '^trigger\\.[a-z][a-z0-9_]*$' },
         ],
         'x-message':
-          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required',
+          'must be one of: connected_account.created, connected_account.active, connected_account.expired, connected_account.disconnected, connected_account.deleted, connected_account.verification_required, or trigger.<trigger name>, trigger.failing, trigger.recovered',
       },
-      description: 'The account lifecycle events to receive',
+      description: 'The events to receive: account lifecycle events, and trigger events (`trigger.<trigger name>`)',
     },
   },
 };
@@ -5589,12 +5701,12 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
       if (Array.isArray(data1)) {
-        if (data1.length < 1) {
+        if (data1.length > 256) {
           const err5 = {
             instancePath: instancePath + '/events',
-            schemaPath: '#/properties/events/minItems',
-            keyword: 'minItems',
-            params: { limit: 1 },
+            schemaPath: '#/properties/events/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 256 },
           };
           if (vErrors === null) {
             vErrors = [err5];
@@ -5603,9 +5715,26 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
           }
           errors++;
         }
+        if (data1.length < 1) {
+          const err6 = {
+            instancePath: instancePath + '/events',
+            schemaPath: '#/properties/events/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
         const len0 = data1.length;
         for (let i0 = 0; i0 < len0; i0++) {
           let data2 = data1[i0];
+          const _errs8 = errors;
+          let valid3 = false;
+          const _errs9 = errors;
           if (!(
             data2 === 'connected_account.created' ||
             data2 === 'connected_account.active' ||
@@ -5614,16 +5743,91 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
             data2 === 'connected_account.deleted' ||
             data2 === 'connected_account.verification_required'
           )) {
-            const err6 = {
+            const err7 = {
               instancePath: instancePath + '/events/' + i0,
-              schemaPath: '#/properties/events/items/enum',
+              schemaPath: '#/properties/events/items/anyOf/0/enum',
               keyword: 'enum',
-              params: { allowedValues: schema47.properties.events.items.enum },
+              params: { allowedValues: schema47.properties.events.items.anyOf[0].enum },
             };
             if (vErrors === null) {
-              vErrors = [err6];
+              vErrors = [err7];
             } else {
-              vErrors.push(err6);
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+          var _valid0 = _errs9 === errors;
+          valid3 = valid3 || _valid0;
+          if (!valid3) {
+            const _errs10 = errors;
+            if (typeof data2 === 'string') {
+              if (!pattern8.test(data2)) {
+                const err8 = {
+                  instancePath: instancePath + '/events/' + i0,
+                  schemaPath: '#/properties/events/items/anyOf/1/pattern',
+                  keyword: 'pattern',
+                  params: { pattern: '^trigger\\.[a-z][a-z0-9_]*$' },
+                };
+                if (vErrors === null) {
+                  vErrors = [err8];
+                } else {
+                  vErrors.push(err8);
+                }
+                errors++;
+              }
+            }
+            var _valid0 = _errs10 === errors;
+            valid3 = valid3 || _valid0;
+          }
+          if (!valid3) {
+            const err9 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/anyOf',
+              keyword: 'anyOf',
+              params: {},
+            };
+            if (vErrors === null) {
+              vErrors = [err9];
+            } else {
+              vErrors.push(err9);
+            }
+            errors++;
+          } else {
+            errors = _errs8;
+            if (vErrors !== null) {
+              if (_errs8) {
+                vErrors.length = _errs8;
+              } else {
+                vErrors = null;
+              }
+            }
+          }
+          if (typeof data2 === 'string') {
+            if (func46(data2) > 128) {
+              const err10 = {
+                instancePath: instancePath + '/events/' + i0,
+                schemaPath: '#/properties/events/items/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 128 },
+              };
+              if (vErrors === null) {
+                vErrors = [err10];
+              } else {
+                vErrors.push(err10);
+              }
+              errors++;
+            }
+          } else {
+            const err11 = {
+              instancePath: instancePath + '/events/' + i0,
+              schemaPath: '#/properties/events/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err11];
+            } else {
+              vErrors.push(err11);
             }
             errors++;
           }
@@ -5631,34 +5835,39 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
         let i1 = data1.length;
         let j0;
         if (i1 > 1) {
-          outer0: for (; i1--;) {
-            for (j0 = i1; j0--;) {
-              if (func32(data1[i1], data1[j0])) {
-                const err7 = {
-                  instancePath: instancePath + '/events',
-                  schemaPath: '#/properties/events/uniqueItems',
-                  keyword: 'uniqueItems',
-                  params: { i: i1, j: j0 },
-                };
-                if (vErrors === null) {
-                  vErrors = [err7];
-                } else {
-                  vErrors.push(err7);
-                }
-                errors++;
-                break outer0;
-              }
+          const indices0 = {};
+          for (; i1--;) {
+            let item0 = data1[i1];
+            if (typeof item0 !== 'string') {
+              continue;
             }
+            if (typeof indices0[item0] == 'number') {
+              j0 = indices0[item0];
+              const err12 = {
+                instancePath: instancePath + '/events',
+                schemaPath: '#/properties/events/uniqueItems',
+                keyword: 'uniqueItems',
+                params: { i: i1, j: j0 },
+              };
+              if (vErrors === null) {
+                vErrors = [err12];
+              } else {
+                vErrors.push(err12);
+              }
+              errors++;
+              break;
+            }
+            indices0[item0] = i1;
           }
         }
       }
     }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err13];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err13);
     }
     errors++;
   }
@@ -6114,8 +6323,624 @@ function validate51(data, { instancePath = '', parentData, parentDataProperty, r
   validate51.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate52;
+export const createTrigger_body = validate52;
 const schema53 = {
+  type: 'object',
+  required: ['trigger', 'connection_name', 'identifier'],
+  additionalProperties: false,
+  properties: {
+    trigger: { type: 'string', maxLength: 128, description: 'The trigger’s name, e.g. `callintel_call_created`' },
+    connection_name: { type: 'string', maxLength: 128, description: 'The connection of the account to watch' },
+    identifier: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$',
+      description: "The end user's identifier in the client application (any text, 1-255 characters)",
+      'x-message': 'must be 1-255 characters of well-formed text without control characters',
+    },
+    config: {
+      type: ['object', 'null'],
+      description: 'The trigger’s settings, as its `config_schema` declares (GET /v1/trigger-types)',
+    },
+    interval_seconds: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      maximum: 86400,
+      description: 'How often to poll (polling triggers); never below TRIGGER_MIN_INTERVAL_SECONDS',
+    },
+  },
+};
+function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.trigger === undefined || !func0.call(data, 'trigger')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'trigger' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.connection_name === undefined || !func0.call(data, 'connection_name')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_name' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.identifier === undefined || !func0.call(data, 'identifier')) {
+      const err2 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'identifier' },
+      };
+      if (vErrors === null) {
+        vErrors = [err2];
+      } else {
+        vErrors.push(err2);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(
+        key0 === 'trigger' ||
+        key0 === 'connection_name' ||
+        key0 === 'identifier' ||
+        key0 === 'config' ||
+        key0 === 'interval_seconds'
+      )) {
+        const err3 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.trigger !== undefined && func0.call(data, 'trigger')) {
+      let data0 = data.trigger;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 128) {
+          const err4 = {
+            instancePath: instancePath + '/trigger',
+            schemaPath: '#/properties/trigger/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 128 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/trigger',
+          schemaPath: '#/properties/trigger/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_name !== undefined && func0.call(data, 'connection_name')) {
+      let data1 = data.connection_name;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 128) {
+          const err6 = {
+            instancePath: instancePath + '/connection_name',
+            schemaPath: '#/properties/connection_name/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 128 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+      } else {
+        const err7 = {
+          instancePath: instancePath + '/connection_name',
+          schemaPath: '#/properties/connection_name/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.identifier !== undefined && func0.call(data, 'identifier')) {
+      let data2 = data.identifier;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 255) {
+          const err8 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 255 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+        if (func46(data2) < 1) {
+          const err9 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/minLength',
+            keyword: 'minLength',
+            params: { limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+        if (!pattern1.test(data2)) {
+          const err10 = {
+            instancePath: instancePath + '/identifier',
+            schemaPath: '#/properties/identifier/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]+$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+      } else {
+        const err11 = {
+          instancePath: instancePath + '/identifier',
+          schemaPath: '#/properties/identifier/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.config !== undefined && func0.call(data, 'config')) {
+      let data3 = data.config;
+      if (!(data3 && typeof data3 == 'object' && !Array.isArray(data3)) && data3 !== null) {
+        const err12 = {
+          instancePath: instancePath + '/config',
+          schemaPath: '#/properties/config/type',
+          keyword: 'type',
+          params: { type: schema53.properties.config.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
+    if (data.interval_seconds !== undefined && func0.call(data, 'interval_seconds')) {
+      let data4 = data.interval_seconds;
+      if (!(typeof data4 == 'number' && !(data4 % 1) && !isNaN(data4) && isFinite(data4)) && data4 !== null) {
+        const err13 = {
+          instancePath: instancePath + '/interval_seconds',
+          schemaPath: '#/properties/interval_seconds/type',
+          keyword: 'type',
+          params: { type: schema53.properties.interval_seconds.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+      if (typeof data4 == 'number' && isFinite(data4)) {
+        if (data4 > 86400 || isNaN(data4)) {
+          const err14 = {
+            instancePath: instancePath + '/interval_seconds',
+            schemaPath: '#/properties/interval_seconds/maximum',
+            keyword: 'maximum',
+            params: { comparison: '<=', limit: 86400 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+        if (data4 < 1 || isNaN(data4)) {
+          const err15 = {
+            instancePath: instancePath + '/interval_seconds',
+            schemaPath: '#/properties/interval_seconds/minimum',
+            keyword: 'minimum',
+            params: { comparison: '>=', limit: 1 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err16];
+    } else {
+      vErrors.push(err16);
+    }
+    errors++;
+  }
+  validate52.errors = vErrors;
+  return errors === 0;
+}
+export const getTrigger_params = validate53;
+const schema54 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
+};
+function validate53(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate53.errors = vErrors;
+  return errors === 0;
+}
+export const pauseTrigger_params = validate54;
+const schema55 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
+};
+function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate54.errors = vErrors;
+  return errors === 0;
+}
+export const resumeTrigger_params = validate55;
+const schema56 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
+};
+function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate55.errors = vErrors;
+  return errors === 0;
+}
+export const deleteTrigger_params = validate56;
+const schema57 = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
+};
+function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined || !func0.call(data, 'id')) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.id !== undefined && func0.call(data, 'id')) {
+      let data0 = data.id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err2 = {
+            instancePath: instancePath + '/id',
+            schemaPath: '#/properties/id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate56.errors = vErrors;
+  return errors === 0;
+}
+export const proxy_params = validate57;
+const schema58 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -6127,7 +6952,7 @@ const schema53 = {
     },
   },
 };
-function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6197,17 +7022,17 @@ function validate52(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate52.errors = vErrors;
+  validate57.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_params = validate53;
-const schema54 = {
+export const oauthAuthorize_params = validate58;
+const schema59 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
-function validate53(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6282,17 +7107,17 @@ function validate53(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate53.errors = vErrors;
+  validate58.errors = vErrors;
   return errors === 0;
 }
-export const oauthClientMetadata_params = validate54;
-const schema55 = {
+export const oauthClientMetadata_params = validate59;
+const schema60 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', description: "The connection's id", maxLength: 1024 } },
 };
-function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6367,11 +7192,11 @@ function validate54(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate54.errors = vErrors;
+  validate59.errors = vErrors;
   return errors === 0;
 }
-export const connectSubmit_body = validate55;
-const schema56 = {
+export const connectSubmit_body = validate60;
+const schema61 = {
   type: 'object',
   required: ['link', 'csrf'],
   properties: {
@@ -6384,7 +7209,7 @@ const schema56 = {
     description: '`c_<field>`: a credential field of the connector',
   },
 };
-function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6513,284 +7338,183 @@ function validate55(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate55.errors = vErrors;
-  return errors === 0;
-}
-export const connectSubmit_params = validate56;
-const schema57 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string', maxLength: 1024 } },
-};
-function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      let data0 = data.connection_id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/connection_id',
-            schemaPath: '#/properties/connection_id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
-  validate56.errors = vErrors;
-  return errors === 0;
-}
-export const oauthCallback_params = validate57;
-const schema58 = {
-  type: 'object',
-  required: ['connection_id'],
-  additionalProperties: false,
-  properties: { connection_id: { type: 'string', maxLength: 1024 } },
-};
-function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (data && typeof data == 'object' && !Array.isArray(data)) {
-    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
-      const err0 = {
-        instancePath,
-        schemaPath: '#/required',
-        keyword: 'required',
-        params: { missingProperty: 'connection_id' },
-      };
-      if (vErrors === null) {
-        vErrors = [err0];
-      } else {
-        vErrors.push(err0);
-      }
-      errors++;
-    }
-    for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_id')) {
-        const err1 = {
-          instancePath,
-          schemaPath: '#/additionalProperties',
-          keyword: 'additionalProperties',
-          params: { additionalProperty: key0 },
-        };
-        if (vErrors === null) {
-          vErrors = [err1];
-        } else {
-          vErrors.push(err1);
-        }
-        errors++;
-      }
-    }
-    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
-      let data0 = data.connection_id;
-      if (typeof data0 === 'string') {
-        if (func46(data0) > 1024) {
-          const err2 = {
-            instancePath: instancePath + '/connection_id',
-            schemaPath: '#/properties/connection_id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
-          };
-          if (vErrors === null) {
-            vErrors = [err2];
-          } else {
-            vErrors.push(err2);
-          }
-          errors++;
-        }
-      } else {
-        const err3 = {
-          instancePath: instancePath + '/connection_id',
-          schemaPath: '#/properties/connection_id/type',
-          keyword: 'type',
-          params: { type: 'string' },
-        };
-        if (vErrors === null) {
-          vErrors = [err3];
-        } else {
-          vErrors.push(err3);
-        }
-        errors++;
-      }
-    }
-  } else {
-    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err4];
-    } else {
-      vErrors.push(err4);
-    }
-    errors++;
-  }
-  validate57.errors = vErrors;
-  return errors === 0;
-}
-export const scalekitCreateConnectedAccount_body = validate58;
-const schema59 = {
-  type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
-};
-function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err0];
-    } else {
-      vErrors.push(err0);
-    }
-    errors++;
-  }
-  validate58.errors = vErrors;
-  return errors === 0;
-}
-export const scalekitUpdateConnectedAccount_body = validate59;
-const schema60 = {
-  type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
-};
-function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err0];
-    } else {
-      vErrors.push(err0);
-    }
-    errors++;
-  }
-  validate59.errors = vErrors;
-  return errors === 0;
-}
-export const scalekitDeleteConnectedAccount_body = validate60;
-const schema61 = {
-  type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
-};
-function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
-  let vErrors = null;
-  let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
-    if (vErrors === null) {
-      vErrors = [err0];
-    } else {
-      vErrors.push(err0);
-    }
-    errors++;
-  }
   validate60.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate61;
+export const connectSubmit_params = validate61;
 const schema62 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
 function validate61(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      let data0 = data.connection_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/connection_id',
+            schemaPath: '#/properties/connection_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate61.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate62;
+export const oauthCallback_params = validate62;
 const schema63 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  required: ['connection_id'],
+  additionalProperties: false,
+  properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
 function validate62(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.connection_id === undefined || !func0.call(data, 'connection_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'connection_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'connection_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.connection_id !== undefined && func0.call(data, 'connection_id')) {
+      let data0 = data.connection_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/connection_id',
+            schemaPath: '#/properties/connection_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/connection_id',
+          schemaPath: '#/properties/connection_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate62.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate63;
+export const scalekitCreateConnectedAccount_body = validate63;
 const schema64 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate63(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -6805,5 +7529,106 @@ function validate63(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate63.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitUpdateConnectedAccount_body = validate64;
+const schema65 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+};
+function validate64(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate64.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitDeleteConnectedAccount_body = validate65;
+const schema66 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+};
+function validate65(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate65.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitMagicLink_body = validate66;
+const schema67 = {
+  type: 'object',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+};
+function validate66(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate66.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitVerifyConnectedAccountUser_body = validate67;
+const schema68 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+};
+function validate67(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate67.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate68;
+const schema69 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate68(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate68.errors = vErrors;
   return errors === 0;
 }

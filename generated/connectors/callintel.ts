@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -240,6 +241,7 @@ export const connector: ConnectorDefinition = {
     'callintel_stats_interaction',
     'callintel_stats_user_actions',
   ],
+  triggerNames: ['callintel_call_created'],
 };
 
 function build_callintel_call_outcomes_list(
@@ -5005,4 +5007,64 @@ export const tools: readonly ToolDefinition[] = [
       },
     ],
   } satisfies ToolDefinition<I.CallintelStatsUserActionsInput>,
+];
+
+function trigger_build_callintel_call_created(input: Record<string, any>, ctx: BuildContext): UpstreamRequest[] {
+  const out: UpstreamRequest[] = [];
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/v2/calls`, [
+      ['fromDateTime', input['since']],
+      ['workspaceId', input['workspace_id']],
+      ['cursor', input['cursor']],
+    ]),
+    headers: {},
+  });
+  return out;
+}
+
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'callintel_call_created',
+    connector: 'callintel',
+    title: 'New call',
+    description:
+      'A call was recorded and processed: it appears in the call list. Gong lists a call once it is processed, which may be after later calls; the poll looks back a day so that no late call is missed, and sends each call once.',
+    kind: 'polling',
+    configSchema: {
+      $id: 'callintel_call_created__config',
+      title: 'callintel_call_created config',
+      type: 'object',
+      properties: {
+        workspace_id: { type: 'string', description: 'Only calls of this workspace.', pattern: '^[0-9]{1,20}$' },
+      },
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'string', description: 'Gong call id (up to 20 digits).' },
+        url: { type: 'string' },
+        title: { type: 'string' },
+        started: { type: 'string', description: 'Start of the call (ISO 8601).' },
+        duration: { type: 'integer', description: 'Seconds.' },
+        primaryUserId: { type: 'string' },
+        direction: { type: 'string' },
+        workspaceId: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_callintel_call_created__config,
+    validateEvent: V.trigger_callintel_call_created__event,
+    poll: {
+      build: trigger_build_callintel_call_created,
+      items: ['calls'],
+      id: [['id']],
+      time: ['started'],
+      lookbackSeconds: 86400,
+      nextPage: ['records', 'cursor'],
+      intervalSeconds: 60,
+      maxPages: 10,
+    },
+  } satisfies TriggerDefinition,
 ];

@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -109,6 +110,7 @@ export const connector: ConnectorDefinition = {
     'crm_deal_update',
     'crm_deals_search',
   ],
+  triggerNames: [],
 };
 
 function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: BuildContext): UpstreamRequest[] {
@@ -1728,3 +1730,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.CrmDealsSearchInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -97,6 +98,7 @@ export const connector: ConnectorDefinition = {
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Document editing"><rect width="24" height="24" rx="5" fill="#3b7bd8"/><path d="M7 4.5h7l3.5 3.5v11.5H7z" fill="#fff"/><path d="M9.5 11h5.5M9.5 13.5h5.5M9.5 16h3.5" stroke="#3b7bd8" stroke-width="1.3" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['docs_create_document', 'docs_list_documents', 'docs_read_document', 'docs_update_document'],
+  triggerNames: [],
 };
 
 function build_docs_create_document(input: I.DocsCreateDocumentInput, ctx: BuildContext): UpstreamRequest[] {
@@ -693,3 +695,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.DocsUpdateDocumentInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -91,6 +92,7 @@ export const connector: ConnectorDefinition = {
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="File storage"><rect width="24" height="24" rx="5" fill="#1a73e8"/><path d="M4.5 8.5V17a1 1 0 0 0 1 1h13a1 1 0 0 0 1-1V9.5a1 1 0 0 0-1-1H12l-1.8-2.2H5.5a1 1 0 0 0-1 1z" fill="#fff"/></svg>',
   exampleFields: {},
   toolNames: ['drive_get_file_metadata', 'drive_search_content', 'drive_search_files'],
+  triggerNames: ['drive_file_changed'],
 };
 
 function build_drive_get_file_metadata(input: I.DriveGetFileMetadataInput, ctx: BuildContext): UpstreamRequest[] {
@@ -707,4 +709,91 @@ export const tools: readonly ToolDefinition[] = [
       },
     ],
   } satisfies ToolDefinition<I.DriveSearchFilesInput>,
+];
+
+function trigger_build_drive_file_changed(input: Record<string, any>, ctx: BuildContext): UpstreamRequest[] {
+  const out: UpstreamRequest[] = [];
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/drive/v3/changes`, [
+      ['pageToken', input['cursor']],
+      ['includeRemoved', input['include_removed']],
+      ['supportsAllDrives', 'true'],
+      ['includeItemsFromAllDrives', 'true'],
+      ['pageSize', 100],
+      [
+        'fields',
+        'nextPageToken,newStartPageToken,changes(changeType,time,removed,fileId,file(id,name,mimeType,modifiedTime,trashed,webViewLink))',
+      ],
+    ]),
+    headers: {},
+  });
+  return out;
+}
+
+function trigger_start_drive_file_changed(input: Record<string, any>, ctx: BuildContext): UpstreamRequest[] {
+  const out: UpstreamRequest[] = [];
+  out.push({
+    method: 'GET',
+    url: H.url(ctx.base(), `/drive/v3/changes/startPageToken`, [['supportsAllDrives', 'true']]),
+    headers: {},
+  });
+  return out;
+}
+
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'drive_file_changed',
+    connector: 'drive',
+    title: 'File changed',
+    description:
+      "A file the user can see was created, changed, trashed or removed, as the changes feed reports it. The feed's start page token is taken when the instance is created, so nothing before it is sent; each change (file and time) is sent once.",
+    kind: 'polling',
+    configSchema: {
+      $id: 'drive_file_changed__config',
+      title: 'drive_file_changed config',
+      type: 'object',
+      properties: {
+        include_removed: {
+          type: 'boolean',
+          description: 'Also report files removed (no longer visible to the user).',
+          default: false,
+        },
+      },
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['fileId', 'time'],
+      properties: {
+        changeType: { type: 'string' },
+        time: { type: 'string', description: 'When the change happened (RFC 3339).' },
+        removed: { type: 'boolean' },
+        fileId: { type: 'string' },
+        file: {
+          type: 'object',
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            mimeType: { type: 'string' },
+            modifiedTime: { type: 'string' },
+            trashed: { type: 'boolean' },
+            webViewLink: { type: 'string' },
+          },
+        },
+      },
+    },
+    validateConfig: V.trigger_drive_file_changed__config,
+    validateEvent: V.trigger_drive_file_changed__event,
+    poll: {
+      build: trigger_build_drive_file_changed,
+      start: { build: trigger_start_drive_file_changed, cursor: ['startPageToken'] },
+      items: ['changes'],
+      id: [['fileId'], ['time']],
+      nextPage: ['nextPageToken'],
+      nextCursor: ['newStartPageToken'],
+      intervalSeconds: 60,
+      maxPages: 10,
+    },
+  } satisfies TriggerDefinition,
 ];

@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -105,6 +106,7 @@ export const connector: ConnectorDefinition = {
     'helpdesk_users_list',
     'helpdesk_views_list',
   ],
+  triggerNames: [],
 };
 
 function build_helpdesk_groups_list(input: I.HelpdeskGroupsListInput, ctx: BuildContext): UpstreamRequest[] {
@@ -2569,3 +2571,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.HelpdeskViewsListInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

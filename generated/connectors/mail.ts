@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -172,6 +173,7 @@ export const connector: ConnectorDefinition = {
     'mail_todo_tasks_list',
     'mail_todo_tasks_update',
   ],
+  triggerNames: [],
 };
 
 function build_mail_create_calendar_event(input: I.MailCreateCalendarEventInput, ctx: BuildContext): UpstreamRequest[] {
@@ -5177,3 +5179,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.MailTodoTasksUpdateInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

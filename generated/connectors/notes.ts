@@ -6,10 +6,12 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/notes.ts';
+import { meetingItems } from '../../specs/hooks/notes.ts';
 export const connector: ConnectorDefinition = {
   name: 'notes',
   title: 'Meeting notes',
@@ -52,6 +54,7 @@ export const connector: ConnectorDefinition = {
   icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" role="img" aria-label="Meeting notes"><rect width="24" height="24" rx="5" fill="#2f7d6d"/><path d="M7 5h10v14H7z" fill="#fff"/><path d="M9.5 9h5M9.5 11.5h5M9.5 14h3" stroke="#2f7d6d" stroke-width="1.3" stroke-linecap="round"/><path d="M9 4v2.5M12 4v2.5M15 4v2.5" stroke="#fff" stroke-width="1.4" stroke-linecap="round"/></svg>',
   exampleFields: {},
   toolNames: ['notes_get_meeting_transcript', 'notes_get_meetings', 'notes_list_meetings', 'notes_query_meetings'],
+  triggerNames: ['notes_note_created'],
 };
 
 function build_notes_get_meeting_transcript(
@@ -594,4 +597,57 @@ export const tools: readonly ToolDefinition[] = [
       },
     ],
   } satisfies ToolDefinition<I.NotesQueryMeetingsInput>,
+];
+
+function trigger_build_notes_note_created(input: Record<string, any>, ctx: BuildContext): UpstreamRequest[] {
+  const out: UpstreamRequest[] = [];
+  {
+    const args = H.obj({ time_range: 'this_week' }, [])!;
+    out.push({
+      method: 'POST',
+      url: ctx.base(),
+      headers: {},
+      mcp: { tool: 'list_meetings', arguments: args },
+      body: { jsonrpc: '2.0', method: 'tools/call', params: { name: 'list_meetings', arguments: args } },
+    });
+  }
+
+  return out;
+}
+
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'notes_note_created',
+    connector: 'notes',
+    title: 'New meeting notes',
+    description:
+      "Notes of a meeting appeared in the user's meeting list. The server lists meetings as text; the hook `meetingItems` reads each `<meeting id title date>` element. Meetings listed when the instance is created are not sent; each meeting is sent once.",
+    kind: 'polling',
+    configSchema: {
+      $id: 'notes_note_created__config',
+      title: 'notes_note_created config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'string', description: "The meeting's id (a UUID)." },
+        title: { type: 'string' },
+        date: { type: 'string', description: 'When the meeting took place, as the server gives it.' },
+        participants: { type: 'array', items: { type: 'string' } },
+      },
+    },
+    validateConfig: V.trigger_notes_note_created__config,
+    validateEvent: V.trigger_notes_note_created__event,
+    poll: {
+      build: trigger_build_notes_note_created,
+      itemsHook: meetingItems,
+      id: [['id']],
+      intervalSeconds: 300,
+      maxPages: 10,
+    },
+  } satisfies TriggerDefinition,
 ];

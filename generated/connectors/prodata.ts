@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -88,6 +89,7 @@ export const connector: ConnectorDefinition = {
     'prodata_search_posts',
     'prodata_search_services',
   ],
+  triggerNames: [],
 };
 
 function build_prodata_bulk_scrape_profiles(
@@ -4605,3 +4607,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.ProdataSearchServicesInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

@@ -6,6 +6,7 @@ import type {
   ConnectorDefinition,
   FieldError,
   ToolDefinition,
+  TriggerDefinition,
   UpstreamRequest,
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
@@ -89,6 +90,7 @@ export const connector: ConnectorDefinition = {
     'scraper_search_actors',
     'scraper_search_platform_docs',
   ],
+  triggerNames: [],
 };
 
 function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildContext): UpstreamRequest[] {
@@ -1495,3 +1497,4 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.ScraperSearchPlatformDocsInput>,
 ];
+export const triggers: readonly TriggerDefinition[] = [];

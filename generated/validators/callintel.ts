@@ -7474,3 +7474,247 @@ function validate40(data, { instancePath = '', parentData, parentDataProperty, r
   validate40.errors = vErrors;
   return errors === 0;
 }
+export const trigger_callintel_call_created__config = validate41;
+const schema42 = {
+  $id: 'callintel_call_created__config',
+  title: 'callintel_call_created config',
+  type: 'object',
+  properties: {
+    workspace_id: { type: 'string', description: 'Only calls of this workspace.', pattern: '^[0-9]{1,20}$' },
+  },
+  additionalProperties: false,
+};
+function validate41(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="callintel_call_created__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      if (!(key0 === 'workspace_id')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (data.workspace_id !== undefined) {
+      let data0 = data.workspace_id;
+      if (typeof data0 === 'string') {
+        if (!pattern3.test(data0)) {
+          const err1 = {
+            instancePath: instancePath + '/workspace_id',
+            schemaPath: '#/properties/workspace_id/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[0-9]{1,20}$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      } else {
+        const err2 = {
+          instancePath: instancePath + '/workspace_id',
+          schemaPath: '#/properties/workspace_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err3];
+    } else {
+      vErrors.push(err3);
+    }
+    errors++;
+  }
+  validate41.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_callintel_call_created__event = validate42;
+const schema43 = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: { type: 'string', description: 'Gong call id (up to 20 digits).' },
+    url: { type: 'string' },
+    title: { type: 'string' },
+    started: { type: 'string', description: 'Start of the call (ISO 8601).' },
+    duration: { type: 'integer', description: 'Seconds.' },
+    primaryUserId: { type: 'string' },
+    direction: { type: 'string' },
+    workspaceId: { type: 'string' },
+  },
+  $id: 'callintel_call_created__event',
+};
+function validate42(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="callintel_call_created__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.url !== undefined) {
+      if (typeof data.url !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/url',
+          schemaPath: '#/properties/url/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.title !== undefined) {
+      if (typeof data.title !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/title',
+          schemaPath: '#/properties/title/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.started !== undefined) {
+      if (typeof data.started !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/started',
+          schemaPath: '#/properties/started/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.duration !== undefined) {
+      let data4 = data.duration;
+      if (!(typeof data4 == 'number' && !(data4 % 1) && !isNaN(data4) && isFinite(data4))) {
+        const err5 = {
+          instancePath: instancePath + '/duration',
+          schemaPath: '#/properties/duration/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.primaryUserId !== undefined) {
+      if (typeof data.primaryUserId !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/primaryUserId',
+          schemaPath: '#/properties/primaryUserId/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.direction !== undefined) {
+      if (typeof data.direction !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/direction',
+          schemaPath: '#/properties/direction/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.workspaceId !== undefined) {
+      if (typeof data.workspaceId !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/workspaceId',
+          schemaPath: '#/properties/workspaceId/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err9];
+    } else {
+      vErrors.push(err9);
+    }
+    errors++;
+  }
+  validate42.errors = vErrors;
+  return errors === 0;
+}

@@ -1123,3 +1123,306 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
   validate12.errors = vErrors;
   return errors === 0;
 }
+export const trigger_drive_file_changed__config = validate13;
+const schema14 = {
+  $id: 'drive_file_changed__config',
+  title: 'drive_file_changed config',
+  type: 'object',
+  properties: {
+    include_removed: {
+      type: 'boolean',
+      description: 'Also report files removed (no longer visible to the user).',
+      default: false,
+    },
+  },
+  additionalProperties: false,
+};
+function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="drive_file_changed__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.include_removed === undefined) {
+      data.include_removed = false;
+    }
+    for (const key0 in data) {
+      if (!(key0 === 'include_removed')) {
+        const err0 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err0];
+        } else {
+          vErrors.push(err0);
+        }
+        errors++;
+      }
+    }
+    if (typeof data.include_removed !== 'boolean') {
+      const err1 = {
+        instancePath: instancePath + '/include_removed',
+        schemaPath: '#/properties/include_removed/type',
+        keyword: 'type',
+        params: { type: 'boolean' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+  } else {
+    const err2 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err2];
+    } else {
+      vErrors.push(err2);
+    }
+    errors++;
+  }
+  validate13.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_drive_file_changed__event = validate14;
+const schema15 = {
+  type: 'object',
+  required: ['fileId', 'time'],
+  properties: {
+    changeType: { type: 'string' },
+    time: { type: 'string', description: 'When the change happened (RFC 3339).' },
+    removed: { type: 'boolean' },
+    fileId: { type: 'string' },
+    file: {
+      type: 'object',
+      properties: {
+        id: { type: 'string' },
+        name: { type: 'string' },
+        mimeType: { type: 'string' },
+        modifiedTime: { type: 'string' },
+        trashed: { type: 'boolean' },
+        webViewLink: { type: 'string' },
+      },
+    },
+  },
+  $id: 'drive_file_changed__event',
+};
+function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="drive_file_changed__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.fileId === undefined) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'fileId' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.time === undefined) {
+      const err1 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'time' } };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.changeType !== undefined) {
+      if (typeof data.changeType !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/changeType',
+          schemaPath: '#/properties/changeType/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.time !== undefined) {
+      if (typeof data.time !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/time',
+          schemaPath: '#/properties/time/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.removed !== undefined) {
+      if (typeof data.removed !== 'boolean') {
+        const err4 = {
+          instancePath: instancePath + '/removed',
+          schemaPath: '#/properties/removed/type',
+          keyword: 'type',
+          params: { type: 'boolean' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.fileId !== undefined) {
+      if (typeof data.fileId !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/fileId',
+          schemaPath: '#/properties/fileId/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.file !== undefined) {
+      let data4 = data.file;
+      if (data4 && typeof data4 == 'object' && !Array.isArray(data4)) {
+        if (data4.id !== undefined) {
+          if (typeof data4.id !== 'string') {
+            const err6 = {
+              instancePath: instancePath + '/file/id',
+              schemaPath: '#/properties/file/properties/id/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (data4.name !== undefined) {
+          if (typeof data4.name !== 'string') {
+            const err7 = {
+              instancePath: instancePath + '/file/name',
+              schemaPath: '#/properties/file/properties/name/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err7];
+            } else {
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+        }
+        if (data4.mimeType !== undefined) {
+          if (typeof data4.mimeType !== 'string') {
+            const err8 = {
+              instancePath: instancePath + '/file/mimeType',
+              schemaPath: '#/properties/file/properties/mimeType/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err8];
+            } else {
+              vErrors.push(err8);
+            }
+            errors++;
+          }
+        }
+        if (data4.modifiedTime !== undefined) {
+          if (typeof data4.modifiedTime !== 'string') {
+            const err9 = {
+              instancePath: instancePath + '/file/modifiedTime',
+              schemaPath: '#/properties/file/properties/modifiedTime/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err9];
+            } else {
+              vErrors.push(err9);
+            }
+            errors++;
+          }
+        }
+        if (data4.trashed !== undefined) {
+          if (typeof data4.trashed !== 'boolean') {
+            const err10 = {
+              instancePath: instancePath + '/file/trashed',
+              schemaPath: '#/properties/file/properties/trashed/type',
+              keyword: 'type',
+              params: { type: 'boolean' },
+            };
+            if (vErrors === null) {
+              vErrors = [err10];
+            } else {
+              vErrors.push(err10);
+            }
+            errors++;
+          }
+        }
+        if (data4.webViewLink !== undefined) {
+          if (typeof data4.webViewLink !== 'string') {
+            const err11 = {
+              instancePath: instancePath + '/file/webViewLink',
+              schemaPath: '#/properties/file/properties/webViewLink/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err11];
+            } else {
+              vErrors.push(err11);
+            }
+            errors++;
+          }
+        }
+      } else {
+        const err12 = {
+          instancePath: instancePath + '/file',
+          schemaPath: '#/properties/file/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err13];
+    } else {
+      vErrors.push(err13);
+    }
+    errors++;
+  }
+  validate14.errors = vErrors;
+  return errors === 0;
+}

@@ -1010,3 +1010,161 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
   validate13.errors = vErrors;
   return errors === 0;
 }
+export const trigger_notes_note_created__config = validate14;
+const schema15 = {
+  $id: 'notes_note_created__config',
+  title: 'notes_note_created config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="notes_note_created__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate14.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_notes_note_created__event = validate15;
+const schema16 = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: { type: 'string', description: "The meeting's id (a UUID)." },
+    title: { type: 'string' },
+    date: { type: 'string', description: 'When the meeting took place, as the server gives it.' },
+    participants: { type: 'array', items: { type: 'string' } },
+  },
+  $id: 'notes_note_created__event',
+};
+function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="notes_note_created__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.title !== undefined) {
+      if (typeof data.title !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/title',
+          schemaPath: '#/properties/title/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.date !== undefined) {
+      if (typeof data.date !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/date',
+          schemaPath: '#/properties/date/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.participants !== undefined) {
+      let data3 = data.participants;
+      if (Array.isArray(data3)) {
+        const len0 = data3.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          if (typeof data3[i0] !== 'string') {
+            const err4 = {
+              instancePath: instancePath + '/participants/' + i0,
+              schemaPath: '#/properties/participants/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/participants',
+          schemaPath: '#/properties/participants/type',
+          keyword: 'type',
+          params: { type: 'array' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err6];
+    } else {
+      vErrors.push(err6);
+    }
+    errors++;
+  }
+  validate15.errors = vErrors;
+  return errors === 0;
+}

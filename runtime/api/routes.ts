@@ -27,6 +27,7 @@ import { identifier as identifierSchema } from '../../core/api/schemas.ts';
 import { redirect, resultPage, sendHtml, sendJson } from './respond.ts';
 import { metricsText, metricsTokenMatches } from '../metrics.ts';
 import { deliveryView, webhookView } from '../webhooks/service.ts';
+import { triggers as triggerRegistry } from '../../generated/registry.ts';
 
 function toolView(t: ToolDefinition, connector: ConnectorDefinition) {
   return {
@@ -377,6 +378,39 @@ export function routeTable(s: Services): RouteTable {
     listWebhookDeliveries: async ({ params, query }) => {
       const page = await s.webhooks.deliveries(params.id, query.limit ?? 20, query.cursor);
       return { body: { deliveries: page.deliveries.map(deliveryView), next_cursor: page.nextCursor } };
+    },
+    listTriggerTypes: ({ query }) => ({
+      body: {
+        triggers: [...triggerRegistry.values()]
+          .filter((t) => query.connector === undefined || t.connector === query.connector)
+          .map((t) => ({
+            name: t.name,
+            connector: t.connector,
+            title: t.title,
+            description: t.description,
+            kind: t.kind,
+            event_type: `trigger.${t.name}`,
+            config_schema: t.configSchema,
+            event_schema: t.eventSchema,
+          })),
+      },
+    }),
+    createTrigger: async ({ body }) => ({ status: 201, body: await s.triggers.view(await s.triggers.create(body)) }),
+    listTriggers: async ({ query }) => {
+      const page = await s.triggers.list({ ...query, limit: query.limit ?? 50 });
+      return {
+        body: {
+          triggers: await Promise.all(page.instances.map((t) => s.triggers.view(t))),
+          next_cursor: page.nextCursor,
+        },
+      };
+    },
+    getTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.get(params.id)) }),
+    pauseTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.pause(params.id)) }),
+    resumeTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.resume(params.id)) }),
+    deleteTrigger: async ({ params }) => {
+      await s.triggers.delete(params.id);
+      return { body: { deleted: true as const, id: params.id } };
     },
     redeliverWebhook: async ({ params }) => ({
       body: { delivery: deliveryView(await s.webhooks.redeliver(params.id, params.delivery_id)) },

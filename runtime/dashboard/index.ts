@@ -17,6 +17,7 @@ import { connectionRoutes } from './connections.ts';
 import { credentialRoutes } from './credentials.ts';
 import { toolRoutes } from './tools.ts';
 import { activityRoutes } from './activity.ts';
+import { triggerRoutes } from './triggers.ts';
 import { mcpRoutes } from './mcp.ts';
 import { webhookRoutes } from './webhooks.ts';
 
@@ -179,6 +180,7 @@ export function dashboardRouter(s: Services): Router {
   credentialRoutes(r, ctx);
   toolRoutes(r, ctx);
   activityRoutes(r, ctx);
+  triggerRoutes(r, ctx);
   mcpRoutes(r, ctx);
   webhookRoutes(r, ctx);
 

@@ -16,6 +16,8 @@ import type {
   WebhookDelivery,
   WebhookDeliveryStatus,
   WebhookEndpoint,
+  TriggerInstance,
+  TriggerStatus,
 } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
@@ -195,6 +197,31 @@ export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
   deliveredAt: numOrNull(r.delivered_at),
 });
 
+export const toTriggerInstance = (r: Row): TriggerInstance => ({
+  id: str(r.id),
+  trigger: str(r.trigger_name),
+  connector: str(r.connector),
+  kind: str(r.kind) as TriggerInstance['kind'],
+  connectionId: str(r.connection_id),
+  accountId: str(r.account_id),
+  config: JSON.parse(str(r.config)) as Record<string, unknown>,
+  status: str(r.status) as TriggerStatus,
+  intervalMs: num(r.interval_ms),
+  state: JSON.parse(str(r.state)) as Record<string, unknown>,
+  secretSealed: strOrNull(r.secret_sealed),
+  nextRunAt: numOrNull(r.next_run_at),
+  leaseOwner: strOrNull(r.lease_owner),
+  leaseUntil: numOrNull(r.lease_until),
+  failures: num(r.failures),
+  eventsSent: num(r.events_sent),
+  lastEventAt: numOrNull(r.last_event_at),
+  lastPollAt: numOrNull(r.last_poll_at),
+  lastError: strOrNull(r.last_error),
+  lastErrorAt: numOrNull(r.last_error_at),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+});
+
 /** Columns that hold sealed values, for key rotation: [table, id column, sealed column]. */
 export const SEALED_COLUMNS: ReadonlyArray<readonly [SealedCell['table'], string, string]> = [
   ['connections', 'id', 'client_secret_sealed'],
@@ -204,6 +231,7 @@ export const SEALED_COLUMNS: ReadonlyArray<readonly [SealedCell['table'], string
   ['oauth_links', 'token_hash', 'token_sealed'],
   ['webhook_endpoints', 'id', 'secret_sealed'],
   ['account_verifications', 'request_hash', 'secrets_sealed'],
+  ['trigger_instances', 'id', 'secret_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

@@ -125,7 +125,31 @@ export interface Database {
     created_at: number;
     updated_at: number;
   };
-  webhook_outbox: { id: string; type: string; payload: string; created_at: number };
+  webhook_outbox: { id: string; type: string; payload: string; created_at: number; ordering_key?: string | null };
+  trigger_instances: {
+    id: string;
+    trigger_name: string;
+    connector: string;
+    kind: string;
+    connection_id: string;
+    account_id: string;
+    config: string;
+    status: string;
+    interval_ms: number;
+    state: string;
+    secret_sealed: string | null;
+    next_run_at: number | null;
+    lease_owner: string | null;
+    lease_until: number | null;
+    failures: number;
+    events_sent: number;
+    last_event_at: number | null;
+    last_poll_at: number | null;
+    last_error: string | null;
+    last_error_at: number | null;
+    created_at: number;
+    updated_at: number;
+  };
   webhook_deliveries: {
     id: string;
     endpoint_id: string;
@@ -141,6 +165,7 @@ export interface Database {
     created_at: number;
     updated_at: number;
     delivered_at: number | null;
+    ordering_key?: string | null;
   };
   dashboard_sessions: {
     id_hash: string;

@@ -19,6 +19,7 @@ import {
   toMcpServer,
   toMcpUrl,
   toState,
+  toTriggerInstance,
   toVerification,
   toWebhookDelivery,
   toWebhookEndpoint,
@@ -46,6 +47,9 @@ import type {
   Store,
   StoreTransaction,
   ThrottleState,
+  TriggerInstance,
+  TriggerInstancePatch,
+  TriggerInstanceQuery,
   WebhookAttemptResult,
   WebhookEndpoint,
   WebhookEvent,
@@ -167,6 +171,31 @@ const ACCOUNTS_PER_INSERT = 500;
 const EVENTS_PER_INSERT = 500;
 /** Webhook deliveries per INSERT statement: 14 values each. */
 const DELIVERIES_PER_INSERT = 1_000;
+
+const triggerRow = (t: TriggerInstance) => ({
+  id: t.id,
+  trigger_name: t.trigger,
+  connector: t.connector,
+  kind: t.kind,
+  connection_id: t.connectionId,
+  account_id: t.accountId,
+  config: JSON.stringify(t.config),
+  status: t.status,
+  interval_ms: t.intervalMs,
+  state: JSON.stringify(t.state),
+  secret_sealed: t.secretSealed,
+  next_run_at: t.nextRunAt,
+  lease_owner: t.leaseOwner,
+  lease_until: t.leaseUntil,
+  failures: t.failures,
+  events_sent: t.eventsSent,
+  last_event_at: t.lastEventAt,
+  last_poll_at: t.lastPollAt,
+  last_error: t.lastError,
+  last_error_at: t.lastErrorAt,
+  created_at: t.createdAt,
+  updated_at: t.updatedAt,
+});
 
 /** Sealed values live in these (table, column) pairs only; replaceSealed refuses any other. */
 const SEALED_ID_COLUMN = new Map<string, string>([
@@ -1182,20 +1211,23 @@ export class SqlStore implements Store {
     return r.numDeletedRows === 1n;
   }
   async addWebhookEvent(e: WebhookEvent) {
-    await this.db
-      .insertInto('webhook_outbox')
-      .values({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })
-      .execute();
+    await this.addWebhookEvents([e]);
   }
   async addWebhookEvents(events: readonly WebhookEvent[]) {
     for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
       await this.db
         .insertInto('webhook_outbox')
         .values(
-          events
-            .slice(i, i + EVENTS_PER_INSERT)
-            .map((e) => ({ id: e.id, type: e.type, payload: e.payload, created_at: e.createdAt })),
+          events.slice(i, i + EVENTS_PER_INSERT).map((e) => ({
+            id: e.id,
+            type: e.type,
+            payload: e.payload,
+            created_at: e.createdAt,
+            ordering_key: e.orderingKey ?? null,
+          })),
         )
+        // An event id is its webhook-id: a trigger's item written again (a poll repeated after a crash) is one event.
+        .onConflict((oc) => oc.column('id').doNothing())
         .execute();
     }
   }
@@ -1224,6 +1256,7 @@ export class SqlStore implements Store {
             created_at: Number(ev.created_at),
             updated_at: now,
             delivered_at: null,
+            ordering_key: ev.ordering_key ?? null,
           })),
       );
       // In statements of a bounded size: events × endpoints rows of 14 values could pass the databases' limits
@@ -1253,6 +1286,31 @@ export class SqlStore implements Store {
         .select('id')
         .where('status', '=', 'pending')
         .where('next_attempt_at', '<=', now)
+        // In order per ordering key (a trigger instance): none while an earlier one for the endpoint is pending.
+        .where((eb) =>
+          eb.or([
+            eb('ordering_key', 'is', null),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('webhook_deliveries as e')
+                  .select('e.id')
+                  .whereRef('e.endpoint_id', '=', 'webhook_deliveries.endpoint_id')
+                  .whereRef('e.ordering_key', '=', 'webhook_deliveries.ordering_key')
+                  .where('e.status', '=', 'pending')
+                  .where((eb2) =>
+                    eb2.or([
+                      eb2('e.created_at', '<', eb2.ref('webhook_deliveries.created_at')),
+                      eb2.and([
+                        eb2('e.created_at', '=', eb2.ref('webhook_deliveries.created_at')),
+                        eb2('e.event_id', '<', eb2.ref('webhook_deliveries.event_id')),
+                      ]),
+                    ]),
+                  ),
+              ),
+            ),
+          ]),
+        )
         .orderBy('next_attempt_at')
         .limit(limit);
       if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
@@ -1309,6 +1367,97 @@ export class SqlStore implements Store {
     return r ? toWebhookDelivery(r) : undefined;
   }
 
+  async createTriggerInstance(t: TriggerInstance) {
+    await this.db.insertInto('trigger_instances').values(triggerRow(t)).execute();
+  }
+  async getTriggerInstance(id: string) {
+    const r = await this.db.selectFrom('trigger_instances').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toTriggerInstance(r) : undefined;
+  }
+  async listTriggerInstances(q: TriggerInstanceQuery) {
+    const after = decodeCursor(q.after);
+    let query = this.db.selectFrom('trigger_instances').selectAll();
+    if (q.connectionId) query = query.where('connection_id', '=', q.connectionId);
+    if (q.accountId) query = query.where('account_id', '=', q.accountId);
+    if (q.trigger) query = query.where('trigger_name', '=', q.trigger);
+    if (q.status) query = query.where('status', '=', q.status);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('created_at', '>', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
+        ]),
+      );
+    }
+    return (await query.orderBy('created_at').orderBy('id').limit(q.limit).execute()).map(toTriggerInstance);
+  }
+  async updateTriggerInstance(id: string, patch: TriggerInstancePatch, at: number, leaseOwner?: string) {
+    let q = this.db
+      .updateTable('trigger_instances')
+      .set((eb) => ({
+        config: patch.config === undefined ? undefined : JSON.stringify(patch.config),
+        status: patch.status,
+        interval_ms: patch.intervalMs,
+        state: patch.state === undefined ? undefined : JSON.stringify(patch.state),
+        secret_sealed: patch.secretSealed,
+        next_run_at: patch.nextRunAt,
+        failures: patch.failures,
+        last_event_at: patch.lastEventAt,
+        last_poll_at: patch.lastPollAt,
+        last_error: patch.lastError,
+        last_error_at: patch.lastErrorAt,
+        ...(patch.eventsSentDelta ? { events_sent: eb('events_sent', '+', patch.eventsSentDelta) } : {}),
+        ...(leaseOwner === undefined ? {} : { lease_owner: null, lease_until: null }),
+        updated_at: at,
+      }))
+      .where('id', '=', id);
+    if (leaseOwner !== undefined) q = q.where('lease_owner', '=', leaseOwner);
+    const r = await q.returningAll().executeTakeFirst();
+    return r ? toTriggerInstance(r) : undefined;
+  }
+  async deleteTriggerInstance(id: string) {
+    const r = await this.db.deleteFrom('trigger_instances').where('id', '=', id).executeTakeFirst();
+    return r.numDeletedRows === 1n;
+  }
+  async claimDueTriggerInstances(
+    now: number,
+    owner: string,
+    until: number,
+    limit: number,
+    skip: readonly string[] = [],
+  ) {
+    return inTransaction(this.db, async (db) => {
+      let q = db
+        .selectFrom('trigger_instances')
+        .select('id')
+        .where('next_run_at', '<=', now)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .orderBy('next_run_at')
+        .limit(limit);
+      if (skip.length) q = q.where('connector', 'not in', skip);
+      if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
+      const ids = (await q.execute()).map((r) => r.id);
+      if (!ids.length) return [];
+      const rows = await db
+        .updateTable('trigger_instances')
+        .set({ lease_owner: owner, lease_until: until })
+        .where('id', 'in', ids)
+        .returningAll()
+        .execute();
+      return rows.map(toTriggerInstance).sort((a, b) => (a.nextRunAt ?? 0) - (b.nextRunAt ?? 0));
+    });
+  }
+  async nextTriggerDue() {
+    const r = await this.db
+      .selectFrom('trigger_instances')
+      .select('next_run_at')
+      .where('next_run_at', 'is not', null)
+      .orderBy('next_run_at')
+      .limit(1)
+      .executeTakeFirst();
+    return r ? Number(r.next_run_at) : null;
+  }
+
   async listSealed(after: SealedCell | undefined, limit: number): Promise<SealedCell[]> {
     const out: SealedCell[] = [];
     const sources = [
@@ -1344,6 +1493,7 @@ export class SqlStore implements Store {
       cell.table !== 'oauth_states' &&
       cell.table !== 'oauth_links' &&
       cell.table !== 'webhook_endpoints' &&
+      cell.table !== 'trigger_instances' &&
       cell.table !== 'account_verifications'
     ) {
       this.changed(cell.table, cell.id);

@@ -256,7 +256,69 @@ export interface WebhookEvent {
   /** The exact JSON body sent. */
   payload: string;
   createdAt: number;
+  /** Events with the same key reach each endpoint in order (a trigger instance's events). */
+  orderingKey?: string | null;
 }
+
+export type TriggerStatus = 'active' | 'paused' | 'failing' | 'needs_reauth';
+export const TRIGGER_STATUSES: readonly TriggerStatus[] = ['active', 'paused', 'failing', 'needs_reauth'];
+
+/** A trigger instance (docs/triggers.md): one trigger of one connected account, with its config and feed position. */
+export interface TriggerInstance {
+  id: string;
+  trigger: string;
+  connector: string;
+  kind: 'polling' | 'push';
+  connectionId: string;
+  accountId: string;
+  config: Record<string, unknown>;
+  status: TriggerStatus;
+  intervalMs: number;
+  /** Polling: cursor, since, ids seen; push: the registration with the provider. */
+  state: Record<string, unknown>;
+  /** Push: the per-instance secret (clientState, signing secret), sealed. */
+  secretSealed: string | null;
+  /** When it is next polled or renewed; null: never (paused, or push without renewal). */
+  nextRunAt: number | null;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  /** Failed polls in a row. */
+  failures: number;
+  eventsSent: number;
+  lastEventAt: number | null;
+  lastPollAt: number | null;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TriggerInstanceQuery {
+  connectionId?: string;
+  accountId?: string;
+  trigger?: string;
+  status?: TriggerStatus;
+  limit: number;
+  /** Opaque cursor of the last instance of the previous page. */
+  after?: string;
+}
+
+export type TriggerInstancePatch = Partial<
+  Pick<
+    TriggerInstance,
+    | 'config'
+    | 'status'
+    | 'intervalMs'
+    | 'state'
+    | 'secretSealed'
+    | 'nextRunAt'
+    | 'failures'
+    | 'lastEventAt'
+    | 'lastPollAt'
+    | 'lastError'
+    | 'lastErrorAt'
+  >
+> & { eventsSentDelta?: number };
 
 export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -295,7 +357,8 @@ export interface SealedCell {
     | 'oauth_links'
     | 'meta'
     | 'webhook_endpoints'
-    | 'account_verifications';
+    | 'account_verifications'
+    | 'trigger_instances';
   column: string;
   id: string;
   value: string;
@@ -545,6 +608,36 @@ export interface Store {
   ): Promise<WebhookDelivery[]>;
   /** Makes the delivery pending and due at `now` again (whatever its status); undefined when it does not exist. */
   redeliverWebhook(id: string, now: number): Promise<WebhookDelivery | undefined>;
+
+  createTriggerInstance(t: TriggerInstance): Promise<void>;
+  getTriggerInstance(id: string): Promise<TriggerInstance | undefined>;
+  /** Oldest first, keyset pages (`after` is the cursor of the last one of the previous page). */
+  listTriggerInstances(q: TriggerInstanceQuery): Promise<TriggerInstance[]>;
+  /**
+   * Applies the patch; with `leaseOwner`, only while that owner holds the instance's lease (and releases it).
+   * Undefined when absent or the lease was lost.
+   */
+  updateTriggerInstance(
+    id: string,
+    patch: TriggerInstancePatch,
+    at: number,
+    leaseOwner?: string,
+  ): Promise<TriggerInstance | undefined>;
+  deleteTriggerInstance(id: string): Promise<boolean>;
+  /**
+   * Leases up to `limit` instances due at `now` (next_run_at ≤ now, lease free or expired) to `owner` until
+   * `until`, soonest first; several processes claim together without taking the same one (SKIP LOCKED on
+   * PostgreSQL, the single writer on SQLite). `skip` names connectors not to claim now (at their limit).
+   */
+  claimDueTriggerInstances(
+    now: number,
+    owner: string,
+    until: number,
+    limit: number,
+    skip?: readonly string[],
+  ): Promise<TriggerInstance[]>;
+  /** When the soonest instance is due (null: none is). */
+  nextTriggerDue(): Promise<number | null>;
 
   /**
    * A page of sealed values, in a fixed order over every sealed column and the sealed meta keys: those after

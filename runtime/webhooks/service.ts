@@ -9,6 +9,20 @@ import type { Store, WebhookDelivery, WebhookEndpoint } from '../store/types.ts'
 import { checkWebhookUrl } from './targets.ts';
 import type { WebhookWorker } from './worker.ts';
 import type { WebhookEventType } from './events.ts';
+import { isTriggerEventType } from '../triggers/service.ts';
+
+/** Trigger event types must name a trigger this service has (the schema only checks their form). */
+function checkEventTypes(events: readonly string[]): void {
+  const unknown = events.filter((e) => e.startsWith('trigger.') && !isTriggerEventType(e));
+  if (unknown.length) {
+    throw new ServiceError(
+      400,
+      'invalid_input',
+      `Invalid webhook: events name no trigger of this service: ${unknown.join(', ')}`,
+      [{ field: 'events', message: `${unknown.join(', ')} names no trigger (see GET /v1/triggers/types)` }],
+    );
+  }
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -68,6 +82,7 @@ export class WebhookService {
   ) {}
 
   async create(url: string, events: string[]): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    checkEventTypes(events);
     const checked = await checkWebhookUrl(url, this.config.webhookAllowedHosts);
     const id = newId('wh');
     const secret = newSecret();
@@ -92,6 +107,7 @@ export class WebhookService {
 
   async update(id: string, patch: { url?: string | null; events?: string[] | null }): Promise<WebhookEndpoint> {
     await this.get(id);
+    if (patch.events) checkEventTypes(patch.events);
     const url = patch.url == null ? undefined : await checkWebhookUrl(patch.url, this.config.webhookAllowedHosts);
     const events = patch.events == null ? undefined : [...new Set(patch.events)];
     const updated = await this.store.updateWebhookEndpoint(id, { url, events }, Date.now());

@@ -4,6 +4,7 @@
  * validated against what the document says of that operation, with ajv. An answer that drifts from the
  * document, or an operation no case here calls, fails.
  */
+import { FakeGong } from '../fakes/gong.ts';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -509,6 +510,51 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('redeliverWebhook', 'POST', `/v1/webhooks/${id}/deliveries/${delivery!.id}/redeliver`);
     await call('deleteWebhook', 'DELETE', `/v1/webhooks/${id}`);
     await call('deleteWebhook', 'DELETE', `/v1/webhooks/${id}`);
+  });
+
+  it('triggers', async () => {
+    const gong = await new FakeGong({
+      accessKey: 'QWERTY1234567890',
+      accessKeySecret: 'gong-conformance-5e6f',
+    }).start();
+    try {
+      await call('createConnection', 'POST', '/v1/connections', {
+        body: { connection_name: 'gong', connector: 'callintel', auth_kind: 'api_key', api_base_url: gong.url },
+      });
+      await call('upsertConnectedAccount', 'PUT', '/v1/connected-accounts', {
+        body: {
+          connection_name: 'gong',
+          identifier: 'acme',
+          credentials: { access_key: 'QWERTY1234567890', access_key_secret: 'gong-conformance-5e6f' },
+        },
+      });
+      await call('listTriggerTypes', 'GET', '/v1/trigger-types?connector=callintel');
+      await call('listTriggerTypes', 'GET', '/v1/trigger-types', { auth: false });
+      const created = await call('createTrigger', 'POST', '/v1/triggers', {
+        body: {
+          trigger: 'callintel_call_created',
+          connection_name: 'gong',
+          identifier: 'acme',
+          interval_seconds: 3600,
+        },
+      });
+      await call('createTrigger', 'POST', '/v1/triggers', {
+        body: { trigger: 'callintel_call_created', connection_name: 'gong', identifier: 'nobody' },
+      });
+      const { id } = JSON.parse(created.text) as { id: string };
+      await call('listTriggers', 'GET', '/v1/triggers?connection_name=gong&limit=1');
+      await call('listTriggers', 'GET', '/v1/triggers?status=sleeping');
+      await call('getTrigger', 'GET', `/v1/triggers/${id}`);
+      await call('getTrigger', 'GET', '/v1/triggers/trg_nope');
+      await call('pauseTrigger', 'POST', `/v1/triggers/${id}/pause`);
+      await call('pauseTrigger', 'POST', '/v1/triggers/trg_nope/pause');
+      await call('resumeTrigger', 'POST', `/v1/triggers/${id}/resume`);
+      await call('resumeTrigger', 'POST', '/v1/triggers/trg_nope/resume');
+      await call('deleteTrigger', 'DELETE', `/v1/triggers/${id}`);
+      await call('deleteTrigger', 'DELETE', `/v1/triggers/${id}`);
+    } finally {
+      await gong.close();
+    }
   });
 
   it('API credentials', async () => {

@@ -215,6 +215,10 @@ export class FakeGong {
   readonly requests: ReceivedRequest[] = [];
   /** Answer the next N API requests with 429 and this Retry-After (seconds). */
   rateLimit: { count: number; retryAfter?: number } = { count: 0 };
+  /** Answer the next N API requests with 500 (an outage). */
+  outage = 0;
+  /** Runs before each API request is answered (a test holds a request here, e.g. to kill the caller mid-poll). */
+  beforeAnswer: ((entry: ReceivedRequest) => Promise<void>) | undefined;
   /** Validates a bearer token and returns its scopes, or undefined when it is not valid (set by the test). */
   bearerScopes: (token: string) => string[] | undefined = () => undefined;
 
@@ -501,6 +505,27 @@ export class FakeGong {
     throw new GongError(401, ['Missing or malformed Authorization header']);
   }
 
+  /** Rate limit, outage and authorization, in that order, before a request reaches its route. */
+  private gate(req: Request, res: Response, next: NextFunction, entry: ReceivedRequest): void {
+    if (this.rateLimit.count > 0) {
+      this.rateLimit.count--;
+      if (this.rateLimit.retryAfter !== undefined) res.setHeader('retry-after', String(this.rateLimit.retryAfter));
+      res.status(429).json({ requestId: this.requestId(), errors: ['API rate limit exceeded (3 calls per second)'] });
+      return;
+    }
+    if (this.outage > 0) {
+      this.outage--;
+      res.status(500).json({ requestId: this.requestId(), errors: ['Internal server error'] });
+      return;
+    }
+    try {
+      this.authorize(req, entry.path);
+    } catch (e) {
+      return this.fail(res, e);
+    }
+    next();
+  }
+
   async start(): Promise<this> {
     const app = express();
     app.disable('x-powered-by');
@@ -518,18 +543,11 @@ export class FakeGong {
       };
       this.requests.push(entry);
       res.locals.entry = entry;
-      if (this.rateLimit.count > 0) {
-        this.rateLimit.count--;
-        if (this.rateLimit.retryAfter !== undefined) res.setHeader('retry-after', String(this.rateLimit.retryAfter));
-        res.status(429).json({ requestId: this.requestId(), errors: ['API rate limit exceeded (3 calls per second)'] });
-        return;
-      }
-      try {
-        this.authorize(req, entry.path);
-      } catch (e) {
-        return this.fail(res, e);
-      }
-      next();
+      const hold = this.beforeAnswer?.(entry) ?? Promise.resolve();
+      hold.then(
+        () => this.gate(req, res, next, entry),
+        () => res.destroy(),
+      );
     });
     app.use(express.json({ limit: '2mb' }));
     app.use(express.raw({ type: 'multipart/form-data', limit: '20mb' }));

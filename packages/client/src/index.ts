@@ -501,6 +501,43 @@ export class AgentConnectorClient {
     ).delivery;
   }
 
+  // Triggers (docs/triggers.md): their events reach webhooks subscribed to `trigger.<name>`
+
+  async listTriggerTypes(connector?: string): Promise<Res<'listTriggerTypes'>['triggers']> {
+    const qs = connector ? `?connector=${encodeURIComponent(connector)}` : '';
+    return (await this.json<Res<'listTriggerTypes'>>('GET', `/v1/trigger-types${qs}`)).triggers;
+  }
+  async createTrigger(input: Body<'createTrigger'>): Promise<Res<'createTrigger'>> {
+    return this.json('POST', '/v1/triggers', input);
+  }
+  async listTriggers(
+    options: {
+      trigger?: string;
+      connection_name?: string;
+      identifier?: string;
+      status?: 'active' | 'paused' | 'failing' | 'needs_reauth';
+      limit?: number;
+      cursor?: string;
+    } = {},
+  ): Promise<Res<'listTriggers'>> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(options)) if (v !== undefined) q.set(k, String(v));
+    const qs = q.size ? `?${q}` : '';
+    return this.json('GET', `/v1/triggers${qs}`);
+  }
+  async getTrigger(id: string): Promise<Res<'getTrigger'>> {
+    return this.json('GET', `/v1/triggers/${encodeURIComponent(id)}`);
+  }
+  async pauseTrigger(id: string): Promise<Res<'pauseTrigger'>> {
+    return this.json('POST', `/v1/triggers/${encodeURIComponent(id)}/pause`);
+  }
+  async resumeTrigger(id: string): Promise<Res<'resumeTrigger'>> {
+    return this.json('POST', `/v1/triggers/${encodeURIComponent(id)}/resume`);
+  }
+  async deleteTrigger(id: string): Promise<Res<'deleteTrigger'>> {
+    return this.json('DELETE', `/v1/triggers/${encodeURIComponent(id)}`);
+  }
+
   // Tools
 
   async listTools(connector?: string): Promise<Tool[]> {

@@ -1,0 +1,210 @@
+/**
+ * Trigger engine bench (issue 41): N polling instances (`callintel_call_created`, one connected account each) on
+ * the fake Gong, which runs in a child process of its own so that this process's CPU is the service's alone.
+ * Reports the service's CPU per 1,000 polls over a steady window, and, for calls added to the fake while it runs,
+ * the delay from the call's creation to its delivery at a webhook receiver (p50, p99, over every instance), with
+ * the interval it implies (a poll finds a call on average half an interval after it appears).
+ *
+ * Run: npx tsx bench/triggers.ts [instances=10000] [interval_seconds=30] [window_seconds=60]
+ *      (the child: npx tsx bench/triggers.ts --fake)
+ */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { FakeGong, U_REP, WS_SALES } from '../test/fakes/gong.ts';
+
+const KEY = 'QWERTY1234567890';
+const SECRET = 'gong-secret-bench-1a2b3c';
+
+if (process.argv[2] === '--fake') {
+  // The fake provider: answers the list, and adds a call when told (a line on stdin), printing its time.
+  const gong = await new FakeGong({ accessKey: KEY, accessKeySecret: SECRET, pageSize: 100 }).start();
+  console.log(JSON.stringify({ url: gong.url }));
+  let n = 0;
+  for await (const _ of createInterface({ input: process.stdin })) {
+    const at = Date.now();
+    const id = `99${String(at).slice(-9)}${String(n++).padStart(4, '0')}`;
+    gong.calls.set(id, {
+      id,
+      workspaceId: WS_SALES,
+      title: `Bench call ${n}`,
+      started: new Date(at).toISOString(),
+      duration: 60,
+      direction: 'Inbound',
+      primaryUserId: U_REP,
+      parties: [],
+      topics: [],
+      trackers: [],
+      transcript: [],
+    });
+    gong.requests.length = 0;
+    console.log(JSON.stringify({ id, at }));
+  }
+  process.exit(0);
+}
+
+const N = Number(process.argv[2] ?? 10_000);
+const INTERVAL = Number(process.argv[3] ?? 30);
+const WINDOW = Number(process.argv[4] ?? 60);
+
+const { loadConfig } = await import('../runtime/config.ts');
+const { startServer } = await import('../runtime/server.ts');
+const { serviceEnv } = await import('../test/helpers/harness.ts');
+const { newId } = await import('../runtime/ids.ts');
+const { pendingAccount } = await import('../runtime/store/types.ts');
+
+const fake = spawn(process.execPath, ['--import', 'tsx', 'bench/triggers.ts', '--fake'], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
+const lines = createInterface({ input: fake.stdout });
+const next = (): Promise<Record<string, unknown>> =>
+  new Promise((resolve) => lines.once('line', (l) => resolve(JSON.parse(l) as Record<string, unknown>)));
+const gongUrl = String((await next()).url);
+
+// The receiver: when each event arrives, by webhook-id.
+const arrivals = new Map<string, number>();
+const receiver = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    arrivals.set(String(req.headers['webhook-id']), Date.now());
+    res.writeHead(204).end();
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+
+const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-triggers-'));
+const config = loadConfig({
+  ...serviceEnv(dataDir),
+  LOG_LEVEL: 'warn',
+  WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  TRIGGER_MIN_INTERVAL_SECONDS: '1',
+  TRIGGER_CONCURRENCY: '64',
+  TRIGGER_PROVIDER_CONCURRENCY: '64',
+});
+const running = await startServer(config);
+const s = running.services;
+const now = Date.now();
+const connectionId = newId('conn');
+await s.store.createConnection({
+  id: connectionId,
+  name: 'gong',
+  connector: 'callintel',
+  authKind: 'api_key',
+  clientId: null,
+  clientSecretSealed: null,
+  scopes: [],
+  apiBaseUrl: gongUrl,
+  apiHosts: {},
+  oauth: {},
+  registrationSealed: null,
+  createdAt: now,
+  updatedAt: now,
+});
+const accounts = Array.from({ length: N }, (_, i) => {
+  const a = pendingAccount(newId('ca'), connectionId, `user-${i}`, now);
+  return {
+    ...a,
+    status: 'ACTIVE' as const,
+    secretsSealed: s.accounts.sealSecrets(a.id, { access_key: KEY, access_key_secret: SECRET }),
+  };
+});
+await s.store.insertAccounts(accounts);
+const secret = (
+  await s.webhooks.create(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, [
+    'trigger.callintel_call_created',
+  ])
+).secret;
+void secret;
+// Instances as POST /v1/triggers makes them (a since feed starts at its creation), spread over one interval.
+const intervalMs = INTERVAL * 1000;
+await s.store.transaction(async (tx) => {
+  for (const a of accounts) {
+    await tx.createTriggerInstance({
+      id: newId('trg'),
+      trigger: 'callintel_call_created',
+      connector: 'callintel',
+      kind: 'polling',
+      connectionId,
+      accountId: a.id,
+      config: {},
+      status: 'active',
+      intervalMs,
+      state: { newest: now, seen: [] },
+      secretSealed: null,
+      nextRunAt: now + Math.floor(Math.random() * intervalMs),
+      leaseOwner: null,
+      leaseUntil: null,
+      failures: 0,
+      eventsSent: 0,
+      lastEventAt: null,
+      lastPollAt: null,
+      lastError: null,
+      lastErrorAt: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+});
+console.log(`${N} instances, interval ${INTERVAL} s; warming up for one interval`);
+await new Promise((r) => setTimeout(r, intervalMs));
+
+// CPU per 1,000 polls over the window; calls added to the fake every 5 s during it.
+const polls0 = s.poller.counters.polls;
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+const added: Array<{ id: string; at: number }> = [];
+const adder = setInterval(() => {
+  fake.stdin.write('\n');
+  void next().then((m) => added.push({ id: String(m.id), at: Number(m.at) }));
+}, 5_000);
+await new Promise((r) => setTimeout(r, WINDOW * 1000));
+clearInterval(adder);
+const cpu = process.cpuUsage(cpu0);
+const polls = s.poller.counters.polls - polls0;
+const seconds = (performance.now() - t0) / 1000;
+const cpuMs = (cpu.user + cpu.system) / 1000;
+// Every instance finds every call within an interval; then the deliveries drain.
+const expected = added.length * N;
+const deadline = Date.now() + intervalMs * 2 + 120_000;
+while (arrivals.size < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+
+// Delay per (instance, call): the call's creation in the fake to the event's arrival at the receiver.
+const { itemEventId } = await import('../runtime/triggers/events.ts');
+const rows = await s.store.listTriggerInstances({ limit: N });
+const delays: number[] = [];
+for (const t of rows)
+  for (const c of added) {
+    const got = arrivals.get(itemEventId(t.id, c.id));
+    if (got !== undefined) delays.push(got - c.at);
+  }
+delays.sort((a, b) => a - b);
+const q = (p: number) => delays[Math.min(delays.length - 1, Math.floor(p * delays.length))] ?? NaN;
+console.log(
+  JSON.stringify(
+    {
+      instances: N,
+      interval_seconds: INTERVAL,
+      window_seconds: Math.round(seconds),
+      polls,
+      polls_per_second: Math.round(polls / seconds),
+      cpu_ms_per_1000_polls: Math.round((cpuMs / polls) * 1000),
+      calls_added: added.length,
+      events_expected: expected,
+      events_delivered: delays.length,
+      delay_ms_p50: q(0.5),
+      delay_ms_p99: q(0.99),
+      poll_failures: s.poller.counters.failures,
+    },
+    null,
+    2,
+  ),
+);
+await running.close();
+fake.kill();
+receiver.close();
+rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
