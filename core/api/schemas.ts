@@ -8,6 +8,8 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
+import { ALL_SCOPES, SCOPES } from './scopes.ts';
+
 export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** The account lifecycle events a webhook endpoint may subscribe to. */
@@ -484,9 +486,29 @@ export const accountEnvelope: JsonSchema = {
   properties: { connected_account: connectedAccount },
 };
 
+/** A credential's scopes: each one of core/api/scopes.ts, or `*` alone (every scope, present and future). */
+export const credentialScopes: JsonSchema = {
+  type: 'array',
+  maxItems: 64,
+  items: {
+    enum: [...SCOPES, ALL_SCOPES],
+    'x-message': `must be one of: ${SCOPES.join(', ')} (or * for every scope)`,
+  },
+  description:
+    'What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.',
+};
+
+/** The connections a credential is restricted to; null: every connection. */
+export const credentialConnections: JsonSchema = {
+  type: ['array', 'null'],
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: 'Only these connections (by name); null or absent: every connection',
+};
+
 export const apiCredential: JsonSchema = {
   type: 'object',
-  required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at'],
+  required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at', 'scopes', 'connection_names'],
   additionalProperties: false,
   properties: {
     id: str,
@@ -495,6 +517,8 @@ export const apiCredential: JsonSchema = {
     created_at: dateTime,
     revoked_at: nullableDateTime,
     last_used_at: nullableDateTime,
+    scopes: credentialScopes,
+    connection_names: credentialConnections,
   },
 };
 

@@ -321,6 +321,31 @@ export interface ApiCredential {
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes: (
+    | 'tools:execute'
+    | 'proxy'
+    | 'accounts:read'
+    | 'accounts:write'
+    | 'links:create'
+    | 'connections:read'
+    | 'connections:write'
+    | 'credentials:admin'
+    | 'webhooks:admin'
+    | 'mcp:admin'
+    | 'audit:read'
+    | '*'
+  )[];
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names: string[] | null;
 }
 export interface ExecuteToolResponse {
   /**
@@ -917,6 +942,33 @@ export interface ListApiCredentialsResponse {
 }
 export interface CreateApiCredentialBody {
   name?: string | null;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes?:
+    | (
+        | 'tools:execute'
+        | 'proxy'
+        | 'accounts:read'
+        | 'accounts:write'
+        | 'links:create'
+        | 'connections:read'
+        | 'connections:write'
+        | 'credentials:admin'
+        | 'webhooks:admin'
+        | 'mcp:admin'
+        | 'audit:read'
+        | '*'
+      )[]
+    | null;
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names?: string[] | null;
 }
 export interface CreateApiCredentialResponse {
   id: string;
@@ -926,6 +978,31 @@ export interface CreateApiCredentialResponse {
    */
   client_secret: string;
   name: string;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes: (
+    | 'tools:execute'
+    | 'proxy'
+    | 'accounts:read'
+    | 'accounts:write'
+    | 'links:create'
+    | 'connections:read'
+    | 'connections:write'
+    | 'credentials:admin'
+    | 'webhooks:admin'
+    | 'mcp:admin'
+    | 'audit:read'
+    | '*'
+  )[];
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names: string[] | null;
 }
 export interface RevokeApiCredentialParams {
   /**

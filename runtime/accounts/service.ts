@@ -1,5 +1,6 @@
 import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
 import { updateAccountWithEvent } from '../webhooks/events.ts';
+import { checkConnection } from '../auth/service-auth.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -228,6 +229,8 @@ export class AccountService {
       ]);
     }
     if (!connection) throw notFound('Connection');
+    // A credential restricted to named connections reaches no other (the request carries its token's claims).
+    checkConnection(requestScope, connection.name);
     const known = this.resolvedFor.get(account);
     if (known?.connection === connection) return known;
     const connector = getConnector(connection.connector);

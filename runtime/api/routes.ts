@@ -9,7 +9,8 @@ import { toolCount } from '../../generated/registry.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
-import { createApiCredential } from '../auth/service-auth.ts';
+import { checkConnection, createApiCredential, grantable, type TokenClaims } from '../auth/service-auth.ts';
+import type { ALL_SCOPES, Scope } from '../../core/api/scopes.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
@@ -81,6 +82,9 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** A credential's scopes as the API shows them: `["*"]` for every scope. */
+const scopesView = (scopes: readonly string[] | '*') =>
+  (scopes === '*' ? ['*'] : [...scopes]) as Array<Scope | typeof ALL_SCOPES>;
 
 /** The generated OpenAPI document, served as the generator wrote it (read once, on first request). */
 const OPENAPI_FILE = fileURLToPath(new URL('../../generated/docs/openapi.json', import.meta.url));
@@ -110,12 +114,33 @@ export function routeTable(s: Services): RouteTable {
   const m = new Management(s);
   // Loaded on first use, not at start: Scalekit's REST API (protobuf and the AgentKit descriptors), the MCP
   // endpoint (the MCP SDK, zod) and tool search (its index). Each import() is a chunk of its own in dist/.
-  const sk = once(async () => (await import('../scalekit/rest.ts')).scalekitRest(s));
+  const sk = once(async () => {
+    const [rest, calls] = await Promise.all([import('../scalekit/rest.ts'), import('../scalekit/calls.ts')]);
+    return { rest: rest.scalekitRest(s), callerAccess: calls.callerAccess };
+  });
+  /** A Scalekit REST call, run with the caller's claims (a credential restricted to connections stays within them). */
+  const scalekit = async <T>(
+    req: { access?: TokenClaims },
+    fn: (k: Awaited<ReturnType<typeof sk>>['rest']) => Promise<T>,
+  ): Promise<T> => {
+    const k = await sk();
+    return k.callerAccess.run(req.access, () => fn(k.rest));
+  };
   const mcpServers = new McpServers(s);
   const mcpModule = once(() => import('../mcp/endpoint.ts'));
   const mcpEndpoint = once(async () => new (await mcpModule()).McpEndpoint(s, mcpServers));
   const methodNotAllowed = async (res: ServerResponse) => (await mcpModule()).methodNotAllowed(res);
   const search = once(() => import('../tools/search.ts'));
+  /** An account and its connection, which the caller's credential must reach; 404 when either is gone. */
+  const accountOf = async (req: object, id: string) => {
+    const account = await s.store.getAccount(id);
+    // An account whose connection is being deleted is gone already (its row goes with a later batch).
+    const connection = account && (await s.accounts.connectionById(account.connectionId));
+    if (!account || !connection)
+      throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+    checkConnection(req, connection.name);
+    return { account, connection };
+  };
   return {
     index: ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -237,23 +262,28 @@ export function routeTable(s: Services): RouteTable {
     },
     executeTool: async ({ body, res }) => executeTool(s, body, res),
 
-    listConnections: async () => {
-      const list = await s.store.listConnectionsWithCounts();
+    listConnections: async ({ req }) => {
+      const only = req.access?.connections;
+      const list = (await s.store.listConnectionsWithCounts()).filter((c) => !only || only.has(c.name));
       return { body: { connections: list.map((c) => m.connectionView(c, c.accountCount)) } };
     },
-    createConnection: async ({ body }) => {
+    createConnection: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const c = await m.createConnection(body);
       return { status: 201, body: m.connectionView(c, 0) };
     },
-    getConnection: async ({ params }) => {
+    getConnection: async ({ req, params }) => {
+      checkConnection(req, params.connection_name);
       const c = await s.accounts.connectionByName(params.connection_name);
       return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
     },
-    updateConnection: async ({ params, body }) => {
+    updateConnection: async ({ req, params, body }) => {
+      checkConnection(req, params.connection_name);
       const c = await m.updateConnection(params.connection_name, body);
       return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
     },
-    deleteConnection: async ({ params }) => {
+    deleteConnection: async ({ req, params }) => {
+      checkConnection(req, params.connection_name);
       const d = await m.deleteConnection(params.connection_name);
       return {
         status: d.status === 'done' ? 200 : 202,
@@ -267,8 +297,10 @@ export function routeTable(s: Services): RouteTable {
       return { body: m.deletionView(d) };
     },
 
-    listConnectedAccounts: async ({ query }) => {
+    listConnectedAccounts: async ({ req, query }) => {
       const limit = query.limit ?? 100;
+      if (query.connection_name) checkConnection(req, query.connection_name);
+      const only = req.access?.connections;
       const connection = query.connection_name ? await s.accounts.connectionByName(query.connection_name) : undefined;
       let list;
       try {
@@ -294,17 +326,19 @@ export function routeTable(s: Services): RouteTable {
           // The accounts of a connection being deleted are gone for callers already (its rows go in batches).
           connected_accounts: page.flatMap((a) => {
             const connection = names.get(a.connectionId);
-            return connection ? [m.accountView(a, connection)] : [];
+            return connection && (!only || only.has(connection.name)) ? [m.accountView(a, connection)] : [];
           }),
           next_cursor: list.length > limit ? encodeCursor(page[page.length - 1]!) : null,
         },
       };
     },
-    getOrCreateConnectedAccount: async ({ body }) => {
+    getOrCreateConnectedAccount: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const { account, connection, created } = await m.getOrCreateAccount(body.connection_name, body.identifier);
       return { status: created ? 201 : 200, body: { connected_account: m.accountView(account, connection), created } };
     },
-    upsertConnectedAccount: async ({ body }) => {
+    upsertConnectedAccount: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const { account, connection } = await m.upsertAccount(
         body.connection_name,
         body.identifier,
@@ -313,7 +347,8 @@ export function routeTable(s: Services): RouteTable {
       );
       return { body: { connected_account: m.accountView(account, connection) } };
     },
-    createAuthorizationLink: async ({ body }) => {
+    createAuthorizationLink: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const connection = await s.accounts.connectionByName(body.connection_name);
       const { link, expiresAt, account } = await s.oauth.createLink(
         connection,
@@ -328,19 +363,18 @@ export function routeTable(s: Services): RouteTable {
       const c = (await s.accounts.connectionById(a.connectionId))!;
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    getConnectedAccount: async ({ params }) => {
-      const a = await s.store.getAccount(params.id);
-      // An account whose connection is being deleted is gone already (its row goes with a later batch).
-      const c = a && (await s.accounts.connectionById(a.connectionId));
-      if (!a || !c) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
+    getConnectedAccount: async ({ req, params }) => {
+      const { account: a, connection: c } = await accountOf(req, params.id);
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    disconnectConnectedAccount: async ({ params }) => {
+    disconnectConnectedAccount: async ({ req, params }) => {
+      await accountOf(req, params.id);
       const a = await m.disconnectAccount(params.id);
       const c = (await s.accounts.connectionById(a.connectionId))!;
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    deleteConnectedAccount: async ({ params }) => {
+    deleteConnectedAccount: async ({ req, params }) => {
+      await accountOf(req, params.id);
       await m.deleteAccount(params.id);
       return { body: { deleted: true, id: params.id } };
     },
@@ -381,15 +415,33 @@ export function routeTable(s: Services): RouteTable {
             created_at: iso(c.createdAt),
             revoked_at: c.revokedAt ? iso(c.revokedAt) : null,
             last_used_at: c.lastUsedAt ? iso(c.lastUsedAt) : null,
+            scopes: scopesView(c.scopes),
+            connection_names: c.connectionNames ? [...c.connectionNames] : null,
           })),
         },
       };
     },
-    createApiCredential: async ({ body }) => {
-      const { credential, clientSecret } = await createApiCredential(s.store, body.name || 'API credential');
+    createApiCredential: async ({ req, body }) => {
+      const access = grantable(req.access, {
+        scopes: body.scopes ?? null,
+        connectionNames: body.connection_names ?? null,
+      });
+      const { credential, clientSecret } = await createApiCredential(
+        s.store,
+        body.name || 'API credential',
+        undefined,
+        access,
+      );
       return {
         status: 201,
-        body: { id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name },
+        body: {
+          id: credential.id,
+          client_id: credential.clientId,
+          client_secret: clientSecret,
+          name: credential.name,
+          scopes: scopesView(credential.scopes),
+          connection_names: credential.connectionNames ? [...credential.connectionNames] : null,
+        },
       };
     },
     revokeApiCredential: async ({ params }) => {
@@ -399,16 +451,16 @@ export function routeTable(s: Services): RouteTable {
       return { body: { revoked: true, id: params.id } };
     },
 
-    scalekitListConnectedAccounts: async ({ query }) => (await sk()).listConnectedAccounts(query),
-    scalekitCreateConnectedAccount: async ({ body }) => (await sk()).createConnectedAccount(body),
-    scalekitUpdateConnectedAccount: async ({ body }) => (await sk()).updateConnectedAccount(body),
-    scalekitDeleteConnectedAccount: async ({ body }) => (await sk()).deleteConnectedAccount(body),
-    scalekitMagicLink: async ({ body }) => (await sk()).magicLink(body),
-    scalekitVerifyConnectedAccountUser: async ({ body }) => (await sk()).verify(body),
-    scalekitGetConnectedAccountAuth: async ({ query }) => (await sk()).getConnectedAccountAuth(query),
-    scalekitExecuteTool: async ({ body }) => (await sk()).executeTool(body),
-    scalekitListTools: async ({ query }) => (await sk()).listTools(query),
-    scalekitListAppConnections: async ({ query }) => (await sk()).listAppConnections(query),
+    scalekitListConnectedAccounts: async ({ req, query }) => scalekit(req, (k) => k.listConnectedAccounts(query)),
+    scalekitCreateConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.createConnectedAccount(body)),
+    scalekitUpdateConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.updateConnectedAccount(body)),
+    scalekitDeleteConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.deleteConnectedAccount(body)),
+    scalekitMagicLink: async ({ req, body }) => scalekit(req, (k) => k.magicLink(body)),
+    scalekitVerifyConnectedAccountUser: async ({ req, body }) => scalekit(req, (k) => k.verify(body)),
+    scalekitGetConnectedAccountAuth: async ({ req, query }) => scalekit(req, (k) => k.getConnectedAccountAuth(query)),
+    scalekitExecuteTool: async ({ req, body }) => scalekit(req, (k) => k.executeTool(body)),
+    scalekitListTools: async ({ req, query }) => scalekit(req, (k) => k.listTools(query)),
+    scalekitListAppConnections: async ({ req, query }) => scalekit(req, (k) => k.listAppConnections(query)),
     listMcpServers: async () => ({ body: await mcpServers.list() }),
     createMcpServer: async ({ body }) => {
       const created = await mcpServers.create(body);
@@ -451,7 +503,7 @@ export function routeTable(s: Services): RouteTable {
           ],
         );
       }
-      await (await mcpEndpoint()).serve(req, res, { server, identifier }, req.body);
+      await (await mcpEndpoint()).serve(req, res, { server, identifier, access: req.access }, req.body);
     },
     mcpServerGet: async ({ params, res }) => {
       await mcpServers.get(params.id);

@@ -278,6 +278,8 @@ export class McpEndpoint {
         toolName: e.tool.name,
         input,
         account: { connectionName: e.connectionName, identifier: scope.identifier },
+        // The caller's claims: a credential restricted to named connections runs no tool of another.
+        ...(scope.access ? { scope: { access: scope.access } } : {}),
       });
       return structured(result.data);
     } catch (err) {

@@ -1,5 +1,7 @@
 import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { checkConnection, type TokenClaims } from '../auth/service-auth.ts';
 import type { Services } from '../services.ts';
 import { Management } from '../management.ts';
 import type { Account, Connection } from '../store/types.ts';
@@ -87,6 +89,17 @@ export function asStruct(data: unknown): JsonObject {
  * services: the same account service, link flow, executor and validation as the REST API, and so the same
  * errors. The gRPC server and the `/api/v1/…` REST shape both call these.
  */
+/**
+ * The claims of the token behind the call being served (gRPC and REST alike): a credential restricted to named
+ * connections reaches no other through these calls either. Set by the surfaces around each call.
+ */
+export const callerAccess = new AsyncLocalStorage<TokenClaims | undefined>();
+const allowed = (name: string) => checkConnection({ access: callerAccess.getStore() }, name);
+const reaches = (name: string) => {
+  const only = callerAccess.getStore()?.connections;
+  return !only || only.has(name);
+};
+
 export class ScalekitCalls {
   private m: Management;
   constructor(private s: Services) {
@@ -135,6 +148,7 @@ export class ScalekitCalls {
 
   private async connection(name: string | undefined): Promise<Connection> {
     if (!name) throw invalidArgument('connector', 'is required (the connection name) when no id is given');
+    allowed(name);
     return this.s.accounts.connectionByName(name);
   }
 
@@ -147,6 +161,7 @@ export class ScalekitCalls {
       const connection = account && (await this.s.accounts.connectionById(account.connectionId));
       if (!account || !connection)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+      allowed(connection.name);
       return { account, connection };
     }
     const connection = await this.connection(given(sel.connector));
@@ -267,14 +282,18 @@ export class ScalekitCalls {
     const connections = await this.s.store.listConnections();
     const byId = new Map(connections.map((c) => [c.id, c]));
     const names = [...r.connectionNames, ...(given(r.connector) ? [given(r.connector)!] : [])];
-    for (const n of names) await this.s.accounts.connectionByName(n);
+    for (const n of names) await this.connection(n);
     const wanted = connections.filter(
-      (c) => (!names.length || names.includes(c.name)) && (!given(r.provider) || c.connector === given(r.provider)),
+      (c) =>
+        (!names.length || names.includes(c.name)) &&
+        (!given(r.provider) || c.connector === given(r.provider)) &&
+        reaches(c.name),
     );
     const out: Account[] = [];
     let cursor = given(r.pageToken);
     // One store query per connection wanted when filtering by several; a single query otherwise.
-    const single = wanted.length === connections.length ? [undefined] : wanted.map((c) => c.id);
+    const single =
+      wanted.length === connections.length ? [undefined] : wanted.length ? wanted.map((c) => c.id) : [];
     try {
       for (const connectionId of single) {
         if (out.length > limit) break;
@@ -360,6 +379,7 @@ export class ScalekitCalls {
         connectionName: given(r.connector),
         identifier: given(r.identifier),
       },
+      scope: { access: callerAccess.getStore() },
     });
     return { data: asStruct(result.data), executionId: result.executionId };
   }
@@ -446,7 +466,7 @@ export class ScalekitCalls {
   // Connections
 
   async listAppConnections(r: ListAppConnectionsRequest): Promise<Reply<typeof ListAppConnectionsResponseSchema>> {
-    let list = await this.s.store.listConnections();
+    let list = (await this.s.store.listConnections()).filter((c) => reaches(c.name));
     const provider = given(r.provider);
     if (provider) list = list.filter((c) => c.connector === provider);
     const query = given(r.query)?.toLowerCase();
