@@ -54,6 +54,11 @@ export interface Config {
   metricsToken?: string;
   /** Hosts (`host` or `host:port`) a webhook may reach even when they resolve to private addresses. */
   webhookAllowedHosts: string[];
+  /**
+   * Hosts (`host` or `host:port`) a connection's overrides (api_base_url, api_hosts, OAuth endpoints) may name
+   * although they resolve to private, loopback or link-local addresses (UPSTREAM_ALLOWED_HOSTS).
+   */
+  upstreamAllowedHosts: string[];
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
   /** An idle keep-alive connection (HTTP/1.1), or an HTTP/2 session with no open stream, is closed after this long. */
@@ -170,6 +175,21 @@ function loadTls(env: NodeJS.ProcessEnv): TlsFiles | undefined {
   return { cert, key };
 }
 
+/** A comma-separated list of `host` or `host:port` entries; a bad entry is refused naming the setting. */
+function hostList(name: string, env: Record<string, string | undefined>): string[] {
+  const list = (env[name] || '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const entry of list) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[^\s/:@?#[\]]+)(:\d{1,5})?$/.test(entry))
+      throw new Error(
+        `${name}: "${entry}" is not a host or host:port (a comma-separated list such as "10.0.0.5,api.internal:8443")`,
+      );
+  }
+  return list;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, env, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -251,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean),
+    upstreamAllowedHosts: hostList('UPSTREAM_ALLOWED_HOSTS', env),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,

@@ -366,7 +366,12 @@ export class AccountService {
   /** The hosts an account's requests may reach without the public-address guard, cached like base URLs. */
   configuredHostsFor(resolved: ResolvedAccount): string[] {
     const d = this.derivedFor(resolved);
-    return (d.hosts ??= configuredHosts(resolved.connector, resolved.connection, resolved.account.fields));
+    return (d.hosts ??= configuredHosts(
+      resolved.connector,
+      resolved.connection,
+      resolved.account.fields,
+      this.config.upstreamAllowedHosts,
+    ));
   }
 
   /**
@@ -448,6 +453,7 @@ export class AccountService {
     const ep: OAuthEndpoints = await endpointsFor(resolved.connector, connection, {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
+      upstreamAllowedHosts: this.config.upstreamAllowedHosts,
       updateRegistration: registrationWriter(this.store, (id) => this.invalidateConnection(id)),
     });
     this.refreshCount++;

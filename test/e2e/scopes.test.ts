@@ -46,7 +46,11 @@ async function credentialToken(scopes: readonly string[], connectionNames?: stri
   const c = created.json as unknown as { client_id: string; client_secret: string };
   const res = await fetch(`${h.url}/oauth/token`, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+    }),
   });
   expect(res.status).toBe(200);
   return ((await res.json()) as { access_token: string }).access_token;
@@ -65,7 +69,7 @@ afterAll(async () => h?.close());
 /** A request for the route: its path with each parameter filled in, and the proxy's headers. */
 function requestFor(e: Endpoint): { method: string; path: string; headers: Record<string, string> } {
   const path = e.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === 'path' ? 'v1/anything' : 'nothing-here'));
-  const headers = e.rest ? { connection_name: 'nothing-here', identifier: 'u1' } : {};
+  const headers: Record<string, string> = e.rest ? { connection_name: 'nothing-here', identifier: 'u1' } : {};
   return { method: e.method === 'ANY' ? 'GET' : e.method, path, headers };
 }
 
@@ -119,12 +123,18 @@ describe('credentials grant only what they hold', () => {
     expect((ok.json as unknown as { scopes: string[] }).scopes).toEqual(['tools:execute']);
     const more = await api(creator, 'POST', '/v1/api-credentials', { name: 'more', scopes: ['connections:write'] });
     expect(more.status).toBe(403);
-    expect(more.json.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'connections:write' } });
+    expect(more.json.error).toMatchObject({
+      code: 'insufficient_scope',
+      details: { required_scope: 'connections:write' },
+    });
     const all = await api(creator, 'POST', '/v1/api-credentials', { name: 'all', scopes: ['*'] });
     expect(all.status).toBe(403);
     // Without scopes: the creator's own.
     const same = await api(creator, 'POST', '/v1/api-credentials', { name: 'same' });
-    expect((same.json as unknown as { scopes: string[] }).scopes.sort()).toEqual(['credentials:admin', 'tools:execute']);
+    expect((same.json as unknown as { scopes: string[] }).scopes.sort()).toEqual([
+      'credentials:admin',
+      'tools:execute',
+    ]);
     const bad = await api(admin, 'POST', '/v1/api-credentials', { name: 'bad', scopes: ['tools:everything'] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.json)).toContain('scopes');
@@ -141,15 +151,18 @@ describe('credentials grant only what they hold', () => {
   it('keeps a credential restricted to named connections within them, and lets it grant no other', async () => {
     await api(admin, 'POST', '/v1/connections', { connection_name: 'docs-a', connector: 'docs' });
     await api(admin, 'POST', '/v1/connections', { connection_name: 'docs-b', connector: 'docs' });
-    const token = await credentialToken(['connections:read', 'accounts:write', 'accounts:read', 'credentials:admin'], [
-      'docs-a',
-    ]);
+    const token = await credentialToken(
+      ['connections:read', 'accounts:write', 'accounts:read', 'credentials:admin'],
+      ['docs-a'],
+    );
     expect((await api(token, 'GET', '/v1/connections/docs-a')).status).toBe(200);
     const other = await api(token, 'GET', '/v1/connections/docs-b');
     expect(other.status).toBe(403);
     expect(other.json.error?.code).toBe('connection_not_allowed');
     const names = (
-      (await api(token, 'GET', '/v1/connections')).json as unknown as { connections: Array<{ connection_name: string }> }
+      (await api(token, 'GET', '/v1/connections')).json as unknown as {
+        connections: Array<{ connection_name: string }>;
+      }
     ).connections.map((c) => c.connection_name);
     expect(names).toEqual(['docs-a']);
     const account = await api(token, 'POST', '/v1/connected-accounts', { connection_name: 'docs-b', identifier: 'u' });
@@ -183,7 +196,10 @@ describe('every gRPC method of the Scalekit surface', () => {
     }),
   );
 
-  async function call(token: string, path: string): Promise<{ status: number; body: { code?: string; message?: string } }> {
+  async function call(
+    token: string,
+    path: string,
+  ): Promise<{ status: number; body: { code?: string; message?: string } }> {
     const session = http2.connect(h.url);
     session.on('error', () => {});
     try {
