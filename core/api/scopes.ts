@@ -27,7 +27,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   'accounts:write': 'Create, upsert (store credentials), disconnect and delete connected accounts',
   'links:create': 'Create authorization links and verify the user who completed one',
   'connections:read': 'Read connections and the connector catalogue',
-  'connections:write': "Create, change and delete connections, including where their traffic goes",
+  'connections:write': 'Create, change and delete connections, including where their traffic goes',
   'credentials:admin': 'Create, list and revoke API credentials (granting at most the scopes held)',
   'webhooks:admin': 'Manage webhook endpoints and their deliveries',
   'mcp:admin': 'Manage MCP server configurations and their per-user URLs',

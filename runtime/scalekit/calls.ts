@@ -292,8 +292,7 @@ export class ScalekitCalls {
     const out: Account[] = [];
     let cursor = given(r.pageToken);
     // One store query per connection wanted when filtering by several; a single query otherwise.
-    const single =
-      wanted.length === connections.length ? [undefined] : wanted.length ? wanted.map((c) => c.id) : [];
+    const single = wanted.length === connections.length ? [undefined] : wanted.length ? wanted.map((c) => c.id) : [];
     try {
       for (const connectionId of single) {
         if (out.length > limit) break;

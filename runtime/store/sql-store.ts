@@ -343,7 +343,11 @@ export class SqlStore implements Store {
         .set((eb) => ({ seq: eb('seq', '+', 1) }))
         .where('id', '=', 1)
         .execute();
-      const head = await db.selectFrom('audit_head').select(['seq', 'hash']).where('id', '=', 1).executeTakeFirstOrThrow();
+      const head = await db
+        .selectFrom('audit_head')
+        .select(['seq', 'hash'])
+        .where('id', '=', 1)
+        .executeTakeFirstOrThrow();
       const unhashed = { ...e, seq: Number(head.seq), prevHash: head.hash };
       const event: AuditEvent = { ...unhashed, hash: hashOf(unhashed) };
       await db
