@@ -59,6 +59,8 @@ export interface Config {
    * although they resolve to private, loopback or link-local addresses (UPSTREAM_ALLOWED_HOSTS).
    */
   upstreamAllowedHosts: string[];
+  /** AUDIT_RETENTION_DAYS: audit entries older than this are pruned (the chain stays verifiable); 0 keeps them all. */
+  auditRetentionDays: number;
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
   /** An idle keep-alive connection (HTTP/1.1), or an HTTP/2 session with no open stream, is closed after this long. */
@@ -176,15 +178,16 @@ function loadTls(env: NodeJS.ProcessEnv): TlsFiles | undefined {
 }
 
 /** A comma-separated list of `host` or `host:port` entries; a bad entry is refused naming the setting. */
-function hostList(name: string, env: Record<string, string | undefined>): string[] {
+function hostList(name: string, env: NodeJS.ProcessEnv): string[] {
   const list = (env[name] || '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   for (const entry of list) {
     if (!/^(\[[0-9a-fA-F:.]+\]|[^\s/:@?#[\]]+)(:\d{1,5})?$/.test(entry))
-      throw new Error(
-        `${name}: "${entry}" is not a host or host:port (a comma-separated list such as "10.0.0.5,api.internal:8443")`,
+      throw new ConfigError(
+        name,
+        `must be a comma-separated list of host or host:port (such as "10.0.0.5,api.internal:8443"); "${entry}" is not one`,
       );
   }
   return list;
@@ -272,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     upstreamAllowedHosts: hostList('UPSTREAM_ALLOWED_HOSTS', env),
+    auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, env, 36_500),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,

@@ -798,6 +798,73 @@ export const endpoints = boundRequestInputs({
       ...bearer,
     },
   },
+  listAuditEvents: {
+    method: 'GET',
+    path: '/v1/audit-events',
+    summary: 'The audit log, newest first: who changed what, when and from where',
+    description:
+      'Every change to connections, accounts, API credentials, webhooks and MCP servers, every dashboard sign-in ' +
+      '(success or failure) and every completed authorization link, with its actor, source address and request id. ' +
+      'Filters combine; `next_cursor` pages on. Entries are hash-chained: `npm run keys -- verify-audit` checks them.',
+    auth: 'bearer',
+    scope: 'audit:read',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        actor: { type: 'string', maxLength: 200, description: 'Only this actor (a credential id, a dashboard user)' },
+        action: { type: 'string', maxLength: 100, description: 'Only this action, e.g. `connection.update`' },
+        target: { type: 'string', maxLength: 500, description: 'Only this target (a connection name, an id)' },
+        from: { type: 'string', maxLength: 40, description: 'From this time (inclusive), ISO 8601' },
+        to: { type: 'string', maxLength: 40, description: 'Before this time, ISO 8601' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 100,
+          'x-message': 'must be an integer from 1 to 1000',
+        },
+        cursor: { type: 'string', maxLength: 20, description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of entries',
+        object({
+          audit_events: { type: 'array', items: S.auditEvent },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad filter, limit or cursor'),
+      ...bearer,
+    },
+  },
+  exportAuditEvents: {
+    method: 'GET',
+    path: '/v1/audit-events/export',
+    summary: 'The audit log as JSON lines, oldest first (the same filters), for a log store or an archive',
+    auth: 'bearer',
+    scope: 'audit:read',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        actor: { type: 'string', maxLength: 200 },
+        action: { type: 'string', maxLength: 100 },
+        target: { type: 'string', maxLength: 500 },
+        from: { type: 'string', maxLength: 40 },
+        to: { type: 'string', maxLength: 40 },
+      },
+    },
+    responses: {
+      '200': {
+        description: 'One audit entry (the shape of GET /v1/audit-events) per line, streamed',
+        content: { 'application/x-ndjson': { type: 'string' } },
+      },
+      '400': error('A bad filter'),
+      ...bearer,
+    },
+  },
   listMcpServers: {
     method: 'GET',
     path: '/v1/mcp-servers',

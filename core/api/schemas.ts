@@ -506,6 +506,45 @@ export const credentialConnections: JsonSchema = {
   description: 'Only these connections (by name); null or absent: every connection',
 };
 
+/** An audit log entry (runtime/audit/log.ts). */
+export const auditEvent: JsonSchema = {
+  type: 'object',
+  required: [
+    'seq',
+    'id',
+    'at',
+    'actor_type',
+    'actor_id',
+    'action',
+    'target_type',
+    'target_id',
+    'source_address',
+    'request_id',
+    'changes',
+    'prev_hash',
+    'hash',
+  ],
+  additionalProperties: false,
+  properties: {
+    seq: { type: 'integer', description: 'Its place in the chain' },
+    id: str,
+    at: dateTime,
+    actor_type: { enum: ['credential', 'dashboard_user', 'end_user', 'anonymous', 'system'] },
+    actor_id: { type: 'string', description: 'The API credential id, the dashboard user, or the end user' },
+    action: { type: 'string', description: 'e.g. `connection.update`, `credential.create`, `dashboard.sign_in`' },
+    target_type: str,
+    target_id: str,
+    source_address: nullableStr,
+    request_id: nullableStr,
+    changes: {
+      type: 'object',
+      description: 'What changed, by field (`{from, to}` on an update); a secret only as `set`, `changed` or `removed`',
+    },
+    prev_hash: { type: 'string', description: 'The previous entry’s hash (SHA-256, hex)' },
+    hash: { type: 'string', description: 'SHA-256 over this entry’s canonical JSON and prev_hash' },
+  },
+};
+
 export const apiCredential: JsonSchema = {
   type: 'object',
   required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at', 'scopes', 'connection_names'],
@@ -802,6 +841,7 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   ConnectionUpdate: connectionUpdate,
   ConnectedAccount: connectedAccount,
   ApiCredential: apiCredential,
+  AuditEvent: auditEvent,
   ExecuteToolResponse: executeResponse,
   OpenAITool: openaiTool,
   OpenAIResponsesTool: openaiResponsesTool,

@@ -93,10 +93,18 @@ export function asStruct(data: unknown): JsonObject {
  * The claims of the token behind the call being served (gRPC and REST alike): a credential restricted to named
  * connections reaches no other through these calls either. Set by the surfaces around each call.
  */
-export const callerAccess = new AsyncLocalStorage<TokenClaims | undefined>();
-const allowed = (name: string) => checkConnection({ access: callerAccess.getStore() }, name);
+export const callerAccess = new AsyncLocalStorage<Caller>();
+
+/** The caller of a Scalekit call: its token's claims, and where it came from (for the audit log). */
+export interface Caller {
+  access?: TokenClaims;
+  sourceAddress?: string | null;
+  requestId?: string | null;
+}
+const claims = () => callerAccess.getStore()?.access;
+const allowed = (name: string) => checkConnection({ access: claims() }, name);
 const reaches = (name: string) => {
-  const only = callerAccess.getStore()?.connections;
+  const only = claims()?.connections;
   return !only || only.has(name);
 };
 
@@ -142,6 +150,20 @@ export class ScalekitCalls {
       definition: { name: t.name, description: t.description, input_schema: t.inputSchema as JsonObject },
       metadata: { title: t.title, connector: t.connector, read_only: t.readOnly },
     };
+  }
+
+  /** Records a change made through these calls, with the caller as the actor. */
+  private audit(action: string, account: Account, changes: Record<string, unknown> = {}): Promise<unknown> {
+    const caller = callerAccess.getStore();
+    return this.s.audit.record(
+      {
+        actorType: 'credential',
+        actorId: caller?.access?.credentialId ?? 'unknown',
+        sourceAddress: caller?.sourceAddress ?? null,
+        requestId: caller?.requestId ?? null,
+      },
+      { action, targetType: 'connected_account', targetId: account.id, changes },
+    );
   }
 
   // Accounts
@@ -253,6 +275,11 @@ export class ScalekitCalls {
     const account = credentials
       ? await this.store(connection, identifier, credentials)
       : (await this.m.getOrCreateAccount(connection.name, identifier)).account;
+    await this.audit(credentials ? 'account.upsert' : 'account.create', account, {
+      connection_name: connection.name,
+      identifier,
+      ...(credentials ? { credentials: Object.fromEntries(Object.keys(credentials).map((k) => [k, 'set'])) } : {}),
+    });
     return { connectedAccount: this.accountMessage(account, connection) };
   }
 
@@ -262,15 +289,22 @@ export class ScalekitCalls {
     const { account, connection } = await this.findAccount(r);
     const credentials = this.credentials(connection, r.connectedAccount?.authorizationDetails);
     const updated = credentials ? await this.store(connection, account.identifier, credentials) : account;
+    if (credentials)
+      await this.audit('account.upsert', updated, {
+        connection_name: connection.name,
+        identifier: account.identifier,
+        credentials: Object.fromEntries(Object.keys(credentials).map((k) => [k, 'set'])),
+      });
     return { connectedAccount: this.accountMessage(updated, connection) };
   }
 
   async deleteConnectedAccount(
     r: DeleteConnectedAccountRequest,
   ): Promise<Reply<typeof DeleteConnectedAccountResponseSchema>> {
-    const { account } = await this.findAccount(r);
+    const { account, connection } = await this.findAccount(r);
     // Through Management, which writes the account's `connected_account.deleted` event in the same transaction.
     await this.m.deleteAccount(account.id);
+    await this.audit('account.delete', account, { connection_name: connection.name, identifier: account.identifier });
     return {};
   }
 
@@ -378,7 +412,7 @@ export class ScalekitCalls {
         connectionName: given(r.connector),
         identifier: given(r.identifier),
       },
-      scope: { access: callerAccess.getStore() },
+      scope: { access: claims() },
     });
     return { data: asStruct(result.data), executionId: result.executionId };
   }

@@ -61,7 +61,7 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
       if (!claims) throw new ConnectError('Not authenticated', Code.Unauthenticated);
       try {
         if (!holdsScope(claims, scope)) throw insufficientScope(scope);
-        return await callerAccess.run(claims, () => fn(req));
+        return await callerAccess.run({ access: claims }, () => fn(req));
       } catch (e) {
         throw toConnectError(e, s.log);
       }

@@ -32,7 +32,7 @@ export interface ApiCredential {
 }
 
 /** Who did something: an API credential, a dashboard user, or the service itself (a sweep, the first start). */
-export type AuditActorType = 'credential' | 'dashboard_user' | 'anonymous' | 'system';
+export type AuditActorType = 'credential' | 'dashboard_user' | 'end_user' | 'anonymous' | 'system';
 
 /** An audit entry as written: what the caller gives (the store numbers and chains it). */
 export interface NewAuditEvent {
