@@ -19,6 +19,7 @@ import { toolRoutes } from './tools.ts';
 import { activityRoutes } from './activity.ts';
 import { mcpRoutes } from './mcp.ts';
 import { webhookRoutes } from './webhooks.ts';
+import { auditRoutes } from './audit.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -342,6 +343,7 @@ export function dashboardRouter(s: Services): Router {
   activityRoutes(r, ctx);
   mcpRoutes(r, ctx);
   webhookRoutes(r, ctx);
+  auditRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 
