@@ -1,5 +1,7 @@
 /** `npm start`: the service on its configured port, SQLite under ./data unless DATABASE_URL is set. */
 import cluster from 'node:cluster';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig, type Config } from './config.ts';
 import { startServer, type RunningServer } from './server.ts';
 import { createServices, type Services } from './services.ts';
@@ -99,21 +101,46 @@ async function serve(config: Config): Promise<void> {
   }
 }
 
+/**
+ * Where the first start writes the secrets it generated (the API credential's client secret, the dashboard's admin
+ * password): a file under the data directory that only the service's user may read (0600). Only its path is
+ * printed: stdout ends up in log storage, and a secret must not.
+ */
+function firstStartSecretsPath(config: Config): string {
+  return join(config.dataDir, 'first-start-secrets.txt');
+}
+
+/** Appends `lines` to the secrets file, created 0600 (and made 0600 if it existed with a wider mode). */
+function writeSecrets(config: Config, lines: string[]): string {
+  const path = firstStartSecretsPath(config);
+  mkdirSync(config.dataDir, { recursive: true });
+  writeFileSync(path, lines.join('\n') + '\n', { mode: 0o600, flag: 'a' });
+  chmodSync(path, 0o600);
+  return path;
+}
+
 function printFirstStart(services: Services, config: Config): void {
   if (services.firstCredential) {
-    // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
-    // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
+    // A generated secret goes to a file of mode 0600, never to stdout; a secret the operator supplied
+    // (INITIAL_CLIENT_SECRET) is not written anywhere.
     const { credential, clientSecret } = services.firstCredential;
     const generated = config.initialClientSecret === undefined;
+    const path = generated
+      ? writeSecrets(config, [
+          `env_url=${config.publicUrl}`,
+          `client_id=${credential.clientId}`,
+          `client_secret=${clientSecret}`,
+        ])
+      : undefined;
     process.stdout.write(
       [
         '',
         generated
-          ? 'First start: created an API credential. The secret is shown only this once; store it now.'
+          ? `First start: created an API credential; its client secret is in ${path} (mode 0600, written only this once): store it, then delete the file.`
           : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
         `env_url=${config.publicUrl}`,
         `client_id=${credential.clientId}`,
-        ...(generated ? [`client_secret=${clientSecret}`] : []),
+        ...(path ? [`secrets_file=${path}`] : []),
         '',
       ].join('\n') + '\n',
     );
@@ -124,12 +151,13 @@ function printFirstStart(services: Services, config: Config): void {
 async function printAdminPassword(services: Services, config: Config): Promise<void> {
   const password = await services.firstAdminPassword.catch(() => undefined);
   if (!password) return;
+  const path = writeSecrets(config, [`admin_password=${password}`]);
   process.stdout.write(
     [
       '',
-      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
-      'set ADMIN_PASSWORD and restart to choose another).',
-      `admin_password=${password}`,
+      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password in ${path} (mode 0600, written`,
+      'only this once; set ADMIN_PASSWORD and restart to choose another).',
+      `secrets_file=${path}`,
       '',
     ].join('\n') + '\n',
   );
