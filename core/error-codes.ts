@@ -66,6 +66,11 @@ export const ERROR_CODES = {
   account_incomplete: { status: 409, meaning: 'the account has no credentials yet (PENDING_AUTH)' },
   account_not_authorized: { status: 409, meaning: 'the account is not authorized yet; send an authorization link' },
   account_pending_verification: { status: 409, meaning: 'the account waits for your application to verify its user' },
+  insufficient_scope: {
+    status: 403,
+    meaning: 'the API credential does not hold the scope the call needs (named in `details.required_scope`)',
+  },
+  connection_not_allowed: { status: 403, meaning: 'the API credential is restricted to other connections' },
   authorization_required: {
     status: 403,
     meaning:

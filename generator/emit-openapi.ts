@@ -1,5 +1,6 @@
 import type { ConnectorSpec } from '../core/spec-model.ts';
 import { endpoints, type Endpoint } from '../core/api/endpoints.ts';
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../core/api/scopes.ts';
 import { components, type JsonSchema } from '../core/api/schemas.ts';
 import { withRefs } from './emit-api.ts';
 import { pascal, toolInputSchema } from './schema.ts';
@@ -58,7 +59,8 @@ function operation(id: string, e: Endpoint, executeBody: unknown): Record<string
     operationId: id,
     summary: e.summary,
     ...(e.description ? { description: e.description } : {}),
-    ...(e.auth === 'bearer' ? { security: [{ bearerAuth: [] }] } : {}),
+    // OpenAPI 3.1 lets a non-OAuth scheme list the roles it needs: the one scope of the route, also as an extension.
+    ...(e.auth === 'bearer' ? { security: [{ bearerAuth: [e.scope] }], 'x-required-scope': e.scope } : {}),
     ...(e.auth === 'client' ? { security: [{ clientBasic: [] }, {}] } : {}),
     ...(params.length ? { parameters: params } : {}),
     ...body,
@@ -139,7 +141,16 @@ export function emitOpenApi(connectors: ConnectorSpec[]): Record<string, unknown
     servers: [{ url: 'http://localhost:8080' }],
     components: {
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'A service token from POST /oauth/token. It carries the scopes of its API credential; each operation names ' +
+            'the one it needs (`x-required-scope`), and a token without it is answered 403 `insufficient_scope`. Scopes: ' +
+            SCOPES.map((sc) => `\`${sc}\` (${SCOPE_DESCRIPTIONS[sc]})`).join('; ') +
+            '.',
+        },
         clientBasic: { type: 'http', scheme: 'basic' },
       },
       schemas,

@@ -110,6 +110,10 @@ export async function generate(specDir = 'specs'): Promise<GenerateResult> {
   // copied into it, so a published client carries them.
   files.set(`${CLIENT_TYPES}/types.ts`, clientCopy(files.get(`${OUT}/types.ts`)!));
   files.set(`${CLIENT_TYPES}/api-types.ts`, clientCopy(files.get(`${OUT}/api/types.ts`)!));
+  files.set(
+    `${CLIENT_TYPES}/scopes.ts`,
+    `// Copied by \`npm run generate\` from core/api/scopes.ts into the client package. Do not edit by hand.\n${readFileSync('core/api/scopes.ts', 'utf8')}`,
+  );
   files.set(SPEC_MODEL_PATH, await emitSpecModel());
   files.set('README.md', emitReadmeConnectors(readFileSync('README.md', 'utf8'), connectors));
 

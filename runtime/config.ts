@@ -65,6 +65,13 @@ export interface Config {
    * DNS rebinding): for a proxy that passes another `Host` on.
    */
   mcpAllowedHosts: string[];
+  /**
+   * Hosts (`host` or `host:port`) a connection's overrides (api_base_url, api_hosts, OAuth endpoints) may name
+   * although they resolve to private, loopback or link-local addresses (UPSTREAM_ALLOWED_HOSTS).
+   */
+  upstreamAllowedHosts: string[];
+  /** AUDIT_RETENTION_DAYS: audit entries older than this are pruned (the chain stays verifiable); 0 keeps them all. */
+  auditRetentionDays: number;
   /** The first retry of a failed webhook delivery waits about this long; each next one twice as long (at most 1 h). */
   webhookRetryBaseMs: number;
   /** An idle keep-alive connection (HTTP/1.1), or an HTTP/2 session with no open stream, is closed after this long. */
@@ -463,6 +470,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     webhookAllowedHosts: list('WEBHOOK_ALLOWED_HOSTS', env, hostAndPort),
     mcpAllowedHosts: mcpAllowedHosts(env),
+    upstreamAllowedHosts: list('UPSTREAM_ALLOWED_HOSTS', env, hostAndPort),
+    auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, env, 36_500),
     webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5_000, env) || 5_000,
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, env) || 65_000,
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,

@@ -5,6 +5,7 @@
  * stored. (Reading, resolving and refreshing accounts is runtime/accounts/.)
  */
 import type { Services } from './services.ts';
+import { privateDestination } from './upstream/address-guard.ts';
 import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
 import type { ConnectionUpdate } from '../generated/api/types.ts';
 import type { Account, AccountStatus, Connection, ConnectionDeletion, ConnectionPatch } from './store/types.ts';
@@ -177,6 +178,34 @@ export class ConnectionAdmin {
     return patch;
   }
 
+  /**
+   * The overrides that move a connection's traffic (api_base_url, api_hosts, OAuth endpoints) may not point into
+   * the service's own network: a host that is, or resolves to, a private, loopback or link-local address is refused
+   * unless the operator lists it in UPSTREAM_ALLOWED_HOSTS. (Every request is guarded again: DNS may change.)
+   */
+  private async checkDestinations(input: ConnectionInput, what: string): Promise<void> {
+    const urls: Array<[string, unknown]> = [
+      ['api_base_url', input.api_base_url],
+      ...Object.entries(input.api_hosts ?? {}).map(([k, v]): [string, unknown] => [`api_hosts.${k}`, v]),
+      ...Object.entries(input.oauth ?? {}).map(([k, v]): [string, unknown] => [`oauth.${k}`, v]),
+    ];
+    const errors: FieldError[] = [];
+    for (const [field, raw] of urls) {
+      if (typeof raw !== 'string' || !raw) continue;
+      let u: URL;
+      try {
+        // A host given by a template (`https://{subdomain}.example.com`) is guarded at each request instead.
+        if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\{/i.test(raw)) continue;
+        u = new URL(raw);
+      } catch {
+        continue;
+      }
+      const why = await privateDestination(u, this.s.config.upstreamAllowedHosts);
+      if (why) errors.push({ field, message: `${why}; a private host must be named in UPSTREAM_ALLOWED_HOSTS` });
+    }
+    if (errors.length) throw invalidInput(errors, what);
+  }
+
   async createConnection(input: ConnectionInput): Promise<Connection> {
     const connector = input.connector ? getConnector(input.connector) : undefined;
     if (!connector) {
@@ -200,6 +229,7 @@ export class ConnectionAdmin {
       );
     }
     const patch = this.validateConnection(input, connector, authKind, true);
+    await this.checkDestinations(input, 'connection');
     if (await this.s.store.getConnectionByName(input.connection_name!)) {
       throw new ServiceError(409, 'connection_exists', `A connection named "${input.connection_name}" already exists`);
     }
@@ -243,6 +273,7 @@ export class ConnectionAdmin {
       immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);
+    await this.checkDestinations(input, 'connection update');
     if (input.client_secret != null)
       patch.clientSecretSealed = this.s.sealer.seal(input.client_secret, aad.clientSecret(connection.id));
     if (input.oauth !== undefined && connection.authKind === 'oauth2_mcp') {
@@ -463,7 +494,7 @@ export class ConnectionAdmin {
         maxBytes: 1024 * 1024,
         credentialHeaders: credentialHeaderNames(auth.apply),
         retry: { statuses: [], max_attempts: 1 },
-        configuredHosts: configuredHosts(connector, connection, fields),
+        configuredHosts: configuredHosts(connector, connection, fields, this.s.config.upstreamAllowedHosts),
       },
     );
     if (res.status === 401 || res.status === 403) {

@@ -1,5 +1,7 @@
 /** `npm start`: the service on its configured port, SQLite under ./data unless DATABASE_URL is set. */
 import cluster from 'node:cluster';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig, type Config } from './config.ts';
 import { startServer, type RunningServer } from './server.ts';
 import { createServices, type Services } from './services.ts';
@@ -108,22 +110,48 @@ function shellWord(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/**
+ * Where the first start writes the secrets it generated (the API credential's client secret, the dashboard's admin
+ * password): a file under the data directory that only the service's user may read (0600). Only its path is
+ * printed: stdout ends up in log storage, and a secret must not.
+ */
+function firstStartSecretsPath(config: Config): string {
+  return join(config.dataDir, 'first-start-secrets.txt');
+}
+
+/** Appends `lines` to the secrets file, created 0600 (and made 0600 if it existed with a wider mode). */
+function writeSecrets(config: Config, lines: string[]): string {
+  const path = firstStartSecretsPath(config);
+  mkdirSync(config.dataDir, { recursive: true });
+  writeFileSync(path, lines.join('\n') + '\n', { mode: 0o600, flag: 'a' });
+  chmodSync(path, 0o600);
+  return path;
+}
+
 function printFirstStart(services: Services, config: Config): void {
   if (services.firstCredential) {
-    // A generated secret is printed once, on stdout and not through the logger, so a newcomer or a script can pick
-    // it up. A secret the operator supplied (INITIAL_CLIENT_SECRET) is never echoed: stdout ends up in log storage.
+    // A generated secret goes to a file of mode 0600, never to stdout; a secret the operator supplied
+    // (INITIAL_CLIENT_SECRET) is not written anywhere.
     const { credential, clientSecret } = services.firstCredential;
     const generated = config.initialClientSecret === undefined;
+    const path = generated
+      ? writeSecrets(config, [
+          `env_url=${config.publicUrl}`,
+          `client_id=${credential.clientId}`,
+          `client_secret=${clientSecret}`,
+        ])
+      : undefined;
     stdout.write(
       [
         '',
         generated
-          ? 'First start: created an API credential. The secret is shown only this once; store it now.'
+          ? `First start: created an API credential; its client secret is in ${path} (mode 0600, written only this once): store it, then delete the file.`
           : 'First start: created the API credential given by INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET.',
-        // As shell lines the docs' examples take as they are ($ENV_URL, $CLIENT_ID, $CLIENT_SECRET).
+        // As shell lines the docs' examples take as they are ($ENV_URL, $CLIENT_ID, $CLIENT_SECRET); the secret is
+        // read from the file by the line itself, so it never reaches stdout.
         `export ENV_URL=${shellWord(config.publicUrl)}`,
         `export CLIENT_ID=${shellWord(credential.clientId)}`,
-        ...(generated ? [`export CLIENT_SECRET=${shellWord(clientSecret)}`] : []),
+        ...(path ? [`export CLIENT_SECRET="$(sed -n 's/^client_secret=//p' ${shellWord(path)})"`] : []),
         '',
       ].join('\n') + '\n',
     );
@@ -134,12 +162,13 @@ function printFirstStart(services: Services, config: Config): void {
 async function printAdminPassword(services: Services, config: Config): Promise<void> {
   const password = await services.firstAdminPassword.catch(() => undefined);
   if (!password) return;
+  const path = writeSecrets(config, [`admin_password=${password}`]);
   stdout.write(
     [
       '',
-      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password below (shown only this once;`,
-      'set ADMIN_PASSWORD and restart to choose another).',
-      `admin_password=${password}`,
+      `Dashboard: ${config.publicUrl}/dashboard — sign in as "admin" with the password in ${path} (mode 0600, written`,
+      'only this once; set ADMIN_PASSWORD and restart to choose another).',
+      `secrets_file=${path}`,
       '',
     ].join('\n') + '\n',
   );

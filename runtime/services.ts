@@ -22,6 +22,7 @@ import { ConnectionDeletions } from './jobs/connection-deletions.ts';
 import { sweepExpired } from './jobs/sweeps.ts';
 import { TriggerService } from './triggers/service.ts';
 import { TriggerPoller } from './triggers/poller.ts';
+import { AuditLog } from './audit/log.ts';
 
 export interface Services {
   config: Config;
@@ -40,6 +41,8 @@ export interface Services {
   dashboard: DashboardAuth;
   metrics: Metrics;
   webhooks: WebhookService;
+  /** The audit log: every change, sign-in and completed authorization, hash-chained (runtime/audit/log.ts). */
+  audit: AuditLog;
   /** Every bounded cache of this instance (and the process-wide ones), as /metrics reports them. */
   caches: CacheSet;
   /** Connection deletes, run in the background (runtime/jobs/connection-deletions.ts). */
@@ -140,9 +143,13 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
   touchTimer.unref();
+  const audit = new AuditLog(store, log);
   const sweepTimer = setInterval(() => {
     void sweepExpired(store, config.batchSize).catch((e: unknown) =>
       log.error({ err: (e as Error).message }, 'the sweep of expired rows failed'),
+    );
+    void pruneAudit(store, config.auditRetentionDays, config.batchSize).catch((e: unknown) =>
+      log.error({ err: (e as Error).message }, 'the audit log retention sweep failed'),
     );
   }, 3_600_000);
   sweepTimer.unref();
@@ -169,6 +176,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     dashboard,
     metrics,
     webhooks,
+    audit,
     caches,
     deletions,
     triggers,
@@ -191,4 +199,18 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       await store.close();
     },
   };
+}
+
+/**
+ * Removes the audit entries older than AUDIT_RETENTION_DAYS, a batch per transaction (each moving the chain's anchor
+ * to the last entry removed, so the rest still verifies); nothing when it is 0.
+ */
+export async function pruneAudit(store: Store, days: number, batch: number, now = Date.now()): Promise<number> {
+  if (days <= 0) return 0;
+  let removed = 0;
+  for (;;) {
+    const n = await store.pruneAuditEvents(now - days * 86_400_000, batch);
+    removed += n;
+    if (n === 0) return removed;
+  }
 }

@@ -38,6 +38,8 @@ const config = loadConfig({
   INITIAL_CLIENT_ID: clientId,
   INITIAL_CLIENT_SECRET: clientSecret,
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  // The fake providers listen on loopback: the demo's connections point there, so the operator lists it.
+  UPSTREAM_ALLOWED_HOSTS: process.env.UPSTREAM_ALLOWED_HOSTS ?? '127.0.0.1,localhost,[::1]',
 });
 const running = await startServer(config);
 const client = new AgentConnectorClient({ clientId, clientSecret, envUrl: running.url });

@@ -6,6 +6,7 @@
  */
 import * as S from './schemas.ts';
 import type { JsonSchema } from './schemas.ts';
+import type { Scope } from './scopes.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -22,15 +23,13 @@ export interface HeaderParameter {
   description: string;
 }
 
-export interface Endpoint {
+interface EndpointFields {
   /** `ANY`: every method (the proxy). */
   method: Method | 'ANY';
   /** The path as OpenAPI writes it, with `{parameter}` segments. */
   path: string;
   summary: string;
   description?: string;
-  /** `bearer`: a service token from POST /oauth/token; `client`: the API credential itself; `none`: public. */
-  auth: 'bearer' | 'client' | 'none';
   /** What invalid input is called in error messages: "Invalid connection: …". */
   noun?: string;
   /** The path parameters, as one object schema. */
@@ -45,6 +44,15 @@ export interface Endpoint {
   /** Status (or `4XX`, `5XX`, `default`) → response. */
   responses: Readonly<Record<string, ResponseSpec>>;
 }
+
+/**
+ * Who may call a route. `bearer`: a service token from POST /oauth/token, which must carry `scope` (one of
+ * core/api/scopes.ts; a token without it is answered 403 `insufficient_scope`); `client`: the API credential itself;
+ * `none`: public. Every route says its scope once, here: a bearer route without one fails type-checking.
+ */
+export type EndpointAccess = { auth: 'bearer'; scope: Scope } | { auth: 'client' | 'none'; scope: null };
+
+export type Endpoint = EndpointFields & EndpointAccess;
 
 /**
  * Every string a request carries has a length bound, declared in the schema (so the validators refuse it before
@@ -106,8 +114,12 @@ const text: JsonSchema = { type: 'string' };
 
 const unauthorized = error('Missing, expired, revoked or invalid service token');
 const internal = error('Internal error; the message quotes the request id');
+const forbidden = error(
+  '`insufficient_scope`: the token’s credential does not hold the scope this route needs (named in the message and ' +
+    'in `details.required_scope`); or `connection_not_allowed`: the credential is restricted to other connections',
+);
 /** What any endpoint behind a service token may answer. */
-const bearer = { '401': unauthorized, '500': internal };
+const bearer = { '401': unauthorized, '403': forbidden, '500': internal };
 /** What reading a JSON body may answer. */
 const bodyErrors = {
   '400': error('Invalid input: `details` names every bad field; or the body is not valid JSON'),
@@ -147,8 +159,9 @@ const accountNotFound = error('No connected account with that id');
 const authorizationRequired: ResponseSpec = {
   description:
     '`authorization_required`: the end user has no usable account (missing, PENDING_AUTH, EXPIRED, DISCONNECTED) or it ' +
-    'lacks the scopes the tool needs; `error.link` (until `error.link_expires_at`) lets them connect, then retry',
-  content: json(S.authorizationRequiredResponse),
+    'lacks the scopes the tool needs; `error.link` (until `error.link_expires_at`) lets them connect, then retry. ' +
+    'Or `insufficient_scope`: the token’s credential does not hold the scope this route needs',
+  content: json({ anyOf: [S.authorizationRequiredResponse, S.errorResponse] }),
 };
 const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
 const webhookNotFound = error('No webhook with that id');
@@ -191,6 +204,7 @@ export const endpoints = boundRequestInputs({
       'A request that accepts text/html (a browser) is redirected to /dashboard; anything else gets a small JSON ' +
       'index: the service, its health and readiness, the OpenAPI document, the docs and the dashboard.',
     auth: 'none',
+    scope: null,
     responses: {
       '200': ok('The index', S.serviceIndex),
       '302': {
@@ -205,6 +219,7 @@ export const endpoints = boundRequestInputs({
     path: '/openapi.json',
     summary: 'This document: the OpenAPI 3.1 description of the HTTP API, with every tool’s input schema',
     auth: 'none',
+    scope: null,
     responses: { '200': ok('The OpenAPI document', { type: 'object' }), '500': internal },
   },
   health: {
@@ -212,6 +227,7 @@ export const endpoints = boundRequestInputs({
     path: '/health',
     summary: 'Liveness: the service answers, with its store kind and tool count',
     auth: 'none',
+    scope: null,
     responses: { '200': ok('Healthy', S.health), '500': internal },
   },
   ready: {
@@ -222,6 +238,7 @@ export const endpoints = boundRequestInputs({
       'For a load balancer or an orchestrator: send traffic only while this answers 200. After SIGTERM it answers 503 ' +
       '(`status: draining`) while in-flight requests finish.',
     auth: 'none',
+    scope: null,
     responses: {
       '200': ok('Ready', S.readiness),
       '503': ok('Not ready: starting, the store does not answer, or draining', S.readiness),
@@ -236,6 +253,7 @@ export const endpoints = boundRequestInputs({
       'The Prometheus text format. Open unless METRICS_TOKEN is set; then it needs `Authorization: Bearer <METRICS_TOKEN>` ' +
       '(its own token, not a service token).',
     auth: 'none',
+    scope: null,
     responses: {
       '200': { description: 'The metrics', content: { 'text/plain': { type: 'string' } } },
       '401': error('METRICS_TOKEN is set and the request does not carry it'),
@@ -250,6 +268,7 @@ export const endpoints = boundRequestInputs({
       'The credential goes as form fields, JSON fields, or HTTP Basic (RFC 6749 §2.3.1). Errors are RFC 6749 §5.2 errors, ' +
       'except those of reading the body (too large, not JSON), which have the service’s error shape.',
     auth: 'client',
+    scope: null,
     body: { schema: S.tokenRequest, required: false, form: true },
     responses: {
       '200': ok('A service token', S.tokenResponse),
@@ -272,6 +291,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connectors',
     summary: 'The connector catalogue',
     auth: 'bearer',
+    scope: 'connections:read',
     responses: { '200': ok('Connectors', object({ connectors: { type: 'array', items: S.connector } })), ...bearer },
   },
   getConnector: {
@@ -279,6 +299,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connectors/{name}',
     summary: 'One connector, with its tool names',
     auth: 'bearer',
+    scope: 'connections:read',
     params: pathParams({ name: { type: 'string', description: 'The connector, e.g. `mail`' } }),
     responses: { '200': ok('Connector', S.connector), '404': error('No connector of that name'), ...bearer },
   },
@@ -296,6 +317,7 @@ export const endpoints = boundRequestInputs({
       'connectors) and `identifier` (only tools whose connection has an ACTIVE account for that end user). ' +
       'Send a model’s arguments back with `POST /v1/tools/execute` and the same `input_format`.',
     auth: 'bearer',
+    scope: 'tools:execute',
     noun: 'query',
     query: {
       type: 'object',
@@ -376,6 +398,7 @@ export const endpoints = boundRequestInputs({
       'BM25+ with field boosts, prefix and fuzzy matching over each tool’s name, title, description, parameters, ' +
       'connector and keywords. Fewer than `limit` tools come back when fewer match at all.',
     auth: 'bearer',
+    scope: 'tools:execute',
     noun: 'search',
     query: {
       type: 'object',
@@ -404,6 +427,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/tools/{tool_name}',
     summary: 'One tool with its input JSON Schema',
     auth: 'bearer',
+    scope: 'tools:execute',
     params: pathParams({ tool_name: { type: 'string' } }),
     responses: { '200': ok('Tool', S.tool), '404': error('No tool of that name'), ...bearer },
   },
@@ -418,6 +442,7 @@ export const endpoints = boundRequestInputs({
       'nothing is sent: `data.requests` holds the upstream requests the tool would send, credentials redacted. ' +
       "A provider's refusal keeps the provider's status, with `code: provider_error` and the header `x-error-source: provider`.",
     auth: 'bearer',
+    scope: 'tools:execute',
     noun: 'tool execution',
     body: {
       required: true,
@@ -444,7 +469,6 @@ export const endpoints = boundRequestInputs({
     responses: {
       '200': ok('The provider payload in `data`', S.executeResponse),
       ...bodyErrors,
-      '403': authorizationRequired,
       '4XX': {
         description:
           "The service's error (404 unknown tool or connection, or an account given by id that does not exist; 409 account waiting for its user verification or its credentials unreadable), or the provider's refusal",
@@ -456,6 +480,7 @@ export const endpoints = boundRequestInputs({
         content: json({ anyOf: [S.errorResponse, S.providerErrorResponse] }),
       },
       ...bearer,
+      '403': authorizationRequired,
     },
   },
   listConnections: {
@@ -463,6 +488,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connections',
     summary: 'Connections (one per provider app)',
     auth: 'bearer',
+    scope: 'connections:read',
     responses: {
       '200': ok('Connections', object({ connections: { type: 'array', items: S.connection } })),
       ...bearer,
@@ -473,6 +499,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connections',
     summary: 'Create a connection',
     auth: 'bearer',
+    scope: 'connections:write',
     noun: 'connection',
     body: { schema: S.connectionCreate, required: true },
     responses: {
@@ -487,6 +514,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connections/{connection_name}',
     summary: 'One connection, with its account count',
     auth: 'bearer',
+    scope: 'connections:read',
     params: connectionParam,
     responses: { '200': ok('Connection', S.connection), '404': connectionNotFound, ...bearer },
   },
@@ -495,6 +523,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connections/{connection_name}',
     summary: 'Update a connection (only the fields given change)',
     auth: 'bearer',
+    scope: 'connections:write',
     noun: 'connection update',
     params: connectionParam,
     body: { schema: S.connectionUpdate, required: true },
@@ -511,6 +540,7 @@ export const endpoints = boundRequestInputs({
       'running`) and the rest goes on in the background, resumed after a restart, its progress at the `Location` ' +
       'given.',
     auth: 'bearer',
+    scope: 'connections:write',
     params: connectionParam,
     responses: {
       '200': {
@@ -530,6 +560,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connection-deletions/{id}',
     summary: "A connection delete's progress",
     auth: 'bearer',
+    scope: 'connections:read',
     params: pathParams({ id: { type: 'string', description: 'The `id` the delete answered with' } }),
     responses: {
       '200': ok('The deletion', S.connectionDeletion),
@@ -542,6 +573,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts',
     summary: 'Connected accounts, newest first, a page at a time',
     auth: 'bearer',
+    scope: 'accounts:read',
     noun: 'query',
     query: {
       type: 'object',
@@ -580,6 +612,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts',
     summary: 'Get or create a connected account by (connection_name, identifier)',
     auth: 'bearer',
+    scope: 'accounts:write',
     noun: 'connected account',
     body: {
       required: true,
@@ -600,6 +633,7 @@ export const endpoints = boundRequestInputs({
     description:
       'Key-type connectors take the fields their spec declares; OAuth connectors take existing tokens (access_token, refresh_token, expires_in or expires_at). With `verify`, the provider is asked first and nothing is saved if it refuses.',
     auth: 'bearer',
+    scope: 'accounts:write',
     noun: 'connected account upsert',
     body: {
       required: true,
@@ -626,6 +660,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts/authorization-link',
     summary: 'Create an authorization link for (connection_name, identifier), for the user to open',
     auth: 'bearer',
+    scope: 'links:create',
     noun: 'authorization link request',
     body: {
       required: true,
@@ -674,6 +709,7 @@ export const endpoints = boundRequestInputs({
     description:
       "Send the `auth_request_id` your user_verify_url received and the identifier of the user signed in to your application. The request is single-use: an unknown, expired or used one is refused, and so is an identifier other than the account's (which also discards that authorization).",
     auth: 'bearer',
+    scope: 'links:create',
     noun: 'verification',
     body: {
       required: true,
@@ -682,10 +718,12 @@ export const endpoints = boundRequestInputs({
     responses: {
       '200': ok('Verified: the account is ACTIVE', S.accountEnvelope),
       ...bodyErrors,
-      '403': error("The identifier is not the account's; the authorization is discarded"),
       '404': error('No pending verification with this auth_request_id (unknown, expired or used)'),
       '409': error('The account no longer waits for a verification'),
       ...bearer,
+      '403': error(
+        "The identifier is not the account's (the authorization is discarded); or the token lacks the scope (`insufficient_scope`)",
+      ),
     },
   },
   getConnectedAccount: {
@@ -693,6 +731,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts/{id}',
     summary: 'One connected account',
     auth: 'bearer',
+    scope: 'accounts:read',
     params: accountParam,
     responses: { '200': ok('Account', S.accountEnvelope), '404': accountNotFound, ...bearer },
   },
@@ -701,6 +740,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts/{id}/disconnect',
     summary: 'Forget the credentials of a connected account and mark it DISCONNECTED',
     auth: 'bearer',
+    scope: 'accounts:write',
     params: accountParam,
     responses: { '200': ok('Disconnected', S.accountEnvelope), '404': accountNotFound, ...bearer },
   },
@@ -709,6 +749,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/connected-accounts/{id}',
     summary: 'Delete a connected account',
     auth: 'bearer',
+    scope: 'accounts:write',
     params: accountParam,
     responses: {
       '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
@@ -721,6 +762,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/api-credentials',
     summary: 'API credentials (never their secrets)',
     auth: 'bearer',
+    scope: 'credentials:admin',
     responses: {
       '200': ok('Credentials', object({ api_credentials: { type: 'array', items: S.apiCredential } })),
       ...bearer,
@@ -731,18 +773,40 @@ export const endpoints = boundRequestInputs({
     path: '/v1/api-credentials',
     summary: 'Create an API credential; its client secret is in this answer only',
     auth: 'bearer',
+    scope: 'credentials:admin',
     noun: 'API credential',
+    description:
+      'The new credential holds the scopes given (at most those of the credential that creates it: a scope it does not ' +
+      'hold is refused with 403 `insufficient_scope`), and may be restricted to named connections (again within the ' +
+      "creator's own). Without `scopes`, it holds the creator's.",
     body: {
       required: false,
-      schema: object({ name: S.orNull({ type: 'string', maxLength: 200 }) }, []),
+      schema: object(
+        {
+          name: S.orNull({ type: 'string', maxLength: 200 }),
+          scopes: S.orNull(S.credentialScopes),
+          connection_names: S.credentialConnections,
+        },
+        [],
+      ),
     },
     responses: {
       '201': ok(
         'Created',
-        object({ id: text, client_id: text, client_secret: { type: 'string', description: 'Shown once' }, name: text }),
+        object({
+          id: text,
+          client_id: text,
+          client_secret: { type: 'string', description: 'Shown once' },
+          name: text,
+          scopes: S.credentialScopes,
+          connection_names: S.credentialConnections,
+        }),
       ),
       ...bodyErrors,
       ...bearer,
+      '403': error(
+        'The token lacks `credentials:admin`, or asks for a scope or connection its own credential does not hold (`insufficient_scope`)',
+      ),
     },
   },
   revokeApiCredential: {
@@ -750,10 +814,78 @@ export const endpoints = boundRequestInputs({
     path: '/v1/api-credentials/{id}',
     summary: 'Revoke an API credential: its service tokens stop working at once',
     auth: 'bearer',
+    scope: 'credentials:admin',
     params: pathParams({ id: { type: 'string', description: "The credential's id" } }),
     responses: {
       '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
       '404': error('No active credential with that id'),
+      ...bearer,
+    },
+  },
+  listAuditEvents: {
+    method: 'GET',
+    path: '/v1/audit-events',
+    summary: 'The audit log, newest first: who changed what, when and from where',
+    description:
+      'Every change to connections, accounts, API credentials, webhooks and MCP servers, every dashboard sign-in ' +
+      '(success or failure) and every completed authorization link, with its actor, source address and request id. ' +
+      'Filters combine; `next_cursor` pages on. Entries are hash-chained: `npm run keys -- verify-audit` checks them.',
+    auth: 'bearer',
+    scope: 'audit:read',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        actor: { type: 'string', maxLength: 200, description: 'Only this actor (a credential id, a dashboard user)' },
+        action: { type: 'string', maxLength: 100, description: 'Only this action, e.g. `connection.update`' },
+        target: { type: 'string', maxLength: 500, description: 'Only this target (a connection name, an id)' },
+        from: { type: 'string', maxLength: 40, description: 'From this time (inclusive), ISO 8601' },
+        to: { type: 'string', maxLength: 40, description: 'Before this time, ISO 8601' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 100,
+          'x-message': 'must be an integer from 1 to 1000',
+        },
+        cursor: { type: 'string', maxLength: 20, description: '`next_cursor` of the previous page' },
+      },
+    },
+    responses: {
+      '200': ok(
+        'A page of entries',
+        object({
+          audit_events: { type: 'array', items: S.auditEvent },
+          next_cursor: { type: ['string', 'null'], description: 'null on the last page' },
+        }),
+      ),
+      '400': error('A bad filter, limit or cursor'),
+      ...bearer,
+    },
+  },
+  exportAuditEvents: {
+    method: 'GET',
+    path: '/v1/audit-events/export',
+    summary: 'The audit log as JSON lines, oldest first (the same filters), for a log store or an archive',
+    auth: 'bearer',
+    scope: 'audit:read',
+    noun: 'query',
+    query: {
+      type: 'object',
+      properties: {
+        actor: { type: 'string', maxLength: 200 },
+        action: { type: 'string', maxLength: 100 },
+        target: { type: 'string', maxLength: 500 },
+        from: { type: 'string', maxLength: 40 },
+        to: { type: 'string', maxLength: 40 },
+      },
+    },
+    responses: {
+      '200': {
+        description: 'One audit entry (the shape of GET /v1/audit-events) per line, streamed',
+        content: { 'application/x-ndjson': { type: 'string' } },
+      },
+      '400': error('A bad filter'),
       ...bearer,
     },
   },
@@ -762,6 +894,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers',
     summary: 'MCP server configurations',
     auth: 'bearer',
+    scope: 'mcp:admin',
     responses: {
       '200': ok('MCP servers', object({ mcp_servers: { type: 'array', items: S.mcpServer } })),
       ...bearer,
@@ -772,6 +905,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers',
     summary: 'Create an MCP server configuration: the tools it exposes (by name, or every tool of some connections)',
     auth: 'bearer',
+    scope: 'mcp:admin',
     noun: 'MCP server',
     body: { schema: S.mcpServerCreate, required: true },
     responses: {
@@ -786,6 +920,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}',
     summary: 'One MCP server configuration',
     auth: 'bearer',
+    scope: 'mcp:admin',
     params: mcpServerParam,
     responses: { '200': ok('MCP server', S.mcpServer), '404': mcpServerNotFound, ...bearer },
   },
@@ -794,6 +929,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}',
     summary: 'Update an MCP server configuration (only the fields given change)',
     auth: 'bearer',
+    scope: 'mcp:admin',
     noun: 'MCP server update',
     params: mcpServerParam,
     body: { schema: S.mcpServerUpdate, required: true },
@@ -810,6 +946,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}',
     summary: 'Delete an MCP server configuration and its URLs (they stop working at once)',
     auth: 'bearer',
+    scope: 'mcp:admin',
     params: mcpServerParam,
     responses: {
       '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
@@ -825,6 +962,7 @@ export const endpoints = boundRequestInputs({
       'The URL carries a random token (only its hash is stored), scoped to this server and this identifier. An MCP client ' +
       '(Claude Desktop, Cursor, the MCP Inspector, the OpenAI Agents SDK) uses it as it is, with no other credential.',
     auth: 'bearer',
+    scope: 'mcp:admin',
     noun: 'MCP URL',
     params: mcpServerParam,
     body: {
@@ -864,6 +1002,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}/urls',
     summary: "An MCP server's URLs, newest first (never their tokens)",
     auth: 'bearer',
+    scope: 'mcp:admin',
     params: mcpServerParam,
     responses: {
       '200': ok('URLs', object({ urls: { type: 'array', items: S.mcpUrl } })),
@@ -876,6 +1015,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}/urls/{url_id}',
     summary: 'Revoke an MCP URL: it stops working at once',
     auth: 'bearer',
+    scope: 'mcp:admin',
     params: pathParams({ id: text, url_id: { type: 'string', description: "The URL's id" } }),
     responses: {
       '200': ok('Revoked', object({ revoked: { const: true }, id: text })),
@@ -893,6 +1033,7 @@ export const endpoints = boundRequestInputs({
       '(stateless, `server/discover`, per-request `_meta`), and 2025-11-25 and earlier through the initialize ' +
       'handshake; answered in JSON. No session: any instance answers any request.',
     auth: 'bearer',
+    scope: 'tools:execute',
     params: mcpServerParam,
     headers: [
       { name: 'x-identifier', required: true, description: 'The end user the tools run for (or `identifier`)' },
@@ -905,6 +1046,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}/mcp',
     summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
     auth: 'bearer',
+    scope: 'tools:execute',
     params: mcpServerParam,
     responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
   },
@@ -913,6 +1055,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/mcp-servers/{id}/mcp',
     summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
     auth: 'bearer',
+    scope: 'tools:execute',
     params: mcpServerParam,
     responses: { '405': mcpNotAllowed, '404': mcpServerNotFound, ...bearer },
   },
@@ -923,6 +1066,7 @@ export const endpoints = boundRequestInputs({
     description:
       'The token in the path is the credential: scoped to one MCP server and one identifier, revocable and expiring.',
     auth: 'none',
+    scope: null,
     params: pathParams({ token: { type: 'string', description: "The URL's token" } }),
     headers: [
       { name: 'mcp-protocol-version', required: false, description: 'The MCP protocol revision' },
@@ -946,6 +1090,7 @@ export const endpoints = boundRequestInputs({
     path: '/mcp/{token}',
     summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
     auth: 'none',
+    scope: null,
     params: pathParams({ token: text }),
     responses: { '405': mcpNotAllowed },
   },
@@ -954,6 +1099,7 @@ export const endpoints = boundRequestInputs({
     path: '/mcp/{token}',
     summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
     auth: 'none',
+    scope: null,
     params: pathParams({ token: text }),
     responses: { '405': mcpNotAllowed },
   },
@@ -962,6 +1108,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks',
     summary: 'Webhook endpoints (never their secrets)',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     responses: { '200': ok('Webhooks', object({ webhooks: { type: 'array', items: S.webhook } })), ...bearer },
   },
   createWebhook: {
@@ -972,6 +1119,7 @@ export const endpoints = boundRequestInputs({
       'Deliveries follow the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`), ' +
       'are retried with exponential backoff for 24 hours, and never carry a credential.',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     noun: 'webhook',
     body: { schema: S.webhookCreate, required: true },
     responses: { '201': ok('Created', S.webhookWithSecret), ...bodyErrors, ...bearer },
@@ -981,6 +1129,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}',
     summary: 'One webhook endpoint',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     params: webhookParam,
     responses: { '200': ok('Webhook', S.webhook), '404': webhookNotFound, ...bearer },
   },
@@ -989,6 +1138,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}',
     summary: 'Change a webhook’s URL or events (only the fields given change)',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     noun: 'webhook update',
     params: webhookParam,
     body: { schema: S.webhookUpdate, required: true },
@@ -999,6 +1149,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}',
     summary: 'Delete a webhook endpoint and its delivery log',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     params: webhookParam,
     responses: {
       '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
@@ -1011,6 +1162,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}/rotate-secret',
     summary: 'Replace the signing secret; the new one is in this answer only',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     params: webhookParam,
     responses: { '200': ok('Rotated', S.webhookWithSecret), '404': webhookNotFound, ...bearer },
   },
@@ -1019,6 +1171,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}/deliveries',
     summary: 'The delivery log: each event sent to this endpoint, newest first, with its status, attempts and latency',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     noun: 'query',
     params: webhookParam,
     query: {
@@ -1052,6 +1205,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
     summary: 'Send a delivery again now (same `webhook-id`, so a receiver can tell it from a new event)',
     auth: 'bearer',
+    scope: 'webhooks:admin',
     params: pathParams({ id: { type: 'string', description: "The webhook's id" }, delivery_id: text }),
     responses: {
       '200': ok('Queued', object({ delivery: S.webhookDelivery })),
@@ -1064,6 +1218,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/trigger-types',
     summary: 'The triggers connectors declare: kind, config schema and event item schema',
     auth: 'bearer',
+    scope: 'triggers:admin',
     noun: 'query',
     query: { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } },
     responses: {
@@ -1079,6 +1234,7 @@ export const endpoints = boundRequestInputs({
     description:
       'A polling instance starts where the provider is now: nothing that existed before it is sent. The account must be ACTIVE.',
     auth: 'bearer',
+    scope: 'triggers:admin',
     noun: 'trigger',
     body: { schema: S.triggerCreate, required: true },
     responses: {
@@ -1095,6 +1251,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/triggers',
     summary: 'Trigger instances, oldest first, by trigger, connection, identifier or status',
     auth: 'bearer',
+    scope: 'triggers:admin',
     noun: 'query',
     query: {
       type: 'object',
@@ -1134,6 +1291,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/triggers/{id}',
     summary: 'One trigger instance: status, last event, last poll, last error',
     auth: 'bearer',
+    scope: 'triggers:admin',
     params: triggerParam,
     responses: { '200': ok('Instance', S.triggerInstance), '404': triggerNotFound, ...bearer },
   },
@@ -1142,6 +1300,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/triggers/{id}/pause',
     summary: 'Stop polling; the cursor stays, so a resume sends what happened meanwhile',
     auth: 'bearer',
+    scope: 'triggers:admin',
     params: triggerParam,
     responses: { '200': ok('Paused', S.triggerInstance), '404': triggerNotFound, ...bearer },
   },
@@ -1150,6 +1309,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/triggers/{id}/resume',
     summary: 'Poll again, at once, from where the instance was',
     auth: 'bearer',
+    scope: 'triggers:admin',
     params: triggerParam,
     responses: { '200': ok('Resumed', S.triggerInstance), '404': triggerNotFound, ...bearer },
   },
@@ -1158,6 +1318,7 @@ export const endpoints = boundRequestInputs({
     path: '/v1/triggers/{id}',
     summary: 'Delete a trigger instance (instances also go with their account or connection)',
     auth: 'bearer',
+    scope: 'triggers:admin',
     params: triggerParam,
     responses: {
       '200': ok('Deleted', object({ deleted: { const: true }, id: text })),
@@ -1173,6 +1334,7 @@ export const endpoints = boundRequestInputs({
       "Request and response stream both ways. The provider's answer passes as it is (status, headers, body), marked " +
       "`x-error-source: provider` when it is an error; the statuses listed are the service's own, marked `x-error-source: service`.",
     auth: 'bearer',
+    scope: 'proxy',
     rest: 'path',
     params: pathParams({
       path: {
@@ -1194,12 +1356,12 @@ export const endpoints = boundRequestInputs({
     responses: {
       default: { description: "The provider's response, streamed", content: { '*/*': {} } },
       '400': error('Missing headers, an identifier given twice, or a path that leaves the API root'),
-      '403': authorizationRequired,
       '404': error('No such connection'),
       '409': error('The account waits for its user verification, or its credentials are unreadable'),
       '502': error('Provider unreachable, or it answered malformed HTTP'),
       '504': error('The provider did not answer in time'),
       ...bearer,
+      '403': authorizationRequired,
     },
   },
   oauthAuthorize: {
@@ -1208,6 +1370,7 @@ export const endpoints = boundRequestInputs({
     summary:
       'Where an authorization link leads: redirects the browser to the provider (OAuth), or shows the hosted connect page (keys and tokens)',
     auth: 'none',
+    scope: null,
     params: pathParams({ connection_id: text }),
     query: { type: 'object', properties: { link: { type: 'string', description: "The link's token" } } },
     responses: {
@@ -1229,6 +1392,7 @@ export const endpoints = boundRequestInputs({
       "Fetched by the MCP server's authorization server (draft-ietf-oauth-client-id-metadata-document) when it advertises " +
       '`client_id_metadata_document_supported`; otherwise the service registers by Dynamic Client Registration.',
     auth: 'none',
+    scope: null,
     params: pathParams({ connection_id: { type: 'string', description: "The connection's id" } }),
     responses: {
       '200': ok(
@@ -1256,6 +1420,7 @@ export const endpoints = boundRequestInputs({
       "with the provider (the auth's verify request), then saved on the link's account, and the link is spent. " +
       'A CSRF token (an HttpOnly SameSite=Strict cookie and the same value in the form) must match. See docs/connect.md.',
     auth: 'none',
+    scope: null,
     params: pathParams({ connection_id: text }),
     body: {
       required: true,
@@ -1291,6 +1456,7 @@ export const endpoints = boundRequestInputs({
     path: '/sso/v1/oauth/{connection_id}/callback',
     summary: "The provider's redirect target: exchanges the code and makes the account ACTIVE",
     auth: 'none',
+    scope: null,
     params: pathParams({ connection_id: text }),
     query: {
       type: 'object',
@@ -1312,6 +1478,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts',
     summary: 'Scalekit REST shape: ListConnectedAccounts',
     auth: 'bearer',
+    scope: 'accounts:read',
     noun: 'query',
     query: scalekitQuery({
       connector: accountQuery.connector,
@@ -1330,6 +1497,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts',
     summary: 'Scalekit REST shape: CreateConnectedAccount',
     auth: 'bearer',
+    scope: 'accounts:write',
     body: scalekitBody('connected_accounts.CreateConnectedAccountRequest'),
     responses: {
       '200': ok('Created', scalekitMessage('connected_accounts.CreateConnectedAccountResponse')),
@@ -1341,6 +1509,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts',
     summary: 'Scalekit REST shape: UpdateConnectedAccount',
     auth: 'bearer',
+    scope: 'accounts:write',
     body: scalekitBody('connected_accounts.UpdateConnectedAccountRequest'),
     responses: {
       '200': ok('Updated', scalekitMessage('connected_accounts.UpdateConnectedAccountResponse')),
@@ -1352,6 +1521,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts:delete',
     summary: 'Scalekit REST shape: DeleteConnectedAccount',
     auth: 'bearer',
+    scope: 'accounts:write',
     body: scalekitBody('connected_accounts.DeleteConnectedAccountRequest'),
     responses: {
       '200': ok('Deleted', scalekitMessage('connected_accounts.DeleteConnectedAccountResponse')),
@@ -1363,6 +1533,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts/magic_link',
     summary: 'Scalekit REST shape: GetMagicLinkForConnectedAccount (an authorization link)',
     auth: 'bearer',
+    scope: 'links:create',
     body: scalekitBody('connected_accounts.GetMagicLinkForConnectedAccountRequest'),
     responses: {
       '200': ok('Link', scalekitMessage('connected_accounts.GetMagicLinkForConnectedAccountResponse')),
@@ -1374,11 +1545,12 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts/verify',
     summary: 'Scalekit REST shape: VerifyConnectedAccountUser',
     auth: 'bearer',
+    scope: 'links:create',
     body: scalekitBody('connected_accounts.VerifyConnectedAccountUserRequest'),
     responses: {
       '200': ok('Verified', scalekitMessage('connected_accounts.VerifyConnectedAccountUserResponse')),
       ...scalekitErrors,
-      '403': error("The identifier is not the account's"),
+      '403': error("The identifier is not the account's; or the token lacks the scope (`insufficient_scope`)"),
     },
   },
   scalekitGetConnectedAccountAuth: {
@@ -1386,6 +1558,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connected_accounts/auth',
     summary: 'Scalekit REST shape: GetConnectedAccountAuth (never a credential)',
     auth: 'bearer',
+    scope: 'accounts:read',
     noun: 'query',
     query: scalekitQuery(accountQuery),
     responses: {
@@ -1398,6 +1571,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/execute_tool',
     summary: 'Scalekit REST shape: ExecuteTool',
     auth: 'bearer',
+    scope: 'tools:execute',
     body: scalekitBody('tools.ExecuteToolRequest'),
     responses: {
       '200': ok('The tool result', scalekitMessage('tools.ExecuteToolResponse')),
@@ -1413,6 +1587,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/tools',
     summary: 'Scalekit REST shape: ListTools',
     auth: 'bearer',
+    scope: 'tools:execute',
     noun: 'query',
     query: scalekitQuery({
       provider: { type: 'string', description: 'The connector' },
@@ -1430,6 +1605,7 @@ export const endpoints = boundRequestInputs({
     path: '/api/v1/connections/app',
     summary: 'Scalekit REST shape: ListAppConnections',
     auth: 'bearer',
+    scope: 'connections:read',
     noun: 'query',
     query: scalekitQuery({
       provider: { type: 'string', description: 'The connector' },

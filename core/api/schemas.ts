@@ -8,6 +8,8 @@
  */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
+import { ALL_SCOPES, SCOPES } from './scopes.ts';
+
 export const ACCOUNT_STATUSES = ['PENDING_AUTH', 'PENDING_VERIFICATION', 'ACTIVE', 'EXPIRED', 'DISCONNECTED'] as const;
 
 /** The account lifecycle events a webhook endpoint may subscribe to. */
@@ -530,9 +532,68 @@ export const accountEnvelope: JsonSchema = {
   properties: { connected_account: connectedAccount },
 };
 
+/** A credential's scopes: each one of core/api/scopes.ts, or `*` alone (every scope, present and future). */
+export const credentialScopes: JsonSchema = {
+  type: 'array',
+  maxItems: 64,
+  items: {
+    enum: [...SCOPES, ALL_SCOPES],
+    'x-message': `must be one of: ${SCOPES.join(', ')} (or * for every scope)`,
+  },
+  description:
+    'What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.',
+};
+
+/** The connections a credential is restricted to; null: every connection. */
+export const credentialConnections: JsonSchema = {
+  type: ['array', 'null'],
+  maxItems: 1000,
+  items: { type: 'string', minLength: 1, maxLength: 200 },
+  description: 'Only these connections (by name); null or absent: every connection',
+};
+
+/** An audit log entry (runtime/audit/log.ts). */
+export const auditEvent: JsonSchema = {
+  type: 'object',
+  required: [
+    'seq',
+    'id',
+    'at',
+    'actor_type',
+    'actor_id',
+    'action',
+    'target_type',
+    'target_id',
+    'source_address',
+    'request_id',
+    'changes',
+    'prev_hash',
+    'hash',
+  ],
+  additionalProperties: false,
+  properties: {
+    seq: { type: 'integer', description: 'Its place in the chain' },
+    id: str,
+    at: dateTime,
+    actor_type: { enum: ['credential', 'dashboard_user', 'end_user', 'anonymous', 'system'] },
+    actor_id: { type: 'string', description: 'The API credential id, the dashboard user, or the end user' },
+    action: { type: 'string', description: 'e.g. `connection.update`, `credential.create`, `dashboard.sign_in`' },
+    target_type: str,
+    target_id: str,
+    source_address: nullableStr,
+    request_id: nullableStr,
+    changes: {
+      type: 'object',
+      description: 'What changed, by field (`{from, to}` on an update); a secret only as `set`, `changed` or `removed`',
+    },
+    prev_hash: { type: 'string', description: 'The previous entry’s hash (SHA-256, hex)' },
+    hash: { type: 'string', description: 'SHA-256 over this entry’s canonical JSON and prev_hash' },
+  },
+};
+
 export const apiCredential: JsonSchema = {
   type: 'object',
-  required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at'],
+  required: ['id', 'client_id', 'name', 'created_at', 'revoked_at', 'last_used_at', 'scopes', 'connection_names'],
   additionalProperties: false,
   properties: {
     id: str,
@@ -541,6 +602,8 @@ export const apiCredential: JsonSchema = {
     created_at: dateTime,
     revoked_at: nullableDateTime,
     last_used_at: nullableDateTime,
+    scopes: credentialScopes,
+    connection_names: credentialConnections,
   },
 };
 
@@ -824,6 +887,7 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   ConnectionUpdate: connectionUpdate,
   ConnectedAccount: connectedAccount,
   ApiCredential: apiCredential,
+  AuditEvent: auditEvent,
   ExecuteToolResponse: executeResponse,
   OpenAITool: openaiTool,
   OpenAIResponsesTool: openaiResponsesTool,

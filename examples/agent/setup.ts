@@ -65,6 +65,8 @@ export async function startWorld(): Promise<World> {
       INITIAL_CLIENT_ID: clientId,
       INITIAL_CLIENT_SECRET: clientSecret,
       LOG_LEVEL: 'warn',
+      // The fake providers listen on loopback: the connections' overrides point there, so the operator lists it.
+      UPSTREAM_ALLOWED_HOSTS: '127.0.0.1,localhost,[::1]',
     }),
   );
   const client = new AgentConnectorClient({ clientId, clientSecret, envUrl: running.url });

@@ -894,15 +894,682 @@ function validate12(data, { instancePath = '', parentData, parentDataProperty, r
   validate12.errors = vErrors;
   return errors === 0;
 }
-export const listWebhookDeliveries_query = validate13;
+export const listAuditEvents_query = validate13;
 const schema14 = {
+  type: 'object',
+  properties: {
+    actor: { type: 'string', maxLength: 200, description: 'Only this actor (a credential id, a dashboard user)' },
+    action: { type: 'string', maxLength: 100, description: 'Only this action, e.g. `connection.update`' },
+    target: { type: 'string', maxLength: 500, description: 'Only this target (a connection name, an id)' },
+    from: { type: 'string', maxLength: 40, description: 'From this time (inclusive), ISO 8601' },
+    to: { type: 'string', maxLength: 40, description: 'Before this time, ISO 8601' },
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      default: 100,
+      'x-message': 'must be an integer from 1 to 1000',
+    },
+    cursor: { type: 'string', maxLength: 20, description: '`next_cursor` of the previous page' },
+  },
+};
+function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.limit === undefined) {
+      data.limit = 100;
+    }
+    if (data.actor !== undefined && func0.call(data, 'actor')) {
+      let data0 = data.actor;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/actor',
+              schemaPath: '#/properties/actor/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['actor'] = coerced0;
+          }
+        }
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 200) {
+          const err1 = {
+            instancePath: instancePath + '/actor',
+            schemaPath: '#/properties/actor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.action !== undefined && func0.call(data, 'action')) {
+      let data1 = data.action;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/action',
+              schemaPath: '#/properties/action/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['action'] = coerced1;
+          }
+        }
+      }
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 100) {
+          const err3 = {
+            instancePath: instancePath + '/action',
+            schemaPath: '#/properties/action/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 100 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.target !== undefined && func0.call(data, 'target')) {
+      let data2 = data.target;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/target',
+              schemaPath: '#/properties/target/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['target'] = coerced2;
+          }
+        }
+      }
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 500) {
+          const err5 = {
+            instancePath: instancePath + '/target',
+            schemaPath: '#/properties/target/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 500 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.from !== undefined && func0.call(data, 'from')) {
+      let data3 = data.from;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err6 = {
+              instancePath: instancePath + '/from',
+              schemaPath: '#/properties/from/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['from'] = coerced3;
+          }
+        }
+      }
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 40) {
+          const err7 = {
+            instancePath: instancePath + '/from',
+            schemaPath: '#/properties/from/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 40 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.to !== undefined && func0.call(data, 'to')) {
+      let data4 = data.to;
+      if (typeof data4 !== 'string') {
+        let dataType4 = typeof data4;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (dataType4 == 'number' || dataType4 == 'boolean') {
+            coerced4 = '' + data4;
+          } else if (data4 === null) {
+            coerced4 = '';
+          } else {
+            const err8 = {
+              instancePath: instancePath + '/to',
+              schemaPath: '#/properties/to/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err8];
+            } else {
+              vErrors.push(err8);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data4 = coerced4;
+          if (data !== undefined) {
+            data['to'] = coerced4;
+          }
+        }
+      }
+      if (typeof data4 === 'string') {
+        if (func46(data4) > 40) {
+          const err9 = {
+            instancePath: instancePath + '/to',
+            schemaPath: '#/properties/to/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 40 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      }
+    }
+    let data5 = data.limit;
+    if (!(typeof data5 == 'number' && !(data5 % 1) && !isNaN(data5) && isFinite(data5))) {
+      let dataType5 = typeof data5;
+      let coerced5 = undefined;
+      if (!(coerced5 !== undefined)) {
+        if (
+          dataType5 === 'boolean' ||
+          data5 === null ||
+          (dataType5 === 'string' && data5 && data5 == +data5 && !(data5 % 1))
+        ) {
+          coerced5 = +data5;
+        } else {
+          const err10 = {
+            instancePath: instancePath + '/limit',
+            schemaPath: '#/properties/limit/type',
+            keyword: 'type',
+            params: { type: 'integer' },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+      }
+      if (coerced5 !== undefined) {
+        data5 = coerced5;
+        if (data !== undefined) {
+          data['limit'] = coerced5;
+        }
+      }
+    }
+    if (typeof data5 == 'number' && isFinite(data5)) {
+      if (data5 > 1000 || isNaN(data5)) {
+        const err11 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/maximum',
+          keyword: 'maximum',
+          params: { comparison: '<=', limit: 1000 },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+      if (data5 < 1 || isNaN(data5)) {
+        const err12 = {
+          instancePath: instancePath + '/limit',
+          schemaPath: '#/properties/limit/minimum',
+          keyword: 'minimum',
+          params: { comparison: '>=', limit: 1 },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
+    if (data.cursor !== undefined && func0.call(data, 'cursor')) {
+      let data6 = data.cursor;
+      if (typeof data6 !== 'string') {
+        let dataType6 = typeof data6;
+        let coerced6 = undefined;
+        if (!(coerced6 !== undefined)) {
+          if (dataType6 == 'number' || dataType6 == 'boolean') {
+            coerced6 = '' + data6;
+          } else if (data6 === null) {
+            coerced6 = '';
+          } else {
+            const err13 = {
+              instancePath: instancePath + '/cursor',
+              schemaPath: '#/properties/cursor/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err13];
+            } else {
+              vErrors.push(err13);
+            }
+            errors++;
+          }
+        }
+        if (coerced6 !== undefined) {
+          data6 = coerced6;
+          if (data !== undefined) {
+            data['cursor'] = coerced6;
+          }
+        }
+      }
+      if (typeof data6 === 'string') {
+        if (func46(data6) > 20) {
+          const err14 = {
+            instancePath: instancePath + '/cursor',
+            schemaPath: '#/properties/cursor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 20 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err15];
+    } else {
+      vErrors.push(err15);
+    }
+    errors++;
+  }
+  validate13.errors = vErrors;
+  return errors === 0;
+}
+export const exportAuditEvents_query = validate14;
+const schema15 = {
+  type: 'object',
+  properties: {
+    actor: { type: 'string', maxLength: 200 },
+    action: { type: 'string', maxLength: 100 },
+    target: { type: 'string', maxLength: 500 },
+    from: { type: 'string', maxLength: 40 },
+    to: { type: 'string', maxLength: 40 },
+  },
+};
+function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.actor !== undefined && func0.call(data, 'actor')) {
+      let data0 = data.actor;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/actor',
+              schemaPath: '#/properties/actor/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['actor'] = coerced0;
+          }
+        }
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 200) {
+          const err1 = {
+            instancePath: instancePath + '/actor',
+            schemaPath: '#/properties/actor/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.action !== undefined && func0.call(data, 'action')) {
+      let data1 = data.action;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/action',
+              schemaPath: '#/properties/action/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['action'] = coerced1;
+          }
+        }
+      }
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 100) {
+          const err3 = {
+            instancePath: instancePath + '/action',
+            schemaPath: '#/properties/action/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 100 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.target !== undefined && func0.call(data, 'target')) {
+      let data2 = data.target;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/target',
+              schemaPath: '#/properties/target/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['target'] = coerced2;
+          }
+        }
+      }
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 500) {
+          const err5 = {
+            instancePath: instancePath + '/target',
+            schemaPath: '#/properties/target/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 500 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.from !== undefined && func0.call(data, 'from')) {
+      let data3 = data.from;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err6 = {
+              instancePath: instancePath + '/from',
+              schemaPath: '#/properties/from/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['from'] = coerced3;
+          }
+        }
+      }
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 40) {
+          const err7 = {
+            instancePath: instancePath + '/from',
+            schemaPath: '#/properties/from/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 40 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.to !== undefined && func0.call(data, 'to')) {
+      let data4 = data.to;
+      if (typeof data4 !== 'string') {
+        let dataType4 = typeof data4;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (dataType4 == 'number' || dataType4 == 'boolean') {
+            coerced4 = '' + data4;
+          } else if (data4 === null) {
+            coerced4 = '';
+          } else {
+            const err8 = {
+              instancePath: instancePath + '/to',
+              schemaPath: '#/properties/to/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err8];
+            } else {
+              vErrors.push(err8);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data4 = coerced4;
+          if (data !== undefined) {
+            data['to'] = coerced4;
+          }
+        }
+      }
+      if (typeof data4 === 'string') {
+        if (func46(data4) > 40) {
+          const err9 = {
+            instancePath: instancePath + '/to',
+            schemaPath: '#/properties/to/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 40 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err10];
+    } else {
+      vErrors.push(err10);
+    }
+    errors++;
+  }
+  validate14.errors = vErrors;
+  return errors === 0;
+}
+export const listWebhookDeliveries_query = validate15;
+const schema16 = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, 'x-message': 'must be an integer from 1 to 100' },
     cursor: { type: 'string', description: '`next_cursor` of the previous page', maxLength: 2048 },
   },
 };
-function validate13(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1030,12 +1697,12 @@ function validate13(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate13.errors = vErrors;
+  validate15.errors = vErrors;
   return errors === 0;
 }
-export const listTriggerTypes_query = validate14;
-const schema15 = { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } };
-function validate14(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+export const listTriggerTypes_query = validate16;
+const schema17 = { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } };
+function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1097,11 +1764,11 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate14.errors = vErrors;
+  validate16.errors = vErrors;
   return errors === 0;
 }
-export const listTriggers_query = validate15;
-const schema16 = {
+export const listTriggers_query = validate17;
+const schema18 = {
   type: 'object',
   properties: {
     trigger: { type: 'string', maxLength: 128 },
@@ -1115,7 +1782,7 @@ const schema16 = {
     cursor: { type: 'string', maxLength: 512, description: '`next_cursor` of the previous page' },
   },
 };
-function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1276,7 +1943,7 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/status',
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
-          params: { allowedValues: schema16.properties.status.enum },
+          params: { allowedValues: schema18.properties.status.enum },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -1407,15 +2074,15 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate15.errors = vErrors;
+  validate17.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_query = validate16;
-const schema17 = {
+export const oauthAuthorize_query = validate18;
+const schema19 = {
   type: 'object',
   properties: { link: { type: 'string', description: "The link's token", maxLength: 2048 } },
 };
-function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1477,11 +2144,11 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate16.errors = vErrors;
+  validate18.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_query = validate17;
-const schema18 = {
+export const oauthCallback_query = validate19;
+const schema20 = {
   type: 'object',
   properties: {
     code: { type: 'string', maxLength: 2048 },
@@ -1490,7 +2157,7 @@ const schema18 = {
     error_description: { type: 'string', maxLength: 2048 },
   },
 };
-function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1699,11 +2366,11 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate17.errors = vErrors;
+  validate19.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListConnectedAccounts_query = validate18;
-const schema19 = {
+export const scalekitListConnectedAccounts_query = validate20;
+const schema21 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -1714,7 +2381,7 @@ const schema19 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2037,11 +2704,11 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate18.errors = vErrors;
+  validate20.errors = vErrors;
   return errors === 0;
 }
-export const scalekitGetConnectedAccountAuth_query = validate19;
-const schema20 = {
+export const scalekitGetConnectedAccountAuth_query = validate21;
+const schema22 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -2049,7 +2716,7 @@ const schema20 = {
     id: { type: 'string', description: 'The connected account id', maxLength: 2048 },
   },
 };
-function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2209,11 +2876,11 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate19.errors = vErrors;
+  validate21.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListTools_query = validate20;
-const schema21 = {
+export const scalekitListTools_query = validate22;
+const schema23 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -2230,7 +2897,7 @@ const schema21 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2634,11 +3301,11 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate20.errors = vErrors;
+  validate22.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListAppConnections_query = validate21;
-const schema22 = {
+export const scalekitListAppConnections_query = validate23;
+const schema24 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -2647,7 +3314,7 @@ const schema22 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2872,6 +3539,6 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate21.errors = vErrors;
+  validate23.errors = vErrors;
   return errors === 0;
 }

@@ -3155,14 +3155,47 @@ const schema28 = {
   type: 'object',
   required: [],
   additionalProperties: false,
-  properties: { name: { type: ['string', 'null'], maxLength: 200 } },
+  properties: {
+    name: { type: ['string', 'null'], maxLength: 200 },
+    scopes: {
+      type: ['array', 'null'],
+      maxItems: 64,
+      items: {
+        enum: [
+          'tools:execute',
+          'proxy',
+          'accounts:read',
+          'accounts:write',
+          'links:create',
+          'connections:read',
+          'connections:write',
+          'credentials:admin',
+          'webhooks:admin',
+          'mcp:admin',
+          'triggers:admin',
+          'audit:read',
+          '*',
+        ],
+        'x-message':
+          'must be one of: tools:execute, proxy, accounts:read, accounts:write, links:create, connections:read, connections:write, credentials:admin, webhooks:admin, mcp:admin, triggers:admin, audit:read (or * for every scope)',
+      },
+      description:
+        'What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.',
+    },
+    connection_names: {
+      type: ['array', 'null'],
+      maxItems: 1000,
+      items: { type: 'string', minLength: 1, maxLength: 200 },
+      description: 'Only these connections (by name); null or absent: every connection',
+    },
+  },
 };
 function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'name')) {
+      if (!(key0 === 'name' || key0 === 'scopes' || key0 === 'connection_names')) {
         const err0 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -3210,12 +3243,157 @@ function validate27(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.scopes !== undefined && func0.call(data, 'scopes')) {
+      let data1 = data.scopes;
+      if (!Array.isArray(data1) && data1 !== null) {
+        const err3 = {
+          instancePath: instancePath + '/scopes',
+          schemaPath: '#/properties/scopes/type',
+          keyword: 'type',
+          params: { type: schema28.properties.scopes.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+      if (Array.isArray(data1)) {
+        if (data1.length > 64) {
+          const err4 = {
+            instancePath: instancePath + '/scopes',
+            schemaPath: '#/properties/scopes/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+        const len0 = data1.length;
+        for (let i0 = 0; i0 < len0; i0++) {
+          let data2 = data1[i0];
+          if (!(
+            data2 === 'tools:execute' ||
+            data2 === 'proxy' ||
+            data2 === 'accounts:read' ||
+            data2 === 'accounts:write' ||
+            data2 === 'links:create' ||
+            data2 === 'connections:read' ||
+            data2 === 'connections:write' ||
+            data2 === 'credentials:admin' ||
+            data2 === 'webhooks:admin' ||
+            data2 === 'mcp:admin' ||
+            data2 === 'triggers:admin' ||
+            data2 === 'audit:read' ||
+            data2 === '*'
+          )) {
+            const err5 = {
+              instancePath: instancePath + '/scopes/' + i0,
+              schemaPath: '#/properties/scopes/items/enum',
+              keyword: 'enum',
+              params: { allowedValues: schema28.properties.scopes.items.enum },
+            };
+            if (vErrors === null) {
+              vErrors = [err5];
+            } else {
+              vErrors.push(err5);
+            }
+            errors++;
+          }
+        }
+      }
+    }
+    if (data.connection_names !== undefined && func0.call(data, 'connection_names')) {
+      let data3 = data.connection_names;
+      if (!Array.isArray(data3) && data3 !== null) {
+        const err6 = {
+          instancePath: instancePath + '/connection_names',
+          schemaPath: '#/properties/connection_names/type',
+          keyword: 'type',
+          params: { type: schema28.properties.connection_names.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+      if (Array.isArray(data3)) {
+        if (data3.length > 1000) {
+          const err7 = {
+            instancePath: instancePath + '/connection_names',
+            schemaPath: '#/properties/connection_names/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 1000 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+        const len1 = data3.length;
+        for (let i1 = 0; i1 < len1; i1++) {
+          let data4 = data3[i1];
+          if (typeof data4 === 'string') {
+            if (func46(data4) > 200) {
+              const err8 = {
+                instancePath: instancePath + '/connection_names/' + i1,
+                schemaPath: '#/properties/connection_names/items/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err8];
+              } else {
+                vErrors.push(err8);
+              }
+              errors++;
+            }
+            if (func46(data4) < 1) {
+              const err9 = {
+                instancePath: instancePath + '/connection_names/' + i1,
+                schemaPath: '#/properties/connection_names/items/minLength',
+                keyword: 'minLength',
+                params: { limit: 1 },
+              };
+              if (vErrors === null) {
+                vErrors = [err9];
+              } else {
+                vErrors.push(err9);
+              }
+              errors++;
+            }
+          } else {
+            const err10 = {
+              instancePath: instancePath + '/connection_names/' + i1,
+              schemaPath: '#/properties/connection_names/items/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err10];
+            } else {
+              vErrors.push(err10);
+            }
+            errors++;
+          }
+        }
+      }
+    }
   } else {
-    const err3 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err11 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err3];
+      vErrors = [err11];
     } else {
-      vErrors.push(err3);
+      vErrors.push(err11);
     }
     errors++;
   }

@@ -27,9 +27,16 @@ export const connector: ConnectorDefinition = {
         {
           name: 'api_key',
           title: 'API key',
-          description:
-            "The data API key, sent as the X-API-Key header. prodata_get_company sends the same key as a Bearer token to the time-tracking API (see that tool's notes).",
+          description: 'The data API key, sent as the X-API-Key header to the data API only.',
           required: true,
+          secret: true,
+        },
+        {
+          name: 'timetracking_token',
+          title: 'Time-tracking access token',
+          description:
+            'A Harvest personal access token (or OAuth access token) for the time-tracking account, sent as a Bearer token to the time-tracking API by prodata_get_company only. Optional: without it that tool answers that the account has no timetracking_token; the data API key is never sent there.',
+          required: false,
           secret: true,
         },
       ],
@@ -177,7 +184,7 @@ function build_prodata_get_company(input: I.ProdataGetCompanyInput, ctx: BuildCo
       'User-Agent': 'agent-connector-service (prodata connector)',
     } as Record<string, string>,
     host: 'timetracking',
-    apply: { bearer: '{api_key}' },
+    apply: { bearer: '{timetracking_token}' },
   });
   return out;
 }
@@ -1600,7 +1607,7 @@ export const tools: readonly ToolDefinition[] = [
     checkRules: rules_prodata_get_company,
     build: build_prodata_get_company,
     notes:
-      'Not a data-API call: `GET https://api.harvestapp.com/v2/company` of the Harvest time-tracking API, with `Authorization: Bearer <the account\'s api_key>`, `Harvest-Account-Id: <account_id>` (the spec\'s "Tracker-Account-Id" stands for this header) and a User-Agent naming the application, which Harvest requires. Credential mismatch: the connected account stores a data-API key, which is not a Harvest token; the call succeeds only when the stored key is a Harvest personal access token (or OAuth access token) for that account, otherwise Harvest answers 401 and the tool returns that provider error. The account ID is really obtained from the Harvest OAuth scope `harvest:{ACCOUNT_ID}` or from id.getharvest.com, not from a response header as the spec says. Harvest requires admin permissions for this call.',
+      "Not a data-API call: `GET https://api.harvestapp.com/v2/company` of the Harvest time-tracking API, with `Authorization: Bearer <the account's timetracking_token>`, `Harvest-Account-Id: <account_id>` (the spec's \"Tracker-Account-Id\" stands for this header) and a User-Agent naming the application, which Harvest requires. The account's timetracking_token (a Harvest personal access token or OAuth access token) is a credential field of its own: the data API key is never sent to Harvest. Without it the tool answers 409 account_incomplete naming timetracking_token, and nothing is sent. The account ID is really obtained from the Harvest OAuth scope `harvest:{ACCOUNT_ID}` or from id.getharvest.com, not from a response header as the spec says. Harvest requires admin permissions for this call.",
     keywords: ['harvest'],
     examples: [
       {

@@ -1,5 +1,6 @@
 import type { AuthSpec, CredentialApply } from '../../core/spec-model.ts';
 import { updateAccountWithEvent } from '../webhooks/events.ts';
+import { checkConnection } from '../auth/service-auth.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -228,6 +229,8 @@ export class AccountService {
       ]);
     }
     if (!connection) throw notFound('Connection');
+    // A credential restricted to named connections reaches no other (the request carries its token's claims).
+    checkConnection(requestScope, connection.name);
     const known = this.resolvedFor.get(account);
     if (known?.connection === connection) return known;
     const connector = getConnector(connection.connector);
@@ -363,7 +366,12 @@ export class AccountService {
   /** The hosts an account's requests may reach without the public-address guard, cached like base URLs. */
   configuredHostsFor(resolved: ResolvedAccount): string[] {
     const d = this.derivedFor(resolved);
-    return (d.hosts ??= configuredHosts(resolved.connector, resolved.connection, resolved.account.fields));
+    return (d.hosts ??= configuredHosts(
+      resolved.connector,
+      resolved.connection,
+      resolved.account.fields,
+      this.config.upstreamAllowedHosts,
+    ));
   }
 
   /**
@@ -445,6 +453,7 @@ export class AccountService {
     const ep: OAuthEndpoints = await endpointsFor(resolved.connector, connection, {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
+      upstreamAllowedHosts: this.config.upstreamAllowedHosts,
       updateRegistration: registrationWriter(this.store, (id) => this.invalidateConnection(id)),
     });
     this.refreshCount++;

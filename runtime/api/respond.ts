@@ -4,8 +4,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Services } from '../services.ts';
-import { AuthorizationRequiredError, ProviderError, ServiceError, unauthorized, type ErrorCode } from '../../core/errors.ts';
+import {
+  AuthorizationRequiredError,
+  ProviderError,
+  ServiceError,
+  unauthorized,
+  type ErrorCode,
+} from '../../core/errors.ts';
 import { requestId } from '../ids.ts';
+import type { TokenClaims } from '../auth/service-auth.ts';
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -16,7 +23,12 @@ export function resultPage(title: string, message: string, ok: boolean): string 
 h1{font-size:1.4rem;color:${ok ? '#17653d' : '#9b1c1c'}}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>`;
 }
 
-export type AnyRequest = IncomingMessage & { requestId?: string; credentialId?: string };
+export type AnyRequest = IncomingMessage & {
+  requestId?: string;
+  credentialId?: string;
+  /** The verified token's claims: its credential, scopes and connections. */
+  access?: TokenClaims;
+};
 
 const BEARER = /^Bearer\s+(\S+)$/i;
 
@@ -34,12 +46,16 @@ export function authenticate(s: Services, req: AnyRequest): Promise<void> | unde
     const known = s.tokens.knownClaims(header.slice(7), req);
     if (known) {
       req.credentialId = known.credentialId;
+      req.access = known;
       return undefined;
     }
   }
   const token = BEARER.exec(header)?.[1];
   if (!token) throw unauthorized('Send Authorization: Bearer <token>; get a token from POST /oauth/token');
-  return s.tokens.verify(token, req).then((claims) => void (req.credentialId = claims.credentialId));
+  return s.tokens.verify(token, req).then((claims) => {
+    req.credentialId = claims.credentialId;
+    req.access = claims;
+  });
 }
 
 /** Gives the request its id (the client's, when it is a sane one); refuses anything but HTTP/1.x. */

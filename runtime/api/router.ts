@@ -29,6 +29,7 @@ import type { Services } from '../services.ts';
 import { bodyArrived, expressParser, jsonBody, type Middleware } from './json-body.ts';
 import { authenticate, renderError, sendJson, startRequest, type AnyRequest } from './respond.ts';
 import { checkRequest } from './validate.ts';
+import { holdsScope, insufficientScope } from '../auth/service-auth.ts';
 
 export type ApiRequest = AnyRequest & { body?: unknown };
 
@@ -213,6 +214,8 @@ export class Router {
     if (endpoint.auth === 'bearer') {
       const pending = authenticate(this.s, req);
       if (pending) await pending;
+      // The route's one scope (core/api/endpoints.ts), carried by the token: no read.
+      if (!holdsScope(req.access!, endpoint.scope)) throw insufficientScope(endpoint.scope);
     }
     if (m.absolute && endpoint.rest) {
       throw new ServiceError(

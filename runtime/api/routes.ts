@@ -13,7 +13,11 @@ import { authFor, connectors, getTool, isMcpAuth, tools } from '../connectors/ca
 import { clientMetadataDocument } from '../oauth/mcp-auth.ts';
 import { scopesForTools } from '../connect/scopes.ts';
 import { showConnectPage, submitConnectPage, takesKeys } from '../connect/page.ts';
-import { createApiCredential } from '../auth/service-auth.ts';
+import { checkConnection, createApiCredential, grantable, type TokenClaims } from '../auth/service-auth.ts';
+import type { AuditContext, AuditEntry } from '../audit/log.ts';
+import type { ApiRequest } from './router.ts';
+import type { AuditEvent, Connection } from '../store/types.ts';
+import type { ALL_SCOPES, Scope } from '../../core/api/scopes.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { encodeCursor, InvalidCursor } from '../store/cursor.ts';
 import type { ConnectorDefinition, ToolDefinition } from '../../core/tool-types.ts';
@@ -89,6 +93,9 @@ function connectorView(c: ConnectorDefinition, withTools: boolean) {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** A credential's scopes as the API shows them: `["*"]` for every scope. */
+const scopesView = (scopes: readonly string[] | '*') =>
+  (scopes === '*' ? ['*'] : [...scopes]) as Array<Scope | typeof ALL_SCOPES>;
 
 /** The generated OpenAPI document, served as the generator wrote it (read once, on first request). */
 const OPENAPI_FILE = fileURLToPath(new URL('../../generated/docs/openapi.json', import.meta.url));
@@ -107,6 +114,71 @@ function clientAddress(
   return req.socket.remoteAddress ?? 'unknown';
 }
 
+/** An audit entry as the API shows it. */
+export const auditView = (e: AuditEvent) => ({
+  seq: e.seq,
+  id: e.id,
+  at: iso(e.at),
+  actor_type: e.actorType,
+  actor_id: e.actorId,
+  action: e.action,
+  target_type: e.targetType,
+  target_id: e.targetId,
+  source_address: e.sourceAddress,
+  request_id: e.requestId,
+  changes: e.changes,
+  prev_hash: e.prevHash,
+  hash: e.hash,
+});
+
+/** The filters of the audit routes, their times read as ISO 8601 (a bad one is a 400 naming it). */
+function auditFilter(q: { actor?: string; action?: string; target?: string; from?: string; to?: string }) {
+  const time = (field: 'from' | 'to') => {
+    const v = q[field];
+    if (v === undefined || v === '') return undefined;
+    const t = Date.parse(v);
+    if (Number.isNaN(t))
+      throw new ServiceError(400, 'invalid_input', `${field} is not a time`, [
+        { field, message: 'must be an ISO 8601 time, e.g. 2026-01-31T12:00:00Z' },
+      ]);
+    return t;
+  };
+  return {
+    actorId: q.actor || undefined,
+    action: q.action || undefined,
+    targetId: q.target || undefined,
+    from: time('from'),
+    to: time('to'),
+  };
+}
+
+/** Secret fields of a connection: the audit log records that they were set or changed, never their values. */
+const CONNECTION_SECRETS = new Set(['client_secret']);
+
+/**
+ * What a connection create or update changes, for the audit log: each field given, with the value it had before
+ * (an update) and the one it has now; a secret only as `set`, `changed` or `removed`.
+ */
+export function connectionChanges(body: Record<string, unknown>, before?: Connection): Record<string, unknown> {
+  const was: Record<string, unknown> = before
+    ? {
+        client_id: before.clientId,
+        scopes: before.scopes,
+        api_base_url: before.apiBaseUrl,
+        api_hosts: before.apiHosts,
+        oauth: before.oauth,
+        client_secret: before.clientSecretSealed !== null,
+      }
+    : {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (v === undefined) continue;
+    if (CONNECTION_SECRETS.has(k)) out[k] = before ? (v ? (was[k] ? 'changed' : 'set') : 'removed') : 'set';
+    else out[k] = before && k in was ? { from: was[k] ?? null, to: v } : v;
+  }
+  return out;
+}
+
 /** `load()` called once, on the first call; its promise, rejected too, kept for every later one. */
 function once<T>(load: () => Promise<T>): () => Promise<T> {
   let loaded: Promise<T> | undefined;
@@ -118,12 +190,48 @@ export function routeTable(s: Services): RouteTable {
   const m = new ConnectionAdmin(s);
   // Loaded on first use, not at start: Scalekit's REST API (protobuf and the AgentKit descriptors), the MCP
   // endpoint (the MCP SDK, zod) and tool search (its index). Each import() is a chunk of its own in dist/.
-  const sk = once(async () => (await import('../scalekit/rest.ts')).scalekitRest(s));
+  const sk = once(async () => {
+    const [rest, calls] = await Promise.all([import('../scalekit/rest.ts'), import('../scalekit/calls.ts')]);
+    return { rest: rest.scalekitRest(s), callerAccess: calls.callerAccess };
+  });
+  /** A Scalekit REST call, run with the caller's claims (a credential restricted to connections stays within them). */
+  const scalekit = async <T>(
+    req: { access?: TokenClaims },
+    fn: (k: Awaited<ReturnType<typeof sk>>['rest']) => Promise<T>,
+  ): Promise<T> => {
+    const k = await sk();
+    return k.callerAccess.run(
+      {
+        access: req.access,
+        sourceAddress: clientAddress(s, req as ApiRequest),
+        requestId: (req as ApiRequest).requestId,
+      },
+      () => fn(k.rest),
+    );
+  };
   const mcpServers = new McpServers(s);
   const mcpModule = once(() => import('../mcp/endpoint.ts'));
   const mcpEndpoint = once(async () => new (await mcpModule()).McpEndpoint(s, mcpServers));
   const methodNotAllowed = async (res: ServerResponse) => (await mcpModule()).methodNotAllowed(res);
   const search = once(() => import('../tools/search.ts'));
+  /** Who acts through this request, for the audit log: the credential of its token, its address and request id. */
+  const actor = (req: ApiRequest): AuditContext => ({
+    actorType: 'credential',
+    actorId: req.credentialId ?? 'unknown',
+    sourceAddress: clientAddress(s, req),
+    requestId: req.requestId ?? null,
+  });
+  const audit = (req: ApiRequest, entry: AuditEntry) => s.audit.record(actor(req), entry);
+  /** An account and its connection, which the caller's credential must reach; 404 when either is gone. */
+  const accountOf = async (req: object, id: string) => {
+    const account = await s.store.getAccount(id);
+    // An account whose connection is being deleted is gone already (its row goes with a later batch).
+    const connection = account && (await s.accounts.connectionById(account.connectionId));
+    if (!account || !connection)
+      throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+    checkConnection(req, connection.name);
+    return { account, connection };
+  };
   return {
     index: ({ req, res }) => {
       const base = s.config.publicUrl;
@@ -245,24 +353,43 @@ export function routeTable(s: Services): RouteTable {
     },
     executeTool: async ({ body, res }) => executeTool(s, body, res),
 
-    listConnections: async () => {
-      const list = await s.store.listConnectionsWithCounts();
+    listConnections: async ({ req }) => {
+      const only = req.access?.connections;
+      const list = (await s.store.listConnectionsWithCounts()).filter((c) => !only || only.has(c.name));
       return { body: { connections: list.map((c) => m.connectionView(c, c.accountCount)) } };
     },
-    createConnection: async ({ body }) => {
+    createConnection: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const c = await m.createConnection(body);
+      await audit(req, {
+        action: 'connection.create',
+        targetType: 'connection',
+        targetId: c.name,
+        changes: connectionChanges({ ...body }),
+      });
       return { status: 201, body: m.connectionView(c, 0) };
     },
-    getConnection: async ({ params }) => {
+    getConnection: async ({ req, params }) => {
+      checkConnection(req, params.connection_name);
       const c = await s.accounts.connectionByName(params.connection_name);
       return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
     },
-    updateConnection: async ({ params, body }) => {
+    updateConnection: async ({ req, params, body }) => {
+      checkConnection(req, params.connection_name);
+      const before = await s.accounts.connectionByName(params.connection_name);
       const c = await m.updateConnection(params.connection_name, body);
+      await audit(req, {
+        action: 'connection.update',
+        targetType: 'connection',
+        targetId: c.name,
+        changes: connectionChanges({ ...body }, before),
+      });
       return { body: m.connectionView(c, await s.store.countAccounts(c.id)) };
     },
-    deleteConnection: async ({ params }) => {
+    deleteConnection: async ({ req, params }) => {
+      checkConnection(req, params.connection_name);
       const d = await m.deleteConnection(params.connection_name);
+      await audit(req, { action: 'connection.delete', targetType: 'connection', targetId: params.connection_name });
       return {
         status: d.status === 'done' ? 200 : 202,
         headers: { location: `/v1/connection-deletions/${d.id}` },
@@ -275,8 +402,10 @@ export function routeTable(s: Services): RouteTable {
       return { body: m.deletionView(d) };
     },
 
-    listConnectedAccounts: async ({ query }) => {
+    listConnectedAccounts: async ({ req, query }) => {
       const limit = query.limit ?? 100;
+      if (query.connection_name) checkConnection(req, query.connection_name);
+      const only = req.access?.connections;
       const connection = query.connection_name ? await s.accounts.connectionByName(query.connection_name) : undefined;
       let list;
       try {
@@ -302,26 +431,47 @@ export function routeTable(s: Services): RouteTable {
           // The accounts of a connection being deleted are gone for callers already (its rows go in batches).
           connected_accounts: page.flatMap((a) => {
             const connection = names.get(a.connectionId);
-            return connection ? [m.accountView(a, connection)] : [];
+            return connection && (!only || only.has(connection.name)) ? [m.accountView(a, connection)] : [];
           }),
           next_cursor: list.length > limit ? encodeCursor(page[page.length - 1]!) : null,
         },
       };
     },
-    getOrCreateConnectedAccount: async ({ body }) => {
+    getOrCreateConnectedAccount: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const { account, connection, created } = await m.getOrCreateAccount(body.connection_name, body.identifier);
+      if (created)
+        await audit(req, {
+          action: 'account.create',
+          targetType: 'connected_account',
+          targetId: account.id,
+          changes: { connection_name: connection.name, identifier: account.identifier },
+        });
       return { status: created ? 201 : 200, body: { connected_account: m.accountView(account, connection), created } };
     },
-    upsertConnectedAccount: async ({ body }) => {
+    upsertConnectedAccount: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const { account, connection } = await m.upsertAccount(
         body.connection_name,
         body.identifier,
         body.credentials,
         body.verify === true,
       );
+      await audit(req, {
+        action: 'account.upsert',
+        targetType: 'connected_account',
+        targetId: account.id,
+        changes: {
+          connection_name: connection.name,
+          identifier: account.identifier,
+          // Which credentials were stored, never their values.
+          credentials: Object.fromEntries(Object.keys(body.credentials).map((k) => [k, 'set'])),
+        },
+      });
       return { body: { connected_account: m.accountView(account, connection) } };
     },
-    createAuthorizationLink: async ({ body }) => {
+    createAuthorizationLink: async ({ req, body }) => {
+      checkConnection(req, body.connection_name);
       const connection = await s.accounts.connectionByName(body.connection_name);
       const connector = connectors.get(connection.connector)!;
       const scopes = body.tools?.length
@@ -336,43 +486,86 @@ export function routeTable(s: Services): RouteTable {
       );
       return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
     },
-    verifyConnectedAccountUser: async ({ body }) => {
+    verifyConnectedAccountUser: async ({ req, body }) => {
       const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
+      await audit(req, {
+        action: 'authorization.verify',
+        targetType: 'connected_account',
+        targetId: a.id,
+        changes: { identifier: a.identifier, status: a.status },
+      });
       const c = (await s.accounts.connectionById(a.connectionId))!;
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    getConnectedAccount: async ({ params }) => {
-      const a = await s.store.getAccount(params.id);
-      // An account whose connection is being deleted is gone already (its row goes with a later batch).
-      const c = a && (await s.accounts.connectionById(a.connectionId));
-      if (!a || !c) throw new ServiceError(404, 'account_not_found', `No connected account with id "${params.id}"`);
+    getConnectedAccount: async ({ req, params }) => {
+      const { account: a, connection: c } = await accountOf(req, params.id);
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    disconnectConnectedAccount: async ({ params }) => {
+    disconnectConnectedAccount: async ({ req, params }) => {
+      await accountOf(req, params.id);
       const a = await m.disconnectAccount(params.id);
+      await audit(req, {
+        action: 'account.disconnect',
+        targetType: 'connected_account',
+        targetId: a.id,
+        changes: { credentials: 'removed' },
+      });
       const c = (await s.accounts.connectionById(a.connectionId))!;
       return { body: { connected_account: m.accountView(a, c) } };
     },
-    deleteConnectedAccount: async ({ params }) => {
+    deleteConnectedAccount: async ({ req, params }) => {
+      const { account, connection } = await accountOf(req, params.id);
       await m.deleteAccount(params.id);
+      await audit(req, {
+        action: 'account.delete',
+        targetType: 'connected_account',
+        targetId: params.id,
+        changes: { connection_name: connection.name, identifier: account.identifier },
+      });
       return { body: { deleted: true, id: params.id } };
     },
 
     listWebhooks: async () => ({
       body: { webhooks: (await s.store.listWebhookEndpoints()).map(webhookView) },
     }),
-    createWebhook: async ({ body }) => {
+    createWebhook: async ({ req, body }) => {
       const { endpoint, secret } = await s.webhooks.create(body.url, body.events);
+      await audit(req, {
+        action: 'webhook.create',
+        targetType: 'webhook',
+        targetId: endpoint.id,
+        changes: { url: endpoint.url, events: endpoint.events, secret: 'set' },
+      });
       return { status: 201, body: { ...webhookView(endpoint), secret } };
     },
     getWebhook: async ({ params }) => ({ body: webhookView(await s.webhooks.get(params.id)) }),
-    updateWebhook: async ({ params, body }) => ({ body: webhookView(await s.webhooks.update(params.id, body)) }),
-    deleteWebhook: async ({ params }) => {
+    updateWebhook: async ({ req, params, body }) => {
+      const before = await s.webhooks.get(params.id);
+      const after = await s.webhooks.update(params.id, body);
+      await audit(req, {
+        action: 'webhook.update',
+        targetType: 'webhook',
+        targetId: params.id,
+        changes: {
+          ...(body.url != null ? { url: { from: before.url, to: after.url } } : {}),
+          ...(body.events != null ? { events: { from: before.events, to: after.events } } : {}),
+        },
+      });
+      return { body: webhookView(after) };
+    },
+    deleteWebhook: async ({ req, params }) => {
       await s.webhooks.delete(params.id);
+      await audit(req, { action: 'webhook.delete', targetType: 'webhook', targetId: params.id });
       return { body: { deleted: true, id: params.id } };
     },
-    rotateWebhookSecret: async ({ params }) => {
+    rotateWebhookSecret: async ({ req, params }) => {
       const { endpoint, secret } = await s.webhooks.rotateSecret(params.id);
+      await audit(req, {
+        action: 'webhook.rotate_secret',
+        targetType: 'webhook',
+        targetId: params.id,
+        changes: { secret: 'changed' },
+      });
       return { body: { ...webhookView(endpoint), secret } };
     },
     listWebhookDeliveries: async ({ params, query }) => {
@@ -427,54 +620,150 @@ export function routeTable(s: Services): RouteTable {
             created_at: iso(c.createdAt),
             revoked_at: c.revokedAt ? iso(c.revokedAt) : null,
             last_used_at: c.lastUsedAt ? iso(c.lastUsedAt) : null,
+            scopes: scopesView(c.scopes),
+            connection_names: c.connectionNames ? [...c.connectionNames] : null,
           })),
         },
       };
     },
-    createApiCredential: async ({ body }) => {
-      const { credential, clientSecret } = await createApiCredential(s.store, body.name || 'API credential');
+    createApiCredential: async ({ req, body }) => {
+      const access = grantable(req.access, {
+        scopes: body.scopes ?? null,
+        connectionNames: body.connection_names ?? null,
+      });
+      const { credential, clientSecret } = await createApiCredential(
+        s.store,
+        body.name || 'API credential',
+        undefined,
+        access,
+      );
+      await audit(req, {
+        action: 'credential.create',
+        targetType: 'api_credential',
+        targetId: credential.id,
+        changes: {
+          name: credential.name,
+          client_id: credential.clientId,
+          scopes: scopesView(credential.scopes),
+          connection_names: credential.connectionNames,
+          client_secret: 'set',
+        },
+      });
       return {
         status: 201,
-        body: { id: credential.id, client_id: credential.clientId, client_secret: clientSecret, name: credential.name },
+        body: {
+          id: credential.id,
+          client_id: credential.clientId,
+          client_secret: clientSecret,
+          name: credential.name,
+          scopes: scopesView(credential.scopes),
+          connection_names: credential.connectionNames ? [...credential.connectionNames] : null,
+        },
       };
     },
-    revokeApiCredential: async ({ params }) => {
+    revokeApiCredential: async ({ req, params }) => {
       const ok = await s.store.revokeApiCredential(params.id, Date.now());
       if (!ok) throw new ServiceError(404, 'not_found', `No active API credential with id "${params.id}"`);
       s.tokens.forgetCredential(params.id);
+      await audit(req, { action: 'credential.revoke', targetType: 'api_credential', targetId: params.id });
       return { body: { revoked: true, id: params.id } };
     },
 
-    scalekitListConnectedAccounts: async ({ query }) => (await sk()).listConnectedAccounts(query),
-    scalekitCreateConnectedAccount: async ({ body }) => (await sk()).createConnectedAccount(body),
-    scalekitUpdateConnectedAccount: async ({ body }) => (await sk()).updateConnectedAccount(body),
-    scalekitDeleteConnectedAccount: async ({ body }) => (await sk()).deleteConnectedAccount(body),
-    scalekitMagicLink: async ({ body }) => (await sk()).magicLink(body),
-    scalekitVerifyConnectedAccountUser: async ({ body }) => (await sk()).verify(body),
-    scalekitGetConnectedAccountAuth: async ({ query }) => (await sk()).getConnectedAccountAuth(query),
-    scalekitExecuteTool: async ({ body }) => (await sk()).executeTool(body),
-    scalekitListTools: async ({ query }) => (await sk()).listTools(query),
-    scalekitListAppConnections: async ({ query }) => (await sk()).listAppConnections(query),
+    scalekitListConnectedAccounts: async ({ req, query }) => scalekit(req, (k) => k.listConnectedAccounts(query)),
+    scalekitCreateConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.createConnectedAccount(body)),
+    scalekitUpdateConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.updateConnectedAccount(body)),
+    scalekitDeleteConnectedAccount: async ({ req, body }) => scalekit(req, (k) => k.deleteConnectedAccount(body)),
+    scalekitMagicLink: async ({ req, body }) => scalekit(req, (k) => k.magicLink(body)),
+    scalekitVerifyConnectedAccountUser: async ({ req, body }) => scalekit(req, (k) => k.verify(body)),
+    scalekitGetConnectedAccountAuth: async ({ req, query }) => scalekit(req, (k) => k.getConnectedAccountAuth(query)),
+    scalekitExecuteTool: async ({ req, body }) => scalekit(req, (k) => k.executeTool(body)),
+    scalekitListTools: async ({ req, query }) => scalekit(req, (k) => k.listTools(query)),
+    scalekitListAppConnections: async ({ req, query }) => scalekit(req, (k) => k.listAppConnections(query)),
+    listAuditEvents: async ({ query }) => {
+      const limit = query.limit ?? 100;
+      let cursor: number | undefined;
+      if (query.cursor !== undefined) {
+        cursor = Number(query.cursor);
+        if (!/^\d+$/.test(query.cursor) || !Number.isSafeInteger(cursor))
+          throw new ServiceError(400, 'invalid_input', 'cursor is invalid', [
+            { field: 'cursor', message: 'is not a cursor from a previous page' },
+          ]);
+      }
+      const list = await s.store.listAuditEvents({ ...auditFilter(query), order: 'desc', cursor, limit: limit + 1 });
+      const page = list.slice(0, limit);
+      return {
+        body: {
+          audit_events: page.map(auditView),
+          next_cursor: list.length > limit ? String(page[page.length - 1]!.seq) : null,
+        },
+      };
+    },
+    exportAuditEvents: async ({ query, res }) => {
+      const filter = auditFilter(query);
+      res.writeHead(200, {
+        'content-type': 'application/x-ndjson; charset=utf-8',
+        'content-disposition': 'attachment; filename="audit-events.jsonl"',
+        'cache-control': 'no-store',
+      });
+      // A page at a time, waiting for the client to take each: the whole log is never in memory.
+      let cursor: number | undefined;
+      for (;;) {
+        const page = await s.store.listAuditEvents({ ...filter, order: 'asc', cursor, limit: 500 });
+        if (!page.length) break;
+        const text = page.map((e) => JSON.stringify(auditView(e))).join('\n') + '\n';
+        if (!res.write(text)) await new Promise((resolve) => res.once('drain', resolve));
+        if (res.destroyed || page.length < 500) break;
+        cursor = page[page.length - 1]!.seq;
+      }
+      res.end();
+    },
     listMcpServers: async () => ({ body: await mcpServers.list() }),
-    createMcpServer: async ({ body }) => {
+    createMcpServer: async ({ req, body }) => {
       const created = await mcpServers.create(body);
+      await audit(req, {
+        action: 'mcp_server.create',
+        targetType: 'mcp_server',
+        targetId: created.id,
+        changes: { ...body },
+      });
       return { status: 201, body: await mcpServers.describe(created) };
     },
     getMcpServer: async ({ params }) => ({ body: await mcpServers.describe(await mcpServers.get(params.id)) }),
-    updateMcpServer: async ({ params, body }) => ({
-      body: await mcpServers.describe(await mcpServers.update(params.id, body)),
-    }),
-    deleteMcpServer: async ({ params }) => {
+    updateMcpServer: async ({ req, params, body }) => {
+      const updated = await mcpServers.update(params.id, body);
+      await audit(req, {
+        action: 'mcp_server.update',
+        targetType: 'mcp_server',
+        targetId: params.id,
+        changes: { ...body },
+      });
+      return { body: await mcpServers.describe(updated) };
+    },
+    deleteMcpServer: async ({ req, params }) => {
       await mcpServers.delete(params.id);
+      await audit(req, { action: 'mcp_server.delete', targetType: 'mcp_server', targetId: params.id });
       return { body: { deleted: true, id: params.id } };
     },
-    createMcpUrl: async ({ params, body }) => ({
-      status: 201,
-      body: await mcpServers.createUrl(params.id, body.identifier, body.expires_in ?? undefined),
-    }),
+    createMcpUrl: async ({ req, params, body }) => {
+      const url = await mcpServers.createUrl(params.id, body.identifier, body.expires_in ?? undefined);
+      await audit(req, {
+        action: 'mcp_url.create',
+        targetType: 'mcp_server',
+        targetId: params.id,
+        // The URL carries its token: only that one was made.
+        changes: { url_id: url.id, identifier: url.identifier, expires_at: url.expires_at, url: 'set' },
+      });
+      return { status: 201, body: url };
+    },
     listMcpUrls: async ({ params }) => ({ body: await mcpServers.listUrls(params.id) }),
-    revokeMcpUrl: async ({ params }) => {
+    revokeMcpUrl: async ({ req, params }) => {
       await mcpServers.revokeUrl(params.id, params.url_id);
+      await audit(req, {
+        action: 'mcp_url.revoke',
+        targetType: 'mcp_server',
+        targetId: params.id,
+        changes: { url_id: params.url_id },
+      });
       return { body: { revoked: true, id: params.url_id } };
     },
     mcpServerPost: async ({ req, res, params }) => {
@@ -497,7 +786,7 @@ export function routeTable(s: Services): RouteTable {
           ],
         );
       }
-      await (await mcpEndpoint()).serve(req, res, { server, identifier }, req.body);
+      await (await mcpEndpoint()).serve(req, res, { server, identifier, access: req.access }, req.body);
     },
     mcpServerGet: async ({ params, res }) => {
       await mcpServers.get(params.id);
@@ -549,10 +838,30 @@ export function routeTable(s: Services): RouteTable {
         sendHtml(res, e.status, resultPage('The account could not be connected', e.message, false));
       }
     },
-    oauthCallback: async ({ res, params, rawQuery }) => {
+    oauthCallback: async ({ req, res, params, rawQuery }) => {
       res.setHeader('cache-control', 'no-store');
       try {
         const outcome = await s.oauth.callback(params.connection_id, new URLSearchParams(rawQuery));
+        if (outcome.ok && outcome.account)
+          // The end user completed an authorization link: the account now holds new credentials.
+          await s.audit.record(
+            {
+              actorType: 'end_user',
+              actorId: outcome.account.identifier,
+              sourceAddress: clientAddress(s, req),
+              requestId: req.requestId ?? null,
+            },
+            {
+              action: 'authorization.complete',
+              targetType: 'connected_account',
+              targetId: outcome.account.id,
+              changes: {
+                connection_name: outcome.connection?.name ?? null,
+                status: outcome.account.status,
+                credentials: 'set',
+              },
+            },
+          );
         if (outcome.redirectTo) {
           redirect(res, outcome.redirectTo);
           return;

@@ -6,6 +6,7 @@ import type { ApiCredential } from '../store/types.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { ServiceError, unauthorized } from '../../core/errors.ts';
+import { ALL_SCOPES, SCOPES, type Scope } from '../../core/api/scopes.ts';
 import { reserveAll, Throttle } from './throttle.ts';
 import { aad } from '../crypto/aad.ts';
 import { INITIAL_KID, newSigningKey, parseKeySet, sealKeySet, SIGNING_KEY_META } from './signing-keys.ts';
@@ -31,10 +32,17 @@ export interface NewCredential {
   clientSecret: string;
 }
 
+/** What a credential may do: its scopes (or `*`, every scope) and, optionally, the only connections it reaches. */
+export interface CredentialAccess {
+  scopes: readonly Scope[] | '*';
+  connectionNames: readonly string[] | null;
+}
+
 export async function createApiCredential(
   store: Store,
   name: string,
   given?: { clientId?: string; clientSecret?: string },
+  access: CredentialAccess = { scopes: ALL_SCOPES, connectionNames: null },
 ): Promise<NewCredential> {
   const clientSecret = given?.clientSecret ?? `acs_sk_${randomSecret(32)}`;
   if (clientSecret.length < 24) throw new Error('a client secret must have at least 24 characters');
@@ -46,6 +54,8 @@ export async function createApiCredential(
     createdAt: Date.now(),
     revokedAt: null,
     lastUsedAt: null,
+    scopes: access.scopes === ALL_SCOPES ? ALL_SCOPES : [...new Set(access.scopes)],
+    connectionNames: access.connectionNames ? [...new Set(access.connectionNames)] : null,
   };
   await store.createApiCredential(credential);
   return { credential, clientSecret };
@@ -55,6 +65,77 @@ export interface TokenClaims {
   credentialId: string;
   clientId: string;
   expiresAt: number;
+  /** The scopes the token carries (its credential's): `*`, or a set. */
+  scopes: ReadonlySet<string> | '*';
+  /** The only connections the token reaches; undefined: every one. */
+  connections: ReadonlySet<string> | undefined;
+}
+
+/** True when the claims hold `scope`. */
+export function holdsScope(claims: Pick<TokenClaims, 'scopes'>, scope: Scope): boolean {
+  return claims.scopes === ALL_SCOPES || claims.scopes.has(scope);
+}
+
+/**
+ * The 403 of a token without the scope a route or method needs, naming it (and, per RFC 6750 section 3.1, in the
+ * WWW-Authenticate header).
+ */
+export function insufficientScope(scope: Scope): ServiceError {
+  return new ServiceError(
+    403,
+    'insufficient_scope',
+    `This API credential does not hold the scope "${scope}", which this call needs; create a credential that holds it (POST /v1/api-credentials with "scopes")`,
+    { required_scope: scope },
+    { 'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"` },
+  );
+}
+
+/**
+ * Refuses a connection the token's credential is not restricted to (when it is restricted at all). `scope` is what
+ * carries the claims: the request being served (`access`), or the claims themselves.
+ */
+export function checkConnection(scope: object | undefined, name: string): void {
+  const access = (scope as { access?: TokenClaims } | undefined)?.access;
+  if (access?.connections && !access.connections.has(name)) throw connectionNotAllowed(name);
+}
+
+/**
+ * What a new credential may hold when `creator` makes it: the scopes and connections asked for, each within the
+ * creator's own (a scope it lacks: 403 `insufficient_scope` naming it; a connection outside its restriction: 403
+ * `connection_not_allowed`). Not asked: the creator's. `*` only from a credential that holds every scope.
+ */
+export function grantable(
+  creator: Pick<TokenClaims, 'scopes' | 'connections'> | undefined,
+  asked: { scopes?: readonly string[] | null; connectionNames?: readonly string[] | null },
+): CredentialAccess {
+  const held = creator?.scopes ?? ALL_SCOPES;
+  let scopes: readonly Scope[] | '*';
+  if (!asked.scopes) scopes = held === ALL_SCOPES ? ALL_SCOPES : ([...held] as Scope[]);
+  else if (asked.scopes.includes(ALL_SCOPES)) {
+    if (held !== ALL_SCOPES) throw insufficientScope(SCOPES.find((sc) => !held.has(sc))!);
+    scopes = ALL_SCOPES;
+  } else {
+    for (const sc of asked.scopes) if (!holdsScope({ scopes: held }, sc as Scope)) throw insufficientScope(sc as Scope);
+    scopes = asked.scopes as Scope[];
+  }
+  const within = creator?.connections;
+  let connectionNames: readonly string[] | null = asked.connectionNames ?? (within ? [...within] : null);
+  if (connectionNames && !connectionNames.length) connectionNames = null;
+  if (within) {
+    if (!connectionNames) connectionNames = [...within];
+    for (const n of connectionNames) if (!within.has(n)) throw connectionNotAllowed(n);
+  }
+  return { scopes, connectionNames };
+}
+
+/** The 403 of a token restricted to other connections. */
+export function connectionNotAllowed(name: string): ServiceError {
+  return new ServiceError(
+    403,
+    'connection_not_allowed',
+    `This API credential is restricted to other connections; it may not use the connection "${name}"`,
+    { connection_name: name },
+  );
 }
 
 interface VerifiedToken extends TokenClaims {
@@ -224,7 +305,12 @@ export class ServiceTokens {
     await this.addressThrottle.settleSuccess(remote, 'refund', now);
     void this.store.touchApiCredential(credential.id, now).catch(() => {});
     const { active } = await this.currentKeys(now);
-    const token = await new SignJWT({ cid: credential.clientId })
+    // The token carries what the credential may do, so checking a route's scope needs no read.
+    const token = await new SignJWT({
+      cid: credential.clientId,
+      scope: credential.scopes === ALL_SCOPES ? ALL_SCOPES : credential.scopes.join(' '),
+      ...(credential.connectionNames ? { conn: credential.connectionNames } : {}),
+    })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: active.kid })
       .setSubject(credential.id)
       .setIssuer(this.issuer)
@@ -274,6 +360,12 @@ export class ServiceTokens {
           // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the claim is this service's own string, in a token it signed and verified
           clientId: String(payload.cid ?? ''),
           expiresAt: payload.exp! * 1000,
+          // A token signed before scopes existed has none: its credential was migrated to every scope (010).
+          scopes:
+            typeof payload.scope !== 'string' || payload.scope === ALL_SCOPES
+              ? ALL_SCOPES
+              : new Set(payload.scope.split(' ').filter(Boolean)),
+          connections: Array.isArray(payload.conn) ? new Set(payload.conn.map(String)) : undefined,
           kid,
         };
       } catch (e) {

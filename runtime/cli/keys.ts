@@ -6,6 +6,7 @@
  *   rotate           re-encrypt every sealed value with the active key
  *   remove <kid>     delete a key from the key file, refused while any value still uses it
  *   verify           decrypt every sealed value and report failures
+ *   verify-audit     check the audit log's hash chain; fails when an entry was altered or removed
  *   rotate-signing [--revoke-old]
  *                    replace the key that signs the service's own bearer tokens; tokens signed with the old key keep
  *                    working until they expire (TOKEN_TTL_SECONDS), or stop at once with --revoke-old. Running
@@ -22,6 +23,7 @@ import { keyFilePath, loadKeyring, newKeyId, readKeyFile, writeKeyFile } from '.
 import { Sealer } from '../crypto/sealer.ts';
 import { rotateSealed, verifySealed } from '../crypto/rotate.ts';
 import { rotateSigningKey } from '../auth/signing-keys.ts';
+import { verifyAudit } from '../audit/log.ts';
 
 const [command, arg, ...extra] = process.argv.slice(2);
 const config = loadConfig();
@@ -110,6 +112,27 @@ switch (command) {
     if (report.failed.length) process.exit(1);
     break;
   }
+  case 'verify-audit': {
+    // The audit log's hash chain, from its anchor (entries removed by retention) to its head: an entry altered or
+    // removed fails it. Needs the store only, not the keys.
+    const store = openStore(config);
+    await store.migrate();
+    try {
+      const report = await verifyAudit(store);
+      if (report.ok)
+        console.log(
+          `the audit log verifies: ${report.checked} entr${report.checked === 1 ? 'y' : 'ies'} chained from the anchor (entry ${report.head.anchorSeq}) to the head (entry ${report.head.seq})`,
+        );
+      else {
+        console.error(`the audit log does NOT verify (${report.checked} entries read):`);
+        for (const p of report.problems) console.error(`  ${p}`);
+        process.exitCode = 1;
+      }
+    } finally {
+      await store.close();
+    }
+    break;
+  }
   case 'rotate-signing': {
     if ((arg !== undefined && arg !== '--revoke-old') || extra.length)
       fail(`rotate-signing takes one option, --revoke-old; got: ${[arg, ...extra].join(' ')}`);
@@ -128,5 +151,7 @@ switch (command) {
     break;
   }
   default:
-    fail('usage: npm run keys -- list | add | rotate | remove <kid> | verify | rotate-signing [--revoke-old]');
+    fail(
+      'usage: npm run keys -- list | add | rotate | remove <kid> | verify | verify-audit | rotate-signing [--revoke-old]',
+    );
 }

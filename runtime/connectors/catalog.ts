@@ -11,7 +11,7 @@ import type {
 import type { ConnectorDefinition, FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import type { Connection } from '../store/types.ts';
 import { ServiceError } from '../../core/errors.ts';
-import { hostAndPort } from '../upstream/address-guard.ts';
+import { hostAndPort, listedHost } from '../upstream/address-guard.ts';
 
 export { connectors, tools };
 
@@ -252,28 +252,36 @@ function fixedHost(template: string | null | undefined): string | undefined {
 }
 
 /**
- * The hosts (`host:port`) the operator (a connection's overrides) or the connector itself configured. These,
- * and their subdomains on the same port (Standby Actors answer at `<actorId>.<standby host>`), may resolve to
- * any address; every other host — one an account field names, or a provider's redirect — must be public
- * (see upstream/address-guard).
+ * The hosts (`host:port`) the connector itself configured, and those of the connection's overrides that the operator
+ * lists in UPSTREAM_ALLOWED_HOSTS (`allowedHosts`). These, and their subdomains on the same port (Standby Actors
+ * answer at `<actorId>.<standby host>`), may resolve to any address; every other host — an override the operator
+ * did not list, one an account field names, a provider's redirect — must be public (see upstream/address-guard):
+ * a caller who may change a connection cannot point its traffic, and the credentials it carries, into the
+ * service's own network.
  */
 export function configuredHosts(
   connector: ConnectorDefinition,
   connection: Pick<Connection, 'apiBaseUrl' | 'apiHosts' | 'authKind'> & { oauth?: Connection['oauth'] },
   fields: Record<string, string>,
+  allowedHosts: readonly string[],
 ): string[] {
-  const templates = [
-    connector.api.base_url,
-    ...Object.values(connector.api.hosts ?? {}),
-    connection.apiBaseUrl,
-    ...Object.values(connection.apiHosts ?? {}),
-    connection.oauth?.resource,
-  ];
-  const hosts = templates.map(fixedHost);
-  // What the operator's own token server answered is as trusted as the operator (see resolveBaseUrl).
+  const own = [connector.api.base_url, ...Object.values(connector.api.hosts ?? {})].map(fixedHost);
+  const overrides = [connection.apiBaseUrl, ...Object.values(connection.apiHosts ?? {}), connection.oauth?.resource];
+  // What the operator's own token server answered is as trusted as that server (see resolveBaseUrl).
   if (isOAuthKind(connection.authKind) && connection.oauth?.token_url) {
     for (const f of allowlistedFields(connector))
-      if (fields[f.name]) hosts.push(fixedHost(f.format === 'url' ? fields[f.name] : `https://${fields[f.name]}`));
+      if (fields[f.name]) overrides.push(f.format === 'url' ? fields[f.name] : `https://${fields[f.name]}`);
   }
+  const hosts = [...own, ...overrides.filter((u) => listedOverride(u, allowedHosts)).map(fixedHost)];
   return [...new Set(hosts.filter((h): h is string => !!h))];
+}
+
+/** Whether an override URL's host is one the operator listed (UPSTREAM_ALLOWED_HOSTS). */
+export function listedOverride(url: string | null | undefined, allowedHosts: readonly string[]): boolean {
+  if (!url || !allowedHosts.length) return false;
+  try {
+    return listedHost(new URL(url.replace(/\{[a-z_][a-z0-9_]*\}/gi, 'x')), allowedHosts);
+  } catch {
+    return false;
+  }
 }

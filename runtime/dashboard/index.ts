@@ -20,6 +20,7 @@ import { activityRoutes } from './activity.ts';
 import { triggerRoutes } from './triggers.ts';
 import { mcpRoutes } from './mcp.ts';
 import { webhookRoutes } from './webhooks.ts';
+import { auditRoutes } from './audit.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -63,6 +64,120 @@ export function safeNext(v: string): string {
   return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(v) && !v.includes('//') && !/(^|\/)(\.|%2e){1,2}(\/|$)/i.test(path)
     ? v
     : `${BASE}/connections`;
+}
+
+/**
+ * The dashboard's changes, for the audit log: each form a signed-in user posts that changes something, with its
+ * action, what it changes, and the form field or path parameter that names the target.
+ */
+const AUDITED_FORMS: Array<{
+  path: RegExp;
+  action: string;
+  targetType: string;
+  target: (m: string[], body: Record<string, unknown>) => string;
+}> = [
+  {
+    path: /^\/connections\/new\/([^/]+)$/,
+    action: 'connection.create',
+    targetType: 'connection',
+    target: (_m, b) => formString(b, 'connection_name'),
+  },
+  {
+    path: /^\/connections\/([^/]+)\/edit$/,
+    action: 'connection.update',
+    targetType: 'connection',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/connections\/([^/]+)\/delete$/,
+    action: 'connection.delete',
+    targetType: 'connection',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/connections\/([^/]+)\/authorization-link$/,
+    action: 'link.create',
+    targetType: 'connection',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/connections\/([^/]+)\/accounts\/new$/,
+    action: 'account.upsert',
+    targetType: 'connection',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/accounts\/([^/]+)\/delete$/,
+    action: 'account.delete',
+    targetType: 'connected_account',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/api-credentials$/,
+    action: 'credential.create',
+    targetType: 'api_credential',
+    target: (_m, b) => formString(b, 'name'),
+  },
+  {
+    path: /^\/api-credentials\/([^/]+)\/revoke$/,
+    action: 'credential.revoke',
+    targetType: 'api_credential',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/mcp-servers$/,
+    action: 'mcp_server.create',
+    targetType: 'mcp_server',
+    target: (_m, b) => formString(b, 'name'),
+  },
+  { path: /^\/mcp-servers\/([^/]+)\/urls$/, action: 'mcp_url.create', targetType: 'mcp_server', target: (m) => m[1]! },
+  {
+    path: /^\/mcp-servers\/([^/]+)\/urls\/([^/]+)\/revoke$/,
+    action: 'mcp_url.revoke',
+    targetType: 'mcp_server',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/mcp-servers\/([^/]+)\/delete$/,
+    action: 'mcp_server.delete',
+    targetType: 'mcp_server',
+    target: (m) => m[1]!,
+  },
+  { path: /^\/webhooks$/, action: 'webhook.create', targetType: 'webhook', target: (_m, b) => formString(b, 'url') },
+  {
+    path: /^\/webhooks\/([^/]+)\/rotate-secret$/,
+    action: 'webhook.rotate_secret',
+    targetType: 'webhook',
+    target: (m) => m[1]!,
+  },
+  { path: /^\/webhooks\/([^/]+)\/delete$/, action: 'webhook.delete', targetType: 'webhook', target: (m) => m[1]! },
+];
+
+/** Form fields whose values the audit log may show; any other field given is recorded as `set` (it may be a secret). */
+const SHOWN_FIELDS = new Set([
+  'connection_name',
+  'connector',
+  'auth_kind',
+  'api_base_url',
+  'client_id',
+  'scopes',
+  'name',
+  'url',
+  'events',
+  'identifier',
+  'mode',
+  'expires_in',
+  'connection_names',
+  'user_verify_url',
+]);
+
+function formChanges(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body ?? {})) {
+    if (k === '_csrf' || v === '' || v === undefined) continue;
+    out[k] = SHOWN_FIELDS.has(k) ? (typeof v === 'string' ? v.slice(0, 500) : v) : 'set';
+  }
+  return out;
 }
 
 export function dashboardRouter(s: Services): Router {
@@ -119,6 +234,23 @@ export function dashboardRouter(s: Services): Router {
       return;
     }
     const result = await s.dashboard.signIn(username, formString(req.body, 'password'), req.ip ?? 'unknown');
+    // Every sign-in, success or failure (the name tried is the actor; never the password).
+    await s.audit.record(
+      {
+        actorType: 'dashboard_user',
+        actorId: username.slice(0, 200) || '(none)',
+        sourceAddress: req.ip ?? null,
+        requestId: req.requestId ?? null,
+      },
+      {
+        action: result.ok ? 'dashboard.sign_in' : 'dashboard.sign_in_failed',
+        targetType: 'dashboard_user',
+        targetId: username.slice(0, 200) || '(none)',
+        changes: result.ok
+          ? {}
+          : { reason: result.retryAfterSeconds ? (result.busy ? 'busy' : 'throttled') : 'wrong_credentials' },
+      },
+    );
     if (!result.ok) {
       if (result.retryAfterSeconds) {
         res.setHeader('retry-after', String(result.retryAfterSeconds));
@@ -169,6 +301,36 @@ export function dashboardRouter(s: Services): Router {
     next();
   });
 
+  // Each change a signed-in user makes through a form is recorded once it succeeded (the page answered below 400).
+  r.use((req, res, next) => {
+    if (req.method !== 'POST') return next();
+    let match: RegExpExecArray | null = null;
+    const form = AUDITED_FORMS.find((f) => (match = f.path.exec(req.path)) !== null);
+    if (!form || !match) return next();
+    const m = match as RegExpExecArray;
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    res.on('finish', () => {
+      if (res.statusCode >= 400) return;
+      void s.audit
+        .record(
+          {
+            actorType: 'dashboard_user',
+            actorId: session(res)!.username,
+            sourceAddress: req.ip ?? null,
+            requestId: req.requestId ?? null,
+          },
+          {
+            action: form.action,
+            targetType: form.targetType,
+            targetId: safeDecode(form.target([...m], body)).slice(0, 500),
+            changes: formChanges(body),
+          },
+        )
+        .catch(() => {});
+    });
+    next();
+  });
+
   r.post('/sign-out', async (_req, res) => {
     await s.dashboard.signOut(session(res)!);
     res.append('set-cookie', s.dashboard.clearCookie(s.dashboard.sessionCookie));
@@ -183,6 +345,7 @@ export function dashboardRouter(s: Services): Router {
   triggerRoutes(r, ctx);
   mcpRoutes(r, ctx);
   webhookRoutes(r, ctx);
+  auditRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 
@@ -212,4 +375,12 @@ export function dashboardRouter(s: Services): Router {
     errorPage(ctx, req, res, 500, 'Internal error', `Something went wrong; quote request id ${req.requestId}.`);
   });
   return r;
+}
+
+function safeDecode(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
 }

@@ -441,6 +441,8 @@ export class McpEndpoint {
         // A user who must connect gets a link (runtime/connect/just-in-time.ts): the same unexpired link on a retry,
         // and the operator's verification setting, so that whoever opens a link from a transcript connects nobody else.
         authorization: { userVerifyUrl: scope.server.userVerifyUrl ?? undefined },
+        // The caller's claims: a credential restricted to named connections runs no tool of another.
+        ...(scope.access ? { scope: { access: scope.access } } : {}),
       });
       return structured(result.data);
     } catch (err) {

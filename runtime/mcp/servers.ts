@@ -5,6 +5,7 @@
  * constant time.
  */
 import type { BoundedCache } from '../caches.ts';
+import type { TokenClaims } from '../auth/service-auth.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Operations } from '../../generated/api/types.ts';
 import { MCP_URL_DEFAULT_TTL } from '../../core/api/endpoints.ts';
@@ -27,6 +28,8 @@ export interface ExposedTool {
 export interface McpScope {
   server: McpServerConfig;
   identifier: string;
+  /** The claims of the service token that called (server-side agents); absent for an MCP URL. */
+  access?: TokenClaims;
 }
 
 /** Why an MCP URL was refused: 404 unknown, 401 revoked or expired. */

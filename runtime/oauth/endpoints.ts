@@ -3,7 +3,7 @@ import type { OAuth2AuthSpec } from '../../core/spec-model.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import type { Connection, Store } from '../store/types.ts';
 import { DecryptError, type Sealer } from '../crypto/sealer.ts';
-import { authFor, configuredHosts, isMcpAuth, isOAuth2 } from '../connectors/catalog.ts';
+import { authFor, configuredHosts, isMcpAuth, isOAuth2, listedOverride } from '../connectors/catalog.ts';
 import { ServiceError } from '../../core/errors.ts';
 import { discoverMcpAuthorization } from './mcp-auth.ts';
 import { aad } from '../crypto/aad.ts';
@@ -74,15 +74,19 @@ export function oauthFetch(configured: readonly string[], limits: Limits = TOKEN
  * The hosts a connection's OAuth requests may reach whatever they resolve to: the connector's and the connection's
  * configured hosts (see `configuredHosts`) and their authorization and token endpoints.
  */
-export function oauthHosts(connector: ConnectorDefinition, connection: Connection): string[] {
+export function oauthHosts(
+  connector: ConnectorDefinition,
+  connection: Connection,
+  allowedHosts: readonly string[],
+): string[] {
   const auth = authFor(connector, connection.authKind);
   const urls = [
-    connection.oauth.authorize_url,
-    connection.oauth.token_url,
+    // The connection's own endpoints only when the operator lists their hosts (UPSTREAM_ALLOWED_HOSTS).
+    ...[connection.oauth.authorize_url, connection.oauth.token_url].filter((u) => listedOverride(u, allowedHosts)),
     ...(isOAuth2(auth) ? [auth.authorize_url, auth.token_url] : []),
     ...(isMcpAuth(auth) ? [auth.resource] : []),
   ];
-  const hosts = configuredHosts(connector, connection, {});
+  const hosts = configuredHosts(connector, connection, {}, allowedHosts);
   for (const url of urls) {
     if (!url) continue;
     try {
@@ -97,6 +101,8 @@ export function oauthHosts(connector: ConnectorDefinition, connection: Connectio
 export interface EndpointDeps {
   sealer: Sealer;
   publicUrl: string;
+  /** UPSTREAM_ALLOWED_HOSTS: the connection overrides' hosts that may resolve to private addresses. */
+  upstreamAllowedHosts: readonly string[];
   /** Stores a dynamic client registration; returns the connection as stored (see `registrationWriter`). */
   updateRegistration(connection: Connection, sealed: string): Promise<Connection>;
 }
@@ -126,7 +132,7 @@ export async function endpointsFor(
   deps: EndpointDeps,
 ): Promise<OAuthEndpoints> {
   const auth = authFor(connector, connection.authKind);
-  const hosts = oauthHosts(connector, connection);
+  const hosts = oauthHosts(connector, connection, deps.upstreamAllowedHosts);
   if (isOAuth2(auth)) return staticEndpoints(auth, connection, deps.sealer, hosts);
   if (isMcpAuth(auth)) return discoverMcpAuthorization(auth, connection, deps, hosts);
   throw new ServiceError(400, 'not_oauth', `Connection ${connection.name} uses ${auth.kind} credentials, not OAuth`);

@@ -84,6 +84,7 @@ export class OAuthFlow {
     return {
       sealer: this.sealer,
       publicUrl: this.config.publicUrl,
+      upstreamAllowedHosts: this.config.upstreamAllowedHosts,
       updateRegistration: registrationWriter(this.store, (id) => this.accounts.invalidateConnection(id)),
     };
   }

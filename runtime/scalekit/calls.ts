@@ -1,6 +1,8 @@
 import { agentDescription } from '../../core/agent-description.ts';
 import { create, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { checkConnection, type TokenClaims } from '../auth/service-auth.ts';
 import type { Services } from '../services.ts';
 import { ConnectionAdmin } from '../connection-admin.ts';
 import type { Account, Connection } from '../store/types.ts';
@@ -89,6 +91,25 @@ export function asStruct(data: unknown): JsonObject {
  * services: the same account service, link flow, executor and validation as the REST API, and so the same
  * errors. The gRPC server and the `/api/v1/…` REST shape both call these.
  */
+/**
+ * The claims of the token behind the call being served (gRPC and REST alike): a credential restricted to named
+ * connections reaches no other through these calls either. Set by the surfaces around each call.
+ */
+export const callerAccess = new AsyncLocalStorage<Caller>();
+
+/** The caller of a Scalekit call: its token's claims, and where it came from (for the audit log). */
+export interface Caller {
+  access?: TokenClaims;
+  sourceAddress?: string | null;
+  requestId?: string | null;
+}
+const claims = () => callerAccess.getStore()?.access;
+const allowed = (name: string) => checkConnection({ access: claims() }, name);
+const reaches = (name: string) => {
+  const only = claims()?.connections;
+  return !only || only.has(name);
+};
+
 export class ScalekitCalls {
   private m: ConnectionAdmin;
   constructor(private s: Services) {
@@ -133,10 +154,25 @@ export class ScalekitCalls {
     };
   }
 
+  /** Records a change made through these calls, with the caller as the actor. */
+  private audit(action: string, account: Account, changes: Record<string, unknown> = {}): Promise<unknown> {
+    const caller = callerAccess.getStore();
+    return this.s.audit.record(
+      {
+        actorType: 'credential',
+        actorId: caller?.access?.credentialId ?? 'unknown',
+        sourceAddress: caller?.sourceAddress ?? null,
+        requestId: caller?.requestId ?? null,
+      },
+      { action, targetType: 'connected_account', targetId: account.id, changes },
+    );
+  }
+
   // Accounts
 
   private async connection(name: string | undefined): Promise<Connection> {
     if (!name) throw invalidArgument('connector', 'is required (the connection name) when no id is given');
+    allowed(name);
     return this.s.accounts.connectionByName(name);
   }
 
@@ -149,6 +185,7 @@ export class ScalekitCalls {
       const connection = account && (await this.s.accounts.connectionById(account.connectionId));
       if (!account || !connection)
         throw new ServiceError(404, 'account_not_found', `No connected account with id "${id}"`);
+      allowed(connection.name);
       return { account, connection };
     }
     const connection = await this.connection(given(sel.connector));
@@ -240,6 +277,11 @@ export class ScalekitCalls {
     const account = credentials
       ? await this.store(connection, identifier, credentials)
       : (await this.m.getOrCreateAccount(connection.name, identifier)).account;
+    await this.audit(credentials ? 'account.upsert' : 'account.create', account, {
+      connection_name: connection.name,
+      identifier,
+      ...(credentials ? { credentials: Object.fromEntries(Object.keys(credentials).map((k) => [k, 'set'])) } : {}),
+    });
     return { connectedAccount: this.accountMessage(account, connection) };
   }
 
@@ -249,15 +291,22 @@ export class ScalekitCalls {
     const { account, connection } = await this.findAccount(r);
     const credentials = this.credentials(connection, r.connectedAccount?.authorizationDetails);
     const updated = credentials ? await this.store(connection, account.identifier, credentials) : account;
+    if (credentials)
+      await this.audit('account.upsert', updated, {
+        connection_name: connection.name,
+        identifier: account.identifier,
+        credentials: Object.fromEntries(Object.keys(credentials).map((k) => [k, 'set'])),
+      });
     return { connectedAccount: this.accountMessage(updated, connection) };
   }
 
   async deleteConnectedAccount(
     r: DeleteConnectedAccountRequest,
   ): Promise<Reply<typeof DeleteConnectedAccountResponseSchema>> {
-    const { account } = await this.findAccount(r);
+    const { account, connection } = await this.findAccount(r);
     // Through ConnectionAdmin, which writes the account's `connected_account.deleted` event in the same transaction.
     await this.m.deleteAccount(account.id);
+    await this.audit('account.delete', account, { connection_name: connection.name, identifier: account.identifier });
     return {};
   }
 
@@ -269,14 +318,17 @@ export class ScalekitCalls {
     const connections = await this.s.store.listConnections();
     const byId = new Map(connections.map((c) => [c.id, c]));
     const names = [...r.connectionNames, ...(given(r.connector) ? [given(r.connector)!] : [])];
-    for (const n of names) await this.s.accounts.connectionByName(n);
+    for (const n of names) await this.connection(n);
     const wanted = connections.filter(
-      (c) => (!names.length || names.includes(c.name)) && (!given(r.provider) || c.connector === given(r.provider)),
+      (c) =>
+        (!names.length || names.includes(c.name)) &&
+        (!given(r.provider) || c.connector === given(r.provider)) &&
+        reaches(c.name),
     );
     const out: Account[] = [];
     let cursor = given(r.pageToken);
     // One store query per connection wanted when filtering by several; a single query otherwise.
-    const single = wanted.length === connections.length ? [undefined] : wanted.map((c) => c.id);
+    const single = wanted.length === connections.length ? [undefined] : wanted.length ? wanted.map((c) => c.id) : [];
     try {
       for (const connectionId of single) {
         if (out.length > limit) break;
@@ -370,6 +422,7 @@ export class ScalekitCalls {
       toolName,
       input: r.params ?? {},
       account: { connectedAccountId: given(r.connectedAccountId), connectionName, identifier },
+      scope: { access: claims() },
     });
     return { data: asStruct(result.data), executionId: result.executionId };
   }
@@ -456,7 +509,7 @@ export class ScalekitCalls {
   // Connections
 
   async listAppConnections(r: ListAppConnectionsRequest): Promise<Reply<typeof ListAppConnectionsResponseSchema>> {
-    let list = await this.s.store.listConnections();
+    let list = (await this.s.store.listConnections()).filter((c) => reaches(c.name));
     const provider = given(r.provider);
     if (provider) list = list.filter((c) => c.connector === provider);
     const query = given(r.query)?.toLowerCase();

@@ -8,44 +8,87 @@ import {
   type HandlerContext,
 } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import type { TokenClaims } from '../auth/service-auth.ts';
+import { holdsScope, insufficientScope, type TokenClaims } from '../auth/service-auth.ts';
+import type { DescService } from '@bufbuild/protobuf';
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { Scope } from '../../core/api/scopes.ts';
 import { requestId } from '../ids.ts';
 import type { Services } from '../services.ts';
-import { ScalekitCalls } from './calls.ts';
+import { callerAccess, ScalekitCalls } from './calls.ts';
 import { toConnectError } from './errors.ts';
 import { ConnectedAccountService, ConnectionService, ToolService } from './descriptors.ts';
 
-/** Scalekit's AgentKit services on this service's calls, every method behind the bearer token. */
+/**
+ * Every method of a service that this service implements (ScalekitCalls), each with the one scope it needs: a
+ * method implemented without one does not type-check.
+ */
+type MethodScopes<S extends DescService> = { readonly [M in keyof ServiceImpl<S> & keyof ScalekitCalls]: Scope };
+
+/**
+ * The scope each gRPC method needs, the same as its REST route's (core/api/endpoints.ts): one place, read by the
+ * handlers below and by test/e2e/scopes.test.ts.
+ */
+export const GRPC_SCOPES: {
+  readonly accounts: MethodScopes<typeof ConnectedAccountService>;
+  readonly tools: MethodScopes<typeof ToolService>;
+  readonly connections: MethodScopes<typeof ConnectionService>;
+} = {
+  accounts: {
+    getConnectedAccountAuth: 'accounts:read',
+    createConnectedAccount: 'accounts:write',
+    updateConnectedAccount: 'accounts:write',
+    deleteConnectedAccount: 'accounts:write',
+    listConnectedAccounts: 'accounts:read',
+    getMagicLinkForConnectedAccount: 'links:create',
+    verifyConnectedAccountUser: 'links:create',
+  },
+  tools: {
+    executeTool: 'tools:execute',
+    listTools: 'tools:execute',
+    listScopedTools: 'tools:execute',
+    listAvailableTools: 'tools:execute',
+  },
+  connections: { listAppConnections: 'connections:read' },
+};
+
+/** Scalekit's AgentKit services on this service's calls, every method behind the bearer token and its scope. */
 export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
   const call =
-    <Req, Res>(fn: (r: Req) => Promise<Res>) =>
+    <Req, Res>(scope: Scope, fn: (r: Req) => Promise<Res>) =>
     async (req: Req, ctx: HandlerContext): Promise<Res> => {
       // Checked before the message was read (createGrpcHandler); a call that reached here without it is a bug.
-      if (!ctx.values.get(CLAIMS)) throw new ConnectError('Not authenticated', Code.Unauthenticated);
+      const claims = ctx.values.get(CLAIMS);
+      if (!claims) throw new ConnectError('Not authenticated', Code.Unauthenticated);
       try {
-        return await fn(req);
+        if (!holdsScope(claims, scope)) throw insufficientScope(scope);
+        return await callerAccess.run({ access: claims }, () => fn(req));
       } catch (e) {
         throw toConnectError(e, s.log);
       }
     };
+  const a = GRPC_SCOPES.accounts;
+  const t = GRPC_SCOPES.tools;
   return (router: ConnectRouter) => {
     router.service(ConnectedAccountService, {
-      getConnectedAccountAuth: call(calls.getConnectedAccountAuth.bind(calls)),
-      createConnectedAccount: call(calls.createConnectedAccount.bind(calls)),
-      updateConnectedAccount: call(calls.updateConnectedAccount.bind(calls)),
-      deleteConnectedAccount: call(calls.deleteConnectedAccount.bind(calls)),
-      listConnectedAccounts: call(calls.listConnectedAccounts.bind(calls)),
-      getMagicLinkForConnectedAccount: call(calls.getMagicLinkForConnectedAccount.bind(calls)),
-      verifyConnectedAccountUser: call(calls.verifyConnectedAccountUser.bind(calls)),
+      getConnectedAccountAuth: call(a.getConnectedAccountAuth, calls.getConnectedAccountAuth.bind(calls)),
+      createConnectedAccount: call(a.createConnectedAccount, calls.createConnectedAccount.bind(calls)),
+      updateConnectedAccount: call(a.updateConnectedAccount, calls.updateConnectedAccount.bind(calls)),
+      deleteConnectedAccount: call(a.deleteConnectedAccount, calls.deleteConnectedAccount.bind(calls)),
+      listConnectedAccounts: call(a.listConnectedAccounts, calls.listConnectedAccounts.bind(calls)),
+      getMagicLinkForConnectedAccount: call(
+        a.getMagicLinkForConnectedAccount,
+        calls.getMagicLinkForConnectedAccount.bind(calls),
+      ),
+      verifyConnectedAccountUser: call(a.verifyConnectedAccountUser, calls.verifyConnectedAccountUser.bind(calls)),
     });
     router.service(ToolService, {
-      executeTool: call(calls.executeTool.bind(calls)),
-      listTools: call(calls.listTools.bind(calls)),
-      listScopedTools: call(calls.listScopedTools.bind(calls)),
-      listAvailableTools: call(calls.listAvailableTools.bind(calls)),
+      executeTool: call(t.executeTool, calls.executeTool.bind(calls)),
+      listTools: call(t.listTools, calls.listTools.bind(calls)),
+      listScopedTools: call(t.listScopedTools, calls.listScopedTools.bind(calls)),
+      listAvailableTools: call(t.listAvailableTools, calls.listAvailableTools.bind(calls)),
     });
     router.service(ConnectionService, {
-      listAppConnections: call(calls.listAppConnections.bind(calls)),
+      listAppConnections: call(GRPC_SCOPES.connections.listAppConnections, calls.listAppConnections.bind(calls)),
     });
   };
 }

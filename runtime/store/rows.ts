@@ -4,6 +4,8 @@ import type {
   AccountVerification,
   ActivityRecord,
   ApiCredential,
+  AuditActorType,
+  AuditEvent,
   Connection,
   ConnectionDeletion,
   DashboardSession,
@@ -37,6 +39,24 @@ export const toCredential = (r: Row): ApiCredential => ({
   createdAt: num(r.created_at),
   revokedAt: numOrNull(r.revoked_at),
   lastUsedAt: numOrNull(r.last_used_at),
+  scopes: r.scopes === undefined || r.scopes === '*' ? '*' : str(r.scopes).split(' ').filter(Boolean),
+  connectionNames: r.connection_names == null ? null : (JSON.parse(str(r.connection_names)) as string[]),
+});
+
+export const toAuditEvent = (r: Row): AuditEvent => ({
+  seq: num(r.seq),
+  id: str(r.id),
+  at: num(r.at),
+  actorType: str(r.actor_type) as AuditActorType,
+  actorId: str(r.actor_id),
+  action: str(r.action),
+  targetType: str(r.target_type),
+  targetId: str(r.target_id),
+  sourceAddress: strOrNull(r.source_address),
+  requestId: strOrNull(r.request_id),
+  changes: JSON.parse(str(r.changes)) as Record<string, unknown>,
+  prevHash: str(r.prev_hash),
+  hash: str(r.hash),
 });
 
 export const toConnection = (r: Row): Connection => ({

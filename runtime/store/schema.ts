@@ -13,7 +13,27 @@ export interface Database {
     created_at: number;
     revoked_at: number | null;
     last_used_at: number | null;
+    /** Migration 010: space-separated scopes, or `*`. */
+    scopes: string;
+    /** Migration 010: a JSON array of connection names, or null. */
+    connection_names: string | null;
   };
+  audit_events: {
+    seq: number;
+    id: string;
+    at: number;
+    actor_type: string;
+    actor_id: string;
+    action: string;
+    target_type: string;
+    target_id: string;
+    source_address: string | null;
+    request_id: string | null;
+    changes: string;
+    prev_hash: string;
+    hash: string;
+  };
+  audit_head: { id: number; seq: number; hash: string; anchor_seq: number; anchor_hash: string };
   connections: {
     id: string;
     name: string;

@@ -10,6 +10,7 @@ import {
   SEALED_META_KEYS,
   toAccount,
   toActivity,
+  toAuditEvent,
   toConnection,
   toConnectionDeletion,
   toCredential,
@@ -33,6 +34,8 @@ import type {
   AccountVerification,
   ActivityRecord,
   ApiCredential,
+  AuditEvent,
+  AuditQuery,
   Connection,
   ConnectionDeletion,
   ConnectionPatch,
@@ -41,6 +44,7 @@ import type {
   McpServerConfig,
   McpServerPatch,
   McpUrl,
+  NewAuditEvent,
   OAuthLink,
   OAuthState,
   SealedCell,
@@ -319,6 +323,8 @@ export class SqlStore implements Store {
         created_at: c.createdAt,
         revoked_at: c.revokedAt,
         last_used_at: c.lastUsedAt,
+        scopes: c.scopes === '*' ? '*' : c.scopes.join(' '),
+        connection_names: c.connectionNames ? JSON.stringify(c.connectionNames) : null,
       })
       .execute();
     this.changed('api_credentials', c.id);
@@ -355,6 +361,92 @@ export class SqlStore implements Store {
   }
   async touchApiCredential(id: string, at: number) {
     await this.db.updateTable('api_credentials').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
+  async appendAuditEvent(e: NewAuditEvent, hashOf: (e: Omit<AuditEvent, 'hash'>) => string) {
+    return inTransaction(this.db, async (db) => {
+      // The head row, updated first: on PostgreSQL the update takes its row lock, so a concurrent append (another
+      // instance) waits here until this one commits, then reads the head this one left. SQLite has one writer.
+      await db
+        .updateTable('audit_head')
+        .set((eb) => ({ seq: eb('seq', '+', 1) }))
+        .where('id', '=', 1)
+        .execute();
+      const head = await db
+        .selectFrom('audit_head')
+        .select(['seq', 'hash'])
+        .where('id', '=', 1)
+        .executeTakeFirstOrThrow();
+      const unhashed = { ...e, seq: Number(head.seq), prevHash: head.hash };
+      const event: AuditEvent = { ...unhashed, hash: hashOf(unhashed) };
+      await db
+        .insertInto('audit_events')
+        .values({
+          seq: event.seq,
+          id: event.id,
+          at: event.at,
+          actor_type: event.actorType,
+          actor_id: event.actorId,
+          action: event.action,
+          target_type: event.targetType,
+          target_id: event.targetId,
+          source_address: event.sourceAddress,
+          request_id: event.requestId,
+          changes: JSON.stringify(event.changes),
+          prev_hash: event.prevHash,
+          hash: event.hash,
+        })
+        .execute();
+      await db.updateTable('audit_head').set({ hash: event.hash }).where('id', '=', 1).execute();
+      return event;
+    });
+  }
+  async listAuditEvents(q: AuditQuery) {
+    let query = this.db.selectFrom('audit_events').selectAll();
+    if (q.actorId !== undefined) query = query.where('actor_id', '=', q.actorId);
+    if (q.action !== undefined) query = query.where('action', '=', q.action);
+    if (q.targetId !== undefined) query = query.where('target_id', '=', q.targetId);
+    if (q.from !== undefined) query = query.where('at', '>=', q.from);
+    if (q.to !== undefined) query = query.where('at', '<', q.to);
+    if (q.cursor !== undefined) query = query.where('seq', q.order === 'desc' ? '<' : '>', q.cursor);
+    const rows = await query.orderBy('seq', q.order).limit(q.limit).execute();
+    return rows.map(toAuditEvent);
+  }
+  async auditHead() {
+    const r = await this.db.selectFrom('audit_head').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
+    return { seq: Number(r.seq), hash: r.hash, anchorSeq: Number(r.anchor_seq), anchorHash: r.anchor_hash };
+  }
+  async pruneAuditEvents(before: number, batch: number) {
+    return inTransaction(this.db, async (db) => {
+      // The head row locked first, as an append does: the anchor and the entries move together.
+      await db
+        .updateTable('audit_head')
+        .set((eb) => ({ seq: eb.ref('seq') }))
+        .where('id', '=', 1)
+        .execute();
+      const oldest = await db
+        .selectFrom('audit_events')
+        .select(['seq', 'hash'])
+        .where('at', '<', before)
+        .orderBy('seq')
+        .limit(batch)
+        .execute();
+      // Only a run from the start of the chain: an older entry written later (a clock step) waits for its turn.
+      const first = await db.selectFrom('audit_events').select('seq').orderBy('seq').limit(1).executeTakeFirst();
+      if (!oldest.length || Number(first!.seq) !== Number(oldest[0]!.seq)) return 0;
+      let last = oldest[0]!;
+      for (const r of oldest) {
+        if (Number(r.seq) !== Number(last.seq) && Number(r.seq) !== Number(last.seq) + 1) break;
+        last = r;
+      }
+      const r = await db.deleteFrom('audit_events').where('seq', '<=', last.seq).executeTakeFirst();
+      await db
+        .updateTable('audit_head')
+        .set({ anchor_seq: last.seq, anchor_hash: last.hash })
+        .where('id', '=', 1)
+        .execute();
+      return Number(r.numDeletedRows);
+    });
   }
 
   async createConnection(c: Connection) {

@@ -25,6 +25,57 @@ export interface ApiCredential {
   createdAt: number;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** The scopes it holds (core/api/scopes.ts), or `*`: every scope, present and future (migration 010). */
+  scopes: readonly string[] | '*';
+  /** Only these connections; null: every connection. */
+  connectionNames: readonly string[] | null;
+}
+
+/** Who did something: an API credential, a dashboard user, or the service itself (a sweep, the first start). */
+export type AuditActorType = 'credential' | 'dashboard_user' | 'end_user' | 'anonymous' | 'system';
+
+/** An audit entry as written: what the caller gives (the store numbers and chains it). */
+export interface NewAuditEvent {
+  id: string;
+  at: number;
+  actorType: AuditActorType;
+  actorId: string;
+  action: string;
+  targetType: string;
+  targetId: string;
+  sourceAddress: string | null;
+  requestId: string | null;
+  /** What changed, by field: never a secret's value (`"set"`, `"changed"`, `"removed"` instead). */
+  changes: Record<string, unknown>;
+}
+
+/** An audit entry as stored: numbered, and chained to the previous one by `prevHash`. */
+export interface AuditEvent extends NewAuditEvent {
+  seq: number;
+  prevHash: string;
+  hash: string;
+}
+
+/** The chain's state: the last entry, and the anchor (the last entry removed by retention; 0 and zeros at first). */
+export interface AuditHead {
+  seq: number;
+  hash: string;
+  anchorSeq: number;
+  anchorHash: string;
+}
+
+export interface AuditQuery {
+  actorId?: string;
+  action?: string;
+  targetId?: string;
+  /** Epoch ms, inclusive. */
+  from?: number;
+  /** Epoch ms, exclusive. */
+  to?: number;
+  /** `desc` (newest first, the API's order) takes entries below `cursor`; `asc` above it. */
+  order: 'asc' | 'desc';
+  cursor?: number;
+  limit: number;
 }
 
 export interface OAuthOverrides {
@@ -418,6 +469,19 @@ export interface Store {
   revokeApiCredential(id: string, at: number): Promise<boolean>;
   countApiCredentials(): Promise<number>;
   touchApiCredential(id: string, at: number): Promise<void>;
+
+  /**
+   * Appends an audit entry: numbered after the last one and chained to its hash (`hashOf` computes the entry's hash
+   * from the entry and the previous hash), serialised with every other append through the single head row.
+   */
+  appendAuditEvent(e: NewAuditEvent, hashOf: (e: Omit<AuditEvent, 'hash'>) => string): Promise<AuditEvent>;
+  listAuditEvents(q: AuditQuery): Promise<AuditEvent[]>;
+  auditHead(): Promise<AuditHead>;
+  /**
+   * Removes up to `batch` of the oldest entries written before `before`, and moves the anchor to the last one removed,
+   * in one transaction; how many went.
+   */
+  pruneAuditEvents(before: number, batch: number): Promise<number>;
 
   createConnection(c: Connection): Promise<void>;
   getConnectionByName(name: string): Promise<Connection | undefined>;

@@ -249,3 +249,42 @@ export function addressPolicy(
   if (isIP(bare) && !isPublicAddress(bare)) return { refused: `${bare} is not a public address` };
   return 'guard';
 }
+
+/**
+ * Whether the URL's host is in an operator's list of hosts that may resolve anywhere (WEBHOOK_ALLOWED_HOSTS,
+ * UPSTREAM_ALLOWED_HOSTS): each entry `host`, `host:port`, `[v6]` or `[v6]:port`, compared in the normal form.
+ */
+export function listedHost(u: URL, list: readonly string[]): boolean {
+  const target = hostAndPort(u);
+  const host = target.slice(0, target.lastIndexOf(':'));
+  return list.some((a) => {
+    const i = a.lastIndexOf(':');
+    const bracketed = a.startsWith('[');
+    const hasPort = i > 0 && (bracketed ? a.lastIndexOf(']') < i : a.indexOf(':') === i);
+    const entryHost = normalizeHost(hasPort ? a.slice(0, i) : a);
+    const entry = hasPort ? `${entryHost}:${a.slice(i + 1)}` : entryHost;
+    return entry === host || entry === target;
+  });
+}
+
+/** Every address `host` resolves to, by the resolver upstream calls use (the hosts file, then DNS); none when unknown. */
+function resolveAll(host: string): Promise<LookupAddress[]> {
+  return new Promise((resolve) => upstreamDns.lookup(host, { all: true }, (err, list) => resolve(err ? [] : list)));
+}
+
+/**
+ * Why a destination a caller names (a webhook, a connection's API base URL) may not be used: its host is, or
+ * resolves to, an address outside the public internet and is not in `list`; undefined when it may. What a name
+ * resolves to is not told (the answer would map the service's internal names). The guard applies again at every
+ * request, as DNS may change.
+ */
+export async function privateDestination(u: URL, list: readonly string[]): Promise<string | undefined> {
+  if (listedHost(u, list)) return undefined;
+  // One normal form before any decision (lower case, no trailing dot): `localhost.` and `LOCALHOST` are `localhost`.
+  const host = normalizeHost(u.hostname);
+  if (isIP(host)) return isPublicAddress(host) ? undefined : `points at ${host}, which is not a public address`;
+  const addresses = await resolveAll(host);
+  if (addresses.some((a) => !isPublicAddress(a.address)))
+    return `points at ${host}, which does not resolve to public addresses only`;
+  return undefined;
+}

@@ -107,6 +107,12 @@ const rows: Row[] = [
     value: 'hooks.internal,http://x',
     says: /has "http:\/\/x": each entry must be host or host:port/,
   },
+  {
+    variable: 'UPSTREAM_ALLOWED_HOSTS',
+    value: '10.0.0.5,http://x',
+    says: /has "http:\/\/x": each entry must be host or host:port/,
+  },
+  { variable: 'AUDIT_RETENTION_DAYS', value: '1y', says: /must be a whole number/ },
   { variable: 'TRIGGER_MIN_INTERVAL_SECONDS', value: '0', says: /must be at least 1/ },
   { variable: 'TRIGGER_CONCURRENCY', value: 'many', says: /must be a whole number/ },
   { variable: 'TRIGGER_PROVIDER_CONCURRENCY', value: '0', says: /must be at least 1/ },

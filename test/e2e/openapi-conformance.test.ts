@@ -567,6 +567,13 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('revokeApiCredential', 'DELETE', `/v1/api-credentials/${id}`);
   });
 
+  it('the audit log', async () => {
+    await call('listAuditEvents', 'GET', '/v1/audit-events?limit=2');
+    await call('listAuditEvents', 'GET', '/v1/audit-events?from=yesterday');
+    await call('exportAuditEvents', 'GET', '/v1/audit-events/export?action=credential.create');
+    await call('exportAuditEvents', 'GET', '/v1/audit-events/export', { auth: false });
+  });
+
   it('MCP servers, their URLs and the MCP endpoints', async () => {
     const created = await call('createMcpServer', 'POST', '/v1/mcp-servers', {
       body: { name: 'agent', connections: ['data'] },

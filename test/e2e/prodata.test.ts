@@ -20,6 +20,8 @@ let time: FakeHarvestTimeTracking;
 const API_KEY = 'hvapi-key-7c41e0b9d2a35f86';
 const SCRAPER_TOKEN = 'apify_api_ScraperToken0x5e1f2d3c4b';
 const TIME_ACCOUNT = '1234567';
+/** The time-tracking token: a credential field of its own, never the data API key. */
+const TIME_TOKEN = 'harvest-pat-4e1b77c2a9d05f13';
 const who = { connectionName: 'prodata', identifier: 'user-1' };
 const prodataTools = [...tools.values()].filter((t) => t.connector === 'prodata');
 /** Tools that completed successfully against a fake. */
@@ -47,9 +49,7 @@ beforeAll(async () => {
   data = await new FakeHarvestApi(API_KEY).start();
   apify = await new FakeApifyProfileScraper(SCRAPER_TOKEN).start();
   time = await new FakeHarvestTimeTracking().start();
-  // The account's stored key is also accepted by the time-tracking fake: the case where the stored key is a
-  // real time-tracking token (see prodata_get_company's notes on the credential mismatch).
-  time.addAccount(TIME_ACCOUNT, API_KEY, 'Acme Corp');
+  time.addAccount(TIME_ACCOUNT, TIME_TOKEN, 'Acme Corp');
   await h.client.createConnection({
     connection_name: 'prodata',
     connector: 'prodata',
@@ -480,7 +480,20 @@ describe('bulk profile scraping on the scraping platform', () => {
 });
 
 describe('time-tracking account information', () => {
-  it('reads the company with the account key as Bearer, the account ID header and a User-Agent', async () => {
+  it('without a timetracking_token, says what is missing and sends nothing (the data key never goes there)', async () => {
+    const before = time.requests.length;
+    const e = await failure(run('prodata_get_company', { account_id: TIME_ACCOUNT }));
+    expect(e.status).toBe(409);
+    expect(e.code).toBe('account_incomplete');
+    expect(e.message).toContain('"timetracking_token"');
+    expect(time.requests.length).toBe(before);
+    await h.client.upsertConnectedAccount({
+      ...who,
+      credentials: { api_key: API_KEY, timetracking_token: TIME_TOKEN },
+    });
+  });
+
+  it('reads the company with its own token as Bearer, the account ID header and a User-Agent', async () => {
     const company = await run('prodata_get_company', { account_id: TIME_ACCOUNT });
     expect(company).toMatchObject({
       name: 'Acme Corp',
@@ -491,13 +504,14 @@ describe('time-tracking account information', () => {
     });
     const req = time.requests.at(-1)!;
     expect(req).toMatchObject({ method: 'GET', path: '/v2/company' });
-    expect(req.headers.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(req.headers.authorization).toBe(`Bearer ${TIME_TOKEN}`);
+    expect(JSON.stringify(time.requests)).not.toContain(API_KEY);
     expect(req.headers['harvest-account-id']).toBe(TIME_ACCOUNT);
     expect(req.headers['user-agent']).toBe('agent-connector-service (prodata connector)');
     expect(req.headers['x-api-key']).toBeUndefined();
   });
 
-  it('passes the 401 through when the key is not a token of that account', async () => {
+  it('passes the 401 through when the token is not one of that account', async () => {
     const e = await failure(run('prodata_get_company', { account_id: '7654321' }));
     expect(e.status).toBe(401);
     expect(e.isProviderError).toBe(true);

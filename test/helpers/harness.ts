@@ -17,6 +17,8 @@ import { scanHarnessSecrets, watchSecrets } from '../reliability/harness-secrets
 
 export const TEST_CLIENT_ID = 'acs_test_client';
 export const TEST_CLIENT_SECRET = 'acs_sk_test_secret_0123456789abcdef';
+/** The loopback hosts the fakes listen on, as UPSTREAM_ALLOWED_HOSTS lists them. */
+export const LOOPBACK_HOSTS = '127.0.0.1,localhost,[::1]';
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
@@ -47,6 +49,9 @@ export function serviceEnv(dataDir: string, restartAt?: string): Record<string, 
     INITIAL_CLIENT_ID: TEST_CLIENT_ID,
     INITIAL_CLIENT_SECRET: TEST_CLIENT_SECRET,
     LOG_LEVEL: 'info',
+    // The fake providers listen on loopback: connections point their overrides there, as an operator names an
+    // internal host (a connection's override that resolves to a private address is refused unless listed).
+    UPSTREAM_ALLOWED_HOSTS: LOOPBACK_HOSTS,
   };
 }
 

@@ -165,6 +165,7 @@ describe('MCP discovery', () => {
         const deps = {
           sealer: s.sealer,
           publicUrl: s.config.publicUrl,
+          upstreamAllowedHosts: s.config.upstreamAllowedHosts,
           updateRegistration: registrationWriter(s.store, (id) => s.accounts.invalidateConnection(id)),
         };
         // The connector itself names the MCP server (as notes names Granola's): what that server's metadata names

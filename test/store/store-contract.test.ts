@@ -445,6 +445,12 @@ describe.each(factories)('%s store', (kind, make) => {
       createdAt: 1,
       revokedAt: null,
       lastUsedAt: null,
+      scopes: ['tools:execute', 'accounts:read'],
+      connectionNames: ['mail'],
+    });
+    expect(await store.getApiCredential('cred1')).toMatchObject({
+      scopes: ['tools:execute', 'accounts:read'],
+      connectionNames: ['mail'],
     });
     expect(await store.revokeApiCredential('cred1', 5)).toBe(true);
     expect(await store.revokeApiCredential('cred1', 6)).toBe(false);

@@ -147,6 +147,9 @@ const credential: ApiCredential = {
   createdAt: T,
   revokedAt: null,
   lastUsedAt: T + 2,
+  // Made before scopes existed (migration 010): it could do everything, and still can.
+  scopes: '*',
+  connectionNames: null,
 };
 const activity: ActivityRecord[] = [
   {

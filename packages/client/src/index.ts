@@ -24,6 +24,10 @@ import type {
   Tool,
   ToolSearchHit,
 } from './generated/api-types.ts';
+import type { Scope } from './generated/scopes.ts';
+/** What an API credential may do (each route needs one): `tools:execute`, `proxy`, `connections:write`… */
+export type { Scope } from './generated/scopes.ts';
+export { SCOPES } from './generated/scopes.ts';
 
 export interface ClientOptions {
   clientId: string;
@@ -420,6 +424,29 @@ export class AgentConnectorClient {
   }
   async updateConnection(name: string, input: ConnectionUpdate): Promise<Connection> {
     return this.json('PATCH', `/v1/connections/${encodeURIComponent(name)}`, input);
+  }
+
+  /** The API credentials, each with its scopes and connection restriction (never a secret). */
+  async listApiCredentials(): Promise<Operations['listApiCredentials']['response']['api_credentials']> {
+    return (await this.json<Operations['listApiCredentials']['response']>('GET', '/v1/api-credentials'))
+      .api_credentials;
+  }
+  /**
+   * Creates an API credential holding `scopes` (at most this client's own; left out, this client's), optionally
+   * only for `connectionNames`. The client secret is in this answer only.
+   */
+  async createApiCredential(
+    p: { name?: string; scopes?: Array<Scope | '*'>; connectionNames?: string[] } = {},
+  ): Promise<Operations['createApiCredential']['response']> {
+    return this.json('POST', '/v1/api-credentials', {
+      ...(p.name !== undefined ? { name: p.name } : {}),
+      ...(p.scopes ? { scopes: p.scopes } : {}),
+      ...(p.connectionNames ? { connection_names: p.connectionNames } : {}),
+    });
+  }
+  /** Revokes an API credential: its tokens stop working at once. */
+  async revokeApiCredential(id: string): Promise<Operations['revokeApiCredential']['response']> {
+    return this.json('DELETE', `/v1/api-credentials/${encodeURIComponent(id)}`);
   }
   /**
    * Deletes a connection and its accounts: `status: 'done'` when they are gone already, `'running'` while a large

@@ -321,6 +321,67 @@ export interface ApiCredential {
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes: (
+    | 'tools:execute'
+    | 'proxy'
+    | 'accounts:read'
+    | 'accounts:write'
+    | 'links:create'
+    | 'connections:read'
+    | 'connections:write'
+    | 'credentials:admin'
+    | 'webhooks:admin'
+    | 'mcp:admin'
+    | 'triggers:admin'
+    | 'audit:read'
+    | '*'
+  )[];
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names: string[] | null;
+}
+export interface AuditEvent {
+  /**
+   * Its place in the chain
+   */
+  seq: number;
+  id: string;
+  at: string;
+  actor_type: 'credential' | 'dashboard_user' | 'end_user' | 'anonymous' | 'system';
+  /**
+   * The API credential id, the dashboard user, or the end user
+   */
+  actor_id: string;
+  /**
+   * e.g. `connection.update`, `credential.create`, `dashboard.sign_in`
+   */
+  action: string;
+  target_type: string;
+  target_id: string;
+  source_address: string | null;
+  request_id: string | null;
+  /**
+   * What changed, by field (`{from, to}` on an update); a secret only as `set`, `changed` or `removed`
+   */
+  changes: {
+    [k: string]: unknown | undefined;
+  };
+  /**
+   * The previous entry’s hash (SHA-256, hex)
+   */
+  prev_hash: string;
+  /**
+   * SHA-256 over this entry’s canonical JSON and prev_hash
+   */
+  hash: string;
 }
 export interface ExecuteToolResponse {
   /**
@@ -927,6 +988,34 @@ export interface ListApiCredentialsResponse {
 }
 export interface CreateApiCredentialBody {
   name?: string | null;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes?:
+    | (
+        | 'tools:execute'
+        | 'proxy'
+        | 'accounts:read'
+        | 'accounts:write'
+        | 'links:create'
+        | 'connections:read'
+        | 'connections:write'
+        | 'credentials:admin'
+        | 'webhooks:admin'
+        | 'mcp:admin'
+        | 'triggers:admin'
+        | 'audit:read'
+        | '*'
+      )[]
+    | null;
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names?: string[] | null;
 }
 export interface CreateApiCredentialResponse {
   id: string;
@@ -936,6 +1025,32 @@ export interface CreateApiCredentialResponse {
    */
   client_secret: string;
   name: string;
+  /**
+   * What the credential may do: each route names the one scope it needs (the `x-required-scope` of each operation). `["*"]`: every scope, present and future.
+   *
+   * @maxItems 64
+   */
+  scopes: (
+    | 'tools:execute'
+    | 'proxy'
+    | 'accounts:read'
+    | 'accounts:write'
+    | 'links:create'
+    | 'connections:read'
+    | 'connections:write'
+    | 'credentials:admin'
+    | 'webhooks:admin'
+    | 'mcp:admin'
+    | 'triggers:admin'
+    | 'audit:read'
+    | '*'
+  )[];
+  /**
+   * Only these connections (by name); null or absent: every connection
+   *
+   * @maxItems 1000
+   */
+  connection_names: string[] | null;
 }
 export interface RevokeApiCredentialParams {
   /**
@@ -946,6 +1061,49 @@ export interface RevokeApiCredentialParams {
 export interface RevokeApiCredentialResponse {
   revoked: true;
   id: string;
+}
+export interface ListAuditEventsQuery {
+  /**
+   * Only this actor (a credential id, a dashboard user)
+   */
+  actor?: string;
+  /**
+   * Only this action, e.g. `connection.update`
+   */
+  action?: string;
+  /**
+   * Only this target (a connection name, an id)
+   */
+  target?: string;
+  /**
+   * From this time (inclusive), ISO 8601
+   */
+  from?: string;
+  /**
+   * Before this time, ISO 8601
+   */
+  to?: string;
+  limit?: number;
+  /**
+   * `next_cursor` of the previous page
+   */
+  cursor?: string;
+  [k: string]: unknown | undefined;
+}
+export interface ListAuditEventsResponse {
+  audit_events: AuditEvent[];
+  /**
+   * null on the last page
+   */
+  next_cursor: string | null;
+}
+export interface ExportAuditEventsQuery {
+  actor?: string;
+  action?: string;
+  target?: string;
+  from?: string;
+  to?: string;
+  [k: string]: unknown | undefined;
 }
 export interface ListMcpServersResponse {
   mcp_servers: McpServer[];
@@ -2035,6 +2193,8 @@ export interface Operations {
     params: RevokeApiCredentialParams;
     response: RevokeApiCredentialResponse;
   };
+  listAuditEvents: { body: never; query: ListAuditEventsQuery; params: never; response: ListAuditEventsResponse };
+  exportAuditEvents: { body: never; query: ExportAuditEventsQuery; params: never; response: never };
   listMcpServers: { body: never; query: never; params: never; response: ListMcpServersResponse };
   createMcpServer: { body: CreateMcpServerBody; query: never; params: never; response: McpServer };
   getMcpServer: { body: never; query: never; params: GetMcpServerParams; response: McpServer };
