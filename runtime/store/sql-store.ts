@@ -372,23 +372,34 @@ export class SqlStore implements Store {
     const counts = await this.accountCounts();
     return list.map((c) => ({ ...c, accountCount: counts.get(c.id) ?? 0 }));
   }
-  /** Accounts per connection: SQLite reads the counters its triggers keep (migration 009b); PostgreSQL counts. */
+  /**
+   * Accounts per connection, read from the counters the triggers keep (migrations 009b and 014): a few rows per
+   * connection, whatever the population.
+   */
   private async accountCounts(connectionId?: string): Promise<Map<string, number>> {
-    const rows =
-      this.kind === 'sqlite'
-        ? await this.db
-            .selectFrom('account_counts')
-            .select((eb) => ['connection_id', eb.fn.sum<number>('n').as('n')])
-            .$if(connectionId !== undefined, (q) => q.where('connection_id', '=', connectionId!))
-            .groupBy('connection_id')
-            .execute()
-        : await this.db
-            .selectFrom('connected_accounts')
-            .select((eb) => ['connection_id', eb.fn.countAll<number>().as('n')])
-            .$if(connectionId !== undefined, (q) => q.where('connection_id', '=', connectionId!))
-            .groupBy('connection_id')
-            .execute();
+    await this.foldAccountCounts();
+    const rows = await this.db
+      .selectFrom('account_counts')
+      .select((eb) => ['connection_id', eb.fn.sum<number>('n').as('n')])
+      .$if(connectionId !== undefined, (q) => q.where('connection_id', '=', connectionId!))
+      .groupBy('connection_id')
+      .execute();
     return new Map(rows.map((r) => [r.connection_id, Number(r.n)]));
+  }
+
+  /**
+   * PostgreSQL: folds the count deltas that writes append (migration 014) into account_counts, and drops the rows
+   * of connections that are gone. Two statements over the deltas since the last fold and the few counter rows;
+   * `DELETE … RETURNING` hands each delta to one folder only. SQLite's triggers update the counters in place.
+   */
+  private async foldAccountCounts(): Promise<void> {
+    if (this.kind !== 'postgres') return;
+    await sql`WITH moved AS (DELETE FROM account_count_deltas RETURNING connection_id, status, d)
+      INSERT INTO account_counts (connection_id, status, n)
+        SELECT connection_id, status, sum(d) FROM moved GROUP BY connection_id, status
+      ON CONFLICT (connection_id, status) DO UPDATE SET n = account_counts.n + EXCLUDED.n`.execute(this.db);
+    await sql`DELETE FROM account_counts c
+      WHERE NOT EXISTS (SELECT 1 FROM connections WHERE id = c.connection_id)`.execute(this.db);
   }
   async updateConnection(id: string, patch: ConnectionPatch, at: number) {
     const json = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
@@ -562,19 +573,13 @@ export class SqlStore implements Store {
   }
 
   async countAccountsByStatus() {
-    const rows =
-      this.kind === 'sqlite'
-        ? await this.db
-            .selectFrom('account_counts')
-            .select((eb) => ['status', eb.fn.sum<number>('n').as('n')])
-            .groupBy('status')
-            .having((eb) => eb.fn.sum('n'), '>', 0)
-            .execute()
-        : await this.db
-            .selectFrom('connected_accounts')
-            .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-            .groupBy('status')
-            .execute();
+    await this.foldAccountCounts();
+    const rows = await this.db
+      .selectFrom('account_counts')
+      .select((eb) => ['status', eb.fn.sum<number>('n').as('n')])
+      .groupBy('status')
+      .having((eb) => eb.fn.sum('n'), '>', 0)
+      .execute();
     return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
   }
 
