@@ -18,7 +18,7 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +29,8 @@ import { encodeCursor } from '../runtime/store/cursor.ts';
 import { PostgresStore } from '../runtime/store/postgres.ts';
 import { SqliteStore } from '../runtime/store/sqlite.ts';
 import type { Store } from '../runtime/store/types.ts';
+import { parseKeyList } from '../runtime/crypto/keys.ts';
+import { Sealer } from '../runtime/crypto/sealer.ts';
 import { newId } from '../runtime/ids.ts';
 import { seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
 
@@ -37,13 +39,26 @@ const { values: args } = parseArgs({
     accounts: { type: 'string', default: '1000000' },
     store: { type: 'string', default: 'sqlite' },
     distinct: { type: 'string', default: '200000' },
+    // The data directory of an earlier run stopped with SIGKILL (SQLite): its N accounts are used as they are.
+    reuse: { type: 'string' },
+    // Measures to leave out, by name: cpu, rss, paging, rotation.
+    skip: { type: 'string', default: '' },
   },
 });
+const SKIP = new Set(args.skip.split(',').filter(Boolean));
 const N = Number(args.accounts);
 const DISTINCT = Math.min(N, Number(args.distinct));
 const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLIENT_ID = 'acs_scale_bench';
-const CLIENT_SECRET = `acs_sk_${randomBytes(16).toString('hex')}`;
+/** A reused directory keeps its keys and the first API credential's secret beside it (bench-keys.json). */
+const saved = args.reuse
+  ? (JSON.parse(readFileSync(join(args.reuse, 'bench-keys.json'), 'utf8')) as {
+      k1: string;
+      k2: string;
+      secret: string;
+    })
+  : undefined;
+const CLIENT_SECRET = saved?.secret ?? `acs_sk_${randomBytes(16).toString('hex')}`;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const ms = (t: number) => `${t.toFixed(1)} ms`;
 
@@ -196,13 +211,18 @@ async function main(): Promise<void> {
   if (spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' }).status !== 0)
     throw new Error('build failed');
   const kind = args.store === 'postgres' ? 'postgres' : 'sqlite';
-  const dir = mkdtempSync(join(tmpdir(), 'acs-scale-bench-'));
+  const dir = args.reuse ?? mkdtempSync(join(tmpdir(), 'acs-scale-bench-'));
+  log(`data directory: ${dir}`);
   const stamp = Date.now().toString(36);
   const schemas = [`scale_big_${stamp}`, `scale_one_${stamp}`];
   const provider = await fakeProvider();
   // Seeded under k1; the services run with k2 active beside it, so that `keys rotate` moves every value to k2.
-  const { encryptionKeys, sealer } = testKeys('k1');
-  const k2 = testKeys('k2').encryptionKeys;
+  // (A reused directory keeps its keys beside it.)
+  const keys = saved ?? { k1: testKeys('k1').encryptionKeys, k2: testKeys('k2').encryptionKeys, secret: CLIENT_SECRET };
+  if (!saved) writeFileSync(join(dir, 'bench-keys.json'), JSON.stringify(keys));
+  const encryptionKeys = keys.k1;
+  const sealer = new Sealer(parseKeyList(keys.k1));
+  const k2 = keys.k2;
   const loads: number[] = [];
   const rows: Array<[string, string, string, string]> = [];
   /** `met`: whether the figure meets its target ('' when there is none). */
@@ -217,25 +237,25 @@ async function main(): Promise<void> {
     INITIAL_CLIENT_SECRET: CLIENT_SECRET,
     DATA_DIR: join(dir, `d${i}`),
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+    // The bench holds one token for a run that takes longer than the default lifetime of 15 minutes.
+    TOKEN_TTL_SECONDS: '86400',
     ...(kind === 'postgres' ? { DATABASE_URL: PG, DATABASE_SCHEMA: schemas[i]! } : {}),
   });
   const open = (i: number): Store =>
     kind === 'postgres' ? new PostgresStore(PG, schemas[i]) : new SqliteStore(join(dir, `d${i}`, 'acs.sqlite'));
 
   // Seed: N accounts on "big", one on "one", each store with a "quiet" connection for the calls alongside.
-  const seeded: string[][] = [];
   for (const [i, n] of [N, 1].entries()) {
+    if (args.reuse) break;
     const store = open(i);
     await store.migrate();
     const big = tokenConnection('big', provider.url);
     await store.createConnection(big);
     await store.createConnection(tokenConnection('quiet', provider.url));
     const t = performance.now();
-    seeded.push(
-      await seedAccounts(store, sealer, big.id, n, {
-        onBatch: (done) => done % 100_000 === 0 && log(`  seeded ${done}`),
-      }),
-    );
+    await seedAccounts(store, sealer, big.id, n, {
+      onBatch: (done) => done % 100_000 === 0 && log(`  seeded ${done}`),
+    });
     if (i === 0)
       row(
         `seeding ${N} accounts (store.insertAccounts, 5,000 a transaction)`,
@@ -268,7 +288,7 @@ async function main(): Promise<void> {
     row(`restart with ${N} accounts (SIGTERM, then spawn to /ready)`, start(big), '≤ 1 s', big.startMs <= 1000);
 
     const user = (n: number, spread: number) => (i: number) => `user-${(i * 7919) % Math.min(n, spread)}`;
-    for (const what of ['proxy', 'tool'] as const) {
+    for (const what of SKIP.has('cpu') ? [] : (['proxy', 'tool'] as const)) {
       // Three rounds, alternating: the least of each side (the machine's other work only adds).
       let a = Infinity;
       let b = Infinity;
@@ -291,14 +311,15 @@ async function main(): Promise<void> {
       );
     }
     const idle = rssMb(big.child.pid!);
-    await load(call(big, 'proxy', 'big', user(N, DISTINCT)), DISTINCT, 32);
+    if (!SKIP.has('rss')) await load(call(big, 'proxy', 'big', user(N, DISTINCT)), DISTINCT, 32);
     const grown = rssMb(big.child.pid!) - idle;
-    row(
-      `RSS after proxied calls on ${DISTINCT} distinct accounts − before (${idle.toFixed(0)} MB)`,
-      `${grown.toFixed(0)} MB`,
-      '≤ 64 MB',
-      grown <= 64,
-    );
+    if (!SKIP.has('rss'))
+      row(
+        `RSS after proxied calls on ${DISTINCT} distinct accounts − before (${idle.toFixed(0)} MB)`,
+        `${grown.toFixed(0)} MB`,
+        '≤ 64 MB',
+        grown <= 64,
+      );
 
     /** The server's time for a request (its Server-Timing), best of 5. */
     const serverTime = async (path: string) => {
@@ -312,7 +333,8 @@ async function main(): Promise<void> {
       return Math.min(...times);
     };
     const store = open(0);
-    const nearEnd = (await store.getAccount(seeded[0]![N - 101]!))!;
+    const bigId = (await store.listConnections()).find((c) => c.name === 'big')!.id;
+    const nearEnd = (await store.findAccount(bigId, `user-${N - 101}`))!;
     await store.close();
     const pages: Array<[string, string, number]> = [
       [
@@ -404,32 +426,34 @@ async function main(): Promise<void> {
     let maxLoop = 0;
     let maxLoopP99 = 0;
 
-    await during(`paging through all ${N} accounts, 100 a page`, async () => {
-      let cursor: string | null = '';
-      let seen = 0;
-      while (cursor !== null) {
-        const res = await fetch(
-          `${big.url}/v1/connected-accounts?connection_name=big&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-          { headers: { authorization: `Bearer ${big.token}` } },
-        );
-        const page = (await res.json()) as { connected_accounts: unknown[]; next_cursor: string | null };
-        seen += page.connected_accounts.length;
-        cursor = page.next_cursor;
-      }
-      if (seen !== N) throw new Error(`paging saw ${seen} accounts, not ${N}`);
-    });
-
-    await during(`key rotation over ${N} sealed values (keys rotate, its own process)`, async () => {
-      const run = spawn(process.execPath, ['scripts/start.mjs', 'runtime/cli/keys.js', 'rotate'], {
-        env: { ...process.env, ...envFor(0), LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'inherit'],
+    if (!SKIP.has('paging'))
+      await during(`paging through all ${N} accounts, 100 a page`, async () => {
+        let cursor: string | null = '';
+        let seen = 0;
+        while (cursor !== null) {
+          const res = await fetch(
+            `${big.url}/v1/connected-accounts?connection_name=big&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            { headers: { authorization: `Bearer ${big.token}` } },
+          );
+          const page = (await res.json()) as { connected_accounts: unknown[]; next_cursor: string | null };
+          seen += page.connected_accounts.length;
+          cursor = page.next_cursor;
+        }
+        if (seen !== N) throw new Error(`paging saw ${seen} accounts, not ${N}`);
       });
-      let out = '';
-      run.stdout.on('data', (b: Buffer) => (out += b.toString()));
-      const code = await new Promise((r) => run.once('exit', r));
-      if (code !== 0) throw new Error(`keys rotate exited ${String(code)}`);
-      log(`  ${out.trim().split('\n').join('\n  ')}`);
-    });
+
+    if (!SKIP.has('rotation'))
+      await during(`key rotation over ${N} sealed values (keys rotate, its own process)`, async () => {
+        const run = spawn(process.execPath, ['scripts/start.mjs', 'runtime/cli/keys.js', 'rotate'], {
+          env: { ...process.env, ...envFor(0), LOG_LEVEL: 'warn' },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        run.stdout.on('data', (b: Buffer) => (out += b.toString()));
+        const code = await new Promise((r) => run.once('exit', r));
+        if (code !== 0) throw new Error(`keys rotate exited ${String(code)}`);
+        log(`  ${out.trim().split('\n').join('\n  ')}`);
+      });
 
     // Connection delete, killed at 10, 50 and 90 % and restarted: each segment's loop delay is read before the kill.
     const auth = () => ({ authorization: `Bearer ${big.token}` });
