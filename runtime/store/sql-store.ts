@@ -624,14 +624,10 @@ export class SqlStore implements Store {
       query = query.where(sql<boolean>`identifier LIKE ${`%${escapeLike(q.identifierContains)}%`} ESCAPE '\\'`);
     if (q.status === 'PENDING_VERIFICATION') query = query.where('verification_pending_since', 'is not', null);
     else if (q.status) query = query.where('status', '=', q.status).where('verification_pending_since', 'is', null);
-    if (after) {
-      query = query.where((eb) =>
-        eb.or([
-          eb('created_at', '>', after.createdAt),
-          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
-        ]),
-      );
-    }
+    // A row-value comparison: both databases seek the index to the cursor. The same condition spelt with OR
+    // made SQLite walk the connection's index from its start and filter: 430 ms for a page near the end of a
+    // million accounts (bench/scale.ts), against 2 ms for the first.
+    if (after) query = query.where(sql<boolean>`(created_at, id) > (${after.createdAt}, ${after.id})`);
     return (await query.orderBy('created_at').orderBy('id').limit(q.limit).execute()).map(toAccount);
   }
   async updateAccount(id: string, patch: AccountPatch, at: number, expectedVersion?: number) {
