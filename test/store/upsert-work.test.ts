@@ -15,7 +15,7 @@ afterAll(async () => {
 const writes = (statements: Array<{ sql: string }>, table: string) =>
   statements.filter((s) => new RegExp(`^\\s*(insert into|update|delete from) "?${table}"?\\b`, 'i').test(s.sql));
 
-const inserts = (statements: Array<{ sql: string }>, table: string) =>
+const inserts = (statements: Array<{ sql: string; params: unknown[] }>, table: string) =>
   statements.filter((s) => new RegExp(`^\\s*insert into "?${table}"?\\b`, 'i').test(s.sql));
 
 describe.each(['sqlite', 'postgres'] as const)('an upsert (%s)', (store) => {
