@@ -3,15 +3,23 @@
  * run, on SQLite or PostgreSQL. `npx tsx bench/scale.ts [--accounts N] [--store sqlite|postgres] [--distinct D]`.
  *
  * N accounts are written through the store's bulk path (sealed credentials, the rows an upsert leaves), then the
- * compiled service is started as `npm start` starts it, and measured from outside: CPU per proxied and per tool call
- * (the service process's utime + stime, /proc), RSS after calls spread over D distinct accounts, the event loop's
- * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, read just before and after) and the
- * p99 of calls on another connection while the connection of N accounts is deleted, page and filter latencies,
- * upserts per second with 32 clients, cold start, a /metrics scrape, store size per account. Times only here.
+ * compiled service is started as `npm start` starts it, and measured from outside: cold start and restart, CPU per
+ * proxied and per tool call (the service process's utime + stime, /proc), RSS after calls spread over D distinct
+ * accounts, the server time of pages and filters (the `Server-Timing` header the list route sends), a /metrics
+ * scrape, upserts and get-or-creates per second with 32 clients, and, while each of these runs, the event loop's
+ * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and the p99 of
+ * tool calls on another connection: paging through every account, rotating the data key over every sealed value
+ * (`keys rotate`, the CLI in its own process), deleting the connection of N accounts (killed with SIGKILL at 10,
+ * 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), and the webhook fan-out
+ * of N events. Store size per account. Times only here; the tests count work.
+ *
+ * The machine may be shared: compare figures within one run (the ratios), and note the load (printed).
  */
+import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,6 +29,9 @@ import { encodeCursor } from '../runtime/store/cursor.ts';
 import { PostgresStore } from '../runtime/store/postgres.ts';
 import { SqliteStore } from '../runtime/store/sqlite.ts';
 import type { Store } from '../runtime/store/types.ts';
+import { parseKeyList } from '../runtime/crypto/keys.ts';
+import { Sealer } from '../runtime/crypto/sealer.ts';
+import { newId } from '../runtime/ids.ts';
 import { seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
 
 const { values: args } = parseArgs({
@@ -28,13 +39,26 @@ const { values: args } = parseArgs({
     accounts: { type: 'string', default: '1000000' },
     store: { type: 'string', default: 'sqlite' },
     distinct: { type: 'string', default: '200000' },
+    // The data directory of an earlier run stopped with SIGKILL (SQLite): its N accounts are used as they are.
+    reuse: { type: 'string' },
+    // Measures to leave out, by name: cpu, rss, paging, rotation.
+    skip: { type: 'string', default: '' },
   },
 });
+const SKIP = new Set(args.skip.split(',').filter(Boolean));
 const N = Number(args.accounts);
 const DISTINCT = Math.min(N, Number(args.distinct));
 const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLIENT_ID = 'acs_scale_bench';
-const CLIENT_SECRET = `acs_sk_${randomBytes(16).toString('hex')}`;
+/** A reused directory keeps its keys and the first API credential's secret beside it (bench-keys.json). */
+const saved = args.reuse
+  ? (JSON.parse(readFileSync(join(args.reuse, 'bench-keys.json'), 'utf8')) as {
+      k1: string;
+      k2: string;
+      secret: string;
+    })
+  : undefined;
+const CLIENT_SECRET = saved?.secret ?? `acs_sk_${randomBytes(16).toString('hex')}`;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const ms = (t: number) => `${t.toFixed(1)} ms`;
 
@@ -54,6 +78,8 @@ interface Service {
   child: ChildProcess;
   token: string;
   startMs: number;
+  /** The CPU the process spent until it was ready (on a shared machine, wall time is mostly waiting for a core). */
+  startCpuMs: number;
 }
 
 async function startService(env: Record<string, string>): Promise<Service> {
@@ -79,17 +105,19 @@ async function startService(env: Record<string, string>): Promise<Service> {
     await new Promise((r) => setTimeout(r, 20));
   }
   const startMs = performance.now() - started;
+  const startCpuMs = cpuMs(child.pid!);
   const res = await fetch(`${url}/oauth/token`, {
     method: 'POST',
     body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
   });
   const { access_token: token } = (await res.json()) as { access_token: string };
-  return { url, child, token, startMs };
+  return { url, child, token, startMs, startCpuMs };
 }
 
-async function stopService(s: Service): Promise<void> {
+async function stopService(s: Service, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
   const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
+  s.child.kill(signal);
   await exited;
 }
 
@@ -140,13 +168,24 @@ async function load(fn: Call, count: number, concurrency = 16): Promise<number[]
   return out;
 }
 
-/** Calls `fn` one after another until `until` settles; returns their latencies. */
-async function alongside(fn: Call, until: Promise<unknown>): Promise<number[]> {
+/**
+ * Calls `fn` one after another until `until` settles; returns their latencies. `fn` is read anew for each call
+ * (a restarted service is another address); a call that fails while the service is down is skipped and counted.
+ */
+async function alongside(fn: () => Call, until: Promise<unknown>): Promise<{ lat: number[]; failed: number }> {
   let done = false;
   void until.finally(() => (done = true));
-  const out: number[] = [];
-  for (let i = 0; !done; i++) out.push(await fn(i));
-  return out;
+  const lat: number[] = [];
+  let failed = 0;
+  for (let i = 0; !done; i++) {
+    try {
+      lat.push(await fn()(i));
+    } catch {
+      failed++;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return { lat, failed };
 }
 
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? NaN;
@@ -172,39 +211,51 @@ async function main(): Promise<void> {
   if (spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' }).status !== 0)
     throw new Error('build failed');
   const kind = args.store === 'postgres' ? 'postgres' : 'sqlite';
-  const dir = mkdtempSync(join(tmpdir(), 'acs-scale-bench-'));
-  const schemas = [`scale_big_${Date.now().toString(36)}`, `scale_one_${Date.now().toString(36)}`];
+  const dir = args.reuse ?? mkdtempSync(join(tmpdir(), 'acs-scale-bench-'));
+  log(`data directory: ${dir}`);
+  const stamp = Date.now().toString(36);
+  const schemas = [`scale_big_${stamp}`, `scale_one_${stamp}`];
   const provider = await fakeProvider();
-  const { encryptionKeys, sealer } = testKeys();
-  const rows: Array<[string, string, string]> = [];
-  const row = (what: string, value: string, target = '') => {
-    rows.push([what, value, target]);
-    log(`${what}: ${value}${target ? ` (target ${target})` : ''}`);
+  // Seeded under k1; the services run with k2 active beside it, so that `keys rotate` moves every value to k2.
+  // (A reused directory keeps its keys beside it.)
+  const keys = saved ?? { k1: testKeys('k1').encryptionKeys, k2: testKeys('k2').encryptionKeys, secret: CLIENT_SECRET };
+  if (!saved) writeFileSync(join(dir, 'bench-keys.json'), JSON.stringify(keys));
+  const encryptionKeys = keys.k1;
+  const sealer = new Sealer(parseKeyList(keys.k1));
+  const k2 = keys.k2;
+  const loads: number[] = [];
+  const rows: Array<[string, string, string, string]> = [];
+  /** `met`: whether the figure meets its target ('' when there is none). */
+  const row = (what: string, value: string, target = '', met: boolean | '' = '') => {
+    rows.push([what, value, target, met === '' ? '' : met ? 'yes' : 'no']);
+    loads.push(loadavg()[0]!);
+    log(`${what}: ${value}${target ? ` (target ${target}: ${met ? 'met' : 'not met'})` : ''}`);
   };
   const envFor = (i: number): Record<string, string> => ({
-    ENCRYPTION_KEYS: encryptionKeys,
+    ENCRYPTION_KEYS: `${k2},${encryptionKeys}`,
     INITIAL_CLIENT_ID: CLIENT_ID,
     INITIAL_CLIENT_SECRET: CLIENT_SECRET,
     DATA_DIR: join(dir, `d${i}`),
+    WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+    // The bench holds one token for a run that takes longer than the default lifetime of 15 minutes.
+    TOKEN_TTL_SECONDS: '86400',
     ...(kind === 'postgres' ? { DATABASE_URL: PG, DATABASE_SCHEMA: schemas[i]! } : {}),
   });
   const open = (i: number): Store =>
     kind === 'postgres' ? new PostgresStore(PG, schemas[i]) : new SqliteStore(join(dir, `d${i}`, 'acs.sqlite'));
 
   // Seed: N accounts on "big", one on "one", each store with a "quiet" connection for the calls alongside.
-  const seeded: string[][] = [];
   for (const [i, n] of [N, 1].entries()) {
+    if (args.reuse) break;
     const store = open(i);
     await store.migrate();
     const big = tokenConnection('big', provider.url);
     await store.createConnection(big);
     await store.createConnection(tokenConnection('quiet', provider.url));
     const t = performance.now();
-    seeded.push(
-      await seedAccounts(store, sealer, big.id, n, {
-        onBatch: (done) => done % 100_000 === 0 && log(`  seeded ${done}`),
-      }),
-    );
+    await seedAccounts(store, sealer, big.id, n, {
+      onBatch: (done) => done % 100_000 === 0 && log(`  seeded ${done}`),
+    });
     if (i === 0)
       row(
         `seeding ${N} accounts (store.insertAccounts, 5,000 a transaction)`,
@@ -225,108 +276,295 @@ async function main(): Promise<void> {
     } else await store.close();
   }
 
-  const [big, one] = [await startService(envFor(0)), await startService(envFor(1))];
+  let big = await startService(envFor(0));
+  const one = await startService(envFor(1));
+  const services = () => [big, one];
   try {
-    row(`cold start with ${N} accounts (spawn to /ready)`, ms(big.startMs), '≤ 1 s');
-    row('cold start with 1 account', ms(one.startMs));
+    const start = (x: Service) => `${ms(x.startMs)} (CPU ${ms(x.startCpuMs)})`;
+    row(`cold start with ${N} accounts (spawn to /ready, wall (CPU))`, start(big), '≤ 1 s', big.startMs <= 1000);
+    row('cold start with 1 account', start(one));
+    await stopService(big);
+    big = await startService(envFor(0));
+    row(`restart with ${N} accounts (SIGTERM, then spawn to /ready)`, start(big), '≤ 1 s', big.startMs <= 1000);
+
     const user = (n: number, spread: number) => (i: number) => `user-${(i * 7919) % Math.min(n, spread)}`;
-    for (const what of ['proxy', 'tool'] as const) {
-      const a = await cpuPerCall(
-        one,
-        call(one, what, 'big', () => 'user-0'),
-        5_000,
-      );
-      const b = await cpuPerCall(big, call(big, what, 'big', user(N, 2_000)), 5_000);
+    for (const what of SKIP.has('cpu') ? [] : (['proxy', 'tool'] as const)) {
+      // Three rounds, alternating: the least of each side (the machine's other work only adds).
+      let a = Infinity;
+      let b = Infinity;
+      for (let round = 0; round < 3; round++) {
+        a = Math.min(
+          a,
+          await cpuPerCall(
+            one,
+            call(one, what, 'big', () => 'user-0'),
+            3_000,
+          ),
+        );
+        b = Math.min(b, await cpuPerCall(big, call(big, what, 'big', user(N, 2_000)), 3_000));
+      }
       row(
         `${what} CPU per call: ${N} accounts (2,000 warm) / 1 account`,
         `${b.toFixed(0)} / ${a.toFixed(0)} µs = ${(b / a).toFixed(2)}×`,
         '≤ 1.15×',
+        b / a <= 1.15,
       );
     }
     const idle = rssMb(big.child.pid!);
-    await load(call(big, 'proxy', 'big', user(N, DISTINCT)), DISTINCT, 32);
-    row(
-      `RSS after proxied calls on ${DISTINCT} distinct accounts − before`,
-      `${(rssMb(big.child.pid!) - idle).toFixed(0)} MB`,
-      '≤ 64 MB',
-    );
-
-    const get = async (path: string) => {
-      const t = performance.now();
-      const res = await fetch(`${big.url}${path}`, { headers: { authorization: `Bearer ${big.token}` } });
-      await res.arrayBuffer();
-      return performance.now() - t;
-    };
-    const best = async (path: string) => Math.min(...(await Promise.all([0, 1, 2, 3, 4].map(() => get(path)))));
-    const store = open(0);
-    const nearEnd = (await store.getAccount(seeded[0]![N - 101]!))!;
-    await store.close();
-    row(
-      'first page of 100 accounts (request, best of 5)',
-      ms(await best('/v1/connected-accounts?connection_name=big&limit=100')),
-      '≤ 10 ms',
-    );
-    row(
-      'page of 100 near the end',
-      ms(
-        await best(
-          `/v1/connected-accounts?connection_name=big&limit=100&cursor=${encodeURIComponent(encodeCursor(nearEnd))}`,
-        ),
-      ),
-      '≤ 10 ms',
-    );
-    row('filter by identifier', ms(await best(`/v1/connected-accounts?identifier=user-${N - 7}`)), '≤ 5 ms');
-    row(
-      'filter by connection and status',
-      ms(await best('/v1/connected-accounts?connection_name=big&status=EXPIRED&limit=100')),
-    );
-    const scrape = await loopDelay(big);
-    row('/metrics scrape', ms(scrape.scrapeMs), '≤ 50 ms');
-
-    const upsert = (i: number) =>
-      fetch(`${big.url}/v1/connected-accounts`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${big.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ connection_name: 'quiet', identifier: `up-${i}`, credentials: { token: `t-${i}` } }),
-      }).then(
-        async (r) => (await r.arrayBuffer(), r.status === 200 ? 0 : Promise.reject(new Error(`upsert ${r.status}`))),
+    if (!SKIP.has('rss')) await load(call(big, 'proxy', 'big', user(N, DISTINCT)), DISTINCT, 32);
+    const grown = rssMb(big.child.pid!) - idle;
+    if (!SKIP.has('rss'))
+      row(
+        `RSS after proxied calls on ${DISTINCT} distinct accounts − before (${idle.toFixed(0)} MB)`,
+        `${grown.toFixed(0)} MB`,
+        '≤ 64 MB',
+        grown <= 64,
       );
-    const t = performance.now();
-    await load(upsert, 5_000, 32);
+
+    /** The server's time for a request (its Server-Timing), best of 5. */
+    const serverTime = async (path: string) => {
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${big.url}${path}`, { headers: { authorization: `Bearer ${big.token}` } });
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+        times.push(Number(/dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN));
+      }
+      return Math.min(...times);
+    };
+    const store = open(0);
+    const bigId = (await store.listConnections()).find((c) => c.name === 'big')!.id;
+    const nearEnd = (await store.findAccount(bigId, `user-${N - 101}`))!;
+    await store.close();
+    const pages: Array<[string, string, number]> = [
+      [
+        'first page of 100 accounts (server time, best of 5)',
+        '/v1/connected-accounts?connection_name=big&limit=100',
+        10,
+      ],
+      [
+        'page of 100 near the end',
+        `/v1/connected-accounts?connection_name=big&limit=100&cursor=${encodeURIComponent(encodeCursor(nearEnd))}`,
+        10,
+      ],
+      ['filter by identifier', `/v1/connected-accounts?identifier=user-${N - 7}`, 5],
+      [
+        'filter by connection and status (ACTIVE, first page)',
+        '/v1/connected-accounts?connection_name=big&status=ACTIVE&limit=100',
+        10,
+      ],
+      ['filter by status (EXPIRED: none)', '/v1/connected-accounts?status=EXPIRED&limit=100', 10],
+    ];
+    for (const [what, path, target] of pages) {
+      const t = await serverTime(path);
+      row(what, ms(t), `≤ ${target} ms`, t <= target);
+    }
+    const scrapes: number[] = [];
+    for (let i = 0; i < 5; i++) scrapes.push((await loopDelay(big)).scrapeMs);
     row(
-      'upserts per second (32 clients, new accounts)',
-      `${(5_000 / ((performance.now() - t) / 1000)).toFixed(0)}/s`,
-      kind === 'sqlite' ? '≥ 2,000/s' : '≥ 1,500/s',
+      '/metrics scrape (first / best of 5, whole request)',
+      `${ms(scrapes[0]!)} / ${ms(Math.min(...scrapes))}`,
+      '≤ 50 ms',
+      Math.min(...scrapes) <= 50,
     );
 
-    const quiet = call(big, 'tool', 'quiet', (i) => `q-${i % 10}`);
-    const quietP99 = p99(await load(quiet, 2_000, 4));
-    await loopDelay(big);
-    const d0 = performance.now();
-    const res = await fetch(`${big.url}/v1/connections/big`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${big.token}` },
-    });
-    const answeredMs = performance.now() - d0;
-    const { id } = (await res.json()) as { id: string };
-    const finished = (async () => {
-      for (;;) {
-        const r = await fetch(`${big.url}/v1/connection-deletions/${id}`, {
-          headers: { authorization: `Bearer ${big.token}` },
+    const write = (method: 'PUT' | 'POST', prefix: string) => (i: number) =>
+      fetch(`${big.url}/v1/connected-accounts`, {
+        method,
+        headers: { authorization: `Bearer ${big.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          connection_name: 'quiet',
+          identifier: `${prefix}-${i}`,
+          ...(method === 'PUT' ? { credentials: { token: `t-${i}` } } : {}),
+        }),
+      }).then(async (r) => {
+        await r.arrayBuffer();
+        if (r.status >= 300) throw new Error(`${method} /v1/connected-accounts answered ${r.status}`);
+        return 0;
+      });
+    for (const [what, fn] of [
+      ['upserts per second (PUT, 32 clients, new accounts)', write('PUT', 'up')],
+      ['get-or-create per second (POST, 32 clients, new accounts)', write('POST', 'goc')],
+    ] as const) {
+      const t = performance.now();
+      await load(fn, 5_000, 32);
+      const rate = 5_000 / ((performance.now() - t) / 1000);
+      const target = kind === 'sqlite' ? 2_000 : 1_500;
+      row(
+        what,
+        `${rate.toFixed(0)}/s`,
+        what.startsWith('upserts') ? `≥ ${target}/s` : '',
+        what.startsWith('upserts') ? rate >= target : '',
+      );
+    }
+
+    // Operations proportional to N, each with tool calls on another connection beside it.
+    const quiet = () => call(big, 'tool', 'quiet', (i) => `q-${i % 10}`);
+    const quietP99 = p99(await load(quiet(), 2_000, 4));
+    row('p99 of tool calls on the quiet connection, nothing else running', ms(quietP99));
+    const during = async (what: string, op: () => Promise<void>, segments?: () => Promise<void>) => {
+      await loopDelay(big);
+      const t = performance.now();
+      const work = op();
+      const beside = await alongside(
+        quiet,
+        work.catch(() => undefined),
+      );
+      await work;
+      const secs = (performance.now() - t) / 1000;
+      const loop = segments ? { max: maxLoop, p99: maxLoopP99 } : await loopDelay(big);
+      row(`${what}: took`, `${secs.toFixed(1)} s`);
+      row(`… event loop delay, max / p99`, `${ms(loop.max)} / ${ms(loop.p99)}`, '≤ 100 ms', loop.max <= 100);
+      const q = p99(beside.lat);
+      row(
+        `… p99 of ${beside.lat.length} tool calls beside it / quiet${beside.failed ? ` (${beside.failed} refused while restarting)` : ''}`,
+        `${ms(q)} / ${ms(quietP99)} = ${(q / quietP99).toFixed(2)}×`,
+        '≤ 2×',
+        q <= 2 * quietP99,
+      );
+    };
+    let maxLoop = 0;
+    let maxLoopP99 = 0;
+
+    if (!SKIP.has('paging'))
+      await during(`paging through all ${N} accounts, 100 a page`, async () => {
+        let cursor: string | null = '';
+        let seen = 0;
+        while (cursor !== null) {
+          const res = await fetch(
+            `${big.url}/v1/connected-accounts?connection_name=big&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            { headers: { authorization: `Bearer ${big.token}` } },
+          );
+          const page = (await res.json()) as { connected_accounts: unknown[]; next_cursor: string | null };
+          seen += page.connected_accounts.length;
+          cursor = page.next_cursor;
+        }
+        if (seen !== N) throw new Error(`paging saw ${seen} accounts, not ${N}`);
+      });
+
+    if (!SKIP.has('rotation'))
+      await during(`key rotation over ${N} sealed values (keys rotate, its own process)`, async () => {
+        const run = spawn(process.execPath, ['scripts/start.mjs', 'runtime/cli/keys.js', 'rotate'], {
+          env: { ...process.env, ...envFor(0), LOG_LEVEL: 'warn' },
+          stdio: ['ignore', 'pipe', 'inherit'],
         });
-        if (((await r.json()) as { status: string }).status === 'done') return performance.now() - d0;
-        await new Promise((r) => setTimeout(r, 200));
+        let out = '';
+        run.stdout.on('data', (b: Buffer) => (out += b.toString()));
+        const code = await new Promise((r) => run.once('exit', r));
+        if (code !== 0) throw new Error(`keys rotate exited ${String(code)}`);
+        log(`  ${out.trim().split('\n').join('\n  ')}`);
+      });
+
+    // Connection delete, killed at 10, 50 and 90 % and restarted: each segment's loop delay is read before the kill.
+    const auth = () => ({ authorization: `Bearer ${big.token}` });
+    let answeredMs = 0;
+    let answeredStatus = 0;
+    await during(
+      `connection delete of ${N} accounts, SIGKILL at 10, 50, 90 % and restart`,
+      async () => {
+        const d0 = performance.now();
+        const res = await fetch(`${big.url}/v1/connections/big`, { method: 'DELETE', headers: auth() });
+        answeredMs = performance.now() - d0;
+        answeredStatus = res.status;
+        const { id } = (await res.json()) as { id: string };
+        const progress = async () =>
+          (await (await fetch(`${big.url}/v1/connection-deletions/${id}`, { headers: auth() })).json()) as {
+            status: string;
+            accounts_deleted: number;
+          };
+        let kills = 0;
+        kill: for (const at of [0.1, 0.5, 0.9]) {
+          for (;;) {
+            const p = await progress();
+            // A small N is gone in a few batches: fewer kills then.
+            if (p.status === 'done') break kill;
+            if (p.accounts_deleted >= at * N) break;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          const loop = await loopDelay(big);
+          maxLoop = Math.max(maxLoop, loop.max);
+          maxLoopP99 = Math.max(maxLoopP99, loop.p99);
+          await stopService(big, 'SIGKILL');
+          big = await startService(envFor(0));
+          kills++;
+          log(`  killed at ${at * 100} %, restarted in ${ms(big.startMs)}`);
+        }
+        let last;
+        for (;;) {
+          last = await progress();
+          if (last.status === 'done') break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        const loop = await loopDelay(big);
+        maxLoop = Math.max(maxLoop, loop.max);
+        maxLoopP99 = Math.max(maxLoopP99, loop.p99);
+        row(`… answered (HTTP ${answeredStatus})`, ms(answeredMs), '≤ 1 s', answeredMs <= 1000);
+        const secs = (performance.now() - d0) / 1000;
+        row(`… finished, ${kills} kills and restarts included`, `${secs.toFixed(1)} s`, '≤ 5 min', secs <= 300);
+        const check = open(0);
+        const left = await check.listAccounts({ identifier: 'user-0', limit: 10 });
+        await check.close();
+        const ok = last.accounts_deleted === N && left.length === 0;
+        row(
+          '… after the kills: accounts_deleted / accounts left',
+          `${last.accounts_deleted} / ${left.length}`,
+          `${N} / 0`,
+          ok,
+        );
+      },
+      () => Promise.resolve(),
+    );
+
+    // Webhook fan-out of N events: an endpoint subscribed to them, N events written in multi-row inserts.
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const hook = await fetch(`${big.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        events: ['connected_account.deleted'],
+      }),
+    });
+    if (hook.status !== 201) throw new Error(`creating the webhook answered ${hook.status}: ${await hook.text()}`);
+    await during(`webhook fan-out of ${N} events (written 5,000 a transaction, moved into deliveries)`, async () => {
+      const w = open(0);
+      const at = Date.now();
+      for (let i = 0; i < N; i += 5_000) {
+        const events = Array.from({ length: Math.min(5_000, N - i) }, (_, j) => {
+          const id = newId('evt');
+          return {
+            id,
+            type: 'connected_account.deleted',
+            payload: JSON.stringify({ type: 'connected_account.deleted', data: { n: i + j } }),
+            createdAt: at + i + j,
+          };
+        });
+        await w.transaction((tx) => tx.addWebhookEvents(events));
       }
-    })();
-    const during = await alongside(quiet, finished);
-    const loop = await loopDelay(big);
-    row(`connection delete with ${N} accounts: answered (HTTP ${res.status})`, ms(answeredMs), '≤ 1 s');
-    row('… finished in the background', `${((await finished) / 1000).toFixed(1)} s`, '≤ 5 min');
-    row('… event loop delay during it, max / p99', `${ms(loop.max)} / ${ms(loop.p99)}`, 'max ≤ 100 ms');
-    row('… p99 of tool calls on another connection during it / quiet', `${ms(p99(during))} / ${ms(quietP99)}`, '≤ 2×');
+      // Done when the outbox is empty (every event moved into its delivery).
+      const reader = kind === 'sqlite' ? new Database(join(dir, 'd0', 'acs.sqlite'), { readonly: true }) : undefined;
+      for (;;) {
+        const left =
+          kind === 'sqlite'
+            ? (reader!.prepare('SELECT count(*) AS n FROM webhook_outbox').get() as { n: number })
+            : (
+                await (w as PostgresStore).pool.query<{ n: string }>(
+                  `SELECT count(*) AS n FROM ${schemas[0]}.webhook_outbox`,
+                )
+              ).rows[0]!;
+        if (Number(left.n) === 0) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      reader?.close();
+      await w.close();
+    });
+    receiver.close();
   } finally {
-    await stopService(big);
-    await stopService(one);
+    for (const s of services()) await stopService(s);
     provider.server.close();
     if (kind === 'postgres') {
       const admin = new PostgresStore(PG);
@@ -335,8 +573,13 @@ async function main(): Promise<void> {
     }
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`\n${kind}, ${N} accounts\n\n| measure | figure | target |\n| --- | --- | --- |`);
-  for (const [what, value, target] of rows) console.log(`| ${what} | ${value} | ${target} |`);
+  const avg = loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length);
+  console.log(
+    `\n${kind}, ${N} accounts, ${new Date().toISOString().slice(0, 10)}; load average (1 min) while measuring: ` +
+      `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, mean ${avg.toFixed(1)}\n`,
+  );
+  console.log('| measure | figure | target | met |\n| --- | --- | --- | --- |');
+  for (const [what, value, target, met] of rows) console.log(`| ${what} | ${value} | ${target} | ${met} |`);
 }
 
 await main();

@@ -377,8 +377,27 @@ export class ConnectionAdmin {
     // One transaction: a crash between creating the account and storing its credentials keeps neither.
     // The events (created, active) are written in the same transaction: a crash keeps all of it or none.
     const updated = await this.s.store.transaction(async (tx) => {
-      const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
-      if (created) await tx.addWebhookEvent(accountEvent('connected_account.created', account, connection));
+      // A new account is inserted ACTIVE with its credentials at once, sealed under the id it is given, and its two
+      // events (created, active) written in one statement: one insert where a pending insert and an update wrote
+      // every index of the accounts twice (issue 35, upserts per second). An existing one is updated.
+      const pending = pendingAccount(newId('ca'), connection.id, identifier);
+      const { account, created } = await tx.getOrCreateAccount({
+        ...pending,
+        status: 'ACTIVE',
+        fields,
+        secretsSealed: this.s.accounts.sealSecrets(pending.id, secrets),
+        tokenExpiresAt: expiresAt,
+        version: 1,
+      });
+      if (created) {
+        // The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
+        const at = Date.now();
+        await tx.addWebhookEvents([
+          accountEvent('connected_account.created', pending, connection, null, at),
+          accountEvent('connected_account.active', account, connection, 'credentials stored', at + 1),
+        ]);
+        return account;
+      }
       return (await updateAccountWithEvent(
         tx,
         account,

@@ -93,8 +93,8 @@ export class Metrics {
       collect: async () => {
         const now = Date.now();
         if (!this.accountCounts || now - this.accountCounts.at > ACCOUNT_COUNT_TTL_MS) {
-          // Counted in the background once there is a figure to answer with: on PostgreSQL the count reads an
-          // index of every account, which a scrape should not wait for.
+          // Read in the background once there is a figure to answer with. The store reads counters it keeps
+          // (a few rows per connection, migrations 009b and 014), never the accounts themselves.
           this.countingAccounts ??= store
             .countAccountsByStatus()
             .then((counts) => void (this.accountCounts = { at: Date.now(), counts }))

@@ -402,7 +402,9 @@ export function routeTable(s: Services): RouteTable {
       return { body: m.deletionView(d) };
     },
 
-    listConnectedAccounts: async ({ req, query }) => {
+    listConnectedAccounts: async ({ req, query, res }) => {
+      // The server's own time for the page (its reads included), for a client or a bench to tell it from the wire's.
+      const started = performance.now();
       const limit = query.limit ?? 100;
       if (query.connection_name) checkConnection(req, query.connection_name);
       const only = req.access?.connections;
@@ -426,6 +428,7 @@ export function routeTable(s: Services): RouteTable {
       const page = list.slice(0, limit);
       const names = new Map<string, { name: string; connector: string }>();
       for (const c of await s.store.listConnections()) names.set(c.id, { name: c.name, connector: c.connector });
+      res.setHeader('server-timing', `app;dur=${(performance.now() - started).toFixed(2)}`);
       return {
         body: {
           // The accounts of a connection being deleted are gone for callers already (its rows go in batches).

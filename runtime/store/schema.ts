@@ -66,6 +66,8 @@ export interface Database {
   };
   /** SQLite only (migration 009b): accounts per connection and stored status, kept by triggers. */
   account_counts: { connection_id: string; status: string; n: number };
+  /** PostgreSQL only (migration 014): count changes not yet folded into account_counts. */
+  account_count_deltas: { id: number; connection_id: string; status: string; d: number };
   connected_accounts: {
     id: string;
     connection_id: string;
