@@ -113,6 +113,7 @@ beforeAll(async () => {
     'build',
     '--isolation',
     'chroot',
+    '--layers',
     '--pull=never',
     '--build-arg',
     `BASE_IMAGE=${BASE}`,
