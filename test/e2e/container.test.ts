@@ -114,6 +114,9 @@ beforeAll(async () => {
     '--isolation',
     'chroot',
     '--layers',
+    // Docker's image format: OCI's has no HEALTHCHECK, and buildah would drop it.
+    '--format',
+    'docker',
     '--pull=never',
     '--build-arg',
     `BASE_IMAGE=${BASE}`,
