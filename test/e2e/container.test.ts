@@ -161,13 +161,13 @@ describe('the container image', () => {
   it('runs as a non-root user, keeps its data in a volume, checks /ready and runs node directly', async () => {
     const [config] = JSON.parse(await sh('podman', ['image', 'inspect', IMAGE])) as Array<{
       Config: { User: string; Volumes: Record<string, unknown>; Cmd: string[]; Entrypoint?: string[] | null };
-      HealthCheck?: { Test: string[] };
     }>;
     expect(config!.Config.User).toBe('10001:10001');
     expect(Object.keys(config!.Config.Volumes)).toEqual(['/data']);
     expect(config!.Config.Cmd).toEqual(['node', 'dist/runtime/main.js']);
     expect(config!.Config.Entrypoint ?? []).toEqual([]);
-    expect(JSON.stringify(config!.HealthCheck?.Test)).toContain('/ready');
+    const health = await sh('podman', ['image', 'inspect', '--format', '{{json .HealthCheck}}', IMAGE]);
+    expect((JSON.parse(health) as { Test: string[] }).Test.join(' ')).toContain('/ready');
   });
 
   it('answers /ready, and its HEALTHCHECK passes', async () => {
