@@ -319,7 +319,7 @@ export function describeCrashSuite(backend: 'sqlite' | 'postgres'): void {
     if (oauthUser) {
       const res = await api_('POST', '/v1/tools/execute', {
         tool_name: 'mail_mailbox_settings_get',
-        tool_input: {},
+        tool_input: { response_format: 'detailed' },
         connection_name: 'mail',
         identifier: oauthUser,
       });
@@ -448,7 +448,7 @@ export function describeCrashSuite(backend: 'sqlite' | 'postgres'): void {
       tap.hold = true;
       const inflight = api_('POST', '/v1/tools/execute', {
         tool_name: 'mail_mailbox_settings_get',
-        tool_input: {},
+        tool_input: { response_format: 'detailed' },
         connection_name: 'mail',
         identifier: who,
       }).catch(() => undefined);
@@ -463,7 +463,7 @@ export function describeCrashSuite(backend: 'sqlite' | 'postgres'): void {
       const before = tap.refreshes;
       const res = await api_('POST', '/v1/tools/execute', {
         tool_name: 'mail_mailbox_settings_get',
-        tool_input: {},
+        tool_input: { response_format: 'detailed' },
         connection_name: 'mail',
         identifier: who,
       });

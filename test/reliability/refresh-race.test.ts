@@ -112,7 +112,8 @@ async function stopPair(p: Pair | undefined): Promise<void> {
 function settings(client: AgentConnectorClient, identifier: string) {
   return client.executeTool({
     toolName: 'mail_mailbox_settings_get' as never,
-    toolInput: {} as never,
+    // The provider's answer as it came: the fake names the token's user in `subject`, which no concise answer keeps.
+    toolInput: { response_format: 'detailed' } as never,
     connectionName: 'mail',
     identifier,
   });

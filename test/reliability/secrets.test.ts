@@ -291,9 +291,13 @@ describe('secrets', () => {
     expect(proxied.status).toBe(200);
 
     // Refresh: proactive, then reactive, then a revocation (EXPIRED, with the provider's reason).
-    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe(
-      'mail-user',
-    );
+    expect(
+      (
+        (await run('mail_mailbox_settings_get', 'mail-user', 'mail', { response_format: 'detailed' })).data as {
+          subject: string;
+        }
+      ).subject,
+    ).toBe('mail-user');
     await expireToken(await accountId('mail', 'mail-user'));
     await run('mail_mailbox_settings_get', 'mail-user', 'mail');
     oauth.expireAccessTokens();
@@ -571,9 +575,13 @@ describe('secrets', () => {
     expect(tool.message).toMatch(/upsert|authorization link/i);
     expect(refresh.message).toMatch(/PATCH/);
     await client.updateConnection('mail', { client_secret: MAIL_SECRET_2 });
-    expect(((await run('mail_mailbox_settings_get', 'mail-user', 'mail')).data as { subject: string }).subject).toBe(
-      'mail-user',
-    );
+    expect(
+      (
+        (await run('mail_mailbox_settings_get', 'mail-user', 'mail', { response_format: 'detailed' })).data as {
+          subject: string;
+        }
+      ).subject,
+    ).toBe('mail-user');
     // The raw answer: a service error, no stack.
     const raw = await rec(`${url}/v1/tools/execute`, {
       method: 'POST',
