@@ -1432,11 +1432,14 @@ export const endpoints = boundRequestInputs({
           link: { type: 'string', maxLength: 200, description: "The link's token" },
           csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
         },
-        additionalProperties: {
-          type: 'string',
-          maxLength: 4096,
-          description: '`c_<field>`: a credential field of the connector',
+        patternProperties: {
+          '^c_[A-Za-z0-9_]{1,64}$': {
+            type: 'string',
+            maxLength: 4096,
+            description: '`c_<field>`: a credential field of the connector',
+          },
         },
+        additionalProperties: false,
       },
     },
     responses: {

@@ -7381,12 +7381,16 @@ const schema61 = {
     link: { type: 'string', maxLength: 200, description: "The link's token" },
     csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
   },
-  additionalProperties: {
-    type: 'string',
-    maxLength: 4096,
-    description: '`c_<field>`: a credential field of the connector',
+  patternProperties: {
+    '^c_[A-Za-z0-9_]{1,64}$': {
+      type: 'string',
+      maxLength: 4096,
+      description: '`c_<field>`: a credential field of the connector',
+    },
   },
+  additionalProperties: false,
 };
+const pattern11 = new RegExp('^c_[A-Za-z0-9_]{1,64}$', 'u');
 function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
@@ -7410,29 +7414,30 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'link' || key0 === 'csrf')) {
-        let data0 = data[key0];
-        if (typeof data0 === 'string') {
-          if (func46(data0) > 4096) {
-            const err2 = {
-              instancePath: instancePath + '/' + key0.replace(/~/g, '~0').replace(/\//g, '~1'),
-              schemaPath: '#/additionalProperties/maxLength',
-              keyword: 'maxLength',
-              params: { limit: 4096 },
-            };
-            if (vErrors === null) {
-              vErrors = [err2];
-            } else {
-              vErrors.push(err2);
-            }
-            errors++;
-          }
+      if (!(key0 === 'link' || key0 === 'csrf' || pattern11.test(key0))) {
+        const err2 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
         } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.link !== undefined && func0.call(data, 'link')) {
+      let data0 = data.link;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 200) {
           const err3 = {
-            instancePath: instancePath + '/' + key0.replace(/~/g, '~0').replace(/\//g, '~1'),
-            schemaPath: '#/additionalProperties/type',
-            keyword: 'type',
-            params: { type: 'string' },
+            instancePath: instancePath + '/link',
+            schemaPath: '#/properties/link/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
           };
           if (vErrors === null) {
             vErrors = [err3];
@@ -7441,78 +7446,93 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
           }
           errors++;
         }
-      }
-    }
-    if (data.link !== undefined && func0.call(data, 'link')) {
-      let data1 = data.link;
-      if (typeof data1 === 'string') {
-        if (func46(data1) > 200) {
-          const err4 = {
-            instancePath: instancePath + '/link',
-            schemaPath: '#/properties/link/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 200 },
-          };
-          if (vErrors === null) {
-            vErrors = [err4];
-          } else {
-            vErrors.push(err4);
-          }
-          errors++;
-        }
       } else {
-        const err5 = {
+        const err4 = {
           instancePath: instancePath + '/link',
           schemaPath: '#/properties/link/type',
           keyword: 'type',
           params: { type: 'string' },
         };
         if (vErrors === null) {
-          vErrors = [err5];
+          vErrors = [err4];
         } else {
-          vErrors.push(err5);
+          vErrors.push(err4);
         }
         errors++;
       }
     }
     if (data.csrf !== undefined && func0.call(data, 'csrf')) {
-      let data2 = data.csrf;
-      if (typeof data2 === 'string') {
-        if (func46(data2) > 200) {
-          const err6 = {
+      let data1 = data.csrf;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 200) {
+          const err5 = {
             instancePath: instancePath + '/csrf',
             schemaPath: '#/properties/csrf/maxLength',
             keyword: 'maxLength',
             params: { limit: 200 },
           };
           if (vErrors === null) {
-            vErrors = [err6];
+            vErrors = [err5];
           } else {
-            vErrors.push(err6);
+            vErrors.push(err5);
           }
           errors++;
         }
       } else {
-        const err7 = {
+        const err6 = {
           instancePath: instancePath + '/csrf',
           schemaPath: '#/properties/csrf/type',
           keyword: 'type',
           params: { type: 'string' },
         };
         if (vErrors === null) {
-          vErrors = [err7];
+          vErrors = [err6];
         } else {
-          vErrors.push(err7);
+          vErrors.push(err6);
         }
         errors++;
       }
     }
+    for (const key1 of Object.keys(data)) {
+      if (pattern11.test(key1)) {
+        let data2 = data[key1];
+        if (typeof data2 === 'string') {
+          if (func46(data2) > 4096) {
+            const err7 = {
+              instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+              schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/maxLength',
+              keyword: 'maxLength',
+              params: { limit: 4096 },
+            };
+            if (vErrors === null) {
+              vErrors = [err7];
+            } else {
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+        } else {
+          const err8 = {
+            instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+            schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/type',
+            keyword: 'type',
+            params: { type: 'string' },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err8 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err8];
+      vErrors = [err9];
     } else {
-      vErrors.push(err8);
+      vErrors.push(err9);
     }
     errors++;
   }

@@ -32,7 +32,7 @@ import {
 import { authorize, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, requestsDuring, toolRunner } from '../helpers/tools.ts';
-import type { DryRunData } from '../../packages/client/src/index.ts';
+import { AuthorizationRequiredError, type DryRunData } from '../../packages/client/src/index.ts';
 import { tools } from '../../generated/registry.ts';
 
 const KEY = 'QWERTY1234567890';
@@ -117,7 +117,7 @@ describe('two ways to authenticate on one connector', () => {
     expect(h.oauth.liveRefreshTokens()).not.toContain(refresh.refresh_token);
   });
 
-  it('OAuth: a token without an endpoint scope gets Gong 403, kept as a provider error', async () => {
+  it('OAuth: a tool whose scope the account was not granted asks for it (incremental consent), sending Gong nothing', async () => {
     await oauthConnection(h, 'callintel-narrow', 'callintel', gong.url, {
       authMethod: 'client_secret_basic',
       extra: { api_base_url: undefined, scopes: ['api:users:read'] },
@@ -125,10 +125,13 @@ describe('two ways to authenticate on one connector', () => {
     await authorize(h, 'callintel-narrow', 'narrow');
     const who = { connectionName: 'callintel-narrow', identifier: 'narrow' };
     expect((await run('callintel_users_list', {}, who)).users.length).toBeGreaterThan(0);
+    const before = gong.requests.length;
     const e = await failure(run('callintel_engage_workspaces_list', {}, who));
     expect(e.status).toBe(403);
-    expect(e.isProviderError).toBe(true);
-    expect(e.providerBody).toMatchObject({ errors: ['This endpoint requires the scope api:workspaces:read'] });
+    expect(e).toBeInstanceOf(AuthorizationRequiredError);
+    expect((e as AuthorizationRequiredError).reason).toBe('missing_scopes');
+    expect((e as AuthorizationRequiredError).missingScopes).toEqual(['api:workspaces:read']);
+    expect(gong.requests.length).toBe(before);
   });
 
   it('access key: Basic key:secret, the default base URL stored, the secret never shown', async () => {

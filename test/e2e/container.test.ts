@@ -143,6 +143,9 @@ beforeAll(async () => {
     `PORT=${port}`,
     '--env',
     'HOST=127.0.0.1',
+    // The fake provider listens on this machine's loopback, which a connection may name only when it is listed.
+    '--env',
+    'UPSTREAM_ALLOWED_HOSTS=127.0.0.1,localhost,[::1]',
     '--env',
     `INITIAL_CLIENT_ID=${TEST_CLIENT_ID}`,
     '--env',

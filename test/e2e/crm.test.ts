@@ -10,6 +10,7 @@ import { authorize, oauthConnection, startHarness, type Harness } from '../helpe
 import { AnswerLog } from '../helpers/answer-check.ts';
 import { failure, toolRunner } from '../helpers/tools.ts';
 import { tools } from '../../generated/registry.ts';
+import { AuthorizationRequiredError } from '../../packages/client/src/index.ts';
 
 let h: Harness;
 let crm: FakeCrm;
@@ -540,7 +541,7 @@ describe('provider behaviour', () => {
     expect(crm.records.contacts.size).toBe(contacts);
   });
 
-  it('passes a missing scope through as the provider 403', async () => {
+  it('asks for a scope the account lacks (incremental consent) instead of sending what the provider refuses', async () => {
     await oauthConnection(h, 'crm-readonly', 'crm', crm.url, {
       extra: { scopes: ['oauth', 'crm.objects.contacts.read'] },
     });
@@ -549,10 +550,8 @@ describe('provider behaviour', () => {
     expect((await run('crm_contacts_list', { limit: 1 }, ro)).results).toHaveLength(1);
     const e = await failure(run('crm_contact_update', { contact_id: '101', props: { firstname: 'x' } }, ro));
     expect(e.status).toBe(403);
-    expect(e.providerBody).toMatchObject({
-      category: 'MISSING_SCOPES',
-      errors: [{ context: { requiredGranularScopes: ['crm.objects.contacts.write'] } }],
-    });
+    expect(e).toBeInstanceOf(AuthorizationRequiredError);
+    expect((e as AuthorizationRequiredError).missingScopes).toEqual(['crm.objects.contacts.write']);
   });
 });
 

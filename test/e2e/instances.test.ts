@@ -169,7 +169,8 @@ describe('two instances on one PostgreSQL database', () => {
     expect(await status(ticket(clientB))).toBe('ok');
     const account = await a.client.getOrCreateConnectedAccount(who);
     await a.client.deleteConnectedAccount(account.id);
-    const took = await seenWithin(async () => (await status(ticket(clientB))) === 404);
+    // Gone: a call for the user now asks them to connect (403 authorization_required with a link).
+    const took = await seenWithin(async () => (await status(ticket(clientB))) === 403);
     expect(took).toBeLessThanOrEqual(SEEN_WITHIN_MS);
   });
 

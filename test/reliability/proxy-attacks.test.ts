@@ -517,7 +517,8 @@ describe('a malicious upstream', () => {
         r.url.endsWith('/groups') ? { status: 302, headers: { location: `${ROOT}/v2/groups/moved` } } : undefined;
       const ok = await h.client.executeTool({
         toolName: 'helpdesk_groups_list' as never,
-        toolInput: {} as never,
+        // The provider's answer as it came (a concise answer keeps only the fields the tool's shape names).
+        toolInput: { response_format: 'detailed' } as never,
         connectionName: 'desk',
         identifier: 'u',
       });

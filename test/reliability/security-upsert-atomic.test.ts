@@ -2,8 +2,9 @@
  * An account upsert is one store transaction (issue 12, point 9): PUT /v1/connected-accounts creates the account
  * and stores its credentials together, so a failure of the second write (storing the credentials) keeps neither,
  * and no PENDING_AUTH account the client was never told about is left behind (the issue saw one after a kill -9
- * between the two writes). The failure is a real one, raised by the database: a trigger refuses the update of
- * one identifier's row, on SQLite and on PostgreSQL.
+ * between the two writes). A new account is now one insert with its credentials, then its events in the same
+ * transaction; the failure is a real one, raised by the database: a trigger refuses the events of one identifier
+ * (the write after the account's), on SQLite and on PostgreSQL.
  */
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
@@ -21,8 +22,8 @@ const stores = [
     /** On a second connection to the service's database file: the service's connection sees the new schema. */
     failSecondWrite: (h: Harness): Promise<void> => {
       const db = new Database(join(h.dataDir, 'acs.sqlite'));
-      db.exec(`CREATE TRIGGER fail_second_write BEFORE UPDATE ON connected_accounts
-        WHEN NEW.identifier = '${DOOMED}'
+      db.exec(`CREATE TRIGGER fail_second_write BEFORE INSERT ON webhook_outbox
+        WHEN NEW.payload LIKE '%${DOOMED}%'
         BEGIN SELECT RAISE(ABORT, 'injected: the second write of the upsert fails'); END`);
       db.close();
       return Promise.resolve();
@@ -35,8 +36,8 @@ const stores = [
       const s = store.schema;
       await store.pool.query(`CREATE FUNCTION ${s}.fail_second_write() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN RAISE EXCEPTION 'injected: the second write of the upsert fails'; END $$`);
-      await store.pool.query(`CREATE TRIGGER fail_second_write BEFORE UPDATE ON ${s}.connected_accounts
-        FOR EACH ROW WHEN (NEW.identifier = '${DOOMED}') EXECUTE FUNCTION ${s}.fail_second_write()`);
+      await store.pool.query(`CREATE TRIGGER fail_second_write BEFORE INSERT ON ${s}.webhook_outbox
+        FOR EACH ROW WHEN (NEW.payload LIKE '%${DOOMED}%') EXECUTE FUNCTION ${s}.fail_second_write()`);
     },
   },
 ];

@@ -597,7 +597,9 @@ describe('tool calls against a faulty provider', () => {
 });
 
 describe('MCP tool calls against a faulty MCP server', () => {
-  const listMeetings = () => exec('notes_list_meetings', { time_range: 'this_week' }, 'notes-faulty');
+  // The provider's answer as it came (the MCP result's content), which these scenarios read.
+  const listMeetings = () =>
+    exec('notes_list_meetings', { time_range: 'this_week', response_format: 'detailed' }, 'notes-faulty');
   const mcp = (call: Fault): Fault => ({ kind: 'mcp', call });
   const calls = () => up.rpcCount('tools/call');
 

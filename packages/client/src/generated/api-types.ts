@@ -1880,6 +1880,9 @@ export interface ConnectSubmitBody {
   csrf: string;
   /**
    * `c_<field>`: a credential field of the connector
+   *
+   * This interface was referenced by `ConnectSubmitBody`'s JSON-Schema definition
+   * via the `patternProperty` "^c_[A-Za-z0-9_]{1,64}$".
    */
   [k: string]: string | undefined;
 }
