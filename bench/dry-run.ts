@@ -34,6 +34,8 @@ const running = await startServer(
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: dataDir,
     INITIAL_CLIENT_ID: CLIENT_ID,
+    // The fake upstream is on loopback, which a connection may name only when it is listed (issue 37).
+    UPSTREAM_ALLOWED_HOSTS: '127.0.0.1',
     INITIAL_CLIENT_SECRET: CLIENT_SECRET,
     LOG_LEVEL: 'warn',
   }),

@@ -236,6 +236,8 @@ async function main(): Promise<void> {
     INITIAL_CLIENT_ID: CLIENT_ID,
     INITIAL_CLIENT_SECRET: CLIENT_SECRET,
     DATA_DIR: join(dir, `d${i}`),
+    // The fake upstream is on loopback, which a connection may name only when it is listed (issue 37).
+    UPSTREAM_ALLOWED_HOSTS: '127.0.0.1',
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     // The bench holds one token for a run that takes longer than the default lifetime of 15 minutes.
     TOKEN_TTL_SECONDS: '86400',

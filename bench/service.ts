@@ -99,6 +99,8 @@ export async function startService(
       DATA_DIR: dataDir,
       INITIAL_CLIENT_ID: CLIENT_ID,
       INITIAL_CLIENT_SECRET: CLIENT_SECRET,
+      // The fake upstream is on loopback, which a connection may name only when it is listed (issue 37).
+      UPSTREAM_ALLOWED_HOSTS: '127.0.0.1',
       LOG_LEVEL: 'warn',
       ...env,
     },
