@@ -420,7 +420,23 @@ export interface SealedCell {
  * (runtime/store/sql-store.ts) and one contract test suite for both. Every method is a single atomic operation;
  * `transaction` groups several into one.
  */
-export interface Store {
+export interface Store
+  extends
+    StoreLifecycle,
+    MetaAndCredentialStore,
+    AuditStore,
+    ConnectionStore,
+    AccountStore,
+    OAuthLinkStore,
+    ActivityStore,
+    DashboardStore,
+    McpStore,
+    WebhookStore,
+    TriggerStore,
+    SealedStore {}
+
+/** The store as a whole: its database, changes, migrations, transactions and checks. */
+export interface StoreLifecycle {
   readonly kind: 'sqlite' | 'postgres';
   /**
    * Changes to the cached tables: made through this store (after commit), and, once `watchChanges` resolved,
@@ -446,7 +462,13 @@ export interface Store {
   /** True when no sealed data exists yet (a new key may be created). */
   isEmpty(): Promise<boolean>;
   integrityCheck(): Promise<string[]>;
+}
 
+/**
+ * The meta key/value rows (keys, settings), the API credentials and the failed-attempt throttles
+ * (runtime/store/groups/meta-and-credentials.ts).
+ */
+export interface MetaAndCredentialStore {
   getMeta(key: string): Promise<string | undefined>;
   /** Sets the value only if the key is absent; returns the value now stored. */
   initMeta(key: string, value: string): Promise<string>;
@@ -469,7 +491,10 @@ export interface Store {
   revokeApiCredential(id: string, at: number): Promise<boolean>;
   countApiCredentials(): Promise<number>;
   touchApiCredential(id: string, at: number): Promise<void>;
+}
 
+/** The audit log: a hash chain of entries behind one head row (runtime/store/groups/audit.ts). */
+export interface AuditStore {
   /**
    * Appends an audit entry: numbered after the last one and chained to its hash (`hashOf` computes the entry's hash
    * from the entry and the previous hash), serialised with every other append through the single head row.
@@ -482,7 +507,10 @@ export interface Store {
    * in one transaction; how many went.
    */
   pruneAuditEvents(before: number, batch: number): Promise<number>;
+}
 
+/** Connections, and their deletion in the background (runtime/store/groups/connections.ts). */
+export interface ConnectionStore {
   createConnection(c: Connection): Promise<void>;
   getConnectionByName(name: string): Promise<Connection | undefined>;
   getConnection(id: string): Promise<Connection | undefined>;
@@ -527,6 +555,13 @@ export interface Store {
    * False when an account is still there (one created meanwhile): delete it first.
    */
   finishConnectionDeletion(id: string, owner: string, at: number): Promise<boolean>;
+}
+
+/**
+ * Connected accounts: their counts, reads and writes, last use and lock (the per-request path)
+ * (runtime/store/groups/accounts.ts).
+ */
+export interface AccountStore {
   countAccounts(connectionId: string): Promise<number>;
   /**
    * How many accounts listAccounts would give over all its pages, for the same filters: the connections (all when
@@ -559,7 +594,13 @@ export interface Store {
    * lock in PostgreSQL). Waits up to `waitMs` for the lock.
    */
   withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs?: number): Promise<T>;
+}
 
+/**
+ * Authorization links, OAuth states and account verifications: the single-use rows of connecting an account
+ * (runtime/store/groups/oauth-links.ts).
+ */
+export interface OAuthLinkStore {
   /**
    * Stores a new link; every earlier link of the same account that has been opened but not used is spent at
    * once (a newer link replaces it), in the same transaction.
@@ -601,12 +642,18 @@ export interface Store {
    * for any more (an index on the pending accounts only: no scan of the others).
    */
   listExpiredVerificationWaits(since: number, now: number, limit: number): Promise<string[]>;
+}
 
+/** The activity log of tool calls and requests (runtime/store/groups/activity.ts). */
+export interface ActivityStore {
   recordActivity(records: readonly ActivityRecord[]): Promise<void>;
   listActivity(limit: number, before?: number): Promise<ActivityRecord[]>;
   /** Deletes up to `limit` activity records older than `olderThan`; returns how many. */
   pruneActivity(olderThan: number, limit: number): Promise<number>;
+}
 
+/** Dashboard users and sessions (runtime/store/groups/dashboard.ts). */
+export interface DashboardStore {
   /** Inserts the user unless the username is taken; true when inserted. */
   createDashboardUser(u: DashboardUser): Promise<boolean>;
   getDashboardUserByName(username: string): Promise<DashboardUser | undefined>;
@@ -617,7 +664,10 @@ export interface Store {
   getDashboardSession(idHash: string, now: number): Promise<(DashboardSession & { username: string }) | undefined>;
   deleteDashboardSession(idHash: string): Promise<boolean>;
   deleteExpiredDashboardSessions(now: number): Promise<void>;
+}
 
+/** MCP servers and their URLs (runtime/store/groups/mcp.ts). */
+export interface McpStore {
   /** Inserts the server unless its name is taken; true when inserted. */
   createMcpServer(s: McpServerConfig): Promise<boolean>;
   getMcpServer(id: string): Promise<McpServerConfig | undefined>;
@@ -637,6 +687,10 @@ export interface Store {
   revokeMcpUrl(serverId: string, urlId: string, at: number): Promise<boolean>;
   /** Sets the URL's last use, unless a later one is stored. */
   touchMcpUrl(id: string, at: number): Promise<void>;
+}
+
+/** Webhook endpoints, the event outbox and the deliveries (runtime/store/groups/webhooks.ts). */
+export interface WebhookStore {
   createWebhookEndpoint(e: WebhookEndpoint): Promise<void>;
   getWebhookEndpoint(id: string): Promise<WebhookEndpoint | undefined>;
   listWebhookEndpoints(): Promise<WebhookEndpoint[]>;
@@ -672,7 +726,10 @@ export interface Store {
   ): Promise<WebhookDelivery[]>;
   /** Makes the delivery pending and due at `now` again (whatever its status); undefined when it does not exist. */
   redeliverWebhook(id: string, now: number): Promise<WebhookDelivery | undefined>;
+}
 
+/** Trigger instances and their leases (runtime/store/groups/triggers.ts). */
+export interface TriggerStore {
   createTriggerInstance(t: TriggerInstance): Promise<void>;
   getTriggerInstance(id: string): Promise<TriggerInstance | undefined>;
   /** Oldest first, keyset pages (`after` is the cursor of the last one of the previous page). */
@@ -702,7 +759,10 @@ export interface Store {
   ): Promise<TriggerInstance[]>;
   /** When the soonest instance is due (null: none is). */
   nextTriggerDue(): Promise<number | null>;
+}
 
+/** Every sealed value, page by page, for re-sealing under a new key (runtime/store/groups/sealed.ts). */
+export interface SealedStore {
   /**
    * A page of sealed values, in a fixed order over every sealed column and the sealed meta keys: those after
    * `after` (the last cell of the previous page), `limit` at most. An empty page is the end.
