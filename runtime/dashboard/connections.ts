@@ -149,7 +149,8 @@ const errorField = (e: FieldError) =>
 export function connectionRoutes(r: Router, ctx: DashboardContext): void {
   const { s, m } = ctx;
 
-  r.get('/connections', async (req, res) => {
+  /** GET /connections */
+  const listPage = async (req: Request, res: Response) => {
     const list = await s.store.listConnectionsWithCounts();
     render(ctx, req, res, 'connections', {
       title: 'Connections',
@@ -168,9 +169,10 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         };
       }),
     });
-  });
+  };
 
-  r.get('/connections/new', (req, res) => {
+  /** GET /connections/new */
+  const connectorChoicePage = (req: Request, res: Response) => {
     render(ctx, req, res, 'connection-new', {
       title: 'New connection',
       nav: 'connections',
@@ -187,7 +189,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
           href: `${BASE}/connections/new/${encodeURIComponent(c.name)}`,
         })),
     });
-  });
+  };
 
   const createForm = async (
     req: Request,
@@ -251,11 +253,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     );
   };
 
-  r.get('/connections/new/:connector', async (req, res) => {
+  /** GET /connections/new/:connector */
+  const newConnectionPage = async (req: Request<{ connector: string }>, res: Response) => {
     await createForm(req, res, connectorOrThrow(req.params.connector), {});
-  });
+  };
 
-  r.post('/connections/new/:connector', async (req, res) => {
+  /** POST /connections/new/:connector */
+  const createConnection = async (req: Request<{ connector: string }>, res: Response) => {
     const connector = connectorOrThrow(req.params.connector);
     const { values, ...overrides } = overridesFromForm(connector, req.body);
     values.connection_name = formString(req.body, 'connection_name').trim();
@@ -284,7 +288,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         ? `${connectionPath(created.name)}/edit?step=2`
         : `${connectionPath(created.name)}?done=connection-created`;
     res.redirect(303, next);
-  });
+  };
 
   const editForm = (
     req: Request,
@@ -362,11 +366,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     );
   };
 
-  r.get('/connections/:name/edit', async (req, res) => {
+  /** GET /connections/:name/edit */
+  const editPage = async (req: Request<{ name: string }>, res: Response) => {
     editForm(req, res, await s.accounts.connectionByName(req.params.name));
-  });
+  };
 
-  r.post('/connections/:name/edit', async (req, res) => {
+  /** POST /connections/:name/edit */
+  const saveConnection = async (req: Request<{ name: string }>, res: Response) => {
     const c = await s.accounts.connectionByName(req.params.name);
     const connector = connectorOrThrow(c.connector);
     const { values, ...overrides } = overridesFromForm(connector, req.body, c);
@@ -395,9 +401,10 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       return;
     }
     res.redirect(303, `${connectionPath(c.name)}?done=connection-saved`);
-  });
+  };
 
-  r.get('/connections/:name/delete', async (req, res) => {
+  /** GET /connections/:name/delete */
+  const deletePage = async (req: Request<{ name: string }>, res: Response) => {
     const c = await s.accounts.connectionByName(req.params.name);
     const n = await s.store.countAccounts(c.id);
     render(ctx, req, res, 'confirm', {
@@ -408,12 +415,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       button: n ? `Delete the connection and ${n} account${n === 1 ? '' : 's'}` : 'Delete the connection',
       cancel: connectionPath(c.name),
     });
-  });
+  };
 
-  r.post('/connections/:name/delete', async (req, res) => {
+  /** POST /connections/:name/delete */
+  const deleteConnection = async (req: Request<{ name: string }>, res: Response) => {
     await m.deleteConnection(req.params.name);
     res.redirect(303, `${BASE}/connections?done=connection-deleted`);
-  });
+  };
 
   const connectionPage = async (
     req: Request,
@@ -508,11 +516,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     );
   };
 
-  r.get('/connections/:name', async (req, res) => {
+  /** GET /connections/:name */
+  const detailPage = async (req: Request<{ name: string }>, res: Response) => {
     await connectionPage(req, res, await s.accounts.connectionByName(req.params.name));
-  });
+  };
 
-  r.post('/connections/:name/authorization-link', async (req, res) => {
+  /** POST /connections/:name/authorization-link */
+  const createAuthorizationLink = async (req: Request<{ name: string }>, res: Response) => {
     const c = await s.accounts.connectionByName(req.params.name);
     const identifier = formString(req.body, 'identifier');
     try {
@@ -532,7 +542,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       const errors = fieldErrorsOf(e) ?? [{ field: 'link', message: e.message }];
       await connectionPage(req, res, c, { identifier, errors }, e.status);
     }
-  });
+  };
 
   const accountForm = (
     req: Request,
@@ -599,11 +609,13 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     );
   };
 
-  r.get('/connections/:name/accounts/new', async (req, res) => {
+  /** GET /connections/:name/accounts/new */
+  const newAccountPage = async (req: Request<{ name: string }>, res: Response) => {
     accountForm(req, res, await s.accounts.connectionByName(req.params.name), {});
-  });
+  };
 
-  r.post('/connections/:name/accounts/new', async (req, res) => {
+  /** POST /connections/:name/accounts/new */
+  const createAccount = async (req: Request<{ name: string }>, res: Response) => {
     const c = await s.accounts.connectionByName(req.params.name);
     const auth = authFor(connectorOrThrow(c.connector), c.authKind);
     const values: Record<string, string> = {
@@ -634,7 +646,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       303,
       `${connectionPath(c.name)}?${new URLSearchParams({ done: 'account-saved', q: values.identifier! })}`,
     );
-  });
+  };
 
   const accountOrThrow = async (id: string) => {
     const a = await s.store.getAccount(id);
@@ -644,7 +656,8 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     return { a, c };
   };
 
-  r.get('/accounts/:id/delete', async (req, res) => {
+  /** GET /accounts/:id/delete */
+  const deleteAccountPage = async (req: Request<{ id: string }>, res: Response) => {
     const { a, c } = await accountOrThrow(req.params.id);
     render(ctx, req, res, 'confirm', {
       title: `Delete ${a.identifier}?`,
@@ -654,11 +667,28 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
       button: 'Delete the account',
       cancel: connectionPath(c.name),
     });
-  });
+  };
 
-  r.post('/accounts/:id/delete', async (req, res) => {
+  /** POST /accounts/:id/delete */
+  const deleteAccount = async (req: Request<{ id: string }>, res: Response) => {
     const { a, c } = await accountOrThrow(req.params.id);
     await m.deleteAccount(a.id);
     res.redirect(303, `${connectionPath(c.name)}?done=account-deleted`);
-  });
+  };
+
+  // The routes, in the order Express tries them (`/connections/new` before `/connections/:name`).
+  r.get('/connections', listPage);
+  r.get('/connections/new', connectorChoicePage);
+  r.get('/connections/new/:connector', newConnectionPage);
+  r.post('/connections/new/:connector', createConnection);
+  r.get('/connections/:name/edit', editPage);
+  r.post('/connections/:name/edit', saveConnection);
+  r.get('/connections/:name/delete', deletePage);
+  r.post('/connections/:name/delete', deleteConnection);
+  r.get('/connections/:name', detailPage);
+  r.post('/connections/:name/authorization-link', createAuthorizationLink);
+  r.get('/connections/:name/accounts/new', newAccountPage);
+  r.post('/connections/:name/accounts/new', createAccount);
+  r.get('/accounts/:id/delete', deleteAccountPage);
+  r.post('/accounts/:id/delete', deleteAccount);
 }
