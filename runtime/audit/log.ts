@@ -2,7 +2,7 @@
  * The audit log (issue 37, item 3): who changed what, when, from where. Every entry is appended to the store with a
  * SHA-256 hash over its canonical serialization and the previous entry's hash, so that changing or removing an
  * entry breaks the chain (`npm run keys -- verify-audit`). Appends are serialised by the store's single head row,
- * also across instances on PostgreSQL (runtime/store/sql-store.ts, `appendAuditEvent`). Never a secret's value:
+ * also across instances on PostgreSQL (runtime/store/groups/audit.ts, `appendAuditEvent`). Never a secret's value:
  * callers describe a secret as `"set"`, `"changed"` or `"removed"` (see `secretChange`).
  */
 import { createHash } from 'node:crypto';
