@@ -1899,6 +1899,28 @@ export interface OauthCallbackQuery {
 export interface OauthCallbackParams {
   connection_id: string;
 }
+export interface TriggerIngressParams {
+  /**
+   * The connection's ingress token
+   */
+  token: string;
+}
+export interface TriggerIngressResponse {
+  [k: string]: unknown | undefined;
+}
+export interface TriggerIngressInstanceParams {
+  /**
+   * The connection's ingress token
+   */
+  token: string;
+  /**
+   * The trigger instance
+   */
+  instance_id: string;
+}
+export interface TriggerIngressInstanceResponse {
+  [k: string]: unknown | undefined;
+}
 export interface ScalekitListConnectedAccountsQuery {
   /**
    * The connection name
@@ -2252,6 +2274,13 @@ export interface Operations {
   };
   connectSubmit: { body: ConnectSubmitBody; query: never; params: ConnectSubmitParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
+  triggerIngress: { body: never; query: never; params: TriggerIngressParams; response: TriggerIngressResponse };
+  triggerIngressInstance: {
+    body: never;
+    query: never;
+    params: TriggerIngressInstanceParams;
+    response: TriggerIngressInstanceResponse;
+  };
   scalekitListConnectedAccounts: {
     body: never;
     query: ScalekitListConnectedAccountsQuery;
