@@ -299,6 +299,7 @@ export class TriggerService {
       last_error_at: iso(t.lastErrorAt),
       created_at: iso(t.createdAt)!,
       updated_at: iso(t.updatedAt)!,
+      ...(t.kind === 'push' && this.push ? { ingress_url: await this.push.ingressUrl(t.connectionId) } : {}),
     };
   }
 }
