@@ -102,7 +102,7 @@ export interface TriggerSettings {
   poller: boolean;
   /** How long a poll holds its instance: a process that dies mid-poll leaves it to others after this long. */
   leaseSeconds: number;
-  /** Push triggers: the largest notification body the ingress route reads (TRIGGER_INGRESS_BODY_LIMIT_BYTES). */
+  /** Push triggers: the largest notification body the ingress route reads (TRIGGER_INGRESS_MAX_BYTES). */
   ingressBodyLimitBytes: number;
 }
 
@@ -165,9 +165,9 @@ function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
   if (poller !== '0' && poller !== '1') throw new ConfigError('TRIGGER_POLLER', `must be 0 or 1, got "${poller}"`);
   const leaseSeconds = int('TRIGGER_LEASE_SECONDS', 300, env, 86_400);
   if (leaseSeconds < 1) throw new ConfigError('TRIGGER_LEASE_SECONDS', 'must be at least 1 (second)');
-  const ingressBodyLimitBytes = int('TRIGGER_INGRESS_BODY_LIMIT_BYTES', 256 * 1024, env, 16 * 1024 * 1024);
+  const ingressBodyLimitBytes = int('TRIGGER_INGRESS_MAX_BYTES', 256 * 1024, env, 16 * 1024 * 1024);
   if (ingressBodyLimitBytes < 1024) {
-    throw new ConfigError('TRIGGER_INGRESS_BODY_LIMIT_BYTES', 'must be at least 1024 (a notification needs room)');
+    throw new ConfigError('TRIGGER_INGRESS_MAX_BYTES', 'must be at least 1024 (a notification needs room)');
   }
   return {
     minIntervalSeconds,

@@ -172,9 +172,9 @@ const ingressResponses: Readonly<Record<string, ResponseSpec>> = {
     content: { 'application/json': { type: 'object' }, 'text/plain': { type: 'string' } },
   },
   '202': { description: 'Accepted: notifications whose resources are read after the answer (Graph)' },
-  '400': { description: 'A verified body that is not JSON, or not a list of notifications' },
-  '401': { description: 'Not verified: no or bad signature, stale timestamp, unknown URL' },
-  '413': { description: 'The body is over TRIGGER_INGRESS_BODY_LIMIT_BYTES' },
+  '400': ok('A verified body that is not JSON or not a list of notifications; or a malformed path', { type: 'object' }),
+  '401': ok('Not verified: no or bad signature, stale timestamp, unknown token or instance', { type: 'object' }),
+  '413': ok('The body is over TRIGGER_INGRESS_MAX_BYTES', { type: 'object' }),
   '500': internal,
 };
 const triggerParam = pathParams({ id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } });

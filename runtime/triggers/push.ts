@@ -10,7 +10,7 @@
  * Each connection has one ingress URL, `/v1/ingress/<token>` (a random token, migration 016); an instance's own
  * URL adds its id. The route takes no API credential: before a notification is used it is verified, and an
  * unknown token, an unknown instance and a bad signature get the same answer, so nothing tells a caller which
- * instances exist. Bodies are bounded (TRIGGER_INGRESS_BODY_LIMIT_BYTES) before they are read.
+ * instances exist. Bodies are bounded (TRIGGER_INGRESS_MAX_BYTES) before they are read.
  *
  * Registrations are made when an instance is created or resumed, renewed before they expire (the instance is
  * due at its renewal time and the poller's lease hands it here), and removed when it is paused or deleted, and

@@ -102,7 +102,7 @@ beforeAll(async () => {
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_RETRY_BASE_MS: '40',
       TRIGGER_MIN_INTERVAL_SECONDS: '1',
-      TRIGGER_INGRESS_BODY_LIMIT_BYTES: '65536',
+      TRIGGER_INGRESS_MAX_BYTES: '65536',
     },
   });
   await h.client.createConnection({
@@ -399,7 +399,7 @@ describe('helpdesk: Zendesk webhook and trigger', () => {
     expect(noToken).toEqual(bad);
   });
 
-  it('a body over TRIGGER_INGRESS_BODY_LIMIT_BYTES is refused before it is read', async () => {
+  it('a body over TRIGGER_INGRESS_MAX_BYTES is refused before it is read', async () => {
     const hookUrl = [...desk.webhooks.values()][0]!.endpoint;
     const r = await post(hookUrl, JSON.stringify({ pad: 'x'.repeat(70_000) }), { 'content-type': 'application/json' });
     expect(r.status).toBe(413);

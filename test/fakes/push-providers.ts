@@ -158,7 +158,7 @@ export class FakeGraphSubscriptions extends Fake {
     this.app.use((req, res, next) => {
       if (req.method !== 'GET' || decodeURIComponent(req.path) !== "/v1.0/me/mailFolders('Inbox')/messages")
         return next();
-      const filter = String(req.query.$filter ?? '');
+      const filter = typeof req.query.$filter === 'string' ? req.query.$filter : '';
       const m = /^receivedDateTime ge (\S+)$/.exec(filter);
       if (!m || !Number.isFinite(Date.parse(m[1]!))) {
         return this.problem(
@@ -190,7 +190,7 @@ export class FakeGraphSubscriptions extends Fake {
       wrong.push('clientState is over 128 characters');
     if (typeof b.clientState !== 'string' || !b.clientState)
       wrong.push('clientState should be set (a secret per subscription)');
-    const changeTypes = String(b.changeType ?? '').split(',');
+    const changeTypes = (typeof b.changeType === 'string' ? b.changeType : '').split(',');
     if (!changeTypes.every((c) => ['created', 'updated', 'deleted'].includes(c)))
       wrong.push(`changeType "${String(b.changeType)}"`);
     if (!['me/events', "me/mailFolders('Inbox')/messages", 'me/messages'].includes(String(b.resource))) {
@@ -201,7 +201,8 @@ export class FakeGraphSubscriptions extends Fake {
     else if (expires > Date.now() + MAX_GRAPH_MINUTES * 60_000)
       wrong.push('expirationDateTime is beyond 10080 minutes');
     for (const f of ['notificationUrl', 'lifecycleNotificationUrl'] as const) {
-      if (b[f] !== undefined && !/^https?:\/\//.test(String(b[f]))) wrong.push(`${f} must be an http(s) URL`);
+      if (b[f] !== undefined && !(typeof b[f] === 'string' && /^https?:\/\//.test(b[f])))
+        wrong.push(`${f} must be an http(s) URL`);
     }
     if (wrong.length) {
       return this.problem(
@@ -256,7 +257,7 @@ export class FakeGraphSubscriptions extends Fake {
   async validate(url: string): Promise<boolean> {
     const token = `Validation: Testing client application reachability for subscription Request-Id: ${randomUUID()}`;
     const target = `${url}${url.includes('?') ? '&' : '?'}validationToken=${encodeURIComponent(token)}`;
-    let ok = false;
+    let ok: boolean;
     try {
       const r = await post(target, '', { 'content-type': 'text/plain; charset=utf-8' });
       ok = r.status === 200 && r.contentType.startsWith('text/plain') && r.body === token;
@@ -498,11 +499,9 @@ export class FakeZendeskWebhooks extends Fake {
         bodyTemplate: String(value![1]),
       };
       this.triggers.set(trigger.id, trigger);
-      res
-        .status(201)
-        .json({
-          trigger: { id: trigger.id, title: trigger.title, active: true, conditions: t.conditions, actions: t.actions },
-        });
+      res.status(201).json({
+        trigger: { id: trigger.id, title: trigger.title, active: true, conditions: t.conditions, actions: t.actions },
+      });
     });
     this.app.delete('/api/v2/triggers/:id', (req, res) => {
       if (!this.triggers.delete(Number(req.params.id))) return void res.status(404).json({ error: 'RecordNotFound' });
@@ -614,7 +613,10 @@ export class FakeApifyWebhooks extends Fake {
       if (typeof b.requestUrl !== 'string' || !/^https?:\/\//.test(b.requestUrl)) wrong.push('requestUrl');
       let headers: Record<string, string> = {};
       try {
-        if (b.headersTemplate !== undefined) headers = JSON.parse(String(b.headersTemplate)) as Record<string, string>;
+        if (b.headersTemplate !== undefined) {
+          if (typeof b.headersTemplate !== 'string') throw new Error('not a string');
+          headers = JSON.parse(b.headersTemplate) as Record<string, string>;
+        }
         if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) throw new Error('not an object');
       } catch {
         wrong.push('headersTemplate must be a JSON object in a string');
@@ -718,13 +720,11 @@ export class FakeHubSpotApp extends Fake {
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const portalId = token ? this.portals.get(token) : undefined;
       if (portalId === undefined) {
-        return void res
-          .status(401)
-          .json({
-            status: 'error',
-            message: 'Authentication credentials not found.',
-            category: 'INVALID_AUTHENTICATION',
-          });
+        return void res.status(401).json({
+          status: 'error',
+          message: 'Authentication credentials not found.',
+          category: 'INVALID_AUTHENTICATION',
+        });
       }
       res.json({
         portalId,
