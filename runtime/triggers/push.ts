@@ -29,7 +29,7 @@ import type {
   TriggerPushRegistration,
 } from '../../core/tool-types.ts';
 import { triggers } from '../../generated/registry.ts';
-import type { AccountService, ResolvedAccount } from '../accounts/service.ts';
+import { notActiveError, type AccountService, type ResolvedAccount } from '../accounts/service.ts';
 import type { Config } from '../config.ts';
 import { aad } from '../crypto/aad.ts';
 import type { Sealer } from '../crypto/sealer.ts';
@@ -233,7 +233,7 @@ export class PushEngine {
       now: Date.now(),
       base: (host?: string) => this.accounts.baseUrlFor(r, host),
       call: async (req) => {
-        if (r.account.status !== 'ACTIVE') throw (await import('../accounts/service.ts')).notActiveError(r.account);
+        if (r.account.status !== 'ACTIVE') throw notActiveError(r.account);
         live ??= await this.accounts.live(r);
         return sendForTrigger(this.executor, live, req);
       },

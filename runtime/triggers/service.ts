@@ -259,7 +259,9 @@ export class TriggerService {
     const current = await this.get(id);
     // A failing instance stays failing until a poll succeeds (which sends trigger.recovered); a paused one is active.
     const status = current.status === 'paused' ? 'active' : current.status;
-    const t = await this.store.updateTriggerInstance(id, { status, nextRunAt: now }, now);
+    // A push instance is not made due (the poller would renew what is not registered): it is registered here.
+    const push = current.kind === 'push';
+    const t = await this.store.updateTriggerInstance(id, { status, nextRunAt: push ? current.nextRunAt : now }, now);
     if (!t) throw new ServiceError(404, 'trigger_instance_not_found', `No trigger instance with id "${id}"`);
     // A paused push instance is registered with the provider again.
     if (t.kind === 'push' && current.status === 'paused' && this.push) return this.push.register(t);
