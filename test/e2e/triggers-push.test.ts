@@ -455,6 +455,29 @@ describe('scraper: Apify run webhooks', () => {
     expect(eventsOf(instance).some((r) => r.data.item_id === 'Forged00000000000')).toBe(false);
   });
 
+  it('a registration the provider refuses leaves the instance needs_reauth, with trigger.failing sent', async () => {
+    await h.client.upsertConnectedAccount({
+      connectionName: 'apify',
+      identifier: 'revoked',
+      credentials: { token: 'apify_api_token_revoked' },
+    });
+    const t = await h.client.createTrigger({
+      trigger: 'scraper_run_finished',
+      connection_name: 'apify',
+      identifier: 'revoked',
+      config: { actor_id: ACTOR },
+    });
+    expect(t.status).toBe('needs_reauth');
+    expect(t.last_error).toMatch(/HTTP 401/);
+    expect(t.next_poll_at).not.toBeNull();
+    const failing = await until(() =>
+      received.find((r) => r.type === 'trigger.failing' && r.data.trigger_instance_id === t.id),
+    );
+    expect(failing.data.status).toBe('needs_reauth');
+    expect(apify.webhooks.size).toBe(1);
+    await h.client.deleteTrigger(t.id);
+  });
+
   it('deleting the account removes its instances\u2019 webhooks first', async () => {
     await h.client.createTrigger({
       trigger: 'scraper_run_finished',
