@@ -673,7 +673,7 @@ export interface TriggerPushSpec {
   /**
    * A dotted path in the provider's JSON answer.
    */
-  events: string;
+  events?: string;
   /**
    * A notification is this trigger's when these paths have these values.
    */

@@ -271,22 +271,44 @@ export interface TriggerPush {
 
 /** What a push trigger's hook may do with the provider, through the account's credentials. */
 export interface TriggerPushContext {
+  /** The trigger instance's id. */
+  instanceId: string;
   config: Record<string, unknown>;
   /** The instance's ingress URL (the connection's, with the instance named). */
   ingressUrl: string;
-  /** The per-instance secret to register with the provider (a clientState, a webhook signing secret). */
+  /** The per-instance secret to register with the provider (a clientState, a header value). */
   secret: string;
   /** What the hook stored at the last registration (subscription ids, expiry). */
   state: Record<string, unknown>;
+  /** Now, epoch ms (the engine's clock). */
+  now: number;
   base: (host?: string) => string;
+  /** Sends a request with the account's credentials: the parsed 2xx answer, else a ProviderError. */
   call: (r: UpstreamRequest) => Promise<unknown>;
+}
+
+/** What a registration leaves: the state to keep, when to renew it, and what the provider itself decided. */
+export interface TriggerPushRegistration {
+  state: Record<string, unknown>;
+  /** When to renew (epoch ms); absent or null: the registration does not expire. */
+  renewAt?: number | null;
+  /** A signing secret the provider made (Zendesk's), replacing the instance's own. */
+  secret?: string;
+  /** The value app webhooks name this account by (HubSpot's portalId), when the account's fields lack it. */
+  route?: string;
+}
+
+/** One provider item of a notification: its key (same item, same key: the same webhook-id) and the event's item. */
+export interface TriggerPushItem {
+  key: string;
+  item: Record<string, unknown>;
 }
 
 export interface TriggerPushHook {
   /** Registers the instance with the provider; returns the state to keep (and when to renew, epoch ms). */
-  register(ctx: TriggerPushContext): Promise<{ state: Record<string, unknown>; renewAt?: number | null }>;
+  register(ctx: TriggerPushContext): Promise<TriggerPushRegistration>;
   /** Renews the registration before it expires. */
-  renew?(ctx: TriggerPushContext): Promise<{ state: Record<string, unknown>; renewAt?: number | null }>;
+  renew?(ctx: TriggerPushContext): Promise<TriggerPushRegistration>;
   unregister(ctx: TriggerPushContext): Promise<void>;
   /**
    * A request the provider sends to check the URL before anything else (Graph's validation token): the answer to
@@ -295,6 +317,13 @@ export interface TriggerPushHook {
   handshake?(query: URLSearchParams): { status: number; contentType: string; body: string } | undefined;
   /** Lifecycle notifications (subscription removed, reauthorization required, missed): what the instance becomes. */
   lifecycle?(notification: Record<string, unknown>): 'renew' | 'reregister' | 'needs_reauth' | 'resync' | undefined;
+  /**
+   * A verified notification's item, read from the provider (a change notification names a resource rather than
+   * carrying it); undefined: the notification is not one of this trigger's items.
+   */
+  item?(ctx: TriggerPushContext, notification: Record<string, unknown>): Promise<TriggerPushItem | undefined>;
+  /** After a `resync` (notifications were missed): the items since `since` (epoch ms), read from the provider. */
+  catchUp?(ctx: TriggerPushContext, since: number): Promise<TriggerPushItem[]>;
 }
 
 export interface TriggerDefinition {

@@ -102,6 +102,8 @@ export interface TriggerSettings {
   poller: boolean;
   /** How long a poll holds its instance: a process that dies mid-poll leaves it to others after this long. */
   leaseSeconds: number;
+  /** Push triggers: the largest notification body the ingress route reads (TRIGGER_INGRESS_MAX_BYTES). */
+  ingressBodyLimitBytes: number;
 }
 
 /** Entries each per-process cache keeps at most (docs/scale.md, "Caches"). */
@@ -163,7 +165,18 @@ function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
   if (poller !== '0' && poller !== '1') throw new ConfigError('TRIGGER_POLLER', `must be 0 or 1, got "${poller}"`);
   const leaseSeconds = int('TRIGGER_LEASE_SECONDS', 300, env, 86_400);
   if (leaseSeconds < 1) throw new ConfigError('TRIGGER_LEASE_SECONDS', 'must be at least 1 (second)');
-  return { minIntervalSeconds, concurrency, perConnectorConcurrency, poller: poller === '1', leaseSeconds };
+  const ingressBodyLimitBytes = int('TRIGGER_INGRESS_MAX_BYTES', 256 * 1024, env, 16 * 1024 * 1024);
+  if (ingressBodyLimitBytes < 1024) {
+    throw new ConfigError('TRIGGER_INGRESS_MAX_BYTES', 'must be at least 1024 (a notification needs room)');
+  }
+  return {
+    minIntervalSeconds,
+    concurrency,
+    perConnectorConcurrency,
+    poller: poller === '1',
+    leaseSeconds,
+    ingressBodyLimitBytes,
+  };
 }
 
 /** TOOL_ANSWER_BUDGET_TOKENS: 8,000 by default; from 500 (an answer must hold a few items) to 1,000,000. */

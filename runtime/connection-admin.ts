@@ -292,6 +292,8 @@ export class ConnectionAdmin {
    */
   async deleteConnection(name: string): Promise<ConnectionDeletion> {
     const connection = await this.s.accounts.connectionByName(name);
+    // Push triggers' registrations with the provider are removed while the credentials are still there.
+    await this.s.push.releaseAll({ connectionId: connection.id });
     const deletion = await this.s.deletions.request(connection);
     this.s.accounts.invalidateConnection(connection.id);
     forgetDiscovery(connection.id);
@@ -598,6 +600,8 @@ export class ConnectionAdmin {
   async deleteAccount(id: string): Promise<void> {
     const account = await this.s.store.getAccount(id);
     const connection = account && (await this.s.accounts.connectionById(account.connectionId));
+    // Push triggers' registrations with the provider are removed while the credentials are still there.
+    if (account) await this.s.push.releaseAll({ accountId: account.id });
     const deleted =
       account &&
       connection &&

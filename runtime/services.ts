@@ -22,6 +22,7 @@ import { ConnectionDeletions } from './jobs/connection-deletions.ts';
 import { sweepExpired } from './jobs/sweeps.ts';
 import { TriggerService } from './triggers/service.ts';
 import { TriggerPoller } from './triggers/poller.ts';
+import { PushEngine } from './triggers/push.ts';
 import { AuditLog } from './audit/log.ts';
 
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   deletions: ConnectionDeletions;
   /** Trigger instances (docs/triggers.md) and the engine that polls them. */
   triggers: TriggerService;
+  /** Push triggers: registrations with providers and the ingress route (runtime/triggers/push.ts). */
+  push: PushEngine;
   poller: TriggerPoller;
   /** Set on the first start with an empty store: the credential to print once. */
   firstCredential?: NewCredential;
@@ -139,6 +142,10 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const triggers = new TriggerService(store, accounts, executor, config);
   const poller = new TriggerPoller(store, accounts, executor, config, log, () => webhooks.worker.poke());
   triggers.onDue = () => poller.poke();
+  const push = new PushEngine(store, accounts, executor, sealer, config, log, () => webhooks.worker.poke());
+  push.onDue = () => poller.poke();
+  triggers.push = push;
+  poller.push = push;
   if (config.triggers.poller) poller.start();
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
@@ -180,6 +187,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     caches,
     deletions,
     triggers,
+    push,
     poller,
     firstCredential,
     firstAdminPassword,
@@ -191,6 +199,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       clearInterval(verificationTimer);
       await deletions.stop();
       await poller.stop();
+      await push.idle();
       await webhooks.worker.stop();
       await activity.flush();
       await accounts.flushTouches().catch(() => {});

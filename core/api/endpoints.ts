@@ -165,6 +165,18 @@ const authorizationRequired: ResponseSpec = {
 };
 const webhookParam = pathParams({ id: { type: 'string', description: "The webhook's id" } });
 const webhookNotFound = error('No webhook with that id');
+/** What a push-trigger ingress answers (docs/triggers.md, "Push triggers"). */
+const ingressResponses: Readonly<Record<string, ResponseSpec>> = {
+  '200': {
+    description: 'Notifications verified and stored; or a validation request answered (its token, text/plain)',
+    content: { 'application/json': { type: 'object' }, 'text/plain': { type: 'string' } },
+  },
+  '202': { description: 'Accepted: notifications whose resources are read after the answer (Graph)' },
+  '400': ok('A verified body that is not JSON or not a list of notifications; or a malformed path', { type: 'object' }),
+  '401': ok('Not verified: no or bad signature, stale timestamp, unknown token or instance', { type: 'object' }),
+  '413': ok('The body is over TRIGGER_INGRESS_MAX_BYTES', { type: 'object' }),
+  '500': internal,
+};
 const triggerParam = pathParams({ id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } });
 const triggerNotFound = error('No trigger instance with that id');
 
@@ -1475,6 +1487,35 @@ export const endpoints = boundRequestInputs({
       '4XX': pageOrError('A forged, expired or replayed state, a link already used, or the provider refused'),
       '5XX': pageOrError('The code exchange failed'),
     },
+  },
+  triggerIngress: {
+    method: 'POST',
+    path: '/v1/ingress/{token}',
+    summary: "A connection's push-trigger ingress: app webhooks (routed to accounts by a provider id)",
+    description:
+      'Providers post notifications here (docs/triggers.md, "Push triggers"). No API credential: each notification is ' +
+      'verified as its trigger declares (signature, timestamp window) before it is used; an unknown token and a bad ' +
+      'signature are answered alike.',
+    auth: 'none',
+    scope: null,
+    params: pathParams({ token: { type: 'string', maxLength: 64, description: "The connection's ingress token" } }),
+    responses: ingressResponses,
+  },
+  triggerIngressInstance: {
+    method: 'POST',
+    path: '/v1/ingress/{token}/{instance_id}',
+    summary: "A push-trigger instance's ingress: its provider's notifications, and the provider's validation request",
+    description:
+      'The URL registered with the provider for one instance. A validation request (Graph: `?validationToken=`) is ' +
+      'answered with the token as text/plain; notifications are verified (signature, per-instance secret or ' +
+      'clientState) before use; an unknown instance is answered as a failed verification is.',
+    auth: 'none',
+    scope: null,
+    params: pathParams({
+      token: { type: 'string', maxLength: 64, description: "The connection's ingress token" },
+      instance_id: { type: 'string', maxLength: 80, description: 'The trigger instance' },
+    }),
+    responses: ingressResponses,
   },
   scalekitListConnectedAccounts: {
     method: 'GET',

@@ -1075,6 +1075,12 @@ export const triggerInstance: JsonSchema = {
     last_error_at: nullableDateTime,
     created_at: dateTime,
     updated_at: dateTime,
+    ingress_url: {
+      type: 'string',
+      description:
+        "Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's " +
+        "target URL, such as a HubSpot app's); registered instances get their own URL under it",
+    },
   },
 };
 

@@ -1691,6 +1691,10 @@ export interface CreateTriggerResponse {
   last_error_at: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's target URL, such as a HubSpot app's); registered instances get their own URL under it
+   */
+  ingress_url?: string;
 }
 export interface ListTriggersQuery {
   trigger?: string;
@@ -1729,6 +1733,10 @@ export interface ListTriggersResponse {
     last_error_at: string | null;
     created_at: string;
     updated_at: string;
+    /**
+     * Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's target URL, such as a HubSpot app's); registered instances get their own URL under it
+     */
+    ingress_url?: string;
   }[];
   /**
    * null on the last page
@@ -1765,6 +1773,10 @@ export interface GetTriggerResponse {
   last_error_at: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's target URL, such as a HubSpot app's); registered instances get their own URL under it
+   */
+  ingress_url?: string;
 }
 export interface PauseTriggerParams {
   /**
@@ -1796,6 +1808,10 @@ export interface PauseTriggerResponse {
   last_error_at: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's target URL, such as a HubSpot app's); registered instances get their own URL under it
+   */
+  ingress_url?: string;
 }
 export interface ResumeTriggerParams {
   /**
@@ -1827,6 +1843,10 @@ export interface ResumeTriggerResponse {
   last_error_at: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Push instances: the connection's ingress URL, where its provider posts notifications (an app webhook's target URL, such as a HubSpot app's); registered instances get their own URL under it
+   */
+  ingress_url?: string;
 }
 export interface DeleteTriggerParams {
   /**
@@ -1898,6 +1918,28 @@ export interface OauthCallbackQuery {
 }
 export interface OauthCallbackParams {
   connection_id: string;
+}
+export interface TriggerIngressParams {
+  /**
+   * The connection's ingress token
+   */
+  token: string;
+}
+export interface TriggerIngressResponse {
+  [k: string]: unknown | undefined;
+}
+export interface TriggerIngressInstanceParams {
+  /**
+   * The connection's ingress token
+   */
+  token: string;
+  /**
+   * The trigger instance
+   */
+  instance_id: string;
+}
+export interface TriggerIngressInstanceResponse {
+  [k: string]: unknown | undefined;
 }
 export interface ScalekitListConnectedAccountsQuery {
   /**
@@ -2252,6 +2294,13 @@ export interface Operations {
   };
   connectSubmit: { body: ConnectSubmitBody; query: never; params: ConnectSubmitParams; response: never };
   oauthCallback: { body: never; query: OauthCallbackQuery; params: OauthCallbackParams; response: never };
+  triggerIngress: { body: never; query: never; params: TriggerIngressParams; response: TriggerIngressResponse };
+  triggerIngressInstance: {
+    body: never;
+    query: never;
+    params: TriggerIngressInstanceParams;
+    response: TriggerIngressInstanceResponse;
+  };
   scalekitListConnectedAccounts: {
     body: never;
     query: ScalekitListConnectedAccountsQuery;

@@ -7709,50 +7709,229 @@ function validate62(data, { instancePath = '', parentData, parentDataProperty, r
   validate62.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate63;
+export const triggerIngress_params = validate63;
 const schema64 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string', maxLength: 64, description: "The connection's ingress token" } },
 };
 function validate63(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token === undefined || !func0.call(data, 'token')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'token' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'token')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      let data0 = data.token;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err2 = {
+            instancePath: instancePath + '/token',
+            schemaPath: '#/properties/token/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err4];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err4);
     }
     errors++;
   }
   validate63.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate64;
+export const triggerIngressInstance_params = validate64;
 const schema65 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
+  required: ['token', 'instance_id'],
+  additionalProperties: false,
+  properties: {
+    token: { type: 'string', maxLength: 64, description: "The connection's ingress token" },
+    instance_id: { type: 'string', maxLength: 80, description: 'The trigger instance' },
+  },
 };
 function validate64(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
-  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
-    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token === undefined || !func0.call(data, 'token')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'token' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.instance_id === undefined || !func0.call(data, 'instance_id')) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'instance_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'token' || key0 === 'instance_id')) {
+        const err2 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      let data0 = data.token;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 64) {
+          const err3 = {
+            instancePath: instancePath + '/token',
+            schemaPath: '#/properties/token/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      } else {
+        const err4 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.instance_id !== undefined && func0.call(data, 'instance_id')) {
+      let data1 = data.instance_id;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 80) {
+          const err5 = {
+            instancePath: instancePath + '/instance_id',
+            schemaPath: '#/properties/instance_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 80 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+      } else {
+        const err6 = {
+          instancePath: instancePath + '/instance_id',
+          schemaPath: '#/properties/instance_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err7 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err0];
+      vErrors = [err7];
     } else {
-      vErrors.push(err0);
+      vErrors.push(err7);
     }
     errors++;
   }
   validate64.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate65;
+export const scalekitCreateConnectedAccount_body = validate65;
 const schema66 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
 function validate65(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -7769,11 +7948,10 @@ function validate65(data, { instancePath = '', parentData, parentDataProperty, r
   validate65.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate66;
+export const scalekitUpdateConnectedAccount_body = validate66;
 const schema67 = {
   type: 'object',
-  description:
-    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
 function validate66(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -7790,10 +7968,10 @@ function validate66(data, { instancePath = '', parentData, parentDataProperty, r
   validate66.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate67;
+export const scalekitDeleteConnectedAccount_body = validate67;
 const schema68 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+  description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
 function validate67(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -7810,10 +7988,11 @@ function validate67(data, { instancePath = '', parentData, parentDataProperty, r
   validate67.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate68;
+export const scalekitMagicLink_body = validate68;
 const schema69 = {
   type: 'object',
-  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+  description:
+    'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
 function validate68(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
@@ -7828,5 +8007,45 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
     errors++;
   }
   validate68.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitVerifyConnectedAccountUser_body = validate69;
+const schema70 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
+};
+function validate69(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate69.errors = vErrors;
+  return errors === 0;
+}
+export const scalekitExecuteTool_body = validate70;
+const schema71 = {
+  type: 'object',
+  description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
+};
+function validate70(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate70.errors = vErrors;
   return errors === 0;
 }

@@ -11,7 +11,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/crm.ts';
-import { transforms as CT } from '../../specs/hooks/crm.ts';
+import { crmPortalPush, transforms as CT } from '../../specs/hooks/crm.ts';
 export const connector: ConnectorDefinition = {
   name: 'crm',
   title: 'CRM',
@@ -110,7 +110,7 @@ export const connector: ConnectorDefinition = {
     'crm_deal_update',
     'crm_deals_search',
   ],
-  triggerNames: [],
+  triggerNames: ['crm_contact_created', 'crm_deal_updated'],
 };
 
 function build_crm_companies_search(input: I.CrmCompaniesSearchInput, ctx: BuildContext): UpstreamRequest[] {
@@ -1730,4 +1730,97 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.CrmDealsSearchInput>,
 ];
-export const triggers: readonly TriggerDefinition[] = [];
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'crm_contact_created',
+    connector: 'crm',
+    title: 'Contact created',
+    description:
+      "A contact was created in the account's portal. HubSpot app webhooks: the app's webhook subscriptions (contact.creation, deal.propertyChange) post to the connection's ingress URL, set as the app's target URL; each request is checked against X-HubSpot-Signature-v3 (the app's client secret; timestamp within 5 minutes) and routed to the accounts by portalId, which the instance reads from the portal's account details.",
+    kind: 'push',
+    configSchema: {
+      $id: 'crm_contact_created__config',
+      title: 'crm_contact_created config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['objectId', 'portalId', 'subscriptionType'],
+      properties: {
+        eventId: { type: 'integer' },
+        subscriptionId: { type: 'integer' },
+        portalId: { type: 'integer' },
+        occurredAt: { type: 'integer', description: 'Epoch milliseconds.' },
+        subscriptionType: { type: 'string' },
+        objectId: { type: 'integer' },
+        propertyName: { type: 'string' },
+        propertyValue: { type: 'string' },
+        changeSource: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_crm_contact_created__config,
+    validateEvent: V.trigger_crm_contact_created__event,
+    push: {
+      verify: {
+        scheme: 'hubspot_v3',
+        header: 'x-hubspot-signature-v3',
+        timestampHeader: 'x-hubspot-request-timestamp',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        secret: 'connection_client_secret',
+      },
+      match: [{ path: ['subscriptionType'], value: 'contact.creation' }],
+      route: { path: ['portalId'], accountField: 'portal_id' },
+      id: [['objectId']],
+      hook: crmPortalPush,
+    },
+  } satisfies TriggerDefinition,
+  {
+    name: 'crm_deal_updated',
+    connector: 'crm',
+    title: 'Deal updated',
+    description:
+      "A property of a deal changed (deal.propertyChange), each change sent once (by HubSpot's eventId). Delivered like crm_contact_created.",
+    kind: 'push',
+    configSchema: {
+      $id: 'crm_deal_updated__config',
+      title: 'crm_deal_updated config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['objectId', 'portalId', 'subscriptionType'],
+      properties: {
+        eventId: { type: 'integer' },
+        subscriptionId: { type: 'integer' },
+        portalId: { type: 'integer' },
+        occurredAt: { type: 'integer', description: 'Epoch milliseconds.' },
+        subscriptionType: { type: 'string' },
+        objectId: { type: 'integer' },
+        propertyName: { type: 'string' },
+        propertyValue: { type: 'string' },
+        changeSource: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_crm_deal_updated__config,
+    validateEvent: V.trigger_crm_deal_updated__event,
+    push: {
+      verify: {
+        scheme: 'hubspot_v3',
+        header: 'x-hubspot-signature-v3',
+        timestampHeader: 'x-hubspot-request-timestamp',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        secret: 'connection_client_secret',
+      },
+      match: [{ path: ['subscriptionType'], value: 'deal.propertyChange' }],
+      route: { path: ['portalId'], accountField: 'portal_id' },
+      id: [['eventId']],
+      hook: crmPortalPush,
+    },
+  } satisfies TriggerDefinition,
+];

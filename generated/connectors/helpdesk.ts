@@ -11,6 +11,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/helpdesk.ts';
+import { helpdeskTicketCreatedPush, helpdeskTicketUpdatedPush } from '../../specs/hooks/helpdesk.ts';
 export const connector: ConnectorDefinition = {
   name: 'helpdesk',
   title: 'Support desk',
@@ -106,7 +107,7 @@ export const connector: ConnectorDefinition = {
     'helpdesk_users_list',
     'helpdesk_views_list',
   ],
-  triggerNames: [],
+  triggerNames: ['helpdesk_ticket_created', 'helpdesk_ticket_updated'],
 };
 
 function build_helpdesk_groups_list(input: I.HelpdeskGroupsListInput, ctx: BuildContext): UpstreamRequest[] {
@@ -2571,4 +2572,104 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.HelpdeskViewsListInput>,
 ];
-export const triggers: readonly TriggerDefinition[] = [];
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'helpdesk_ticket_created',
+    connector: 'helpdesk',
+    title: 'Ticket created',
+    description:
+      'A ticket was created. The instance creates a desk webhook (its signing secret read back and kept sealed) and a desk trigger that notifies it on ticket creation; both are deleted with the instance. Each request is checked against the X-Zendesk-Webhook-Signature header (HMAC-SHA256 of the timestamp and the body) within 5 minutes.',
+    kind: 'push',
+    configSchema: {
+      $id: 'helpdesk_ticket_created__config',
+      title: 'helpdesk_ticket_created config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'string' },
+        subject: { type: 'string' },
+        status: { type: 'string' },
+        priority: { type: 'string' },
+        requester_id: { type: 'string' },
+        assignee_id: { type: 'string' },
+        group_id: { type: 'string' },
+        tags: { type: 'string', description: 'Space-separated tags.' },
+        url: { type: 'string' },
+        created_at: { type: 'string' },
+        updated_at: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_helpdesk_ticket_created__config,
+    validateEvent: V.trigger_helpdesk_ticket_created__event,
+    push: {
+      verify: {
+        scheme: 'hmac_sha256',
+        header: 'x-zendesk-webhook-signature',
+        timestampHeader: 'x-zendesk-webhook-signature-timestamp',
+        signed: 'timestamp_body',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        secret: 'instance',
+      },
+      id: [['ticket', 'id']],
+      item: ['ticket'],
+      hook: helpdeskTicketCreatedPush,
+    },
+  } satisfies TriggerDefinition,
+  {
+    name: 'helpdesk_ticket_updated',
+    connector: 'helpdesk',
+    title: 'Ticket updated',
+    description:
+      'A ticket was changed (any update after its creation), sent once per update (ticket id and update time). Set up and verified like helpdesk_ticket_created.',
+    kind: 'push',
+    configSchema: {
+      $id: 'helpdesk_ticket_updated__config',
+      title: 'helpdesk_ticket_updated config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'string' },
+        subject: { type: 'string' },
+        status: { type: 'string' },
+        priority: { type: 'string' },
+        requester_id: { type: 'string' },
+        assignee_id: { type: 'string' },
+        group_id: { type: 'string' },
+        tags: { type: 'string', description: 'Space-separated tags.' },
+        url: { type: 'string' },
+        created_at: { type: 'string' },
+        updated_at: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_helpdesk_ticket_updated__config,
+    validateEvent: V.trigger_helpdesk_ticket_updated__event,
+    push: {
+      verify: {
+        scheme: 'hmac_sha256',
+        header: 'x-zendesk-webhook-signature',
+        timestampHeader: 'x-zendesk-webhook-signature-timestamp',
+        signed: 'timestamp_body',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        secret: 'instance',
+      },
+      id: [
+        ['ticket', 'id'],
+        ['ticket', 'updated_at'],
+      ],
+      item: ['ticket'],
+      hook: helpdeskTicketUpdatedPush,
+    },
+  } satisfies TriggerDefinition,
+];

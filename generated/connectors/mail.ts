@@ -11,6 +11,7 @@ import type {
 } from '../../core/tool-types.ts';
 import type * as I from '../types.ts';
 import * as V from '../validators/mail.ts';
+import { mailEventPush, mailMessagePush } from '../../specs/hooks/mail.ts';
 export const connector: ConnectorDefinition = {
   name: 'mail',
   title: 'Mail and calendar',
@@ -173,7 +174,7 @@ export const connector: ConnectorDefinition = {
     'mail_todo_tasks_list',
     'mail_todo_tasks_update',
   ],
-  triggerNames: [],
+  triggerNames: ['mail_message_received', 'mail_event_changed'],
 };
 
 function build_mail_create_calendar_event(input: I.MailCreateCalendarEventInput, ctx: BuildContext): UpstreamRequest[] {
@@ -5179,4 +5180,94 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.MailTodoTasksUpdateInput>,
 ];
-export const triggers: readonly TriggerDefinition[] = [];
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'mail_message_received',
+    connector: 'mail',
+    title: 'Message received',
+    description:
+      "A message arrived in the mailbox's Inbox. A Graph change-notification subscription on the Inbox's messages is created with the instance (validation handshake, a random clientState per instance), renewed before it expires, and removed when the instance is paused or deleted; each notification's message is read to make the event.",
+    kind: 'push',
+    configSchema: {
+      $id: 'mail_message_received__config',
+      title: 'mail_message_received config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'string' },
+        subject: { type: ['string', 'null'] },
+        from: { type: 'object', description: 'emailAddress: {name, address}' },
+        toRecipients: { type: 'array' },
+        receivedDateTime: { type: 'string' },
+        bodyPreview: { type: 'string' },
+        hasAttachments: { type: 'boolean' },
+        importance: { type: 'string' },
+        isRead: { type: 'boolean' },
+        conversationId: { type: 'string' },
+        webLink: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_mail_message_received__config,
+    validateEvent: V.trigger_mail_message_received__event,
+    push: {
+      verify: {
+        scheme: 'client_state',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        clientStatePath: ['clientState'],
+        secret: 'instance',
+      },
+      events: ['value'],
+      hook: mailMessagePush,
+    },
+  } satisfies TriggerDefinition,
+  {
+    name: 'mail_event_changed',
+    connector: 'mail',
+    title: 'Calendar event changed',
+    description:
+      "An event of the mailbox's calendar was created, updated or deleted (change_type). A Graph change-notification subscription on the calendar's events, handled like mail_message_received's; a deleted event is sent with its id only.",
+    kind: 'push',
+    configSchema: {
+      $id: 'mail_event_changed__config',
+      title: 'mail_event_changed config',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['id', 'change_type'],
+      properties: {
+        id: { type: 'string' },
+        change_type: { type: 'string', enum: ['created', 'updated', 'deleted'] },
+        subject: { type: ['string', 'null'] },
+        start: { type: 'object', description: '{dateTime, timeZone}' },
+        end: { type: 'object', description: '{dateTime, timeZone}' },
+        location: { type: 'object' },
+        organizer: { type: 'object' },
+        isCancelled: { type: 'boolean' },
+        lastModifiedDateTime: { type: 'string' },
+        webLink: { type: 'string' },
+      },
+    },
+    validateConfig: V.trigger_mail_event_changed__config,
+    validateEvent: V.trigger_mail_event_changed__event,
+    push: {
+      verify: {
+        scheme: 'client_state',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        clientStatePath: ['clientState'],
+        secret: 'instance',
+      },
+      events: ['value'],
+      hook: mailEventPush,
+    },
+  } satisfies TriggerDefinition,
+];

@@ -18,6 +18,7 @@ import {
   getActorOutput,
   getActorRun,
   ragWebBrowser,
+  scraperRunPush,
   searchActors,
   transforms as CT,
 } from '../../specs/hooks/scraper.ts';
@@ -90,7 +91,7 @@ export const connector: ConnectorDefinition = {
     'scraper_search_actors',
     'scraper_search_platform_docs',
   ],
-  triggerNames: [],
+  triggerNames: ['scraper_run_finished'],
 };
 
 function build_scraper_call_actor(input: I.ScraperCallActorInput, ctx: BuildContext): UpstreamRequest[] {
@@ -1497,4 +1498,56 @@ export const tools: readonly ToolDefinition[] = [
     ],
   } satisfies ToolDefinition<I.ScraperSearchPlatformDocsInput>,
 ];
-export const triggers: readonly TriggerDefinition[] = [];
+export const triggers: readonly TriggerDefinition[] = [
+  {
+    name: 'scraper_run_finished',
+    connector: 'scraper',
+    title: 'Actor run finished',
+    description:
+      "A run of the Actor succeeded, failed, was aborted or timed out. The instance creates a platform webhook for the four event types, posting to the instance's ingress URL with a per-instance secret header (headersTemplate); a request without that secret is refused. The webhook is deleted with the instance.",
+    kind: 'push',
+    configSchema: {
+      $id: 'scraper_run_finished__config',
+      title: 'scraper_run_finished config',
+      type: 'object',
+      properties: {
+        actor_id: {
+          type: 'string',
+          description: "The Actor's ID (as in `actId` of a run), whose runs are reported.",
+          pattern: '^[A-Za-z0-9]{1,40}$',
+        },
+      },
+      additionalProperties: false,
+      required: ['actor_id'],
+    },
+    eventSchema: {
+      type: 'object',
+      required: ['eventType', 'eventData'],
+      properties: {
+        eventType: {
+          type: 'string',
+          enum: ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'],
+        },
+        createdAt: { type: 'string' },
+        eventData: {
+          type: 'object',
+          properties: { actorId: { type: 'string' }, actorRunId: { type: 'string' }, actorTaskId: { type: 'string' } },
+        },
+        resource: { type: 'object', description: 'The run: id, status, startedAt, finishedAt, defaultDatasetId, …' },
+      },
+    },
+    validateConfig: V.trigger_scraper_run_finished__config,
+    validateEvent: V.trigger_scraper_run_finished__event,
+    push: {
+      verify: {
+        scheme: 'shared_secret_header',
+        header: 'x-agent-connector-secret',
+        encoding: 'base64',
+        maxAgeSeconds: 300,
+        secret: 'instance',
+      },
+      id: [['eventData', 'actorRunId']],
+      hook: scraperRunPush,
+    },
+  } satisfies TriggerDefinition,
+];

@@ -2676,3 +2676,527 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
   validate20.errors = vErrors;
   return errors === 0;
 }
+export const trigger_crm_contact_created__config = validate21;
+const schema22 = {
+  $id: 'crm_contact_created__config',
+  title: 'crm_contact_created config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="crm_contact_created__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate21.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_crm_contact_created__event = validate22;
+const schema23 = {
+  type: 'object',
+  required: ['objectId', 'portalId', 'subscriptionType'],
+  properties: {
+    eventId: { type: 'integer' },
+    subscriptionId: { type: 'integer' },
+    portalId: { type: 'integer' },
+    occurredAt: { type: 'integer', description: 'Epoch milliseconds.' },
+    subscriptionType: { type: 'string' },
+    objectId: { type: 'integer' },
+    propertyName: { type: 'string' },
+    propertyValue: { type: 'string' },
+    changeSource: { type: 'string' },
+  },
+  $id: 'crm_contact_created__event',
+};
+function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="crm_contact_created__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.objectId === undefined) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'objectId' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.portalId === undefined) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'portalId' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.subscriptionType === undefined) {
+      const err2 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'subscriptionType' },
+      };
+      if (vErrors === null) {
+        vErrors = [err2];
+      } else {
+        vErrors.push(err2);
+      }
+      errors++;
+    }
+    if (data.eventId !== undefined) {
+      let data0 = data.eventId;
+      if (!(typeof data0 == 'number' && !(data0 % 1) && !isNaN(data0) && isFinite(data0))) {
+        const err3 = {
+          instancePath: instancePath + '/eventId',
+          schemaPath: '#/properties/eventId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.subscriptionId !== undefined) {
+      let data1 = data.subscriptionId;
+      if (!(typeof data1 == 'number' && !(data1 % 1) && !isNaN(data1) && isFinite(data1))) {
+        const err4 = {
+          instancePath: instancePath + '/subscriptionId',
+          schemaPath: '#/properties/subscriptionId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.portalId !== undefined) {
+      let data2 = data.portalId;
+      if (!(typeof data2 == 'number' && !(data2 % 1) && !isNaN(data2) && isFinite(data2))) {
+        const err5 = {
+          instancePath: instancePath + '/portalId',
+          schemaPath: '#/properties/portalId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.occurredAt !== undefined) {
+      let data3 = data.occurredAt;
+      if (!(typeof data3 == 'number' && !(data3 % 1) && !isNaN(data3) && isFinite(data3))) {
+        const err6 = {
+          instancePath: instancePath + '/occurredAt',
+          schemaPath: '#/properties/occurredAt/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.subscriptionType !== undefined) {
+      if (typeof data.subscriptionType !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/subscriptionType',
+          schemaPath: '#/properties/subscriptionType/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.objectId !== undefined) {
+      let data5 = data.objectId;
+      if (!(typeof data5 == 'number' && !(data5 % 1) && !isNaN(data5) && isFinite(data5))) {
+        const err8 = {
+          instancePath: instancePath + '/objectId',
+          schemaPath: '#/properties/objectId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.propertyName !== undefined) {
+      if (typeof data.propertyName !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/propertyName',
+          schemaPath: '#/properties/propertyName/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.propertyValue !== undefined) {
+      if (typeof data.propertyValue !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/propertyValue',
+          schemaPath: '#/properties/propertyValue/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.changeSource !== undefined) {
+      if (typeof data.changeSource !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/changeSource',
+          schemaPath: '#/properties/changeSource/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate22.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_crm_deal_updated__config = validate23;
+const schema24 = {
+  $id: 'crm_deal_updated__config',
+  title: 'crm_deal_updated config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="crm_deal_updated__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate23.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_crm_deal_updated__event = validate24;
+const schema25 = {
+  type: 'object',
+  required: ['objectId', 'portalId', 'subscriptionType'],
+  properties: {
+    eventId: { type: 'integer' },
+    subscriptionId: { type: 'integer' },
+    portalId: { type: 'integer' },
+    occurredAt: { type: 'integer', description: 'Epoch milliseconds.' },
+    subscriptionType: { type: 'string' },
+    objectId: { type: 'integer' },
+    propertyName: { type: 'string' },
+    propertyValue: { type: 'string' },
+    changeSource: { type: 'string' },
+  },
+  $id: 'crm_deal_updated__event',
+};
+function validate24(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="crm_deal_updated__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.objectId === undefined) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'objectId' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.portalId === undefined) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'portalId' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.subscriptionType === undefined) {
+      const err2 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'subscriptionType' },
+      };
+      if (vErrors === null) {
+        vErrors = [err2];
+      } else {
+        vErrors.push(err2);
+      }
+      errors++;
+    }
+    if (data.eventId !== undefined) {
+      let data0 = data.eventId;
+      if (!(typeof data0 == 'number' && !(data0 % 1) && !isNaN(data0) && isFinite(data0))) {
+        const err3 = {
+          instancePath: instancePath + '/eventId',
+          schemaPath: '#/properties/eventId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.subscriptionId !== undefined) {
+      let data1 = data.subscriptionId;
+      if (!(typeof data1 == 'number' && !(data1 % 1) && !isNaN(data1) && isFinite(data1))) {
+        const err4 = {
+          instancePath: instancePath + '/subscriptionId',
+          schemaPath: '#/properties/subscriptionId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.portalId !== undefined) {
+      let data2 = data.portalId;
+      if (!(typeof data2 == 'number' && !(data2 % 1) && !isNaN(data2) && isFinite(data2))) {
+        const err5 = {
+          instancePath: instancePath + '/portalId',
+          schemaPath: '#/properties/portalId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.occurredAt !== undefined) {
+      let data3 = data.occurredAt;
+      if (!(typeof data3 == 'number' && !(data3 % 1) && !isNaN(data3) && isFinite(data3))) {
+        const err6 = {
+          instancePath: instancePath + '/occurredAt',
+          schemaPath: '#/properties/occurredAt/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.subscriptionType !== undefined) {
+      if (typeof data.subscriptionType !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/subscriptionType',
+          schemaPath: '#/properties/subscriptionType/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.objectId !== undefined) {
+      let data5 = data.objectId;
+      if (!(typeof data5 == 'number' && !(data5 % 1) && !isNaN(data5) && isFinite(data5))) {
+        const err8 = {
+          instancePath: instancePath + '/objectId',
+          schemaPath: '#/properties/objectId/type',
+          keyword: 'type',
+          params: { type: 'integer' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.propertyName !== undefined) {
+      if (typeof data.propertyName !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/propertyName',
+          schemaPath: '#/properties/propertyName/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.propertyValue !== undefined) {
+      if (typeof data.propertyValue !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/propertyValue',
+          schemaPath: '#/properties/propertyValue/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.changeSource !== undefined) {
+      if (typeof data.changeSource !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/changeSource',
+          schemaPath: '#/properties/changeSource/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate24.errors = vErrors;
+  return errors === 0;
+}

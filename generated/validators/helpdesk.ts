@@ -4315,3 +4315,519 @@ function validate25(data, { instancePath = '', parentData, parentDataProperty, r
   validate25.errors = vErrors;
   return errors === 0;
 }
+export const trigger_helpdesk_ticket_created__config = validate26;
+const schema27 = {
+  $id: 'helpdesk_ticket_created__config',
+  title: 'helpdesk_ticket_created config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate26(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="helpdesk_ticket_created__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate26.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_helpdesk_ticket_created__event = validate27;
+const schema28 = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: { type: 'string' },
+    subject: { type: 'string' },
+    status: { type: 'string' },
+    priority: { type: 'string' },
+    requester_id: { type: 'string' },
+    assignee_id: { type: 'string' },
+    group_id: { type: 'string' },
+    tags: { type: 'string', description: 'Space-separated tags.' },
+    url: { type: 'string' },
+    created_at: { type: 'string' },
+    updated_at: { type: 'string' },
+  },
+  $id: 'helpdesk_ticket_created__event',
+};
+function validate27(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="helpdesk_ticket_created__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.subject !== undefined) {
+      if (typeof data.subject !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/subject',
+          schemaPath: '#/properties/subject/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.status !== undefined) {
+      if (typeof data.status !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/status',
+          schemaPath: '#/properties/status/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.priority !== undefined) {
+      if (typeof data.priority !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/priority',
+          schemaPath: '#/properties/priority/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.requester_id !== undefined) {
+      if (typeof data.requester_id !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/requester_id',
+          schemaPath: '#/properties/requester_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.assignee_id !== undefined) {
+      if (typeof data.assignee_id !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/assignee_id',
+          schemaPath: '#/properties/assignee_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.group_id !== undefined) {
+      if (typeof data.group_id !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/group_id',
+          schemaPath: '#/properties/group_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.tags !== undefined) {
+      if (typeof data.tags !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/tags',
+          schemaPath: '#/properties/tags/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.url !== undefined) {
+      if (typeof data.url !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/url',
+          schemaPath: '#/properties/url/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.created_at !== undefined) {
+      if (typeof data.created_at !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/created_at',
+          schemaPath: '#/properties/created_at/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.updated_at !== undefined) {
+      if (typeof data.updated_at !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/updated_at',
+          schemaPath: '#/properties/updated_at/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate27.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_helpdesk_ticket_updated__config = validate28;
+const schema29 = {
+  $id: 'helpdesk_ticket_updated__config',
+  title: 'helpdesk_ticket_updated config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate28(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="helpdesk_ticket_updated__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate28.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_helpdesk_ticket_updated__event = validate29;
+const schema30 = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: { type: 'string' },
+    subject: { type: 'string' },
+    status: { type: 'string' },
+    priority: { type: 'string' },
+    requester_id: { type: 'string' },
+    assignee_id: { type: 'string' },
+    group_id: { type: 'string' },
+    tags: { type: 'string', description: 'Space-separated tags.' },
+    url: { type: 'string' },
+    created_at: { type: 'string' },
+    updated_at: { type: 'string' },
+  },
+  $id: 'helpdesk_ticket_updated__event',
+};
+function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="helpdesk_ticket_updated__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.subject !== undefined) {
+      if (typeof data.subject !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/subject',
+          schemaPath: '#/properties/subject/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.status !== undefined) {
+      if (typeof data.status !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/status',
+          schemaPath: '#/properties/status/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.priority !== undefined) {
+      if (typeof data.priority !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/priority',
+          schemaPath: '#/properties/priority/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.requester_id !== undefined) {
+      if (typeof data.requester_id !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/requester_id',
+          schemaPath: '#/properties/requester_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.assignee_id !== undefined) {
+      if (typeof data.assignee_id !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/assignee_id',
+          schemaPath: '#/properties/assignee_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.group_id !== undefined) {
+      if (typeof data.group_id !== 'string') {
+        const err7 = {
+          instancePath: instancePath + '/group_id',
+          schemaPath: '#/properties/group_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.tags !== undefined) {
+      if (typeof data.tags !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/tags',
+          schemaPath: '#/properties/tags/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.url !== undefined) {
+      if (typeof data.url !== 'string') {
+        const err9 = {
+          instancePath: instancePath + '/url',
+          schemaPath: '#/properties/url/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.created_at !== undefined) {
+      if (typeof data.created_at !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/created_at',
+          schemaPath: '#/properties/created_at/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.updated_at !== undefined) {
+      if (typeof data.updated_at !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/updated_at',
+          schemaPath: '#/properties/updated_at/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate29.errors = vErrors;
+  return errors === 0;
+}

@@ -8075,3 +8075,538 @@ function validate35(data, { instancePath = '', parentData, parentDataProperty, r
   validate35.errors = vErrors;
   return errors === 0;
 }
+export const trigger_mail_message_received__config = validate36;
+const schema37 = {
+  $id: 'mail_message_received__config',
+  title: 'mail_message_received config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate36(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="mail_message_received__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate36.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_mail_message_received__event = validate37;
+const schema38 = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: { type: 'string' },
+    subject: { type: ['string', 'null'] },
+    from: { type: 'object', description: 'emailAddress: {name, address}' },
+    toRecipients: { type: 'array' },
+    receivedDateTime: { type: 'string' },
+    bodyPreview: { type: 'string' },
+    hasAttachments: { type: 'boolean' },
+    importance: { type: 'string' },
+    isRead: { type: 'boolean' },
+    conversationId: { type: 'string' },
+    webLink: { type: 'string' },
+  },
+  $id: 'mail_message_received__event',
+};
+function validate37(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="mail_message_received__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err1 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.subject !== undefined) {
+      let data1 = data.subject;
+      if (typeof data1 !== 'string' && data1 !== null) {
+        const err2 = {
+          instancePath: instancePath + '/subject',
+          schemaPath: '#/properties/subject/type',
+          keyword: 'type',
+          params: { type: schema38.properties.subject.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.from !== undefined) {
+      let data2 = data.from;
+      if (!(data2 && typeof data2 == 'object' && !Array.isArray(data2))) {
+        const err3 = {
+          instancePath: instancePath + '/from',
+          schemaPath: '#/properties/from/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.toRecipients !== undefined) {
+      if (!Array.isArray(data.toRecipients)) {
+        const err4 = {
+          instancePath: instancePath + '/toRecipients',
+          schemaPath: '#/properties/toRecipients/type',
+          keyword: 'type',
+          params: { type: 'array' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.receivedDateTime !== undefined) {
+      if (typeof data.receivedDateTime !== 'string') {
+        const err5 = {
+          instancePath: instancePath + '/receivedDateTime',
+          schemaPath: '#/properties/receivedDateTime/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.bodyPreview !== undefined) {
+      if (typeof data.bodyPreview !== 'string') {
+        const err6 = {
+          instancePath: instancePath + '/bodyPreview',
+          schemaPath: '#/properties/bodyPreview/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.hasAttachments !== undefined) {
+      if (typeof data.hasAttachments !== 'boolean') {
+        const err7 = {
+          instancePath: instancePath + '/hasAttachments',
+          schemaPath: '#/properties/hasAttachments/type',
+          keyword: 'type',
+          params: { type: 'boolean' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.importance !== undefined) {
+      if (typeof data.importance !== 'string') {
+        const err8 = {
+          instancePath: instancePath + '/importance',
+          schemaPath: '#/properties/importance/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.isRead !== undefined) {
+      if (typeof data.isRead !== 'boolean') {
+        const err9 = {
+          instancePath: instancePath + '/isRead',
+          schemaPath: '#/properties/isRead/type',
+          keyword: 'type',
+          params: { type: 'boolean' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.conversationId !== undefined) {
+      if (typeof data.conversationId !== 'string') {
+        const err10 = {
+          instancePath: instancePath + '/conversationId',
+          schemaPath: '#/properties/conversationId/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.webLink !== undefined) {
+      if (typeof data.webLink !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/webLink',
+          schemaPath: '#/properties/webLink/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err12 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err12];
+    } else {
+      vErrors.push(err12);
+    }
+    errors++;
+  }
+  validate37.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_mail_event_changed__config = validate38;
+const schema39 = {
+  $id: 'mail_event_changed__config',
+  title: 'mail_event_changed config',
+  type: 'object',
+  properties: {},
+  additionalProperties: false,
+};
+function validate38(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="mail_event_changed__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    for (const key0 in data) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/additionalProperties',
+        keyword: 'additionalProperties',
+        params: { additionalProperty: key0 },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+  } else {
+    const err1 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err1];
+    } else {
+      vErrors.push(err1);
+    }
+    errors++;
+  }
+  validate38.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_mail_event_changed__event = validate39;
+const schema40 = {
+  type: 'object',
+  required: ['id', 'change_type'],
+  properties: {
+    id: { type: 'string' },
+    change_type: { type: 'string', enum: ['created', 'updated', 'deleted'] },
+    subject: { type: ['string', 'null'] },
+    start: { type: 'object', description: '{dateTime, timeZone}' },
+    end: { type: 'object', description: '{dateTime, timeZone}' },
+    location: { type: 'object' },
+    organizer: { type: 'object' },
+    isCancelled: { type: 'boolean' },
+    lastModifiedDateTime: { type: 'string' },
+    webLink: { type: 'string' },
+  },
+  $id: 'mail_event_changed__event',
+};
+function validate39(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="mail_event_changed__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.id === undefined) {
+      const err0 = { instancePath, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'id' } };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.change_type === undefined) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'change_type' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.id !== undefined) {
+      if (typeof data.id !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/id',
+          schemaPath: '#/properties/id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+    }
+    if (data.change_type !== undefined) {
+      let data1 = data.change_type;
+      if (typeof data1 !== 'string') {
+        const err3 = {
+          instancePath: instancePath + '/change_type',
+          schemaPath: '#/properties/change_type/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+      if (!(data1 === 'created' || data1 === 'updated' || data1 === 'deleted')) {
+        const err4 = {
+          instancePath: instancePath + '/change_type',
+          schemaPath: '#/properties/change_type/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema40.properties.change_type.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.subject !== undefined) {
+      let data2 = data.subject;
+      if (typeof data2 !== 'string' && data2 !== null) {
+        const err5 = {
+          instancePath: instancePath + '/subject',
+          schemaPath: '#/properties/subject/type',
+          keyword: 'type',
+          params: { type: schema40.properties.subject.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.start !== undefined) {
+      let data3 = data.start;
+      if (!(data3 && typeof data3 == 'object' && !Array.isArray(data3))) {
+        const err6 = {
+          instancePath: instancePath + '/start',
+          schemaPath: '#/properties/start/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err6];
+        } else {
+          vErrors.push(err6);
+        }
+        errors++;
+      }
+    }
+    if (data.end !== undefined) {
+      let data4 = data.end;
+      if (!(data4 && typeof data4 == 'object' && !Array.isArray(data4))) {
+        const err7 = {
+          instancePath: instancePath + '/end',
+          schemaPath: '#/properties/end/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.location !== undefined) {
+      let data5 = data.location;
+      if (!(data5 && typeof data5 == 'object' && !Array.isArray(data5))) {
+        const err8 = {
+          instancePath: instancePath + '/location',
+          schemaPath: '#/properties/location/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.organizer !== undefined) {
+      let data6 = data.organizer;
+      if (!(data6 && typeof data6 == 'object' && !Array.isArray(data6))) {
+        const err9 = {
+          instancePath: instancePath + '/organizer',
+          schemaPath: '#/properties/organizer/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.isCancelled !== undefined) {
+      if (typeof data.isCancelled !== 'boolean') {
+        const err10 = {
+          instancePath: instancePath + '/isCancelled',
+          schemaPath: '#/properties/isCancelled/type',
+          keyword: 'type',
+          params: { type: 'boolean' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
+    if (data.lastModifiedDateTime !== undefined) {
+      if (typeof data.lastModifiedDateTime !== 'string') {
+        const err11 = {
+          instancePath: instancePath + '/lastModifiedDateTime',
+          schemaPath: '#/properties/lastModifiedDateTime/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.webLink !== undefined) {
+      if (typeof data.webLink !== 'string') {
+        const err12 = {
+          instancePath: instancePath + '/webLink',
+          schemaPath: '#/properties/webLink/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err13];
+    } else {
+      vErrors.push(err13);
+    }
+    errors++;
+  }
+  validate39.errors = vErrors;
+  return errors === 0;
+}

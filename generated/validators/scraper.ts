@@ -2089,3 +2089,294 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
   validate17.errors = vErrors;
   return errors === 0;
 }
+export const trigger_scraper_run_finished__config = validate18;
+const schema19 = {
+  $id: 'scraper_run_finished__config',
+  title: 'scraper_run_finished config',
+  type: 'object',
+  properties: {
+    actor_id: {
+      type: 'string',
+      description: "The Actor's ID (as in `actId` of a run), whose runs are reported.",
+      pattern: '^[A-Za-z0-9]{1,40}$',
+    },
+  },
+  additionalProperties: false,
+  required: ['actor_id'],
+};
+const pattern7 = new RegExp('^[A-Za-z0-9]{1,40}$', 'u');
+function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="scraper_run_finished__config" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.actor_id === undefined) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'actor_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 in data) {
+      if (!(key0 === 'actor_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.actor_id !== undefined) {
+      let data0 = data.actor_id;
+      if (typeof data0 === 'string') {
+        if (!pattern7.test(data0)) {
+          const err2 = {
+            instancePath: instancePath + '/actor_id',
+            schemaPath: '#/properties/actor_id/pattern',
+            keyword: 'pattern',
+            params: { pattern: '^[A-Za-z0-9]{1,40}$' },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/actor_id',
+          schemaPath: '#/properties/actor_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate18.errors = vErrors;
+  return errors === 0;
+}
+export const trigger_scraper_run_finished__event = validate19;
+const schema20 = {
+  type: 'object',
+  required: ['eventType', 'eventData'],
+  properties: {
+    eventType: {
+      type: 'string',
+      enum: ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'],
+    },
+    createdAt: { type: 'string' },
+    eventData: {
+      type: 'object',
+      properties: { actorId: { type: 'string' }, actorRunId: { type: 'string' }, actorTaskId: { type: 'string' } },
+    },
+    resource: { type: 'object', description: 'The run: id, status, startedAt, finishedAt, defaultDatasetId, …' },
+  },
+  $id: 'scraper_run_finished__event',
+};
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  /*# sourceURL="scraper_run_finished__event" */ let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.eventType === undefined) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'eventType' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    if (data.eventData === undefined) {
+      const err1 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'eventData' },
+      };
+      if (vErrors === null) {
+        vErrors = [err1];
+      } else {
+        vErrors.push(err1);
+      }
+      errors++;
+    }
+    if (data.eventType !== undefined) {
+      let data0 = data.eventType;
+      if (typeof data0 !== 'string') {
+        const err2 = {
+          instancePath: instancePath + '/eventType',
+          schemaPath: '#/properties/eventType/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err2];
+        } else {
+          vErrors.push(err2);
+        }
+        errors++;
+      }
+      if (!(
+        data0 === 'ACTOR.RUN.SUCCEEDED' ||
+        data0 === 'ACTOR.RUN.FAILED' ||
+        data0 === 'ACTOR.RUN.ABORTED' ||
+        data0 === 'ACTOR.RUN.TIMED_OUT'
+      )) {
+        const err3 = {
+          instancePath: instancePath + '/eventType',
+          schemaPath: '#/properties/eventType/enum',
+          keyword: 'enum',
+          params: { allowedValues: schema20.properties.eventType.enum },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.createdAt !== undefined) {
+      if (typeof data.createdAt !== 'string') {
+        const err4 = {
+          instancePath: instancePath + '/createdAt',
+          schemaPath: '#/properties/createdAt/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err4];
+        } else {
+          vErrors.push(err4);
+        }
+        errors++;
+      }
+    }
+    if (data.eventData !== undefined) {
+      let data2 = data.eventData;
+      if (data2 && typeof data2 == 'object' && !Array.isArray(data2)) {
+        if (data2.actorId !== undefined) {
+          if (typeof data2.actorId !== 'string') {
+            const err5 = {
+              instancePath: instancePath + '/eventData/actorId',
+              schemaPath: '#/properties/eventData/properties/actorId/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err5];
+            } else {
+              vErrors.push(err5);
+            }
+            errors++;
+          }
+        }
+        if (data2.actorRunId !== undefined) {
+          if (typeof data2.actorRunId !== 'string') {
+            const err6 = {
+              instancePath: instancePath + '/eventData/actorRunId',
+              schemaPath: '#/properties/eventData/properties/actorRunId/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (data2.actorTaskId !== undefined) {
+          if (typeof data2.actorTaskId !== 'string') {
+            const err7 = {
+              instancePath: instancePath + '/eventData/actorTaskId',
+              schemaPath: '#/properties/eventData/properties/actorTaskId/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err7];
+            } else {
+              vErrors.push(err7);
+            }
+            errors++;
+          }
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/eventData',
+          schemaPath: '#/properties/eventData/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.resource !== undefined) {
+      let data6 = data.resource;
+      if (!(data6 && typeof data6 == 'object' && !Array.isArray(data6))) {
+        const err9 = {
+          instancePath: instancePath + '/resource',
+          schemaPath: '#/properties/resource/type',
+          keyword: 'type',
+          params: { type: 'object' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err10 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err10];
+    } else {
+      vErrors.push(err10);
+    }
+    errors++;
+  }
+  validate19.errors = vErrors;
+  return errors === 0;
+}

@@ -841,6 +841,8 @@ export function routeTable(s: Services): RouteTable {
         sendHtml(res, e.status, resultPage('The account could not be connected', e.message, false));
       }
     },
+    triggerIngress: ({ req, res, params }) => s.push.handle(req, res, params.token),
+    triggerIngressInstance: ({ req, res, params }) => s.push.handle(req, res, params.token, params.instance_id),
     oauthCallback: async ({ req, res, params, rawQuery }) => {
       res.setHeader('cache-control', 'no-store');
       try {

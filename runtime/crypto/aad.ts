@@ -10,6 +10,7 @@ export const aad = {
   webhookSecret: (endpointId: string) => `webhook_endpoint:${endpointId}:secret`,
   verificationSecrets: (requestHash: string) => `account_verification:${requestHash}:secrets`,
   linkToken: (tokenHash: string) => `oauth_link:${tokenHash}:token`,
+  triggerSecret: (instanceId: string) => `trigger_instance:${instanceId}:secret`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -30,6 +31,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.linkToken(cell.id);
     case 'account_verifications.secrets_sealed':
       return aad.verificationSecrets(cell.id);
+    case 'trigger_instances.secret_sealed':
+      return aad.triggerSecret(cell.id);
     default:
       throw new Error(`no associated data defined for ${cell.table}.${cell.column}`);
   }

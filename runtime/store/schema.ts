@@ -171,7 +171,11 @@ export interface Database {
     last_error_at: number | null;
     created_at: number;
     updated_at: number;
+    /** Push triggers routed by an account's provider id (migration 016). */
+    route_key?: string | null;
   };
+  /** Push triggers: each connection's ingress token (migration 016). */
+  trigger_ingress: { connection_id: string; token: string; created_at: number };
   webhook_deliveries: {
     id: string;
     endpoint_id: string;

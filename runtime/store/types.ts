@@ -759,6 +759,18 @@ export interface TriggerStore {
   ): Promise<TriggerInstance[]>;
   /** When the soonest instance is due (null: none is). */
   nextTriggerDue(): Promise<number | null>;
+
+  // Push triggers (issue 41, migration 016): the connection's ingress token and app-webhook routing.
+  /** The connection's ingress token: the one stored, or `candidate` stored now if there was none. */
+  triggerIngressToken(connectionId: string, candidate: string, now: number): Promise<string>;
+  /** The connection whose ingress token this is. */
+  triggerIngressConnection(token: string): Promise<string | undefined>;
+  /** Sets the value an app webhook names the instance's account by (null: none). */
+  setTriggerRouteKey(id: string, routeKey: string | null): Promise<void>;
+  /** Push instances of a connection whose route key is this (at most `limit`, oldest first). */
+  triggerInstancesByRoute(connectionId: string, routeKey: string, limit: number): Promise<TriggerInstance[]>;
+  /** Push instances of an account or a connection (for removing their registrations first), at most `limit`. */
+  pushTriggerInstances(q: { accountId?: string; connectionId?: string }, limit: number): Promise<TriggerInstance[]>;
 }
 
 /** Every sealed value, page by page, for re-sealing under a new key (runtime/store/groups/sealed.ts). */

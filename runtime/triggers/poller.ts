@@ -20,6 +20,7 @@ import type { ToolExecutor } from '../tools/executor.ts';
 import { pollFeed } from './feed.ts';
 import { healthEvent, itemEvents } from './events.ts';
 import { sendForTrigger } from './service.ts';
+import type { PushEngine } from './push.ts';
 
 /** Failed polls in a row after which an instance is `failing` (and `trigger.failing` is sent). */
 export const FAILING_AFTER = 3;
@@ -67,6 +68,8 @@ export class TriggerPoller {
   private readonly perConnector = new Map<string, number>();
   /** Providers that answered 429/503 with Retry-After: not polled by this process until then. */
   private readonly cooldown = new Map<string, number>();
+  /** Push triggers' renewals, handed the instances due like polls are (set by runtime/services.ts). */
+  push?: PushEngine;
 
   constructor(
     private store: Store,
@@ -154,6 +157,8 @@ export class TriggerPoller {
   async run(t: TriggerInstance): Promise<void> {
     const started = Date.now();
     const def = triggers.get(t.trigger);
+    // A push instance is due for its registration's renewal (or a retry, a catch-up): runtime/triggers/push.ts.
+    if (t.kind === 'push' && this.push) return this.push.maintain(t, this.owner);
     this.counters.polls++;
     try {
       if (!def?.poll)

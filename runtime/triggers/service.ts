@@ -15,6 +15,7 @@ import type { Store, TriggerInstance, TriggerStatus } from '../store/types.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { startFeed } from './feed.ts';
 import type { LiveAccount } from '../accounts/service.ts';
+import type { PushEngine } from './push.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -68,6 +69,8 @@ export async function sendForTrigger(
 export class TriggerService {
   /** Called when an instance becomes due sooner than the poller expects (created, resumed). */
   onDue: () => void = () => {};
+  /** Push triggers' registrations with their providers (runtime/triggers/push.ts). */
+  push?: PushEngine;
 
   constructor(
     private store: Store,
@@ -108,6 +111,40 @@ export class TriggerService {
         `Invalid trigger config: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`,
         errors,
       );
+    }
+    if (def.kind === 'push' && def.push && this.push) {
+      if (resolved.account.status !== 'ACTIVE') throw notActiveError(resolved.account);
+      const now = Date.now();
+      const id = newSortableId('trg');
+      const t: TriggerInstance = {
+        id,
+        trigger: def.name,
+        connector: def.connector,
+        kind: 'push',
+        connectionId: resolved.connection.id,
+        accountId: resolved.account.id,
+        config,
+        status: 'active',
+        intervalMs: this.config.triggers.minIntervalSeconds * 1000,
+        state: {},
+        secretSealed: this.push.sealSecret(id),
+        nextRunAt: null,
+        leaseOwner: null,
+        leaseUntil: null,
+        failures: 0,
+        eventsSent: 0,
+        lastEventAt: null,
+        lastPollAt: null,
+        lastError: null,
+        lastErrorAt: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await this.store.createTriggerInstance(t);
+      // Registered with the provider now; a failure leaves the instance failing (or needs_reauth), retried later.
+      const registered = await this.push.register(t, undefined, resolved);
+      this.onDue();
+      return registered;
     }
     if (def.kind !== 'polling' || !def.poll) {
       throw new ServiceError(
@@ -198,8 +235,20 @@ export class TriggerService {
   }
 
   async pause(id: string): Promise<TriggerInstance> {
-    await this.get(id);
-    const t = await this.store.updateTriggerInstance(id, { status: 'paused', nextRunAt: null }, Date.now());
+    const current = await this.get(id);
+    // A push instance's registration is removed: the provider stops sending while it is paused.
+    const unregistered =
+      current.kind === 'push' && current.status !== 'paused' && this.push
+        ? {
+            state: {},
+            ...((await this.push.removeRegistration(current)) ? {} : { lastError: 'unregistration failed' }),
+          }
+        : {};
+    const t = await this.store.updateTriggerInstance(
+      id,
+      { status: 'paused', nextRunAt: null, ...unregistered },
+      Date.now(),
+    );
     if (!t) throw new ServiceError(404, 'trigger_instance_not_found', `No trigger instance with id "${id}"`);
     return t;
   }
@@ -210,13 +259,20 @@ export class TriggerService {
     const current = await this.get(id);
     // A failing instance stays failing until a poll succeeds (which sends trigger.recovered); a paused one is active.
     const status = current.status === 'paused' ? 'active' : current.status;
-    const t = await this.store.updateTriggerInstance(id, { status, nextRunAt: now }, now);
+    // A push instance is not made due (the poller would renew what is not registered): it is registered here.
+    const push = current.kind === 'push';
+    const t = await this.store.updateTriggerInstance(id, { status, nextRunAt: push ? current.nextRunAt : now }, now);
     if (!t) throw new ServiceError(404, 'trigger_instance_not_found', `No trigger instance with id "${id}"`);
+    // A paused push instance is registered with the provider again.
+    if (t.kind === 'push' && current.status === 'paused' && this.push) return this.push.register(t);
     this.onDue();
     return t;
   }
 
   async delete(id: string): Promise<void> {
+    const current = await this.store.getTriggerInstance(id);
+    // The provider's registration goes first (with the credentials still there); a failure does not keep the instance.
+    if (current?.kind === 'push' && this.push) await this.push.removeRegistration(current);
     if (!(await this.store.deleteTriggerInstance(id))) {
       throw new ServiceError(404, 'trigger_instance_not_found', `No trigger instance with id "${id}"`);
     }
@@ -245,6 +301,7 @@ export class TriggerService {
       last_error_at: iso(t.lastErrorAt),
       created_at: iso(t.createdAt)!,
       updated_at: iso(t.updatedAt)!,
+      ...(t.kind === 'push' && this.push ? { ingress_url: await this.push.ingressUrl(t.connectionId) } : {}),
     };
   }
 }

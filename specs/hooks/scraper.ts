@@ -5,7 +5,13 @@
  * docs-page host choice. Pure helpers are exported for the unit tests.
  */
 import { FROM_PREVIOUS } from '../../core/tool-types.ts';
-import type { HookContext, ToolHook, UpstreamRequest, UpstreamResponse } from '../../core/tool-types.ts';
+import type {
+  HookContext,
+  ToolHook,
+  TriggerPushHook,
+  UpstreamRequest,
+  UpstreamResponse,
+} from '../../core/tool-types.ts';
 import type * as I from '../../generated/types.ts';
 import { encodeQueryPart, seg, TemplateValueError, url as buildUrl } from '../../core/template-runtime.ts';
 import { ProviderError, ServiceError, UpstreamFailure } from '../../core/errors.ts';
@@ -787,5 +793,46 @@ export const fetchActorDetails: ToolHook<I.ScraperFetchActorDetailsInput> = {
       }
     }
     return out;
+  },
+};
+
+/** The push trigger's webhook: the four terminal run events of one Actor. */
+export const RUN_EVENT_TYPES = ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'];
+/** The header the platform sends with each notification (headersTemplate), holding the instance's secret. */
+export const SECRET_HEADER = 'X-Agent-Connector-Secret';
+
+/**
+ * `scraper_run_finished` (docs/triggers.md, "Push triggers"): a platform webhook (POST /v2/webhooks) for the
+ * Actor's terminal run events, posting the default payload to the instance's ingress URL with the instance's
+ * secret in a header; deleted (DELETE /v2/webhooks/{id}) with the instance.
+ */
+export const scraperRunPush: TriggerPushHook = {
+  async register(ctx) {
+    const made = (await ctx.call({
+      method: 'POST',
+      url: `${ctx.base()}/v2/webhooks`,
+      headers: { 'content-type': 'application/json' },
+      body: {
+        eventTypes: RUN_EVENT_TYPES,
+        condition: { actorId: String(ctx.config.actor_id) },
+        requestUrl: ctx.ingressUrl,
+        headersTemplate: JSON.stringify({ [SECRET_HEADER]: ctx.secret }),
+        description: `Agent connector trigger ${ctx.instanceId}`,
+        isAdHoc: false,
+        shouldInterpolateStrings: false,
+      },
+    })) as { data?: { id?: unknown } };
+    const id = made.data?.id;
+    if (typeof id !== 'string' || !id) throw new Error('the platform answered the webhook without an id');
+    return { state: { webhookId: id }, renewAt: null };
+  },
+  async unregister(ctx) {
+    const id = ctx.state.webhookId;
+    if (typeof id !== 'string') return;
+    try {
+      await ctx.call({ method: 'DELETE', url: `${ctx.base()}/v2/webhooks/${encodeURIComponent(id)}`, headers: {} });
+    } catch (e) {
+      if (!(e instanceof ProviderError && e.status === 404)) throw e;
+    }
   },
 };

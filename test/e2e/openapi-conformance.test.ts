@@ -4,7 +4,9 @@
  * validated against what the document says of that operation, with ajv. An answer that drifts from the
  * document, or an operation no case here calls, fails.
  */
+import { createHmac } from 'node:crypto';
 import { FakeGong } from '../fakes/gong.ts';
+import { FakeHubSpotApp } from '../fakes/push-providers.ts';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -554,6 +556,47 @@ describe('every operation of the OpenAPI document, against the running service',
       await call('deleteTrigger', 'DELETE', `/v1/triggers/${id}`);
     } finally {
       await gong.close();
+    }
+  });
+
+  it('push-trigger ingress (HubSpot app webhooks against the fake)', async () => {
+    const hubspot = await new FakeHubSpotApp('conformance-hubspot-secret').start();
+    try {
+      hubspot.portals.set('conformance-hs-token', 4_440_004);
+      await h.client.createConnection({
+        connection_name: 'hubspot-ingress',
+        connector: 'crm',
+        client_id: 'hs-app',
+        client_secret: 'conformance-hubspot-secret',
+        api_base_url: hubspot.url,
+      });
+      await h.client.upsertConnectedAccount({
+        connectionName: 'hubspot-ingress',
+        identifier: 'portal',
+        credentials: { access_token: 'conformance-hs-token', expires_in: 3600 },
+      });
+      const t = await h.client.createTrigger({
+        trigger: 'crm_contact_created',
+        connection_name: 'hubspot-ingress',
+        identifier: 'portal',
+      });
+      const path = new URL(t.ingress_url!).pathname;
+      const signed = (url: string, body: string) => {
+        const timestamp = String(Date.now());
+        const signature = createHmac('sha256', 'conformance-hubspot-secret')
+          .update(`POST${h.url}${url}${body}${timestamp}`)
+          .digest('base64');
+        return { 'x-hubspot-signature-v3': signature, 'x-hubspot-request-timestamp': timestamp };
+      };
+      const batch = JSON.stringify([FakeHubSpotApp.event(4_440_004, 'contact.creation', 77)]);
+      await call('triggerIngress', 'POST', path, { raw: batch, auth: false, headers: signed(path, batch) });
+      await call('triggerIngress', 'POST', path, { raw: batch, auth: false });
+      await call('triggerIngress', 'POST', path, { raw: 'x'.repeat(300_000), auth: false });
+      const own = `${path}/${t.id}`;
+      await call('triggerIngressInstance', 'POST', own, { raw: batch, auth: false, headers: signed(own, batch) });
+      await call('triggerIngressInstance', 'POST', `${path}/trg_nope`, { raw: batch, auth: false });
+    } finally {
+      await hubspot.close();
     }
   });
 

@@ -121,4 +121,49 @@ export abstract class TriggersGroup extends SqlStoreBase implements TriggerStore
       .executeTakeFirst();
     return r ? Number(r.next_run_at) : null;
   }
+
+  // Push triggers (issue 41, migration 016): ingress tokens and app-webhook routing.
+  async triggerIngressToken(connectionId: string, candidate: string, now: number) {
+    await this.db
+      .insertInto('trigger_ingress')
+      .values({ connection_id: connectionId, token: candidate, created_at: now })
+      .onConflict((oc) => oc.column('connection_id').doNothing())
+      .execute();
+    const r = await this.db
+      .selectFrom('trigger_ingress')
+      .select('token')
+      .where('connection_id', '=', connectionId)
+      .executeTakeFirstOrThrow();
+    return r.token;
+  }
+  async triggerIngressConnection(token: string) {
+    const r = await this.db
+      .selectFrom('trigger_ingress')
+      .select('connection_id')
+      .where('token', '=', token)
+      .executeTakeFirst();
+    return r?.connection_id;
+  }
+  async setTriggerRouteKey(id: string, routeKey: string | null) {
+    await this.db.updateTable('trigger_instances').set({ route_key: routeKey }).where('id', '=', id).execute();
+  }
+  async triggerInstancesByRoute(connectionId: string, routeKey: string, limit: number) {
+    const rows = await this.db
+      .selectFrom('trigger_instances')
+      .selectAll()
+      .where('connection_id', '=', connectionId)
+      .where('route_key', '=', routeKey)
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map(toTriggerInstance);
+  }
+  async pushTriggerInstances(q: { accountId?: string; connectionId?: string }, limit: number) {
+    let query = this.db.selectFrom('trigger_instances').selectAll().where('kind', '=', 'push');
+    if (q.accountId) query = query.where('account_id', '=', q.accountId);
+    if (q.connectionId) query = query.where('connection_id', '=', q.connectionId);
+    return (await query.orderBy('created_at').orderBy('id').limit(limit).execute()).map(toTriggerInstance);
+  }
+  // End of push triggers.
 }
