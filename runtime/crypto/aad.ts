@@ -10,6 +10,7 @@ export const aad = {
   webhookSecret: (endpointId: string) => `webhook_endpoint:${endpointId}:secret`,
   verificationSecrets: (requestHash: string) => `account_verification:${requestHash}:secrets`,
   linkToken: (tokenHash: string) => `oauth_link:${tokenHash}:token`,
+  mcpOidcClientSecret: (serverId: string) => `mcp_oauth_settings:${serverId}:oidc_client_secret`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -28,6 +29,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.webhookSecret(cell.id);
     case 'oauth_links.token_sealed':
       return aad.linkToken(cell.id);
+    case 'mcp_oauth_settings.oidc_client_secret_sealed':
+      return aad.mcpOidcClientSecret(cell.id);
     case 'account_verifications.secrets_sealed':
       return aad.verificationSecrets(cell.id);
     default:
