@@ -15,7 +15,7 @@ import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { newId, randomSecret } from '../ids.ts';
 import type { Services } from '../services.ts';
 import type { Connection, McpOAuthSettings, McpServerConfig, McpUrl } from '../store/types.ts';
-import { identityProviderSettings, identityProviderView, type IdentityProviderInput } from './oauth-oidc.ts';
+import { identityProviderSettings, identityProviderView } from './oauth-oidc.ts';
 import { suggest } from '../tools/validation.ts';
 
 /** A tool an MCP server exposes, and the connection it runs on (undefined: none can be chosen, `problem` says why). */
