@@ -471,6 +471,52 @@ describe('a client registered by Dynamic Client Registration', () => {
   });
 });
 
+describe('a server with its own identity provider', () => {
+  it('takes the identifier from the claim it names (email: from the userinfo answer)', async () => {
+    const updated = await api('PATCH', `/v1/mcp-servers/${serverB.id}`, {
+      oauth_identity_provider: {
+        issuer,
+        client_id: IDP_CLIENT_ID,
+        client_secret: IDP_CLIENT_SECRET,
+        identifier_claim: 'email',
+      },
+    });
+    expect(updated.oauth_identity_provider).toEqual({
+      issuer,
+      client_id: IDP_CLIENT_ID,
+      identifier_claim: 'email',
+      client_secret_set: true,
+    });
+    const provider = new TestOAuthProvider();
+    const { client, consent } = await signInAndConnect(provider, serverB.oauth_url, 'bob');
+    expect(consent).toContain('<strong>bob@example.com</strong>');
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['helpdesk_tickets_list']);
+    // bob@example.com has no helpdesk account: the tool says so, for that identifier (not ada's account).
+    const result = await client.callTool({ name: 'helpdesk_tickets_list', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('has not connected');
+    // The link it hands out is for bob@example.com's account (a pending one made for the link).
+    const listed = await api('GET', `/v1/connected-accounts?identifier=${encodeURIComponent('bob@example.com')}`);
+    expect(JSON.stringify(listed)).toContain('bob@example.com');
+    await client.close();
+  });
+
+  it('refuses an http issuer whose host is not in UPSTREAM_ALLOWED_HOSTS, naming the field', async () => {
+    const res = await fetch(`${svc.url}/v1/mcp-servers/${serverB.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ oauth_identity_provider: { issuer: 'http://idp.internal.example', client_id: 'x' } }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { details: { field: string }[] } };
+    expect(body.error.details[0]!.field).toBe('oauth_identity_provider.issuer');
+    // Nothing changed: the server's own provider is still the one set before.
+    const after = await api('GET', `/v1/mcp-servers/${serverB.id}`);
+    expect((after.oauth_identity_provider as { identifier_claim: string }).identifier_claim).toBe('email');
+  });
+});
+
 describe('the authorization endpoint', () => {
   it('sends a foreign resource back to the client as invalid_target, with iss', async () => {
     const u = new URL(`${svc.url}/oauth/mcp/authorize`);
