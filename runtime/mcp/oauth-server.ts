@@ -576,11 +576,6 @@ export class McpOAuth {
     if (grant.clientId !== client.clientId) return;
     await this.s.store.revokeMcpOAuthFamily(grant.family, Date.now());
   }
-
-  /** Drops grants past their expiry (a day late: a refresh token's reuse is recognised for a while). */
-  async prune(now = Date.now()): Promise<void> {
-    await this.s.store.deleteExpiredMcpOAuthGrants(now - 86_400_000);
-  }
 }
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers = {}): void {

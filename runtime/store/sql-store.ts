@@ -1355,8 +1355,15 @@ export class SqlStore implements Store {
       .executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
-  async deleteExpiredMcpOAuthGrants(before: number) {
-    await this.db.deleteFrom('mcp_oauth_grants').where('expires_at', '<', before).execute();
+  async deleteExpiredMcpOAuthGrants(before: number, limit: number) {
+    // A batch found by the expiry index, as the other sweeps do.
+    const r = await this.db
+      .deleteFrom('mcp_oauth_grants')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('mcp_oauth_grants').select('id').where('expires_at', '<', before).limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
   // --- end of the OAuth-protected MCP endpoint's methods ---
   async createWebhookEndpoint(e: WebhookEndpoint) {

@@ -693,7 +693,8 @@ export interface Store {
   updateMcpOAuthSession(id: string, identifier: string, data: Record<string, unknown>): Promise<void>;
   /** Revokes every grant of a family not revoked yet; how many. */
   revokeMcpOAuthFamily(family: string, at: number): Promise<number>;
-  deleteExpiredMcpOAuthGrants(before: number): Promise<void>;
+  /** Deletes up to `limit` grants that expired before `before`; how many. */
+  deleteExpiredMcpOAuthGrants(before: number, limit: number): Promise<number>;
   createWebhookEndpoint(e: WebhookEndpoint): Promise<void>;
   getWebhookEndpoint(id: string): Promise<WebhookEndpoint | undefined>;
   listWebhookEndpoints(): Promise<WebhookEndpoint[]>;
