@@ -29,6 +29,7 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { FakeDesk } from '../fakes/desk.ts';
+import { DashboardClient } from '../helpers/dashboard-client.ts';
 import { freePort, serviceEnv, serviceToken } from '../helpers/harness.ts';
 import { spawnService, type ServiceProcess } from '../helpers/service-process.ts';
 import { createTestCa, type TestCa } from '../helpers/test-ca.ts';
@@ -39,6 +40,7 @@ const API_TOKEN = 'zd-api-token-oauth-7c1f';
 const IDP_CLIENT_ID = 'acs-mcp';
 const IDP_CLIENT_SECRET = 'idp-client-secret-4b9e0c2d7a';
 const PASSWORD = 'correct horse battery staple';
+const ADMIN_PASSWORD = 'mcp-oauth-admin-password-9f2';
 /** Where the MCP client's authorization answers go (a native app on loopback: nothing listens, the URL is read). */
 const REDIRECT = 'http://127.0.0.1:53682/callback';
 
@@ -293,6 +295,7 @@ beforeAll(async () => {
     MCP_OAUTH_OIDC_CLIENT_ID: IDP_CLIENT_ID,
     MCP_OAUTH_OIDC_CLIENT_SECRET: IDP_CLIENT_SECRET,
     MCP_OAUTH_ACCESS_TOKEN_TTL_SECONDS: '600',
+    ADMIN_PASSWORD,
   });
   idp = await startIdentityProvider(idpPort, svc.url);
 
@@ -550,5 +553,33 @@ describe('the authorization endpoint', () => {
     const back = new URL((await fetch(u, { redirect: 'manual' })).headers.get('location')!);
     expect(back.searchParams.get('error')).toBe('invalid_request');
     expect(back.searchParams.get('error_description')).toContain('S256');
+  });
+});
+
+describe('the dashboard', () => {
+  it('shows the OAuth endpoint and its identity provider, refuses a bad issuer at its field, and clears the own one', async () => {
+    const c = new DashboardClient(svc.url);
+    expect((await c.signIn(ADMIN_PASSWORD)).status).toBe(303);
+    const pathA = `/dashboard/mcp-servers/${serverA.id}`;
+    const page = await c.get(pathA);
+    expect(page.status).toBe(200);
+    expect(page.html).toContain(serverA.oauth_url);
+    expect(page.html).toContain(`the service’s identity provider (<code>${issuer}</code>)`);
+
+    const bad = await c.submit(pathA, `${pathA}/identity-provider`, {
+      issuer: 'ftp://idp.example',
+      client_id: 'x',
+      client_secret: '',
+      identifier_claim: 'sub',
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.html).toContain('must be an https URL');
+    expect((await api('GET', `/v1/mcp-servers/${serverA.id}`)).oauth_identity_provider).toBeNull();
+
+    const pathB = `/dashboard/mcp-servers/${serverB.id}`;
+    expect((await c.get(pathB)).html).toContain('Use the service’s identity provider');
+    const cleared = await c.submit(pathB, `${pathB}/identity-provider`, { clear: '1' });
+    expect(cleared.status).toBe(303);
+    expect((await api('GET', `/v1/mcp-servers/${serverB.id}`)).oauth_identity_provider).toBeNull();
   });
 });
