@@ -88,6 +88,8 @@ export interface Config {
   batchSize: number;
   /** The trigger engine (docs/triggers.md). */
   triggers: TriggerSettings;
+  /** The OAuth-protected MCP endpoint (issue 39, docs/mcp.md): its tokens, and the service-wide OpenID provider. */
+  mcpOAuth: McpOAuthSettings;
 }
 
 /** How polling triggers are scheduled (docs/triggers.md, "Settings"). */
@@ -152,6 +154,64 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Numbe
     throw new ConfigError(name, `must be a whole number from 0 to ${max}, got "${raw}"`);
   }
   return n;
+}
+
+export interface McpOAuthSettings {
+  /** MCP_OAUTH_ACCESS_TOKEN_TTL_SECONDS: how long an access token for an MCP endpoint lives. */
+  accessTokenTtlSeconds: number;
+  /** MCP_OAUTH_REFRESH_TOKEN_TTL_SECONDS: how long a refresh token lives (each refresh rotates it). */
+  refreshTokenTtlSeconds: number;
+  /** MCP_OAUTH_OIDC_*: the OpenID provider end users sign in at, for an MCP server that names none of its own. */
+  oidc?: { issuer: string; clientId: string; clientSecret?: string; identifierClaim: string };
+}
+
+/** The claim names an identifier may come from: an OpenID Connect claim name (no paths, no spaces). */
+export const CLAIM_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** An OpenID issuer: an http(s) URL without query or fragment, at most 512 characters. */
+export function issuerProblem(value: string): string | undefined {
+  if (value.length > 512) return `must be at most 512 characters (it has ${value.length})`;
+  try {
+    const u = new URL(value);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') return `must be an https URL, got "${value}"`;
+    if (u.search || u.hash) return 'must have no query or fragment (an issuer identifier)';
+  } catch {
+    return `must be an https URL, got "${value}"`;
+  }
+  return undefined;
+}
+
+function mcpOAuthSettings(env: NodeJS.ProcessEnv): McpOAuthSettings {
+  const accessTokenTtlSeconds = int('MCP_OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, env, 86_400) || 3600;
+  const refreshTokenTtlSeconds =
+    int('MCP_OAUTH_REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, env, 365 * 86_400) || 30 * 86_400;
+  const issuer = (env.MCP_OAUTH_OIDC_ISSUER ?? '').trim();
+  const clientId = env.MCP_OAUTH_OIDC_CLIENT_ID ?? '';
+  const clientSecret = env.MCP_OAUTH_OIDC_CLIENT_SECRET ?? '';
+  const claim = env.MCP_OAUTH_OIDC_IDENTIFIER_CLAIM || 'sub';
+  if (!CLAIM_NAME.test(claim))
+    throw new ConfigError(
+      'MCP_OAUTH_OIDC_IDENTIFIER_CLAIM',
+      `must be a claim name (letters, digits, _.:-, at most 64), got "${claim.slice(0, 80)}"`,
+    );
+  headerSafe('MCP_OAUTH_OIDC_CLIENT_ID', clientId, 1);
+  headerSafe('MCP_OAUTH_OIDC_CLIENT_SECRET', clientSecret, 1);
+  if (!issuer) {
+    if (clientId || clientSecret)
+      throw new ConfigError(
+        'MCP_OAUTH_OIDC_ISSUER',
+        'is required when MCP_OAUTH_OIDC_CLIENT_ID or _CLIENT_SECRET is set',
+      );
+    return { accessTokenTtlSeconds, refreshTokenTtlSeconds };
+  }
+  const problem = issuerProblem(issuer);
+  if (problem) throw new ConfigError('MCP_OAUTH_OIDC_ISSUER', problem);
+  if (!clientId) throw new ConfigError('MCP_OAUTH_OIDC_CLIENT_ID', 'is required when MCP_OAUTH_OIDC_ISSUER is set');
+  return {
+    accessTokenTtlSeconds,
+    refreshTokenTtlSeconds,
+    oidc: { issuer, clientId, ...(clientSecret ? { clientSecret } : {}), identifierClaim: claim },
+  };
 }
 
 function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
@@ -500,5 +560,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     batchSize: int('BATCH_SIZE', 500, env, 5_000) || 500,
     triggers: triggerSettings(env),
+    mcpOAuth: mcpOAuthSettings(env),
   };
 }

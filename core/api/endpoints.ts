@@ -1115,6 +1115,240 @@ export const endpoints = boundRequestInputs({
     params: pathParams({ token: text }),
     responses: { '405': mcpNotAllowed },
   },
+  // --- The OAuth-protected MCP endpoint (issue 39, docs/mcp.md "OAuth") ---
+  mcpOAuthPost: {
+    method: 'POST',
+    path: '/mcp/oauth/{server_id}',
+    summary: "An MCP server's OAuth-protected endpoint (Streamable HTTP, stateless): its `oauth_url`",
+    description:
+      "The credential is an access token from the service's authorization server (Authorization: Bearer), issued for " +
+      'this URL as its resource (RFC 8707) to an end user who signed in at the identity provider and consented. ' +
+      'Without one: 401 with `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728).',
+    auth: 'none',
+    scope: null,
+    params: pathParams({ server_id: { type: 'string', description: "The MCP server's id" } }),
+    headers: [
+      { name: 'authorization', required: true, description: '`Bearer` and the access token' },
+      { name: 'mcp-protocol-version', required: false, description: 'The MCP protocol revision' },
+    ],
+    responses: {
+      ...mcpAnswers,
+      '401': {
+        ...rpcError('No token, or an unknown, expired, revoked or foreign one (`error="invalid_token"`)'),
+        headers: {
+          'www-authenticate': {
+            description: '`Bearer` with `resource_metadata` (and `error="invalid_token"` for a bad token)',
+            schema: text,
+          },
+        },
+      },
+      '403': rpcError('The Host or Origin header names another site than PUBLIC_URL (DNS rebinding)'),
+      '404': rpcError('No MCP server with that id'),
+      '500': rpcError('Internal error'),
+    },
+  },
+  mcpOAuthGet: {
+    method: 'GET',
+    path: '/mcp/oauth/{server_id}',
+    summary: 'No server-sent event stream: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    scope: null,
+    params: pathParams({ server_id: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  mcpOAuthDelete: {
+    method: 'DELETE',
+    path: '/mcp/oauth/{server_id}',
+    summary: 'No session to end: this MCP server is stateless (405, as the transport specifies)',
+    auth: 'none',
+    scope: null,
+    params: pathParams({ server_id: text }),
+    responses: { '405': mcpNotAllowed },
+  },
+  mcpProtectedResourceMetadata: {
+    method: 'GET',
+    path: '/.well-known/oauth-protected-resource/mcp/oauth/{server_id}',
+    summary: "OAuth 2.0 Protected Resource Metadata (RFC 9728) of an MCP server's OAuth-protected endpoint",
+    auth: 'none',
+    scope: null,
+    params: pathParams({ server_id: text }),
+    responses: {
+      '200': ok(
+        'The metadata',
+        object({
+          resource: text,
+          authorization_servers: { type: 'array', items: text },
+          scopes_supported: { type: 'array', items: text },
+          bearer_methods_supported: { type: 'array', items: text },
+          resource_name: text,
+        }),
+      ),
+      '404': error('No MCP server with that id'),
+    },
+  },
+  mcpAuthorizationServerMetadata: {
+    method: 'GET',
+    path: '/.well-known/oauth-authorization-server',
+    summary: "OAuth 2.0 Authorization Server Metadata (RFC 8414) of the service's authorization server for MCP clients",
+    auth: 'none',
+    scope: null,
+    responses: { '200': ok('The metadata', { type: 'object', required: ['issuer'] }) },
+  },
+  mcpOAuthAuthorize: {
+    method: 'GET',
+    path: '/oauth/mcp/authorize',
+    summary:
+      "The MCP authorization server's authorization endpoint: sends the browser to sign in at the identity provider",
+    description:
+      "Authorization code with PKCE S256 (required) and an RFC 8707 `resource` (required: an MCP server's oauth_url). " +
+      'Errors after the client and redirect URI are known go back to the client with `iss` (RFC 9207).',
+    auth: 'none',
+    scope: null,
+    query: {
+      type: 'object',
+      properties: {
+        response_type: text,
+        client_id: { type: 'string', maxLength: 2048 },
+        redirect_uri: { type: 'string', maxLength: 2048 },
+        state: { type: 'string', maxLength: 1024 },
+        scope: { type: 'string', maxLength: 200 },
+        code_challenge: { type: 'string', maxLength: 128 },
+        code_challenge_method: { type: 'string', maxLength: 16 },
+        resource: { type: 'string', maxLength: 2048 },
+      },
+    },
+    responses: {
+      '302': {
+        description: "To the identity provider's sign-in; or back to the client with an error, `state` and `iss`",
+        headers: { location: { description: 'Where the browser goes', schema: text } },
+      },
+      '4XX': pageOrError('An unknown client, or a redirect URI it did not register'),
+    },
+  },
+  mcpOAuthCallback: {
+    method: 'GET',
+    path: '/oauth/mcp/callback',
+    summary: "The identity provider's redirect target: signs the end user in and shows the consent page",
+    description:
+      'The redirect URI to register at the identity provider (OpenID Connect) for MCP sign-ins: `{PUBLIC_URL}/oauth/mcp/callback`.',
+    auth: 'none',
+    scope: null,
+    responses: {
+      '200': html('The consent page: the MCP server, the signed-in identifier, the tools'),
+      '302': {
+        description: 'Back to the client with `error` (the user refused at the identity provider), `state` and `iss`',
+        headers: { location: { description: 'Where the browser goes', schema: text } },
+      },
+      '4XX': pageOrError("No sign-in in progress in this browser, or the identity provider's answer was not valid"),
+    },
+  },
+  mcpOAuthConsent: {
+    method: 'POST',
+    path: '/oauth/mcp/consent',
+    summary: "The consent page's form: a code (allow) or access_denied, back to the client",
+    auth: 'none',
+    scope: null,
+    body: {
+      required: true,
+      form: true,
+      schema: {
+        type: 'object',
+        properties: {
+          csrf: { type: 'string', maxLength: 100, description: 'The CSRF token the page put in the form' },
+          decision: { type: 'string', maxLength: 10, description: '`allow` or `deny`' },
+        },
+      },
+    },
+    responses: {
+      '303': {
+        description: 'Back to the client with `code` (or `error=access_denied`), `state` and `iss` (RFC 9207)',
+        headers: { location: { description: 'Where the browser goes', schema: text } },
+      },
+      '403': html('The CSRF token does not match'),
+      '4XX': pageOrError('No signed-in authorization in progress, or already answered'),
+    },
+  },
+  mcpOAuthToken: {
+    method: 'POST',
+    path: '/oauth/mcp/token',
+    summary: "The MCP authorization server's token endpoint: authorization_code (PKCE) and refresh_token (rotated)",
+    auth: 'none',
+    scope: null,
+    body: {
+      required: true,
+      form: true,
+      schema: {
+        type: 'object',
+        properties: {
+          grant_type: text,
+          client_id: { type: 'string', maxLength: 2048 },
+          code: { type: 'string', maxLength: 200 },
+          code_verifier: { type: 'string', maxLength: 200 },
+          redirect_uri: { type: 'string', maxLength: 2048 },
+          refresh_token: { type: 'string', maxLength: 200 },
+          resource: { type: 'string', maxLength: 2048 },
+          scope: { type: 'string', maxLength: 200 },
+        },
+      },
+    },
+    responses: {
+      '200': ok(
+        'Tokens',
+        object({
+          access_token: text,
+          token_type: { const: 'Bearer' },
+          expires_in: { type: 'integer' },
+          refresh_token: text,
+          scope: text,
+        }),
+      ),
+      '400': ok('An RFC 6749 §5.2 error (invalid_grant, invalid_request, invalid_target…)', S.oauthErrorResponse),
+      '401': ok(
+        'invalid_client: an unknown client, or a metadata document that could not be used',
+        S.oauthErrorResponse,
+      ),
+    },
+  },
+  mcpOAuthRevoke: {
+    method: 'POST',
+    path: '/oauth/mcp/revoke',
+    summary: 'Token revocation (RFC 7009): an access or refresh token revokes its whole grant',
+    auth: 'none',
+    scope: null,
+    body: {
+      required: true,
+      form: true,
+      schema: {
+        type: 'object',
+        properties: {
+          token: { type: 'string', maxLength: 200 },
+          token_type_hint: { type: 'string', maxLength: 20 },
+          client_id: { type: 'string', maxLength: 2048 },
+        },
+      },
+    },
+    responses: {
+      '200': { description: 'Revoked (also for a token that is unknown, as RFC 7009 asks)' },
+      '400': ok('invalid_request', S.oauthErrorResponse),
+      '401': ok('invalid_client', S.oauthErrorResponse),
+    },
+  },
+  mcpOAuthRegister: {
+    method: 'POST',
+    path: '/oauth/mcp/register',
+    summary: 'Dynamic Client Registration (RFC 7591) for MCP clients that do not use a Client ID Metadata Document',
+    description:
+      'Public clients only (`token_endpoint_auth_method: none`). `application_type` `web` takes https redirect URIs; ' +
+      '`native` also http on a loopback address and private-use schemes. Without it: `native` when every redirect ' +
+      'URI is a native one.',
+    auth: 'none',
+    scope: null,
+    body: { required: true, form: true, schema: { type: 'object' } },
+    responses: {
+      '201': ok('The registered client', { type: 'object', required: ['client_id', 'redirect_uris'] }),
+      '400': ok('invalid_redirect_uri or invalid_client_metadata (RFC 7591 §3.2.2)', S.oauthErrorResponse),
+    },
+  },
   listWebhooks: {
     method: 'GET',
     path: '/v1/webhooks',

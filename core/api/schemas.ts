@@ -167,6 +167,30 @@ export const tokenErrorResponse: JsonSchema = {
   },
 };
 
+/** An error of the MCP authorization server (RFC 6749 §5.2, RFC 7591 §3.2.2, RFC 8707). */
+export const oauthErrorResponse: JsonSchema = {
+  type: 'object',
+  required: ['error', 'error_description'],
+  additionalProperties: false,
+  properties: {
+    error: {
+      enum: [
+        'invalid_request',
+        'invalid_client',
+        'invalid_grant',
+        'unsupported_grant_type',
+        'invalid_scope',
+        'invalid_target',
+        'invalid_redirect_uri',
+        'invalid_client_metadata',
+        'temporarily_unavailable',
+        'server_error',
+      ],
+    },
+    error_description: { type: 'string' },
+  },
+};
+
 /** Parameters it does not know are ignored, as RFC 6749 §3.2 says; a grant it does not offer is its own error. */
 export const tokenRequest: JsonSchema = {
   type: 'object',
@@ -781,6 +805,47 @@ const mcpVerifyDescription =
   "anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them";
 const mcpVerifyUrl: JsonSchema = { type: ['string', 'null'], maxLength: 2048, description: mcpVerifyDescription };
 
+/** The OpenID provider end users of an MCP server's OAuth-protected endpoint sign in at (docs/mcp.md "OAuth"). */
+const mcpIdentityProviderView: JsonSchema = {
+  type: ['object', 'null'],
+  required: ['issuer', 'client_id', 'identifier_claim', 'client_secret_set'],
+  additionalProperties: false,
+  description:
+    "This server's own OpenID provider for its oauth_url's sign-ins; null: the service's (MCP_OAUTH_OIDC_*), if set",
+  properties: {
+    issuer: str,
+    client_id: str,
+    identifier_claim: { type: 'string', description: "The claim whose value is the end user's identifier" },
+    client_secret_set: { type: 'boolean', description: 'Whether a client secret is stored (it is never shown)' },
+  },
+};
+
+const mcpIdentityProviderInput: JsonSchema = {
+  type: ['object', 'null'],
+  required: ['issuer', 'client_id'],
+  additionalProperties: false,
+  description:
+    "This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as " +
+    "its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept " +
+    'when the issuer and client id stay the same',
+  properties: {
+    issuer: { type: 'string', maxLength: 512, description: "The provider's issuer URL (https)" },
+    client_id: { type: 'string', minLength: 1, maxLength: 200 },
+    client_secret: {
+      type: ['string', 'null'],
+      maxLength: 200,
+      writeOnly: true,
+      description: 'Absent or null: a public client at the provider',
+    },
+    identifier_claim: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+      'x-message': 'must be a claim name (letters, digits, _.:-, at most 64)',
+      description: "The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default",
+    },
+  },
+};
+
 /** An MCP server configuration: which tools its MCP endpoint exposes, and how. */
 export const mcpServer: JsonSchema = {
   type: 'object',
@@ -793,6 +858,8 @@ export const mcpServer: JsonSchema = {
     'tool_count',
     'active_urls',
     'mcp_endpoint',
+    'oauth_url',
+    'oauth_identity_provider',
     'user_verify_url',
     'created_at',
     'updated_at',
@@ -811,6 +878,13 @@ export const mcpServer: JsonSchema = {
       description:
         'The endpoint for server-side agents: the service bearer token, and the end user in the header x-identifier',
     },
+    oauth_url: {
+      type: 'string',
+      description:
+        "The OAuth-protected endpoint for MCP clients: bearer tokens from the service's authorization server, for an end " +
+        'user who signed in at the identity provider (docs/mcp.md "OAuth")',
+    },
+    oauth_identity_provider: mcpIdentityProviderView,
     user_verify_url: { type: ['string', 'null'], description: mcpVerifyDescription },
     created_at: dateTime,
     updated_at: dateTime,
@@ -827,6 +901,7 @@ export const mcpServerCreate: JsonSchema = {
     tools: orNull(mcpToolNames),
     connections: orNull(mcpConnectionNames),
     user_verify_url: mcpVerifyUrl,
+    oauth_identity_provider: mcpIdentityProviderInput,
   },
 };
 
@@ -839,6 +914,7 @@ export const mcpServerUpdate: JsonSchema = {
     tools: orNull(mcpToolNames),
     connections: orNull(mcpConnectionNames),
     user_verify_url: { ...mcpVerifyUrl, description: `${mcpVerifyDescription}. An empty string removes it` },
+    oauth_identity_provider: mcpIdentityProviderInput,
   },
 };
 
@@ -880,6 +956,7 @@ export const components: Readonly<Record<string, JsonSchema>> = {
   ProviderError: providerErrorResponse,
   FieldError: fieldError,
   TokenError: tokenErrorResponse,
+  OAuthError: oauthErrorResponse,
   Connector: connector,
   Tool: tool,
   Connection: connection,

@@ -1561,15 +1561,437 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
   validate14.errors = vErrors;
   return errors === 0;
 }
-export const listWebhookDeliveries_query = validate15;
+export const mcpOAuthAuthorize_query = validate15;
 const schema16 = {
+  type: 'object',
+  properties: {
+    response_type: { type: 'string', maxLength: 2048 },
+    client_id: { type: 'string', maxLength: 2048 },
+    redirect_uri: { type: 'string', maxLength: 2048 },
+    state: { type: 'string', maxLength: 1024 },
+    scope: { type: 'string', maxLength: 200 },
+    code_challenge: { type: 'string', maxLength: 128 },
+    code_challenge_method: { type: 'string', maxLength: 16 },
+    resource: { type: 'string', maxLength: 2048 },
+  },
+};
+function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.response_type !== undefined && func0.call(data, 'response_type')) {
+      let data0 = data.response_type;
+      if (typeof data0 !== 'string') {
+        let dataType0 = typeof data0;
+        let coerced0 = undefined;
+        if (!(coerced0 !== undefined)) {
+          if (dataType0 == 'number' || dataType0 == 'boolean') {
+            coerced0 = '' + data0;
+          } else if (data0 === null) {
+            coerced0 = '';
+          } else {
+            const err0 = {
+              instancePath: instancePath + '/response_type',
+              schemaPath: '#/properties/response_type/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err0];
+            } else {
+              vErrors.push(err0);
+            }
+            errors++;
+          }
+        }
+        if (coerced0 !== undefined) {
+          data0 = coerced0;
+          if (data !== undefined) {
+            data['response_type'] = coerced0;
+          }
+        }
+      }
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 2048) {
+          const err1 = {
+            instancePath: instancePath + '/response_type',
+            schemaPath: '#/properties/response_type/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err1];
+          } else {
+            vErrors.push(err1);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
+      let data1 = data.client_id;
+      if (typeof data1 !== 'string') {
+        let dataType1 = typeof data1;
+        let coerced1 = undefined;
+        if (!(coerced1 !== undefined)) {
+          if (dataType1 == 'number' || dataType1 == 'boolean') {
+            coerced1 = '' + data1;
+          } else if (data1 === null) {
+            coerced1 = '';
+          } else {
+            const err2 = {
+              instancePath: instancePath + '/client_id',
+              schemaPath: '#/properties/client_id/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err2];
+            } else {
+              vErrors.push(err2);
+            }
+            errors++;
+          }
+        }
+        if (coerced1 !== undefined) {
+          data1 = coerced1;
+          if (data !== undefined) {
+            data['client_id'] = coerced1;
+          }
+        }
+      }
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 2048) {
+          const err3 = {
+            instancePath: instancePath + '/client_id',
+            schemaPath: '#/properties/client_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err3];
+          } else {
+            vErrors.push(err3);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.redirect_uri !== undefined && func0.call(data, 'redirect_uri')) {
+      let data2 = data.redirect_uri;
+      if (typeof data2 !== 'string') {
+        let dataType2 = typeof data2;
+        let coerced2 = undefined;
+        if (!(coerced2 !== undefined)) {
+          if (dataType2 == 'number' || dataType2 == 'boolean') {
+            coerced2 = '' + data2;
+          } else if (data2 === null) {
+            coerced2 = '';
+          } else {
+            const err4 = {
+              instancePath: instancePath + '/redirect_uri',
+              schemaPath: '#/properties/redirect_uri/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err4];
+            } else {
+              vErrors.push(err4);
+            }
+            errors++;
+          }
+        }
+        if (coerced2 !== undefined) {
+          data2 = coerced2;
+          if (data !== undefined) {
+            data['redirect_uri'] = coerced2;
+          }
+        }
+      }
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 2048) {
+          const err5 = {
+            instancePath: instancePath + '/redirect_uri',
+            schemaPath: '#/properties/redirect_uri/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err5];
+          } else {
+            vErrors.push(err5);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.state !== undefined && func0.call(data, 'state')) {
+      let data3 = data.state;
+      if (typeof data3 !== 'string') {
+        let dataType3 = typeof data3;
+        let coerced3 = undefined;
+        if (!(coerced3 !== undefined)) {
+          if (dataType3 == 'number' || dataType3 == 'boolean') {
+            coerced3 = '' + data3;
+          } else if (data3 === null) {
+            coerced3 = '';
+          } else {
+            const err6 = {
+              instancePath: instancePath + '/state',
+              schemaPath: '#/properties/state/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err6];
+            } else {
+              vErrors.push(err6);
+            }
+            errors++;
+          }
+        }
+        if (coerced3 !== undefined) {
+          data3 = coerced3;
+          if (data !== undefined) {
+            data['state'] = coerced3;
+          }
+        }
+      }
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 1024) {
+          const err7 = {
+            instancePath: instancePath + '/state',
+            schemaPath: '#/properties/state/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.scope !== undefined && func0.call(data, 'scope')) {
+      let data4 = data.scope;
+      if (typeof data4 !== 'string') {
+        let dataType4 = typeof data4;
+        let coerced4 = undefined;
+        if (!(coerced4 !== undefined)) {
+          if (dataType4 == 'number' || dataType4 == 'boolean') {
+            coerced4 = '' + data4;
+          } else if (data4 === null) {
+            coerced4 = '';
+          } else {
+            const err8 = {
+              instancePath: instancePath + '/scope',
+              schemaPath: '#/properties/scope/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err8];
+            } else {
+              vErrors.push(err8);
+            }
+            errors++;
+          }
+        }
+        if (coerced4 !== undefined) {
+          data4 = coerced4;
+          if (data !== undefined) {
+            data['scope'] = coerced4;
+          }
+        }
+      }
+      if (typeof data4 === 'string') {
+        if (func46(data4) > 200) {
+          const err9 = {
+            instancePath: instancePath + '/scope',
+            schemaPath: '#/properties/scope/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.code_challenge !== undefined && func0.call(data, 'code_challenge')) {
+      let data5 = data.code_challenge;
+      if (typeof data5 !== 'string') {
+        let dataType5 = typeof data5;
+        let coerced5 = undefined;
+        if (!(coerced5 !== undefined)) {
+          if (dataType5 == 'number' || dataType5 == 'boolean') {
+            coerced5 = '' + data5;
+          } else if (data5 === null) {
+            coerced5 = '';
+          } else {
+            const err10 = {
+              instancePath: instancePath + '/code_challenge',
+              schemaPath: '#/properties/code_challenge/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err10];
+            } else {
+              vErrors.push(err10);
+            }
+            errors++;
+          }
+        }
+        if (coerced5 !== undefined) {
+          data5 = coerced5;
+          if (data !== undefined) {
+            data['code_challenge'] = coerced5;
+          }
+        }
+      }
+      if (typeof data5 === 'string') {
+        if (func46(data5) > 128) {
+          const err11 = {
+            instancePath: instancePath + '/code_challenge',
+            schemaPath: '#/properties/code_challenge/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 128 },
+          };
+          if (vErrors === null) {
+            vErrors = [err11];
+          } else {
+            vErrors.push(err11);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.code_challenge_method !== undefined && func0.call(data, 'code_challenge_method')) {
+      let data6 = data.code_challenge_method;
+      if (typeof data6 !== 'string') {
+        let dataType6 = typeof data6;
+        let coerced6 = undefined;
+        if (!(coerced6 !== undefined)) {
+          if (dataType6 == 'number' || dataType6 == 'boolean') {
+            coerced6 = '' + data6;
+          } else if (data6 === null) {
+            coerced6 = '';
+          } else {
+            const err12 = {
+              instancePath: instancePath + '/code_challenge_method',
+              schemaPath: '#/properties/code_challenge_method/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err12];
+            } else {
+              vErrors.push(err12);
+            }
+            errors++;
+          }
+        }
+        if (coerced6 !== undefined) {
+          data6 = coerced6;
+          if (data !== undefined) {
+            data['code_challenge_method'] = coerced6;
+          }
+        }
+      }
+      if (typeof data6 === 'string') {
+        if (func46(data6) > 16) {
+          const err13 = {
+            instancePath: instancePath + '/code_challenge_method',
+            schemaPath: '#/properties/code_challenge_method/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 16 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.resource !== undefined && func0.call(data, 'resource')) {
+      let data7 = data.resource;
+      if (typeof data7 !== 'string') {
+        let dataType7 = typeof data7;
+        let coerced7 = undefined;
+        if (!(coerced7 !== undefined)) {
+          if (dataType7 == 'number' || dataType7 == 'boolean') {
+            coerced7 = '' + data7;
+          } else if (data7 === null) {
+            coerced7 = '';
+          } else {
+            const err14 = {
+              instancePath: instancePath + '/resource',
+              schemaPath: '#/properties/resource/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err14];
+            } else {
+              vErrors.push(err14);
+            }
+            errors++;
+          }
+        }
+        if (coerced7 !== undefined) {
+          data7 = coerced7;
+          if (data !== undefined) {
+            data['resource'] = coerced7;
+          }
+        }
+      }
+      if (typeof data7 === 'string') {
+        if (func46(data7) > 2048) {
+          const err15 = {
+            instancePath: instancePath + '/resource',
+            schemaPath: '#/properties/resource/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err15];
+          } else {
+            vErrors.push(err15);
+          }
+          errors++;
+        }
+      }
+    }
+  } else {
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err16];
+    } else {
+      vErrors.push(err16);
+    }
+    errors++;
+  }
+  validate15.errors = vErrors;
+  return errors === 0;
+}
+export const listWebhookDeliveries_query = validate16;
+const schema17 = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, 'x-message': 'must be an integer from 1 to 100' },
     cursor: { type: 'string', description: '`next_cursor` of the previous page', maxLength: 2048 },
   },
 };
-function validate15(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1697,12 +2119,12 @@ function validate15(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate15.errors = vErrors;
+  validate16.errors = vErrors;
   return errors === 0;
 }
-export const listTriggerTypes_query = validate16;
-const schema17 = { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } };
-function validate16(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+export const listTriggerTypes_query = validate17;
+const schema18 = { type: 'object', properties: { connector: { type: 'string', maxLength: 64 } } };
+function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1764,11 +2186,11 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate16.errors = vErrors;
+  validate17.errors = vErrors;
   return errors === 0;
 }
-export const listTriggers_query = validate17;
-const schema18 = {
+export const listTriggers_query = validate18;
+const schema19 = {
   type: 'object',
   properties: {
     trigger: { type: 'string', maxLength: 128 },
@@ -1782,7 +2204,7 @@ const schema18 = {
     cursor: { type: 'string', maxLength: 512, description: '`next_cursor` of the previous page' },
   },
 };
-function validate17(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -1943,7 +2365,7 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/status',
           schemaPath: '#/properties/status/enum',
           keyword: 'enum',
-          params: { allowedValues: schema18.properties.status.enum },
+          params: { allowedValues: schema19.properties.status.enum },
         };
         if (vErrors === null) {
           vErrors = [err6];
@@ -2074,15 +2496,15 @@ function validate17(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate17.errors = vErrors;
+  validate18.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_query = validate18;
-const schema19 = {
+export const oauthAuthorize_query = validate19;
+const schema20 = {
   type: 'object',
   properties: { link: { type: 'string', description: "The link's token", maxLength: 2048 } },
 };
-function validate18(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2144,11 +2566,11 @@ function validate18(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate18.errors = vErrors;
+  validate19.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_query = validate19;
-const schema20 = {
+export const oauthCallback_query = validate20;
+const schema21 = {
   type: 'object',
   properties: {
     code: { type: 'string', maxLength: 2048 },
@@ -2157,7 +2579,7 @@ const schema20 = {
     error_description: { type: 'string', maxLength: 2048 },
   },
 };
-function validate19(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2366,11 +2788,11 @@ function validate19(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate19.errors = vErrors;
+  validate20.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListConnectedAccounts_query = validate20;
-const schema21 = {
+export const scalekitListConnectedAccounts_query = validate21;
+const schema22 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -2381,7 +2803,7 @@ const schema21 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate20(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2704,11 +3126,11 @@ function validate20(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate20.errors = vErrors;
+  validate21.errors = vErrors;
   return errors === 0;
 }
-export const scalekitGetConnectedAccountAuth_query = validate21;
-const schema22 = {
+export const scalekitGetConnectedAccountAuth_query = validate22;
+const schema23 = {
   type: 'object',
   properties: {
     connector: { type: 'string', description: 'The connection name', maxLength: 2048 },
@@ -2716,7 +3138,7 @@ const schema22 = {
     id: { type: 'string', description: 'The connected account id', maxLength: 2048 },
   },
 };
-function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -2876,11 +3298,11 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate21.errors = vErrors;
+  validate22.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListTools_query = validate22;
-const schema23 = {
+export const scalekitListTools_query = validate23;
+const schema24 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -2897,7 +3319,7 @@ const schema23 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3301,11 +3723,11 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate22.errors = vErrors;
+  validate23.errors = vErrors;
   return errors === 0;
 }
-export const scalekitListAppConnections_query = validate23;
-const schema24 = {
+export const scalekitListAppConnections_query = validate24;
+const schema25 = {
   type: 'object',
   properties: {
     provider: { type: 'string', description: 'The connector', maxLength: 2048 },
@@ -3314,7 +3736,7 @@ const schema24 = {
     page_token: { type: 'string', maxLength: 2048 },
   },
 };
-function validate23(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate24(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -3539,6 +3961,6 @@ function validate23(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate23.errors = vErrors;
+  validate24.errors = vErrors;
   return errors === 0;
 }

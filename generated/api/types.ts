@@ -127,6 +127,20 @@ export interface TokenError {
   error: 'invalid_request' | 'unsupported_grant_type' | 'invalid_client' | 'slow_down';
   error_description: string;
 }
+export interface OAuthError {
+  error:
+    | 'invalid_request'
+    | 'invalid_client'
+    | 'invalid_grant'
+    | 'unsupported_grant_type'
+    | 'invalid_scope'
+    | 'invalid_target'
+    | 'invalid_redirect_uri'
+    | 'invalid_client_metadata'
+    | 'temporarily_unavailable'
+    | 'server_error';
+  error_description: string;
+}
 export interface Connector {
   name: string;
   title: string;
@@ -536,6 +550,25 @@ export interface McpServer {
    */
   mcp_endpoint: string;
   /**
+   * The OAuth-protected endpoint for MCP clients: bearer tokens from the service's authorization server, for an end user who signed in at the identity provider (docs/mcp.md "OAuth")
+   */
+  oauth_url: string;
+  /**
+   * This server's own OpenID provider for its oauth_url's sign-ins; null: the service's (MCP_OAUTH_OIDC_*), if set
+   */
+  oauth_identity_provider: {
+    issuer: string;
+    client_id: string;
+    /**
+     * The claim whose value is the end user's identifier
+     */
+    identifier_claim: string;
+    /**
+     * Whether a client secret is stored (it is never shown)
+     */
+    client_secret_set: boolean;
+  } | null;
+  /**
    * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
    */
   user_verify_url: string | null;
@@ -567,6 +600,24 @@ export interface McpServerCreate {
    * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
    */
   user_verify_url?: string | null;
+  /**
+   * This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same
+   */
+  oauth_identity_provider?: {
+    /**
+     * The provider's issuer URL (https)
+     */
+    issuer: string;
+    client_id: string;
+    /**
+     * Absent or null: a public client at the provider
+     */
+    client_secret?: string | null;
+    /**
+     * The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default
+     */
+    identifier_claim?: string;
+  } | null;
 }
 export interface McpServerUpdate {
   name?: string | null;
@@ -590,6 +641,24 @@ export interface McpServerUpdate {
    * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it
    */
   user_verify_url?: string | null;
+  /**
+   * This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same
+   */
+  oauth_identity_provider?: {
+    /**
+     * The provider's issuer URL (https)
+     */
+    issuer: string;
+    client_id: string;
+    /**
+     * Absent or null: a public client at the provider
+     */
+    client_secret?: string | null;
+    /**
+     * The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default
+     */
+    identifier_claim?: string;
+  } | null;
 }
 export interface McpUrl {
   id: string;
@@ -1133,6 +1202,24 @@ export interface CreateMcpServerBody {
    * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them
    */
   user_verify_url?: string | null;
+  /**
+   * This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same
+   */
+  oauth_identity_provider?: {
+    /**
+     * The provider's issuer URL (https)
+     */
+    issuer: string;
+    client_id: string;
+    /**
+     * Absent or null: a public client at the provider
+     */
+    client_secret?: string | null;
+    /**
+     * The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default
+     */
+    identifier_claim?: string;
+  } | null;
 }
 export interface GetMcpServerParams {
   /**
@@ -1162,6 +1249,24 @@ export interface UpdateMcpServerBody {
    * Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it
    */
   user_verify_url?: string | null;
+  /**
+   * This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same
+   */
+  oauth_identity_provider?: {
+    /**
+     * The provider's issuer URL (https)
+     */
+    issuer: string;
+    client_id: string;
+    /**
+     * Absent or null: a public client at the provider
+     */
+    client_secret?: string | null;
+    /**
+     * The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default
+     */
+    identifier_claim?: string;
+  } | null;
 }
 export interface UpdateMcpServerParams {
   /**
@@ -1253,6 +1358,83 @@ export interface McpUrlGetParams {
 }
 export interface McpUrlDeleteParams {
   token: string;
+}
+export interface McpOAuthPostParams {
+  /**
+   * The MCP server's id
+   */
+  server_id: string;
+}
+export interface McpOAuthGetParams {
+  server_id: string;
+}
+export interface McpOAuthDeleteParams {
+  server_id: string;
+}
+export interface McpProtectedResourceMetadataParams {
+  server_id: string;
+}
+export interface McpProtectedResourceMetadataResponse {
+  resource: string;
+  authorization_servers: string[];
+  scopes_supported: string[];
+  bearer_methods_supported: string[];
+  resource_name: string;
+}
+export interface McpAuthorizationServerMetadataResponse {
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthAuthorizeQuery {
+  response_type?: string;
+  client_id?: string;
+  redirect_uri?: string;
+  state?: string;
+  scope?: string;
+  code_challenge?: string;
+  code_challenge_method?: string;
+  resource?: string;
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthConsentBody {
+  /**
+   * The CSRF token the page put in the form
+   */
+  csrf?: string;
+  /**
+   * `allow` or `deny`
+   */
+  decision?: string;
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthTokenBody {
+  grant_type?: string;
+  client_id?: string;
+  code?: string;
+  code_verifier?: string;
+  redirect_uri?: string;
+  refresh_token?: string;
+  resource?: string;
+  scope?: string;
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthTokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+export interface McpOAuthRevokeBody {
+  token?: string;
+  token_type_hint?: string;
+  client_id?: string;
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthRegisterBody {
+  [k: string]: unknown | undefined;
+}
+export interface McpOAuthRegisterResponse {
+  [k: string]: unknown | undefined;
 }
 export interface ListWebhooksResponse {
   webhooks: {
@@ -2254,6 +2436,27 @@ export interface Operations {
   mcpUrlPost: { body: never; query: never; params: McpUrlPostParams; response: JsonRpcResponse };
   mcpUrlGet: { body: never; query: never; params: McpUrlGetParams; response: never };
   mcpUrlDelete: { body: never; query: never; params: McpUrlDeleteParams; response: never };
+  mcpOAuthPost: { body: never; query: never; params: McpOAuthPostParams; response: JsonRpcResponse };
+  mcpOAuthGet: { body: never; query: never; params: McpOAuthGetParams; response: never };
+  mcpOAuthDelete: { body: never; query: never; params: McpOAuthDeleteParams; response: never };
+  mcpProtectedResourceMetadata: {
+    body: never;
+    query: never;
+    params: McpProtectedResourceMetadataParams;
+    response: McpProtectedResourceMetadataResponse;
+  };
+  mcpAuthorizationServerMetadata: {
+    body: never;
+    query: never;
+    params: never;
+    response: McpAuthorizationServerMetadataResponse;
+  };
+  mcpOAuthAuthorize: { body: never; query: McpOAuthAuthorizeQuery; params: never; response: never };
+  mcpOAuthCallback: { body: never; query: never; params: never; response: never };
+  mcpOAuthConsent: { body: McpOAuthConsentBody; query: never; params: never; response: never };
+  mcpOAuthToken: { body: McpOAuthTokenBody; query: never; params: never; response: McpOAuthTokenResponse };
+  mcpOAuthRevoke: { body: McpOAuthRevokeBody; query: never; params: never; response: never };
+  mcpOAuthRegister: { body: McpOAuthRegisterBody; query: never; params: never; response: McpOAuthRegisterResponse };
   listWebhooks: { body: never; query: never; params: never; response: ListWebhooksResponse };
   createWebhook: { body: CreateWebhookBody; query: never; params: never; response: CreateWebhookResponse };
   getWebhook: { body: never; query: never; params: GetWebhookParams; response: GetWebhookResponse };

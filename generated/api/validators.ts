@@ -3517,8 +3517,33 @@ const schema30 = {
       description:
         "Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them",
     },
+    oauth_identity_provider: {
+      type: ['object', 'null'],
+      required: ['issuer', 'client_id'],
+      additionalProperties: false,
+      description:
+        "This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same",
+      properties: {
+        issuer: { type: 'string', maxLength: 512, description: "The provider's issuer URL (https)" },
+        client_id: { type: 'string', minLength: 1, maxLength: 200 },
+        client_secret: {
+          type: ['string', 'null'],
+          maxLength: 200,
+          writeOnly: true,
+          description: 'Absent or null: a public client at the provider',
+        },
+        identifier_claim: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+          'x-message': 'must be a claim name (letters, digits, _.:-, at most 64)',
+          description: "The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default",
+          maxLength: 8192,
+        },
+      },
+    },
   },
 };
+const pattern6 = new RegExp('^[A-Za-z0-9_.:-]{1,64}$', 'u');
 function validate29(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
@@ -3538,7 +3563,8 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'mode' ||
         key0 === 'tools' ||
         key0 === 'connections' ||
-        key0 === 'user_verify_url'
+        key0 === 'user_verify_url' ||
+        key0 === 'oauth_identity_provider'
       )) {
         const err1 = {
           instancePath,
@@ -3810,12 +3836,232 @@ function validate29(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.oauth_identity_provider !== undefined && func0.call(data, 'oauth_identity_provider')) {
+      let data7 = data.oauth_identity_provider;
+      if (!(data7 && typeof data7 == 'object' && !Array.isArray(data7)) && data7 !== null) {
+        const err18 = {
+          instancePath: instancePath + '/oauth_identity_provider',
+          schemaPath: '#/properties/oauth_identity_provider/type',
+          keyword: 'type',
+          params: { type: schema30.properties.oauth_identity_provider.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err18];
+        } else {
+          vErrors.push(err18);
+        }
+        errors++;
+      }
+      if (data7 && typeof data7 == 'object' && !Array.isArray(data7)) {
+        if (data7.issuer === undefined || !func0.call(data7, 'issuer')) {
+          const err19 = {
+            instancePath: instancePath + '/oauth_identity_provider',
+            schemaPath: '#/properties/oauth_identity_provider/required',
+            keyword: 'required',
+            params: { missingProperty: 'issuer' },
+          };
+          if (vErrors === null) {
+            vErrors = [err19];
+          } else {
+            vErrors.push(err19);
+          }
+          errors++;
+        }
+        if (data7.client_id === undefined || !func0.call(data7, 'client_id')) {
+          const err20 = {
+            instancePath: instancePath + '/oauth_identity_provider',
+            schemaPath: '#/properties/oauth_identity_provider/required',
+            keyword: 'required',
+            params: { missingProperty: 'client_id' },
+          };
+          if (vErrors === null) {
+            vErrors = [err20];
+          } else {
+            vErrors.push(err20);
+          }
+          errors++;
+        }
+        for (const key1 of Object.keys(data7)) {
+          if (!(key1 === 'issuer' || key1 === 'client_id' || key1 === 'client_secret' || key1 === 'identifier_claim')) {
+            const err21 = {
+              instancePath: instancePath + '/oauth_identity_provider',
+              schemaPath: '#/properties/oauth_identity_provider/additionalProperties',
+              keyword: 'additionalProperties',
+              params: { additionalProperty: key1 },
+            };
+            if (vErrors === null) {
+              vErrors = [err21];
+            } else {
+              vErrors.push(err21);
+            }
+            errors++;
+          }
+        }
+        if (data7.issuer !== undefined && func0.call(data7, 'issuer')) {
+          let data8 = data7.issuer;
+          if (typeof data8 === 'string') {
+            if (func46(data8) > 512) {
+              const err22 = {
+                instancePath: instancePath + '/oauth_identity_provider/issuer',
+                schemaPath: '#/properties/oauth_identity_provider/properties/issuer/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 512 },
+              };
+              if (vErrors === null) {
+                vErrors = [err22];
+              } else {
+                vErrors.push(err22);
+              }
+              errors++;
+            }
+          } else {
+            const err23 = {
+              instancePath: instancePath + '/oauth_identity_provider/issuer',
+              schemaPath: '#/properties/oauth_identity_provider/properties/issuer/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err23];
+            } else {
+              vErrors.push(err23);
+            }
+            errors++;
+          }
+        }
+        if (data7.client_id !== undefined && func0.call(data7, 'client_id')) {
+          let data9 = data7.client_id;
+          if (typeof data9 === 'string') {
+            if (func46(data9) > 200) {
+              const err24 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_id',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_id/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err24];
+              } else {
+                vErrors.push(err24);
+              }
+              errors++;
+            }
+            if (func46(data9) < 1) {
+              const err25 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_id',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_id/minLength',
+                keyword: 'minLength',
+                params: { limit: 1 },
+              };
+              if (vErrors === null) {
+                vErrors = [err25];
+              } else {
+                vErrors.push(err25);
+              }
+              errors++;
+            }
+          } else {
+            const err26 = {
+              instancePath: instancePath + '/oauth_identity_provider/client_id',
+              schemaPath: '#/properties/oauth_identity_provider/properties/client_id/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err26];
+            } else {
+              vErrors.push(err26);
+            }
+            errors++;
+          }
+        }
+        if (data7.client_secret !== undefined && func0.call(data7, 'client_secret')) {
+          let data10 = data7.client_secret;
+          if (typeof data10 !== 'string' && data10 !== null) {
+            const err27 = {
+              instancePath: instancePath + '/oauth_identity_provider/client_secret',
+              schemaPath: '#/properties/oauth_identity_provider/properties/client_secret/type',
+              keyword: 'type',
+              params: { type: schema30.properties.oauth_identity_provider.properties.client_secret.type },
+            };
+            if (vErrors === null) {
+              vErrors = [err27];
+            } else {
+              vErrors.push(err27);
+            }
+            errors++;
+          }
+          if (typeof data10 === 'string') {
+            if (func46(data10) > 200) {
+              const err28 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_secret',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_secret/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err28];
+              } else {
+                vErrors.push(err28);
+              }
+              errors++;
+            }
+          }
+        }
+        if (data7.identifier_claim !== undefined && func0.call(data7, 'identifier_claim')) {
+          let data11 = data7.identifier_claim;
+          if (typeof data11 === 'string') {
+            if (func46(data11) > 8192) {
+              const err29 = {
+                instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+                schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 8192 },
+              };
+              if (vErrors === null) {
+                vErrors = [err29];
+              } else {
+                vErrors.push(err29);
+              }
+              errors++;
+            }
+            if (!pattern6.test(data11)) {
+              const err30 = {
+                instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+                schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/pattern',
+                keyword: 'pattern',
+                params: { pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+              };
+              if (vErrors === null) {
+                vErrors = [err30];
+              } else {
+                vErrors.push(err30);
+              }
+              errors++;
+            }
+          } else {
+            const err31 = {
+              instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+              schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err31];
+            } else {
+              vErrors.push(err31);
+            }
+            errors++;
+          }
+        }
+      }
+    }
   } else {
-    const err18 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err32 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err18];
+      vErrors = [err32];
     } else {
-      vErrors.push(err18);
+      vErrors.push(err32);
     }
     errors++;
   }
@@ -3937,6 +4183,30 @@ const schema32 = {
       description:
         "Where the authorization links this server's tools hand out (an account not connected yet) send the user after authorizing, with `auth_request_id`: your application checks that its signed-in user is the MCP URL's identifier and calls POST /v1/connected-accounts/verify. A link that reaches a transcript or a log is then of no use to anyone else. Its origin must be the service's or in ALLOWED_REDIRECT_ORIGINS; null: links connect whoever opens them. An empty string removes it",
     },
+    oauth_identity_provider: {
+      type: ['object', 'null'],
+      required: ['issuer', 'client_id'],
+      additionalProperties: false,
+      description:
+        "This server's own OpenID provider for its oauth_url's sign-ins (register {PUBLIC_URL}/oauth/mcp/callback as its redirect URI); null: the service's (MCP_OAUTH_OIDC_*). On an update, a client_secret left out is kept when the issuer and client id stay the same",
+      properties: {
+        issuer: { type: 'string', maxLength: 512, description: "The provider's issuer URL (https)" },
+        client_id: { type: 'string', minLength: 1, maxLength: 200 },
+        client_secret: {
+          type: ['string', 'null'],
+          maxLength: 200,
+          writeOnly: true,
+          description: 'Absent or null: a public client at the provider',
+        },
+        identifier_claim: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+          'x-message': 'must be a claim name (letters, digits, _.:-, at most 64)',
+          description: "The ID token (or userinfo) claim whose value is the end user's identifier; `sub` by default",
+          maxLength: 8192,
+        },
+      },
+    },
   },
 };
 function validate31(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -3949,7 +4219,8 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         key0 === 'mode' ||
         key0 === 'tools' ||
         key0 === 'connections' ||
-        key0 === 'user_verify_url'
+        key0 === 'user_verify_url' ||
+        key0 === 'oauth_identity_provider'
       )) {
         const err0 = {
           instancePath,
@@ -4222,12 +4493,232 @@ function validate31(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
+    if (data.oauth_identity_provider !== undefined && func0.call(data, 'oauth_identity_provider')) {
+      let data7 = data.oauth_identity_provider;
+      if (!(data7 && typeof data7 == 'object' && !Array.isArray(data7)) && data7 !== null) {
+        const err17 = {
+          instancePath: instancePath + '/oauth_identity_provider',
+          schemaPath: '#/properties/oauth_identity_provider/type',
+          keyword: 'type',
+          params: { type: schema32.properties.oauth_identity_provider.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err17];
+        } else {
+          vErrors.push(err17);
+        }
+        errors++;
+      }
+      if (data7 && typeof data7 == 'object' && !Array.isArray(data7)) {
+        if (data7.issuer === undefined || !func0.call(data7, 'issuer')) {
+          const err18 = {
+            instancePath: instancePath + '/oauth_identity_provider',
+            schemaPath: '#/properties/oauth_identity_provider/required',
+            keyword: 'required',
+            params: { missingProperty: 'issuer' },
+          };
+          if (vErrors === null) {
+            vErrors = [err18];
+          } else {
+            vErrors.push(err18);
+          }
+          errors++;
+        }
+        if (data7.client_id === undefined || !func0.call(data7, 'client_id')) {
+          const err19 = {
+            instancePath: instancePath + '/oauth_identity_provider',
+            schemaPath: '#/properties/oauth_identity_provider/required',
+            keyword: 'required',
+            params: { missingProperty: 'client_id' },
+          };
+          if (vErrors === null) {
+            vErrors = [err19];
+          } else {
+            vErrors.push(err19);
+          }
+          errors++;
+        }
+        for (const key1 of Object.keys(data7)) {
+          if (!(key1 === 'issuer' || key1 === 'client_id' || key1 === 'client_secret' || key1 === 'identifier_claim')) {
+            const err20 = {
+              instancePath: instancePath + '/oauth_identity_provider',
+              schemaPath: '#/properties/oauth_identity_provider/additionalProperties',
+              keyword: 'additionalProperties',
+              params: { additionalProperty: key1 },
+            };
+            if (vErrors === null) {
+              vErrors = [err20];
+            } else {
+              vErrors.push(err20);
+            }
+            errors++;
+          }
+        }
+        if (data7.issuer !== undefined && func0.call(data7, 'issuer')) {
+          let data8 = data7.issuer;
+          if (typeof data8 === 'string') {
+            if (func46(data8) > 512) {
+              const err21 = {
+                instancePath: instancePath + '/oauth_identity_provider/issuer',
+                schemaPath: '#/properties/oauth_identity_provider/properties/issuer/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 512 },
+              };
+              if (vErrors === null) {
+                vErrors = [err21];
+              } else {
+                vErrors.push(err21);
+              }
+              errors++;
+            }
+          } else {
+            const err22 = {
+              instancePath: instancePath + '/oauth_identity_provider/issuer',
+              schemaPath: '#/properties/oauth_identity_provider/properties/issuer/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err22];
+            } else {
+              vErrors.push(err22);
+            }
+            errors++;
+          }
+        }
+        if (data7.client_id !== undefined && func0.call(data7, 'client_id')) {
+          let data9 = data7.client_id;
+          if (typeof data9 === 'string') {
+            if (func46(data9) > 200) {
+              const err23 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_id',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_id/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err23];
+              } else {
+                vErrors.push(err23);
+              }
+              errors++;
+            }
+            if (func46(data9) < 1) {
+              const err24 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_id',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_id/minLength',
+                keyword: 'minLength',
+                params: { limit: 1 },
+              };
+              if (vErrors === null) {
+                vErrors = [err24];
+              } else {
+                vErrors.push(err24);
+              }
+              errors++;
+            }
+          } else {
+            const err25 = {
+              instancePath: instancePath + '/oauth_identity_provider/client_id',
+              schemaPath: '#/properties/oauth_identity_provider/properties/client_id/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err25];
+            } else {
+              vErrors.push(err25);
+            }
+            errors++;
+          }
+        }
+        if (data7.client_secret !== undefined && func0.call(data7, 'client_secret')) {
+          let data10 = data7.client_secret;
+          if (typeof data10 !== 'string' && data10 !== null) {
+            const err26 = {
+              instancePath: instancePath + '/oauth_identity_provider/client_secret',
+              schemaPath: '#/properties/oauth_identity_provider/properties/client_secret/type',
+              keyword: 'type',
+              params: { type: schema32.properties.oauth_identity_provider.properties.client_secret.type },
+            };
+            if (vErrors === null) {
+              vErrors = [err26];
+            } else {
+              vErrors.push(err26);
+            }
+            errors++;
+          }
+          if (typeof data10 === 'string') {
+            if (func46(data10) > 200) {
+              const err27 = {
+                instancePath: instancePath + '/oauth_identity_provider/client_secret',
+                schemaPath: '#/properties/oauth_identity_provider/properties/client_secret/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 200 },
+              };
+              if (vErrors === null) {
+                vErrors = [err27];
+              } else {
+                vErrors.push(err27);
+              }
+              errors++;
+            }
+          }
+        }
+        if (data7.identifier_claim !== undefined && func0.call(data7, 'identifier_claim')) {
+          let data11 = data7.identifier_claim;
+          if (typeof data11 === 'string') {
+            if (func46(data11) > 8192) {
+              const err28 = {
+                instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+                schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 8192 },
+              };
+              if (vErrors === null) {
+                vErrors = [err28];
+              } else {
+                vErrors.push(err28);
+              }
+              errors++;
+            }
+            if (!pattern6.test(data11)) {
+              const err29 = {
+                instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+                schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/pattern',
+                keyword: 'pattern',
+                params: { pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+              };
+              if (vErrors === null) {
+                vErrors = [err29];
+              } else {
+                vErrors.push(err29);
+              }
+              errors++;
+            }
+          } else {
+            const err30 = {
+              instancePath: instancePath + '/oauth_identity_provider/identifier_claim',
+              schemaPath: '#/properties/oauth_identity_provider/properties/identifier_claim/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err30];
+            } else {
+              vErrors.push(err30);
+            }
+            errors++;
+          }
+        }
+      }
+    }
   } else {
-    const err17 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err31 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err17];
+      vErrors = [err31];
     } else {
-      vErrors.push(err17);
+      vErrors.push(err31);
     }
     errors++;
   }
@@ -5355,8 +5846,860 @@ function validate43(data, { instancePath = '', parentData, parentDataProperty, r
   validate43.errors = vErrors;
   return errors === 0;
 }
-export const createWebhook_body = validate44;
+export const mcpOAuthPost_params = validate44;
 const schema45 = {
+  type: 'object',
+  required: ['server_id'],
+  additionalProperties: false,
+  properties: { server_id: { type: 'string', description: "The MCP server's id", maxLength: 1024 } },
+};
+function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.server_id === undefined || !func0.call(data, 'server_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'server_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'server_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.server_id !== undefined && func0.call(data, 'server_id')) {
+      let data0 = data.server_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/server_id',
+            schemaPath: '#/properties/server_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/server_id',
+          schemaPath: '#/properties/server_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate44.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthGet_params = validate45;
+const schema46 = {
+  type: 'object',
+  required: ['server_id'],
+  additionalProperties: false,
+  properties: { server_id: { type: 'string', maxLength: 1024 } },
+};
+function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.server_id === undefined || !func0.call(data, 'server_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'server_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'server_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.server_id !== undefined && func0.call(data, 'server_id')) {
+      let data0 = data.server_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/server_id',
+            schemaPath: '#/properties/server_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/server_id',
+          schemaPath: '#/properties/server_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate45.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthDelete_params = validate46;
+const schema47 = {
+  type: 'object',
+  required: ['server_id'],
+  additionalProperties: false,
+  properties: { server_id: { type: 'string', maxLength: 1024 } },
+};
+function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.server_id === undefined || !func0.call(data, 'server_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'server_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'server_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.server_id !== undefined && func0.call(data, 'server_id')) {
+      let data0 = data.server_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/server_id',
+            schemaPath: '#/properties/server_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/server_id',
+          schemaPath: '#/properties/server_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate46.errors = vErrors;
+  return errors === 0;
+}
+export const mcpProtectedResourceMetadata_params = validate47;
+const schema48 = {
+  type: 'object',
+  required: ['server_id'],
+  additionalProperties: false,
+  properties: { server_id: { type: 'string', maxLength: 1024 } },
+};
+function validate47(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.server_id === undefined || !func0.call(data, 'server_id')) {
+      const err0 = {
+        instancePath,
+        schemaPath: '#/required',
+        keyword: 'required',
+        params: { missingProperty: 'server_id' },
+      };
+      if (vErrors === null) {
+        vErrors = [err0];
+      } else {
+        vErrors.push(err0);
+      }
+      errors++;
+    }
+    for (const key0 of Object.keys(data)) {
+      if (!(key0 === 'server_id')) {
+        const err1 = {
+          instancePath,
+          schemaPath: '#/additionalProperties',
+          keyword: 'additionalProperties',
+          params: { additionalProperty: key0 },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.server_id !== undefined && func0.call(data, 'server_id')) {
+      let data0 = data.server_id;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 1024) {
+          const err2 = {
+            instancePath: instancePath + '/server_id',
+            schemaPath: '#/properties/server_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/server_id',
+          schemaPath: '#/properties/server_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate47.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthConsent_body = validate48;
+const schema49 = {
+  type: 'object',
+  properties: {
+    csrf: { type: 'string', maxLength: 100, description: 'The CSRF token the page put in the form' },
+    decision: { type: 'string', maxLength: 10, description: '`allow` or `deny`' },
+  },
+};
+function validate48(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.csrf !== undefined && func0.call(data, 'csrf')) {
+      let data0 = data.csrf;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 100) {
+          const err0 = {
+            instancePath: instancePath + '/csrf',
+            schemaPath: '#/properties/csrf/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 100 },
+          };
+          if (vErrors === null) {
+            vErrors = [err0];
+          } else {
+            vErrors.push(err0);
+          }
+          errors++;
+        }
+      } else {
+        const err1 = {
+          instancePath: instancePath + '/csrf',
+          schemaPath: '#/properties/csrf/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.decision !== undefined && func0.call(data, 'decision')) {
+      let data1 = data.decision;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 10) {
+          const err2 = {
+            instancePath: instancePath + '/decision',
+            schemaPath: '#/properties/decision/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 10 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/decision',
+          schemaPath: '#/properties/decision/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err4 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err4];
+    } else {
+      vErrors.push(err4);
+    }
+    errors++;
+  }
+  validate48.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthToken_body = validate49;
+const schema50 = {
+  type: 'object',
+  properties: {
+    grant_type: { type: 'string', maxLength: 8192 },
+    client_id: { type: 'string', maxLength: 2048 },
+    code: { type: 'string', maxLength: 200 },
+    code_verifier: { type: 'string', maxLength: 200 },
+    redirect_uri: { type: 'string', maxLength: 2048 },
+    refresh_token: { type: 'string', maxLength: 200 },
+    resource: { type: 'string', maxLength: 2048 },
+    scope: { type: 'string', maxLength: 200 },
+  },
+};
+function validate49(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.grant_type !== undefined && func0.call(data, 'grant_type')) {
+      let data0 = data.grant_type;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 8192) {
+          const err0 = {
+            instancePath: instancePath + '/grant_type',
+            schemaPath: '#/properties/grant_type/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 8192 },
+          };
+          if (vErrors === null) {
+            vErrors = [err0];
+          } else {
+            vErrors.push(err0);
+          }
+          errors++;
+        }
+      } else {
+        const err1 = {
+          instancePath: instancePath + '/grant_type',
+          schemaPath: '#/properties/grant_type/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
+      let data1 = data.client_id;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 2048) {
+          const err2 = {
+            instancePath: instancePath + '/client_id',
+            schemaPath: '#/properties/client_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/client_id',
+          schemaPath: '#/properties/client_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.code !== undefined && func0.call(data, 'code')) {
+      let data2 = data.code;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 200) {
+          const err4 = {
+            instancePath: instancePath + '/code',
+            schemaPath: '#/properties/code/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/code',
+          schemaPath: '#/properties/code/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+    if (data.code_verifier !== undefined && func0.call(data, 'code_verifier')) {
+      let data3 = data.code_verifier;
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 200) {
+          const err6 = {
+            instancePath: instancePath + '/code_verifier',
+            schemaPath: '#/properties/code_verifier/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err6];
+          } else {
+            vErrors.push(err6);
+          }
+          errors++;
+        }
+      } else {
+        const err7 = {
+          instancePath: instancePath + '/code_verifier',
+          schemaPath: '#/properties/code_verifier/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err7];
+        } else {
+          vErrors.push(err7);
+        }
+        errors++;
+      }
+    }
+    if (data.redirect_uri !== undefined && func0.call(data, 'redirect_uri')) {
+      let data4 = data.redirect_uri;
+      if (typeof data4 === 'string') {
+        if (func46(data4) > 2048) {
+          const err8 = {
+            instancePath: instancePath + '/redirect_uri',
+            schemaPath: '#/properties/redirect_uri/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err8];
+          } else {
+            vErrors.push(err8);
+          }
+          errors++;
+        }
+      } else {
+        const err9 = {
+          instancePath: instancePath + '/redirect_uri',
+          schemaPath: '#/properties/redirect_uri/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err9];
+        } else {
+          vErrors.push(err9);
+        }
+        errors++;
+      }
+    }
+    if (data.refresh_token !== undefined && func0.call(data, 'refresh_token')) {
+      let data5 = data.refresh_token;
+      if (typeof data5 === 'string') {
+        if (func46(data5) > 200) {
+          const err10 = {
+            instancePath: instancePath + '/refresh_token',
+            schemaPath: '#/properties/refresh_token/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err10];
+          } else {
+            vErrors.push(err10);
+          }
+          errors++;
+        }
+      } else {
+        const err11 = {
+          instancePath: instancePath + '/refresh_token',
+          schemaPath: '#/properties/refresh_token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err11];
+        } else {
+          vErrors.push(err11);
+        }
+        errors++;
+      }
+    }
+    if (data.resource !== undefined && func0.call(data, 'resource')) {
+      let data6 = data.resource;
+      if (typeof data6 === 'string') {
+        if (func46(data6) > 2048) {
+          const err12 = {
+            instancePath: instancePath + '/resource',
+            schemaPath: '#/properties/resource/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err12];
+          } else {
+            vErrors.push(err12);
+          }
+          errors++;
+        }
+      } else {
+        const err13 = {
+          instancePath: instancePath + '/resource',
+          schemaPath: '#/properties/resource/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+    }
+    if (data.scope !== undefined && func0.call(data, 'scope')) {
+      let data7 = data.scope;
+      if (typeof data7 === 'string') {
+        if (func46(data7) > 200) {
+          const err14 = {
+            instancePath: instancePath + '/scope',
+            schemaPath: '#/properties/scope/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+      } else {
+        const err15 = {
+          instancePath: instancePath + '/scope',
+          schemaPath: '#/properties/scope/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err15];
+        } else {
+          vErrors.push(err15);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err16 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err16];
+    } else {
+      vErrors.push(err16);
+    }
+    errors++;
+  }
+  validate49.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthRevoke_body = validate50;
+const schema51 = {
+  type: 'object',
+  properties: {
+    token: { type: 'string', maxLength: 200 },
+    token_type_hint: { type: 'string', maxLength: 20 },
+    client_id: { type: 'string', maxLength: 2048 },
+  },
+};
+function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (data && typeof data == 'object' && !Array.isArray(data)) {
+    if (data.token !== undefined && func0.call(data, 'token')) {
+      let data0 = data.token;
+      if (typeof data0 === 'string') {
+        if (func46(data0) > 200) {
+          const err0 = {
+            instancePath: instancePath + '/token',
+            schemaPath: '#/properties/token/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 200 },
+          };
+          if (vErrors === null) {
+            vErrors = [err0];
+          } else {
+            vErrors.push(err0);
+          }
+          errors++;
+        }
+      } else {
+        const err1 = {
+          instancePath: instancePath + '/token',
+          schemaPath: '#/properties/token/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err1];
+        } else {
+          vErrors.push(err1);
+        }
+        errors++;
+      }
+    }
+    if (data.token_type_hint !== undefined && func0.call(data, 'token_type_hint')) {
+      let data1 = data.token_type_hint;
+      if (typeof data1 === 'string') {
+        if (func46(data1) > 20) {
+          const err2 = {
+            instancePath: instancePath + '/token_type_hint',
+            schemaPath: '#/properties/token_type_hint/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 20 },
+          };
+          if (vErrors === null) {
+            vErrors = [err2];
+          } else {
+            vErrors.push(err2);
+          }
+          errors++;
+        }
+      } else {
+        const err3 = {
+          instancePath: instancePath + '/token_type_hint',
+          schemaPath: '#/properties/token_type_hint/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err3];
+        } else {
+          vErrors.push(err3);
+        }
+        errors++;
+      }
+    }
+    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
+      let data2 = data.client_id;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 2048) {
+          const err4 = {
+            instancePath: instancePath + '/client_id',
+            schemaPath: '#/properties/client_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err4];
+          } else {
+            vErrors.push(err4);
+          }
+          errors++;
+        }
+      } else {
+        const err5 = {
+          instancePath: instancePath + '/client_id',
+          schemaPath: '#/properties/client_id/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err5];
+        } else {
+          vErrors.push(err5);
+        }
+        errors++;
+      }
+    }
+  } else {
+    const err6 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err6];
+    } else {
+      vErrors.push(err6);
+    }
+    errors++;
+  }
+  validate50.errors = vErrors;
+  return errors === 0;
+}
+export const mcpOAuthRegister_body = validate51;
+const schema52 = { type: 'object' };
+function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+  let vErrors = null;
+  let errors = 0;
+  if (!(data && typeof data == 'object' && !Array.isArray(data))) {
+    const err0 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    if (vErrors === null) {
+      vErrors = [err0];
+    } else {
+      vErrors.push(err0);
+    }
+    errors++;
+  }
+  validate51.errors = vErrors;
+  return errors === 0;
+}
+export const createWebhook_body = validate52;
+const schema53 = {
   type: 'object',
   required: ['url', 'events'],
   additionalProperties: false,
@@ -5396,8 +6739,8 @@ const schema45 = {
     },
   },
 };
-const pattern8 = new RegExp('^trigger\\.[a-z][a-z0-9_]*$', 'u');
-function validate44(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+const pattern10 = new RegExp('^trigger\\.[a-z][a-z0-9_]*$', 'u');
+function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5535,7 +6878,7 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/anyOf/0/enum',
               keyword: 'enum',
-              params: { allowedValues: schema45.properties.events.items.anyOf[0].enum },
+              params: { allowedValues: schema53.properties.events.items.anyOf[0].enum },
             };
             if (vErrors === null) {
               vErrors = [err8];
@@ -5549,7 +6892,7 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
           if (!valid3) {
             const _errs10 = errors;
             if (typeof data2 === 'string') {
-              if (!pattern8.test(data2)) {
+              if (!pattern10.test(data2)) {
                 const err9 = {
                   instancePath: instancePath + '/events/' + i0,
                   schemaPath: '#/properties/events/items/anyOf/1/pattern',
@@ -5672,17 +7015,17 @@ function validate44(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate44.errors = vErrors;
+  validate52.errors = vErrors;
   return errors === 0;
 }
-export const getWebhook_params = validate45;
-const schema46 = {
+export const getWebhook_params = validate53;
+const schema54 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate45(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate53(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5752,11 +7095,11 @@ function validate45(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate45.errors = vErrors;
+  validate53.errors = vErrors;
   return errors === 0;
 }
-export const updateWebhook_body = validate46;
-const schema47 = {
+export const updateWebhook_body = validate54;
+const schema55 = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -5795,7 +7138,7 @@ const schema47 = {
     },
   },
 };
-function validate46(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -5822,7 +7165,7 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/url',
           schemaPath: '#/properties/url/type',
           keyword: 'type',
-          params: { type: schema47.properties.url.type },
+          params: { type: schema55.properties.url.type },
         };
         if (vErrors === null) {
           vErrors = [err1];
@@ -5869,7 +7212,7 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/events',
           schemaPath: '#/properties/events/type',
           keyword: 'type',
-          params: { type: schema47.properties.events.type },
+          params: { type: schema55.properties.events.type },
         };
         if (vErrors === null) {
           vErrors = [err4];
@@ -5925,7 +7268,7 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
               instancePath: instancePath + '/events/' + i0,
               schemaPath: '#/properties/events/items/anyOf/0/enum',
               keyword: 'enum',
-              params: { allowedValues: schema47.properties.events.items.anyOf[0].enum },
+              params: { allowedValues: schema55.properties.events.items.anyOf[0].enum },
             };
             if (vErrors === null) {
               vErrors = [err7];
@@ -5939,7 +7282,7 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
           if (!valid3) {
             const _errs10 = errors;
             if (typeof data2 === 'string') {
-              if (!pattern8.test(data2)) {
+              if (!pattern10.test(data2)) {
                 const err8 = {
                   instancePath: instancePath + '/events/' + i0,
                   schemaPath: '#/properties/events/items/anyOf/1/pattern',
@@ -6049,17 +7392,17 @@ function validate46(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate46.errors = vErrors;
+  validate54.errors = vErrors;
   return errors === 0;
 }
-export const updateWebhook_params = validate47;
-const schema48 = {
+export const updateWebhook_params = validate55;
+const schema56 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate47(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6129,17 +7472,17 @@ function validate47(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate47.errors = vErrors;
+  validate55.errors = vErrors;
   return errors === 0;
 }
-export const deleteWebhook_params = validate48;
-const schema49 = {
+export const deleteWebhook_params = validate56;
+const schema57 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate48(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6209,17 +7552,17 @@ function validate48(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate48.errors = vErrors;
+  validate56.errors = vErrors;
   return errors === 0;
 }
-export const rotateWebhookSecret_params = validate49;
-const schema50 = {
+export const rotateWebhookSecret_params = validate57;
+const schema58 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate49(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6289,17 +7632,17 @@ function validate49(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate49.errors = vErrors;
+  validate57.errors = vErrors;
   return errors === 0;
 }
-export const listWebhookDeliveries_params = validate50;
-const schema51 = {
+export const listWebhookDeliveries_params = validate58;
+const schema59 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', description: "The webhook's id", maxLength: 1024 } },
 };
-function validate50(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6369,11 +7712,11 @@ function validate50(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate50.errors = vErrors;
+  validate58.errors = vErrors;
   return errors === 0;
 }
-export const redeliverWebhook_params = validate51;
-const schema52 = {
+export const redeliverWebhook_params = validate59;
+const schema60 = {
   type: 'object',
   required: ['id', 'delivery_id'],
   additionalProperties: false,
@@ -6382,7 +7725,7 @@ const schema52 = {
     delivery_id: { type: 'string', maxLength: 1024 },
   },
 };
-function validate51(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6498,11 +7841,11 @@ function validate51(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate51.errors = vErrors;
+  validate59.errors = vErrors;
   return errors === 0;
 }
-export const createTrigger_body = validate52;
-const schema53 = {
+export const createTrigger_body = validate60;
+const schema61 = {
   type: 'object',
   required: ['trigger', 'connection_name', 'identifier'],
   additionalProperties: false,
@@ -6529,7 +7872,7 @@ const schema53 = {
     },
   },
 };
-function validate52(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6728,7 +8071,7 @@ function validate52(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/config',
           schemaPath: '#/properties/config/type',
           keyword: 'type',
-          params: { type: schema53.properties.config.type },
+          params: { type: schema61.properties.config.type },
         };
         if (vErrors === null) {
           vErrors = [err12];
@@ -6745,7 +8088,7 @@ function validate52(data, { instancePath = '', parentData, parentDataProperty, r
           instancePath: instancePath + '/interval_seconds',
           schemaPath: '#/properties/interval_seconds/type',
           keyword: 'type',
-          params: { type: schema53.properties.interval_seconds.type },
+          params: { type: schema61.properties.interval_seconds.type },
         };
         if (vErrors === null) {
           vErrors = [err13];
@@ -6794,17 +8137,17 @@ function validate52(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate52.errors = vErrors;
+  validate60.errors = vErrors;
   return errors === 0;
 }
-export const getTrigger_params = validate53;
-const schema54 = {
+export const getTrigger_params = validate61;
+const schema62 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
 };
-function validate53(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate61(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6874,17 +8217,17 @@ function validate53(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate53.errors = vErrors;
+  validate61.errors = vErrors;
   return errors === 0;
 }
-export const pauseTrigger_params = validate54;
-const schema55 = {
+export const pauseTrigger_params = validate62;
+const schema63 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
 };
-function validate54(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate62(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -6954,17 +8297,17 @@ function validate54(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate54.errors = vErrors;
+  validate62.errors = vErrors;
   return errors === 0;
 }
-export const resumeTrigger_params = validate55;
-const schema56 = {
+export const resumeTrigger_params = validate63;
+const schema64 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
 };
-function validate55(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate63(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7034,17 +8377,17 @@ function validate55(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate55.errors = vErrors;
+  validate63.errors = vErrors;
   return errors === 0;
 }
-export const deleteTrigger_params = validate56;
-const schema57 = {
+export const deleteTrigger_params = validate64;
+const schema65 = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
   properties: { id: { type: 'string', maxLength: 64, description: "The trigger instance's id" } },
 };
-function validate56(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate64(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7114,11 +8457,11 @@ function validate56(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate56.errors = vErrors;
+  validate64.errors = vErrors;
   return errors === 0;
 }
-export const proxy_params = validate57;
-const schema58 = {
+export const proxy_params = validate65;
+const schema66 = {
   type: 'object',
   required: ['path'],
   additionalProperties: false,
@@ -7130,7 +8473,7 @@ const schema58 = {
     },
   },
 };
-function validate57(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate65(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7200,17 +8543,17 @@ function validate57(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate57.errors = vErrors;
+  validate65.errors = vErrors;
   return errors === 0;
 }
-export const oauthAuthorize_params = validate58;
-const schema59 = {
+export const oauthAuthorize_params = validate66;
+const schema67 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
-function validate58(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate66(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7285,17 +8628,17 @@ function validate58(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate58.errors = vErrors;
+  validate66.errors = vErrors;
   return errors === 0;
 }
-export const oauthClientMetadata_params = validate59;
-const schema60 = {
+export const oauthClientMetadata_params = validate67;
+const schema68 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', description: "The connection's id", maxLength: 1024 } },
 };
-function validate59(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate67(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7370,11 +8713,11 @@ function validate59(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate59.errors = vErrors;
+  validate67.errors = vErrors;
   return errors === 0;
 }
-export const connectSubmit_body = validate60;
-const schema61 = {
+export const connectSubmit_body = validate68;
+const schema69 = {
   type: 'object',
   required: ['link', 'csrf'],
   properties: {
@@ -7390,8 +8733,8 @@ const schema61 = {
   },
   additionalProperties: false,
 };
-const pattern11 = new RegExp('^c_[A-Za-z0-9_]{1,64}$', 'u');
-function validate60(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+const pattern13 = new RegExp('^c_[A-Za-z0-9_]{1,64}$', 'u');
+function validate68(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7414,7 +8757,7 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'link' || key0 === 'csrf' || pattern11.test(key0))) {
+      if (!(key0 === 'link' || key0 === 'csrf' || pattern13.test(key0))) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -7494,7 +8837,7 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
     for (const key1 of Object.keys(data)) {
-      if (pattern11.test(key1)) {
+      if (pattern13.test(key1)) {
         let data2 = data[key1];
         if (typeof data2 === 'string') {
           if (func46(data2) > 4096) {
@@ -7536,17 +8879,17 @@ function validate60(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate60.errors = vErrors;
+  validate68.errors = vErrors;
   return errors === 0;
 }
-export const connectSubmit_params = validate61;
-const schema62 = {
+export const connectSubmit_params = validate69;
+const schema70 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
-function validate61(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate69(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7621,17 +8964,17 @@ function validate61(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate61.errors = vErrors;
+  validate69.errors = vErrors;
   return errors === 0;
 }
-export const oauthCallback_params = validate62;
-const schema63 = {
+export const oauthCallback_params = validate70;
+const schema71 = {
   type: 'object',
   required: ['connection_id'],
   additionalProperties: false,
   properties: { connection_id: { type: 'string', maxLength: 1024 } },
 };
-function validate62(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate70(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7706,17 +9049,17 @@ function validate62(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate62.errors = vErrors;
+  validate70.errors = vErrors;
   return errors === 0;
 }
-export const triggerIngress_params = validate63;
-const schema64 = {
+export const triggerIngress_params = validate71;
+const schema72 = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
   properties: { token: { type: 'string', maxLength: 64, description: "The connection's ingress token" } },
 };
-function validate63(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate71(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7791,11 +9134,11 @@ function validate63(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate63.errors = vErrors;
+  validate71.errors = vErrors;
   return errors === 0;
 }
-export const triggerIngressInstance_params = validate64;
-const schema65 = {
+export const triggerIngressInstance_params = validate72;
+const schema73 = {
   type: 'object',
   required: ['token', 'instance_id'],
   additionalProperties: false,
@@ -7804,7 +9147,7 @@ const schema65 = {
     instance_id: { type: 'string', maxLength: 80, description: 'The trigger instance' },
   },
 };
-function validate64(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate72(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (data && typeof data == 'object' && !Array.isArray(data)) {
@@ -7925,15 +9268,15 @@ function validate64(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate64.errors = vErrors;
+  validate72.errors = vErrors;
   return errors === 0;
 }
-export const scalekitCreateConnectedAccount_body = validate65;
-const schema66 = {
+export const scalekitCreateConnectedAccount_body = validate73;
+const schema74 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.CreateConnectedAccountRequest (snake_case field names)',
 };
-function validate65(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate73(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -7945,15 +9288,15 @@ function validate65(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate65.errors = vErrors;
+  validate73.errors = vErrors;
   return errors === 0;
 }
-export const scalekitUpdateConnectedAccount_body = validate66;
-const schema67 = {
+export const scalekitUpdateConnectedAccount_body = validate74;
+const schema75 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.UpdateConnectedAccountRequest (snake_case field names)',
 };
-function validate66(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate74(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -7965,15 +9308,15 @@ function validate66(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate66.errors = vErrors;
+  validate74.errors = vErrors;
   return errors === 0;
 }
-export const scalekitDeleteConnectedAccount_body = validate67;
-const schema68 = {
+export const scalekitDeleteConnectedAccount_body = validate75;
+const schema76 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.DeleteConnectedAccountRequest (snake_case field names)',
 };
-function validate67(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate75(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -7985,16 +9328,16 @@ function validate67(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate67.errors = vErrors;
+  validate75.errors = vErrors;
   return errors === 0;
 }
-export const scalekitMagicLink_body = validate68;
-const schema69 = {
+export const scalekitMagicLink_body = validate76;
+const schema77 = {
   type: 'object',
   description:
     'The JSON of scalekit.v1.connected_accounts.GetMagicLinkForConnectedAccountRequest (snake_case field names)',
 };
-function validate68(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate76(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -8006,15 +9349,15 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate68.errors = vErrors;
+  validate76.errors = vErrors;
   return errors === 0;
 }
-export const scalekitVerifyConnectedAccountUser_body = validate69;
-const schema70 = {
+export const scalekitVerifyConnectedAccountUser_body = validate77;
+const schema78 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.connected_accounts.VerifyConnectedAccountUserRequest (snake_case field names)',
 };
-function validate69(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate77(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -8026,15 +9369,15 @@ function validate69(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate69.errors = vErrors;
+  validate77.errors = vErrors;
   return errors === 0;
 }
-export const scalekitExecuteTool_body = validate70;
-const schema71 = {
+export const scalekitExecuteTool_body = validate78;
+const schema79 = {
   type: 'object',
   description: 'The JSON of scalekit.v1.tools.ExecuteToolRequest (snake_case field names)',
 };
-function validate70(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
+function validate78(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;
   if (!(data && typeof data == 'object' && !Array.isArray(data))) {
@@ -8046,6 +9389,6 @@ function validate70(data, { instancePath = '', parentData, parentDataProperty, r
     }
     errors++;
   }
-  validate70.errors = vErrors;
+  validate78.errors = vErrors;
   return errors === 0;
 }

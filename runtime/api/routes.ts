@@ -213,6 +213,25 @@ export function routeTable(s: Services): RouteTable {
   const mcpModule = once(() => import('../mcp/endpoint.ts'));
   const mcpEndpoint = once(async () => new (await mcpModule()).McpEndpoint(s, mcpServers));
   const methodNotAllowed = async (res: ServerResponse) => (await mcpModule()).methodNotAllowed(res);
+  const mcpOAuth = once(async () => new (await import('../mcp/oauth-server.ts')).McpOAuth(s, mcpServers));
+  /** An MCP authorization server endpoint's answer: its JSON, or an RFC 6749 error (never cached). */
+  const oauthAnswer = async (
+    res: ServerResponse,
+    run: () => Promise<{ status: number; body?: unknown }>,
+  ): Promise<void> => {
+    const { OAuthProblem } = await import('../mcp/oauth-clients.ts');
+    res.setHeader('cache-control', 'no-store');
+    try {
+      const { status, body } = await run();
+      if (body === undefined) {
+        res.writeHead(status, { 'content-length': 0 });
+        res.end();
+      } else sendJson(res, status, body);
+    } catch (e) {
+      if (!(e instanceof OAuthProblem)) throw e;
+      sendJson(res, e.status, { error: e.error, error_description: e.message });
+    }
+  };
   const search = once(() => import('../tools/search.ts'));
   /** Who acts through this request, for the audit log: the credential of its token, its address and request id. */
   const actor = (req: ApiRequest): AuditContext => ({
@@ -802,6 +821,34 @@ export function routeTable(s: Services): RouteTable {
     mcpUrlPost: async ({ req, res, params }) => (await mcpEndpoint()).serveToken(req, res, params.token),
     mcpUrlGet: ({ res }) => methodNotAllowed(res),
     mcpUrlDelete: ({ res }) => methodNotAllowed(res),
+
+    // The OAuth-protected MCP endpoint and its authorization server (runtime/mcp/oauth-server.ts).
+    mcpOAuthPost: async ({ req, res, params }) =>
+      (await mcpOAuth()).serveMcp(req, res, params.server_id, await mcpEndpoint()),
+    mcpOAuthGet: ({ res }) => methodNotAllowed(res),
+    mcpOAuthDelete: ({ res }) => methodNotAllowed(res),
+    mcpProtectedResourceMetadata: async ({ params, res }) => {
+      const metadata = await (await mcpOAuth()).protectedResourceMetadata(params.server_id);
+      if (!metadata) throw new ServiceError(404, 'mcp_server_not_found', `No MCP server with id "${params.server_id}"`);
+      res.setHeader('cache-control', 'public, max-age=300');
+      return { body: metadata };
+    },
+    mcpAuthorizationServerMetadata: async ({ res }) => {
+      res.setHeader('cache-control', 'public, max-age=300');
+      return { body: (await mcpOAuth()).authorizationServerMetadata() };
+    },
+    mcpOAuthAuthorize: async ({ res, query }) => (await mcpOAuth()).authorize(res, query),
+    mcpOAuthCallback: async ({ req, res, rawQuery }) => (await mcpOAuth()).callback(req, res, rawQuery),
+    mcpOAuthConsent: async ({ req, res, body }) => (await mcpOAuth()).consent(req, res, body),
+    mcpOAuthToken: async ({ res, body }) =>
+      oauthAnswer(res, async () => ({ status: 200, body: await (await mcpOAuth()).token(body) })),
+    mcpOAuthRevoke: async ({ res, body }) =>
+      oauthAnswer(res, async () => {
+        await (await mcpOAuth()).revoke(body);
+        return { status: 200 };
+      }),
+    mcpOAuthRegister: async ({ res, body }) =>
+      oauthAnswer(res, async () => ({ status: 201, body: await (await mcpOAuth()).clients.register(body) })),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
 

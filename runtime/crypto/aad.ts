@@ -11,6 +11,7 @@ export const aad = {
   verificationSecrets: (requestHash: string) => `account_verification:${requestHash}:secrets`,
   linkToken: (tokenHash: string) => `oauth_link:${tokenHash}:token`,
   triggerSecret: (instanceId: string) => `trigger_instance:${instanceId}:secret`,
+  mcpOidcClientSecret: (serverId: string) => `mcp_oauth_settings:${serverId}:oidc_client_secret`,
 };
 
 export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): string {
@@ -29,6 +30,8 @@ export function aadForCell(cell: Pick<SealedCell, 'table' | 'column' | 'id'>): s
       return aad.webhookSecret(cell.id);
     case 'oauth_links.token_sealed':
       return aad.linkToken(cell.id);
+    case 'mcp_oauth_settings.oidc_client_secret_sealed':
+      return aad.mcpOidcClientSecret(cell.id);
     case 'account_verifications.secrets_sealed':
       return aad.verificationSecrets(cell.id);
     case 'trigger_instances.secret_sealed':

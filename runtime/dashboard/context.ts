@@ -26,6 +26,7 @@ const NOTICES: Record<string, string> = {
   'mcp-server-created': 'MCP server created. Make a URL for each end user below.',
   'mcp-server-deleted': 'MCP server deleted: its URLs no longer work.',
   'mcp-url-revoked': 'URL revoked: MCP clients using it are refused from now on.',
+  'mcp-idp-saved': 'Sign-in settings saved: the OAuth endpoint’s next sign-ins use them.',
   'webhook-deleted': 'Webhook deleted: no more events are sent to it.',
   'webhook-redelivered': 'The event will be sent again in a moment; its attempts show below.',
 };

@@ -25,6 +25,24 @@ interface CreateForm {
   user_verify_url?: string;
 }
 
+interface IdpForm {
+  issuer: string;
+  client_id: string;
+  client_secret: string;
+  identifier_claim: string;
+}
+
+const idpField = (name: string, label: string, value: string, type: string, hint: string): Field => ({
+  id: fieldId(`idp_${name}`),
+  name,
+  label,
+  kind: 'input',
+  type,
+  value,
+  hint,
+  autocomplete: 'off',
+});
+
 export function mcpRoutes(r: Router, ctx: DashboardContext): void {
   const { s } = ctx;
   const servers = new McpServers(s);
@@ -148,8 +166,42 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
     form = { identifier: '', days: '' },
     errors: FieldError[] = [],
     status = 200,
+    idpForm?: IdpForm,
   ) => {
     const exposed = await servers.exposedTools(m);
+    // The OAuth endpoint's sign-in (docs/mcp.md "OAuth"): this server's own OpenID provider, or the service's.
+    const idp = await s.store.getMcpOAuthSettings(m.id);
+    const idpValues: IdpForm = idpForm ?? {
+      issuer: idp?.oidcIssuer ?? '',
+      client_id: idp?.oidcClientId ?? '',
+      client_secret: '',
+      identifier_claim: idp?.identifierClaim ?? 'sub',
+    };
+    const idpFields: Field[] = [
+      idpField('issuer', 'Issuer', idpValues.issuer, 'url', 'The OpenID provider’s issuer URL (https).'),
+      idpField('client_id', 'Client id', idpValues.client_id, 'text', 'This service’s client at that provider.'),
+      idpField(
+        'client_secret',
+        'Client secret',
+        '',
+        'password',
+        idp?.oidcClientSecretSealed
+          ? 'A secret is stored; leave empty to keep it (same issuer and client id).'
+          : 'Leave empty for a public client.',
+      ),
+      idpField(
+        'identifier_claim',
+        'Identifier claim',
+        idpValues.identifier_claim,
+        'text',
+        'The claim whose value is the end user’s identifier (sub, email…).',
+      ),
+    ];
+    // A refused sign-in form shows its errors at its fields; the URL form's errors at its own.
+    const idpErrors = attachErrors(idpFields, idpForm ? errors : [], (e) =>
+      e.field.replace(/^oauth_identity_provider\./, ''),
+    );
+    if (idpForm) errors = [];
     const urls = (await s.store.listMcpUrls(m.id)).map((u) => ({
       id: u.id,
       identifier: u.identifier,
@@ -209,10 +261,46 @@ export function mcpRoutes(r: Router, ctx: DashboardContext): void {
         daysField,
         errors: general,
         urls,
+        idp: {
+          own: !!idp,
+          service: s.config.mcpOAuth.oidc?.issuer ?? null,
+          fields: idpFields,
+          errors: idpErrors,
+          callback: `${s.config.publicUrl}/oauth/mcp/callback`,
+        },
       },
       status,
     );
   };
+
+  r.post('/mcp-servers/:id/identity-provider', async (req, res) => {
+    const m = await servers.get(req.params.id);
+    const form: IdpForm = {
+      issuer: formString(req.body, 'issuer').trim(),
+      client_id: formString(req.body, 'client_id').trim(),
+      client_secret: formString(req.body, 'client_secret'),
+      identifier_claim: formString(req.body, 'identifier_claim').trim() || 'sub',
+    };
+    const clear = formString(req.body, 'clear') === '1';
+    try {
+      const body = checkRequest<Operations['updateMcpServer']['body']>('updateMcpServer', 'body', {
+        oauth_identity_provider: clear
+          ? null
+          : {
+              issuer: form.issuer,
+              client_id: form.client_id,
+              ...(form.client_secret ? { client_secret: form.client_secret } : {}),
+              identifier_claim: form.identifier_claim,
+            },
+      });
+      await servers.update(m.id, body);
+    } catch (e) {
+      const errors = fieldErrorsOf(e);
+      if (!errors) throw e;
+      return serverPage(req, res, m, undefined, errors, 400, { ...form, client_secret: '' });
+    }
+    res.redirect(303, `${serverPath(m.id)}?done=mcp-idp-saved`);
+  });
 
   r.get('/mcp-servers/:id', async (req, res) => serverPage(req, res, await servers.get(req.params.id)));
 

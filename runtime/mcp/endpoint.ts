@@ -259,6 +259,11 @@ export class McpEndpoint {
       if (!(e instanceof McpUrlRefused)) throw e;
       return jsonRpcError(res, e.status, -32001, e.message);
     }
+    await this.serveBody(req, res, scope);
+  }
+
+  /** Reads the JSON-RPC body (its errors are JSON-RPC errors) and serves it for the scope (the OAuth endpoint too). */
+  async serveBody(req: IncomingMessage & { body?: unknown }, res: ServerResponse, scope: McpScope): Promise<void> {
     try {
       await new Promise<void>((resolve, reject) =>
         this.parseJson(req, res, (err) =>

@@ -14,7 +14,8 @@ import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { connectors, getTool, tools } from '../connectors/catalog.ts';
 import { newId, randomSecret } from '../ids.ts';
 import type { Services } from '../services.ts';
-import type { Connection, McpServerConfig, McpUrl } from '../store/types.ts';
+import type { Connection, McpOAuthSettings, McpServerConfig, McpUrl } from '../store/types.ts';
+import { identityProviderSettings, identityProviderView } from './oauth-oidc.ts';
 import { suggest } from '../tools/validation.ts';
 
 /** A tool an MCP server exposes, and the connection it runs on (undefined: none can be chosen, `problem` says why). */
@@ -99,7 +100,12 @@ export class McpServers {
     return [...out.values()];
   }
 
-  view(m: McpServerConfig, activeUrls: number, toolCount: number): Operations['getMcpServer']['response'] {
+  view(
+    m: McpServerConfig,
+    activeUrls: number,
+    toolCount: number,
+    idp?: McpOAuthSettings,
+  ): Operations['getMcpServer']['response'] {
     return {
       id: m.id,
       name: m.name,
@@ -109,6 +115,9 @@ export class McpServers {
       tool_count: toolCount,
       active_urls: activeUrls,
       mcp_endpoint: `${this.s.config.publicUrl}/v1/mcp-servers/${m.id}/mcp`,
+      // The OAuth-protected endpoint (runtime/mcp/oauth-server.ts), and the identity provider its users sign in at.
+      oauth_url: `${this.s.config.publicUrl}/mcp/oauth/${m.id}`,
+      oauth_identity_provider: identityProviderView(idp),
       user_verify_url: m.userVerifyUrl,
       created_at: iso(m.createdAt),
       updated_at: iso(m.updatedAt),
@@ -119,7 +128,15 @@ export class McpServers {
     const all = await this.s.store.listConnections();
     const servers = await this.s.store.listMcpServers(Date.now());
     const views = [];
-    for (const m of servers) views.push(this.view(m, m.activeUrls, (await this.exposedTools(m, all)).length));
+    for (const m of servers)
+      views.push(
+        this.view(
+          m,
+          m.activeUrls,
+          (await this.exposedTools(m, all)).length,
+          await this.s.store.getMcpOAuthSettings(m.id),
+        ),
+      );
     return { mcp_servers: views };
   }
 
@@ -133,7 +150,7 @@ export class McpServers {
   async describe(m: McpServerConfig): Promise<Operations['getMcpServer']['response']> {
     const now = Date.now();
     const active = (await this.s.store.listMcpUrls(m.id)).filter((u) => urlStatus(u, now) === 'active').length;
-    return this.view(m, active, (await this.exposedTools(m)).length);
+    return this.view(m, active, (await this.exposedTools(m)).length, await this.s.store.getMcpOAuthSettings(m.id));
   }
 
   /** Checks tool and connection names (close names suggested) and that each connector has one connection. */
@@ -189,9 +206,13 @@ export class McpServers {
       createdAt: now,
       updatedAt: now,
     };
+    const idp = body.oauth_identity_provider
+      ? identityProviderSettings(this.s, m.id, body.oauth_identity_provider, undefined)
+      : null;
     if (!(await this.s.store.createMcpServer(m))) {
       throw new ServiceError(409, 'mcp_server_exists', `An MCP server named "${body.name}" exists`);
     }
+    if (idp) await this.s.store.setMcpOAuthSettings(m.id, idp);
     return m;
   }
 
@@ -205,6 +226,16 @@ export class McpServers {
       body.user_verify_url == null
         ? undefined
         : this.s.oauth.checkReturnUrl(body.user_verify_url || undefined, 'user_verify_url');
+    // Absent: unchanged; null: the service's identity provider again; an object: this server's own.
+    const idp =
+      body.oauth_identity_provider === undefined
+        ? undefined
+        : identityProviderSettings(
+            this.s,
+            id,
+            body.oauth_identity_provider,
+            await this.s.store.getMcpOAuthSettings(id),
+          );
     const r = await this.s.store.updateMcpServer(
       id,
       {
@@ -219,6 +250,7 @@ export class McpServers {
     if (r === 'name_taken')
       throw new ServiceError(409, 'mcp_server_exists', `An MCP server named "${body.name}" exists`);
     if (!r) throw new ServiceError(404, 'mcp_server_not_found', `No MCP server with id "${id}"`);
+    if (idp !== undefined) await this.s.store.setMcpOAuthSettings(id, idp);
     return r;
   }
 

@@ -10,6 +10,10 @@ import type {
   ConnectionDeletion,
   DashboardSession,
   DashboardUser,
+  McpOAuthClient,
+  McpOAuthGrant,
+  McpOAuthGrantKind,
+  McpOAuthSettings,
   McpServerConfig,
   McpUrl,
   OAuthLink,
@@ -200,6 +204,36 @@ export const toMcpUrl = (r: Row): McpUrl => ({
   lastUsedAt: numOrNull(r.last_used_at),
 });
 
+export const toMcpOAuthSettings = (r: Row): McpOAuthSettings => ({
+  serverId: str(r.server_id),
+  oidcIssuer: str(r.oidc_issuer),
+  oidcClientId: str(r.oidc_client_id),
+  oidcClientSecretSealed: strOrNull(r.oidc_client_secret_sealed),
+  identifierClaim: str(r.identifier_claim),
+  updatedAt: num(r.updated_at),
+});
+
+export const toMcpOAuthClient = (r: Row): McpOAuthClient => ({
+  clientId: str(r.client_id),
+  metadata: JSON.parse(str(r.metadata)) as Record<string, unknown>,
+  createdAt: num(r.created_at),
+});
+
+export const toMcpOAuthGrant = (r: Row): McpOAuthGrant => ({
+  id: str(r.id),
+  kind: str(r.kind) as McpOAuthGrantKind,
+  tokenHash: str(r.token_hash),
+  family: str(r.family),
+  serverId: str(r.server_id),
+  clientId: str(r.client_id),
+  identifier: strOrNull(r.identifier),
+  data: JSON.parse(str(r.data)) as Record<string, unknown>,
+  expiresAt: num(r.expires_at),
+  usedAt: numOrNull(r.used_at),
+  revokedAt: numOrNull(r.revoked_at),
+  createdAt: num(r.created_at),
+});
+
 export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
   id: str(r.id),
   endpointId: str(r.endpoint_id),
@@ -252,6 +286,7 @@ export const SEALED_COLUMNS: ReadonlyArray<readonly [SealedCell['table'], string
   ['webhook_endpoints', 'id', 'secret_sealed'],
   ['account_verifications', 'request_hash', 'secrets_sealed'],
   ['trigger_instances', 'id', 'secret_sealed'],
+  ['mcp_oauth_settings', 'server_id', 'oidc_client_secret_sealed'],
 ];
 
 /** Meta keys whose values are sealed. */

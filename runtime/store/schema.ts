@@ -209,6 +209,33 @@ export interface Database {
     created_at: number;
     updated_at: number;
   };
+  mcp_oauth_settings: {
+    server_id: string;
+    oidc_issuer: string;
+    oidc_client_id: string;
+    oidc_client_secret_sealed: string | null;
+    identifier_claim: string;
+    updated_at: number;
+  };
+  mcp_oauth_clients: {
+    client_id: string;
+    metadata: string;
+    created_at: number;
+  };
+  mcp_oauth_grants: {
+    id: string;
+    kind: string;
+    token_hash: string;
+    family: string;
+    server_id: string;
+    client_id: string;
+    identifier: string | null;
+    data: string;
+    expires_at: number;
+    used_at: number | null;
+    revoked_at: number | null;
+    created_at: number;
+  };
   mcp_urls: {
     id: string;
     server_id: string;

@@ -245,6 +245,46 @@ export interface McpUrl {
   lastUsedAt: number | null;
 }
 
+/** The OAuth-protected MCP endpoint (issue 39): a server's own OpenID provider for signing end users in. */
+export interface McpOAuthSettings {
+  serverId: string;
+  oidcIssuer: string;
+  oidcClientId: string;
+  /** Sealed (aad.mcpOidcClientSecret); null: a public client at the OpenID provider. */
+  oidcClientSecretSealed: string | null;
+  /** The ID token (or userinfo) claim whose value is the end user's identifier. */
+  identifierClaim: string;
+  updatedAt: number;
+}
+
+/** A client registered at the MCP authorization server by Dynamic Client Registration (RFC 7591). */
+export interface McpOAuthClient {
+  clientId: string;
+  /** The registered metadata, as answered to the registration. */
+  metadata: Record<string, unknown>;
+  createdAt: number;
+}
+
+export type McpOAuthGrantKind = 'session' | 'code' | 'access' | 'refresh';
+
+/** A secret the MCP authorization server handed out (only its SHA-256 kept), and what it grants. */
+export interface McpOAuthGrant {
+  id: string;
+  kind: McpOAuthGrantKind;
+  tokenHash: string;
+  /** The grant chain: a session, its code, and the access and refresh tokens after it. */
+  family: string;
+  serverId: string;
+  clientId: string;
+  /** The end user's identifier, once signed in. */
+  identifier: string | null;
+  data: Record<string, unknown>;
+  expiresAt: number;
+  usedAt: number | null;
+  revokedAt: number | null;
+  createdAt: number;
+}
+
 export interface AccountQuery {
   connectionId?: string;
   identifier?: string;
@@ -402,6 +442,7 @@ export interface WebhookAttemptResult {
 /** A sealed value somewhere in the store, for key rotation. */
 export interface SealedCell {
   table:
+    | 'mcp_oauth_settings'
     | 'connections'
     | 'connected_accounts'
     | 'oauth_states'
@@ -687,6 +728,23 @@ export interface McpStore {
   revokeMcpUrl(serverId: string, urlId: string, at: number): Promise<boolean>;
   /** Sets the URL's last use, unless a later one is stored. */
   touchMcpUrl(id: string, at: number): Promise<void>;
+
+  // The OAuth-protected MCP endpoint (issue 39).
+  getMcpOAuthSettings(serverId: string): Promise<McpOAuthSettings | undefined>;
+  /** Replaces a server's OpenID provider settings; null removes them. */
+  setMcpOAuthSettings(serverId: string, settings: McpOAuthSettings | null): Promise<void>;
+  createMcpOAuthClient(c: McpOAuthClient): Promise<void>;
+  getMcpOAuthClient(clientId: string): Promise<McpOAuthClient | undefined>;
+  createMcpOAuthGrant(g: McpOAuthGrant): Promise<void>;
+  findMcpOAuthGrant(tokenHash: string): Promise<McpOAuthGrant | undefined>;
+  /** Marks a grant used unless it was: true for the one caller that spends it. */
+  useMcpOAuthGrant(id: string, at: number): Promise<boolean>;
+  /** Records the signed-in identifier and new data on a session. */
+  updateMcpOAuthSession(id: string, identifier: string, data: Record<string, unknown>): Promise<void>;
+  /** Revokes every grant of a family not revoked yet; how many. */
+  revokeMcpOAuthFamily(family: string, at: number): Promise<number>;
+  /** Deletes up to `limit` grants that expired before `before`; how many. */
+  deleteExpiredMcpOAuthGrants(before: number, limit: number): Promise<number>;
 }
 
 /** Webhook endpoints, the event outbox and the deliveries (runtime/store/groups/webhooks.ts). */

@@ -674,6 +674,61 @@ describe('every operation of the OpenAPI document, against the running service',
     await call('mcpServerDelete', 'DELETE', bearerPath);
     await call('mcpServerDelete', 'DELETE', '/v1/mcp-servers/nope/mcp');
 
+    // The OAuth-protected endpoint and its authorization server (the flow itself: test/e2e/mcp-oauth.test.ts).
+    const oauthPath = `/mcp/oauth/${id}`;
+    await call('mcpOAuthPost', 'POST', oauthPath, { auth: false, headers: mcpHeaders, body: init });
+    await call('mcpOAuthPost', 'POST', oauthPath, {
+      auth: false,
+      headers: { ...mcpHeaders, authorization: 'Bearer not-a-token-of-this-service' },
+      body: init,
+    });
+    await call('mcpOAuthPost', 'POST', '/mcp/oauth/nope', { auth: false, headers: mcpHeaders, body: init });
+    await call('mcpOAuthGet', 'GET', oauthPath, { auth: false });
+    await call('mcpOAuthDelete', 'DELETE', oauthPath, { auth: false });
+    await call('mcpProtectedResourceMetadata', 'GET', `/.well-known/oauth-protected-resource${oauthPath}`, {
+      auth: false,
+    });
+    await call('mcpProtectedResourceMetadata', 'GET', '/.well-known/oauth-protected-resource/mcp/oauth/nope', {
+      auth: false,
+    });
+    await call('mcpAuthorizationServerMetadata', 'GET', '/.well-known/oauth-authorization-server', { auth: false });
+    const registered = await call('mcpOAuthRegister', 'POST', '/oauth/mcp/register', {
+      auth: false,
+      body: { redirect_uris: ['http://127.0.0.1:8765/callback'], client_name: 'conformance' },
+    });
+    await call('mcpOAuthRegister', 'POST', '/oauth/mcp/register', {
+      auth: false,
+      body: { redirect_uris: ['http://example.com/callback'] },
+    });
+    const clientId = (JSON.parse(registered.text) as { client_id: string }).client_id;
+    const authorize = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: 'http://127.0.0.1:8765/callback',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      resource: `${h.url}${oauthPath}`,
+    });
+    // No identity provider is set here: the client gets server_error, with iss, at its redirect URI.
+    const sent = await call('mcpOAuthAuthorize', 'GET', `/oauth/mcp/authorize?${authorize}`, { auth: false });
+    expect(new URL(sent.headers.get('location')!).searchParams.get('error')).toBe('server_error');
+    await call('mcpOAuthAuthorize', 'GET', '/oauth/mcp/authorize?client_id=mcpc_unknown', { auth: false });
+    await call('mcpOAuthCallback', 'GET', '/oauth/mcp/callback?code=x&state=y', { auth: false });
+    await call('mcpOAuthConsent', 'POST', '/oauth/mcp/consent', {
+      auth: false,
+      body: { csrf: 'x', decision: 'allow' },
+    });
+    await call('mcpOAuthToken', 'POST', '/oauth/mcp/token', {
+      auth: false,
+      body: { grant_type: 'authorization_code', client_id: clientId, code: 'x', code_verifier: 'y'.repeat(43) },
+    });
+    await call('mcpOAuthToken', 'POST', '/oauth/mcp/token', { auth: false, body: { grant_type: 'password' } });
+    await call('mcpOAuthRevoke', 'POST', '/oauth/mcp/revoke', {
+      auth: false,
+      body: { token: 'x', client_id: clientId },
+    });
+    await call('mcpOAuthRevoke', 'POST', '/oauth/mcp/revoke', { auth: false, body: { token: 'x' } });
+
     await call('revokeMcpUrl', 'DELETE', `/v1/mcp-servers/${id}/urls/${urlId}`);
     await call('revokeMcpUrl', 'DELETE', `/v1/mcp-servers/${id}/urls/${urlId}`);
     await call('mcpUrlPost', 'POST', path, { auth: false, headers: mcpHeaders, body: init });
@@ -683,9 +738,18 @@ describe('every operation of the OpenAPI document, against the running service',
 
   it('left no operation of the document without a success and an error', () => {
     // /health, / and /openapi.json have no error to provoke: they read nothing from the request and need no store.
-    const noError = new Set(['health', 'index', 'openapi']);
+    const noError = new Set(['health', 'index', 'openapi', 'mcpAuthorizationServerMetadata']);
     // GET and DELETE on a stateless MCP endpoint have no success to call: they answer 405, as the transport says.
-    const noSuccess = new Set(['mcpUrlGet', 'mcpUrlDelete', 'mcpServerGet', 'mcpServerDelete']);
+    const noSuccess = new Set([
+      'mcpUrlGet',
+      'mcpUrlDelete',
+      'mcpServerGet',
+      'mcpServerDelete',
+      'mcpOAuthGet',
+      'mcpOAuthDelete',
+    ]);
+    // These succeed only after a sign-in at an OpenID provider: test/e2e/mcp-oauth.test.ts runs them against a real one.
+    for (const id of ['mcpOAuthPost', 'mcpOAuthCallback', 'mcpOAuthConsent', 'mcpOAuthToken']) noSuccess.add(id);
     const missing = [...operations.keys()].filter((id) => {
       const t = seen.get(id);
       return !t || (t.success === 0 && !noSuccess.has(id)) || (t.error === 0 && !noError.has(id));

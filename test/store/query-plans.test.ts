@@ -87,6 +87,10 @@ async function exercise(store: Store): Promise<Array<[string, Statement[]]>> {
     ],
     ['deleteExpiredOAuth', () => store.deleteExpiredOAuth(Date.now(), 500)],
     ['pruneActivity', () => store.pruneActivity(Date.now() - 86_400_000, 500)],
+    // The MCP authorization server's grants: by token hash, by family (revocation), by expiry (the sweep).
+    ['findMcpOAuthGrant', () => store.findMcpOAuthGrant('0'.repeat(64))],
+    ['revokeMcpOAuthFamily', () => store.revokeMcpOAuthFamily('mcpgr_none', Date.now())],
+    ['deleteExpiredMcpOAuthGrants', () => store.deleteExpiredMcpOAuthGrants(Date.now(), 500)],
     ['fanOutWebhookEvents', () => store.fanOutWebhookEvents(200, Date.now())],
     ['claimWebhookDeliveries', () => store.claimWebhookDeliveries(Date.now(), 30_000, 20)],
     [

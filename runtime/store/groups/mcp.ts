@@ -1,7 +1,15 @@
 import { inTransaction } from '../backend.ts';
 import { isUniqueViolation, SqlStoreBase } from './base.ts';
-import { toMcpServer, toMcpUrl } from '../rows.ts';
-import type { McpServerConfig, McpServerPatch, McpStore, McpUrl } from '../types.ts';
+import { toMcpOAuthClient, toMcpOAuthGrant, toMcpOAuthSettings, toMcpServer, toMcpUrl } from '../rows.ts';
+import type {
+  McpOAuthClient,
+  McpOAuthGrant,
+  McpOAuthSettings,
+  McpServerConfig,
+  McpServerPatch,
+  McpStore,
+  McpUrl,
+} from '../types.ts';
 
 /** MCP servers and their URLs. */
 export abstract class McpGroup extends SqlStoreBase implements McpStore {
@@ -150,4 +158,109 @@ export abstract class McpGroup extends SqlStoreBase implements McpStore {
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
       .execute();
   }
+  // --- The OAuth-protected MCP endpoint (issue 39): settings, DCR clients, grants. ---
+  async getMcpOAuthSettings(serverId: string) {
+    const r = await this.db
+      .selectFrom('mcp_oauth_settings')
+      .selectAll()
+      .where('server_id', '=', serverId)
+      .executeTakeFirst();
+    return r ? toMcpOAuthSettings(r) : undefined;
+  }
+  async setMcpOAuthSettings(serverId: string, v: McpOAuthSettings | null) {
+    await inTransaction(this.db, async (db) => {
+      await db.deleteFrom('mcp_oauth_settings').where('server_id', '=', serverId).execute();
+      if (v)
+        await db
+          .insertInto('mcp_oauth_settings')
+          .values({
+            server_id: serverId,
+            oidc_issuer: v.oidcIssuer,
+            oidc_client_id: v.oidcClientId,
+            oidc_client_secret_sealed: v.oidcClientSecretSealed,
+            identifier_claim: v.identifierClaim,
+            updated_at: v.updatedAt,
+          })
+          .execute();
+    });
+  }
+  async createMcpOAuthClient(c: McpOAuthClient) {
+    await this.db
+      .insertInto('mcp_oauth_clients')
+      .values({ client_id: c.clientId, metadata: JSON.stringify(c.metadata), created_at: c.createdAt })
+      .execute();
+  }
+  async getMcpOAuthClient(clientId: string) {
+    const r = await this.db
+      .selectFrom('mcp_oauth_clients')
+      .selectAll()
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return r ? toMcpOAuthClient(r) : undefined;
+  }
+  async createMcpOAuthGrant(g: McpOAuthGrant) {
+    await this.db
+      .insertInto('mcp_oauth_grants')
+      .values({
+        id: g.id,
+        kind: g.kind,
+        token_hash: g.tokenHash,
+        family: g.family,
+        server_id: g.serverId,
+        client_id: g.clientId,
+        identifier: g.identifier,
+        data: JSON.stringify(g.data),
+        expires_at: g.expiresAt,
+        used_at: g.usedAt,
+        revoked_at: g.revokedAt,
+        created_at: g.createdAt,
+      })
+      .execute();
+  }
+  async findMcpOAuthGrant(tokenHash: string) {
+    const r = await this.db
+      .selectFrom('mcp_oauth_grants')
+      .selectAll()
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
+    return r ? toMcpOAuthGrant(r) : undefined;
+  }
+  async useMcpOAuthGrant(id: string, at: number) {
+    const r = await this.db
+      .updateTable('mcp_oauth_grants')
+      .set({ used_at: at })
+      .where('id', '=', id)
+      .where('used_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return r.numUpdatedRows === 1n;
+  }
+  async updateMcpOAuthSession(id: string, identifier: string, data: Record<string, unknown>) {
+    await this.db
+      .updateTable('mcp_oauth_grants')
+      .set({ identifier, data: JSON.stringify(data) })
+      .where('id', '=', id)
+      .where('kind', '=', 'session')
+      .execute();
+  }
+  async revokeMcpOAuthFamily(family: string, at: number) {
+    const r = await this.db
+      .updateTable('mcp_oauth_grants')
+      .set({ revoked_at: at })
+      .where('family', '=', family)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+  async deleteExpiredMcpOAuthGrants(before: number, limit: number) {
+    // A batch found by the expiry index, as the other sweeps do.
+    const r = await this.db
+      .deleteFrom('mcp_oauth_grants')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('mcp_oauth_grants').select('id').where('expires_at', '<', before).limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+  // --- end of the OAuth-protected MCP endpoint's methods ---
 }

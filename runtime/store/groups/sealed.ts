@@ -47,7 +47,8 @@ export abstract class SealedGroup extends SqlStoreBase implements SealedStore {
       cell.table !== 'oauth_links' &&
       cell.table !== 'webhook_endpoints' &&
       cell.table !== 'trigger_instances' &&
-      cell.table !== 'account_verifications'
+      cell.table !== 'account_verifications' &&
+      cell.table !== 'mcp_oauth_settings'
     ) {
       this.changed(cell.table, cell.id);
     }
