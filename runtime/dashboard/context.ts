@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import type { ConnectionAdmin } from '../connection-admin.ts';
 import type { Views } from './views.ts';
 import type { SignedInSession } from './auth.ts';
+import { capabilities } from './roles.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { FieldError } from '../../core/tool-types.ts';
 
@@ -27,6 +28,9 @@ const NOTICES: Record<string, string> = {
   'mcp-server-deleted': 'MCP server deleted: its URLs no longer work.',
   'mcp-url-revoked': 'URL revoked: MCP clients using it are refused from now on.',
   'webhook-deleted': 'Webhook deleted: no more events are sent to it.',
+  'user-role-changed': 'Role changed: it applies to the user’s open sessions at once.',
+  'user-removed': 'User removed: their sessions have ended.',
+  'invitation-revoked': 'Invitation revoked: its link no longer works.',
   'webhook-redelivered': 'The event will be sent again in a moment; its attempts show below.',
 };
 
@@ -51,7 +55,8 @@ export function render(
       ctx.views.render(view, {
         notice: done,
         ...data,
-        session: s ? { username: s.username, csrf: s.csrf } : undefined,
+        session: s ? { username: s.username, role: s.role, csrf: s.csrf } : undefined,
+        can: s ? capabilities(s.role) : { operate: false, admin: false },
       }),
     );
 }
