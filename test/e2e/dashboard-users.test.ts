@@ -132,6 +132,7 @@ describe('roles', () => {
     ] as const) {
       const res = await viewer.post(path, { _csrf: csrf, ...form });
       expect(res.status, path).toBe(403);
+      expect(res.html, path).toContain('Your role (viewer) does not allow this');
     }
     for (const path of ['/dashboard/connections/new', '/dashboard/users'])
       expect((await viewer.get(path)).status, path).toBe(403);
