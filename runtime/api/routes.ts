@@ -1,4 +1,5 @@
 import { agentDescription } from '../../core/agent-description.ts';
+import { clientAddress } from './client-address.ts';
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -100,19 +101,6 @@ const scopesView = (scopes: readonly string[] | '*') =>
 /** The generated OpenAPI document, served as the generator wrote it (read once, on first request). */
 const OPENAPI_FILE = fileURLToPath(new URL('../../generated/docs/openapi.json', import.meta.url));
 let openApiText: string | undefined;
-
-/** The client's address: with TRUST_PROXY, the first address of X-Forwarded-For, as a reverse proxy sets it. */
-function clientAddress(
-  s: Services,
-  req: { headers: Record<string, string | string[] | undefined>; socket: { remoteAddress?: string } },
-): string {
-  const forwarded = req.headers['x-forwarded-for'];
-  if (s.config.trustProxy && typeof forwarded === 'string') {
-    const first = forwarded.split(',')[0]!.trim();
-    if (first) return first;
-  }
-  return req.socket.remoteAddress ?? 'unknown';
-}
 
 /** An audit entry as the API shows it. */
 export const auditView = (e: AuditEvent) => ({
@@ -610,7 +598,23 @@ export function routeTable(s: Services): RouteTable {
           })),
       },
     }),
-    createTrigger: async ({ body }) => ({ status: 201, body: await s.triggers.view(await s.triggers.create(body)) }),
+    createTrigger: async ({ req, body }) => {
+      const created = await s.triggers.create(body);
+      await audit(req, {
+        action: 'trigger.create',
+        targetType: 'trigger',
+        targetId: created.id,
+        changes: {
+          trigger: created.trigger,
+          connection_name: body.connection_name,
+          identifier: body.identifier,
+          // The config's keys only: a trigger's config may hold values the audit log should not keep.
+          config_keys: Object.keys(created.config).sort(),
+          interval_seconds: Math.round(created.intervalMs / 1000),
+        },
+      });
+      return { status: 201, body: await s.triggers.view(created) };
+    },
     listTriggers: async ({ query }) => {
       const page = await s.triggers.list({ ...query, limit: query.limit ?? 50 });
       return {
@@ -621,10 +625,25 @@ export function routeTable(s: Services): RouteTable {
       };
     },
     getTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.get(params.id)) }),
-    pauseTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.pause(params.id)) }),
-    resumeTrigger: async ({ params }) => ({ body: await s.triggers.view(await s.triggers.resume(params.id)) }),
-    deleteTrigger: async ({ params }) => {
+    pauseTrigger: async ({ req, params }) => {
+      const paused = await s.triggers.pause(params.id);
+      await audit(req, { action: 'trigger.pause', targetType: 'trigger', targetId: params.id });
+      return { body: await s.triggers.view(paused) };
+    },
+    resumeTrigger: async ({ req, params }) => {
+      const resumed = await s.triggers.resume(params.id);
+      await audit(req, { action: 'trigger.resume', targetType: 'trigger', targetId: params.id });
+      return { body: await s.triggers.view(resumed) };
+    },
+    deleteTrigger: async ({ req, params }) => {
+      const existing = await s.triggers.get(params.id);
       await s.triggers.delete(params.id);
+      await audit(req, {
+        action: 'trigger.delete',
+        targetType: 'trigger',
+        targetId: params.id,
+        changes: { trigger: existing.trigger },
+      });
       return { body: { deleted: true as const, id: params.id } };
     },
     redeliverWebhook: async ({ params }) => ({

@@ -13,7 +13,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { ConfigError, MIN_PASSWORD_LENGTH, type Config } from '../config.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
-import type { Store } from '../store/types.ts';
+import type { DashboardRole, Store } from '../store/types.ts';
 import { newId, randomSecret } from '../ids.ts';
 import { reserveAll, Throttle } from '../auth/throttle.ts';
 import { dummyHash, HashBusyError, HashGate, hashPassword, verifyPassword } from './password.ts';
@@ -26,7 +26,10 @@ const SIGN_IN_FORM_TTL_SECONDS = 3600;
 export interface SignedInSession {
   id: string;
   idHash: string;
+  userId: string;
   username: string;
+  /** Read from the user's row at each request: a changed role applies at once. */
+  role: DashboardRole;
   csrf: string;
   expiresAt: number;
 }
@@ -112,20 +115,30 @@ export class DashboardAuth {
           id: newId('du'),
           username: ADMIN_USERNAME,
           passwordHash: await hashPassword(configured),
+          role: 'admin',
+          oidcSubject: null,
           createdAt: now,
           updatedAt: now,
         });
-      } else if (!(await verifyPassword(configured, existing.passwordHash))) {
-        await this.store.setDashboardPassword(existing.id, await hashPassword(configured), now);
+      } else {
+        if (!(await verifyPassword(configured, existing.passwordHash))) {
+          await this.store.setDashboardPassword(existing.id, await hashPassword(configured), now);
+        }
+        // The recovery account: ADMIN_PASSWORD makes `admin` an admin again if it was demoted.
+        if (existing.role !== 'admin') await this.store.setDashboardUserRole(existing.id, 'admin', now);
       }
       return undefined;
     }
-    if (existing) return undefined;
+    // Without ADMIN_PASSWORD, an admin is generated only when there is no admin at all (the first start): an
+    // `admin` user removed on purpose does not come back.
+    if (existing || (await this.store.listDashboardUsers()).some((u) => u.role === 'admin')) return undefined;
     const password = randomSecret(18);
     const created = await this.store.createDashboardUser({
       id: newId('du'),
       username: ADMIN_USERNAME,
       passwordHash: await hashPassword(password),
+      role: 'admin',
+      oidcSubject: null,
       createdAt: now,
       updatedAt: now,
     });
@@ -221,18 +234,38 @@ export class DashboardAuth {
     if (!user || !ok) return { ok: false };
     await this.userThrottle.settleSuccess(userKey, 'forget', now);
     await this.addressThrottle.settleSuccess(remote, 'refund', now);
+    return { ok: true, cookie: await this.openSession(user.id, now) };
+  }
+
+  /** Opens a session for the user (signed in by password, invitation or OpenID Connect); the Set-Cookie value. */
+  async openSession(userId: string, now = Date.now()): Promise<string> {
     await this.store.deleteExpiredDashboardSessions(now);
     const id = randomSecret(32);
     await this.store.createDashboardSession({
       idHash: sha256(id),
-      userId: user.id,
+      userId,
       createdAt: now,
       expiresAt: now + this.sessionTtlMs,
     });
-    return {
-      ok: true,
-      cookie: this.cookie(this.sessionCookie, `${id}.${this.mac('session', id)}`, Math.floor(this.sessionTtlMs / 1000)),
-    };
+    return this.cookie(this.sessionCookie, `${id}.${this.mac('session', id)}`, Math.floor(this.sessionTtlMs / 1000));
+  }
+
+  /** A short-lived signed cookie holding `value` (the OpenID Connect sign-in's state); see readSigned. */
+  signedCookie(name: string, purpose: string, value: string, maxAgeSeconds: number): string {
+    const b = Buffer.from(value, 'utf8').toString('base64url');
+    return this.cookie(name, `${b}.${this.mac(purpose, b)}`, maxAgeSeconds);
+  }
+
+  /** The value of a cookie made by signedCookie, if its signature holds. */
+  readSigned(cookieHeader: string | undefined, name: string, purpose: string): string | undefined {
+    const raw = parseCookies(cookieHeader).get(name);
+    const b = raw ? this.unsign(purpose, raw) : undefined;
+    return b === undefined ? undefined : Buffer.from(b, 'base64url').toString('utf8');
+  }
+
+  /** Whether the dashboard is served over https (cookie names with __Host-). */
+  get secureCookies(): boolean {
+    return this.secure;
   }
 
   /** The signed-in session behind the request's cookie, if its signature holds and it is live in the store. */
@@ -245,7 +278,15 @@ export class DashboardAuth {
     const idHash = sha256(id);
     const stored = await this.store.getDashboardSession(idHash, now);
     if (!stored) return undefined;
-    return { id, idHash, username: stored.username, csrf: this.mac('csrf', id), expiresAt: stored.expiresAt };
+    return {
+      id,
+      idHash,
+      userId: stored.userId,
+      username: stored.username,
+      role: stored.role,
+      csrf: this.mac('csrf', id),
+      expiresAt: stored.expiresAt,
+    };
   }
 
   checkCsrf(session: SignedInSession, token: unknown): boolean {

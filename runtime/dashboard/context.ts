@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import type { ConnectionAdmin } from '../connection-admin.ts';
 import type { Views } from './views.ts';
 import type { SignedInSession } from './auth.ts';
+import { capabilities } from './roles.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { FieldError } from '../../core/tool-types.ts';
 
@@ -28,6 +29,9 @@ const NOTICES: Record<string, string> = {
   'mcp-url-revoked': 'URL revoked: MCP clients using it are refused from now on.',
   'mcp-idp-saved': 'Sign-in settings saved: the OAuth endpoint’s next sign-ins use them.',
   'webhook-deleted': 'Webhook deleted: no more events are sent to it.',
+  'user-role-changed': 'Role changed: it applies to the user’s open sessions at once.',
+  'user-removed': 'User removed: their sessions have ended.',
+  'invitation-revoked': 'Invitation revoked: its link no longer works.',
   'webhook-redelivered': 'The event will be sent again in a moment; its attempts show below.',
 };
 
@@ -52,7 +56,8 @@ export function render(
       ctx.views.render(view, {
         notice: done,
         ...data,
-        session: s ? { username: s.username, csrf: s.csrf } : undefined,
+        session: s ? { username: s.username, role: s.role, csrf: s.csrf } : undefined,
+        can: s ? capabilities(s.role) : { operate: false, admin: false },
       }),
     );
 }

@@ -4,6 +4,8 @@
  * carries a CSRF token; pages are never cached and cannot be framed; scripts come only from our own
  * static file (no inline script), and the core flows work without JavaScript.
  */
+import { invitationRoutes, userRoutes } from './users.ts';
+import { allows, requiredRole } from './roles.ts';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -151,6 +153,30 @@ const AUDITED_FORMS: Array<{
     target: (m) => m[1]!,
   },
   { path: /^\/webhooks\/([^/]+)\/delete$/, action: 'webhook.delete', targetType: 'webhook', target: (m) => m[1]! },
+  {
+    path: /^\/users\/invitations$/,
+    action: 'dashboard_user.invite',
+    targetType: 'dashboard_user',
+    target: (_m, b) => formString(b, 'username'),
+  },
+  {
+    path: /^\/users\/invitations\/([^/]+)\/revoke$/,
+    action: 'dashboard_user.invitation_revoke',
+    targetType: 'dashboard_invitation',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/users\/([^/]+)\/role$/,
+    action: 'dashboard_user.role',
+    targetType: 'dashboard_user',
+    target: (m) => m[1]!,
+  },
+  {
+    path: /^\/users\/([^/]+)\/delete$/,
+    action: 'dashboard_user.delete',
+    targetType: 'dashboard_user',
+    target: (m) => m[1]!,
+  },
 ];
 
 /** Form fields whose values the audit log may show; any other field given is recorded as `set` (it may be a secret). */
@@ -169,6 +195,8 @@ const SHOWN_FIELDS = new Set([
   'expires_in',
   'connection_names',
   'user_verify_url',
+  'username',
+  'role',
 ]);
 
 function formChanges(body: Record<string, unknown>): Record<string, unknown> {
@@ -274,6 +302,8 @@ export function dashboardRouter(s: Services): Router {
     res.redirect(303, next);
   });
 
+  invitationRoutes(r, ctx);
+
   r.use(async (req, res, next) => {
     const current = await s.dashboard.session(req.headers.cookie);
     if (!current) {
@@ -283,6 +313,21 @@ export function dashboardRouter(s: Services): Router {
     }
     res.locals.session = current;
     next();
+  });
+
+  // Roles (runtime/dashboard/roles.ts): checked on every route, with the role read from the store at this request.
+  r.use((req, res, next) => {
+    const current = session(res)!;
+    const needed = requiredRole(req.method === 'HEAD' ? 'GET' : req.method, req.path);
+    if (allows(current.role, needed)) return next();
+    errorPage(
+      ctx,
+      req,
+      res,
+      403,
+      'Not allowed',
+      `Your role (${current.role}) does not allow this: it needs ${needed === 'admin' ? 'an admin' : `an ${needed}`}. Ask an admin of the dashboard if you need it.`,
+    );
   });
 
   r.use((req, res, next) => {
@@ -346,6 +391,7 @@ export function dashboardRouter(s: Services): Router {
   mcpRoutes(r, ctx);
   webhookRoutes(r, ctx);
   auditRoutes(r, ctx);
+  userRoutes(r, ctx);
 
   r.use((req, res) => errorPage(ctx, req, res, 404, 'Not found', 'There is no dashboard page here.'));
 

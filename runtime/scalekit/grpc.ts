@@ -13,6 +13,8 @@ import type { DescService } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { Scope } from '../../core/api/scopes.ts';
 import { requestId } from '../ids.ts';
+import { clientAddress } from '../api/client-address.ts';
+import { sessionAddress } from './same-port.ts';
 import type { Services } from '../services.ts';
 import { callerAccess, ScalekitCalls } from './calls.ts';
 import { toConnectError } from './errors.ts';
@@ -61,7 +63,12 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
       if (!claims) throw new ConnectError('Not authenticated', Code.Unauthenticated);
       try {
         if (!holdsScope(claims, scope)) throw insufficientScope(scope);
-        return await callerAccess.run({ access: claims }, () => fn(req));
+        // The caller's address and the call's request id go to the audit log with any change the call makes.
+        const origin = ctx.values.get(ORIGIN);
+        return await callerAccess.run(
+          { access: claims, sourceAddress: origin?.sourceAddress ?? null, requestId: origin?.requestId ?? null },
+          () => fn(req),
+        );
       } catch (e) {
         throw toConnectError(e, s.log);
       }
@@ -95,6 +102,14 @@ export function scalekitRoutes(s: Services, calls = new ScalekitCalls(s)) {
 
 /** The verified token of the call, set before Connect reads the message. */
 const CLAIMS = createContextKey<TokenClaims | undefined>(undefined);
+/** Where the call came from (the client's address, as the HTTP API reads it) and its request id. */
+const ORIGIN = createContextKey<{ sourceAddress: string; requestId: string } | undefined>(undefined);
+
+/** A request id the client sent (as the HTTP API accepts one), or undefined. */
+function firstHeader(v: string | string[] | undefined): string | undefined {
+  const one = Array.isArray(v) ? v[0] : v;
+  return one && /^[\w.-]{1,64}$/.test(one) ? one : undefined;
+}
 
 /** `/<package.Service>/<Method>` of every method served: the only paths whose messages are ever read. */
 function procedurePaths(): Set<string> {
@@ -177,13 +192,14 @@ function refuseHttp2(req: Request, res: Response): void {
 export function createGrpcHandler(s: Services): (req: Request, res: Response) => void {
   const paths = procedurePaths();
   const claims = new WeakMap<object, TokenClaims>();
+  const origins = new WeakMap<object, { sourceAddress: string; requestId: string }>();
   const serve = connectNodeAdapter({
     routes: scalekitRoutes(s),
     grpc: true,
     grpcWeb: false,
     connect: true,
     readMaxBytes: s.config.bodyLimitBytes,
-    contextValues: (req) => createContextValues().set(CLAIMS, claims.get(req)),
+    contextValues: (req) => createContextValues().set(CLAIMS, claims.get(req)).set(ORIGIN, origins.get(req)),
   });
   return (req, res) => {
     if (req.stream.closed || req.stream.destroyed) return;
@@ -197,6 +213,11 @@ export function createGrpcHandler(s: Services): (req: Request, res: Response) =>
     const h = req.headers.authorization;
     if (!h || !/^Bearer\s+\S+$/i.test(h)) return refuseCall(req, res, Code.Unauthenticated, UNAUTHENTICATED);
     const token = h.replace(/^Bearer\s+/i, '');
+    const peer = sessionAddress(req.stream.session);
+    origins.set(req, {
+      sourceAddress: clientAddress(s, { headers: req.headers, socket: { remoteAddress: peer } }),
+      requestId: firstHeader(req.headers['x-request-id']) ?? requestId(),
+    });
     const known = s.tokens.knownClaims(token);
     if (known) {
       claims.set(req, known);

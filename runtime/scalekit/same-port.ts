@@ -40,6 +40,18 @@ class SocketStream extends Duplex {
   }
 }
 
+/**
+ * The client address of each HTTP/2 session served on a shared plain port. Node wraps the stream handed to it (a
+ * stream without a handle) in a socket of its own, which does not know the peer's address; this map does.
+ */
+const sessionPeers = new WeakMap<Http2Session, string>();
+
+/** Where an HTTP/2 session's client connects from (the audit log's source address); undefined when unknown. */
+export function sessionAddress(session: Http2Session | undefined): string | undefined {
+  if (!session) return undefined;
+  return sessionPeers.get(session) ?? session.socket?.remoteAddress;
+}
+
 /** What every HTTP/2 connection with prior knowledge (h2c) starts with (RFC 9113, section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -89,6 +101,11 @@ export function sharePortWithHttp2(
   const http1 = takeHttp1(server);
   const undecided = new Set<Socket>();
   const endSessions = trackSessions(h2);
+  // The session is made (and 'session' emitted) synchronously while the connection is handed on, below.
+  let handing: string | undefined;
+  h2.on('session', (session: Http2Session) => {
+    if (handing !== undefined) sessionPeers.set(session, handing);
+  });
 
   server.on('connection', (socket: Socket) => {
     undecided.add(socket);
@@ -101,8 +118,14 @@ export function sharePortWithHttp2(
       undecided.delete(socket);
       socket.pause();
       socket.unshift(seen);
-      if (to === 'h2') h2.emit('connection', new SocketStream(socket));
-      else http1(socket);
+      if (to === 'h2') {
+        handing = socket.remoteAddress;
+        try {
+          h2.emit('connection', new SocketStream(socket));
+        } finally {
+          handing = undefined;
+        }
+      } else http1(socket);
       socket.resume();
     };
     const onData = (chunk: Buffer) => {

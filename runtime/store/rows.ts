@@ -10,6 +10,8 @@ import type {
   ConnectionDeletion,
   DashboardSession,
   DashboardUser,
+  DashboardRole,
+  DashboardInvitation,
   McpOAuthClient,
   McpOAuthGrant,
   McpOAuthGrantKind,
@@ -161,14 +163,33 @@ export const toDashboardUser = (r: Row): DashboardUser => ({
   id: str(r.id),
   username: str(r.username),
   passwordHash: str(r.password_hash),
+  role: dashboardRole(r.role),
+  oidcSubject: strOrNull(r.oidc_subject),
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
 });
 
-export const toDashboardSession = (r: Row): DashboardSession & { username: string } => ({
+/** A stored role; anything else (never written) reads as the least privileged. */
+function dashboardRole(v: unknown): DashboardRole {
+  return v === 'admin' || v === 'operator' ? v : 'viewer';
+}
+
+export const toDashboardInvitation = (r: Row): DashboardInvitation => ({
+  id: str(r.id),
+  tokenHash: str(r.token_hash),
+  username: str(r.username),
+  role: dashboardRole(r.role),
+  createdBy: str(r.created_by),
+  createdAt: num(r.created_at),
+  expiresAt: num(r.expires_at),
+  usedAt: r.used_at == null ? null : num(r.used_at),
+});
+
+export const toDashboardSession = (r: Row): DashboardSession & { username: string; role: DashboardRole } => ({
   idHash: str(r.id_hash),
   userId: str(r.user_id),
   username: str(r.username),
+  role: dashboardRole(r.role),
   createdAt: num(r.created_at),
   expiresAt: num(r.expires_at),
 });

@@ -137,6 +137,18 @@ export interface Database {
     password_hash: string;
     created_at: number;
     updated_at: number;
+    role?: string;
+    oidc_subject?: string | null;
+  };
+  dashboard_invitations: {
+    id: string;
+    token_hash: string;
+    username: string;
+    role: string;
+    created_by: string;
+    created_at: number;
+    expires_at: number;
+    used_at: number | null;
   };
   webhook_endpoints: {
     id: string;

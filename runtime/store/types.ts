@@ -188,11 +188,33 @@ export interface ActivityRecord {
 export interface DashboardUser {
   id: string;
   username: string;
-  /** scrypt hash with its parameters (runtime/dashboard/password.ts). */
+  /** scrypt hash with its parameters (runtime/dashboard/password.ts); '' for a user who signs in through OIDC only. */
   passwordHash: string;
+  /** What the user may do (runtime/dashboard/roles.ts). */
+  role: DashboardRole;
+  /** `issuer|sub` of a user who signs in through OpenID Connect; null otherwise. */
+  oidcSubject: string | null;
   createdAt: number;
   updatedAt: number;
 }
+
+export type DashboardRole = 'admin' | 'operator' | 'viewer';
+
+/** A one-time invitation to the dashboard; only the SHA-256 of its random token is stored. */
+export interface DashboardInvitation {
+  id: string;
+  tokenHash: string;
+  username: string;
+  role: DashboardRole;
+  /** The username of the admin who made it. */
+  createdBy: string;
+  createdAt: number;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+/** A change refused because it would leave no admin, or made to a user who does not exist. */
+export type DashboardUserChange = 'ok' | 'not_found' | 'last_admin';
 
 /** A dashboard session; only the SHA-256 of the random session id is stored. */
 export interface DashboardSession {
@@ -701,10 +723,34 @@ export interface DashboardStore {
   /** Replaces the password hash and ends every session of the user, in one step. */
   setDashboardPassword(userId: string, passwordHash: string, at: number): Promise<void>;
   createDashboardSession(s: DashboardSession): Promise<void>;
-  /** The session with this id hash and its user's name, only while unexpired. */
-  getDashboardSession(idHash: string, now: number): Promise<(DashboardSession & { username: string }) | undefined>;
+  /** The session with this id hash and its user's name and current role, only while unexpired. */
+  getDashboardSession(
+    idHash: string,
+    now: number,
+  ): Promise<(DashboardSession & { username: string; role: DashboardRole }) | undefined>;
   deleteDashboardSession(idHash: string): Promise<boolean>;
   deleteExpiredDashboardSessions(now: number): Promise<void>;
+
+  // Dashboard users and invitations (issue 37, item 4).
+  /** Every dashboard user, by username. */
+  listDashboardUsers(): Promise<DashboardUser[]>;
+  getDashboardUser(id: string): Promise<DashboardUser | undefined>;
+  getDashboardUserBySubject(oidcSubject: string): Promise<DashboardUser | undefined>;
+  /** Changes a user's role, refused when it would demote the last admin (checked and written in one step). */
+  setDashboardUserRole(id: string, role: DashboardRole, at: number): Promise<DashboardUserChange>;
+  /** Removes a user and ends their sessions, refused when they are the last admin. */
+  deleteDashboardUser(id: string): Promise<DashboardUserChange>;
+  createDashboardInvitation(i: DashboardInvitation): Promise<void>;
+  /** The invitation with this token hash while unused and unexpired. */
+  getDashboardInvitation(tokenHash: string, now: number): Promise<DashboardInvitation | undefined>;
+  /** Invitations neither used nor expired, newest first. */
+  listDashboardInvitations(now: number): Promise<DashboardInvitation[]>;
+  deleteDashboardInvitation(id: string): Promise<boolean>;
+  /**
+   * Uses the invitation (once: it must be unused and unexpired) and creates its user, in one step: 'invalid' when
+   * the invitation is not usable, 'taken' when its username exists by now (the invitation stays unused then).
+   */
+  acceptDashboardInvitation(tokenHash: string, user: DashboardUser, now: number): Promise<'ok' | 'invalid' | 'taken'>;
 }
 
 /** MCP servers and their URLs (runtime/store/groups/mcp.ts). */

@@ -7,6 +7,7 @@
  * `npm run keys -- verify-audit` fails; removing one fails it too; retention prunes while the chain still verifies.
  */
 import { execFile } from 'node:child_process';
+import http2 from 'node:http2';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { AgentConnectorClient } from '../../packages/client/src/index.ts';
 import { pruneAudit } from '../../runtime/services.ts';
 import { verifyAudit } from '../../runtime/audit/log.ts';
 import { DashboardClient } from '../helpers/dashboard-client.ts';
+import { FakeGong } from '../fakes/gong.ts';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 
 const ADMIN_PASSWORD = 'audit-admin-password-8c2e';
@@ -21,6 +23,7 @@ let h: Harness;
 let admin: AgentConnectorClient;
 let adminCredentialId: string;
 let token: string;
+let gong: FakeGong;
 
 interface Entry {
   seq: number;
@@ -53,6 +56,33 @@ async function entries(query = ''): Promise<Entry[]> {
   return (r.json as { audit_events: Entry[] }).audit_events;
 }
 
+/** One call of the Scalekit gRPC surface with the Connect protocol (JSON) over HTTP/2, as the SDK makes it. */
+async function grpcCall(path: string, body: unknown): Promise<{ status: number; text: string }> {
+  const session = http2.connect(h.url);
+  session.on('error', () => {});
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = session.request({
+        ':method': 'POST',
+        ':path': `/${path}`,
+        'content-type': 'application/json',
+        'connect-protocol-version': '1',
+        'x-request-id': 'req-grpc-1',
+        authorization: `Bearer ${token}`,
+      });
+      let status = 0;
+      const chunks: Buffer[] = [];
+      req.on('response', (hd) => (status = Number(hd[':status'])));
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  } finally {
+    session.close();
+  }
+}
+
 /** `npm run keys -- <args>` as its own process, on the harness's data directory. */
 function keys(...args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -67,6 +97,7 @@ function keys(...args: string[]): Promise<{ code: number; out: string }> {
 }
 
 beforeAll(async () => {
+  gong = await new FakeGong({ accessKey: 'calls-key-1', accessKeySecret: 'calls-secret-1-9f3a' }).start();
   h = await startHarness({ env: { ADMIN_PASSWORD, WEBHOOK_ALLOWED_HOSTS: 'localhost' } });
   // A credential made for this test, so that its id is the actor to look for.
   const c = await h.client.createApiCredential({ name: 'operator' });
@@ -82,7 +113,10 @@ beforeAll(async () => {
   });
   token = ((await res.json()) as { access_token: string }).access_token;
 });
-afterAll(async () => h?.close());
+afterAll(async () => {
+  await h?.close();
+  await gong?.close();
+});
 
 describe('every audited action is found with its actor', () => {
   it('API, Scalekit REST, dashboard, sign-ins and a completed authorization link', async () => {
@@ -136,6 +170,42 @@ describe('every audited action is found with its actor', () => {
     const mcpUrl = (url.json as { url: string }).url;
     expect((await api('DELETE', `/v1/mcp-servers/${mcpId}/urls/${urlId}`)).status).toBe(200);
     expect((await api('DELETE', `/v1/mcp-servers/${mcpId}`)).status).toBe(200);
+    // Trigger instances: created, paused, resumed and deleted through the API.
+    expect(
+      (
+        await api('POST', '/v1/connections', {
+          connection_name: 'calls',
+          connector: 'callintel',
+          auth_kind: 'api_key',
+          api_base_url: gong.url,
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await api('PUT', '/v1/connected-accounts', {
+          connection_name: 'calls',
+          identifier: 'ann',
+          credentials: { access_key: 'calls-key-1', access_key_secret: 'calls-secret-1-9f3a' },
+        })
+      ).status,
+    ).toBe(200);
+    const trigger = await api('POST', '/v1/triggers', {
+      trigger: 'callintel_call_created',
+      connection_name: 'calls',
+      identifier: 'ann',
+    });
+    expect(trigger.status).toBe(201);
+    const triggerId = (trigger.json as { id: string }).id;
+    expect((await api('POST', `/v1/triggers/${triggerId}/pause`)).status).toBe(200);
+    expect((await api('POST', `/v1/triggers/${triggerId}/resume`)).status).toBe(200);
+    expect((await api('DELETE', `/v1/triggers/${triggerId}`)).status).toBe(200);
+    // The Scalekit gRPC surface (the Connect protocol over HTTP/2): an account created there.
+    const grpc = await grpcCall('scalekit.v1.connected_accounts.ConnectedAccountService/CreateConnectedAccount', {
+      connector: 'desk',
+      identifier: 'erin',
+    });
+    expect(grpc.status, grpc.text).toBe(200);
     // A completed authorization link (the end user is the actor).
     await oauthConnection(h, 'mail', 'mail', 'http://localhost:9/v1.0');
     const { link } = await admin.getAuthorizationLink({ connectionName: 'mail', identifier: 'dana' });
@@ -177,6 +247,10 @@ describe('every audited action is found with its actor', () => {
       'mcp_url.create',
       'mcp_url.revoke',
       'mcp_server.delete',
+      'trigger.create',
+      'trigger.pause',
+      'trigger.resume',
+      'trigger.delete',
     ]) {
       const e = find(action, adminCredentialId);
       expect(e.actor_type).toBe('credential');
@@ -186,10 +260,23 @@ describe('every audited action is found with its actor', () => {
     expect(find('connection.update').changes).toEqual({
       api_base_url: { from: null, to: 'http://localhost:9/api' },
     });
-    expect(find('account.upsert', adminCredentialId).changes).toMatchObject({
+    expect(
+      all.find((e) => e.action === 'account.upsert' && e.changes.connection_name === 'desk')?.changes,
+    ).toMatchObject({
       credentials: { domain: 'set', email: 'set', api_token: 'set' },
     });
     expect(all.filter((e) => e.action === 'account.create').map((e) => e.changes.identifier)).toContain('carol');
+    for (const action of ['trigger.create', 'trigger.pause', 'trigger.resume', 'trigger.delete'])
+      expect(find(action).target_id).toBe(triggerId);
+    expect(find('trigger.create').changes).toMatchObject({
+      trigger: 'callintel_call_created',
+      connection_name: 'calls',
+      identifier: 'ann',
+    });
+    // The gRPC call's entry names where it came from and the request id the client sent.
+    const viaGrpc = all.find((e) => e.action === 'account.create' && e.changes.identifier === 'erin');
+    expect(viaGrpc).toMatchObject({ actor_type: 'credential', actor_id: adminCredentialId, request_id: 'req-grpc-1' });
+    expect(viaGrpc!.source_address).toMatch(/127\.0\.0\.1/);
     expect(find('authorization.complete')).toMatchObject({ actor_type: 'end_user', actor_id: 'dana' });
     expect(find('dashboard.sign_in_failed')).toMatchObject({ actor_type: 'dashboard_user', actor_id: 'admin' });
     expect(find('dashboard.sign_in')).toMatchObject({ actor_type: 'dashboard_user', actor_id: 'admin' });
@@ -201,7 +288,15 @@ describe('every audited action is found with its actor', () => {
 
     // Never a secret's value.
     const text = JSON.stringify(all);
-    for (const secret of ['desk-token-secret-1', credSecret, hookSecret, mcpUrl, ADMIN_PASSWORD, 'not-the-password'])
+    for (const secret of [
+      'desk-token-secret-1',
+      'calls-secret-1-9f3a',
+      credSecret,
+      hookSecret,
+      mcpUrl,
+      ADMIN_PASSWORD,
+      'not-the-password',
+    ])
       expect(text).not.toContain(secret);
 
     // Filters and the cursor.

@@ -459,7 +459,15 @@ describe.each(factories)('%s store', (kind, make) => {
 
   it('keeps dashboard users unique by name and sessions until they expire, are deleted, or the password changes', async () => {
     const now = Date.now();
-    const user = { id: 'du1', username: 'admin', passwordHash: 'scrypt$1', createdAt: now, updatedAt: now };
+    const user = {
+      id: 'du1',
+      username: 'admin',
+      passwordHash: 'scrypt$1',
+      role: 'admin' as const,
+      oidcSubject: null,
+      createdAt: now,
+      updatedAt: now,
+    };
     expect(await store.createDashboardUser(user)).toBe(true);
     expect(await store.createDashboardUser({ ...user, id: 'du2', passwordHash: 'scrypt$2' })).toBe(false);
     expect(await store.getDashboardUserByName('admin')).toEqual(user);
@@ -472,6 +480,7 @@ describe.each(factories)('%s store', (kind, make) => {
       idHash: 's-live',
       userId: 'du1',
       username: 'admin',
+      role: 'admin',
       createdAt: now,
       expiresAt: now + 60_000,
     });
@@ -488,6 +497,62 @@ describe.each(factories)('%s store', (kind, make) => {
     await store.setDashboardPassword('du1', 'scrypt$3', now + 1);
     expect(await store.getDashboardUserByName('admin')).toMatchObject({ passwordHash: 'scrypt$3', updatedAt: now + 1 });
     expect(await store.getDashboardSession('s-other', now)).toBeUndefined();
+  });
+
+  it('keeps at least one dashboard admin, and uses an invitation once, before it expires', async () => {
+    const now = Date.now();
+    const base = { passwordHash: 'scrypt$1', oidcSubject: null, createdAt: now, updatedAt: now };
+    await store.createDashboardUser({ ...base, id: 'a1', username: 'ann', role: 'admin' });
+    // Users left by other cases go (allowed: ann is an admin).
+    for (const u of await store.listDashboardUsers())
+      if (u.id !== 'a1') expect(await store.deleteDashboardUser(u.id)).toBe('ok');
+    await store.createDashboardUser({ ...base, id: 'v1', username: 'val', role: 'viewer', oidcSubject: 'iss|val' });
+    expect((await store.listDashboardUsers()).map((u) => [u.username, u.role])).toEqual([
+      ['ann', 'admin'],
+      ['val', 'viewer'],
+    ]);
+    expect(await store.getDashboardUserBySubject('iss|val')).toMatchObject({ id: 'v1' });
+    // The only admin can be neither demoted nor removed.
+    expect(await store.setDashboardUserRole('a1', 'operator', now)).toBe('last_admin');
+    expect(await store.deleteDashboardUser('a1')).toBe('last_admin');
+    expect(await store.setDashboardUserRole('nobody', 'viewer', now)).toBe('not_found');
+    // With a second admin, the first may go; the session of a removed user ends with it.
+    expect(await store.setDashboardUserRole('v1', 'admin', now + 1)).toBe('ok');
+    await store.createDashboardSession({ idHash: 's-ann', userId: 'a1', createdAt: now, expiresAt: now + 60_000 });
+    expect(await store.getDashboardSession('s-ann', now)).toMatchObject({ role: 'admin' });
+    expect(await store.deleteDashboardUser('a1')).toBe('ok');
+    expect(await store.getDashboardSession('s-ann', now)).toBeUndefined();
+    expect(await store.deleteDashboardUser('v1')).toBe('last_admin');
+
+    const invitation = {
+      id: 'inv1',
+      tokenHash: 'h1',
+      username: 'otto',
+      role: 'operator' as const,
+      createdBy: 'val',
+      createdAt: now,
+      expiresAt: now + 1000,
+      usedAt: null,
+    };
+    await store.createDashboardInvitation(invitation);
+    await store.createDashboardInvitation({ ...invitation, id: 'inv2', tokenHash: 'h2', username: 'late' });
+    expect(await store.getDashboardInvitation('h1', now)).toEqual(invitation);
+    expect((await store.listDashboardInvitations(now)).map((i) => i.id).sort()).toEqual(['inv1', 'inv2']);
+    const otto = { ...base, id: 'o1', username: 'otto', role: 'operator' as const };
+    expect(await store.acceptDashboardInvitation('h1', otto, now + 1)).toBe('ok');
+    expect(await store.acceptDashboardInvitation('h1', { ...otto, id: 'o2' }, now + 2)).toBe('invalid');
+    expect(await store.getDashboardUserByName('otto')).toMatchObject({ role: 'operator' });
+    expect(await store.getDashboardInvitation('h1', now)).toBeUndefined();
+    // Expired: refused, and no user made.
+    expect(
+      await store.acceptDashboardInvitation('h2', { ...base, id: 'l1', username: 'late', role: 'viewer' }, now + 1000),
+    ).toBe('invalid');
+    expect(await store.getDashboardUserByName('late')).toBeUndefined();
+    // A name taken meanwhile: refused, and the invitation stays usable.
+    await store.createDashboardInvitation({ ...invitation, id: 'inv3', tokenHash: 'h3', username: 'otto' });
+    expect(await store.acceptDashboardInvitation('h3', { ...otto, id: 'o3' }, now + 1)).toBe('taken');
+    expect(await store.getDashboardInvitation('h3', now + 1)).toBeDefined();
+    expect(await store.deleteDashboardInvitation('inv3')).toBe(true);
   });
 
   it('keeps MCP servers unique by name, with URLs found by token hash, revoked once, deleted with their server', async () => {

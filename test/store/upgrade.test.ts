@@ -417,12 +417,16 @@ describe.each(cases)('a $kind database made by the earlier migrations', ({ kind,
         id: 'du_legacy',
         username: 'admin',
         passwordHash: 'scrypt$old',
+        // The user from before roles existed is the admin (migration 015).
+        role: 'admin',
+        oidcSubject: null,
         createdAt: T,
         updatedAt: T,
       });
       expect(await store.getDashboardSession('session-hash', T)).toMatchObject({
         userId: 'du_legacy',
         username: 'admin',
+        role: 'admin',
       });
       expect(
         (await store.listSealed(undefined, 10_000)).map((c) => `${c.table}.${c.column}:${c.id}=${c.value}`).sort(),
