@@ -800,7 +800,7 @@ export function routeTable(s: Services): RouteTable {
       await methodNotAllowed(res);
     },
     mcpUrlPost: async ({ req, res, params }) => (await mcpEndpoint()).serveToken(req, res, params.token),
-    mcpUrlGet: ({ res }) => methodNotAllowed(res),
+    mcpUrlGet: async ({ req, res, params }) => (await mcpEndpoint()).serveStream(req, res, params.token),
     mcpUrlDelete: ({ res }) => methodNotAllowed(res),
 
     proxy: async ({ req, res, params }) => s.proxy.handle(req, res, params.path),
