@@ -480,14 +480,14 @@ export function routeTable(s: Services): RouteTable {
       const scopes = body.tools?.length
         ? scopesForTools(connector.name, authFor(connector, connection.authKind), body.tools)
         : null;
-      const { link, expiresAt, account } = await s.oauth.createLink(
+      const { link, expiresAt, accountId } = await s.oauth.createLink(
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
         body.user_verify_url ?? undefined,
         { scopes },
       );
-      return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+      return { body: { link, expires_at: iso(expiresAt), connected_account_id: accountId } };
     },
     verifyConnectedAccountUser: async ({ req, body }) => {
       const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);

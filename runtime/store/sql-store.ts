@@ -797,7 +797,13 @@ export class SqlStore implements Store {
     return r ? toAccount(r) : undefined;
   }
   async deleteAccount(id: string) {
-    const r = await this.db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    const r = await inTransaction(this.db, async (db) => {
+      // Links and OAuth states name their account without a foreign key since migration 017 (a just-in-time link
+      // reserves the id of an account created only when it is completed): they go with it, as the cascade did.
+      await db.deleteFrom('oauth_links').where('account_id', '=', id).execute();
+      await db.deleteFrom('oauth_states').where('account_id', '=', id).execute();
+      return db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    });
     this.changed('connected_accounts', id);
     return r.numDeletedRows === 1n;
   }
@@ -831,12 +837,15 @@ export class SqlStore implements Store {
           used_at: l.usedAt ?? null,
           scopes: l.scopes ? JSON.stringify(l.scopes) : null,
           token_sealed: l.tokenSealed ?? null,
+          identifier: l.identifier ?? null,
         })
         .execute();
     });
   }
   async findReusableOAuthLink(q: {
-    accountId: string;
+    accountId?: string;
+    connectionId?: string;
+    identifier?: string;
     scopes: string[] | null;
     redirectUrl: string | null;
     userVerifyUrl: string | null;
@@ -845,7 +854,11 @@ export class SqlStore implements Store {
     let query = this.db
       .selectFrom('oauth_links')
       .selectAll()
-      .where('account_id', '=', q.accountId)
+      .where((eb) =>
+        q.accountId !== undefined
+          ? eb('account_id', '=', q.accountId)
+          : eb.and([eb('connection_id', '=', q.connectionId ?? ''), eb('identifier', '=', q.identifier ?? '')]),
+      )
       .where('used_at', 'is', null)
       .where('token_sealed', 'is not', null)
       .where('expires_at', '>', q.minExpiresAt)
