@@ -16,13 +16,19 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import { Writable } from 'node:stream';
 import {
   followAuthorizationLink,
   oauthConnection,
+  PG_URL,
+  serviceEnv,
   serviceToken,
   startHarness,
   type Harness,
 } from '../helpers/harness.ts';
+import { loadConfig } from '../../runtime/config.ts';
+import { startServer } from '../../runtime/server.ts';
+import { PostgresStore } from '../../runtime/store/postgres.ts';
 import { startFakeGraph, type FakeGraph } from '../fakes/graph.ts';
 
 const MODERN = '2026-07-28';
@@ -238,5 +244,66 @@ describe('clients that do not declare URL elicitation', () => {
     expect(missing.isError).toBe(true);
     expect(textOf(missing)).toMatch(LINK);
     expect(textOf(missing)).toContain('has not connected');
+  });
+});
+
+describe('two instances on one PostgreSQL database', () => {
+  it('sends the completion on the stream one instance holds when the link is completed through the other', async () => {
+    const pg = await startHarness({ store: 'postgres' });
+    closers.push(() => pg.close());
+    const schema = (pg.running.services.store as PostgresStore).schema!;
+    const b = await startServer(loadConfig(serviceEnv(pg.dataDir)), {
+      logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
+      store: new PostgresStore(PG_URL, schema),
+    });
+    closers.unshift(() => b.close());
+    const pgGraph = await startFakeGraph({ validateToken: (t) => !!pg.oauth.validate(t) });
+    closers.push(() => pgGraph.close());
+    await oauthConnection(pg, 'mail', 'mail', pgGraph.url);
+    const pgToken = await serviceToken(pg.url);
+    const post = async (path: string, body: unknown) =>
+      (await (
+        await fetch(`${pg.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${pgToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json()) as Record<string, string>;
+    const server = await post('/v1/mcp-servers', { name: 'mail-agent', connections: ['mail'] });
+    const onA = new URL((await post(`/v1/mcp-servers/${server.id}/urls`, { identifier: 'olga' })).url!);
+    // The client talks to instance B (its stream is there); the link is completed through instance A.
+    const onB = new URL(onA.pathname, b.url);
+    let streamOpen!: () => void;
+    const opened = new Promise<void>((resolve) => (streamOpen = resolve));
+    const client = new ClientV1(
+      { name: 'elicit-v1', version: '1.0.0' },
+      { capabilities: { elicitation: { url: {} } } },
+    );
+    const completed = new Promise<string>((resolve) =>
+      client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => resolve(n.params.elicitationId)),
+    );
+    const transport = new TransportV1(onB, {
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if ((init?.method ?? 'GET') === 'GET' && res.status === 200) streamOpen();
+        return res;
+      },
+    });
+    await client.connect(transport);
+    closers.unshift(() => client.close());
+    await opened;
+    const err = (await client
+      .callTool({ name: 'mail_list_messages', arguments: {} })
+      .catch((e: unknown) => e)) as McpError;
+    expect(err.code).toBe(-32042);
+    const [e] = (err.data as { elicitations: Record<string, string>[] }).elicitations;
+    // B made the link at its own public URL; the user completes it at instance A (same path, same database).
+    const link = new URL(e!.url!);
+    expect(link.origin).toBe(new URL(b.url).origin);
+    const viaA = new URL(`${link.pathname}${link.search}`, pg.url).toString();
+    expect((await followAuthorizationLink(viaA, 'olga')).status).toBe(200);
+    expect(b.services.store.changes.received).toBeGreaterThan(0);
+    expect(await completed).toBe(e!.elicitationId);
+    expect((await client.callTool({ name: 'mail_list_messages', arguments: {} })).isError).toBeFalsy();
   });
 });
