@@ -487,14 +487,14 @@ export function routeTable(s: Services): RouteTable {
       const scopes = body.tools?.length
         ? scopesForTools(connector.name, authFor(connector, connection.authKind), body.tools)
         : null;
-      const { link, expiresAt, account } = await s.oauth.createLink(
+      const { link, expiresAt, accountId } = await s.oauth.createLink(
         connection,
         body.identifier,
         body.redirect_url ?? undefined,
         body.user_verify_url ?? undefined,
         { scopes },
       );
-      return { body: { link, expires_at: iso(expiresAt), connected_account_id: account.id } };
+      return { body: { link, expires_at: iso(expiresAt), connected_account_id: accountId } };
     },
     verifyConnectedAccountUser: async ({ req, body }) => {
       const a = await s.oauth.verifyUser(body.auth_request_id, body.identifier);
@@ -838,7 +838,7 @@ export function routeTable(s: Services): RouteTable {
       await methodNotAllowed(res);
     },
     mcpUrlPost: async ({ req, res, params }) => (await mcpEndpoint()).serveToken(req, res, params.token),
-    mcpUrlGet: ({ res }) => methodNotAllowed(res),
+    mcpUrlGet: async ({ req, res, params }) => (await mcpEndpoint()).serveStream(req, res, params.token),
     mcpUrlDelete: ({ res }) => methodNotAllowed(res),
 
     // The OAuth-protected MCP endpoint and its authorization server (runtime/mcp/oauth-server.ts).

@@ -74,6 +74,9 @@ export class JustInTime {
       made = await this.oauth.createLink(p.connection, p.identifier, p.context?.redirectUrl, p.context?.userVerifyUrl, {
         scopes,
         reuse: true,
+        // A user with no account gets none until the link is completed: a caller that may only run tools creates
+        // no account rows (the error names the id the account will have).
+        persist: false,
       });
     } catch (e) {
       if (e instanceof ServiceError && e.status < 500) return undefined;
@@ -87,7 +90,7 @@ export class JustInTime {
         linkExpiresAt: made.expiresAt,
         connectionName: p.connection.name,
         identifier: p.identifier,
-        connectedAccountId: made.account.id,
+        connectedAccountId: made.accountId,
         reason: p.reason,
         ...(p.missingScopes?.length ? { missingScopes: p.missingScopes } : {}),
       },

@@ -156,20 +156,13 @@ export async function showConnectPage(
   token: string,
 ): Promise<void> {
   const link = await openLink(s, connection.id, token);
-  const account = await s.store.getAccount(link.accountId);
-  if (!account) throw new ServiceError(400, 'invalid_link', 'The account of this link no longer exists');
+  const identifier = await identifierOfLink(s, link, connection);
   await s.store.markOAuthLinkOpened(link.tokenHash, Date.now());
   const csrf = randomBytes(24).toString('base64url');
   const secure = s.config.publicUrl.startsWith('https:') ? '; Secure' : '';
   const cookie = `${COOKIE}=${csrf}; Path=/sso/v1/oauth/${connection.id}/authorize; HttpOnly; SameSite=Strict${secure}`;
   const connector = getConnector(connection.connector)!;
-  send(
-    s,
-    res,
-    200,
-    connectPage(s, { connector, auth, connection, identifier: account.identifier, link: token, csrf }),
-    cookie,
-  );
+  send(s, res, 200, connectPage(s, { connector, auth, connection, identifier, link: token, csrf }), cookie);
 }
 
 /**
@@ -200,8 +193,7 @@ export async function submitConnectPage(
     return;
   }
   const link = await openLink(s, connection.id, token);
-  const account = await s.store.getAccount(link.accountId);
-  if (!account) throw new ServiceError(400, 'invalid_link', 'The account of this link no longer exists');
+  const identifier = await identifierOfLink(s, link, connection);
   const connector = getConnector(connection.connector)!;
   const values: Record<string, string> = {};
   for (const f of auth.fields) {
@@ -217,7 +209,7 @@ export async function submitConnectPage(
         connector,
         auth,
         connection,
-        identifier: account.identifier,
+        identifier,
         link: token,
         csrf: body.csrf!,
         values,
@@ -241,6 +233,8 @@ export async function submitConnectPage(
   // Spent before anything is saved: a second submission of the same link saves nothing.
   if (!(await s.store.consumeOAuthLink(link.tokenHash, Date.now())))
     throw new ServiceError(410, 'link_used', 'This link was already used to connect the account; ask for a new one.');
+  // A link made before its account existed (just in time) creates it now, under the id the link reserved.
+  const account = (await s.oauth.accountOfLink(link, connection, true))!;
   const done = (to: string | null, ok: string) => {
     if (to) {
       res.writeHead(303, { location: to, 'content-length': 0, 'cache-control': 'no-store' });
@@ -264,6 +258,14 @@ export async function submitConnectPage(
     to = u.toString();
   }
   done(to, 'Connected. You can close this window and return to the application.');
+}
+
+/** The end user a link is for: its account's identifier, or the identifier of a link made before its account. */
+async function identifierOfLink(s: Services, link: OAuthLink, connection: Connection): Promise<string> {
+  const account = await s.oauth.accountOfLink(link, connection, false);
+  const identifier = account?.identifier ?? link.identifier;
+  if (!identifier) throw new ServiceError(400, 'invalid_link', 'The account of this link no longer exists');
+  return identifier;
 }
 
 function byField(errors: readonly FieldError[]): Record<string, string> {

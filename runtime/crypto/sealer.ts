@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 /** Keys by id; new data is sealed with `activeKid`. */
 export interface Keyring {
@@ -69,6 +69,16 @@ export class Sealer {
         `sealed value for ${aad} failed authentication: it was tampered with, or belongs to another record`,
       );
     }
+  }
+
+  /**
+   * A 32-byte key for one purpose (an HMAC key), derived from the active key with HKDF-SHA256: every instance that
+   * shares the keyring derives the same key, and no purpose's key reveals another's or the sealing key. A rotation of
+   * the active key changes it (what was signed before no longer verifies: use it only for short-lived values).
+   */
+  deriveKey(purpose: string): Buffer {
+    const key = this.keyring.keys.get(this.keyring.activeKid)!;
+    return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `acs:${purpose}`, 32));
   }
 
   /** The key id a sealed value was written with. */

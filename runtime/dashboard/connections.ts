@@ -527,7 +527,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
     const identifier = formString(req.body, 'identifier');
     try {
       checkRequest('createAuthorizationLink', 'body', { connection_name: c.name, identifier });
-      const { link, expiresAt, account } = await s.oauth.createLink(c, identifier);
+      const { link, expiresAt, accountId } = await s.oauth.createLink(c, identifier);
       render(ctx, req, res, 'authorization-link', {
         title: 'Authorization link',
         nav: 'connections',
@@ -535,7 +535,7 @@ export function connectionRoutes(r: Router, ctx: DashboardContext): void {
         identifier,
         link,
         expiresAt,
-        accountId: account.id,
+        accountId,
       });
     } catch (e) {
       if (!(e instanceof ServiceError) || e.status >= 500) throw e;

@@ -34,10 +34,20 @@ import {
   WebStandardStreamableHTTPServerTransport,
   localhostAllowedHostnames,
   type CallToolResult,
+  type InputRequiredResult,
+  type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
 import { AuthorizationRequiredError, ProviderError, ServiceError } from '../../core/errors.ts';
 import { authorizationText } from '../connect/mcp.ts';
+import {
+  argumentsHash,
+  declaresUrlElicitation,
+  Elicitations,
+  envelopeCapabilities,
+  scopeBinding,
+  type CallState,
+} from '../connect/elicitation.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
 import { jsonBody } from '../api/json-body.ts';
 import { connectors, isOAuthKind } from '../connectors/catalog.ts';
@@ -203,6 +213,11 @@ async function writeResponse(res: ServerResponse, response: Response): Promise<v
   });
 }
 
+/** How a tool call asks for a connection by URL elicitation: the session (2025-11-25) or the request's state codec. */
+type Elicit =
+  | { era: 'legacy'; sessionId: string }
+  | { era: 'modern'; ctx: ServerContext; codec: ReturnType<Elicitations['codec']>; state: CallState };
+
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 export class McpEndpoint {
@@ -210,6 +225,8 @@ export class McpEndpoint {
   private readonly parseJson: Middleware;
   /** Search indexes by tool set (most configurations share a few). */
   private readonly searches = new Map<string, ToolSearch>();
+  /** URL-mode elicitation: signed sessions, requestState, the GET streams (runtime/connect/elicitation.ts). */
+  readonly elicitations: Elicitations;
 
   constructor(
     private readonly s: Services,
@@ -217,6 +234,7 @@ export class McpEndpoint {
   ) {
     this.servers = servers;
     this.parseJson = jsonBody(s.config.bodyLimitBytes);
+    this.elicitations = new Elicitations(s.sealer, s.store, s.log, s.lifecycle);
   }
 
   /**
@@ -295,8 +313,17 @@ export class McpEndpoint {
     });
     let response: Response;
     if (await isLegacyRequest(request, body)) {
-      // 2025-11-25 and earlier: the handshake era, served statelessly in JSON (as before the SDK's v2).
-      const server = this.buildServer(scope);
+      // 2025-11-25 and earlier: the handshake era, served statelessly in JSON (as before the SDK's v2). A client that
+      // declares URL elicitation at initialize gets a signed session id, which tells any instance so on its later calls.
+      const binding = scopeBinding(scope.server.id, scope.identifier);
+      const given = req.headers['mcp-session-id'];
+      const sessionId = typeof given === 'string' && this.elicitations.validSession(given, binding) ? given : undefined;
+      const init = body as { method?: unknown; params?: { capabilities?: unknown } } | null;
+      const newSession =
+        init?.method === 'initialize' && declaresUrlElicitation(init.params?.capabilities)
+          ? this.elicitations.mintSession(binding)
+          : undefined;
+      const server = this.buildServer(scope, { sessionId });
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,
@@ -307,6 +334,7 @@ export class McpEndpoint {
       );
       await server.connect(transport);
       response = await transport.handleRequest(request, { parsedBody: body });
+      if (newSession && response.ok) response.headers.set('mcp-session-id', newSession);
     } else {
       // 2026-07-28: the SDK's modern leg; ours answers the legacy one, so it refuses what is not modern.
       const handler = createMcpHandler(() => this.buildServer(scope), {
@@ -320,9 +348,39 @@ export class McpEndpoint {
     await writeResponse(res, response);
   }
 
+  /**
+   * `GET` on an end user's MCP URL: for a handshake-era client with a session (it declared URL elicitation), the event
+   * stream on which `notifications/elicitation/complete` arrives; 405 otherwise (a stateless server's answer).
+   */
+  async serveStream(req: IncomingMessage, res: ServerResponse, token: string): Promise<void> {
+    const refused = this.refusedHost(req);
+    if (refused) return jsonRpcError(res, 403, -32000, refused);
+    let scope: McpScope;
+    try {
+      scope = await this.servers.scopeOfToken(token);
+    } catch (e) {
+      if (!(e instanceof McpUrlRefused)) throw e;
+      return jsonRpcError(res, e.status, -32001, e.message);
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (
+      typeof sessionId !== 'string' ||
+      !this.elicitations.validSession(sessionId, scopeBinding(scope.server.id, scope.identifier))
+    )
+      return methodNotAllowed(res);
+    const connections = new Set<string>();
+    for (const e of await this.servers.exposedTools(scope.server))
+      if (e.connectionName) connections.add(e.connectionName);
+    this.elicitations.open(res, req, { sessionId, identifier: scope.identifier, connections: [...connections] });
+  }
+
   /** The SDK server for one request of one scope: its tools, and (empty) resources and prompts. */
-  private buildServer(scope: McpScope): McpServer {
+  private buildServer(scope: McpScope, legacy: { sessionId?: string } = {}): McpServer {
+    // 2026-07-28 requestState: the SDK's HMAC codec, bound to this MCP URL's server and end user, verified by the SDK
+    // before the handler runs (a tampered, expired or other user's state is refused there, as -32602).
+    const codec = this.elicitations.codec(scopeBinding(scope.server.id, scope.identifier));
     const server = new McpServer(SERVER_INFO, {
+      requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
       capabilities: {
         tools: { listChanged: false },
         resources: { listChanged: false },
@@ -353,9 +411,23 @@ export class McpEndpoint {
       const list = [...(await tools()).values()].map((e) => listedTool(e.tool, this.s.config.publicUrl));
       return { tools: list.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)) };
     });
-    server.server.setRequestHandler('tools/call', async (request) => {
+    server.server.setRequestHandler('tools/call', async (request, ctx) => {
       const { name, arguments: args = {} } = request.params;
       const available = await tools();
+      // How this call asks the user to connect an account: URL elicitation when the client declared it, in its era.
+      const elicit: Elicit | undefined = legacy.sessionId
+        ? { era: 'legacy', sessionId: legacy.sessionId }
+        : declaresUrlElicitation(envelopeCapabilities(ctx))
+          ? { era: 'modern', ctx, codec, state: { t: name, a: argumentsHash(args), c: '' } }
+          : undefined;
+      if (elicit?.era === 'modern') {
+        const echoed = ctx.mcpReq.requestState<CallState>();
+        if (echoed !== undefined && (echoed.t !== name || echoed.a !== elicit.state.a))
+          throw new ProtocolError(
+            ProtocolErrorCode.InvalidParams,
+            'Invalid requestState: it was issued for another tool call (another tool or other arguments); call again without it',
+          );
+      }
       if (scope.server.mode === 'search') {
         if (name === 'search_tools') return this.search(available, args);
         if (name === 'execute_tool') {
@@ -379,7 +451,7 @@ export class McpEndpoint {
               true,
             );
           }
-          return this.run(scope, e, input);
+          return this.run(scope, e, input, elicit);
         }
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
@@ -394,7 +466,7 @@ export class McpEndpoint {
           `Unknown tool: ${name}${hint ? ` (did you mean ${hint}?)` : ''}`,
         );
       }
-      return this.run(scope, e, args);
+      return this.run(scope, e, args, elicit);
     });
     return server;
   }
@@ -433,7 +505,12 @@ export class McpEndpoint {
   }
 
   /** Runs one tool for the scope's end user, through the executor; every failure becomes a tool error. */
-  private async run(scope: McpScope, e: ExposedTool, input: unknown): Promise<CallToolResult> {
+  private async run(
+    scope: McpScope,
+    e: ExposedTool,
+    input: unknown,
+    elicit?: Elicit,
+  ): Promise<CallToolResult | InputRequiredResult> {
     if (!e.connectionName) return text(e.problem ?? `Tool ${e.tool.name} has no connection to run on`, true);
     // A free-form object parameter is listed as JSON text (strict-mode clients take no open object): read it back.
     const read = inputFromModel(e.tool, 'mcp', input);
@@ -451,6 +528,19 @@ export class McpEndpoint {
       });
       return structured(result.data);
     } catch (err) {
+      if (err instanceof AuthorizationRequiredError && elicit) {
+        if (elicit.era === 'legacy') {
+          const connection = await this.s.store.getConnectionByName(err.info.connectionName);
+          if (connection) throw this.elicitations.urlRequired(err, elicit.sessionId, connection.id);
+        } else {
+          return this.elicitations.inputRequired(
+            err,
+            elicit.codec,
+            { ...elicit.state, c: err.info.connectionName },
+            elicit.ctx,
+          );
+        }
+      }
       return this.toolError(scope, e, err);
     }
   }

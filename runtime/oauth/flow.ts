@@ -19,6 +19,11 @@ export interface LinkOptions {
   scopes?: string[] | null;
   /** Hand out an unexpired unused link made with the same options for this account rather than a new one. */
   reuse?: boolean;
+  /**
+   * false: an end user with no account yet gets none now; the link reserves the account's id and the account is
+   * created when the link is completed (just in time: a caller that may only run tools creates no account rows).
+   */
+  persist?: boolean;
 }
 
 const STATE_TTL_MS = 10 * 60_000;
@@ -100,7 +105,7 @@ export class OAuthFlow {
     redirectUrl?: string,
     userVerifyUrl?: string,
     opts: LinkOptions = {},
-  ): Promise<{ link: string; expiresAt: number; account: Account; reused?: boolean }> {
+  ): Promise<{ link: string; expiresAt: number; accountId: string; account?: Account; reused?: boolean }> {
     const connector = getConnector(connection.connector)!;
     // A connection that takes keys or tokens gets a link too: it leads to the hosted connect page (runtime/connect/page.ts).
     const keyAuth = !isOAuthKind(connection.authKind);
@@ -117,18 +122,23 @@ export class OAuthFlow {
     const returnTo = this.checkReturnUrl(redirectUrl);
     const verifyUrl = this.checkReturnUrl(userVerifyUrl, 'user_verify_url');
     const now = Date.now();
-    const { account } = await this.store.transaction(async (tx) => {
-      const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
-      if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
-      return r;
-    });
+    const account =
+      opts.persist === false
+        ? await this.store.findAccount(connection.id, identifier)
+        : (
+            await this.store.transaction(async (tx) => {
+              const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
+              if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+              return r;
+            })
+          ).account;
     const scopes = opts.scopes?.length && !keyAuth ? [...opts.scopes] : null;
     const linkUrl = (token: string) => `${this.config.publicUrl}/sso/v1/oauth/${connection.id}/authorize?link=${token}`;
     if (opts.reuse) {
       // A tool call repeated by an agent gets the link it got before while that link has at least half its life left:
       // a user who never connects costs one row per half link lifetime, however often the agent calls.
       const known = await this.store.findReusableOAuthLink({
-        accountId: account.id,
+        ...(account ? { accountId: account.id } : { connectionId: connection.id, identifier }),
         scopes,
         redirectUrl: returnTo,
         userVerifyUrl: verifyUrl,
@@ -136,16 +146,18 @@ export class OAuthFlow {
       });
       if (known?.tokenSealed) {
         const token = this.sealer.open(known.tokenSealed, aad.linkToken(known.tokenHash));
-        return { link: linkUrl(token), expiresAt: known.expiresAt, account, reused: true };
+        return { link: linkUrl(token), expiresAt: known.expiresAt, accountId: known.accountId, account, reused: true };
       }
     }
     const token = randomSecret(32);
     const tokenHash = sha256(token);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
+    const accountId = account?.id ?? newId('ca');
     await this.store.createOAuthLink({
       tokenHash,
       connectionId: connection.id,
-      accountId: account.id,
+      accountId,
+      identifier: account ? null : identifier,
       redirectUrl: returnTo,
       expiresAt,
       userVerifyUrl: verifyUrl,
@@ -154,7 +166,31 @@ export class OAuthFlow {
       scopes,
       tokenSealed: this.sealer.seal(token, aad.linkToken(tokenHash)),
     });
-    return { link: linkUrl(token), expiresAt, account };
+    return { link: linkUrl(token), expiresAt, accountId, account };
+  }
+
+  /**
+   * The account a link is for: the one it names or, for a link made before its account existed, the account of its
+   * identifier — created now (with its `connected_account.created` event, under the id the link reserved) when
+   * `create` is set, that is when the link is being completed.
+   */
+  async accountOfLink(
+    link: { accountId: string; identifier?: string | null },
+    connection: Connection,
+    create: boolean,
+  ): Promise<Account | undefined> {
+    const named = await this.store.getAccount(link.accountId);
+    if (named || !link.identifier) return named;
+    const found = await this.store.findAccount(connection.id, link.identifier);
+    if (found || !create) return found;
+    const identifier = link.identifier;
+    return (
+      await this.store.transaction(async (tx) => {
+        const r = await tx.getOrCreateAccount(pendingAccount(link.accountId, connection.id, identifier, Date.now()));
+        if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+        return r;
+      })
+    ).account;
   }
 
   /**
@@ -208,15 +244,19 @@ export class OAuthFlow {
       );
     }
     const connection = await this.store.getConnection(connectionId);
-    const account = await this.store.getAccount(stored.accountId);
-    if (!connection || !account)
+    // A link made before its account existed names the identifier; the account is created below, once authorized.
+    const linkRow = stored.linkHash ? await this.store.getOAuthLink(stored.linkHash, 0) : undefined;
+    const reserved = { accountId: stored.accountId, identifier: linkRow?.identifier };
+    let account = connection ? await this.accountOfLink(reserved, connection, false) : undefined;
+    const identifier = account?.identifier ?? reserved.identifier;
+    if (!connection || !identifier)
       throw new ServiceError(400, 'invalid_state', 'The connection or account of this authorization no longer exists');
     const redirect = (ok: boolean, extra: Record<string, string>) => {
       if (!stored.redirectUrl) return undefined;
       const u = new URL(stored.redirectUrl);
       u.searchParams.set('status', ok ? 'success' : 'error');
-      u.searchParams.set('connected_account_id', account.id);
-      u.searchParams.set('identifier', account.identifier);
+      u.searchParams.set('connected_account_id', account?.id ?? stored.accountId);
+      u.searchParams.set('identifier', identifier);
       for (const [k, v] of Object.entries(extra)) u.searchParams.set(k, v);
       return u.toString();
     };
@@ -225,7 +265,7 @@ export class OAuthFlow {
     if (providerError) {
       const description = params.get('error_description') ?? '';
       const message = `The provider reported ${providerError}${description ? `: ${description}` : ''}`;
-      await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
+      if (account) await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
       return { ok: false, account, connection, message, redirectTo: redirect(false, { error: providerError }) };
     }
     const code = params.get('code');
@@ -246,8 +286,11 @@ export class OAuthFlow {
         e instanceof TokenRequestError
           ? `The provider refused the authorization code (${e.message})`
           : `The code exchange failed: ${(e as Error).message}`;
-      await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
-      this.log.warn({ account: account.id, connection: connection.name }, 'authorization code exchange failed');
+      if (account) await this.store.updateAccount(account.id, { lastError: message.slice(0, 500) }, Date.now());
+      this.log.warn(
+        { account: account?.id ?? stored.accountId, connection: connection.name },
+        'authorization code exchange failed',
+      );
       return {
         ok: false,
         account,
@@ -260,6 +303,7 @@ export class OAuthFlow {
     // writes nothing, so the first account's tokens are never replaced through the same link.
     const link = stored.linkHash ? await this.store.consumeOAuthLink(stored.linkHash, Date.now()) : undefined;
     if (stored.linkHash && !link) throw linkUsed();
+    account ??= (await this.accountOfLink(reserved, connection, true))!;
     const verifyUrl = link?.userVerifyUrl ?? null;
     const secrets: Record<string, string> = { access_token: tokens.access_token };
     if (tokens.refresh_token) secrets.refresh_token = tokens.refresh_token;

@@ -123,6 +123,7 @@ export const toLink = (r: Row): OAuthLink => ({
   // Only when set: a link made before migration 013 reads as it did.
   ...(r.scopes == null ? {} : { scopes: JSON.parse(str(r.scopes)) as string[] }),
   ...(r.token_sealed == null ? {} : { tokenSealed: str(r.token_sealed) }),
+  ...(r.identifier == null ? {} : { identifier: str(r.identifier) }),
 });
 
 export const toVerification = (r: Row): AccountVerification => ({

@@ -99,6 +99,7 @@ export interface Database {
     user_verify_url: string | null;
     scopes: string | null;
     token_sealed: string | null;
+    identifier: string | null;
   };
   account_verifications: {
     request_hash: string;

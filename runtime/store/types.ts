@@ -141,6 +141,11 @@ export interface OAuthLink {
   scopes?: string[] | null;
   /** The link's token, sealed (`oauth_link:<hash>:token`), so that the same link can be handed out again. */
   tokenSealed?: string | null;
+  /**
+   * Set on a link made before its account exists (just in time, issue 38): the end user's identifier. `accountId` is
+   * then the id reserved for the account, which is created when the link is completed.
+   */
+  identifier?: string | null;
 }
 
 /** A pending user verification: the SHA-256 of the auth_request_id given to the user's browser. */
@@ -676,7 +681,10 @@ export interface OAuthLinkStore {
    * connection's) and carries its sealed token and the same return URLs: one a tool call may hand out again.
    */
   findReusableOAuthLink(q: {
-    accountId: string;
+    /** The account's links; or, for an account not created yet, the links of the connection and identifier. */
+    accountId?: string;
+    connectionId?: string;
+    identifier?: string;
     scopes: string[] | null;
     redirectUrl: string | null;
     userVerifyUrl: string | null;

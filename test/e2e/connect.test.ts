@@ -127,6 +127,49 @@ describe('authorization just in time', () => {
     expect((await fetch(auth.link, { redirect: 'manual' })).status).toBe(410);
   });
 
+  it('persists no account for a user who never connected until the link is completed (a tools:execute-only credential creates no rows)', async () => {
+    const created = await api('POST', '/v1/api-credentials', { name: 'runner', scopes: ['tools:execute'] });
+    expect(created.status).toBe(201);
+    const granted = await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: created.json.client_id,
+        client_secret: created.json.client_secret,
+      }),
+    });
+    const runner = ((await granted.json()) as { access_token: string }).access_token;
+    const accountRows = async (identifier: string) => {
+      const db = (h.running.services.store as unknown as { db: Kysely<unknown> }).db;
+      const r = await sql<{
+        n: number;
+      }>`SELECT COUNT(*) AS n FROM connected_accounts WHERE identifier = ${identifier}`.execute(db);
+      return Number(r.rows[0]!.n);
+    };
+    const call = () =>
+      api(
+        'POST',
+        '/v1/tools/execute',
+        { tool_name: 'mail_list_messages', tool_input: {}, connection_name: 'mail', identifier: 'ghost' },
+        { authorization: `Bearer ${runner}` },
+      );
+    const first = await call();
+    expect(first.status).toBe(403);
+    expect(first.json.error).toMatchObject({ code: 'authorization_required', reason: 'not_connected' });
+    const again = await call();
+    expect(again.json.error.link).toBe(first.json.error.link);
+    expect(again.json.error.connected_account_id).toBe(first.json.error.connected_account_id);
+    expect(await accountRows('ghost')).toBe(0);
+    expect((await api('GET', `/v1/connected-accounts/${first.json.error.connected_account_id}`)).status).toBe(404);
+
+    // Completing the link creates the account, under the id the answer named, and activates it.
+    expect((await followAuthorizationLink(first.json.error.link, 'ghost')).status).toBe(200);
+    expect(await accountRows('ghost')).toBe(1);
+    const account = await h.client.getConnectedAccount(first.json.error.connected_account_id);
+    expect(account).toMatchObject({ identifier: 'ghost', status: 'ACTIVE' });
+    expect((await call()).status).toBe(200);
+  });
+
   it('answers a proxy call for a user who never connected the same way', async () => {
     const r = await api('GET', '/proxy/v1.0/me/messages', undefined, {
       connection_name: 'mail',

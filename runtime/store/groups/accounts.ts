@@ -144,7 +144,13 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
     return r ? toAccount(r) : undefined;
   }
   async deleteAccount(id: string) {
-    const r = await this.db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    const r = await inTransaction(this.db, async (db) => {
+      // Links and OAuth states name their account without a foreign key since migration 017 (a just-in-time link
+      // reserves the id of an account created only when it is completed): they go with it, as the cascade did.
+      await db.deleteFrom('oauth_links').where('account_id', '=', id).execute();
+      await db.deleteFrom('oauth_states').where('account_id', '=', id).execute();
+      return db.deleteFrom('connected_accounts').where('id', '=', id).executeTakeFirst();
+    });
     this.changed('connected_accounts', id);
     return r.numDeletedRows === 1n;
   }

@@ -27,12 +27,15 @@ export abstract class OAuthLinksGroup extends SqlStoreBase implements OAuthLinkS
           used_at: l.usedAt ?? null,
           scopes: l.scopes ? JSON.stringify(l.scopes) : null,
           token_sealed: l.tokenSealed ?? null,
+          identifier: l.identifier ?? null,
         })
         .execute();
     });
   }
   async findReusableOAuthLink(q: {
-    accountId: string;
+    accountId?: string;
+    connectionId?: string;
+    identifier?: string;
     scopes: string[] | null;
     redirectUrl: string | null;
     userVerifyUrl: string | null;
@@ -41,7 +44,11 @@ export abstract class OAuthLinksGroup extends SqlStoreBase implements OAuthLinkS
     let query = this.db
       .selectFrom('oauth_links')
       .selectAll()
-      .where('account_id', '=', q.accountId)
+      .where((eb) =>
+        q.accountId !== undefined
+          ? eb('account_id', '=', q.accountId)
+          : eb.and([eb('connection_id', '=', q.connectionId ?? ''), eb('identifier', '=', q.identifier ?? '')]),
+      )
       .where('used_at', 'is', null)
       .where('token_sealed', 'is not', null)
       .where('expires_at', '>', q.minExpiresAt)
