@@ -6,7 +6,10 @@
  * over a steady window (polls and the deliveries they cause), whether the poller kept up with the instances'
  * interval, and, for calls added to the fake while it runs, the delay from the call's creation to its delivery at
  * the receiver (p50, p99, over every instance; a poll finds a call on average half an interval after it appears),
- * with what became of the deliveries (by status and last error).
+ * with what became of the deliveries (by status and last error). Each instance watches one of N / 100 workspaces
+ * (its `workspace_id` config, which the fake filters on), and each call added goes to one workspace in turn: a call
+ * is an event for 100 instances, so that the deliveries measured stay within what the webhook path can carry while
+ * the poller works through all N.
  *
  * Run: npx tsx bench/triggers.ts [instances=10000] [interval_seconds=30] [window_seconds=60]
  *      (the child: npx tsx bench/triggers.ts --fake)
@@ -24,7 +27,7 @@ const KEY = 'QWERTY1234567890';
 const SECRET = 'gong-secret-bench-1a2b3c';
 
 if (process.argv[2] === '--fake') {
-  // The fake provider and the receiver. Told on stdin: `add` adds a call (printing its id and time), `count` prints
+  // The fake provider and the receiver. Told on stdin: `add <workspace>` adds a call (printing its id and time), `count` prints
   // the events received so far, `report` prints when each arrived, by webhook-id.
   const gong = await new FakeGong({ accessKey: KEY, accessKeySecret: SECRET, pageSize: 100 }).start();
   const arrivals = new Map<string, number>();
@@ -52,7 +55,7 @@ if (process.argv[2] === '--fake') {
     const id = `99${String(at).slice(-9)}${String(n++).padStart(4, '0')}`;
     gong.calls.set(id, {
       id,
-      workspaceId: WS_SALES,
+      workspaceId: line.split(' ')[1] ?? WS_SALES,
       title: `Bench call ${n}`,
       started: new Date(at).toISOString(),
       duration: 60,
@@ -130,10 +133,13 @@ const accounts = Array.from({ length: N }, (_, i) => {
 });
 await s.store.insertAccounts(accounts);
 const { endpoint } = await s.webhooks.create(String(started.receiverUrl), ['trigger.callintel_call_created']);
+const PER_WORKSPACE = 100;
+const WORKSPACES = Math.max(1, Math.ceil(N / PER_WORKSPACE));
+const workspaceOf = (i: number) => String(7_100_000_000 + (i % WORKSPACES));
 // Instances as POST /v1/triggers makes them (a since feed starts at its creation), spread over one interval.
 const intervalMs = INTERVAL * 1000;
 await s.store.transaction(async (tx) => {
-  for (const a of accounts) {
+  for (const [i, a] of accounts.entries()) {
     await tx.createTriggerInstance({
       id: newId('trg'),
       trigger: 'callintel_call_created',
@@ -141,7 +147,7 @@ await s.store.transaction(async (tx) => {
       kind: 'polling',
       connectionId,
       accountId: a.id,
-      config: {},
+      config: { workspace_id: workspaceOf(i) },
       status: 'active',
       intervalMs,
       state: { newest: now, seen: [] },
@@ -167,9 +173,10 @@ await new Promise((r) => setTimeout(r, intervalMs));
 const polls0 = s.poller.counters.polls;
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
-const added: Array<{ id: string; at: number }> = [];
+const added: Array<{ id: string; at: number; workspace: string }> = [];
 const adder = setInterval(() => {
-  void ask('add').then((m) => added.push({ id: String(m.id), at: Number(m.at) }));
+  const workspace = workspaceOf(added.length);
+  void ask(`add ${workspace}`).then((m) => added.push({ id: String(m.id), at: Number(m.at), workspace }));
 }, 5_000);
 await new Promise((r) => setTimeout(r, WINDOW * 1000));
 clearInterval(adder);
@@ -178,7 +185,9 @@ const polls = s.poller.counters.polls - polls0;
 const seconds = (performance.now() - t0) / 1000;
 const cpuMs = (cpu.user + cpu.system) / 1000;
 // Every instance finds every call within an interval; then the deliveries drain.
-const expected = added.length * N;
+const rows = await s.store.listTriggerInstances({ limit: N });
+const watching = (c: { workspace: string }) => rows.filter((t) => t.config.workspace_id === c.workspace);
+const expected = added.reduce((n, c) => n + watching(c).length, 0);
 const deadline = Date.now() + intervalMs * 2 + 120_000;
 while (Number((await ask('count')).count) < expected && Date.now() < deadline)
   await new Promise((r) => setTimeout(r, 1_000));
@@ -186,10 +195,9 @@ const arrivals = new Map((await ask('report')).arrivals as Array<[string, number
 
 // Delay per (instance, call): the call's creation in the fake to the event's arrival at the receiver.
 const { itemEventId } = await import('../runtime/triggers/events.ts');
-const rows = await s.store.listTriggerInstances({ limit: N });
 const delays: number[] = [];
-for (const t of rows)
-  for (const c of added) {
+for (const c of added)
+  for (const t of watching(c)) {
     const got = arrivals.get(itemEventId(t.id, c.id));
     if (got !== undefined) delays.push(got - c.at);
   }
