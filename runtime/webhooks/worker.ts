@@ -23,6 +23,8 @@ const MAX_DELAY_MS = 3_600_000;
 const BATCH = 20;
 /** Outbox events moved into deliveries per transaction. */
 const FAN_OUT_BATCH = 200;
+/** Outbox batches moved before each claim of deliveries. */
+export const FAN_OUT_BATCHES_PER_PASS = 10;
 
 /** The wait before attempt `attempts + 1`: base × 2^(attempts−1), at most an hour, ±25 % jitter. */
 export function retryDelay(attempts: number, baseMs: number, random = Math.random): number {
@@ -77,13 +79,25 @@ export class WebhookWorker {
   private async round(): Promise<void> {
     for (;;) {
       const now = Date.now();
-      // The whole outbox, a bounded batch per transaction with a yield between: a connection delete writes an
-      // event per account, and a million events must neither wait an hour (one batch a second) nor hold the loop.
-      while ((await this.store.fanOutWebhookEvents(FAN_OUT_BATCH, now)) === FAN_OUT_BATCH && !this.stopped)
+      // The outbox, a bounded batch per transaction with a yield between: a connection delete writes an event per
+      // account, and a million events must neither wait an hour (one batch a second) nor hold the loop. At most
+      // FAN_OUT_BATCHES_PER_PASS batches before deliveries are claimed: an outbox refilled as fast as it is moved
+      // (triggers polling under load) must not keep every delivery waiting.
+      let drained = false;
+      for (let i = 0; i < FAN_OUT_BATCHES_PER_PASS && !this.stopped; i++) {
+        if ((await this.store.fanOutWebhookEvents(FAN_OUT_BATCH, now)) < FAN_OUT_BATCH) {
+          drained = true;
+          break;
+        }
         await yieldToEventLoop();
+      }
       const due = await this.store.claimWebhookDeliveries(now, LEASE_MS, BATCH);
       await Promise.all(due.map((d) => this.deliver(d)));
-      if (due.length < BATCH || this.stopped) return;
+      // Claim again while anything was claimed, even a short batch: a delivery that just succeeded lets the next
+      // event of its ordering key (a trigger instance's next item) be claimed, and it is due now, not at the next
+      // timer round (an instance with 100 new items would otherwise send one a second). The loop ends: a failed
+      // delivery is due only later, and holds its key's next one back.
+      if ((due.length === 0 && drained) || this.stopped) return;
     }
   }
 

@@ -30,13 +30,14 @@ function attribute(tag: string, name: string): string | undefined {
 export function meetingItems(answer: unknown): unknown[] {
   const text = resultText(answer);
   const out: Array<Record<string, unknown>> = [];
-  const re = /<meeting\s[^>]*>([\s\S]*?)<\/meeting>/g;
+  // The start tag ends at the first `>` outside a quoted value: a title may hold a bare `>` (legal in XML).
+  const re = /<meeting((?:\s+[\w:-]+="[^"]*")*)\s*>([\s\S]*?)<\/meeting>/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
-    const tag = m[0].slice(0, m[0].indexOf('>') + 1);
+    const tag = m[1] ?? '';
     const id = attribute(tag, 'id');
     if (!id) continue;
     const participants = /<known_participants>([\s\S]*?)<\/known_participants>/
-      .exec(m[1] ?? '')?.[1]
+      .exec(m[2] ?? '')?.[1]
       ?.split('\n')
       .map((l) => l.trim())
       .filter(Boolean);

@@ -16,6 +16,13 @@
  *     file on disk, never holding it in memory) and answers a File resource with the new id. The `name` query
  *     parameter is not a files.create parameter: like Drive (per the provider notes) the fake ignores it and the
  *     file is called "Untitled".
+ *   - the changes feed: `GET /drive/v3/changes/startPageToken` answers the token of the next change; `GET
+ *     /drive/v3/changes?pageToken=` answers the changes from that token on (every addFile, updateFile, removeFile and
+ *     upload is one), `pageSize` (1–1000, default 100) at a time, with `nextPageToken` while more remain and
+ *     `newStartPageToken` on the last page only. pageToken is required and must be a token this fake issued (else
+ *     400 Invalid Value: `issuedTokens` says which, and how); `includeRemoved` (default true, as on Drive) drops removals when false; shared-drive
+ *     changes need supportsAllDrives + includeItemsFromAllDrives; `fields` is validated against the ChangeList
+ *     resource and applied. A removed file's change has no `file`.
  * Unknown query parameters are refused with 400 so a test notices anything the service should not send
  * (e.g. schema_version). Errors use Drive's legacy shape `{"error":{"code","message","errors":[{domain,reason,message,...}]}}`.
  * The `drive.file` scope is treated like full access (the fake does not track which app opened which file).
@@ -107,6 +114,46 @@ const FILE_LIST_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
   ['incompleteSearch', true],
   ['files', FILE_SCHEMA],
 ]);
+
+const CHANGE_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
+  ...['kind', 'changeType', 'time', 'removed', 'fileId', 'driveId'].map((f) => [f, true as const] as const),
+  ['file', FILE_SCHEMA],
+]);
+const CHANGE_LIST_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
+  ['kind', true],
+  ['nextPageToken', true],
+  ['newStartPageToken', true],
+  ['changes', CHANGE_SCHEMA],
+]);
+const START_TOKEN_SCHEMA: FieldSchema = new Map<string, FieldSchema | true>([
+  ['kind', true],
+  ['startPageToken', true],
+]);
+const START_TOKEN_PARAMS = new Set(['driveId', 'supportsAllDrives', 'fields', 'prettyPrint', 'alt']);
+const CHANGES_PARAMS = new Set([
+  'pageToken',
+  'pageSize',
+  'includeRemoved',
+  'includeItemsFromAllDrives',
+  'supportsAllDrives',
+  'includeCorpusRemovals',
+  'restrictToMyDrive',
+  'spaces',
+  'driveId',
+  'fields',
+  'prettyPrint',
+  'alt',
+]);
+/** The token of the first change: Drive's tokens are decimal numbers, not small ones. */
+const FIRST_CHANGE = 4_096;
+
+/** One entry of the changes feed: what changed and when (a removed file's entry keeps no resource). */
+export interface DriveChange {
+  fileId: string;
+  time: string;
+  removed: boolean;
+  driveId?: string;
+}
 
 const LIST_PARAMS = new Set([
   'q',
@@ -462,6 +509,10 @@ export function parseQuery(q: string, me: string): Parsed {
 export class FakeDrive {
   readonly files = new Map<string, DriveFile>();
   readonly requests: ReceivedRequest[] = [];
+  /** The changes feed, oldest first: the change at index i has the page token FIRST_CHANGE + i. */
+  readonly changes: DriveChange[] = [];
+  /** Every page token this fake answered, and as what: a pageToken it did not issue is refused. */
+  readonly issuedTokens = new Map<string, 'startPageToken' | 'nextPageToken' | 'newStartPageToken'>();
   /** What the last upload received. */
   lastUpload?: {
     query: Record<string, string>;
@@ -511,7 +562,37 @@ export class FakeDrive {
       f.sha256 = createHash('sha256').update(bytes).digest('hex');
     }
     this.files.set(f.id, f);
+    this.recordChange(f, false);
     return f;
+  }
+
+  /** Changes a file (name, trashed, …): its modifiedTime moves on and the feed gets a change. */
+  updateFile(id: string, patch: Partial<Omit<DriveFile, 'id'>>): DriveFile {
+    const f = this.files.get(id);
+    if (!f) throw new Error(`no file ${id}`);
+    Object.assign(f, patch, { modifiedTime: patch.modifiedTime ?? new Date().toISOString() });
+    this.recordChange(f, false);
+    return f;
+  }
+
+  /** Deletes a file for good: the feed gets a removal (no file resource). */
+  removeFile(id: string): void {
+    const f = this.files.get(id);
+    if (!f) throw new Error(`no file ${id}`);
+    this.files.delete(id);
+    this.recordChange(f, true);
+  }
+
+  /** The page token of the next change, as changes.getStartPageToken answers it. */
+  get startPageToken(): string {
+    return String(FIRST_CHANGE + this.changes.length);
+  }
+
+  private recordChange(f: DriveFile, removed: boolean): void {
+    // Times strictly increase, at Drive's millisecond precision.
+    const last = this.changes.length ? Date.parse(this.changes.at(-1)!.time) : 0;
+    const time = new Date(Math.max(Date.now(), last + 1)).toISOString();
+    this.changes.push({ fileId: f.id, time, removed, ...(f.driveId ? { driveId: f.driveId } : {}) });
   }
 
   /** The File resource with every field the fake knows. */
@@ -581,6 +662,14 @@ export class FakeDrive {
           throw e;
         }
       };
+    app.get(
+      '/drive/v3/changes/startPageToken',
+      handle((req, res) => this.startToken(req, res)),
+    );
+    app.get(
+      '/drive/v3/changes',
+      handle((req, res) => this.listChanges(req, res)),
+    );
     app.get(
       '/drive/v3/files',
       handle((req, res) => this.list(req, res)),
@@ -768,6 +857,82 @@ export class FakeDrive {
     res.json(project(body, sel));
   }
 
+  private startToken(req: Request, res: Response): void {
+    this.authorize(req, READ_METADATA);
+    const q = this.query(req, START_TOKEN_PARAMS);
+    const sel = selection(q.fields, START_TOKEN_SCHEMA, 'kind,startPageToken');
+    this.flag(q, 'supportsAllDrives');
+    if (q.driveId !== undefined)
+      throw new DriveError(404, `Shared drive not found: ${q.driveId}`, 'notFound', 'driveId');
+    const token = this.startPageToken;
+    if (!this.issuedTokens.has(token)) this.issuedTokens.set(token, 'startPageToken');
+    res.json(project({ kind: 'drive#startPageToken', startPageToken: token }, sel));
+  }
+
+  private listChanges(req: Request, res: Response): void {
+    this.authorize(req, READ_METADATA);
+    const q = this.query(req, CHANGES_PARAMS);
+    if (q.pageToken === undefined) throw new DriveError(400, 'Required parameter: pageToken', 'required', 'pageToken');
+    const sel = selection(
+      q.fields,
+      CHANGE_LIST_SCHEMA,
+      'kind,nextPageToken,newStartPageToken,changes(kind,changeType,time,removed,fileId,file(kind,id,name,mimeType))',
+    );
+    const supportsAll = this.flag(q, 'supportsAllDrives');
+    const includeAll = this.flag(q, 'includeItemsFromAllDrives');
+    if (includeAll && !supportsAll) {
+      throw new DriveError(
+        403,
+        'The includeItemsFromAllDrives parameter can only be set to true when supportsAllDrives is also set to true.',
+        'teamDrivesParameterNotSupported',
+        'includeItemsFromAllDrives',
+      );
+    }
+    const includeRemoved = q.includeRemoved === undefined ? true : this.flag(q, 'includeRemoved');
+    this.flag(q, 'includeCorpusRemovals');
+    this.flag(q, 'restrictToMyDrive');
+    if (q.driveId !== undefined)
+      throw new DriveError(404, `Shared drive not found: ${q.driveId}`, 'notFound', 'driveId');
+    const pageSize = q.pageSize === undefined ? 100 : Number(q.pageSize);
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
+      throw new DriveError(
+        400,
+        `Invalid value '${q.pageSize}'. Values must be within the range: [1, 1000]`,
+        'invalid',
+        'pageSize',
+      );
+    }
+    if (!this.issuedTokens.has(q.pageToken)) throw invalidValue('pageToken');
+    const from = Number(q.pageToken) - FIRST_CHANGE;
+    if (from < 0 || from > this.changes.length) throw invalidValue('pageToken');
+    const out: Array<Record<string, unknown>> = [];
+    let at = from;
+    for (; at < this.changes.length && out.length < pageSize; at++) {
+      const c = this.changes[at]!;
+      if (c.driveId && !includeAll) continue;
+      if (c.removed && !includeRemoved) continue;
+      const f = c.removed ? undefined : this.files.get(c.fileId);
+      out.push({
+        kind: 'drive#change',
+        changeType: 'file',
+        time: c.time,
+        removed: f === undefined,
+        fileId: c.fileId,
+        ...(f ? { file: this.resource(f) } : {}),
+        ...(c.driveId ? { driveId: c.driveId } : {}),
+      });
+    }
+    const more = at < this.changes.length;
+    const token = more ? String(FIRST_CHANGE + at) : this.startPageToken;
+    if (!this.issuedTokens.has(token)) this.issuedTokens.set(token, more ? 'nextPageToken' : 'newStartPageToken');
+    const body = {
+      kind: 'drive#changeList',
+      ...(more ? { nextPageToken: token } : { newStartPageToken: token }),
+      changes: out,
+    };
+    res.json(project(body, sel));
+  }
+
   private find(id: string, supportsAll: boolean): DriveFile {
     const f = this.files.get(id);
     if (!f || (f.driveId && !supportsAll)) throw new DriveError(404, `File not found: ${id}.`, 'notFound', 'fileId');
@@ -862,6 +1027,7 @@ export class FakeDrive {
       sha256: sha.digest('hex'),
     };
     this.files.set(id, f);
+    this.recordChange(f, false);
     this.lastUpload = {
       query: q,
       contentType: req.headers['content-type'],
