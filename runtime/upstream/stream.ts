@@ -4,7 +4,7 @@ import type { Agent, Dispatcher } from 'undici';
 import { ServiceError } from '../../core/errors.ts';
 import { addressPolicy, guardedLookup, NOT_PUBLIC, resolverLookup } from './address-guard.ts';
 import { classify, notPublicFailure } from './http.ts';
-import { loadedUndici, loadUndici, type Undici } from './undici-parts.ts';
+import { loadedUndici, loadUndici, type Undici } from './undici.ts';
 
 export interface StreamOptions {
   connectTimeoutMs: number;

@@ -4,13 +4,10 @@
  * relies on must still be there and still behave as it did.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { Options } from 'got';
 import { GOT_CHECKED, gotNativeRequestOptions } from '../../runtime/upstream/got-patch.ts';
-import { loadUndici, UNDICI_CHECKED } from '../../runtime/upstream/undici-parts.ts';
 
-const require = createRequire(import.meta.url);
 /** The version of the package the service resolves (its package.json, read as a file: got's exports hide it). */
 const installed = (name: string) =>
   (
@@ -40,21 +37,5 @@ describe("the patch of got's Options (runtime/upstream/got-patch.ts)", () => {
     // got's cache options are the one thing left out, and only from the spread: they are not among its keys.
     expect(ours).toStrictEqual(definedOfGots);
     expect(Object.keys(gots).length).toBeGreaterThan(Object.keys(ours).length);
-  });
-});
-
-describe("undici's parts (runtime/upstream/undici-parts.ts)", () => {
-  it('were checked against the installed undici', () => {
-    expect(installed('undici'), 'undici changed: check the paths in undici-parts.ts, then update UNDICI_CHECKED').toBe(
-      UNDICI_CHECKED,
-    );
-  });
-
-  it("are the main module's Agent and errors", async () => {
-    const parts = await loadUndici();
-    const main = require('undici') as typeof import('undici');
-    expect(parts.Agent).toBe(main.Agent);
-    expect(parts.errors).toBe(main.errors);
-    expect(new parts.errors.HeadersTimeoutError()).toHaveProperty('code', 'UND_ERR_HEADERS_TIMEOUT');
   });
 });
