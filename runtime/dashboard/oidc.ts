@@ -58,6 +58,19 @@ export interface OidcSignedIn {
   email?: string;
 }
 
+/** The role groups give: the highest role a mapped group gives, else the default role; undefined: none. */
+export function roleForGroups(
+  settings: Pick<DashboardOidcSettings, 'roles' | 'defaultRole'>,
+  groups: readonly string[],
+): DashboardRole | undefined {
+  let best: DashboardRole | undefined;
+  for (const g of groups) {
+    const r = settings.roles.get(g);
+    if (r && (!best || allows(r, best))) best = r;
+  }
+  return best ?? settings.defaultRole;
+}
+
 export class DashboardOidc {
   private readonly discovered: BoundedCache<string, oauth.AuthorizationServer>;
   readonly stateCookie: string;
@@ -223,16 +236,6 @@ export class DashboardOidc {
     return claims;
   }
 
-  /** The role the claims give, or undefined: the highest mapped group's, else the default. */
-  roleFor(groups: string[]): DashboardRole | undefined {
-    let best: DashboardRole | undefined;
-    for (const g of groups) {
-      const r = this.settings.roles.get(g);
-      if (r && (!best || allows(r, best))) best = r;
-    }
-    return best ?? this.settings.defaultRole;
-  }
-
   /**
    * Completes a sign-in at the callback: the user (found by issuer and subject, else created) with the role their
    * groups give now. Throws OidcRefusal naming why when the provider's answer is not valid or nothing allows them.
@@ -272,7 +275,7 @@ export class DashboardOidc {
     const groups = (Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : [])
       .filter((g): g is string => typeof g === 'string')
       .slice(0, 1000);
-    const role = this.roleFor(groups);
+    const role = roleForGroups(this.settings, groups);
     if (!role)
       throw new OidcRefusal(
         'no_role',
