@@ -87,7 +87,8 @@ describe('dashboard sign-in through OpenID Connect', () => {
     expect(page.location).toBe('/dashboard/webhooks');
     const users = await c.get('/dashboard/users');
     expect(users.status).toBe(200);
-    expect(users.html).toContain('ada@acme.example');
+    const row = /<tr data-username="ada@acme.example">[\s\S]*?<\/tr>/.exec(users.html)?.[0];
+    expect(row).toContain('<td data-label="Signs in with" class="small">OpenID Connect</td>');
     const stored = await user('ada');
     expect(stored).toMatchObject({ username: 'ada@acme.example', role: 'admin' });
     // No password signs in as a user made by OpenID Connect.
