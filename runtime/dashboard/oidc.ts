@@ -211,10 +211,11 @@ export class DashboardOidc {
       claims = { ...(oauth.getValidatedIdTokenClaims(result) as unknown as Record<string, unknown>) };
       accessToken = result.access_token;
     } catch (e) {
-      throw new OidcRefusal(
-        'invalid_response',
-        `The identity provider's code exchange failed: ${(e as Error).message}`,
-      );
+      const why =
+        e instanceof oauth.ResponseBodyError
+          ? `${e.error}${e.error_description ? ` (${e.error_description})` : ''}`
+          : (e as Error).message;
+      throw new OidcRefusal('invalid_response', `The identity provider's code exchange failed: ${why}`);
     }
     // Providers often put e-mail and groups in the userinfo answer rather than the ID token.
     const missing = ['email', 'email_verified', this.settings.groupsClaim].some((c) => claims[c] === undefined);

@@ -2,7 +2,7 @@
  * Dashboard sign-in through the company's OpenID provider (issue 37, item 4) at the HTTP level, against a real
  * `oidc-provider` running in this test (test/helpers/oidc-idp.ts): users are made with the role their groups map to
  * (the highest wins), refused when their e-mail domain is not admitted, their e-mail is not verified or no group gives
- * them a role; a tampered state or a callback this browser did not start is refused; a user taken out of the admin
+ * them a role; a tampered state, a callback this browser did not start, a wrong nonce or PKCE verifier is refused; a user taken out of the admin
  * group is a viewer from their next sign-in; every outcome is in the audit log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -153,6 +153,32 @@ describe('dashboard sign-in through OpenID Connect', () => {
     expect((await other.get('/dashboard/connections')).status).toBe(303);
   });
 
+  it('checks the ID token nonce and the PKCE verifier of the sign-in this browser started', async () => {
+    for (const [field, says] of [
+      ['nonce', /unexpected ID Token (&quot;|")nonce/],
+      ['verifier', /invalid_grant/],
+    ] as const) {
+      const c = new DashboardClient(h.url);
+      const start = await c.get('/dashboard/oidc/start?next=%2Fdashboard%2Fconnections');
+      // The state cookie re-signed with one value changed, as if it came from another sign-in (the test holds the key).
+      const raw = c.cookies.get('acs_dashboard_oidc')!;
+      const pending = JSON.parse(Buffer.from(raw.split('.')[0]!, 'base64url').toString()) as Record<string, string>;
+      pending[field] = 'y'.repeat(43);
+      const set = h.running.services.dashboard.signedCookie(
+        'acs_dashboard_oidc',
+        'dashboard-oidc-state',
+        JSON.stringify(pending),
+        600,
+      );
+      c.cookies.set('acs_dashboard_oidc', set.split(';')[0]!.slice('acs_dashboard_oidc='.length));
+      const back = await signInAtIdp(start.location!, new URL(h.url).origin, 'vic');
+      const page = await c.get(back.pathname + back.search);
+      expect(page.status, field).toBe(403);
+      expect(page.html, field).toMatch(says);
+      expect((await c.get('/dashboard/connections')).status, field).toBe(303);
+    }
+  });
+
   it('re-derives the role at each sign-in: out of the admin group, a viewer', async () => {
     const before = (await oidcSignIn('ada')).c;
     expect((await before.get('/dashboard/users')).status).toBe(200);
@@ -193,6 +219,8 @@ describe('dashboard sign-in through OpenID Connect', () => {
       ['(unknown)', 'invalid_response'],
       ['(unknown)', 'invalid_response'],
       ['(unknown)', 'no_pending_sign_in'],
+      ['(unknown)', 'invalid_response'],
+      ['(unknown)', 'invalid_response'],
     ]);
     // The password sign-in (tried above with the made-up password) is recorded as ever.
     expect((await audit('dashboard.sign_in_failed')).some((e) => e.changes.reason === 'wrong_credentials')).toBe(true);
