@@ -2,8 +2,8 @@
  * Dashboard sign-in through the company's OpenID provider (issue 37, item 4) at the HTTP level, against a real
  * `oidc-provider` running in this test (test/helpers/oidc-idp.ts): users are made with the role their groups map to
  * (the highest wins), refused when their e-mail domain is not admitted, their e-mail is not verified or no group gives
- * them a role; a tampered state, a callback this browser did not start, a wrong nonce or PKCE verifier is refused; a user taken out of the admin
- * group is a viewer from their next sign-in; every outcome is in the audit log.
+ * them a role; a tampered state, a callback this browser did not start, a wrong nonce or PKCE verifier is refused;
+ * a user taken out of the admin group is a viewer from their next sign-in; every outcome is in the audit log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startHarness, type Harness } from '../helpers/harness.ts';
