@@ -302,7 +302,9 @@ export class DashboardOidc {
         ...(email ? { email } : {}),
       };
     }
-    const username = actor;
+    // Named by the e-mail only when the provider vouches for it, so nobody can take a colleague's name by claiming
+    // their address; else by the subject.
+    const username = (email && claims.email_verified === true ? email : sub).slice(0, 200);
     const user: DashboardUser = {
       id: newId('du'),
       username,
