@@ -90,6 +90,8 @@ export interface Config {
   triggers: TriggerSettings;
   /** The OAuth-protected MCP endpoint (issue 39, docs/mcp.md): its tokens, and the service-wide OpenID provider. */
   mcpOAuth: McpOAuthSettings;
+  /** DASHBOARD_OIDC_*: dashboard sign-in through the company's OpenID provider (issue 37, item 4); off when unset. */
+  dashboardOidc?: DashboardOidcSettings;
 }
 
 /** How polling triggers are scheduled (docs/triggers.md, "Settings"). */
@@ -211,6 +213,90 @@ function mcpOAuthSettings(env: NodeJS.ProcessEnv): McpOAuthSettings {
     accessTokenTtlSeconds,
     refreshTokenTtlSeconds,
     oidc: { issuer, clientId, ...(clientSecret ? { clientSecret } : {}), identifierClaim: claim },
+  };
+}
+
+export interface DashboardOidcSettings {
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  /** The provider's name on the sign-in button ("Sign in with <name>"). */
+  displayName: string;
+  /** E-mail domains (lower case) whose verified addresses may sign in; empty: any. */
+  allowedDomains: string[];
+  /** The ID token (or userinfo) claim listing the user's groups. */
+  groupsClaim: string;
+  /** Group → role; the highest role of the user's groups wins. */
+  roles: Map<string, 'admin' | 'operator' | 'viewer'>;
+  /** The role of a user none of whose groups is mapped; undefined: such a user is refused. */
+  defaultRole?: 'admin' | 'operator' | 'viewer';
+}
+
+const DASHBOARD_ROLE = /^(admin|operator|viewer)$/;
+
+function dashboardOidcSettings(env: NodeJS.ProcessEnv): DashboardOidcSettings | undefined {
+  const issuer = (env.DASHBOARD_OIDC_ISSUER ?? '').trim();
+  const clientId = env.DASHBOARD_OIDC_CLIENT_ID ?? '';
+  const clientSecret = env.DASHBOARD_OIDC_CLIENT_SECRET ?? '';
+  headerSafe('DASHBOARD_OIDC_CLIENT_ID', clientId, 1);
+  headerSafe('DASHBOARD_OIDC_CLIENT_SECRET', clientSecret, 1);
+  const displayName = (env.DASHBOARD_OIDC_NAME ?? '').trim();
+  // eslint-disable-next-line no-control-regex
+  if (displayName.length > 60 || /[\u0000-\u001f\u007f]/.test(displayName))
+    throw new ConfigError('DASHBOARD_OIDC_NAME', 'must be at most 60 characters without control characters');
+  const allowedDomains = list('DASHBOARD_OIDC_ALLOWED_DOMAINS', env, (d) =>
+    /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i.test(d)
+      ? undefined
+      : 'each entry must be an e-mail domain such as example.com',
+  ).map((d) => d.toLowerCase());
+  const groupsClaim = env.DASHBOARD_OIDC_GROUPS_CLAIM || 'groups';
+  if (!CLAIM_NAME.test(groupsClaim))
+    throw new ConfigError(
+      'DASHBOARD_OIDC_GROUPS_CLAIM',
+      `must be a claim name (letters, digits, _.:-, at most 64), got "${groupsClaim.slice(0, 80)}"`,
+    );
+  const roles = new Map<string, 'admin' | 'operator' | 'viewer'>();
+  for (const entry of list('DASHBOARD_OIDC_ROLES', env, (e) => {
+    const i = e.lastIndexOf(':');
+    if (i <= 0 || e.length > 300) return 'each entry must be group:role, such as admins:admin';
+    if (!DASHBOARD_ROLE.test(e.slice(i + 1).trim())) return 'the role must be admin, operator or viewer';
+    return undefined;
+  })) {
+    const i = entry.lastIndexOf(':');
+    roles.set(entry.slice(0, i).trim(), entry.slice(i + 1).trim() as 'admin' | 'operator' | 'viewer');
+  }
+  const rawDefault = (env.DASHBOARD_OIDC_DEFAULT_ROLE || 'none').trim();
+  if (rawDefault !== 'none' && !DASHBOARD_ROLE.test(rawDefault))
+    throw new ConfigError(
+      'DASHBOARD_OIDC_DEFAULT_ROLE',
+      `must be admin, operator, viewer or none, got "${rawDefault.slice(0, 80)}"`,
+    );
+  const defaultRole = rawDefault === 'none' ? undefined : (rawDefault as 'admin' | 'operator' | 'viewer');
+  if (!issuer) {
+    if (clientId || clientSecret)
+      throw new ConfigError(
+        'DASHBOARD_OIDC_ISSUER',
+        'is required when DASHBOARD_OIDC_CLIENT_ID or _CLIENT_SECRET is set',
+      );
+    return undefined;
+  }
+  const problem = issuerProblem(issuer);
+  if (problem) throw new ConfigError('DASHBOARD_OIDC_ISSUER', problem);
+  if (!clientId) throw new ConfigError('DASHBOARD_OIDC_CLIENT_ID', 'is required when DASHBOARD_OIDC_ISSUER is set');
+  if (roles.size === 0 && !defaultRole)
+    throw new ConfigError(
+      'DASHBOARD_OIDC_ROLES',
+      'is required when DASHBOARD_OIDC_ISSUER is set and DASHBOARD_OIDC_DEFAULT_ROLE is none: without either, nobody could sign in',
+    );
+  return {
+    issuer,
+    clientId,
+    ...(clientSecret ? { clientSecret } : {}),
+    displayName: displayName || new URL(issuer).host,
+    allowedDomains,
+    groupsClaim,
+    roles,
+    ...(defaultRole ? { defaultRole } : {}),
   };
 }
 
@@ -561,5 +647,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     batchSize: int('BATCH_SIZE', 500, env, 5_000) || 500,
     triggers: triggerSettings(env),
     mcpOAuth: mcpOAuthSettings(env),
+    dashboardOidc: dashboardOidcSettings(env),
   };
 }

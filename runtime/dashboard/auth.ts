@@ -220,9 +220,11 @@ export class DashboardAuth {
     try {
       ({ user, ok } = await this.hashGate.run({ user: userKey, address: remote }, async () => {
         const found = await this.store.getDashboardUserByName(username);
-        const matches = found
-          ? await verifyPassword(password, found.passwordHash)
-          : (await verifyPassword(password, await dummyHash()), false);
+        // A user without a password (made by OpenID Connect sign-in) costs the same scrypt work as an unknown name.
+        const matches =
+          found && found.passwordHash.startsWith('scrypt$')
+            ? await verifyPassword(password, found.passwordHash)
+            : (await verifyPassword(password, await dummyHash()), false);
         return { user: found, ok: matches };
       }));
     } catch (e) {

@@ -23,6 +23,7 @@ import { triggerRoutes } from './triggers.ts';
 import { mcpRoutes } from './mcp.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { auditRoutes } from './audit.ts';
+import { DashboardOidc, OIDC_START_PATH, OidcRefusal } from './oidc.ts';
 
 const CSP = [
   "default-src 'none'",
@@ -223,15 +224,26 @@ export function dashboardRouter(s: Services): Router {
   );
   r.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 2000 }));
 
+  const oidc = s.config.dashboardOidc ? new DashboardOidc(s, s.config.dashboardOidc) : undefined;
+
   const signInPage = (req: Request, res: Response, status: number, extra: Record<string, unknown>) => {
     const { nonce, setCookie } = s.dashboard.signInNonce(req.headers.cookie);
     if (setCookie) res.append('set-cookie', setCookie);
+    const next = typeof extra.next === 'string' ? extra.next : `${BASE}/connections`;
     render(
       ctx,
       req,
       res,
       'sign-in',
-      { title: 'Sign in', csrf: s.dashboard.signInCsrf(nonce), username: ADMIN_USERNAME, ...extra },
+      {
+        title: 'Sign in',
+        csrf: s.dashboard.signInCsrf(nonce),
+        username: ADMIN_USERNAME,
+        ...(oidc
+          ? { oidcName: oidc.settings.displayName, oidcStart: `${OIDC_START_PATH}?next=${encodeURIComponent(next)}` }
+          : {}),
+        ...extra,
+      },
       status,
     );
   };
@@ -301,6 +313,8 @@ export function dashboardRouter(s: Services): Router {
     res.append('set-cookie', s.dashboard.clearCookie(s.dashboard.signInCookie));
     res.redirect(303, next);
   });
+
+  if (oidc) oidcRoutes(r, ctx, oidc);
 
   invitationRoutes(r, ctx);
 
@@ -421,6 +435,74 @@ export function dashboardRouter(s: Services): Router {
     errorPage(ctx, req, res, 500, 'Internal error', `Something went wrong; quote request id ${req.requestId}.`);
   });
   return r;
+}
+
+/**
+ * Sign-in through the company's OpenID provider (runtime/dashboard/oidc.ts): `GET /oidc/start` sends the browser to
+ * the provider with a signed state cookie; `GET /oidc/callback` completes it. Every outcome is in the audit log, as
+ * for password sign-ins; the session is opened the same way.
+ */
+function oidcRoutes(r: Router, ctx: DashboardContext, oidc: DashboardOidc): void {
+  const { s } = ctx;
+  const record = (req: Request, actor: string, ok: boolean, changes: Record<string, unknown>) =>
+    s.audit.record(
+      {
+        actorType: 'dashboard_user',
+        actorId: actor.slice(0, 200) || '(none)',
+        sourceAddress: req.ip ?? null,
+        requestId: req.requestId ?? null,
+      },
+      {
+        action: ok ? 'dashboard.sign_in' : 'dashboard.sign_in_failed',
+        targetType: 'dashboard_user',
+        targetId: actor.slice(0, 200) || '(none)',
+        changes: { method: 'oidc', ...changes },
+      },
+    );
+
+  r.get('/oidc/start', async (req, res) => {
+    try {
+      const started = await oidc.start(safeNext(queryValue(req, 'next')));
+      res.append('set-cookie', started.setCookie);
+      res.redirect(303, started.url);
+    } catch (e) {
+      if (!(e instanceof OidcRefusal)) throw e;
+      await record(req, e.actor, false, { reason: e.reason });
+      errorPage(ctx, req, res, e.status, 'Sign-in not possible', e.message);
+    }
+  });
+
+  r.get('/oidc/callback', async (req, res) => {
+    // Bounded before it is read: a callback carries code, state, iss (or error, error_description) and little else.
+    const query = req.originalUrl.slice(req.originalUrl.indexOf('?') + 1);
+    const params = new URLSearchParams(req.originalUrl.includes('?') && query.length <= 8192 ? query : '');
+    res.append('set-cookie', s.dashboard.clearCookie(oidc.stateCookie));
+    const pending = oidc.pending(req.headers.cookie);
+    try {
+      if (!pending)
+        throw new OidcRefusal(
+          'no_pending_sign_in',
+          'This sign-in was not started in this browser, or took longer than 10 minutes. Go back to the sign-in page and start again.',
+          '(unknown)',
+          400,
+        );
+      const done = await oidc.finish(params, pending);
+      await record(req, done.user.username, true, {
+        role: done.user.role,
+        ...(done.created ? { user_created: true } : {}),
+        ...(done.previousRole ? { previous_role: done.previousRole } : {}),
+      });
+      // As for a password sign-in: a session open in this browser is ended, a new one gets a new id.
+      const previous = await s.dashboard.session(req.headers.cookie);
+      if (previous) await s.dashboard.signOut(previous);
+      res.append('set-cookie', await s.dashboard.openSession(done.user.id));
+      res.redirect(303, safeNext(pending.next));
+    } catch (e) {
+      if (!(e instanceof OidcRefusal)) throw e;
+      await record(req, e.actor, false, { reason: e.reason });
+      errorPage(ctx, req, res, e.status, 'Sign-in refused', e.message);
+    }
+  });
 }
 
 function safeDecode(v: string): string {

@@ -31,7 +31,9 @@ export function userRoutes(r: Router, ctx: DashboardContext): void {
     const users = (await s.store.listDashboardUsers()).map((u) => ({
       ...u,
       self: u.id === me.userId,
-      signIn: [u.passwordHash ? 'password' : '', u.oidcSubject ? 'OpenID Connect' : ''].filter(Boolean).join(', '),
+      signIn: [u.passwordHash.startsWith('scrypt$') ? 'password' : '', u.oidcSubject ? 'OpenID Connect' : '']
+        .filter(Boolean)
+        .join(', '),
       roleAction: `${BASE}/users/${encodeURIComponent(u.id)}/role`,
       deleteAction: `${BASE}/users/${encodeURIComponent(u.id)}/delete`,
       roleChoices: ROLES.map((role) => ({ role, selected: role === u.role })),

@@ -158,6 +158,86 @@ const rows: Row[] = [
     with: { MCP_OAUTH_OIDC_CLIENT_ID: 'c' },
   },
   {
+    variable: 'DASHBOARD_OIDC_ISSUER',
+    value: 'ftp://idp.example',
+    says: /must be an https URL/,
+    with: { DASHBOARD_OIDC_CLIENT_ID: 'c', DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer' },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_ISSUER',
+    value: '',
+    says: /is required when DASHBOARD_OIDC_CLIENT_ID or _CLIENT_SECRET is set/,
+    with: { DASHBOARD_OIDC_CLIENT_ID: 'c' },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_CLIENT_ID',
+    value: '',
+    says: /is required when DASHBOARD_OIDC_ISSUER is set/,
+    with: { DASHBOARD_OIDC_ISSUER: 'https://idp.example', DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer' },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_CLIENT_SECRET',
+    value: 'has space',
+    says: /visible ASCII characters/,
+    with: {
+      DASHBOARD_OIDC_ISSUER: 'https://idp.example',
+      DASHBOARD_OIDC_CLIENT_ID: 'c',
+      DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer',
+    },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_NAME',
+    value: 'x'.repeat(61),
+    says: /must be at most 60 characters/,
+    with: {
+      DASHBOARD_OIDC_ISSUER: 'https://idp.example',
+      DASHBOARD_OIDC_CLIENT_ID: 'c',
+      DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer',
+    },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_ALLOWED_DOMAINS',
+    value: 'acme.example,@acme.example',
+    says: /has "@acme.example": each entry must be an e-mail domain/,
+    with: {
+      DASHBOARD_OIDC_ISSUER: 'https://idp.example',
+      DASHBOARD_OIDC_CLIENT_ID: 'c',
+      DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer',
+    },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_GROUPS_CLAIM',
+    value: 'has space',
+    says: /must be a claim name/,
+    with: {
+      DASHBOARD_OIDC_ISSUER: 'https://idp.example',
+      DASHBOARD_OIDC_CLIENT_ID: 'c',
+      DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer',
+    },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_ROLES',
+    value: 'admins:root',
+    says: /has "admins:root": the role must be admin, operator or viewer/,
+    with: {
+      DASHBOARD_OIDC_ISSUER: 'https://idp.example',
+      DASHBOARD_OIDC_CLIENT_ID: 'c',
+      DASHBOARD_OIDC_DEFAULT_ROLE: 'viewer',
+    },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_ROLES',
+    value: '',
+    says: /is required when DASHBOARD_OIDC_ISSUER is set and DASHBOARD_OIDC_DEFAULT_ROLE is none/,
+    with: { DASHBOARD_OIDC_ISSUER: 'https://idp.example', DASHBOARD_OIDC_CLIENT_ID: 'c' },
+  },
+  {
+    variable: 'DASHBOARD_OIDC_DEFAULT_ROLE',
+    value: 'superuser',
+    says: /must be admin, operator, viewer or none/,
+    with: { DASHBOARD_OIDC_ISSUER: 'https://idp.example', DASHBOARD_OIDC_CLIENT_ID: 'c' },
+  },
+  {
     variable: 'MCP_OAUTH_OIDC_CLIENT_SECRET',
     value: 'has space',
     says: /visible ASCII characters/,
