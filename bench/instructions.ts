@@ -1,14 +1,8 @@
 /**
  * `npx tsx bench/instructions.ts [--against <git-ref>] [--requests N] [--warmup N] [--rounds N]`: instructions per
- * request of a proxy GET and a tool call, counted by valgrind's callgrind in the service process (every thread: the
- * JavaScript thread, the JIT compilers, the garbage collector), for the working tree and optionally a git ref in
- * the same run.
- *
- * Unlike CPU time, an instruction count does not depend on what else the machine runs, so two versions can be
- * compared on a busy machine, and a change of a few per cent shows. It says nothing of cache misses or of time
- * spent waiting; `npm run bench` measures those. Collection is off while the service starts and while a warm-up
- * lets the JIT settle, then on for `--requests` requests, sent eight at a time; the total is read from
- * callgrind's dump. The service runs about twenty times slower under valgrind: keep the counts small.
+ * proxy GET and tool call, counted by callgrind in the service process (the JavaScript thread, and all threads), for
+ * the working tree and optionally a ref, in one run. Unlike CPU time a count does not move with the machine's load
+ * (bench/README.md). Instrumentation is off during the start and the warm-up; `KEEP_CALLGRIND=1` keeps the dumps.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -41,16 +35,17 @@ const { versions, remove } = versionsAgainst(ROOT, opt.against);
 
 type Req = { url: string; method?: string; headers: Record<string, string>; body?: string };
 
+/** `n` requests, eight at a time. */
 async function send(r: Req, n: number): Promise<void> {
   let next = 0;
-  const worker = async () => {
-    while (next++ < n) {
-      const res = await fetch(r.url, { method: r.method ?? 'GET', headers: r.headers, body: r.body });
-      await res.arrayBuffer();
-      if (!res.ok) throw new Error(`${r.method ?? 'GET'} ${r.url}: HTTP ${res.status}`);
-    }
+  const one = async (): Promise<void> => {
+    if (next++ >= n) return;
+    const res = await fetch(r.url, { method: r.method ?? 'GET', headers: r.headers, body: r.body });
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`${r.method ?? 'GET'} ${r.url}: HTTP ${res.status}`);
+    return one();
   };
-  await Promise.all(Array.from({ length: 8 }, worker));
+  await Promise.all(Array.from({ length: 8 }, one));
 }
 
 /** Debian's `valgrind` is a shell script that runs valgrind.bin as its child: the pid is found by the output file. */
@@ -67,7 +62,6 @@ function callgrind(pid: number, ...args: string[]): void {
     encoding: 'utf8',
     env: { ...process.env, HOST: '127.0.0.1' },
   });
-  if (process.env.KEEP_CALLGRIND) console.error(args.join(' '), JSON.stringify(r.stdout + r.stderr));
   if (r.status !== 0 || /Error/.test(r.stdout + r.stderr))
     throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
 }
