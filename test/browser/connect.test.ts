@@ -11,9 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
 import { FakeApify, routeLocalhostSubdomains } from '../fakes/apify.ts';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitationCompleteNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');
@@ -186,5 +189,69 @@ describe('the hosted connect page', () => {
     });
     expect(res.status).toBe(403);
     expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
+  });
+});
+
+describe('just in time over MCP, completed in the browser', () => {
+  it('a client declaring URL elicitation gets -32042, the user connects on the hosted page, the completion arrives, the retry works', async () => {
+    const token = await serviceToken(h.url);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const server = (await (
+      await fetch(`${h.url}/v1/mcp-servers`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'desk-agent', connections: ['helpdesk'] }),
+      })
+    ).json()) as { id: string };
+    const { url } = (await (
+      await fetch(`${h.url}/v1/mcp-servers/${server.id}/urls`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ identifier: 'mcp-desk-user' }),
+      })
+    ).json()) as { url: string };
+
+    const client = new McpClient(
+      { name: 'elicit-browser', version: '1.0.0' },
+      { capabilities: { elicitation: { url: {} } } },
+    );
+    const completed = new Promise<string>((resolve) =>
+      client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => resolve(n.params.elicitationId)),
+    );
+    // The completion comes on the client's GET stream: known open once its answer's headers arrive.
+    let streamOpen!: () => void;
+    const opened = new Promise<void>((resolve) => (streamOpen = resolve));
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if ((init?.method ?? 'GET') === 'GET' && res.status === 200) streamOpen();
+        return res;
+      },
+    });
+    await client.connect(transport);
+    try {
+      await opened;
+      const refused = await client.callTool({ name: 'helpdesk_groups_list', arguments: {} }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(McpError);
+      expect((refused as McpError).code).toBe(-32042);
+      const [e] = ((refused as McpError).data as { elicitations: Array<{ url: string; elicitationId: string }> })
+        .elicitations;
+
+      // The person opens the link in their browser and connects on the hosted page.
+      await page.goto(e!.url);
+      expect(await page.locator('h1').textContent()).toBe('Connect your Support desk account');
+      expect(await page.locator('.who').textContent()).toContain('mcp-desk-user');
+      await page.fill('#f-domain', DOMAIN);
+      await page.fill('#f-email', EMAIL);
+      await page.fill('#f-api_token', TOKEN);
+      await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
+      expect(await page.locator('h1').textContent()).toBe('Account connected');
+
+      expect(await completed).toBe(e!.elicitationId);
+      const after = await client.callTool({ name: 'helpdesk_groups_list', arguments: {} });
+      expect(after.isError).toBeFalsy();
+    } finally {
+      await client.close();
+    }
   });
 });
