@@ -18,12 +18,15 @@ import {
   checkField,
   connectors,
   getConnector,
+  accountAuthKind,
+  authKindsOf,
   isKeyAuth,
   isOAuth2,
   isOAuthKind,
   validateCredentials,
 } from './connectors/catalog.ts';
 import type { AccountFieldSpec } from '../core/spec-model.ts';
+import type { ConnectorDefinition } from '../core/tool-types.ts';
 import { invalidInput, ServiceError } from '../core/errors.ts';
 import { redirectUriFor } from './oauth/endpoints.ts';
 import { forgetDiscovery } from './oauth/mcp-auth.ts';
@@ -66,6 +69,7 @@ export class ConnectionAdmin {
       connection_name: c.name,
       connector: c.connector,
       auth_kind: c.authKind,
+      ...(c.authKinds ? { auth_kinds: c.authKinds } : {}),
       client_id: c.clientId,
       has_client_secret: c.clientSecretSealed !== null,
       scopes: c.scopes,
@@ -80,7 +84,7 @@ export class ConnectionAdmin {
     };
   }
 
-  accountView(a: Account, connection: Pick<Connection, 'name' | 'connector'>) {
+  accountView(a: Account, connection: Pick<Connection, 'name' | 'connector' | 'authKind' | 'authKinds'>) {
     return {
       id: a.id,
       connection_name: connection.name,
@@ -91,6 +95,7 @@ export class ConnectionAdmin {
       token_expires_at: isoOrNull(a.tokenExpiresAt),
       last_used_at: isoOrNull(a.lastUsedAt),
       last_error: a.lastError,
+      ...(connection.authKinds ? { auth_kind: accountAuthKind(connection, a) } : {}),
       created_at: iso(a.createdAt),
       updated_at: iso(a.updatedAt),
     };
@@ -206,6 +211,32 @@ export class ConnectionAdmin {
     if (errors.length) throw invalidInput(errors, what);
   }
 
+  /**
+   * Issue 38: `auth_kinds`, the kinds a connection's users choose between on the connect page. Each must be one of
+   * the connector's, once; at most one OAuth kind, and first (the connection's OAuth settings are its); with
+   * `auth_kind` too, it must be the first. A list of one kind is that kind alone (no choice), as `auth_kind` is.
+   */
+  private checkAuthKinds(input: ConnectionInput, connector: ConnectorDefinition): string[] | undefined {
+    const list = input.auth_kinds;
+    if (list == null) return undefined;
+    const known: string[] = connector.auth.map((a) => a.kind);
+    const errors: FieldError[] = [];
+    list.forEach((k, i) => {
+      if (!known.includes(k))
+        errors.push({ field: `auth_kinds[${i}]`, message: `must be one of: ${known.join(', ')}` });
+      else if (list.indexOf(k) !== i) errors.push({ field: `auth_kinds[${i}]`, message: `repeats ${k}` });
+      else if (i > 0 && isOAuthKind(k))
+        errors.push({
+          field: `auth_kinds[${i}]`,
+          message: `${k} must come first (the connection's OAuth settings are its)`,
+        });
+    });
+    if (input.auth_kind != null && list[0] !== input.auth_kind)
+      errors.push({ field: 'auth_kind', message: `must be the first of auth_kinds (${list[0]}), or left out` });
+    if (errors.length) throw invalidInput(errors, 'connection');
+    return list.length > 1 ? [...list] : undefined;
+  }
+
   async createConnection(input: ConnectionInput): Promise<Connection> {
     const connector = input.connector ? getConnector(input.connector) : undefined;
     if (!connector) {
@@ -221,7 +252,8 @@ export class ConnectionAdmin {
         'connection',
       );
     }
-    const authKind = input.auth_kind ?? connector.auth[0]!.kind;
+    const authKinds = this.checkAuthKinds(input, connector);
+    const authKind = authKinds?.[0] ?? input.auth_kind ?? connector.auth[0]!.kind;
     if (!connector.auth.some((a) => a.kind === authKind)) {
       throw invalidInput(
         [{ field: 'auth_kind', message: `must be one of: ${connector.auth.map((a) => a.kind).join(', ')}` }],
@@ -240,6 +272,7 @@ export class ConnectionAdmin {
       name: input.connection_name!,
       connector: connector.name,
       authKind,
+      ...(authKinds ? { authKinds } : {}),
       clientId: patch.clientId ?? null,
       clientSecretSealed: input.client_secret ? this.s.sealer.seal(input.client_secret, aad.clientSecret(id)) : null,
       scopes: patch.scopes ?? [],

@@ -655,6 +655,12 @@ export const endpoints = boundRequestInputs({
           identifier: S.identifier,
           credentials: { type: 'object', description: "The connector's credential fields, or OAuth tokens" },
           verify: S.orNull({ type: 'boolean', default: false }),
+          auth_kind: S.orNull({
+            type: 'string',
+            maxLength: 64,
+            description:
+              "A connection with several auth kinds (`auth_kinds`): which one the credentials are of; inferred from the credentials' fields when left out",
+          }),
         },
         ['connection_name', 'identifier', 'credentials'],
       ),
