@@ -365,10 +365,19 @@ export class ConnectionAdmin {
    * declares; OAuth connectors accept existing tokens (for migrating accounts from elsewhere).
    * Validation happens before anything is written, so a bad request loses nothing already stored.
    */
-  async upsertAccount(connectionName: string, identifier: string, credentials: unknown, verify = false) {
+  async upsertAccount(
+    connectionName: string,
+    identifier: string,
+    credentials: unknown,
+    verify = false,
+    requestedKind?: string | null,
+  ) {
     const connection = await this.s.accounts.connectionByName(connectionName);
     const connector = getConnector(connection.connector)!;
-    const auth = authFor(connector, connection.authKind);
+    const kind = this.upsertKind(connection, connector, credentials, requestedKind);
+    // Recorded on the account only where the connection has several kinds: other accounts read as before.
+    const authKind = connection.authKinds ? kind : undefined;
+    const auth = authFor(connector, kind);
     let fields: Record<string, string>;
     let secrets: Record<string, string>;
     let expiresAt: number | null = null;
@@ -423,6 +432,7 @@ export class ConnectionAdmin {
         secretsSealed: this.s.accounts.sealSecrets(pending.id, secrets),
         tokenExpiresAt: expiresAt,
         version: 1,
+        ...(authKind ? { authKind } : {}),
       });
       if (created) {
         // The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
@@ -443,6 +453,7 @@ export class ConnectionAdmin {
           secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
           tokenExpiresAt: expiresAt,
           lastError: null,
+          ...(authKind ? { authKind } : {}),
         },
         { always: true, reason: 'credentials stored' },
       ))!;
@@ -568,6 +579,42 @@ export class ConnectionAdmin {
     }
   }
 
+  /**
+   * Issue 38: the auth kind an upsert's credentials are of. A connection with one kind: that kind (an `auth_kind`
+   * naming another is refused). With several (`auth_kinds`): the one named, else inferred from the credentials —
+   * OAuth tokens (`access_token`, `refresh_token`) are the OAuth kind's, otherwise the key kind one of whose fields
+   * they carry; ambiguous or unrecognisable credentials are refused naming `auth_kind`.
+   */
+  private upsertKind(
+    connection: Connection,
+    connector: ConnectorDefinition,
+    credentials: unknown,
+    requested: string | null | undefined,
+  ): string {
+    const kinds = authKindsOf(connection);
+    if (requested != null) {
+      if (!kinds.includes(requested))
+        throw invalidInput([{ field: 'auth_kind', message: `must be one of this connection's: ${kinds.join(', ')}` }]);
+      return requested;
+    }
+    if (kinds.length === 1) return kinds[0]!;
+    const given = credentials && typeof credentials === 'object' ? Object.keys(credentials) : [];
+    const matching = kinds.filter((k) => {
+      const auth = authFor(connector, k);
+      if (!isKeyAuth(auth)) return given.includes('access_token') || given.includes('refresh_token');
+      return auth.fields.some((f) => given.includes(f.name) && (f.required !== false || f.secret));
+    });
+    if (matching.length === 1) return matching[0]!;
+    throw invalidInput([
+      {
+        field: 'auth_kind',
+        message: `is required: this connection takes ${kinds.join(' or ')} credentials and ${
+          matching.length ? `these fit ${matching.join(' and ')}` : 'these fit none of them'
+        }`,
+      },
+    ]);
+  }
+
   /** The hosted connect page's check with the provider (the auth's `verify` request), when the auth has one. */
   async verifyKeyCredentials(
     connection: Connection,
@@ -588,6 +635,7 @@ export class ConnectionAdmin {
     identifier: string,
     fields: Record<string, string>,
     secrets: Record<string, string>,
+    authKind?: string,
   ) {
     const updated = await this.s.store.transaction(async (tx) => {
       const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
@@ -602,6 +650,7 @@ export class ConnectionAdmin {
           secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
           tokenExpiresAt: null,
           lastError: null,
+          ...(connection.authKinds && authKind ? { authKind } : {}),
         },
         { always: true, reason: 'credentials entered by the user on the connect page' },
       ))!;

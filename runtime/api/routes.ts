@@ -466,6 +466,7 @@ export function routeTable(s: Services): RouteTable {
         body.identifier,
         body.credentials,
         body.verify === true,
+        body.auth_kind,
       );
       await audit(req, {
         action: 'account.upsert',

@@ -336,6 +336,8 @@ export class OAuthFlow {
         fields: { ...account.fields, ...tokens.fields },
         lastError: null,
         grantedScopes,
+        // A connection with several kinds: OAuth is its first, which a NULL kind means (migration 019).
+        ...(connection.authKinds ? { authKind: null } : {}),
       },
       { always: true, reason: 'authorized by the user' },
     );
