@@ -2157,6 +2157,14 @@ export interface ConnectSubmitBody {
    */
   csrf: string;
   /**
+   * A connection with several auth kinds: the kind the user chose (its button)
+   */
+  choose?: string;
+  /**
+   * A connection with several auth kinds: the kind whose fields the form carries
+   */
+  auth_kind?: string;
+  /**
    * `c_<field>`: a credential field of the connector
    *
    * This interface was referenced by `ConnectSubmitBody`'s JSON-Schema definition

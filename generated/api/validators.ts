@@ -8944,6 +8944,16 @@ const schema69 = {
   properties: {
     link: { type: 'string', maxLength: 200, description: "The link's token" },
     csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+    choose: {
+      type: 'string',
+      maxLength: 64,
+      description: 'A connection with several auth kinds: the kind the user chose (its button)',
+    },
+    auth_kind: {
+      type: 'string',
+      maxLength: 64,
+      description: 'A connection with several auth kinds: the kind whose fields the form carries',
+    },
   },
   patternProperties: {
     '^c_[A-Za-z0-9_]{1,64}$': {
@@ -8978,7 +8988,7 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'link' || key0 === 'csrf' || pattern13.test(key0))) {
+      if (!(key0 === 'link' || key0 === 'csrf' || key0 === 'choose' || key0 === 'auth_kind' || pattern13.test(key0))) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -9057,46 +9067,110 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.choose !== undefined && func0.call(data, 'choose')) {
+      let data2 = data.choose;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 64) {
+          const err7 = {
+            instancePath: instancePath + '/choose',
+            schemaPath: '#/properties/choose/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/choose',
+          schemaPath: '#/properties/choose/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.auth_kind !== undefined && func0.call(data, 'auth_kind')) {
+      let data3 = data.auth_kind;
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 64) {
+          const err9 = {
+            instancePath: instancePath + '/auth_kind',
+            schemaPath: '#/properties/auth_kind/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/auth_kind',
+          schemaPath: '#/properties/auth_kind/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
     for (const key1 of Object.keys(data)) {
       if (pattern13.test(key1)) {
-        let data2 = data[key1];
-        if (typeof data2 === 'string') {
-          if (func46(data2) > 4096) {
-            const err7 = {
+        let data4 = data[key1];
+        if (typeof data4 === 'string') {
+          if (func46(data4) > 4096) {
+            const err11 = {
               instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
               schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/maxLength',
               keyword: 'maxLength',
               params: { limit: 4096 },
             };
             if (vErrors === null) {
-              vErrors = [err7];
+              vErrors = [err11];
             } else {
-              vErrors.push(err7);
+              vErrors.push(err11);
             }
             errors++;
           }
         } else {
-          const err8 = {
+          const err12 = {
             instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
             schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/type',
             keyword: 'type',
             params: { type: 'string' },
           };
           if (vErrors === null) {
-            vErrors = [err8];
+            vErrors = [err12];
           } else {
-            vErrors.push(err8);
+            vErrors.push(err12);
           }
           errors++;
         }
       }
     }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err13];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err13);
     }
     errors++;
   }
