@@ -338,7 +338,8 @@ export async function submitConnectPage(
     } else sendHtml(res, 200, resultPage('Account connected', ok, true));
   };
   if (link.userVerifyUrl) {
-    const outcome = await s.oauth.awaitVerification(account, connection, link.userVerifyUrl, checked.secrets, {
+    const waiting = connection.authKinds ? { ...checked.secrets, $auth_kind: auth.kind } : checked.secrets;
+    const outcome = await s.oauth.awaitVerification(account, connection, link.userVerifyUrl, waiting, {
       expiresAt: null,
       fields: checked.fields,
     });

@@ -20,7 +20,10 @@ let token: string;
 
 beforeAll(async () => {
   gong = await new FakeGong({ accessKey: KEY, accessKeySecret: SECRET }).start();
-  h = await startHarness({ oauth: { requirePkce: false, extraTokenFields: { api_base_url_for_customer: gong.url } } });
+  h = await startHarness({
+    env: { ALLOWED_REDIRECT_ORIGINS: 'https://app.example.com' },
+    oauth: { requirePkce: false, extraTokenFields: { api_base_url_for_customer: gong.url } },
+  });
   gong.bearerScopes = (t) => h.oauth.validate(t)?.scope.split(' ');
   await oauthConnection(h, 'gong', 'callintel', gong.url, {
     authMethod: 'client_secret_basic',
@@ -224,6 +227,42 @@ describe('a connection with several auth kinds', () => {
       () => toolCall('acme'),
     );
     expect(seen[0]!.authorization).toMatch(/^Bearer /);
+  });
+
+  it('with user_verify_url, the access key waits for the application, then the verified account uses it', async () => {
+    const { link, connected_account_id: id } = await h.client.getAuthorizationLink({
+      connectionName: 'gong',
+      identifier: 'verified',
+      userVerifyUrl: 'https://app.example.com/verify',
+    });
+    const linkToken = new URL(link).searchParams.get('link')!;
+    const page = await open(link);
+    await post(page, { link: linkToken, csrf: page.csrf, choose: 'api_key' });
+    const saved = await post(page, {
+      link: linkToken,
+      csrf: page.csrf,
+      auth_kind: 'api_key',
+      c_access_key: KEY,
+      c_access_key_secret: SECRET,
+    });
+    expect(saved.status).toBe(303);
+    const to = new URL(saved.headers.get('location')!);
+    expect(to.origin + to.pathname).toBe('https://app.example.com/verify');
+    expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_VERIFICATION');
+    const verified = await api('POST', '/v1/connected-accounts/verify', {
+      auth_request_id: to.searchParams.get('auth_request_id'),
+      identifier: 'verified',
+    });
+    expect(verified.status).toBe(200);
+    const account = await h.client.getConnectedAccount(id);
+    expect(account.status).toBe('ACTIVE');
+    expect((account as unknown as { auth_kind: string }).auth_kind).toBe('api_key');
+    expect(JSON.stringify(account)).not.toContain('$auth_kind');
+    const seen = await requestsDuring(
+      () => gong.requests,
+      () => toolCall('verified'),
+    );
+    expect(seen[0]!.authorization).toBe(basicHeader);
   });
 
   it('the upsert says the kind or it is inferred from the credentials; a wrong or unclear kind is refused', async () => {
