@@ -304,6 +304,8 @@ export class ConnectionAdmin {
       immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
     if (input.auth_kind != null && input.auth_kind !== connection.authKind)
       immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
+    if (input.auth_kinds != null && input.auth_kinds.join(',') !== authKindsOf(connection).join(','))
+      immutable.push({ field: 'auth_kinds', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);
     await this.checkDestinations(input, 'connection update');

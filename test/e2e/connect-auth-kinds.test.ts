@@ -103,6 +103,13 @@ describe('a connection with several auth kinds', () => {
     expect(mixed.status).toBe(400);
     expect(mixed.body.error.details[0].field).toBe('auth_kind');
     expect((await api('GET', '/v1/connections/bad-mixed')).status).toBe(404);
+    // Fixed once created, like auth_kind; the same list again is accepted.
+    const changed = await api('PATCH', '/v1/connections/gong', { auth_kinds: ['oauth2'] });
+    expect(changed.status).toBe(400);
+    expect(changed.body.error.details).toEqual([
+      { field: 'auth_kinds', message: 'cannot change; create a new connection' },
+    ]);
+    expect((await api('PATCH', '/v1/connections/gong', { auth_kinds: ['oauth2', 'api_key'] })).status).toBe(200);
   });
 
   it('the link offers the choice; OAuth goes on to the provider, and the account calls with its bearer token', async () => {
