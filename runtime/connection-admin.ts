@@ -18,12 +18,15 @@ import {
   checkField,
   connectors,
   getConnector,
+  accountAuthKind,
+  authKindsOf,
   isKeyAuth,
   isOAuth2,
   isOAuthKind,
   validateCredentials,
 } from './connectors/catalog.ts';
 import type { AccountFieldSpec } from '../core/spec-model.ts';
+import type { ConnectorDefinition } from '../core/tool-types.ts';
 import { invalidInput, ServiceError } from '../core/errors.ts';
 import { redirectUriFor } from './oauth/endpoints.ts';
 import { forgetDiscovery } from './oauth/mcp-auth.ts';
@@ -66,6 +69,7 @@ export class ConnectionAdmin {
       connection_name: c.name,
       connector: c.connector,
       auth_kind: c.authKind,
+      ...(c.authKinds ? { auth_kinds: c.authKinds } : {}),
       client_id: c.clientId,
       has_client_secret: c.clientSecretSealed !== null,
       scopes: c.scopes,
@@ -80,7 +84,7 @@ export class ConnectionAdmin {
     };
   }
 
-  accountView(a: Account, connection: Pick<Connection, 'name' | 'connector'>) {
+  accountView(a: Account, connection: Pick<Connection, 'name' | 'connector' | 'authKind' | 'authKinds'>) {
     return {
       id: a.id,
       connection_name: connection.name,
@@ -91,6 +95,7 @@ export class ConnectionAdmin {
       token_expires_at: isoOrNull(a.tokenExpiresAt),
       last_used_at: isoOrNull(a.lastUsedAt),
       last_error: a.lastError,
+      ...(connection.authKinds ? { auth_kind: accountAuthKind(connection, a) } : {}),
       created_at: iso(a.createdAt),
       updated_at: iso(a.updatedAt),
     };
@@ -206,6 +211,32 @@ export class ConnectionAdmin {
     if (errors.length) throw invalidInput(errors, what);
   }
 
+  /**
+   * Issue 38: `auth_kinds`, the kinds a connection's users choose between on the connect page. Each must be one of
+   * the connector's, once; at most one OAuth kind, and first (the connection's OAuth settings are its); with
+   * `auth_kind` too, it must be the first. A list of one kind is that kind alone (no choice), as `auth_kind` is.
+   */
+  private checkAuthKinds(input: ConnectionInput, connector: ConnectorDefinition): string[] | undefined {
+    const list = input.auth_kinds;
+    if (list == null) return undefined;
+    const known: string[] = connector.auth.map((a) => a.kind);
+    const errors: FieldError[] = [];
+    list.forEach((k, i) => {
+      if (!known.includes(k))
+        errors.push({ field: `auth_kinds[${i}]`, message: `must be one of: ${known.join(', ')}` });
+      else if (list.indexOf(k) !== i) errors.push({ field: `auth_kinds[${i}]`, message: `repeats ${k}` });
+      else if (i > 0 && isOAuthKind(k))
+        errors.push({
+          field: `auth_kinds[${i}]`,
+          message: `${k} must come first (the connection's OAuth settings are its)`,
+        });
+    });
+    if (input.auth_kind != null && list[0] !== input.auth_kind)
+      errors.push({ field: 'auth_kind', message: `must be the first of auth_kinds (${list[0]}), or left out` });
+    if (errors.length) throw invalidInput(errors, 'connection');
+    return list.length > 1 ? [...list] : undefined;
+  }
+
   async createConnection(input: ConnectionInput): Promise<Connection> {
     const connector = input.connector ? getConnector(input.connector) : undefined;
     if (!connector) {
@@ -221,7 +252,8 @@ export class ConnectionAdmin {
         'connection',
       );
     }
-    const authKind = input.auth_kind ?? connector.auth[0]!.kind;
+    const authKinds = this.checkAuthKinds(input, connector);
+    const authKind = authKinds?.[0] ?? input.auth_kind ?? connector.auth[0]!.kind;
     if (!connector.auth.some((a) => a.kind === authKind)) {
       throw invalidInput(
         [{ field: 'auth_kind', message: `must be one of: ${connector.auth.map((a) => a.kind).join(', ')}` }],
@@ -240,6 +272,7 @@ export class ConnectionAdmin {
       name: input.connection_name!,
       connector: connector.name,
       authKind,
+      ...(authKinds ? { authKinds } : {}),
       clientId: patch.clientId ?? null,
       clientSecretSealed: input.client_secret ? this.s.sealer.seal(input.client_secret, aad.clientSecret(id)) : null,
       scopes: patch.scopes ?? [],
@@ -271,6 +304,8 @@ export class ConnectionAdmin {
       immutable.push({ field: 'connection_name', message: 'cannot change; clients address the connection by it' });
     if (input.auth_kind != null && input.auth_kind !== connection.authKind)
       immutable.push({ field: 'auth_kind', message: 'cannot change; create a new connection' });
+    if (input.auth_kinds != null && input.auth_kinds.join(',') !== authKindsOf(connection).join(','))
+      immutable.push({ field: 'auth_kinds', message: 'cannot change; create a new connection' });
     if (immutable.length) throw invalidInput(immutable, 'connection update');
     const patch = this.validateConnection(input, connector, connection.authKind, false);
     await this.checkDestinations(input, 'connection update');
@@ -332,10 +367,19 @@ export class ConnectionAdmin {
    * declares; OAuth connectors accept existing tokens (for migrating accounts from elsewhere).
    * Validation happens before anything is written, so a bad request loses nothing already stored.
    */
-  async upsertAccount(connectionName: string, identifier: string, credentials: unknown, verify = false) {
+  async upsertAccount(
+    connectionName: string,
+    identifier: string,
+    credentials: unknown,
+    verify = false,
+    requestedKind?: string | null,
+  ) {
     const connection = await this.s.accounts.connectionByName(connectionName);
     const connector = getConnector(connection.connector)!;
-    const auth = authFor(connector, connection.authKind);
+    const kind = this.upsertKind(connection, connector, credentials, requestedKind);
+    // Recorded on the account only where the connection has several kinds: other accounts read as before.
+    const authKind = connection.authKinds ? kind : undefined;
+    const auth = authFor(connector, kind);
     let fields: Record<string, string>;
     let secrets: Record<string, string>;
     let expiresAt: number | null = null;
@@ -390,6 +434,7 @@ export class ConnectionAdmin {
         secretsSealed: this.s.accounts.sealSecrets(pending.id, secrets),
         tokenExpiresAt: expiresAt,
         version: 1,
+        ...(authKind ? { authKind } : {}),
       });
       if (created) {
         // The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
@@ -410,6 +455,7 @@ export class ConnectionAdmin {
           secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
           tokenExpiresAt: expiresAt,
           lastError: null,
+          ...(authKind ? { authKind } : {}),
         },
         { always: true, reason: 'credentials stored' },
       ))!;
@@ -535,6 +581,42 @@ export class ConnectionAdmin {
     }
   }
 
+  /**
+   * Issue 38: the auth kind an upsert's credentials are of. A connection with one kind: that kind (an `auth_kind`
+   * naming another is refused). With several (`auth_kinds`): the one named, else inferred from the credentials —
+   * OAuth tokens (`access_token`, `refresh_token`) are the OAuth kind's, otherwise the key kind one of whose fields
+   * they carry; ambiguous or unrecognisable credentials are refused naming `auth_kind`.
+   */
+  private upsertKind(
+    connection: Connection,
+    connector: ConnectorDefinition,
+    credentials: unknown,
+    requested: string | null | undefined,
+  ): string {
+    const kinds = authKindsOf(connection);
+    if (requested != null) {
+      if (!kinds.includes(requested))
+        throw invalidInput([{ field: 'auth_kind', message: `must be one of this connection's: ${kinds.join(', ')}` }]);
+      return requested;
+    }
+    if (kinds.length === 1) return kinds[0]!;
+    const given = credentials && typeof credentials === 'object' ? Object.keys(credentials) : [];
+    const matching = kinds.filter((k) => {
+      const auth = authFor(connector, k);
+      if (!isKeyAuth(auth)) return given.includes('access_token') || given.includes('refresh_token');
+      return auth.fields.some((f) => given.includes(f.name) && (f.required !== false || f.secret));
+    });
+    if (matching.length === 1) return matching[0]!;
+    throw invalidInput([
+      {
+        field: 'auth_kind',
+        message: `is required: this connection takes ${kinds.join(' or ')} credentials and ${
+          matching.length ? `these fit ${matching.join(' and ')}` : 'these fit none of them'
+        }`,
+      },
+    ]);
+  }
+
   /** The hosted connect page's check with the provider (the auth's `verify` request), when the auth has one. */
   async verifyKeyCredentials(
     connection: Connection,
@@ -555,6 +637,7 @@ export class ConnectionAdmin {
     identifier: string,
     fields: Record<string, string>,
     secrets: Record<string, string>,
+    authKind?: string,
   ) {
     const updated = await this.s.store.transaction(async (tx) => {
       const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
@@ -569,6 +652,7 @@ export class ConnectionAdmin {
           secretsSealed: this.s.accounts.sealSecrets(account.id, secrets),
           tokenExpiresAt: null,
           lastError: null,
+          ...(connection.authKinds && authKind ? { authKind } : {}),
         },
         { always: true, reason: 'credentials entered by the user on the connect page' },
       ))!;

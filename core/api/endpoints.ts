@@ -655,6 +655,12 @@ export const endpoints = boundRequestInputs({
           identifier: S.identifier,
           credentials: { type: 'object', description: "The connector's credential fields, or OAuth tokens" },
           verify: S.orNull({ type: 'boolean', default: false }),
+          auth_kind: S.orNull({
+            type: 'string',
+            maxLength: 64,
+            description:
+              "A connection with several auth kinds (`auth_kinds`): which one the credentials are of; inferred from the credentials' fields when left out",
+          }),
         },
         ['connection_name', 'identifier', 'credentials'],
       ),
@@ -1677,6 +1683,16 @@ export const endpoints = boundRequestInputs({
         properties: {
           link: { type: 'string', maxLength: 200, description: "The link's token" },
           csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+          choose: {
+            type: 'string',
+            maxLength: 64,
+            description: 'A connection with several auth kinds: the kind the user chose (its button)',
+          },
+          auth_kind: {
+            type: 'string',
+            maxLength: 64,
+            description: 'A connection with several auth kinds: the kind whose fields the form carries',
+          },
         },
         patternProperties: {
           '^c_[A-Za-z0-9_]{1,64}$': {

@@ -448,6 +448,11 @@ export const connection: JsonSchema = {
     connection_name: str,
     connector: str,
     auth_kind: str,
+    auth_kinds: {
+      type: 'array',
+      items: str,
+      description: 'Connections whose users choose between several auth kinds: the kinds, the first being auth_kind',
+    },
     client_id: nullableStr,
     has_client_secret: { type: 'boolean' },
     scopes: { type: 'array', items: str },
@@ -475,6 +480,14 @@ export const connection: JsonSchema = {
 /** The fields of a connection a client sets; `connection` (above) is what the service answers. */
 const connectionFields = {
   auth_kind: orNull({ type: 'string', description: 'For connectors with several auth kinds' }),
+  auth_kinds: orNull({
+    type: 'array',
+    items: { type: 'string', maxLength: 64 },
+    minItems: 1,
+    maxItems: 8,
+    description:
+      "Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first",
+  }),
   client_id: orNull({ type: 'string', maxLength: 1024 }),
   client_secret: orNull({ type: 'string', maxLength: 4096, writeOnly: true }),
   scopes: orNull({ type: 'array', items: str }),
@@ -544,6 +557,10 @@ export const connectedAccount: JsonSchema = {
     token_expires_at: nullableDateTime,
     last_used_at: nullableDateTime,
     last_error: nullableStr,
+    auth_kind: {
+      type: 'string',
+      description: 'Accounts of a connection with several auth kinds: the kind its credentials are of',
+    },
     created_at: dateTime,
     updated_at: dateTime,
   },

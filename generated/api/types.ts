@@ -219,6 +219,10 @@ export interface Connection {
   connection_name: string;
   connector: string;
   auth_kind: string;
+  /**
+   * Connections whose users choose between several auth kinds: the kinds, the first being auth_kind
+   */
+  auth_kinds?: string[];
   client_id: string | null;
   has_client_secret: boolean;
   scopes: string[];
@@ -253,6 +257,22 @@ export interface ConnectionCreate {
    * For connectors with several auth kinds
    */
   auth_kind?: string | null;
+  /**
+   * Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first
+   *
+   * @minItems 1
+   * @maxItems 8
+   */
+  auth_kinds?:
+    | [string]
+    | [string, string]
+    | [string, string, string]
+    | [string, string, string, string]
+    | [string, string, string, string, string]
+    | [string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string]
+    | null;
   client_id?: string | null;
   client_secret?: string | null;
   scopes?: string[] | null;
@@ -288,6 +308,22 @@ export interface ConnectionUpdate {
    * For connectors with several auth kinds
    */
   auth_kind?: string | null;
+  /**
+   * Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first
+   *
+   * @minItems 1
+   * @maxItems 8
+   */
+  auth_kinds?:
+    | [string]
+    | [string, string]
+    | [string, string, string]
+    | [string, string, string, string]
+    | [string, string, string, string, string]
+    | [string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string]
+    | null;
   client_id?: string | null;
   client_secret?: string | null;
   scopes?: string[] | null;
@@ -325,6 +361,10 @@ export interface ConnectedAccount {
   token_expires_at: string | null;
   last_used_at: string | null;
   last_error: string | null;
+  /**
+   * Accounts of a connection with several auth kinds: the kind its credentials are of
+   */
+  auth_kind?: string;
   created_at: string;
   updated_at: string;
 }
@@ -840,6 +880,22 @@ export interface CreateConnectionBody {
    * For connectors with several auth kinds
    */
   auth_kind?: string | null;
+  /**
+   * Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first
+   *
+   * @minItems 1
+   * @maxItems 8
+   */
+  auth_kinds?:
+    | [string]
+    | [string, string]
+    | [string, string, string]
+    | [string, string, string, string]
+    | [string, string, string, string, string]
+    | [string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string]
+    | null;
   client_id?: string | null;
   client_secret?: string | null;
   scopes?: string[] | null;
@@ -881,6 +937,22 @@ export interface UpdateConnectionBody {
    * For connectors with several auth kinds
    */
   auth_kind?: string | null;
+  /**
+   * Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first
+   *
+   * @minItems 1
+   * @maxItems 8
+   */
+  auth_kinds?:
+    | [string]
+    | [string, string]
+    | [string, string, string]
+    | [string, string, string, string]
+    | [string, string, string, string, string]
+    | [string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string]
+    | [string, string, string, string, string, string, string, string]
+    | null;
   client_id?: string | null;
   client_secret?: string | null;
   scopes?: string[] | null;
@@ -984,6 +1056,10 @@ export interface UpsertConnectedAccountBody {
     [k: string]: unknown | undefined;
   };
   verify?: boolean | null;
+  /**
+   * A connection with several auth kinds (`auth_kinds`): which one the credentials are of; inferred from the credentials' fields when left out
+   */
+  auth_kind?: string | null;
 }
 export interface UpsertConnectedAccountResponse {
   connected_account: ConnectedAccount;
@@ -2080,6 +2156,14 @@ export interface ConnectSubmitBody {
    * The CSRF token the page put in the form
    */
   csrf: string;
+  /**
+   * A connection with several auth kinds: the kind the user chose (its button)
+   */
+  choose?: string;
+  /**
+   * A connection with several auth kinds: the kind whose fields the form carries
+   */
+  auth_kind?: string;
   /**
    * `c_<field>`: a credential field of the connector
    *

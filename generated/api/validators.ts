@@ -585,6 +585,14 @@ const schema15 = {
     },
     connector: { type: 'string', minLength: 1, description: 'The connector, e.g. `mail`', maxLength: 8192 },
     auth_kind: { type: ['string', 'null'], description: 'For connectors with several auth kinds', maxLength: 8192 },
+    auth_kinds: {
+      type: ['array', 'null'],
+      items: { type: 'string', maxLength: 64 },
+      minItems: 1,
+      maxItems: 8,
+      description:
+        "Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first",
+    },
     client_id: { type: ['string', 'null'], maxLength: 1024 },
     client_secret: { type: ['string', 'null'], maxLength: 4096, writeOnly: true },
     scopes: { type: ['array', 'null'], items: { type: 'string', maxLength: 8192 } },
@@ -785,14 +793,14 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
-      let data3 = data.client_id;
-      if (typeof data3 !== 'string' && data3 !== null) {
+    if (data.auth_kinds !== undefined && func0.call(data, 'auth_kinds')) {
+      let data3 = data.auth_kinds;
+      if (!Array.isArray(data3) && data3 !== null) {
         const err11 = {
-          instancePath: instancePath + '/client_id',
-          schemaPath: '#/properties/client_id/type',
+          instancePath: instancePath + '/auth_kinds',
+          schemaPath: '#/properties/auth_kinds/type',
           keyword: 'type',
-          params: { type: schema15.properties.client_id.type },
+          params: { type: schema15.properties.auth_kinds.type },
         };
         if (vErrors === null) {
           vErrors = [err11];
@@ -801,13 +809,13 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (typeof data3 === 'string') {
-        if (func46(data3) > 1024) {
+      if (Array.isArray(data3)) {
+        if (data3.length > 8) {
           const err12 = {
-            instancePath: instancePath + '/client_id',
-            schemaPath: '#/properties/client_id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
+            instancePath: instancePath + '/auth_kinds',
+            schemaPath: '#/properties/auth_kinds/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 8 },
           };
           if (vErrors === null) {
             vErrors = [err12];
@@ -816,101 +824,96 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
           }
           errors++;
         }
-      }
-    }
-    if (data.client_secret !== undefined && func0.call(data, 'client_secret')) {
-      let data4 = data.client_secret;
-      if (typeof data4 !== 'string' && data4 !== null) {
-        const err13 = {
-          instancePath: instancePath + '/client_secret',
-          schemaPath: '#/properties/client_secret/type',
-          keyword: 'type',
-          params: { type: schema15.properties.client_secret.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err13];
-        } else {
-          vErrors.push(err13);
-        }
-        errors++;
-      }
-      if (typeof data4 === 'string') {
-        if (func46(data4) > 4096) {
-          const err14 = {
-            instancePath: instancePath + '/client_secret',
-            schemaPath: '#/properties/client_secret/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 4096 },
+        if (data3.length < 1) {
+          const err13 = {
+            instancePath: instancePath + '/auth_kinds',
+            schemaPath: '#/properties/auth_kinds/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
           };
           if (vErrors === null) {
-            vErrors = [err14];
+            vErrors = [err13];
           } else {
-            vErrors.push(err14);
+            vErrors.push(err13);
           }
           errors++;
         }
-      }
-    }
-    if (data.scopes !== undefined && func0.call(data, 'scopes')) {
-      let data5 = data.scopes;
-      if (!Array.isArray(data5) && data5 !== null) {
-        const err15 = {
-          instancePath: instancePath + '/scopes',
-          schemaPath: '#/properties/scopes/type',
-          keyword: 'type',
-          params: { type: schema15.properties.scopes.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err15];
-        } else {
-          vErrors.push(err15);
-        }
-        errors++;
-      }
-      if (Array.isArray(data5)) {
-        const len0 = data5.length;
+        const len0 = data3.length;
         for (let i0 = 0; i0 < len0; i0++) {
-          let data6 = data5[i0];
-          if (typeof data6 === 'string') {
-            if (func46(data6) > 8192) {
-              const err16 = {
-                instancePath: instancePath + '/scopes/' + i0,
-                schemaPath: '#/properties/scopes/items/maxLength',
+          let data4 = data3[i0];
+          if (typeof data4 === 'string') {
+            if (func46(data4) > 64) {
+              const err14 = {
+                instancePath: instancePath + '/auth_kinds/' + i0,
+                schemaPath: '#/properties/auth_kinds/items/maxLength',
                 keyword: 'maxLength',
-                params: { limit: 8192 },
+                params: { limit: 64 },
               };
               if (vErrors === null) {
-                vErrors = [err16];
+                vErrors = [err14];
               } else {
-                vErrors.push(err16);
+                vErrors.push(err14);
               }
               errors++;
             }
           } else {
-            const err17 = {
-              instancePath: instancePath + '/scopes/' + i0,
-              schemaPath: '#/properties/scopes/items/type',
+            const err15 = {
+              instancePath: instancePath + '/auth_kinds/' + i0,
+              schemaPath: '#/properties/auth_kinds/items/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err17];
+              vErrors = [err15];
             } else {
-              vErrors.push(err17);
+              vErrors.push(err15);
             }
             errors++;
           }
         }
       }
     }
-    if (data.api_base_url !== undefined && func0.call(data, 'api_base_url')) {
-      let data7 = data.api_base_url;
-      if (typeof data7 !== 'string' && data7 !== null) {
-        const err18 = {
-          instancePath: instancePath + '/api_base_url',
-          schemaPath: '#/properties/api_base_url/type',
+    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
+      let data5 = data.client_id;
+      if (typeof data5 !== 'string' && data5 !== null) {
+        const err16 = {
+          instancePath: instancePath + '/client_id',
+          schemaPath: '#/properties/client_id/type',
           keyword: 'type',
-          params: { type: schema15.properties.api_base_url.type },
+          params: { type: schema15.properties.client_id.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err16];
+        } else {
+          vErrors.push(err16);
+        }
+        errors++;
+      }
+      if (typeof data5 === 'string') {
+        if (func46(data5) > 1024) {
+          const err17 = {
+            instancePath: instancePath + '/client_id',
+            schemaPath: '#/properties/client_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err17];
+          } else {
+            vErrors.push(err17);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.client_secret !== undefined && func0.call(data, 'client_secret')) {
+      let data6 = data.client_secret;
+      if (typeof data6 !== 'string' && data6 !== null) {
+        const err18 = {
+          instancePath: instancePath + '/client_secret',
+          schemaPath: '#/properties/client_secret/type',
+          keyword: 'type',
+          params: { type: schema15.properties.client_secret.type },
         };
         if (vErrors === null) {
           vErrors = [err18];
@@ -919,13 +922,13 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (typeof data7 === 'string') {
-        if (func46(data7) > 2048) {
+      if (typeof data6 === 'string') {
+        if (func46(data6) > 4096) {
           const err19 = {
-            instancePath: instancePath + '/api_base_url',
-            schemaPath: '#/properties/api_base_url/maxLength',
+            instancePath: instancePath + '/client_secret',
+            schemaPath: '#/properties/client_secret/maxLength',
             keyword: 'maxLength',
-            params: { limit: 2048 },
+            params: { limit: 4096 },
           };
           if (vErrors === null) {
             vErrors = [err19];
@@ -936,14 +939,14 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.api_hosts !== undefined && func0.call(data, 'api_hosts')) {
-      let data8 = data.api_hosts;
-      if (!(data8 && typeof data8 == 'object' && !Array.isArray(data8)) && data8 !== null) {
+    if (data.scopes !== undefined && func0.call(data, 'scopes')) {
+      let data7 = data.scopes;
+      if (!Array.isArray(data7) && data7 !== null) {
         const err20 = {
-          instancePath: instancePath + '/api_hosts',
-          schemaPath: '#/properties/api_hosts/type',
+          instancePath: instancePath + '/scopes',
+          schemaPath: '#/properties/scopes/type',
           keyword: 'type',
-          params: { type: schema15.properties.api_hosts.type },
+          params: { type: schema15.properties.scopes.type },
         };
         if (vErrors === null) {
           vErrors = [err20];
@@ -952,14 +955,15 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (data8 && typeof data8 == 'object' && !Array.isArray(data8)) {
-        for (const key1 of Object.keys(data8)) {
-          let data9 = data8[key1];
-          if (typeof data9 === 'string') {
-            if (func46(data9) > 8192) {
+      if (Array.isArray(data7)) {
+        const len1 = data7.length;
+        for (let i1 = 0; i1 < len1; i1++) {
+          let data8 = data7[i1];
+          if (typeof data8 === 'string') {
+            if (func46(data8) > 8192) {
               const err21 = {
-                instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
-                schemaPath: '#/properties/api_hosts/additionalProperties/maxLength',
+                instancePath: instancePath + '/scopes/' + i1,
+                schemaPath: '#/properties/scopes/items/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
@@ -972,8 +976,8 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
             }
           } else {
             const err22 = {
-              instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
-              schemaPath: '#/properties/api_hosts/additionalProperties/type',
+              instancePath: instancePath + '/scopes/' + i1,
+              schemaPath: '#/properties/scopes/items/type',
               keyword: 'type',
               params: { type: 'string' },
             };
@@ -987,14 +991,14 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.oauth !== undefined && func0.call(data, 'oauth')) {
-      let data10 = data.oauth;
-      if (!(data10 && typeof data10 == 'object' && !Array.isArray(data10)) && data10 !== null) {
+    if (data.api_base_url !== undefined && func0.call(data, 'api_base_url')) {
+      let data9 = data.api_base_url;
+      if (typeof data9 !== 'string' && data9 !== null) {
         const err23 = {
-          instancePath: instancePath + '/oauth',
-          schemaPath: '#/properties/oauth/type',
+          instancePath: instancePath + '/api_base_url',
+          schemaPath: '#/properties/api_base_url/type',
           keyword: 'type',
-          params: { type: schema15.properties.oauth.type },
+          params: { type: schema15.properties.api_base_url.type },
         };
         if (vErrors === null) {
           vErrors = [err23];
@@ -1003,115 +1007,199 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
+      if (typeof data9 === 'string') {
+        if (func46(data9) > 2048) {
+          const err24 = {
+            instancePath: instancePath + '/api_base_url',
+            schemaPath: '#/properties/api_base_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err24];
+          } else {
+            vErrors.push(err24);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.api_hosts !== undefined && func0.call(data, 'api_hosts')) {
+      let data10 = data.api_hosts;
+      if (!(data10 && typeof data10 == 'object' && !Array.isArray(data10)) && data10 !== null) {
+        const err25 = {
+          instancePath: instancePath + '/api_hosts',
+          schemaPath: '#/properties/api_hosts/type',
+          keyword: 'type',
+          params: { type: schema15.properties.api_hosts.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err25];
+        } else {
+          vErrors.push(err25);
+        }
+        errors++;
+      }
       if (data10 && typeof data10 == 'object' && !Array.isArray(data10)) {
-        for (const key2 of Object.keys(data10)) {
+        for (const key1 of Object.keys(data10)) {
+          let data11 = data10[key1];
+          if (typeof data11 === 'string') {
+            if (func46(data11) > 8192) {
+              const err26 = {
+                instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+                schemaPath: '#/properties/api_hosts/additionalProperties/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 8192 },
+              };
+              if (vErrors === null) {
+                vErrors = [err26];
+              } else {
+                vErrors.push(err26);
+              }
+              errors++;
+            }
+          } else {
+            const err27 = {
+              instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+              schemaPath: '#/properties/api_hosts/additionalProperties/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err27];
+            } else {
+              vErrors.push(err27);
+            }
+            errors++;
+          }
+        }
+      }
+    }
+    if (data.oauth !== undefined && func0.call(data, 'oauth')) {
+      let data12 = data.oauth;
+      if (!(data12 && typeof data12 == 'object' && !Array.isArray(data12)) && data12 !== null) {
+        const err28 = {
+          instancePath: instancePath + '/oauth',
+          schemaPath: '#/properties/oauth/type',
+          keyword: 'type',
+          params: { type: schema15.properties.oauth.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err28];
+        } else {
+          vErrors.push(err28);
+        }
+        errors++;
+      }
+      if (data12 && typeof data12 == 'object' && !Array.isArray(data12)) {
+        for (const key2 of Object.keys(data12)) {
           if (!(key2 === 'authorize_url' || key2 === 'token_url' || key2 === 'resource')) {
-            const err24 = {
+            const err29 = {
               instancePath: instancePath + '/oauth',
               schemaPath: '#/properties/oauth/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key2 },
             };
             if (vErrors === null) {
-              vErrors = [err24];
+              vErrors = [err29];
             } else {
-              vErrors.push(err24);
+              vErrors.push(err29);
             }
             errors++;
           }
         }
-        if (data10.authorize_url !== undefined && func0.call(data10, 'authorize_url')) {
-          let data11 = data10.authorize_url;
-          if (typeof data11 === 'string') {
-            if (func46(data11) > 8192) {
-              const err25 = {
+        if (data12.authorize_url !== undefined && func0.call(data12, 'authorize_url')) {
+          let data13 = data12.authorize_url;
+          if (typeof data13 === 'string') {
+            if (func46(data13) > 8192) {
+              const err30 = {
                 instancePath: instancePath + '/oauth/authorize_url',
                 schemaPath: '#/properties/oauth/properties/authorize_url/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err25];
+                vErrors = [err30];
               } else {
-                vErrors.push(err25);
+                vErrors.push(err30);
               }
               errors++;
             }
           } else {
-            const err26 = {
+            const err31 = {
               instancePath: instancePath + '/oauth/authorize_url',
               schemaPath: '#/properties/oauth/properties/authorize_url/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err26];
+              vErrors = [err31];
             } else {
-              vErrors.push(err26);
+              vErrors.push(err31);
             }
             errors++;
           }
         }
-        if (data10.token_url !== undefined && func0.call(data10, 'token_url')) {
-          let data12 = data10.token_url;
-          if (typeof data12 === 'string') {
-            if (func46(data12) > 8192) {
-              const err27 = {
+        if (data12.token_url !== undefined && func0.call(data12, 'token_url')) {
+          let data14 = data12.token_url;
+          if (typeof data14 === 'string') {
+            if (func46(data14) > 8192) {
+              const err32 = {
                 instancePath: instancePath + '/oauth/token_url',
                 schemaPath: '#/properties/oauth/properties/token_url/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err27];
+                vErrors = [err32];
               } else {
-                vErrors.push(err27);
+                vErrors.push(err32);
               }
               errors++;
             }
           } else {
-            const err28 = {
+            const err33 = {
               instancePath: instancePath + '/oauth/token_url',
               schemaPath: '#/properties/oauth/properties/token_url/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err28];
+              vErrors = [err33];
             } else {
-              vErrors.push(err28);
+              vErrors.push(err33);
             }
             errors++;
           }
         }
-        if (data10.resource !== undefined && func0.call(data10, 'resource')) {
-          let data13 = data10.resource;
-          if (typeof data13 === 'string') {
-            if (func46(data13) > 8192) {
-              const err29 = {
+        if (data12.resource !== undefined && func0.call(data12, 'resource')) {
+          let data15 = data12.resource;
+          if (typeof data15 === 'string') {
+            if (func46(data15) > 8192) {
+              const err34 = {
                 instancePath: instancePath + '/oauth/resource',
                 schemaPath: '#/properties/oauth/properties/resource/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err29];
+                vErrors = [err34];
               } else {
-                vErrors.push(err29);
+                vErrors.push(err34);
               }
               errors++;
             }
           } else {
-            const err30 = {
+            const err35 = {
               instancePath: instancePath + '/oauth/resource',
               schemaPath: '#/properties/oauth/properties/resource/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err30];
+              vErrors = [err35];
             } else {
-              vErrors.push(err30);
+              vErrors.push(err35);
             }
             errors++;
           }
@@ -1119,11 +1207,11 @@ function validate14(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err31 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err36 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err31];
+      vErrors = [err36];
     } else {
-      vErrors.push(err31);
+      vErrors.push(err36);
     }
     errors++;
   }
@@ -1231,6 +1319,14 @@ const schema17 = {
       maxLength: 8192,
     },
     auth_kind: { type: ['string', 'null'], description: 'For connectors with several auth kinds', maxLength: 8192 },
+    auth_kinds: {
+      type: ['array', 'null'],
+      items: { type: 'string', maxLength: 64 },
+      minItems: 1,
+      maxItems: 8,
+      description:
+        "Lets the end user choose between several of the connector's auth kinds on the connect page (an OAuth kind first); auth_kind is then its first",
+    },
     client_id: { type: ['string', 'null'], maxLength: 1024 },
     client_secret: { type: ['string', 'null'], maxLength: 4096, writeOnly: true },
     scopes: { type: ['array', 'null'], items: { type: 'string', maxLength: 8192 } },
@@ -1376,14 +1472,14 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
-      let data3 = data.client_id;
-      if (typeof data3 !== 'string' && data3 !== null) {
+    if (data.auth_kinds !== undefined && func0.call(data, 'auth_kinds')) {
+      let data3 = data.auth_kinds;
+      if (!Array.isArray(data3) && data3 !== null) {
         const err7 = {
-          instancePath: instancePath + '/client_id',
-          schemaPath: '#/properties/client_id/type',
+          instancePath: instancePath + '/auth_kinds',
+          schemaPath: '#/properties/auth_kinds/type',
           keyword: 'type',
-          params: { type: schema17.properties.client_id.type },
+          params: { type: schema17.properties.auth_kinds.type },
         };
         if (vErrors === null) {
           vErrors = [err7];
@@ -1392,13 +1488,13 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (typeof data3 === 'string') {
-        if (func46(data3) > 1024) {
+      if (Array.isArray(data3)) {
+        if (data3.length > 8) {
           const err8 = {
-            instancePath: instancePath + '/client_id',
-            schemaPath: '#/properties/client_id/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 1024 },
+            instancePath: instancePath + '/auth_kinds',
+            schemaPath: '#/properties/auth_kinds/maxItems',
+            keyword: 'maxItems',
+            params: { limit: 8 },
           };
           if (vErrors === null) {
             vErrors = [err8];
@@ -1407,101 +1503,96 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
           }
           errors++;
         }
-      }
-    }
-    if (data.client_secret !== undefined && func0.call(data, 'client_secret')) {
-      let data4 = data.client_secret;
-      if (typeof data4 !== 'string' && data4 !== null) {
-        const err9 = {
-          instancePath: instancePath + '/client_secret',
-          schemaPath: '#/properties/client_secret/type',
-          keyword: 'type',
-          params: { type: schema17.properties.client_secret.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err9];
-        } else {
-          vErrors.push(err9);
-        }
-        errors++;
-      }
-      if (typeof data4 === 'string') {
-        if (func46(data4) > 4096) {
-          const err10 = {
-            instancePath: instancePath + '/client_secret',
-            schemaPath: '#/properties/client_secret/maxLength',
-            keyword: 'maxLength',
-            params: { limit: 4096 },
+        if (data3.length < 1) {
+          const err9 = {
+            instancePath: instancePath + '/auth_kinds',
+            schemaPath: '#/properties/auth_kinds/minItems',
+            keyword: 'minItems',
+            params: { limit: 1 },
           };
           if (vErrors === null) {
-            vErrors = [err10];
+            vErrors = [err9];
           } else {
-            vErrors.push(err10);
+            vErrors.push(err9);
           }
           errors++;
         }
-      }
-    }
-    if (data.scopes !== undefined && func0.call(data, 'scopes')) {
-      let data5 = data.scopes;
-      if (!Array.isArray(data5) && data5 !== null) {
-        const err11 = {
-          instancePath: instancePath + '/scopes',
-          schemaPath: '#/properties/scopes/type',
-          keyword: 'type',
-          params: { type: schema17.properties.scopes.type },
-        };
-        if (vErrors === null) {
-          vErrors = [err11];
-        } else {
-          vErrors.push(err11);
-        }
-        errors++;
-      }
-      if (Array.isArray(data5)) {
-        const len0 = data5.length;
+        const len0 = data3.length;
         for (let i0 = 0; i0 < len0; i0++) {
-          let data6 = data5[i0];
-          if (typeof data6 === 'string') {
-            if (func46(data6) > 8192) {
-              const err12 = {
-                instancePath: instancePath + '/scopes/' + i0,
-                schemaPath: '#/properties/scopes/items/maxLength',
+          let data4 = data3[i0];
+          if (typeof data4 === 'string') {
+            if (func46(data4) > 64) {
+              const err10 = {
+                instancePath: instancePath + '/auth_kinds/' + i0,
+                schemaPath: '#/properties/auth_kinds/items/maxLength',
                 keyword: 'maxLength',
-                params: { limit: 8192 },
+                params: { limit: 64 },
               };
               if (vErrors === null) {
-                vErrors = [err12];
+                vErrors = [err10];
               } else {
-                vErrors.push(err12);
+                vErrors.push(err10);
               }
               errors++;
             }
           } else {
-            const err13 = {
-              instancePath: instancePath + '/scopes/' + i0,
-              schemaPath: '#/properties/scopes/items/type',
+            const err11 = {
+              instancePath: instancePath + '/auth_kinds/' + i0,
+              schemaPath: '#/properties/auth_kinds/items/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err13];
+              vErrors = [err11];
             } else {
-              vErrors.push(err13);
+              vErrors.push(err11);
             }
             errors++;
           }
         }
       }
     }
-    if (data.api_base_url !== undefined && func0.call(data, 'api_base_url')) {
-      let data7 = data.api_base_url;
-      if (typeof data7 !== 'string' && data7 !== null) {
-        const err14 = {
-          instancePath: instancePath + '/api_base_url',
-          schemaPath: '#/properties/api_base_url/type',
+    if (data.client_id !== undefined && func0.call(data, 'client_id')) {
+      let data5 = data.client_id;
+      if (typeof data5 !== 'string' && data5 !== null) {
+        const err12 = {
+          instancePath: instancePath + '/client_id',
+          schemaPath: '#/properties/client_id/type',
           keyword: 'type',
-          params: { type: schema17.properties.api_base_url.type },
+          params: { type: schema17.properties.client_id.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err12];
+        } else {
+          vErrors.push(err12);
+        }
+        errors++;
+      }
+      if (typeof data5 === 'string') {
+        if (func46(data5) > 1024) {
+          const err13 = {
+            instancePath: instancePath + '/client_id',
+            schemaPath: '#/properties/client_id/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 1024 },
+          };
+          if (vErrors === null) {
+            vErrors = [err13];
+          } else {
+            vErrors.push(err13);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.client_secret !== undefined && func0.call(data, 'client_secret')) {
+      let data6 = data.client_secret;
+      if (typeof data6 !== 'string' && data6 !== null) {
+        const err14 = {
+          instancePath: instancePath + '/client_secret',
+          schemaPath: '#/properties/client_secret/type',
+          keyword: 'type',
+          params: { type: schema17.properties.client_secret.type },
         };
         if (vErrors === null) {
           vErrors = [err14];
@@ -1510,13 +1601,13 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (typeof data7 === 'string') {
-        if (func46(data7) > 2048) {
+      if (typeof data6 === 'string') {
+        if (func46(data6) > 4096) {
           const err15 = {
-            instancePath: instancePath + '/api_base_url',
-            schemaPath: '#/properties/api_base_url/maxLength',
+            instancePath: instancePath + '/client_secret',
+            schemaPath: '#/properties/client_secret/maxLength',
             keyword: 'maxLength',
-            params: { limit: 2048 },
+            params: { limit: 4096 },
           };
           if (vErrors === null) {
             vErrors = [err15];
@@ -1527,14 +1618,14 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.api_hosts !== undefined && func0.call(data, 'api_hosts')) {
-      let data8 = data.api_hosts;
-      if (!(data8 && typeof data8 == 'object' && !Array.isArray(data8)) && data8 !== null) {
+    if (data.scopes !== undefined && func0.call(data, 'scopes')) {
+      let data7 = data.scopes;
+      if (!Array.isArray(data7) && data7 !== null) {
         const err16 = {
-          instancePath: instancePath + '/api_hosts',
-          schemaPath: '#/properties/api_hosts/type',
+          instancePath: instancePath + '/scopes',
+          schemaPath: '#/properties/scopes/type',
           keyword: 'type',
-          params: { type: schema17.properties.api_hosts.type },
+          params: { type: schema17.properties.scopes.type },
         };
         if (vErrors === null) {
           vErrors = [err16];
@@ -1543,14 +1634,15 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
-      if (data8 && typeof data8 == 'object' && !Array.isArray(data8)) {
-        for (const key1 of Object.keys(data8)) {
-          let data9 = data8[key1];
-          if (typeof data9 === 'string') {
-            if (func46(data9) > 8192) {
+      if (Array.isArray(data7)) {
+        const len1 = data7.length;
+        for (let i1 = 0; i1 < len1; i1++) {
+          let data8 = data7[i1];
+          if (typeof data8 === 'string') {
+            if (func46(data8) > 8192) {
               const err17 = {
-                instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
-                schemaPath: '#/properties/api_hosts/additionalProperties/maxLength',
+                instancePath: instancePath + '/scopes/' + i1,
+                schemaPath: '#/properties/scopes/items/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
@@ -1563,8 +1655,8 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
             }
           } else {
             const err18 = {
-              instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
-              schemaPath: '#/properties/api_hosts/additionalProperties/type',
+              instancePath: instancePath + '/scopes/' + i1,
+              schemaPath: '#/properties/scopes/items/type',
               keyword: 'type',
               params: { type: 'string' },
             };
@@ -1578,14 +1670,14 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
       }
     }
-    if (data.oauth !== undefined && func0.call(data, 'oauth')) {
-      let data10 = data.oauth;
-      if (!(data10 && typeof data10 == 'object' && !Array.isArray(data10)) && data10 !== null) {
+    if (data.api_base_url !== undefined && func0.call(data, 'api_base_url')) {
+      let data9 = data.api_base_url;
+      if (typeof data9 !== 'string' && data9 !== null) {
         const err19 = {
-          instancePath: instancePath + '/oauth',
-          schemaPath: '#/properties/oauth/type',
+          instancePath: instancePath + '/api_base_url',
+          schemaPath: '#/properties/api_base_url/type',
           keyword: 'type',
-          params: { type: schema17.properties.oauth.type },
+          params: { type: schema17.properties.api_base_url.type },
         };
         if (vErrors === null) {
           vErrors = [err19];
@@ -1594,115 +1686,199 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
         }
         errors++;
       }
+      if (typeof data9 === 'string') {
+        if (func46(data9) > 2048) {
+          const err20 = {
+            instancePath: instancePath + '/api_base_url',
+            schemaPath: '#/properties/api_base_url/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 2048 },
+          };
+          if (vErrors === null) {
+            vErrors = [err20];
+          } else {
+            vErrors.push(err20);
+          }
+          errors++;
+        }
+      }
+    }
+    if (data.api_hosts !== undefined && func0.call(data, 'api_hosts')) {
+      let data10 = data.api_hosts;
+      if (!(data10 && typeof data10 == 'object' && !Array.isArray(data10)) && data10 !== null) {
+        const err21 = {
+          instancePath: instancePath + '/api_hosts',
+          schemaPath: '#/properties/api_hosts/type',
+          keyword: 'type',
+          params: { type: schema17.properties.api_hosts.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err21];
+        } else {
+          vErrors.push(err21);
+        }
+        errors++;
+      }
       if (data10 && typeof data10 == 'object' && !Array.isArray(data10)) {
-        for (const key2 of Object.keys(data10)) {
+        for (const key1 of Object.keys(data10)) {
+          let data11 = data10[key1];
+          if (typeof data11 === 'string') {
+            if (func46(data11) > 8192) {
+              const err22 = {
+                instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+                schemaPath: '#/properties/api_hosts/additionalProperties/maxLength',
+                keyword: 'maxLength',
+                params: { limit: 8192 },
+              };
+              if (vErrors === null) {
+                vErrors = [err22];
+              } else {
+                vErrors.push(err22);
+              }
+              errors++;
+            }
+          } else {
+            const err23 = {
+              instancePath: instancePath + '/api_hosts/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
+              schemaPath: '#/properties/api_hosts/additionalProperties/type',
+              keyword: 'type',
+              params: { type: 'string' },
+            };
+            if (vErrors === null) {
+              vErrors = [err23];
+            } else {
+              vErrors.push(err23);
+            }
+            errors++;
+          }
+        }
+      }
+    }
+    if (data.oauth !== undefined && func0.call(data, 'oauth')) {
+      let data12 = data.oauth;
+      if (!(data12 && typeof data12 == 'object' && !Array.isArray(data12)) && data12 !== null) {
+        const err24 = {
+          instancePath: instancePath + '/oauth',
+          schemaPath: '#/properties/oauth/type',
+          keyword: 'type',
+          params: { type: schema17.properties.oauth.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err24];
+        } else {
+          vErrors.push(err24);
+        }
+        errors++;
+      }
+      if (data12 && typeof data12 == 'object' && !Array.isArray(data12)) {
+        for (const key2 of Object.keys(data12)) {
           if (!(key2 === 'authorize_url' || key2 === 'token_url' || key2 === 'resource')) {
-            const err20 = {
+            const err25 = {
               instancePath: instancePath + '/oauth',
               schemaPath: '#/properties/oauth/additionalProperties',
               keyword: 'additionalProperties',
               params: { additionalProperty: key2 },
             };
             if (vErrors === null) {
-              vErrors = [err20];
+              vErrors = [err25];
             } else {
-              vErrors.push(err20);
+              vErrors.push(err25);
             }
             errors++;
           }
         }
-        if (data10.authorize_url !== undefined && func0.call(data10, 'authorize_url')) {
-          let data11 = data10.authorize_url;
-          if (typeof data11 === 'string') {
-            if (func46(data11) > 8192) {
-              const err21 = {
+        if (data12.authorize_url !== undefined && func0.call(data12, 'authorize_url')) {
+          let data13 = data12.authorize_url;
+          if (typeof data13 === 'string') {
+            if (func46(data13) > 8192) {
+              const err26 = {
                 instancePath: instancePath + '/oauth/authorize_url',
                 schemaPath: '#/properties/oauth/properties/authorize_url/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err21];
+                vErrors = [err26];
               } else {
-                vErrors.push(err21);
+                vErrors.push(err26);
               }
               errors++;
             }
           } else {
-            const err22 = {
+            const err27 = {
               instancePath: instancePath + '/oauth/authorize_url',
               schemaPath: '#/properties/oauth/properties/authorize_url/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err22];
+              vErrors = [err27];
             } else {
-              vErrors.push(err22);
+              vErrors.push(err27);
             }
             errors++;
           }
         }
-        if (data10.token_url !== undefined && func0.call(data10, 'token_url')) {
-          let data12 = data10.token_url;
-          if (typeof data12 === 'string') {
-            if (func46(data12) > 8192) {
-              const err23 = {
+        if (data12.token_url !== undefined && func0.call(data12, 'token_url')) {
+          let data14 = data12.token_url;
+          if (typeof data14 === 'string') {
+            if (func46(data14) > 8192) {
+              const err28 = {
                 instancePath: instancePath + '/oauth/token_url',
                 schemaPath: '#/properties/oauth/properties/token_url/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err23];
+                vErrors = [err28];
               } else {
-                vErrors.push(err23);
+                vErrors.push(err28);
               }
               errors++;
             }
           } else {
-            const err24 = {
+            const err29 = {
               instancePath: instancePath + '/oauth/token_url',
               schemaPath: '#/properties/oauth/properties/token_url/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err24];
+              vErrors = [err29];
             } else {
-              vErrors.push(err24);
+              vErrors.push(err29);
             }
             errors++;
           }
         }
-        if (data10.resource !== undefined && func0.call(data10, 'resource')) {
-          let data13 = data10.resource;
-          if (typeof data13 === 'string') {
-            if (func46(data13) > 8192) {
-              const err25 = {
+        if (data12.resource !== undefined && func0.call(data12, 'resource')) {
+          let data15 = data12.resource;
+          if (typeof data15 === 'string') {
+            if (func46(data15) > 8192) {
+              const err30 = {
                 instancePath: instancePath + '/oauth/resource',
                 schemaPath: '#/properties/oauth/properties/resource/maxLength',
                 keyword: 'maxLength',
                 params: { limit: 8192 },
               };
               if (vErrors === null) {
-                vErrors = [err25];
+                vErrors = [err30];
               } else {
-                vErrors.push(err25);
+                vErrors.push(err30);
               }
               errors++;
             }
           } else {
-            const err26 = {
+            const err31 = {
               instancePath: instancePath + '/oauth/resource',
               schemaPath: '#/properties/oauth/properties/resource/type',
               keyword: 'type',
               params: { type: 'string' },
             };
             if (vErrors === null) {
-              vErrors = [err26];
+              vErrors = [err31];
             } else {
-              vErrors.push(err26);
+              vErrors.push(err31);
             }
             errors++;
           }
@@ -1710,11 +1886,11 @@ function validate16(data, { instancePath = '', parentData, parentDataProperty, r
       }
     }
   } else {
-    const err27 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err32 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err27];
+      vErrors = [err32];
     } else {
-      vErrors.push(err27);
+      vErrors.push(err32);
     }
     errors++;
   }
@@ -2172,6 +2348,12 @@ const schema22 = {
     },
     credentials: { type: 'object', description: "The connector's credential fields, or OAuth tokens" },
     verify: { type: ['boolean', 'null'], default: false },
+    auth_kind: {
+      type: ['string', 'null'],
+      maxLength: 64,
+      description:
+        "A connection with several auth kinds (`auth_kinds`): which one the credentials are of; inferred from the credentials' fields when left out",
+    },
   },
 };
 function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
@@ -2221,7 +2403,13 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'connection_name' || key0 === 'identifier' || key0 === 'credentials' || key0 === 'verify')) {
+      if (!(
+        key0 === 'connection_name' ||
+        key0 === 'identifier' ||
+        key0 === 'credentials' ||
+        key0 === 'verify' ||
+        key0 === 'auth_kind'
+      )) {
         const err3 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -2376,12 +2564,45 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.auth_kind !== undefined && func0.call(data, 'auth_kind')) {
+      let data4 = data.auth_kind;
+      if (typeof data4 !== 'string' && data4 !== null) {
+        const err13 = {
+          instancePath: instancePath + '/auth_kind',
+          schemaPath: '#/properties/auth_kind/type',
+          keyword: 'type',
+          params: { type: schema22.properties.auth_kind.type },
+        };
+        if (vErrors === null) {
+          vErrors = [err13];
+        } else {
+          vErrors.push(err13);
+        }
+        errors++;
+      }
+      if (typeof data4 === 'string') {
+        if (func46(data4) > 64) {
+          const err14 = {
+            instancePath: instancePath + '/auth_kind',
+            schemaPath: '#/properties/auth_kind/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err14];
+          } else {
+            vErrors.push(err14);
+          }
+          errors++;
+        }
+      }
+    }
   } else {
-    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err15 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err13];
+      vErrors = [err15];
     } else {
-      vErrors.push(err13);
+      vErrors.push(err15);
     }
     errors++;
   }
@@ -8723,6 +8944,16 @@ const schema69 = {
   properties: {
     link: { type: 'string', maxLength: 200, description: "The link's token" },
     csrf: { type: 'string', maxLength: 200, description: 'The CSRF token the page put in the form' },
+    choose: {
+      type: 'string',
+      maxLength: 64,
+      description: 'A connection with several auth kinds: the kind the user chose (its button)',
+    },
+    auth_kind: {
+      type: 'string',
+      maxLength: 64,
+      description: 'A connection with several auth kinds: the kind whose fields the form carries',
+    },
   },
   patternProperties: {
     '^c_[A-Za-z0-9_]{1,64}$': {
@@ -8757,7 +8988,7 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
       errors++;
     }
     for (const key0 of Object.keys(data)) {
-      if (!(key0 === 'link' || key0 === 'csrf' || pattern13.test(key0))) {
+      if (!(key0 === 'link' || key0 === 'csrf' || key0 === 'choose' || key0 === 'auth_kind' || pattern13.test(key0))) {
         const err2 = {
           instancePath,
           schemaPath: '#/additionalProperties',
@@ -8836,46 +9067,110 @@ function validate68(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.choose !== undefined && func0.call(data, 'choose')) {
+      let data2 = data.choose;
+      if (typeof data2 === 'string') {
+        if (func46(data2) > 64) {
+          const err7 = {
+            instancePath: instancePath + '/choose',
+            schemaPath: '#/properties/choose/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err7];
+          } else {
+            vErrors.push(err7);
+          }
+          errors++;
+        }
+      } else {
+        const err8 = {
+          instancePath: instancePath + '/choose',
+          schemaPath: '#/properties/choose/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err8];
+        } else {
+          vErrors.push(err8);
+        }
+        errors++;
+      }
+    }
+    if (data.auth_kind !== undefined && func0.call(data, 'auth_kind')) {
+      let data3 = data.auth_kind;
+      if (typeof data3 === 'string') {
+        if (func46(data3) > 64) {
+          const err9 = {
+            instancePath: instancePath + '/auth_kind',
+            schemaPath: '#/properties/auth_kind/maxLength',
+            keyword: 'maxLength',
+            params: { limit: 64 },
+          };
+          if (vErrors === null) {
+            vErrors = [err9];
+          } else {
+            vErrors.push(err9);
+          }
+          errors++;
+        }
+      } else {
+        const err10 = {
+          instancePath: instancePath + '/auth_kind',
+          schemaPath: '#/properties/auth_kind/type',
+          keyword: 'type',
+          params: { type: 'string' },
+        };
+        if (vErrors === null) {
+          vErrors = [err10];
+        } else {
+          vErrors.push(err10);
+        }
+        errors++;
+      }
+    }
     for (const key1 of Object.keys(data)) {
       if (pattern13.test(key1)) {
-        let data2 = data[key1];
-        if (typeof data2 === 'string') {
-          if (func46(data2) > 4096) {
-            const err7 = {
+        let data4 = data[key1];
+        if (typeof data4 === 'string') {
+          if (func46(data4) > 4096) {
+            const err11 = {
               instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
               schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/maxLength',
               keyword: 'maxLength',
               params: { limit: 4096 },
             };
             if (vErrors === null) {
-              vErrors = [err7];
+              vErrors = [err11];
             } else {
-              vErrors.push(err7);
+              vErrors.push(err11);
             }
             errors++;
           }
         } else {
-          const err8 = {
+          const err12 = {
             instancePath: instancePath + '/' + key1.replace(/~/g, '~0').replace(/\//g, '~1'),
             schemaPath: '#/patternProperties/%5Ec_%5BA-Za-z0-9_%5D%7B1%2C64%7D%24/type',
             keyword: 'type',
             params: { type: 'string' },
           };
           if (vErrors === null) {
-            vErrors = [err8];
+            vErrors = [err12];
           } else {
-            vErrors.push(err8);
+            vErrors.push(err12);
           }
           errors++;
         }
       }
     }
   } else {
-    const err9 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
+    const err13 = { instancePath, schemaPath: '#/type', keyword: 'type', params: { type: 'object' } };
     if (vErrors === null) {
-      vErrors = [err9];
+      vErrors = [err13];
     } else {
-      vErrors.push(err9);
+      vErrors.push(err13);
     }
     errors++;
   }

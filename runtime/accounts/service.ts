@@ -12,6 +12,7 @@ import type { BoundedCache, CacheSet } from '../caches.ts';
 import type { Change } from '../store/changes.ts';
 import type { ConnectorDefinition } from '../../core/tool-types.ts';
 import {
+  accountAuthKind,
   authFor,
   configuredHosts,
   credentialHeaders,
@@ -236,7 +237,7 @@ export class AccountService {
     const connector = getConnector(connection.connector);
     if (!connector)
       throw new ServiceError(500, 'internal_error', `Connection uses unknown connector ${connection.connector}`);
-    const resolved = { account, connection, connector, auth: authFor(connector, connection.authKind) };
+    const resolved = { account, connection, connector, auth: authFor(connector, accountAuthKind(connection, account)) };
     this.resolvedFor.set(account, resolved);
     return resolved;
   }

@@ -10,7 +10,7 @@
 import type { Operations } from '../../generated/api/types.ts';
 import { invalidInput, ServiceError } from '../../core/errors.ts';
 import type { FieldError, ToolDefinition } from '../../core/tool-types.ts';
-import { authFor, connectors, getTool, tools } from '../connectors/catalog.ts';
+import { accountAuthKind, authFor, connectors, getTool, tools } from '../connectors/catalog.ts';
 import { missingScopes } from '../connect/scopes.ts';
 import type { AuthSpec } from '../../core/spec-model.ts';
 import type { Services } from '../services.ts';
@@ -101,7 +101,7 @@ async function selectTools(s: Services, q: ListToolsQuery): Promise<ToolDefiniti
           const connector = c && connectors.get(c.connector);
           if (!c || !connector) continue;
           const list = granted.get(c.connector) ?? [];
-          list.push({ account: a, auth: authFor(connector, c.authKind) });
+          list.push({ account: a, auth: authFor(connector, accountAuthKind(c, a)) });
           granted.set(c.connector, list);
         }
       }

@@ -433,8 +433,8 @@ export function routeTable(s: Services): RouteTable {
         throw e;
       }
       const page = list.slice(0, limit);
-      const names = new Map<string, { name: string; connector: string }>();
-      for (const c of await s.store.listConnections()) names.set(c.id, { name: c.name, connector: c.connector });
+      const names = new Map<string, Connection>();
+      for (const c of await s.store.listConnections()) names.set(c.id, c);
       res.setHeader('server-timing', `app;dur=${(performance.now() - started).toFixed(2)}`);
       return {
         body: {
@@ -466,6 +466,7 @@ export function routeTable(s: Services): RouteTable {
         body.identifier,
         body.credentials,
         body.verify === true,
+        body.auth_kind,
       );
       await audit(req, {
         action: 'account.upsert',

@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AccountFieldSpec, KeyAuthSpec } from '../../core/spec-model.ts';
 import type { ConnectorDefinition, FieldError } from '../../core/tool-types.ts';
 import { ServiceError } from '../../core/errors.ts';
-import { authFor, getConnector, isKeyAuth, validateCredentials } from '../connectors/catalog.ts';
+import { authFor, authKindsOf, getConnector, isKeyAuth, isOAuth2, validateCredentials } from '../connectors/catalog.ts';
 import type { Services } from '../services.ts';
 import type { ConnectionAdmin } from '../connection-admin.ts';
 import type { Connection, OAuthLink } from '../store/types.ts';
@@ -23,17 +23,36 @@ const esc = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const COOKIE = 'acs_connect';
 
-/** Whether this connection's authorization link leads to the connect page (rather than to a provider). */
-export function takesKeys(connection: Connection): KeyAuthSpec | undefined {
+/**
+ * Whether this connection's authorization link leads to the connect page (rather than to a provider): the key auth
+ * of a one-kind connection, or `'choice'` for a connection whose users choose between several kinds (issue 38).
+ */
+export function takesKeys(connection: Connection): KeyAuthSpec | 'choice' | undefined {
   const connector = getConnector(connection.connector);
   if (!connector) return undefined;
+  if (authKindsOf(connection).length > 1) return 'choice';
   const auth = authFor(connector, connection.authKind);
   return isKeyAuth(auth) ? auth : undefined;
 }
 
+/** The choice of kinds: one submit button per kind in a fieldset, no script (a key kind then shows its fields). */
+function choiceHtml(connector: ConnectorDefinition, connection: Connection): string {
+  const buttons = authKindsOf(connection).map((kind) => {
+    const auth = authFor(connector, kind);
+    const what = isKeyAuth(auth)
+      ? `Enter your ${auth.title ?? kind} here; it is checked with ${connector.provider} before it is saved.`
+      : `Sign in with ${connector.provider} and approve access there.`;
+    return `<div class="kind"><button type="submit" name="choose" value="${esc(kind)}" aria-describedby="k-${esc(kind)}">${esc(
+      isKeyAuth(auth) ? `Use ${auth.title ?? kind}` : `Continue with ${auth.title ?? kind}`,
+    )}</button><p class="hint" id="k-${esc(kind)}">${esc(what)}</p></div>`;
+  });
+  return `<fieldset><legend>How do you want to connect?</legend>\n${buttons.join('\n')}\n</fieldset>`;
+}
+
 interface PageInput {
   connector: ConnectorDefinition;
-  auth: KeyAuthSpec;
+  /** The key auth whose fields the form asks for; absent: the choice of kinds. */
+  auth?: KeyAuthSpec;
   connection: Connection;
   identifier: string;
   link: string;
@@ -89,6 +108,8 @@ input:focus{outline:3px solid ${b.primaryColour};outline-offset:1px}
 .alert{border:1px solid #b3261e;background:#fdecea;color:#8a1c14;padding:.6rem .8rem;border-radius:6px}
 button{font:inherit;font-weight:600;color:#fff;background:${b.primaryColour};border:0;border-radius:6px;padding:.7rem 1.2rem;min-height:2.75rem;width:100%;cursor:pointer}
 button:focus{outline:3px solid #1f2933;outline-offset:2px}.who{color:#52606d;font-size:.92rem}
+fieldset{border:0;padding:0;margin:1rem 0}legend{font-weight:600;margin-bottom:.5rem}.kind{margin:0 0 1rem}
+.back{display:inline-block;margin-top:1rem;color:${b.primaryColour}}
 </style></head><body><main>
 <header>${b.logoUrl ? `<img src="${esc(b.logoUrl)}" alt="${esc(b.productName)}">` : ''}<span class="product">${esc(b.productName)}</span></header>
 <h1>${esc(title)}</h1>
@@ -97,16 +118,28 @@ button:focus{outline:3px solid #1f2933;outline-offset:2px}.who{color:#52606d;fon
 ${p.general ? `<p class="alert" role="alert">${esc(p.general)}</p>` : ''}
 <form method="post" action="${esc(`${s.config.publicUrl}/sso/v1/oauth/${p.connection.id}/authorize`)}" novalidate>
 <input type="hidden" name="link" value="${esc(p.link)}"><input type="hidden" name="csrf" value="${esc(p.csrf)}">
+${
+  !p.auth
+    ? choiceHtml(p.connector, p.connection)
+    : `${p.connection.authKinds ? `<input type="hidden" name="auth_kind" value="${esc(p.auth.kind)}">` : ''}
 ${p.auth.fields.map((f) => fieldHtml(f, p.values?.[f.name], p.errors?.[f.name])).join('\n')}
-<button type="submit">Check and connect</button>
-</form></main></body></html>`;
+<button type="submit">Check and connect</button>`
+}
+</form>${
+    p.auth && p.connection.authKinds
+      ? `<p><a class="back" href="${esc(`${s.config.publicUrl}/sso/v1/oauth/${p.connection.id}/authorize?link=${encodeURIComponent(p.link)}`)}">Choose another way to connect</a></p>`
+      : ''
+  }</main></body></html>`;
 }
 
 /** The page's own headers: the form posts to this service, the logo may come from its https origin, nothing else. */
-function pageHeaders(s: Services): Record<string, string> {
+function pageHeaders(s: Services, connection?: Connection): Record<string, string> {
   const logo = s.config.connectBranding.logoUrl;
+  // The choice of kinds posts here and is redirected to the provider's authorization page: browsers hold the
+  // redirect of a form to form-action too, so the provider's origin is allowed on that page.
+  const provider = connection && oauthOrigin(connection);
   return {
-    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; img-src data:${logo ? ` ${new URL(logo).origin}` : ''}; form-action ${new URL(s.config.publicUrl).origin}; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; img-src data:${logo ? ` ${new URL(logo).origin}` : ''}; form-action ${new URL(s.config.publicUrl).origin}${provider ? ` ${provider}` : ''}; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
@@ -114,9 +147,25 @@ function pageHeaders(s: Services): Record<string, string> {
   };
 }
 
-function send(s: Services, res: ServerResponse, status: number, html: string, cookie?: string): void {
+/** The origin of the OAuth authorization page of a connection whose users choose between kinds (issue 38). */
+function oauthOrigin(connection: Connection): string | undefined {
+  const connector = connection.authKinds && getConnector(connection.connector);
+  if (!connector) return undefined;
+  const oauth = connection.authKinds!.map((k) => authFor(connector, k)).find(isOAuth2);
+  const url = oauth && (connection.oauth.authorize_url ?? oauth.authorize_url);
+  return url ? new URL(url).origin : undefined;
+}
+
+function send(
+  s: Services,
+  res: ServerResponse,
+  status: number,
+  html: string,
+  cookie?: string,
+  connection?: Connection,
+): void {
   res.writeHead(status, {
-    ...pageHeaders(s),
+    ...pageHeaders(s, connection),
     ...(cookie ? { 'set-cookie': cookie } : {}),
     'content-type': 'text/html; charset=utf-8',
     'content-length': Buffer.byteLength(html),
@@ -152,7 +201,7 @@ export async function showConnectPage(
   s: Services,
   res: ServerResponse,
   connection: Connection,
-  auth: KeyAuthSpec,
+  auth: KeyAuthSpec | 'choice',
   token: string,
 ): Promise<void> {
   const link = await openLink(s, connection.id, token);
@@ -162,7 +211,15 @@ export async function showConnectPage(
   const secure = s.config.publicUrl.startsWith('https:') ? '; Secure' : '';
   const cookie = `${COOKIE}=${csrf}; Path=/sso/v1/oauth/${connection.id}/authorize; HttpOnly; SameSite=Strict${secure}`;
   const connector = getConnector(connection.connector)!;
-  send(s, res, 200, connectPage(s, { connector, auth, connection, identifier, link: token, csrf }), cookie);
+  const form = auth === 'choice' ? undefined : auth;
+  send(
+    s,
+    res,
+    200,
+    connectPage(s, { connector, auth: form, connection, identifier, link: token, csrf }),
+    cookie,
+    connection,
+  );
 }
 
 /**
@@ -176,7 +233,7 @@ export async function submitConnectPage(
   req: IncomingMessage,
   res: ServerResponse,
   connection: Connection,
-  auth: KeyAuthSpec,
+  keys: KeyAuthSpec | 'choice',
   body: Record<string, string>,
 ): Promise<void> {
   const token = body.link ?? '';
@@ -195,6 +252,45 @@ export async function submitConnectPage(
   const link = await openLink(s, connection.id, token);
   const identifier = await identifierOfLink(s, link, connection);
   const connector = getConnector(connection.connector)!;
+  let auth: KeyAuthSpec;
+  if (keys === 'choice') {
+    // Several kinds: the choice (a `choose` button) or a kind's fields (`auth_kind`), one of the connection's.
+    const kind = body.choose ?? body.auth_kind ?? '';
+    if (!authKindsOf(connection).includes(kind)) {
+      return send(
+        s,
+        res,
+        400,
+        connectPage(s, {
+          connector,
+          connection,
+          identifier,
+          link: token,
+          csrf: body.csrf!,
+          general: 'Choose one of the ways to connect below.',
+        }),
+        undefined,
+        connection,
+      );
+    }
+    const chosen = authFor(connector, kind);
+    if (!isKeyAuth(chosen)) {
+      // OAuth: on to the provider, as the link of an OAuth connection goes (the link is spent by the callback).
+      const url = await s.oauth.start(connection.id, token);
+      res.writeHead(303, { location: url, 'content-length': 0, 'cache-control': 'no-store' });
+      res.end();
+      return;
+    }
+    if (body.choose !== undefined) {
+      return send(
+        s,
+        res,
+        200,
+        connectPage(s, { connector, auth: chosen, connection, identifier, link: token, csrf: body.csrf! }),
+      );
+    }
+    auth = chosen;
+  } else auth = keys;
   const values: Record<string, string> = {};
   for (const f of auth.fields) {
     const v = body[`c_${f.name}`];
@@ -242,13 +338,14 @@ export async function submitConnectPage(
     } else sendHtml(res, 200, resultPage('Account connected', ok, true));
   };
   if (link.userVerifyUrl) {
-    const outcome = await s.oauth.awaitVerification(account, connection, link.userVerifyUrl, checked.secrets, {
+    const waiting = connection.authKinds ? { ...checked.secrets, $auth_kind: auth.kind } : checked.secrets;
+    const outcome = await s.oauth.awaitVerification(account, connection, link.userVerifyUrl, waiting, {
       expiresAt: null,
       fields: checked.fields,
     });
     return done(outcome.redirectTo ?? null, outcome.message);
   }
-  const saved = await m.storeKeyCredentials(connection, account.identifier, checked.fields, checked.secrets);
+  const saved = await m.storeKeyCredentials(connection, account.identifier, checked.fields, checked.secrets, auth.kind);
   let to: string | null = null;
   if (link.redirectUrl) {
     const u = new URL(link.redirectUrl);

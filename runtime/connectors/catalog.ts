@@ -30,6 +30,14 @@ export function authFor(connector: ConnectorDefinition, kind: string): AuthSpec 
 }
 
 export const isOAuthKind = (kind: string): boolean => kind === 'oauth2' || kind === 'oauth2_mcp';
+
+/** The auth kinds a connection's users may connect with: its `auth_kinds`, else its one `auth_kind` (issue 38). */
+export const authKindsOf = (connection: { authKind: string; authKinds?: string[] }): string[] =>
+  connection.authKinds?.length ? connection.authKinds : [connection.authKind];
+
+/** The auth kind an account's credentials are of: the one it was connected with, else its connection's. */
+export const accountAuthKind = (connection: { authKind: string }, account?: { authKind?: string | null }): string =>
+  account?.authKind ?? connection.authKind;
 export const isKeyAuth = (a: AuthSpec): a is KeyAuthSpec =>
   a.kind === 'api_key' || a.kind === 'bearer' || a.kind === 'basic';
 export const isOAuth2 = (a: AuthSpec): a is OAuth2AuthSpec => a.kind === 'oauth2';

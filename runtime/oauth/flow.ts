@@ -336,6 +336,8 @@ export class OAuthFlow {
         fields: { ...account.fields, ...tokens.fields },
         lastError: null,
         grantedScopes,
+        // A connection with several kinds: OAuth is its first, which a NULL kind means (migration 019).
+        ...(connection.authKinds ? { authKind: null } : {}),
       },
       { always: true, reason: 'authorized by the user' },
     );
@@ -440,10 +442,9 @@ export class OAuthFlow {
         [{ field: 'identifier', message: 'does not match the account being verified' }],
       );
     }
-    const secrets = JSON.parse(this.sealer.open(pending.secretsSealed, aad.verificationSecrets(requestHash))) as Record<
-      string,
-      string
-    >;
+    const { $auth_kind: waitingKind, ...secrets } = JSON.parse(
+      this.sealer.open(pending.secretsSealed, aad.verificationSecrets(requestHash)),
+    ) as Record<string, string>;
     const updated = await updateAccountWithEvent(
       this.store,
       account,
@@ -455,6 +456,9 @@ export class OAuthFlow {
         fields: { ...account.fields, ...(pending.fields ?? {}) },
         lastError: null,
         ...(secrets.scope ? { grantedScopes: grantedFrom(secrets.scope, []) } : {}),
+        // A connection with several kinds: the kind the waiting credentials are of (the connect page seals it with
+        // them as `$auth_kind`, a name no credential field can have); none: OAuth, the connection's first.
+        ...(connection.authKinds ? { authKind: waitingKind ?? null } : {}),
       },
       { expectedVersion: account.version, always: true, reason: 'the user was verified' },
     );

@@ -70,6 +70,8 @@ export const toConnection = (r: Row): Connection => ({
   name: str(r.name),
   connector: str(r.connector),
   authKind: str(r.auth_kind),
+  // Only when the connection lets its users choose (migration 019).
+  ...(r.auth_kinds == null ? {} : { authKinds: JSON.parse(str(r.auth_kinds)) as string[] }),
   clientId: strOrNull(r.client_id),
   clientSecretSealed: strOrNull(r.client_secret_sealed),
   scopes: JSON.parse(str(r.scopes)) as string[],
@@ -101,6 +103,7 @@ export const toAccount = (r: Row): Account => ({
   status: r.verification_pending_since == null ? (str(r.status) as AccountStatus) : 'PENDING_VERIFICATION',
   // Only when recorded: an account without a grant reads as it did before migration 013.
   ...(r.granted_scopes == null ? {} : { grantedScopes: JSON.parse(str(r.granted_scopes)) as string[] }),
+  ...(r.auth_kind == null ? {} : { authKind: str(r.auth_kind) }),
   fields: JSON.parse(str(r.fields)) as Record<string, string>,
   secretsSealed: strOrNull(r.secrets_sealed),
   tokenExpiresAt: numOrNull(r.token_expires_at),

@@ -39,6 +39,8 @@ export interface Database {
     name: string;
     connector: string;
     auth_kind: string;
+    /** Migration 019: the kinds a user may choose between (JSON list), NULL for `auth_kind` alone. */
+    auth_kinds: string | null;
     client_id: string | null;
     client_secret_sealed: string | null;
     scopes: string;
@@ -85,6 +87,8 @@ export interface Database {
     /** Set while the account waits for its user's verification (it is then PENDING_VERIFICATION). */
     verification_pending_since: number | null;
     granted_scopes: string | null;
+    /** Migration 019: the auth kind the account was connected with; NULL: the connection's `auth_kind`. */
+    auth_kind: string | null;
     created_at: number;
     updated_at: number;
   };

@@ -90,6 +90,11 @@ export interface Connection {
   name: string;
   connector: string;
   authKind: string;
+  /**
+   * The auth kinds its users may choose between on the connect page (the first is `authKind`); absent when the
+   * connection has the one kind `authKind` (migration 019).
+   */
+  authKinds?: string[];
   clientId: string | null;
   clientSecretSealed: string | null;
   scopes: string[];
@@ -119,6 +124,8 @@ export interface Account {
    * null or absent when not recorded (every scope of the connection is assumed).
    */
   grantedScopes?: string[] | null;
+  /** The auth kind it was connected with; absent or null: its connection's `authKind` (migration 019). */
+  authKind?: string | null;
   /** Incremented on every credential or status change; compare-and-set guards concurrent refreshes. */
   version: number;
   createdAt: number;
@@ -330,6 +337,8 @@ export interface AccountPatch {
   tokenExpiresAt?: number | null;
   lastError?: string | null;
   grantedScopes?: string[] | null;
+  /** The auth kind the credentials are of (a connection with several kinds, migration 019). */
+  authKind?: string | null;
 }
 
 export interface ConnectionPatch {

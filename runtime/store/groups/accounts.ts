@@ -24,6 +24,7 @@ const accountRow = (a: Account) => ({
   token_expires_at: a.tokenExpiresAt,
   last_used_at: a.lastUsedAt,
   last_error: a.lastError,
+  auth_kind: a.authKind ?? null,
   version: a.version,
   lock_until: null,
   lock_owner: null,
@@ -31,7 +32,7 @@ const accountRow = (a: Account) => ({
   updated_at: a.updatedAt,
 });
 
-/** Accounts per INSERT statement: 15 values each. */
+/** Accounts per INSERT statement: 16 values each. */
 const ACCOUNTS_PER_INSERT = 500;
 
 /** Connected accounts: their counts, reads and writes, last use and lock (the per-request path). */
@@ -136,6 +137,8 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
             : patch.grantedScopes === null
               ? null
               : JSON.stringify(patch.grantedScopes),
+        // Issue 38, several auth kinds per connection (migration 019).
+        auth_kind: patch.authKind,
       }))
       .where('id', '=', id);
     if (expectedVersion !== undefined) query = query.where('version', '=', expectedVersion);

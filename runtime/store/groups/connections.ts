@@ -13,6 +13,7 @@ export abstract class ConnectionsGroup extends SqlStoreBase implements Connectio
         name: c.name,
         connector: c.connector,
         auth_kind: c.authKind,
+        auth_kinds: c.authKinds ? JSON.stringify(c.authKinds) : null,
         client_id: c.clientId,
         client_secret_sealed: c.clientSecretSealed,
         scopes: JSON.stringify(c.scopes),
