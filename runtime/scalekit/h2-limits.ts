@@ -7,6 +7,7 @@
  * event; the per-address table holds only addresses with a live session or a recent reset.
  */
 import http2, { type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import { sessionAddress } from './same-port.ts';
 
 export interface Http2Limits {
   /** Streams one session may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
@@ -132,7 +133,8 @@ export function guardHttp2(h2: Http2Server, limits: Http2Limits, now = Date.now)
   };
 
   h2.on('session', (session: Http2Session) => {
-    const address = session.socket?.remoteAddress ?? 'unknown';
+    // On a shared plain port Node's socket for the session does not know the peer: same-port.ts records it.
+    const address = sessionAddress(session) ?? 'unknown';
     const c = clientOf(address);
     if (c.blockedUntil > now() || c.sessions.size >= limits.maxSessionsPerClient) {
       counts.sessionsRefused++;

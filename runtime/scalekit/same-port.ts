@@ -103,7 +103,8 @@ export function sharePortWithHttp2(
   const endSessions = trackSessions(h2);
   // The session is made (and 'session' emitted) synchronously while the connection is handed on, below.
   let handing: string | undefined;
-  h2.on('session', (session: Http2Session) => {
+  // First among the session's listeners: the per-client limits (h2-limits.ts) read the address in theirs.
+  h2.prependListener('session', (session: Http2Session) => {
     if (handing !== undefined) sessionPeers.set(session, handing);
   });
 

@@ -11,6 +11,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -327,6 +328,32 @@ describe('HTTP/2 slow clients get the HTTP/1.1 limits (h2c)', () => {
       tried: sessions.length,
       failed: 0,
     });
+  });
+
+  it('counts sessions per client address on the shared plain port (one client at its limit leaves another served)', async () => {
+    // Two clients on two loopback addresses: the service listens on 127.0.0.1 and every 127/8 address reaches it.
+    const port = Number(new URL(r.url).port);
+    const from = (localAddress: string) => {
+      const s = http2.connect(r.url, {
+        createConnection: () => net.connect({ host: '127.0.0.1', port, localAddress }),
+      });
+      s.on('error', () => {});
+      return s;
+    };
+    const greedy = Array.from({ length: MAX_SESSIONS + 5 }, () => from('127.0.0.2'));
+    const other = Array.from({ length: MAX_SESSIONS }, () => from('127.0.0.3'));
+    const answer = (s: http2.ClientHttp2Session) =>
+      request(s, { ':method': 'GET', ':path': '/x' }).then(
+        () => 'served',
+        () => 'refused',
+      );
+    const [greedyAnswers, otherAnswers] = await Promise.all([
+      Promise.all(greedy.map(answer)),
+      Promise.all(other.map(answer)),
+    ]);
+    for (const s of [...greedy, ...other]) s.destroy();
+    expect(greedyAnswers.filter((a) => a === 'refused').length).toBeGreaterThanOrEqual(5);
+    expect(otherAnswers.every((a) => a === 'served')).toBe(true);
   });
 
   it('cuts an authenticated gRPC body that stalls, and one that trickles past the request limit', async () => {
