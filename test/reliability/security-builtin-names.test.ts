@@ -37,8 +37,13 @@ afterAll(async () => {
 });
 
 const withBody = (Object.entries(endpoints) as Array<[string, Endpoint]>).filter(([, e]) => e.body);
-/** Every route with a body but the token endpoint (OAuth's own rules, below). */
-const checked = withBody.filter(([operation]) => operation !== 'issueToken');
+/**
+ * The OAuth protocol's own endpoints (`/oauth/...`: the service token, and the MCP authorization server's token,
+ * revocation, registration and consent) answer in their protocol's terms: RFC 6749 ignores unknown parameters, RFC
+ * 7591 names its own errors, the consent is a page. Checked apart, below; every other route with a body here.
+ */
+const oauthProtocol = withBody.filter(([, e]) => e.path.startsWith('/oauth/'));
+const checked = withBody.filter(([, e]) => !e.path.startsWith('/oauth/'));
 
 interface Refusal {
   status: number;
@@ -98,6 +103,30 @@ describe('built-in names on every route with a request body', () => {
       }
     }
   });
+});
+
+describe('built-in names on the OAuth protocol endpoints', () => {
+  it.each(oauthProtocol.filter(([operation]) => operation !== 'issueToken'))(
+    '%s answers them as a client error in its protocol’s terms, never a server error',
+    async (_operation, e) => {
+      for (const name of BUILTINS) {
+        tried++;
+        for (const [body, type] of [
+          [`{${JSON.stringify(name)}: "x"}`, 'application/json'],
+          [`${encodeURIComponent(name)}=x`, 'application/x-www-form-urlencoded'],
+        ] as const) {
+          const r = await send(e, body, type);
+          try {
+            expect(r.status, `${name}: ${r.text}`).toBeGreaterThanOrEqual(400);
+            expect(r.status, `${name}: ${r.text}`).toBeLessThan(500);
+          } catch (err) {
+            failed++;
+            throw err;
+          }
+        }
+      }
+    },
+  );
 });
 
 describe('built-in names on the token endpoint (RFC 6749: unknown parameters are ignored)', () => {
