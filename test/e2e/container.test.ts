@@ -78,6 +78,9 @@ async function baseImage(): Promise<void> {
   const copy = async (from: string) => {
     if (existsSync(from)) await sh('cp', ['-a', '--parents', from, rootfs]);
   };
+  // The prefix's etc/ made first: on a machine whose Node has a global npmrc (/usr/etc/npmrc here), `cp --parents`
+  // could not make usr/etc inside the new root itself ("usr/etc: No such file or directory").
+  mkdirSync(join(rootfs, prefix, 'etc'), { recursive: true });
   for (const p of [node, join(prefix, 'lib/node_modules'), join(prefix, 'include/node'), join(prefix, 'etc/npmrc')])
     await copy(p);
   for (const tool of ['npm', 'npx']) await copy(join(prefix, 'bin', tool));
