@@ -22,7 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentConnectorClient } from '../../packages/client/src/index.ts';
@@ -75,12 +75,13 @@ async function baseImage(): Promise<void> {
   await sh('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror || 'http://deb.debian.org/debian']);
   const node = process.execPath;
   const prefix = join(node, '..', '..');
+  // Each path's parent made first, then the path copied to the same place: `cp --parents` fails on this machine's
+  // coreutils when it has to make a parent itself ("usr/etc: No such file or directory").
   const copy = async (from: string) => {
-    if (existsSync(from)) await sh('cp', ['-a', '--parents', from, rootfs]);
+    if (!existsSync(from)) return;
+    mkdirSync(join(rootfs, dirname(from)), { recursive: true });
+    await sh('cp', ['-a', from, join(rootfs, from)]);
   };
-  // The prefix's etc/ made first: on a machine whose Node has a global npmrc (/usr/etc/npmrc here), `cp --parents`
-  // could not make usr/etc inside the new root itself ("usr/etc: No such file or directory").
-  mkdirSync(join(rootfs, prefix, 'etc'), { recursive: true });
   for (const p of [node, join(prefix, 'lib/node_modules'), join(prefix, 'include/node'), join(prefix, 'etc/npmrc')])
     await copy(p);
   for (const tool of ['npm', 'npx']) await copy(join(prefix, 'bin', tool));
