@@ -705,9 +705,9 @@ export interface TriggerPushSpec {
  */
 export interface PushVerifySpec {
   /**
-   * hmac_sha256: an HMAC-SHA256 of `signed` in a header; hubspot_v3: HMAC-SHA256 of method, URL, body and timestamp, base64; shared_secret_header: a header equal to the secret; client_state: each notification's `client_state_path` equal to the subscription's secret.
+   * hmac_sha256: an HMAC-SHA256 of `signed` in a header; shared_secret_header: a header equal to the secret; client_state: each notification's `client_state_path` equal to the subscription's secret.
    */
-  scheme: 'hmac_sha256' | 'hubspot_v3' | 'shared_secret_header' | 'client_state';
+  scheme: 'hmac_sha256' | 'shared_secret_header' | 'client_state';
   /**
    * The header holding the signature or secret.
    */
@@ -717,9 +717,9 @@ export interface PushVerifySpec {
    */
   timestamp_header?: string;
   /**
-   * What is signed: the raw body, or the timestamp followed by the raw body.
+   * What is signed: the raw body; the timestamp followed by the raw body; or the method, the full URL as requested (PUBLIC_URL and the path), the raw body and the timestamp, in that order.
    */
-  signed?: 'body' | 'timestamp_body';
+  signed?: 'body' | 'timestamp_body' | 'method_url_body_timestamp';
   encoding?: 'base64' | 'hex';
   /**
    * Text before the signature in the header (e.g. `sha256=`).

@@ -250,10 +250,10 @@ export interface TriggerPoll {
 /** A push trigger: how its notifications are verified, matched, routed and identified (docs/triggers.md). */
 export interface TriggerPush {
   verify: {
-    scheme: 'hmac_sha256' | 'hubspot_v3' | 'shared_secret_header' | 'client_state';
+    scheme: 'hmac_sha256' | 'shared_secret_header' | 'client_state';
     header?: string;
     timestampHeader?: string;
-    signed?: 'body' | 'timestamp_body';
+    signed?: 'body' | 'timestamp_body' | 'method_url_body_timestamp';
     encoding: 'base64' | 'hex';
     prefix?: string;
     maxAgeSeconds: number;

@@ -118,7 +118,7 @@ export function checkTriggers(loaded: LoadedSpec, hookNames: Set<string>): Check
         if (v.scheme === 'client_state' && !v.client_state_path) {
           fail(['push', 'verify', 'client_state_path'], 'is required by client_state');
         }
-        if (v.signed === 'timestamp_body' && !v.timestamp_header) {
+        if ((v.signed === 'timestamp_body' || v.signed === 'method_url_body_timestamp') && !v.timestamp_header) {
           fail(['push', 'verify', 'timestamp_header'], 'is required when the timestamp is signed');
         }
         if (trigger.push.hook && !hookNames.has(trigger.push.hook)) {

@@ -108,6 +108,8 @@ export interface TriggerSettings {
   leaseSeconds: number;
   /** Push triggers: the largest notification body the ingress route reads (TRIGGER_INGRESS_MAX_BYTES). */
   ingressBodyLimitBytes: number;
+  /** Push notification requests answered before their resources are read and still being read, at most (503 beyond). */
+  ingressMaxPending: number;
 }
 
 /** Entries each per-process cache keeps at most (docs/scale.md, "Caches"). */
@@ -315,6 +317,8 @@ function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
   if (ingressBodyLimitBytes < 1024) {
     throw new ConfigError('TRIGGER_INGRESS_MAX_BYTES', 'must be at least 1024 (a notification needs room)');
   }
+  const ingressMaxPending = int('TRIGGER_INGRESS_MAX_PENDING', 256, env, 100_000);
+  if (ingressMaxPending < 1) throw new ConfigError('TRIGGER_INGRESS_MAX_PENDING', 'must be at least 1');
   return {
     minIntervalSeconds,
     concurrency,
@@ -322,6 +326,7 @@ function triggerSettings(env: NodeJS.ProcessEnv): TriggerSettings {
     poller: poller === '1',
     leaseSeconds,
     ingressBodyLimitBytes,
+    ingressMaxPending,
   };
 }
 

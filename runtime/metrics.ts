@@ -191,6 +191,24 @@ export class Metrics {
     this.deliveries.labels(event, outcome).inc();
   }
 
+  /**
+   * Publishes a component's own tallies (an object of counters it increments) as one counter with a `what` label,
+   * read at each scrape: the trigger poller's polls and failures, the push engine's accepted and refused notifications.
+   */
+  watchCounters<T extends { [K in keyof T]: number }>(name: string, help: string, counts: T): void {
+    const c: Counter = new Counter({
+      name,
+      help,
+      labelNames: ['what'],
+      registers: [this.registry],
+      collect: (): void =>
+        publish(
+          c,
+          Object.entries(counts).map(([what, value]) => ({ labels: { what }, value: Number(value) })),
+        ),
+    });
+  }
+
   /** Publishes what the HTTP/2 guard refused or cut (runtime/scalekit/h2-limits.ts), read at each scrape. */
   watchHttp2(counts: Http2GuardCounts): void {
     const guarded: Counter = new Counter({

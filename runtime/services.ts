@@ -147,6 +147,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   triggers.push = push;
   poller.push = push;
   if (config.triggers.poller) poller.start();
+  metrics.watchCounters('acs_trigger_polls_total', 'Trigger polls in this process, by outcome', poller.counters);
+  metrics.watchCounters(
+    'acs_trigger_push_total',
+    'Push trigger notifications and registrations in this process, by what happened',
+    push.counters,
+  );
 
   const touchTimer = setInterval(() => void accounts.flushTouches().catch(() => {}), 5_000);
   touchTimer.unref();

@@ -1764,9 +1764,10 @@ export const triggers: readonly TriggerDefinition[] = [
     validateEvent: V.trigger_crm_contact_created__event,
     push: {
       verify: {
-        scheme: 'hubspot_v3',
+        scheme: 'hmac_sha256',
         header: 'x-hubspot-signature-v3',
         timestampHeader: 'x-hubspot-request-timestamp',
+        signed: 'method_url_body_timestamp',
         encoding: 'base64',
         maxAgeSeconds: 300,
         secret: 'connection_client_secret',
@@ -1810,9 +1811,10 @@ export const triggers: readonly TriggerDefinition[] = [
     validateEvent: V.trigger_crm_deal_updated__event,
     push: {
       verify: {
-        scheme: 'hubspot_v3',
+        scheme: 'hmac_sha256',
         header: 'x-hubspot-signature-v3',
         timestampHeader: 'x-hubspot-request-timestamp',
+        signed: 'method_url_body_timestamp',
         encoding: 'base64',
         maxAgeSeconds: 300,
         secret: 'connection_client_secret',

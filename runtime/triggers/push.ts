@@ -1,7 +1,7 @@
 /**
  * Push triggers (docs/triggers.md, "Push triggers"): the provider notifies the service rather than being polled.
  * This engine names no connector: each trigger's YAML `push:` block declares how a notification is verified
- * (`hmac_sha256`, `hubspot_v3`, `shared_secret_header`, `client_state`), where its notifications are in a body, which
+ * (`hmac_sha256`, `shared_secret_header`, `client_state`), where its notifications are in a body, which
  * are this trigger's (`match`), how an app webhook finds its account (`route`), and what identifies an item; a hook
  * in the connector's own `specs/hooks/<connector>.ts` does what the provider needs beyond that (registering a
  * subscription or a webhook, renewing it, answering a validation handshake, reading the resource a change
@@ -66,6 +66,8 @@ export interface PushCounters {
   accepted: number;
   /** Requests or notifications refused: bad or missing signature, stale timestamp, wrong clientState, unknown URL. */
   refused: number;
+  /** Requests answered 503 because TRIGGER_INGRESS_MAX_PENDING notifications were still being read. */
+  deferred: number;
   /** Verified notifications that were no item of any instance (another trigger's, a paused instance's). */
   ignored: number;
   events: number;
@@ -124,13 +126,13 @@ export function checkSignature(
   if (!sent) return `no ${verify.header} header`;
   if (verify.scheme === 'shared_secret_header') return sameText(sent, secret) ? undefined : 'the secret does not match';
   let signed: Buffer;
-  if (verify.scheme === 'hubspot_v3' || verify.signed === 'timestamp_body') {
+  if (verify.signed === 'timestamp_body' || verify.signed === 'method_url_body_timestamp') {
     const ts = verify.timestampHeader ? req.headers(verify.timestampHeader) : undefined;
     const when = timestampMs(ts);
     if (when === undefined) return `no valid ${verify.timestampHeader} header`;
     if (Math.abs(now - when) > verify.maxAgeSeconds * 1000) return 'the timestamp is outside the accepted window';
     signed =
-      verify.scheme === 'hubspot_v3'
+      verify.signed === 'method_url_body_timestamp'
         ? Buffer.concat([Buffer.from(`${req.method}${req.url}`, 'utf8'), body, Buffer.from(ts!, 'utf8')])
         : Buffer.concat([Buffer.from(ts!, 'utf8'), body]);
   } else {
@@ -171,6 +173,7 @@ export class PushEngine {
   readonly counters: PushCounters = {
     accepted: 0,
     refused: 0,
+    deferred: 0,
     ignored: 0,
     events: 0,
     registrations: 0,
@@ -412,6 +415,14 @@ export class PushEngine {
   /** Serves POST /v1/ingress/{token}[/{instance_id}]. */
   async handle(req: IncomingMessage, res: ServerResponse, token: string, instanceId?: string): Promise<void> {
     const now = Date.now();
+    if (this.inFlight.size >= this.config.triggers.ingressMaxPending) {
+      // Notifications still being read fill the process's allowance: the provider retries later (Graph, Zendesk,
+      // HubSpot and Apify all retry a 503), and memory stays bounded by TRIGGER_INGRESS_MAX_PENDING.
+      this.counters.deferred++;
+      req.resume();
+      res.setHeader('retry-after', '5');
+      return answer(res, 503, { error: 'busy' });
+    }
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     const body = await readBounded(req, this.config.triggers.ingressBodyLimitBytes);
     if (body === undefined) {

@@ -119,6 +119,7 @@ const rows: Row[] = [
   { variable: 'TRIGGER_LEASE_SECONDS', value: '5m', says: /must be a whole number/ },
   { variable: 'TRIGGER_POLLER', value: 'yes', says: /must be 0 or 1/ },
   { variable: 'TRIGGER_INGRESS_MAX_BYTES', value: '100', says: /must be at least 1024/ },
+  { variable: 'TRIGGER_INGRESS_MAX_PENDING', value: '0', says: /must be at least 1/ },
   { variable: 'CONNECT_PRODUCT_NAME', value: 'x'.repeat(81), says: /must be at most 80 characters/ },
   { variable: 'CONNECT_LOGO_URL', value: 'http://logo.example/l.png', says: /must be an https URL/ },
   { variable: 'CONNECT_PRIMARY_COLOUR', value: '#ffff00', says: /too light for white text/ },

@@ -103,6 +103,7 @@ beforeAll(async () => {
       WEBHOOK_RETRY_BASE_MS: '40',
       TRIGGER_MIN_INTERVAL_SECONDS: '1',
       TRIGGER_INGRESS_MAX_BYTES: '65536',
+      TRIGGER_INGRESS_MAX_PENDING: '8',
     },
   });
   await h.client.createConnection({
@@ -229,6 +230,28 @@ describe('mail: Graph change notifications', () => {
     await until(() => itemEvent(instance, (i) => i.id === marker.id));
     expect(itemEvent(instance, (i) => i.id === forged.id)).toBeUndefined();
     expect(h.running.services.push.counters.refused).toBe(before + 1);
+  });
+
+  it('beyond TRIGGER_INGRESS_MAX_PENDING notifications still being read, 503 with Retry-After; none is lost', async () => {
+    let release!: () => void;
+    graph.readsHeld = new Promise<void>((r) => (release = r));
+    const before = { deferred: h.running.services.push.counters.deferred, received: eventsOf(instance).length };
+    const held = Array.from({ length: 8 }, (_, i) => message(`held ${i}`));
+    for (const m of held) expect((await graph.receive(m)).map((r) => r.status)).toEqual([202]);
+    const over = message('over the limit');
+    const [busy] = await graph.receive(over);
+    expect(busy).toMatchObject({ status: 503, retryAfter: '5' });
+    expect(JSON.parse(busy!.body)).toEqual({ error: 'busy' });
+    expect(h.running.services.push.counters.deferred).toBe(before.deferred + 1);
+    const scraped = await (await fetch(`${h.url}/metrics`)).text();
+    expect(scraped).toContain(`acs_trigger_push_total{what="deferred"} ${before.deferred + 1}`);
+    graph.readsHeld = undefined;
+    release();
+    // Every held notification is delivered; the provider's retry of the refused one is accepted.
+    await until(() => held.every((m) => itemEvent(instance, (i) => i.id === m.id)));
+    expect((await graph.receive(over)).map((r) => r.status)).toEqual([202]);
+    await until(() => itemEvent(instance, (i) => i.id === over.id));
+    expect(eventsOf(instance).length).toBe(before.received + 9);
   });
 
   it('an unknown instance under the same ingress is answered as a refused clientState is', async () => {

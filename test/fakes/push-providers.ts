@@ -30,6 +30,7 @@ export interface Posted {
   status: number;
   body: string;
   contentType: string;
+  retryAfter: string | null;
 }
 
 /** Posts like a provider's webhook sender: the answer's status, body and type (no redirect followed). */
@@ -41,7 +42,12 @@ export async function post(url: string, body: string, headers: Record<string, st
     redirect: 'manual',
     signal: AbortSignal.timeout(10_000),
   });
-  return { status: res.status, body: await res.text(), contentType: res.headers.get('content-type') ?? '' };
+  return {
+    status: res.status,
+    body: await res.text(),
+    contentType: res.headers.get('content-type') ?? '',
+    retryAfter: res.headers.get('retry-after'),
+  };
 }
 
 abstract class Fake {
@@ -115,6 +121,8 @@ export class FakeGraphSubscriptions extends Fake {
   readonly events = new Map<string, GraphEvent>();
   /** Validation requests made, and whether each was answered as Graph requires. */
   readonly validations: Array<{ url: string; ok: boolean }> = [];
+  /** While set, reads of a message wait for it (a slow mailbox: notifications stay in the service's hands). */
+  readsHeld: Promise<void> | undefined;
   /** Grants at most this long a subscription (Graph may grant less than asked); undefined: what was asked. */
   grantMs: number | undefined;
 
@@ -139,7 +147,8 @@ export class FakeGraphSubscriptions extends Fake {
       this.deleted.push(String(req.params.id));
       res.status(204).end();
     });
-    this.app.get('/v1.0/me/messages/:id', (req, res) => {
+    this.app.get('/v1.0/me/messages/:id', async (req, res) => {
+      await this.readsHeld;
       const m = this.messages.get(String(req.params.id));
       if (!m)
         return void res

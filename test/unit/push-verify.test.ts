@@ -58,7 +58,7 @@ describe('hmac_sha256 over timestamp and body (Zendesk)', () => {
   });
 });
 
-describe('hubspot_v3', () => {
+describe('hmac_sha256 over method, URL, body and timestamp (HubSpot v3)', () => {
   const verify = verifyOf('crm_contact_created');
   const body = Buffer.from('[{"portalId":1}]');
   const url = 'https://acs.example.com/v1/ingress/tok';
