@@ -332,7 +332,15 @@ export class ProxyHandler {
       if (!status) status = e instanceof ServiceError ? e.status : 502;
       // The path only: a query string may carry provider parameters the operator's logs have no use for.
       this.log.warn(
-        { connection: live.connection.name, method, path, code: errorCode, afterHeaders: res.headersSent },
+        {
+          connection: live.connection.name,
+          method,
+          path,
+          code: errorCode,
+          afterHeaders: res.headersSent,
+          // What went wrong below the service's own errors (a transport error's message, which names no credential).
+          ...(e instanceof ServiceError ? {} : { reason: String((e as Error)?.message ?? e).slice(0, 300) }),
+        },
         'proxied request failed',
       );
       if (res.headersSent) {

@@ -28,5 +28,11 @@ export function loadUndici(): Promise<Undici> {
   // per request the bench can tell apart. The flag is read when a module is compiled: set here, before undici
   // compiles llhttp, the only WebAssembly the service runs.
   if (!loading) setFlagsFromString('--liftoff-only');
-  return (loading ??= import('undici').then((m) => (undici = { Agent: m.Agent, errors: m.errors })));
+  return (loading ??= import('undici').then((m) => {
+    // Node gives a CommonJS package's exports by name as well as `default`; the bundle in dist/ (esbuild, a chunk
+    // of its own) gives `default` only. `m.Agent` alone made every proxied request of the compiled service fail.
+    const byDefault = m.default as unknown as Partial<Undici> | undefined;
+    const exported = byDefault?.Agent ? (byDefault as Undici) : m;
+    return (undici = { Agent: exported.Agent, errors: exported.errors });
+  }));
 }

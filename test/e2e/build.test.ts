@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceEnv } from '../helpers/harness.ts';
+import { AgentConnectorClient } from '../../packages/client/src/index.ts';
+import { FakeDesk } from '../fakes/desk.ts';
+import { serviceEnv, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/harness.ts';
 import { spawnService, type ServiceProcess } from '../helpers/service-process.ts';
 // @ts-expect-error: a plain JavaScript module without types (it runs before anything is compiled)
 import { staleReason } from '../../scripts/build-lib.mjs';
@@ -80,6 +82,37 @@ describe('the compiled service (dist/)', () => {
     expect(signIn.status).toBe(200);
     expect(signIn.body).toContain('<form');
     expect((await get('/favicon.ico')).status).toBe(200);
+  });
+
+  it('proxies a request and runs a tool from dist/ (the packages loaded on first use, in their own chunks)', async () => {
+    // Each of these loads a chunk the start does not: undici for the proxy, got for the tool. Tests that run the
+    // sources cannot see a chunk that exports differently from the package (dist/'s undici once did).
+    const desk = await new FakeDesk().start();
+    try {
+      desk.addTenant('acme.zendesk.com', 'agent@acme.com', 'zd-build-token-5c1a');
+      const client = new AgentConnectorClient({
+        clientId: TEST_CLIENT_ID,
+        clientSecret: TEST_CLIENT_SECRET,
+        envUrl: service!.url,
+      });
+      await client.createConnection({
+        connection_name: 'helpdesk',
+        connector: 'helpdesk',
+        api_base_url: desk.baseUrlTemplate,
+      });
+      const who = { connectionName: 'helpdesk', identifier: 'user-1' };
+      await client.upsertConnectedAccount({
+        ...who,
+        credentials: { domain: 'acme.zendesk.com', email: 'agent@acme.com', api_token: 'zd-build-token-5c1a' },
+      });
+      const proxied = await client.request({ ...who, method: 'GET', path: '/v2/tickets' });
+      expect(proxied.status).toBe(200);
+      const tool = await client.executeTool({ toolName: 'helpdesk_tickets_list', toolInput: { per_page: 1 }, ...who });
+      expect(tool.data).toBeDefined();
+      expect(desk.requests.map((r) => `${r.method} ${r.domain}`)).toEqual(Array(2).fill('GET acme.zendesk.com'));
+    } finally {
+      await desk.close();
+    }
   });
 
   it('stops cleanly on SIGTERM sent to the service process', async () => {
