@@ -211,6 +211,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       await accounts.flushTouches().catch(() => {});
       // Not cut off mid-write: the admin account is written once its password is hashed.
       await firstAdminPassword.catch(() => {});
+      await audit.drain();
       await store.close();
     },
   };

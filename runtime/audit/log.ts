@@ -2,7 +2,7 @@
  * The audit log (issue 37, item 3): who changed what, when, from where. Every entry is appended to the store with a
  * SHA-256 hash over its canonical serialization and the previous entry's hash, so that changing or removing an
  * entry breaks the chain (`npm run keys -- verify-audit`). Appends are serialised by the store's single head row,
- * also across instances on PostgreSQL (runtime/store/groups/audit.ts, `appendAuditEvent`). Never a secret's value:
+ * also across instances on PostgreSQL (runtime/store/groups/audit.ts, `appendAuditEvents`). Never a secret's value:
  * callers describe a secret as `"set"`, `"changed"` or `"removed"` (see `secretChange`).
  */
 import { createHash } from 'node:crypto';
@@ -64,7 +64,26 @@ export interface AuditEntry {
   changes?: Record<string, unknown>;
 }
 
+/** Entries written in one transaction at most; more waiting are written in the next. */
+const MAX_BATCH = 500;
+
+interface Waiting {
+  e: NewAuditEvent;
+  resolve: (written: AuditEvent) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Writes entries in group commits: the entries recorded while a batch is being written (or in the same turn of the
+ * event loop) are written together in the next, in the order they were recorded, under one lock of the chain's
+ * head. Each caller still waits until its own entry is stored. With one entry per request the head row was
+ * locked once per request, which capped every audited write (upserts, 32 clients) at the rate one database
+ * connection can take and release that lock (issue 35).
+ */
 export class AuditLog {
+  private queue: Waiting[] = [];
+  private writing: Promise<void> | undefined;
+
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
@@ -74,7 +93,7 @@ export class AuditLog {
    * Appends an entry. A change that happened is recorded even if the request then fails; a failure to record is
    * logged and thrown (the caller's change is already made: the error says so rather than pass silently).
    */
-  async record(ctx: AuditContext, entry: AuditEntry): Promise<AuditEvent> {
+  record(ctx: AuditContext, entry: AuditEntry): Promise<AuditEvent> {
     const e: NewAuditEvent = {
       id: newId('aud'),
       at: Date.now(),
@@ -87,11 +106,41 @@ export class AuditLog {
       requestId: ctx.requestId ?? null,
       changes: entry.changes ?? {},
     };
+    return new Promise<AuditEvent>((resolve, reject) => {
+      this.queue.push({ e, resolve, reject });
+      // The first entry of a batch waits for the end of this turn of the event loop, so that the requests
+      // handled in it share the batch; a batch being written takes the rest when it ends.
+      this.writing ??= new Promise<void>((r) => setImmediate(r)).then(() => this.writeAll());
+    });
+  }
+
+  /** Waits until every entry recorded so far is written (or has failed): before the store is closed. */
+  async drain(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
+  private async writeAll(): Promise<void> {
     try {
-      return await this.store.appendAuditEvent(e, auditHash);
-    } catch (err) {
-      this.log.error({ action: e.action, target: e.targetId, err: (err as Error).message }, 'audit entry not written');
-      throw err;
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        try {
+          const written = await this.store.appendAuditEvents(
+            batch.map((w) => w.e),
+            auditHash,
+          );
+          batch.forEach((w, i) => w.resolve(written[i]!));
+        } catch (err) {
+          for (const { e } of batch) {
+            this.log.error(
+              { action: e.action, target: e.targetId, err: (err as Error).message },
+              'audit entry not written',
+            );
+          }
+          for (const w of batch) w.reject(err);
+        }
+      }
+    } finally {
+      this.writing = undefined;
     }
   }
 }

@@ -573,10 +573,14 @@ export interface MetaAndCredentialStore {
 /** The audit log: a hash chain of entries behind one head row (runtime/store/groups/audit.ts). */
 export interface AuditStore {
   /**
-   * Appends an audit entry: numbered after the last one and chained to its hash (`hashOf` computes the entry's hash
-   * from the entry and the previous hash), serialised with every other append through the single head row.
+   * Appends audit entries, in order, in one transaction: each numbered after the one before and chained to its hash
+   * (`hashOf` computes an entry's hash from the entry and the previous hash), the batch serialised with every other
+   * append through the single head row. Returns the entries as written.
    */
-  appendAuditEvent(e: NewAuditEvent, hashOf: (e: Omit<AuditEvent, 'hash'>) => string): Promise<AuditEvent>;
+  appendAuditEvents(
+    es: readonly NewAuditEvent[],
+    hashOf: (e: Omit<AuditEvent, 'hash'>) => string,
+  ): Promise<AuditEvent[]>;
   listAuditEvents(q: AuditQuery): Promise<AuditEvent[]>;
   auditHead(): Promise<AuditHead>;
   /**

@@ -53,8 +53,8 @@ describe.each(['sqlite', 'postgres'])('%s', (kind) => {
     try {
       const N = 40;
       const written = await Promise.all([
-        ...Array.from({ length: N }, (_, i) => a.appendAuditEvent(entry('a', i), auditHash)),
-        ...Array.from({ length: N }, (_, i) => b.appendAuditEvent(entry('b', i), auditHash)),
+        ...Array.from({ length: N }, (_, i) => a.appendAuditEvents([entry('a', i)], auditHash).then(([e]) => e!)),
+        ...Array.from({ length: N }, (_, i) => b.appendAuditEvents([entry('b', i)], auditHash).then(([e]) => e!)),
       ]);
       const seqs = written.map((e) => e.seq).sort((x, y) => x - y);
       expect(seqs).toEqual(Array.from({ length: 2 * N }, (_, i) => i + 1));
