@@ -19,6 +19,8 @@ export interface Config {
   databaseUrl?: string;
   /** DATABASE_SCHEMA: the PostgreSQL schema the store uses (its tables are made there); else the user's default. */
   databaseSchema?: string;
+  /** DATABASE_POOL_SIZE: PostgreSQL connections this process holds at most. */
+  databasePoolSize: number;
   /** "kid:base64key,kid2:base64key" — the first is used for new writes. Else a key file under dataDir. */
   encryptionKeys?: string;
   tokenTtlSeconds: number;
@@ -543,6 +545,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must be 1 (or true) behind a reverse proxy, 0 (or false) otherwise, got "${trustProxy}"`,
     );
   }
+  const databasePoolSize = int('DATABASE_POOL_SIZE', 10, env, 1000);
+  if (databasePoolSize < 1) throw new ConfigError('DATABASE_POOL_SIZE', 'must be at least 1 (connection)');
   const schema = env.DATABASE_SCHEMA || undefined;
   if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
     throw new ConfigError(
@@ -611,6 +615,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: dataDir(env),
     databaseUrl: env.DATABASE_URL || undefined,
     databaseSchema: schema,
+    databasePoolSize,
     encryptionKeys: env.ENCRYPTION_KEYS || undefined,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 900, env),
     linkTtlSeconds: int('LINK_TTL_SECONDS', 3600, env),

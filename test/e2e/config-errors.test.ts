@@ -67,6 +67,7 @@ const rows: Row[] = [
     at: 'start',
   },
   { variable: 'DATABASE_SCHEMA', value: 'acs; drop table x', says: /must be a PostgreSQL identifier/ },
+  { variable: 'DATABASE_POOL_SIZE', value: '0', says: /must be at least 1/ },
   { variable: 'ENCRYPTION_KEYS', value: 'foo', says: /must look like "kid:base64key/, process: true },
   { variable: 'ENCRYPTION_KEYS', value: 'k1:c2hvcnQ=', says: /key "k1" must decode to 32 bytes, got 5/ },
   { variable: 'TOKEN_TTL_SECONDS', value: '15m', says: /must be a whole number/ },
