@@ -6,20 +6,19 @@
  *   registration by a Client ID Metadata Document (served by this test over https on loopback, with a certificate
  *   of a CA made for this run) and, separately, by Dynamic Client Registration, then the code, the token,
  *   tools/list and tools/call against the fake helpdesk;
- * - the identity provider is `oidc-provider` (a certified OpenID Provider implementation) running in this test:
- *   its login is a form this test's browser posts, with a password it checks;
+ * - the identity provider is `oidc-provider` (a certified OpenID Provider implementation) running in this test
+ *   (test/helpers/oidc-idp.ts, shared with the dashboard's sign-in tests): its login is a form this test's browser
+ *   posts, with a password it checks;
  * - the browser is plain HTTP requests following redirects, with a cookie jar, posting the forms it is shown.
  *
  * The service runs in a process of its own, started with NODE_EXTRA_CA_CERTS naming the test CA (Node reads extra
  * CAs only at process start), so that it fetches the https metadata document through its own upstream layer.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Provider from 'oidc-provider';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -33,13 +32,13 @@ import { DashboardClient } from '../helpers/dashboard-client.ts';
 import { freePort, serviceEnv, serviceToken } from '../helpers/harness.ts';
 import { spawnService, type ServiceProcess } from '../helpers/service-process.ts';
 import { createTestCa, type TestCa } from '../helpers/test-ca.ts';
+import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../helpers/oidc-idp.ts';
 
 const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';
 const API_TOKEN = 'zd-api-token-oauth-7c1f';
 const IDP_CLIENT_ID = 'acs-mcp';
 const IDP_CLIENT_SECRET = 'idp-client-secret-4b9e0c2d7a';
-const PASSWORD = 'correct horse battery staple';
 const ADMIN_PASSWORD = 'mcp-oauth-admin-password-9f2';
 /** Where the MCP client's authorization answers go (a native app on loopback: nothing listens, the URL is read). */
 const REDIRECT = 'http://127.0.0.1:53682/callback';
@@ -48,14 +47,13 @@ let dir: string;
 let ca: TestCa;
 let svc: ServiceProcess;
 let desk: FakeDesk;
-let idp: http.Server;
+let idp: TestIdp;
 let cimd: https.Server;
 let cimdUrl: string;
 let issuer: string;
 let token: string;
 let serverA: { id: string; oauth_url: string };
 let serverB: { id: string; oauth_url: string };
-const logins: string[] = [];
 
 async function api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(`${svc.url}${path}`, {
@@ -66,77 +64,6 @@ async function api(method: string, path: string, body?: unknown): Promise<Record
   const text = await res.text();
   expect(res.status, `${method} ${path}: ${text}`).toBeLessThan(300);
   return JSON.parse(text) as Record<string, unknown>;
-}
-
-/** The OpenID provider: oidc-provider, with a login form of this test's (an account and a password it checks). */
-async function startIdentityProvider(port: number, serviceUrl: string): Promise<http.Server> {
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: IDP_CLIENT_ID,
-        client_secret: IDP_CLIENT_SECRET,
-        redirect_uris: [`${serviceUrl}/oauth/mcp/callback`],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-      },
-    ],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
-    findAccount: (_ctx, sub) => ({
-      accountId: sub,
-      claims: () => ({ sub, email: `${sub}@example.com`, email_verified: true }),
-    }),
-    features: { devInteractions: { enabled: false } },
-    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-    cookies: { keys: ['oidc-cookie-key-for-this-test-run'] },
-  });
-  const callback = provider.callback();
-  const server = http.createServer((req, res) => {
-    void (async () => {
-      const m = /^\/interaction\/([^/]+)(\/login)?$/.exec(req.url ?? '');
-      if (!m) return callback(req, res);
-      const details = await provider.interactionDetails(req, res);
-      if (m[2] && req.method === 'POST') {
-        const form = new URLSearchParams(
-          await new Promise<string>((resolve) => {
-            let data = '';
-            req.on('data', (c: Buffer) => (data += c.toString()));
-            req.on('end', () => resolve(data));
-          }),
-        );
-        if (form.get('password') !== PASSWORD) {
-          res.writeHead(401, { 'content-type': 'text/html' }).end('<p>Wrong password</p>');
-          return;
-        }
-        logins.push(form.get('login')!);
-        return provider.interactionFinished(
-          req,
-          res,
-          { login: { accountId: form.get('login')! } },
-          {
-            mergeWithLastSubmission: false,
-          },
-        );
-      }
-      if (details.prompt.name === 'login') {
-        res.writeHead(200, { 'content-type': 'text/html' });
-        res.end(
-          `<form method="post" action="/interaction/${details.uid}/login"><input name="login"><input name="password" type="password"></form>`,
-        );
-        return;
-      }
-      // The consent prompt at the provider: the operator's own application, granted what it asks.
-      const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: IDP_CLIENT_ID });
-      const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
-      if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-      if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-      const grantId = await grant.save();
-      return provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
-    })().catch((e: unknown) => {
-      res.writeHead(500).end(String(e));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return server;
 }
 
 /**
@@ -186,7 +113,7 @@ async function browse(
       init = {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ login: user, password: PASSWORD }).toString(),
+        body: new URLSearchParams({ login: user, password: IDP_PASSWORD }).toString(),
       };
       continue;
     }
@@ -297,7 +224,15 @@ beforeAll(async () => {
     MCP_OAUTH_ACCESS_TOKEN_TTL_SECONDS: '600',
     ADMIN_PASSWORD,
   });
-  idp = await startIdentityProvider(idpPort, svc.url);
+  idp = await startTestIdp({
+    port: idpPort,
+    clientId: IDP_CLIENT_ID,
+    clientSecret: IDP_CLIENT_SECRET,
+    redirectUri: `${svc.url}/oauth/mcp/callback`,
+  });
+  for (const user of ['ada', 'bob']) {
+    idp.accounts.set(user, { email: `${user}@example.com`, email_verified: true, groups: [] });
+  }
 
   // The client's metadata document, on https (a client id must be an https URL), at loopback.
   cimd = https.createServer({ cert: readFileSync(ca.certFile), key: readFileSync(ca.keyFile) }, (_req, res) => {
@@ -341,7 +276,7 @@ let cimdFetches = 0;
 afterAll(async () => {
   if (svc?.proc.exitCode === null) svc.proc.kill('SIGKILL');
   await desk?.close();
-  await new Promise((r) => idp?.close(r));
+  await idp?.close();
   await new Promise((r) => cimd?.close(r));
   ca?.remove();
   rmSync(dir, { recursive: true, force: true });
@@ -391,7 +326,7 @@ describe('a client identified by a Client ID Metadata Document', () => {
     const { client, consent } = await signInAndConnect(provider, serverA.oauth_url, 'ada');
     expect(provider.info?.client_id).toBe(cimdUrl);
     expect(cimdFetches).toBeGreaterThanOrEqual(1);
-    expect(logins).toContain('ada');
+    expect(idp.logins).toContain('ada');
     // The consent page names the server, the signed-in identifier and the tools.
     expect(consent).toContain('support');
     expect(consent).toContain('<strong>ada</strong>');
