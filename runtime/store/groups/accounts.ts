@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { inTransaction } from '../backend.ts';
 import { decodeCursor } from '../cursor.ts';
-import { SqlStoreBase } from './base.ts';
+import { ACCOUNT_COLUMNS, SqlStoreBase } from './base.ts';
 import { escapeLike, toAccount } from '../rows.ts';
 import type { Account, AccountPatch, AccountQuery, AccountStatus, AccountStore } from '../types.ts';
 
@@ -31,6 +31,13 @@ const accountRow = (a: Account) => ({
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
+
+// The prepared insert (base.ts) names its columns: the same ones as accountRow, or this fails to compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const ACCOUNT_ROW_HAS_THE_PREPARED_COLUMNS: Same<
+  keyof ReturnType<typeof accountRow>,
+  (typeof ACCOUNT_COLUMNS)[number]
+> = true;
 
 /** Accounts per INSERT statement: 16 values each. */
 const ACCOUNTS_PER_INSERT = 500;
@@ -85,12 +92,7 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
     for (const a of accounts) this.changed('connected_accounts', a.id);
   }
   async getOrCreateAccount(a: Account) {
-    const inserted = await this.db
-      .insertInto('connected_accounts')
-      .values(accountRow(a))
-      .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
+    const [inserted] = (await this.backend.run(this.db, this.q.insertAccountIfAbsent.bind(accountRow(a)))).rows;
     if (inserted) {
       this.changed('connected_accounts', a.id);
       return { account: toAccount(inserted), created: true };

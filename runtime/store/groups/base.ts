@@ -3,7 +3,27 @@ import type { Backend, Db } from '../backend.ts';
 import type { ChangedTable } from '../changes.ts';
 import { prepare } from '../prepared.ts';
 
-/** The hot reads, built and compiled once per store (see prepared.ts). */
+/** The columns of an account row as the store writes it (accounts.ts, accountRow). */
+export const ACCOUNT_COLUMNS = [
+  'id',
+  'connection_id',
+  'identifier',
+  'status',
+  'verification_pending_since',
+  'fields',
+  'secrets_sealed',
+  'token_expires_at',
+  'last_used_at',
+  'last_error',
+  'auth_kind',
+  'version',
+  'lock_until',
+  'lock_owner',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** The hot reads (and an upsert's insert), built and compiled once per store (see prepared.ts). */
 function hotQueries(db: Db) {
   return {
     accountById: prepare((a: { id: string }) => db.selectFrom('connected_accounts').selectAll().where('id', '=', a.id)),
@@ -20,6 +40,14 @@ function hotQueries(db: Db) {
     ),
     connectionByName: prepare((a: { name: string }) =>
       db.selectFrom('connections').selectAll().where('name', '=', a.name).where('deleting_since', 'is', null),
+    ),
+    // An upsert's insert of a new account (getOrCreateAccount): 16 columns, built and compiled once.
+    insertAccountIfAbsent: prepare((a: Record<(typeof ACCOUNT_COLUMNS)[number], unknown>) =>
+      db
+        .insertInto('connected_accounts')
+        .values(Object.fromEntries(ACCOUNT_COLUMNS.map((c) => [c, a[c]])) as never)
+        .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
+        .returningAll(),
     ),
     credentialById: prepare((a: { id: string }) => db.selectFrom('api_credentials').selectAll().where('id', '=', a.id)),
     credentialByClientId: prepare((a: { clientId: string }) =>
