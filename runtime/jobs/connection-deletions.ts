@@ -15,6 +15,7 @@
  * every few seconds, so a deletion whose instance died is resumed by whichever instance comes first.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { BATCH_BUDGET_MS, nextBatchSize } from './batch-size.ts';
 import { notFound } from '../../core/errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
@@ -33,6 +34,8 @@ export interface DeletionDeps {
   store: Store;
   log: Logger;
   batchSize: number;
+  /** How long a batch should take at most, in ms (batch-size.ts; tests give 0 or Infinity). */
+  batchBudgetMs?: number;
   /** After a batch committed its events (the webhook worker's poke). */
   onEvents: () => void;
 }
@@ -112,14 +115,18 @@ export class ConnectionDeletions {
 
   private async run(deletion: ConnectionDeletion, firstBatches: number, reached: () => void): Promise<void> {
     const { store, batchSize } = this.d;
+    const budget = this.d.batchBudgetMs ?? BATCH_BUDGET_MS;
+    let size = batchSize;
     const owner = leaseOwner();
     const now = Date.now();
     if (!(await store.claimConnectionDeletion(deletion.id, owner, now, now + LEASE_MS, leaseOwnerGone))) return;
     const connection = { name: deletion.connectionName, connector: deletion.connector };
     for (let batches = 1; !this.stopped; batches++) {
       const at = Date.now();
+      const started = performance.now();
+      const wanted = size;
       const taken = await store.transaction(async (tx) => {
-        const accounts = await tx.takeAccountsOfConnection(deletion.connectionId, batchSize);
+        const accounts = await tx.takeAccountsOfConnection(deletion.connectionId, wanted);
         if (accounts.length) {
           await tx.addWebhookEvents(
             accounts.map((a) =>
@@ -140,7 +147,8 @@ export class ConnectionDeletions {
         return;
       }
       // A full batch means more may follow: past the first ones, the rest goes on without the caller.
-      if (taken === batchSize && batches >= firstBatches) reached();
+      if (taken === wanted && batches >= firstBatches) reached();
+      size = nextBatchSize(size, performance.now() - started, budget, batchSize);
       await yieldToEventLoop();
     }
   }

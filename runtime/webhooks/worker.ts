@@ -6,6 +6,7 @@
  * backoff and jitter until 24 hours after the event, then the delivery is marked failed (it can still be redelivered).
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { BATCH_BUDGET_MS, nextBatchSize } from '../jobs/batch-size.ts';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -37,6 +38,10 @@ export class WebhookWorker {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  /** Outbox events the next fan-out batch moves: sized by time (../jobs/batch-size.ts), at most FAN_OUT_BATCH. */
+  private fanOutSize = FAN_OUT_BATCH;
+  /** How long a fan-out batch should take (tests set 0 or Infinity to count batches). */
+  batchBudgetMs = BATCH_BUDGET_MS;
 
   constructor(
     private store: Store,
@@ -85,7 +90,11 @@ export class WebhookWorker {
       // (triggers polling under load) must not keep every delivery waiting.
       let drained = false;
       for (let i = 0; i < FAN_OUT_BATCHES_PER_PASS && !this.stopped; i++) {
-        if ((await this.store.fanOutWebhookEvents(FAN_OUT_BATCH, now)) < FAN_OUT_BATCH) {
+        const started = performance.now();
+        const wanted = this.fanOutSize;
+        const moved = await this.store.fanOutWebhookEvents(wanted, now);
+        this.fanOutSize = nextBatchSize(wanted, performance.now() - started, this.batchBudgetMs, FAN_OUT_BATCH);
+        if (moved < wanted) {
           drained = true;
           break;
         }

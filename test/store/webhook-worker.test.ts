@@ -110,6 +110,26 @@ describe.each([
     expect(received).toEqual(burst.map((e) => e.id));
   });
 
+  it('moves the outbox in smaller batches after one that took longer than its budget', async () => {
+    received.length = 0;
+    // A budget of 0: every batch is over it, so the sizes the worker asks for are counted, not timed.
+    worker.batchBudgetMs = 0;
+    const limits: number[] = [];
+    const fanOut = store.fanOutWebhookEvents.bind(store);
+    store.fanOutWebhookEvents = (limit, now) => {
+      limits.push(limit);
+      return fanOut(limit, now);
+    };
+    const events = Array.from({ length: 230 }, (_, i) => event(`trg_budget_${i}`));
+    await store.addWebhookEvents(events);
+    await round();
+    store.fanOutWebhookEvents = fanOut;
+    worker.batchBudgetMs = Infinity;
+    // 200 moved, then batches of 10 until the outbox is empty (the fourth finds nothing).
+    expect(limits.slice(0, 5)).toEqual([200, 10, 10, 10, 10]);
+    expect(new Set(received)).toEqual(new Set(events.map((e) => e.id)));
+  });
+
   it('claims deliveries while the outbox is refilled as fast as it is moved', async () => {
     received.length = 0;
     claims = 0;

@@ -1,0 +1,70 @@
+/**
+ * Connection-delete batches sized by time (issue 35, no operation that freezes the service): a batch that took
+ * longer than its budget makes the next one smaller in proportion (at least 10 accounts), one that took under half
+ * of it makes the next one twice as large (at most BATCH_SIZE). On SQLite a batch holds the event loop, so a large
+ * connection's delete must not run 500-account batches that each take 120 ms. Counted, not timed: with a budget of
+ * 0 every batch is over it; the batches are the outbox's multi-row inserts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nextBatchSize } from '../../runtime/jobs/batch-size.ts';
+import { ConnectionDeletions } from '../../runtime/jobs/connection-deletions.ts';
+import { SqliteStore } from '../../runtime/store/sqlite.ts';
+import type { Store } from '../../runtime/store/types.ts';
+import { seedAccounts, testKeys, tokenConnection } from '../helpers/scale.ts';
+import { recordStatements } from '../helpers/statements.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'acs-deletion-budget-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('nextBatchSize', () => {
+  it('shrinks in proportion to the overrun, grows when well under, and keeps its bounds', () => {
+    expect(nextBatchSize(500, 125, 25, 500)).toBe(100);
+    expect(nextBatchSize(500, 30, 25, 500)).toBe(416);
+    expect(nextBatchSize(100, 5, 25, 500)).toBe(200);
+    expect(nextBatchSize(400, 5, 25, 500)).toBe(500);
+    expect(nextBatchSize(100, 20, 25, 500)).toBe(100);
+    expect(nextBatchSize(12, 1000, 25, 500)).toBe(10);
+    expect(nextBatchSize(500, 1, 0, 500)).toBe(10);
+    expect(nextBatchSize(500, 10_000, Infinity, 500)).toBe(500);
+  });
+});
+
+describe('a connection delete over its time budget', () => {
+  it('runs its later batches smaller, and still deletes every account with one event each', async () => {
+    const store: Store = new SqliteStore(join(dir, 'acs.sqlite'));
+    await store.migrate();
+    const { sealer } = testKeys('k1');
+    const connection = tokenConnection('big');
+    await store.createConnection(connection);
+    const n = 300;
+    await seedAccounts(store, sealer, connection.id, n);
+    const recording = recordStatements();
+    try {
+      const deletions = new ConnectionDeletions({
+        store,
+        log: pino({ level: 'silent' }),
+        batchSize: 100,
+        batchBudgetMs: 0,
+        onEvents: () => {},
+      });
+      const d = await deletions.request(connection);
+      for (;;) {
+        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await deletions.stop();
+      const outboxInserts = recording.statements.filter((s) => /^\s*insert into "?webhook_outbox"?/i.test(s.sql));
+      // The first batch at full size (100), then batches of 10: 1 + 200 / 10.
+      expect(outboxInserts.length).toBe(21);
+      expect(await store.countAccounts(connection.id)).toBe(0);
+      expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(n);
+    } finally {
+      recording.stop();
+      await store.close();
+    }
+  });
+});
