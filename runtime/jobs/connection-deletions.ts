@@ -4,7 +4,8 @@
  * SQLite's one connection (and the event loop with it) for minutes.
  *
  * The request marks the connection (the store hides it from every read at once and frees its name) and records a
- * deletion; then batches of `batchSize` accounts go, each batch in one transaction with its accounts' events
+ * deletion; then batches of accounts go (sized by time, at most `batchSize`: ./batch-size.ts), each batch in one
+ * transaction with its accounts' events
  * (multi-row inserts) and the deletion's progress, yielding to the event loop between batches. A crash keeps all of
  * a batch or none of it, so after a restart the work resumes where the last committed batch left it: no account is
  * left behind or reported twice. The last step deletes the connection row once no account is left, in one
@@ -22,6 +23,9 @@ import type { Logger } from '../log.ts';
 import { leaseOwner, leaseOwnerGone } from '../store/lease.ts';
 import type { Connection, ConnectionDeletion, Store } from '../store/types.ts';
 import { accountEvent } from '../webhooks/events.ts';
+
+/** The first batch of a deletion, before any batch has been timed (at most BATCH_SIZE). */
+export const FIRST_BATCH = 100;
 
 /** A lease not renewed for this long is free for another instance (a batch renews it). */
 const LEASE_MS = 30_000;
@@ -63,7 +67,7 @@ export class ConnectionDeletions {
 
   /**
    * Starts deleting the connection and runs its first batch before answering: a connection with fewer accounts
-   * than a batch is gone when this returns (status `done`); a larger one goes on in the background (`running`).
+   * than FIRST_BATCH is gone when this returns (status `done`); a larger one goes on in the background (`running`).
    */
   async request(connection: Connection): Promise<ConnectionDeletion> {
     const started = await this.d.store.startConnectionDeletion({
@@ -116,7 +120,9 @@ export class ConnectionDeletions {
   private async run(deletion: ConnectionDeletion, firstBatches: number, reached: () => void): Promise<void> {
     const { store, batchSize } = this.d;
     const budget = this.d.batchBudgetMs ?? BATCH_BUDGET_MS;
-    let size = batchSize;
+    // The first batch is small: how long a batch takes on this store is not known yet (on SQLite 500 accounts of
+    // a large connection took 120 ms, in the request or at a restart's resume); the next ones grow while fast.
+    let size = Math.min(batchSize, FIRST_BATCH);
     const owner = leaseOwner();
     const now = Date.now();
     if (!(await store.claimConnectionDeletion(deletion.id, owner, now, now + LEASE_MS, leaseOwnerGone))) return;
