@@ -161,11 +161,18 @@ class PostgresBackend implements Backend {
 
   private readonly listener: ChangeListener;
   readonly changes: ChangeFeed;
+  /**
+   * The connections that hold accounts' advisory locks (a token refresh each), apart from the pool the locked work
+   * queries through. With one pool, as many refreshes at once as the pool has connections each held one for its
+   * lock and waited for a second one that never came: the service stopped for good (found by bench/scale.ts,
+   * expired accounts with 32 clients). Made on first use, as large as the main pool.
+   */
+  private lockPool: pg.Pool | undefined;
 
   constructor(
     readonly pool: pg.Pool,
     private readonly schema: string | undefined,
-    clientConfig: pg.ClientConfig,
+    private readonly clientConfig: pg.ClientConfig,
   ) {
     this.db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     this.q = batchQueries(this.db);
@@ -203,14 +210,20 @@ class PostgresBackend implements Backend {
   }
 
   async withAccountLock<T>(id: string, fn: () => Promise<T>, waitMs: number): Promise<T> {
-    // A session-level advisory lock on a dedicated connection: released explicitly, or by the server if
-    // this process dies, so a crashed refresher never leaves the account locked.
+    // A session-level advisory lock on a connection of the lock pool: released explicitly, or by the server if this
+    // process dies, so a crashed refresher never leaves the account locked. `fn` queries through the main pool.
     const deadline = Date.now() + waitMs;
-    return this.db.connection().execute(async (conn) => {
+    const client = await this.lockConnection(id, waitMs);
+    /** Set when the connection itself failed: it is closed rather than reused (which also frees the lock). */
+    let broken: Error | undefined;
+    const query = (text: string) =>
+      client.query<{ ok: boolean }>(text, [id]).catch((e: Error) => {
+        broken = e;
+        throw e;
+      });
+    try {
       for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
-        const { rows } = await sql<{
-          ok: boolean;
-        }>`SELECT pg_try_advisory_lock(hashtextextended(${id}, 7)) AS ok`.execute(conn);
+        const { rows } = await query('SELECT pg_try_advisory_lock(hashtextextended($1, 7)) AS ok');
         if (rows[0]!.ok) break;
         if (Date.now() > deadline) throw new LockTimeout(id);
         await sleep(delay);
@@ -218,9 +231,33 @@ class PostgresBackend implements Backend {
       try {
         return await fn();
       } finally {
-        await sql`SELECT pg_advisory_unlock(hashtextextended(${id}, 7))`.execute(conn);
+        await query('SELECT pg_advisory_unlock(hashtextextended($1, 7))').catch(() => {});
       }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** A connection of the lock pool, waited for at most `waitMs` (then LockTimeout, as a held lock would give). */
+  private async lockConnection(id: string, waitMs: number): Promise<pg.PoolClient> {
+    this.lockPool ??= new (loadPg().Pool)({ ...this.clientConfig, max: this.pool.options.max });
+    const pending = this.lockPool.connect();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LockTimeout(id)), waitMs);
     });
+    try {
+      return await Promise.race([pending, timedOut]);
+    } catch (e) {
+      // A connection that arrives after the wait went back to the pool at once.
+      pending.then(
+        (c) => c.release(),
+        () => {},
+      );
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async integrityCheck(): Promise<string[]> {
@@ -258,6 +295,7 @@ class PostgresBackend implements Backend {
 
   async close() {
     await this.listener.stop();
+    await this.lockPool?.end();
     await this.db.destroy();
     // A store only used through `pool` directly (tests dropping a schema) never started Kysely's driver.
     if (!this.pool.ended) await this.pool.end();
