@@ -10,8 +10,11 @@
  * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and the p99 of
  * tool calls on another connection: paging through every account, rotating the data key over every sealed value
  * (`keys rotate`, the CLI in its own process), deleting the connection of N accounts (killed with SIGKILL at 10,
- * 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), and the webhook fan-out
- * of N events. Store size per account. Times only here; the tests count work.
+ * 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), the webhook fan-out
+ * of N events, and E OAuth accounts found expired (`--expired E`, default D): E accounts with an expired access
+ * token on a connection whose token endpoint (the fake's) refuses every refresh with 400 invalid_grant, each used
+ * once (a proxied call, 32 clients), then checked: all E EXPIRED (paged), E refresh attempts and none repeated,
+ * E `connected_account.expired` events delivered. Store size per account. Times only here; the tests count work.
  *
  * The machine may be shared: compare figures within one run (the ratios), and note the load (printed).
  */
@@ -20,7 +23,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +35,7 @@ import type { Store } from '../runtime/store/types.ts';
 import { parseKeyList } from '../runtime/crypto/keys.ts';
 import { Sealer } from '../runtime/crypto/sealer.ts';
 import { newId } from '../runtime/ids.ts';
-import { seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
+import { oauthConnection, seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -41,13 +44,15 @@ const { values: args } = parseArgs({
     distinct: { type: 'string', default: '200000' },
     // The data directory of an earlier run stopped with SIGKILL (SQLite): its N accounts are used as they are.
     reuse: { type: 'string' },
-    // Measures to leave out, by name: cpu, rss, paging, rotation.
+    expired: { type: 'string' },
+    // Measures to leave out, by name: cpu, rss, paging, rotation, expired.
     skip: { type: 'string', default: '' },
   },
 });
 const SKIP = new Set(args.skip.split(',').filter(Boolean));
 const N = Number(args.accounts);
 const DISTINCT = Math.min(N, Number(args.distinct));
+const EXPIRED = Math.min(N, Number(args.expired ?? args.distinct));
 const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLIENT_ID = 'acs_scale_bench';
 /** A reused directory keeps its keys and the first API credential's secret beside it (bench-keys.json). */
@@ -61,16 +66,31 @@ const saved = args.reuse
 const CLIENT_SECRET = saved?.secret ?? `acs_sk_${randomBytes(16).toString('hex')}`;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const ms = (t: number) => `${t.toFixed(1)} ms`;
+const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+const count = (m: Map<string, number>, key: string) => m.set(key, (m.get(key) ?? 0) + 1);
 
-/** A provider that answers every request at once (the run a tool asks for, anything the proxy sends). */
-async function fakeProvider(): Promise<{ server: Server; url: string }> {
+/**
+ * A provider that answers every request at once (the run a tool asks for, anything the proxy sends, a webhook
+ * delivery to /hooks/…, counted by path), but whose token endpoint (/token) refuses every refresh as a provider
+ * refuses a revoked grant (400 invalid_grant), counting the attempts by refresh token.
+ */
+async function fakeProvider() {
   const body = JSON.stringify({ data: { id: 'run1', actId: 'act1', status: 'RUNNING', stats: {} } });
+  const [hooks, refreshes] = [new Map<string, number>(), new Map<string, number>()];
   const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+    let form = '';
+    req.on('data', (b: Buffer) => req.url === '/token' && (form += b.toString()));
+    req.on('end', () => {
+      const json = { 'content-type': 'application/json' };
+      if (req.url!.startsWith('/hooks/')) count(hooks, req.url!);
+      if (req.url === '/token') {
+        count(refreshes, new URLSearchParams(form).get('refresh_token') ?? '');
+        res.writeHead(400, json).end('{"error":"invalid_grant","error_description":"Token has been revoked."}');
+      } else res.writeHead(200, json).end(body);
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hooks, refreshes };
 }
 
 interface Service {
@@ -102,7 +122,7 @@ async function startService(env: Record<string, string>): Promise<Service> {
     );
     if (ok) break;
     if (child.exitCode !== null) throw new Error('the service exited during its start');
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   const startMs = performance.now() - started;
   const startCpuMs = cpuMs(child.pid!);
@@ -118,7 +138,10 @@ async function stopService(s: Service, signal: NodeJS.Signals = 'SIGTERM'): Prom
   if (s.child.exitCode !== null || s.child.signalCode !== null) return;
   const exited = new Promise((r) => s.child.once('exit', r));
   s.child.kill(signal);
+  // One that has not stopped 30 s after SIGTERM (a shutdown waiting on a stuck store) is killed.
+  const kill = setTimeout(() => s.child.kill('SIGKILL'), 30_000);
   await exited;
+  clearTimeout(kill);
 }
 
 const cpuMs = (pid: number) => {
@@ -129,7 +152,7 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 type Call = (i: number) => Promise<number>;
 const call =
-  (s: Service, what: 'tool' | 'proxy', connection: string, identifier: (i: number) => string): Call =>
+  (s: Service, what: 'tool' | 'proxy', connection: string, identifier: (i: number) => string, status = 200): Call =>
   async (i) => {
     const t = performance.now();
     const res =
@@ -143,6 +166,7 @@ const call =
               identifier: identifier(i),
               tool_input: { runId: 'run1' },
             }),
+            signal: AbortSignal.timeout(60_000),
           })
         : await fetch(`${s.url}/proxy/v2/users/me`, {
             headers: {
@@ -150,9 +174,10 @@ const call =
               'x-connection-name': connection,
               'x-identifier': identifier(i),
             },
+            signal: AbortSignal.timeout(60_000),
           });
     await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${what} answered ${res.status}`);
+    if (res.status !== status) throw new Error(`${what} answered ${res.status}`);
     return performance.now() - t;
   };
 
@@ -182,7 +207,7 @@ async function alongside(fn: () => Call, until: Promise<unknown>): Promise<{ lat
       lat.push(await fn()(i));
     } catch {
       failed++;
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   }
   return { lat, failed };
@@ -220,9 +245,7 @@ async function main(): Promise<void> {
   // (A reused directory keeps its keys beside it.)
   const keys = saved ?? { k1: testKeys('k1').encryptionKeys, k2: testKeys('k2').encryptionKeys, secret: CLIENT_SECRET };
   if (!saved) writeFileSync(join(dir, 'bench-keys.json'), JSON.stringify(keys));
-  const encryptionKeys = keys.k1;
   const sealer = new Sealer(parseKeyList(keys.k1));
-  const k2 = keys.k2;
   const loads: number[] = [];
   const rows: Array<[string, string, string, string]> = [];
   /** `met`: whether the figure meets its target ('' when there is none). */
@@ -232,7 +255,7 @@ async function main(): Promise<void> {
     log(`${what}: ${value}${target ? ` (target ${target}: ${met ? 'met' : 'not met'})` : ''}`);
   };
   const envFor = (i: number): Record<string, string> => ({
-    ENCRYPTION_KEYS: `${k2},${encryptionKeys}`,
+    ENCRYPTION_KEYS: `${keys.k2},${keys.k1}`,
     INITIAL_CLIENT_ID: CLIENT_ID,
     INITIAL_CLIENT_SECRET: CLIENT_SECRET,
     DATA_DIR: join(dir, `d${i}`),
@@ -251,36 +274,26 @@ async function main(): Promise<void> {
     if (args.reuse) break;
     const store = open(i);
     await store.migrate();
-    const big = tokenConnection('big', provider.url);
-    await store.createConnection(big);
-    await store.createConnection(tokenConnection('quiet', provider.url));
+    const [big, quiet] = [tokenConnection('big', provider.url), tokenConnection('quiet', provider.url)];
+    for (const c of [big, quiet]) await store.createConnection(c);
     const t = performance.now();
-    await seedAccounts(store, sealer, big.id, n, {
-      onBatch: (done) => done % 100_000 === 0 && log(`  seeded ${done}`),
-    });
-    if (i === 0)
-      row(
-        `seeding ${N} accounts (store.insertAccounts, 5,000 a transaction)`,
-        `${((performance.now() - t) / 1000).toFixed(1)} s`,
-      );
-    const q = (await store.listConnections()).find((c) => c.name === 'quiet')!;
-    await seedAccounts(store, sealer, q.id, 10, { prefix: 'q-' });
-    if (i === 0 && kind === 'sqlite') {
-      await store.close();
-      const size = statSync(join(dir, 'd0', 'acs.sqlite')).size;
-      row('store size per account (SQLite file)', `${(size / N).toFixed(0)} B`);
-    } else if (i === 0) {
+    await seedAccounts(store, sealer, big.id, n, { onBatch: (d) => d % 100_000 === 0 && log(`  seeded ${d}`) });
+    const secs = ((performance.now() - t) / 1000).toFixed(1);
+    if (i === 0) row(`seeding ${N} accounts (store.insertAccounts, 5,000 a transaction)`, `${secs} s`);
+    await seedAccounts(store, sealer, quiet.id, 10, { prefix: 'q-' });
+    if (i === 0 && kind === 'postgres') {
       const { rows: r } = await (store as PostgresStore).pool.query<{ n: string }>(
         `SELECT pg_total_relation_size('${schemas[0]}.connected_accounts') AS n`,
       );
       row('store size per account (connected_accounts with its indexes)', `${(Number(r[0]!.n) / N).toFixed(0)} B`);
-      await store.close();
-    } else await store.close();
+    }
+    await store.close();
+    const size = i === 0 && kind === 'sqlite' ? statSync(join(dir, 'd0', 'acs.sqlite')).size : 0;
+    if (size) row('store size per account (SQLite file)', `${(size / N).toFixed(0)} B`);
   }
 
   let big = await startService(envFor(0));
   const one = await startService(envFor(1));
-  const services = () => [big, one];
   try {
     const start = (x: Service) => `${ms(x.startMs)} (CPU ${ms(x.startCpuMs)})`;
     row(`cold start with ${N} accounts (spawn to /ready, wall (CPU))`, start(big), '≤ 1 s', big.startMs <= 1000);
@@ -292,18 +305,11 @@ async function main(): Promise<void> {
     const user = (n: number, spread: number) => (i: number) => `user-${(i * 7919) % Math.min(n, spread)}`;
     for (const what of SKIP.has('cpu') ? [] : (['proxy', 'tool'] as const)) {
       // Three rounds, alternating: the least of each side (the machine's other work only adds).
-      let a = Infinity;
-      let b = Infinity;
+      const per = (s: Service, id: (i: number) => string) => cpuPerCall(s, call(s, what, 'big', id), 3_000);
+      let [a, b] = [Infinity, Infinity];
       for (let round = 0; round < 3; round++) {
-        a = Math.min(
-          a,
-          await cpuPerCall(
-            one,
-            call(one, what, 'big', () => 'user-0'),
-            3_000,
-          ),
-        );
-        b = Math.min(b, await cpuPerCall(big, call(big, what, 'big', user(N, 2_000)), 3_000));
+        a = Math.min(a, await per(one, () => 'user-0'));
+        b = Math.min(b, await per(big, user(N, 2_000)));
       }
       row(
         `${what} CPU per call: ${N} accounts (2,000 warm) / 1 account`,
@@ -323,13 +329,14 @@ async function main(): Promise<void> {
         grown <= 64,
       );
 
-    /** The server's time for a request (its Server-Timing), best of 5. */
-    const serverTime = async (path: string) => {
+    const auth = () => ({ authorization: `Bearer ${big.token}` });
+    /** The server's time for a page of accounts (its Server-Timing), best of 5. */
+    const serverTime = async (query: string) => {
       const times: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const res = await fetch(`${big.url}${path}`, { headers: { authorization: `Bearer ${big.token}` } });
+        const res = await fetch(`${big.url}/v1/connected-accounts?${query}`, { headers: auth() });
         await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+        if (res.status !== 200) throw new Error(`${query} answered ${res.status}`);
         times.push(Number(/dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? NaN));
       }
       return Math.min(...times);
@@ -338,42 +345,32 @@ async function main(): Promise<void> {
     const bigId = (await store.listConnections()).find((c) => c.name === 'big')!.id;
     const nearEnd = (await store.findAccount(bigId, `user-${N - 101}`))!;
     await store.close();
+    const big100 = 'connection_name=big&limit=100';
     const pages: Array<[string, string, number]> = [
-      [
-        'first page of 100 accounts (server time, best of 5)',
-        '/v1/connected-accounts?connection_name=big&limit=100',
-        10,
-      ],
-      [
-        'page of 100 near the end',
-        `/v1/connected-accounts?connection_name=big&limit=100&cursor=${encodeURIComponent(encodeCursor(nearEnd))}`,
-        10,
-      ],
-      ['filter by identifier', `/v1/connected-accounts?identifier=user-${N - 7}`, 5],
-      [
-        'filter by connection and status (ACTIVE, first page)',
-        '/v1/connected-accounts?connection_name=big&status=ACTIVE&limit=100',
-        10,
-      ],
-      ['filter by status (EXPIRED: none)', '/v1/connected-accounts?status=EXPIRED&limit=100', 10],
+      ['first page of 100 accounts (server time, best of 5)', big100, 10],
+      ['page of 100 near the end', `${big100}&cursor=${encodeURIComponent(encodeCursor(nearEnd))}`, 10],
+      ['filter by identifier', `identifier=user-${N - 7}`, 5],
+      ['filter by connection and status (ACTIVE, first page)', `${big100}&status=ACTIVE`, 10],
+      ['filter by status (EXPIRED: none)', 'status=EXPIRED&limit=100', 10],
     ];
-    for (const [what, path, target] of pages) {
-      const t = await serverTime(path);
+    for (const [what, query, target] of pages) {
+      const t = await serverTime(query);
       row(what, ms(t), `≤ ${target} ms`, t <= target);
     }
     const scrapes: number[] = [];
     for (let i = 0; i < 5; i++) scrapes.push((await loopDelay(big)).scrapeMs);
+    const best = Math.min(...scrapes);
     row(
       '/metrics scrape (first / best of 5, whole request)',
-      `${ms(scrapes[0]!)} / ${ms(Math.min(...scrapes))}`,
+      `${ms(scrapes[0]!)} / ${ms(best)}`,
       '≤ 50 ms',
-      Math.min(...scrapes) <= 50,
+      best <= 50,
     );
 
     const write = (method: 'PUT' | 'POST', prefix: string) => (i: number) =>
       fetch(`${big.url}/v1/connected-accounts`, {
         method,
-        headers: { authorization: `Bearer ${big.token}`, 'content-type': 'application/json' },
+        headers: { ...auth(), 'content-type': 'application/json' },
         body: JSON.stringify({
           connection_name: 'quiet',
           identifier: `${prefix}-${i}`,
@@ -391,30 +388,24 @@ async function main(): Promise<void> {
       const t = performance.now();
       await load(fn, 5_000, 32);
       const rate = 5_000 / ((performance.now() - t) / 1000);
-      const target = kind === 'sqlite' ? 2_000 : 1_500;
-      row(
-        what,
-        `${rate.toFixed(0)}/s`,
-        what.startsWith('upserts') ? `≥ ${target}/s` : '',
-        what.startsWith('upserts') ? rate >= target : '',
-      );
+      const target = what.startsWith('upserts') ? (kind === 'sqlite' ? 2_000 : 1_500) : 0;
+      row(what, `${rate.toFixed(0)}/s`, target ? `≥ ${target}/s` : '', target ? rate >= target : '');
     }
 
     // Operations proportional to N, each with tool calls on another connection beside it.
     const quiet = () => call(big, 'tool', 'quiet', (i) => `q-${i % 10}`);
     const quietP99 = p99(await load(quiet(), 2_000, 4));
     row('p99 of tool calls on the quiet connection, nothing else running', ms(quietP99));
-    const during = async (what: string, op: () => Promise<void>, segments?: () => Promise<void>) => {
+    /** Measures `op` with calls beside it; `segmented`: the loop delay is the worst of the reads `segment` made. */
+    const during = async (what: string, op: () => Promise<void>, segmented = false) => {
       await loopDelay(big);
       const t = performance.now();
       const work = op();
-      const beside = await alongside(
-        quiet,
-        work.catch(() => undefined),
-      );
+      const settled = work.catch(() => undefined);
+      const beside = await alongside(quiet, settled);
       await work;
       const secs = (performance.now() - t) / 1000;
-      const loop = segments ? { max: maxLoop, p99: maxLoopP99 } : await loopDelay(big);
+      const loop = segmented ? { max: maxLoop, p99: maxLoopP99 } : await loopDelay(big);
       row(`${what}: took`, `${secs.toFixed(1)} s`);
       row(`… event loop delay, max / p99`, `${ms(loop.max)} / ${ms(loop.p99)}`, '≤ 100 ms', loop.max <= 100);
       const q = p99(beside.lat);
@@ -425,22 +416,36 @@ async function main(): Promise<void> {
         q <= 2 * quietP99,
       );
     };
-    let maxLoop = 0;
-    let maxLoopP99 = 0;
+    let [maxLoop, maxLoopP99] = [0, 0];
+    /** Subscribes an endpoint at the fake (`path`) to one event type; returns the path. */
+    const subscribe = async (path: string, event: string) => {
+      const res = await fetch(`${big.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `${provider.url}${path}`, events: [event] }),
+      });
+      if (res.status !== 201) throw new Error(`creating the webhook answered ${res.status}: ${await res.text()}`);
+      return path;
+    };
+    const segment = async () => {
+      const loop = await loopDelay(big);
+      [maxLoop, maxLoopP99] = [Math.max(maxLoop, loop.max), Math.max(maxLoopP99, loop.p99)];
+    };
+    /** Pages through the accounts a query lists; returns how many there were. */
+    const pageAll = async (query: string) => {
+      let [cursor, seen] = ['', 0] as [string | null, number];
+      while (cursor !== null) {
+        const more = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+        const res = await fetch(`${big.url}/v1/connected-accounts?${query}${more}`, { headers: auth() });
+        const page = (await res.json()) as { connected_accounts: unknown[]; next_cursor: string | null };
+        [seen, cursor] = [seen + page.connected_accounts.length, page.next_cursor];
+      }
+      return seen;
+    };
 
     if (!SKIP.has('paging'))
       await during(`paging through all ${N} accounts, 100 a page`, async () => {
-        let cursor: string | null = '';
-        let seen = 0;
-        while (cursor !== null) {
-          const res = await fetch(
-            `${big.url}/v1/connected-accounts?connection_name=big&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-            { headers: { authorization: `Bearer ${big.token}` } },
-          );
-          const page = (await res.json()) as { connected_accounts: unknown[]; next_cursor: string | null };
-          seen += page.connected_accounts.length;
-          cursor = page.next_cursor;
-        }
+        const seen = await pageAll('connection_name=big&limit=100');
         if (seen !== N) throw new Error(`paging saw ${seen} accounts, not ${N}`);
       });
 
@@ -457,17 +462,47 @@ async function main(): Promise<void> {
         log(`  ${out.trim().split('\n').join('\n  ')}`);
       });
 
+    // E OAuth accounts found expired, written now, on a connection whose token endpoint (the fake's) refuses every
+    // refresh; each used once, 32 at a time: answered 403 authorization_required, with a link to reconnect.
+    if (!SKIP.has('expired')) {
+      const w = open(0);
+      const oauth = oauthConnection(`oauth-${stamp}`, provider.url, provider.url, sealer);
+      await w.createConnection(oauth);
+      await seedAccounts(w, sealer, oauth.id, EXPIRED, { prefix: 'exp-', expired: true });
+      await w.close();
+      const hook = await subscribe('/hooks/expired', 'connected_account.expired');
+      const use = call(big, 'proxy', oauth.name, (i) => `exp-${i}`, 403);
+      await during(`${EXPIRED} OAuth accounts found expired (a proxied call each, 32 clients, refresh refused)`, () =>
+        load(use, EXPIRED, 32).then(() => undefined),
+      );
+      const tries = [...provider.refreshes.values()];
+      const [sum, twice] = [tries.reduce((a, b) => a + b, 0), tries.filter((n) => n > 1).length];
+      row(
+        '… refresh attempts / accounts tried twice',
+        `${sum} / ${twice}`,
+        `${EXPIRED} / 0`,
+        sum === EXPIRED && !twice,
+      );
+      // Every event delivered before the next operation: waited for while deliveries go on (2 s without one: done).
+      const [t, delivered] = [performance.now(), () => provider.hooks.get(hook) ?? 0];
+      for (let seen = -1; delivered() < EXPIRED && seen < delivered(); await sleep(2_000)) seen = delivered();
+      const more = ((performance.now() - t) / 1000).toFixed(1);
+      const expired = await pageAll(`connection_name=${oauth.name}&status=EXPIRED&limit=1000`);
+      row(
+        `… accounts EXPIRED (paged) / connected_account.expired events delivered (${more} s after the calls)`,
+        `${expired} / ${delivered()}`,
+        `${EXPIRED} / ${EXPIRED}`,
+        expired === EXPIRED && delivered() === EXPIRED,
+      );
+    }
+
     // Connection delete, killed at 10, 50 and 90 % and restarted: each segment's loop delay is read before the kill.
-    const auth = () => ({ authorization: `Bearer ${big.token}` });
-    let answeredMs = 0;
-    let answeredStatus = 0;
     await during(
       `connection delete of ${N} accounts, SIGKILL at 10, 50, 90 % and restart`,
       async () => {
         const d0 = performance.now();
         const res = await fetch(`${big.url}/v1/connections/big`, { method: 'DELETE', headers: auth() });
-        answeredMs = performance.now() - d0;
-        answeredStatus = res.status;
+        const answeredMs = performance.now() - d0;
         const { id } = (await res.json()) as { id: string };
         const progress = async () =>
           (await (await fetch(`${big.url}/v1/connection-deletions/${id}`, { headers: auth() })).json()) as {
@@ -475,32 +510,21 @@ async function main(): Promise<void> {
             accounts_deleted: number;
           };
         let kills = 0;
-        kill: for (const at of [0.1, 0.5, 0.9]) {
-          for (;;) {
-            const p = await progress();
-            // A small N is gone in a few batches: fewer kills then.
-            if (p.status === 'done') break kill;
-            if (p.accounts_deleted >= at * N) break;
-            await new Promise((r) => setTimeout(r, 50));
-          }
-          const loop = await loopDelay(big);
-          maxLoop = Math.max(maxLoop, loop.max);
-          maxLoopP99 = Math.max(maxLoopP99, loop.p99);
+        for (const at of [0.1, 0.5, 0.9]) {
+          let p = await progress();
+          for (; p.status !== 'done' && p.accounts_deleted < at * N; p = await progress()) await sleep(50);
+          // A small N is gone in a few batches: fewer kills then.
+          if (p.status === 'done') break;
+          await segment();
           await stopService(big, 'SIGKILL');
           big = await startService(envFor(0));
           kills++;
           log(`  killed at ${at * 100} %, restarted in ${ms(big.startMs)}`);
         }
-        let last;
-        for (;;) {
-          last = await progress();
-          if (last.status === 'done') break;
-          await new Promise((r) => setTimeout(r, 200));
-        }
-        const loop = await loopDelay(big);
-        maxLoop = Math.max(maxLoop, loop.max);
-        maxLoopP99 = Math.max(maxLoopP99, loop.p99);
-        row(`… answered (HTTP ${answeredStatus})`, ms(answeredMs), '≤ 1 s', answeredMs <= 1000);
+        let last = await progress();
+        for (; last.status !== 'done'; last = await progress()) await sleep(200);
+        await segment();
+        row(`… answered (HTTP ${res.status})`, ms(answeredMs), '≤ 1 s', answeredMs <= 1000);
         const secs = (performance.now() - d0) / 1000;
         row(`… finished, ${kills} kills and restarts included`, `${secs.toFixed(1)} s`, '≤ 5 min', secs <= 300);
         const check = open(0);
@@ -514,59 +538,37 @@ async function main(): Promise<void> {
           ok,
         );
       },
-      () => Promise.resolve(),
+      true,
     );
 
     // Webhook fan-out of N events: an endpoint subscribed to them, N events written in multi-row inserts.
-    const receiver = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(204).end());
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const hook = await fetch(`${big.url}/v1/webhooks`, {
-      method: 'POST',
-      headers: { ...auth(), 'content-type': 'application/json' },
-      body: JSON.stringify({
-        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
-        events: ['connected_account.deleted'],
-      }),
-    });
-    if (hook.status !== 201) throw new Error(`creating the webhook answered ${hook.status}: ${await hook.text()}`);
+    await subscribe('/hooks/deleted', 'connected_account.deleted');
     await during(`webhook fan-out of ${N} events (written 5,000 a transaction, moved into deliveries)`, async () => {
       const w = open(0);
       const at = Date.now();
       for (let i = 0; i < N; i += 5_000) {
-        const events = Array.from({ length: Math.min(5_000, N - i) }, (_, j) => {
-          const id = newId('evt');
-          return {
-            id,
-            type: 'connected_account.deleted',
-            payload: JSON.stringify({ type: 'connected_account.deleted', data: { n: i + j } }),
-            createdAt: at + i + j,
-          };
-        });
+        const events = Array.from({ length: Math.min(5_000, N - i) }, (_, j) => ({
+          id: newId('evt'),
+          type: 'connected_account.deleted',
+          payload: JSON.stringify({ type: 'connected_account.deleted', data: { n: i + j } }),
+          createdAt: at + i + j,
+        }));
         await w.transaction((tx) => tx.addWebhookEvents(events));
       }
       // Done when the outbox is empty (every event moved into its delivery).
       const reader = kind === 'sqlite' ? new Database(join(dir, 'd0', 'acs.sqlite'), { readonly: true }) : undefined;
-      for (;;) {
-        const left =
-          kind === 'sqlite'
-            ? (reader!.prepare('SELECT count(*) AS n FROM webhook_outbox').get() as { n: number })
-            : (
-                await (w as PostgresStore).pool.query<{ n: string }>(
-                  `SELECT count(*) AS n FROM ${schemas[0]}.webhook_outbox`,
-                )
-              ).rows[0]!;
-        if (Number(left.n) === 0) break;
-        await new Promise((r) => setTimeout(r, 500));
-      }
+      // (The PostgreSQL store's connections have the run's schema as their search_path.)
+      const sql = 'SELECT count(*) AS n FROM webhook_outbox';
+      const left = async () =>
+        Number(
+          ((reader?.prepare(sql).get() ?? (await (w as PostgresStore).pool.query(sql)).rows[0]) as { n: number }).n,
+        );
+      while ((await left()) > 0) await sleep(500);
       reader?.close();
       await w.close();
     });
-    receiver.close();
   } finally {
-    for (const s of services()) await stopService(s);
+    for (const s of [big, one]) await stopService(s);
     provider.server.close();
     if (kind === 'postgres') {
       const admin = new PostgresStore(PG);

@@ -36,15 +36,33 @@ export function tokenConnection(name: string, apiBaseUrl: string | null = null):
 }
 
 /**
+ * An OAuth2 connection (the CRM connector: a bearer access token, a plain base URL) whose authorization and token
+ * endpoints are `${oauthUrl}/authorize` and `${oauthUrl}/token`, with a client secret sealed as the API seals it.
+ */
+export function oauthConnection(name: string, apiBaseUrl: string, oauthUrl: string, sealer: Sealer): Connection {
+  const c = tokenConnection(name, apiBaseUrl);
+  return {
+    ...c,
+    connector: 'crm',
+    authKind: 'oauth2',
+    clientId: 'scale-client',
+    clientSecretSealed: sealer.seal('scale-client-secret', aad.clientSecret(c.id)),
+    oauth: { authorize_url: `${oauthUrl}/authorize`, token_url: `${oauthUrl}/token` },
+  };
+}
+
+/**
  * Inserts `n` ACTIVE accounts `${prefix}${i}` on the connection, each with its own sealed token, in batches of
- * `batch` (one transaction each); `onBatch` reports progress. Returns their ids in order.
+ * `batch` (one transaction each); `onBatch` reports progress. Returns their ids in order. `expired`: OAuth
+ * accounts (an oauthConnection's), each with an access token that expired an hour ago and a refresh token
+ * `rt-${i}-${id}`, as an authorization leaves them once the access token has run out.
  */
 export async function seedAccounts(
   store: Store,
   sealer: Sealer,
   connectionId: string,
   n: number,
-  opts: { prefix?: string; batch?: number; onBatch?: (done: number) => void } = {},
+  opts: { prefix?: string; batch?: number; onBatch?: (done: number) => void; expired?: boolean } = {},
 ): Promise<string[]> {
   const { prefix = 'user-', batch = 5_000 } = opts;
   const ids: string[] = [];
@@ -60,8 +78,15 @@ export async function seedAccounts(
         identifier: `${prefix}${i}`,
         status: 'ACTIVE',
         fields: {},
-        secretsSealed: sealer.seal(JSON.stringify({ token: `tok-${i}-${id}` }), aad.accountSecrets(id)),
-        tokenExpiresAt: null,
+        secretsSealed: sealer.seal(
+          JSON.stringify(
+            opts.expired
+              ? { access_token: `at-${i}-${id}`, refresh_token: `rt-${i}-${id}`, token_type: 'Bearer' }
+              : { token: `tok-${i}-${id}` },
+          ),
+          aad.accountSecrets(id),
+        ),
+        tokenExpiresAt: opts.expired ? base - 3_600_000 : null,
         lastUsedAt: null,
         lastError: null,
         version: 1,
