@@ -47,7 +47,7 @@ describe('withAccountLock on PostgreSQL', () => {
       order.push('first out');
     });
     while (!order.length) await new Promise((r) => setTimeout(r, 5));
-    const second = store.withAccountLock('ca_same', async () => void order.push('second in'), 30_000);
+    const second = store.withAccountLock('ca_same', () => Promise.resolve(void order.push('second in')), 30_000);
     await new Promise((r) => setTimeout(r, 50));
     expect(order).toEqual(['first in']);
     release();
@@ -61,10 +61,12 @@ describe('withAccountLock on PostgreSQL', () => {
       store.withAccountLock(`ca_busy_${i}`, () => new Promise<void>((r) => releases.push(r))),
     );
     while (releases.length < 2) await new Promise((r) => setTimeout(r, 5));
-    await expect(store.withAccountLock('ca_busy_2', async () => 'never', 100)).rejects.toBeInstanceOf(LockTimeout);
+    await expect(store.withAccountLock('ca_busy_2', () => Promise.resolve('never'), 100)).rejects.toBeInstanceOf(
+      LockTimeout,
+    );
     for (const r of releases) r();
     await Promise.all(holders);
     // The connection that came back after the wait serves the next lock.
-    expect(await store.withAccountLock('ca_busy_2', async () => 'now', 5_000)).toBe('now');
+    expect(await store.withAccountLock('ca_busy_2', () => Promise.resolve('now'), 5_000)).toBe('now');
   });
 });
