@@ -6,18 +6,16 @@
  * secret, and the right key connects. A tool call then runs with each kind. Screenshots go to
  * test-output/screenshots/ (connect-choice-*.png).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkLayout, SCREENSHOTS } from '../helpers/page-checks.ts';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { FakeGong } from '../fakes/gong.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const KEY = 'QWERTY1234567890';
 const SECRET = 'gong-secret-browser-5e6f7a';
 
@@ -59,38 +57,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** axe-core's WCAG 2 A and AA rules, run in the page as it stands. */
-async function axeViolations(p: Page): Promise<string[]> {
-  // Through the DevTools protocol: the page's own CSP (no script at all) stays in force for the page.
-  await p.evaluate(AXE);
-  const result = await p.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: { run(o: unknown): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> };
-      }
-    ).axe;
-    const r = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return r.violations.map((v) => `${v.id} (${v.nodes.length})`);
-  });
-  return result;
-}
-
-/** The page at both widths: no axe violation, nothing wider than the viewport. */
-async function checkLayout(name: string): Promise<void> {
-  for (const width of [1280, 390]) {
-    await page.setViewportSize({ width, height: 844 });
-    expect(await axeViolations(page), `${name} at ${width} px`).toEqual([]);
-    const overflow = await page.evaluate(
-      () =>
-        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
-          .scrollWidth,
-    );
-    expect(overflow).toBeLessThanOrEqual(width);
-    await page.screenshot({ path: join(SCREENSHOTS, `connect-choice-${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize({ width: 1280, height: 860 });
-}
-
 const workspaces = async (identifier: string) => {
   const r = await h.client.executeTool({
     toolName: 'callintel_engage_workspaces_list',
@@ -112,7 +78,7 @@ describe('the connect page of a connection with several auth kinds', () => {
     expect(await page.locator('legend').textContent()).toBe('How do you want to connect?');
     const buttons = page.locator('fieldset button');
     expect(await buttons.allTextContents()).toEqual(['Continue with OAuth 2.0 (Gong app)', 'Use Access key']);
-    await checkLayout('choice');
+    await checkLayout(page, 'choice', 'connect-choice-choice');
 
     await Promise.all([page.waitForURL(/Account connected|\/callback/), page.click('button[value=oauth2]')]);
     expect(await page.locator('h1').textContent()).toBe('Account connected');
@@ -131,7 +97,7 @@ describe('the connect page of a connection with several auth kinds', () => {
     await page.goto(link);
     await Promise.all([page.waitForLoadState(), page.click('button[value=api_key]')]);
     expect(await page.getAttribute('#f-access_key_secret', 'type')).toBe('password');
-    await checkLayout('access-key');
+    await checkLayout(page, 'access-key', 'connect-choice-access-key');
 
     await page.fill('#f-access_key', KEY);
     await page.fill('#f-access_key_secret', 'not-the-secret');
@@ -140,7 +106,7 @@ describe('the connect page of a connection with several auth kinds', () => {
     expect(await page.getAttribute('#f-access_key_secret', 'aria-invalid')).toBe('true');
     expect(await page.inputValue('#f-access_key')).toBe(KEY);
     expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
-    await checkLayout('access-key-refused');
+    await checkLayout(page, 'access-key-refused', 'connect-choice-access-key-refused');
 
     await page.fill('#f-access_key_secret', SECRET);
     await Promise.all([page.waitForLoadState(), page.click('form button[type=submit]')]);

@@ -5,11 +5,11 @@
  * scraping platform (one token); the link is single use, and a form posted without the page's CSRF cookie is refused.
  * Screenshots go to test-output/screenshots/ (connect-*.png).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkLayout, SCREENSHOTS } from '../helpers/page-checks.ts';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { serviceToken, startHarness, type Harness } from '../helpers/harness.ts';
 import { FakeDesk } from '../fakes/desk.ts';
@@ -19,8 +19,6 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitationCompleteNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const DOMAIN = 'acme.zendesk.com';
 const EMAIL = 'agent@acme.com';
 const TOKEN = 'zd-api-token-connect-page-42';
@@ -75,38 +73,6 @@ afterAll(async () => {
   restoreDns?.();
 });
 
-/** axe-core's WCAG 2 A and AA rules, run in the page as it stands. */
-async function axeViolations(p: Page): Promise<string[]> {
-  // Through the DevTools protocol: the page's own CSP (no script at all) stays in force for the page.
-  await p.evaluate(AXE);
-  const result = await p.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: { run(o: unknown): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> };
-      }
-    ).axe;
-    const r = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return r.violations.map((v) => `${v.id} (${v.nodes.length})`);
-  });
-  return result;
-}
-
-/** The page at both widths: no axe violation, nothing wider than the viewport. */
-async function checkLayout(name: string): Promise<void> {
-  for (const width of [1280, 390]) {
-    await page.setViewportSize({ width, height: 844 });
-    expect(await axeViolations(page), `${name} at ${width} px`).toEqual([]);
-    const overflow = await page.evaluate(
-      () =>
-        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
-          .scrollWidth,
-    );
-    expect(overflow).toBeLessThanOrEqual(width);
-    await page.screenshot({ path: join(SCREENSHOTS, `connect-${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize({ width: 1280, height: 860 });
-}
-
 describe('the hosted connect page', () => {
   it('the support desk: domain, email and token; a wrong token is refused next to its field; the right one connects', async () => {
     const { link, connected_account_id: id } = await h.client.getAuthorizationLink({
@@ -117,7 +83,7 @@ describe('the hosted connect page', () => {
     expect(await page.locator('h1').textContent()).toBe('Connect your Support desk account');
     expect(await page.locator('header').textContent()).toContain('Acme Assistant');
     expect(await page.getAttribute('#f-api_token', 'type')).toBe('password');
-    await checkLayout('helpdesk');
+    await checkLayout(page, 'helpdesk', 'connect-helpdesk');
 
     await page.fill('#f-domain', DOMAIN);
     await page.fill('#f-email', EMAIL);
@@ -130,7 +96,7 @@ describe('the hosted connect page', () => {
     expect(await page.inputValue('#f-domain')).toBe(DOMAIN);
     expect(await page.inputValue('#f-api_token')).toBe('');
     expect((await h.client.getConnectedAccount(id)).status).toBe('PENDING_AUTH');
-    await checkLayout('helpdesk-refused');
+    await checkLayout(page, 'helpdesk-refused', 'connect-helpdesk-refused');
 
     await page.fill('#f-api_token', TOKEN);
     await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
@@ -169,7 +135,7 @@ describe('the hosted connect page', () => {
     });
     await page.goto(link);
     expect(await page.locator('input:not([type=hidden])').count()).toBe(1);
-    await checkLayout('scraper');
+    await checkLayout(page, 'scraper', 'connect-scraper');
     await page.fill('#f-token', SCRAPER_TOKEN);
     await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
     expect(await page.locator('h1').textContent()).toBe('Account connected');

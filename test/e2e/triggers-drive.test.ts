@@ -6,10 +6,8 @@
  * before the instance are not sent; removals only when the instance asks for them. The fake refuses any page token
  * it did not issue, so a service that lost or invented its cursor fails here.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { FakeDrive } from '../fakes/google-drive.ts';
 import { authorizeCapturing } from '../fakes/google-setup.ts';
 import { oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
@@ -32,7 +30,7 @@ interface Received {
 
 let h: Harness;
 let drive: FakeDrive;
-let receiver: http.Server;
+let receiver: { url: string; close(): void };
 let secret: string;
 const received: Received[] = [];
 const refused: string[] = [];
@@ -63,26 +61,7 @@ async function polls(n: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      try {
-        // The library's own verifier: signature, timestamp window and id.
-        const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
-          type: string;
-          data: Received['data'];
-        };
-        received.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data });
-        res.writeHead(204).end();
-      } catch (e) {
-        refused.push((e as Error).message);
-        res.writeHead(400).end();
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiver = await startWebhookReceiver({ received, refused, secret: () => secret });
   h = await startHarness({
     oauth: { rotateRefreshTokens: false },
     env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_MS: '40', TRIGGER_MIN_INTERVAL_SECONDS: '1' },
@@ -91,7 +70,7 @@ beforeAll(async () => {
   await oauthConnection(h, who.connection_name, 'drive', drive.url);
   await authorizeCapturing(h, who.connection_name, who.identifier);
   const hook = await h.client.createWebhook({
-    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+    url: receiver.url,
     events: [TYPE],
   });
   secret = hook.secret;
@@ -99,7 +78,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await drive?.close();
-  receiver?.closeAllConnections();
   receiver?.close();
 });
 

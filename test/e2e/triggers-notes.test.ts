@@ -6,11 +6,9 @@
  * `standardwebhooks` library; meetings listed when the instance was made are not sent, however often they are
  * listed again.
  */
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { FakeNotesMcp, MEETINGS } from '../fakes/notes-mcp.ts';
 import { followAuthorizationLink, startHarness, type Harness } from '../helpers/harness.ts';
 
@@ -30,7 +28,7 @@ interface Received {
 
 let h: Harness;
 let mcp: FakeNotesMcp;
-let receiver: http.Server;
+let receiver: { url: string; close(): void };
 let secret: string;
 const received: Received[] = [];
 const refused: string[] = [];
@@ -72,26 +70,7 @@ function addMeeting(title: string): string {
 }
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      try {
-        // The library's own verifier: signature, timestamp window and id.
-        const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
-          type: string;
-          data: Received['data'];
-        };
-        received.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data });
-        res.writeHead(204).end();
-      } catch (e) {
-        refused.push((e as Error).message);
-        res.writeHead(400).end();
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiver = await startWebhookReceiver({ received, refused, secret: () => secret });
   mcp = new FakeNotesMcp();
   await mcp.start();
   h = await startHarness({
@@ -111,7 +90,7 @@ beforeAll(async () => {
   const callback = await followAuthorizationLink(link, who.identifier);
   expect(callback.status).toBe(200);
   const hook = await h.client.createWebhook({
-    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+    url: receiver.url,
     events: [TYPE],
   });
   secret = hook.secret;
@@ -119,7 +98,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await mcp?.close();
-  receiver?.closeAllConnections();
   receiver?.close();
 });
 

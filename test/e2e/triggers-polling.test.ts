@@ -5,11 +5,9 @@
  * an outage marks the instance failing and back, without losing the calls of the outage; pause and resume; the
  * instance goes with its account.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGong, U_REP, WS_SALES, type GongCall } from '../fakes/gong.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 import { DashboardClient } from '../helpers/dashboard-client.ts';
 
@@ -26,7 +24,7 @@ interface Received {
 
 let h: Harness;
 let gong: FakeGong;
-let receiver: http.Server;
+let receiver: { url: string; close(): void };
 let secret: string;
 const received: Received[] = [];
 const refused: string[] = [];
@@ -65,27 +63,8 @@ const itemEvents = (instance: string) =>
   received.filter((r) => r.type === 'trigger.callintel_call_created' && r.data.trigger_instance_id === instance);
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      try {
-        // The library's own verifier: signature, timestamp window and id.
-        const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
-          type: string;
-          data: Received['data'];
-        };
-        received.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data });
-        res.writeHead(204).end();
-      } catch (e) {
-        refused.push((e as Error).message);
-        res.writeHead(400).end();
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  receiver = await startWebhookReceiver({ received, refused, secret: () => secret });
+  const receiverUrl = receiver.url;
   gong = await new FakeGong({ accessKey: KEY, accessKeySecret: SECRET }).start();
   h = await startHarness({
     env: {
@@ -115,7 +94,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await gong?.close();
-  receiver?.closeAllConnections();
   receiver?.close();
 });
 

@@ -6,9 +6,6 @@
  * signature, stale timestamp, wrong clientState, unknown URL) produce no event; Graph subscriptions are renewed
  * before they expire and follow lifecycle notifications; pause, delete and account deletion unregister.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FakeApifyWebhooks,
@@ -19,6 +16,7 @@ import {
   type DeskTicket,
   type GraphMessage,
 } from '../fakes/push-providers.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 
 const GRAPH_TOKEN = 'graph-access-token-5f1c';
@@ -39,7 +37,7 @@ let graph: FakeGraphSubscriptions;
 let desk: FakeZendeskWebhooks;
 let apify: FakeApifyWebhooks;
 let hubspot: FakeHubSpotApp;
-let receiver: http.Server;
+let receiver: { url: string; close(): void };
 let secret: string;
 const received: Received[] = [];
 const refused: string[] = [];
@@ -73,26 +71,8 @@ function ticket(id: number, subject: string): DeskTicket {
 }
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      try {
-        const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
-          type: string;
-          data: Received['data'];
-        };
-        received.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data });
-        res.writeHead(204).end();
-      } catch (e) {
-        refused.push((e as Error).message);
-        res.writeHead(400).end();
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  receiver = await startWebhookReceiver({ received, refused, secret: () => secret });
+  const receiverUrl = receiver.url;
   graph = await new FakeGraphSubscriptions(GRAPH_TOKEN).start();
   desk = await new FakeZendeskWebhooks(DESK_EMAIL, DESK_TOKEN).start();
   apify = await new FakeApifyWebhooks(APIFY_TOKEN).start();
@@ -171,7 +151,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await Promise.all([graph?.close(), desk?.close(), apify?.close(), hubspot?.close()]);
-  receiver?.closeAllConnections();
   receiver?.close();
 });
 
