@@ -36,7 +36,20 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-/** Runs `fn` in a transaction, or in the current one when `db` is already bound to one. */
+/** Where a database groups its transactions (see group-commit.ts): its root handle's runner. */
+const groupRunners = new WeakMap<Db, <T>(fn: (tx: Db) => Promise<T>) => Promise<T>>();
+
+/** Makes every transaction `inTransaction` begins on `db` (a root handle) go through `run`. */
+export function groupTransactions(db: Db, run: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>): void {
+  groupRunners.set(db, run);
+}
+
+/**
+ * Runs `fn` in a transaction, or in the current one when `db` is already bound to one. On a database that groups
+ * its transactions (SQLite), the transaction is a member of the next group commit.
+ */
 export function inTransaction<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
-  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+  if (db.isTransaction) return fn(db);
+  const grouped = groupRunners.get(db);
+  return grouped ? grouped(fn) : db.transaction().execute(fn);
 }

@@ -14,6 +14,8 @@ import {
 import { prepare } from './prepared.ts';
 import type { Database as Tables } from './schema.ts';
 import { inTransaction, SqlStore, type ActivityRow, type Backend, type Db } from './sql-store.ts';
+import { groupTransactions } from './backend.ts';
+import { GroupCommit } from './group-commit.ts';
 import { LockTimeout } from './types.ts';
 import { ChangeFeed, EVERYTHING } from './changes.ts';
 import { CheckpointUpkeep, type UpkeepOptions } from './wal-checkpointer.ts';
@@ -154,6 +156,8 @@ class SqliteBackend implements Backend {
   private readonly dataVersion: Database.Statement;
   private lastDataVersion: unknown;
   private upkeep?: CheckpointUpkeep;
+  /** The store's transactions, committed in groups (see group-commit.ts). */
+  readonly groups: GroupCommit;
   private readonly walIndex: WalIndexHeader;
   /**
    * Other processes on the same file are seen through `PRAGMA data_version`, which changes when another
@@ -208,6 +212,8 @@ class SqliteBackend implements Backend {
         createIntrospector: (db) => new SqliteIntrospector(db),
       },
     });
+    this.groups = new GroupCommit(this.db);
+    groupTransactions(this.db, (fn) => this.groups.run(fn));
     const db = this.db;
     this.q = {
       acquire: prepare((a: { until: number; owner: string; id: string; now: number }) =>
