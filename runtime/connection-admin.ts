@@ -420,27 +420,49 @@ export class ConnectionAdmin {
     if (verify && isKeyAuth(auth) && auth.verify) {
       await this.verifyCredentials(connection, connector, auth, { ...fields, ...secrets }, fields);
     }
-    // One transaction: a crash between creating the account and storing its credentials keeps neither.
-    // The events (created, active) are written in the same transaction: a crash keeps all of it or none.
+    // A new account is inserted ACTIVE with its credentials at once, sealed under the id it is given, with its two
+    // events (created, active), all or nothing: one insert where a pending insert and an update wrote every index of
+    // the accounts twice, and on PostgreSQL one statement with no transaction around it (issue 35, upserts per
+    // second). The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
+    const pending = pendingAccount(newId('ca'), connection.id, identifier);
+    const fresh: Account = {
+      ...pending,
+      status: 'ACTIVE',
+      fields,
+      secretsSealed: this.s.accounts.sealSecrets(pending.id, secrets),
+      tokenExpiresAt: expiresAt,
+      version: 1,
+      ...(authKind ? { authKind } : {}),
+    };
+    const at = Date.now();
+    const created = await this.s.store.createAccountWithEvents(fresh, [
+      accountEvent('connected_account.created', pending, connection, null, at),
+      accountEvent('connected_account.active', fresh, connection, 'credentials stored', at + 1),
+    ]);
+    if (created) {
+      this.s.accounts.forgetAccount(created.id);
+      this.s.webhooks.worker.poke();
+      return { account: created, connection };
+    }
+    // An existing one is updated, in one transaction with its event. (Or created here, if it was deleted meanwhile.)
     const updated = await this.s.store.transaction(async (tx) => {
-      // A new account is inserted ACTIVE with its credentials at once, sealed under the id it is given, and its two
-      // events (created, active) written in one statement: one insert where a pending insert and an update wrote
-      // every index of the accounts twice (issue 35, upserts per second). An existing one is updated.
-      const pending = pendingAccount(newId('ca'), connection.id, identifier);
-      const { account, created } = await tx.getOrCreateAccount({
-        ...pending,
-        status: 'ACTIVE',
-        fields,
-        secretsSealed: this.s.accounts.sealSecrets(pending.id, secrets),
-        tokenExpiresAt: expiresAt,
-        version: 1,
-        ...(authKind ? { authKind } : {}),
-      });
+      const again = pendingAccount(newId('ca'), connection.id, identifier);
+      const existing = await tx.findAccount(connection.id, identifier);
+      const { account, created } = existing
+        ? { account: existing, created: false }
+        : await tx.getOrCreateAccount({
+            ...again,
+            status: 'ACTIVE',
+            fields,
+            secretsSealed: this.s.accounts.sealSecrets(again.id, secrets),
+            tokenExpiresAt: expiresAt,
+            version: 1,
+            ...(authKind ? { authKind } : {}),
+          });
       if (created) {
-        // The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
         const at = Date.now();
         await tx.addWebhookEvents([
-          accountEvent('connected_account.created', pending, connection, null, at),
+          accountEvent('connected_account.created', again, connection, null, at),
           accountEvent('connected_account.active', account, connection, 'credentials stored', at + 1),
         ]);
         return account;

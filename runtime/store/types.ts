@@ -663,6 +663,11 @@ export interface AccountStore {
   insertAccounts(accounts: readonly Account[]): Promise<void>;
   /** Returns the existing account or inserts a PENDING_AUTH one; safe under concurrency. */
   getOrCreateAccount(a: Account): Promise<{ account: Account; created: boolean }>;
+  /**
+   * Inserts `a` and, only then, `events` (at most a few), atomically; undefined, and nothing written, when the
+   * connection already has an account of that identifier. On PostgreSQL one statement (no transaction around it).
+   */
+  createAccountWithEvents(a: Account, events: readonly WebhookEvent[]): Promise<Account | undefined>;
   getAccount(id: string): Promise<Account | undefined>;
   findAccount(connectionId: string, identifier: string): Promise<Account | undefined>;
   listAccounts(q: AccountQuery): Promise<Account[]>;

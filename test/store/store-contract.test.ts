@@ -132,6 +132,28 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });
 
+  it('creates an account with its events only when it is new, all or nothing, under concurrency', async () => {
+    const c = connection('c2e');
+    await store.createConnection(c);
+    // Whatever an earlier test left in the outbox is fanned out first, so that the count below is this test's.
+    while ((await store.fanOutWebhookEvents(500, Date.now())) > 0);
+    const events = (n: number) => [
+      { id: `msg_new_${kind}_${n}_a`, type: 'connected_account.created', payload: '{}', createdAt: 1 },
+      { id: `msg_new_${kind}_${n}_b`, type: 'connected_account.active', payload: '{}', createdAt: 2 },
+    ];
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, n) => store.createAccountWithEvents(account(c.id, 'fresh'), events(n))),
+    );
+    const created = results.filter((r) => r !== undefined);
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ connectionId: c.id, identifier: 'fresh' });
+    expect((await store.findAccount(c.id, 'fresh'))!.id).toBe(created[0]!.id);
+    // The winner's two events, and none of the nine others'.
+    expect(await store.fanOutWebhookEvents(500, Date.now())).toBe(2);
+    expect(await store.createAccountWithEvents(account(c.id, 'fresh'), events(99))).toBeUndefined();
+    expect(await store.fanOutWebhookEvents(500, Date.now())).toBe(0);
+  });
+
   it('compare-and-set updates bump the version and refuse stale writers', async () => {
     const c = connection('c3');
     await store.createConnection(c);

@@ -3,7 +3,8 @@ import { inTransaction } from '../backend.ts';
 import { decodeCursor } from '../cursor.ts';
 import { ACCOUNT_COLUMNS, SqlStoreBase } from './base.ts';
 import { escapeLike, toAccount } from '../rows.ts';
-import type { Account, AccountPatch, AccountQuery, AccountStatus, AccountStore } from '../types.ts';
+import type { Account, AccountPatch, AccountQuery, AccountStatus, AccountStore, WebhookEvent } from '../types.ts';
+import { outboxRow } from './webhooks.ts';
 
 /**
  * The status columns of an account: PENDING_VERIFICATION is stored as PENDING_AUTH with the time the wait began
@@ -98,6 +99,41 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
       return { account: toAccount(inserted), created: true };
     }
     return { account: (await this.findAccount(a.connectionId, a.identifier))!, created: false };
+  }
+  async createAccountWithEvents(a: Account, events: readonly WebhookEvent[]) {
+    let inserted: Record<string, unknown> | undefined;
+    if (this.kind === 'postgres') {
+      const rows = events.map(outboxRow);
+      const column = <K extends keyof (typeof rows)[number]>(k: K) => rows.map((r) => r[k]);
+      [inserted] = (
+        await this.backend.run(
+          this.db,
+          this.q.insertAccountWithEvents.bind({
+            ...accountRow(a),
+            event_id: column('id'),
+            event_type: column('type'),
+            event_payload: column('payload'),
+            event_created_at: column('created_at'),
+            event_ordering_key: column('ordering_key'),
+          }),
+        )
+      ).rows;
+    } else {
+      inserted = await inTransaction(this.db, async (db) => {
+        const [row] = (await this.backend.run(db, this.q.insertAccountIfAbsent.bind(accountRow(a)))).rows;
+        if (row && events.length) {
+          await db
+            .insertInto('webhook_outbox')
+            .values(events.map(outboxRow))
+            .onConflict((oc) => oc.column('id').doNothing())
+            .execute();
+        }
+        return row;
+      });
+    }
+    if (!inserted) return undefined;
+    this.changed('connected_accounts', a.id);
+    return toAccount(inserted);
   }
   async getAccount(id: string) {
     const [r] = (await this.backend.run(this.db, this.q.accountById.bind({ id }))).rows;

@@ -23,6 +23,15 @@ export const ACCOUNT_COLUMNS = [
   'updated_at',
 ] as const;
 
+/** An outbox row's columns (webhooks.ts writes them). */
+export interface OutboxColumns {
+  id: string;
+  type: string;
+  payload: string;
+  created_at: number;
+  ordering_key: string | null;
+}
+
 /** The hot reads (and an upsert's insert), built and compiled once per store (see prepared.ts). */
 function hotQueries(db: Db) {
   return {
@@ -48,6 +57,30 @@ function hotQueries(db: Db) {
         .values(Object.fromEntries(ACCOUNT_COLUMNS.map((c) => [c, a[c]])) as never)
         .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
         .returningAll(),
+    ),
+    // PostgreSQL only: a new account and its events in one statement, written only if the account is new; one
+    // round trip with no transaction around it, where BEGIN, two inserts and COMMIT were four (issue 35, upserts).
+    insertAccountWithEvents: prepare(
+      (
+        a: Record<(typeof ACCOUNT_COLUMNS)[number], unknown> & {
+          [K in keyof OutboxColumns as `event_${K}`]: unknown[];
+        },
+      ) => {
+        const values = sql.join(ACCOUNT_COLUMNS.map((c) => sql`${a[c]}`));
+        const query = sql<Record<string, unknown>>`
+          WITH a AS (
+            INSERT INTO connected_accounts (${sql.join(ACCOUNT_COLUMNS.map((c) => sql.id(c)))}) VALUES (${values})
+            ON CONFLICT (connection_id, identifier) DO NOTHING RETURNING *
+          ), e AS (
+            INSERT INTO webhook_outbox (id, type, payload, created_at, ordering_key)
+            SELECT * FROM unnest(${a.event_id}::text[], ${a.event_type}::text[], ${a.event_payload}::text[],
+              ${a.event_created_at}::bigint[], ${a.event_ordering_key}::text[])
+            WHERE EXISTS (SELECT 1 FROM a)
+            ON CONFLICT (id) DO NOTHING
+          )
+          SELECT * FROM a`;
+        return { compile: () => query.compile(db) };
+      },
     ),
     credentialById: prepare((a: { id: string }) => db.selectFrom('api_credentials').selectAll().where('id', '=', a.id)),
     credentialByClientId: prepare((a: { clientId: string }) =>

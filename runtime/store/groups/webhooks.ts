@@ -1,8 +1,17 @@
 import { newId } from '../../ids.ts';
 import { inTransaction } from '../backend.ts';
-import { SqlStoreBase } from './base.ts';
+import { SqlStoreBase, type OutboxColumns } from './base.ts';
 import { toWebhookDelivery, toWebhookEndpoint } from '../rows.ts';
 import type { WebhookAttemptResult, WebhookEndpoint, WebhookEvent, WebhookStore } from '../types.ts';
+
+/** An event as its outbox row. */
+export const outboxRow = (e: WebhookEvent): OutboxColumns => ({
+  id: e.id,
+  type: e.type,
+  payload: e.payload,
+  created_at: e.createdAt,
+  ordering_key: e.orderingKey ?? null,
+});
 
 /** Outbox events per INSERT statement: 4 values each, far below either database's limit on parameters. */
 const EVENTS_PER_INSERT = 500;
@@ -67,15 +76,7 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
     for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
       await this.db
         .insertInto('webhook_outbox')
-        .values(
-          events.slice(i, i + EVENTS_PER_INSERT).map((e) => ({
-            id: e.id,
-            type: e.type,
-            payload: e.payload,
-            created_at: e.createdAt,
-            ordering_key: e.orderingKey ?? null,
-          })),
-        )
+        .values(events.slice(i, i + EVENTS_PER_INSERT).map(outboxRow))
         // An event id is its webhook-id: a trigger's item written again (a poll repeated after a crash) is one event.
         .onConflict((oc) => oc.column('id').doNothing())
         .execute();
