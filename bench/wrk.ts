@@ -12,6 +12,8 @@ export interface WrkRequest {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** A mark in the body that each request replaces with its own number (new identifiers, one per request). */
+  unique?: string;
 }
 
 export interface WrkResult {
@@ -39,6 +41,11 @@ function script(req: WrkRequest): string {
   if (req.body !== undefined) lines.push(`wrk.body = ${luaString(req.body)}`);
   for (const [k, v] of Object.entries(req.headers ?? {}))
     lines.push(`wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`);
+  if (req.unique) {
+    const mark = luaString(req.unique.replace(/[^\w]/g, '%$&'));
+    lines.push('local n = 0', 'request = function()', '  n = n + 1');
+    lines.push(`  return wrk.format(nil, nil, nil, (wrk.body:gsub(${mark}, tostring(n))))`, 'end');
+  }
   lines.push(
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',

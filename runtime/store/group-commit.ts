@@ -58,9 +58,13 @@ export class GroupCommit {
   private scheduled = false;
   readonly stats: GroupCommitStats = { groups: 0, members: 0 };
 
+  /**
+   * @param committed called after each group's transaction ended (committed or not), before its callers hear
+   */
   constructor(
     private readonly db: Db,
     private readonly opts: GroupCommitOptions = GROUP_COMMIT_DEFAULTS,
+    private readonly committed: () => void = () => {},
   ) {}
 
   /** Runs `fn` in a transaction of the next group; settles once the group has committed (or failed). */
@@ -123,6 +127,7 @@ export class GroupCommit {
       // transaction fails as it would have on its own, rather than trying again at every turn.
       else for (const m of this.queue.splice(0)) m.reject(e);
     } finally {
+      this.committed();
       this.stats.groups++;
       this.stats.members += taken.length;
       this.scheduled = false;

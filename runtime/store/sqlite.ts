@@ -212,7 +212,7 @@ class SqliteBackend implements Backend {
         createIntrospector: (db) => new SqliteIntrospector(db),
       },
     });
-    this.groups = new GroupCommit(this.db);
+    this.groups = new GroupCommit(this.db, undefined, () => this.countWal());
     groupTransactions(this.db, (fn) => this.groups.run(fn));
     const db = this.db;
     this.q = {
@@ -261,9 +261,8 @@ class SqliteBackend implements Backend {
 
   /**
    * The statements in one IMMEDIATE transaction; synchronous from BEGIN to COMMIT when the connection is free.
-   * `rows`, the rows they write (one per statement unless told), paces the WAL checkpoints.
    */
-  private async batch(db: Db, queries: CompiledQuery[], rows = queries.length): Promise<void> {
+  private async batch(db: Db, queries: CompiledQuery[]): Promise<void> {
     if (db === this.db && this.driver.idle) {
       this.raw
         .transaction(() => {
@@ -275,7 +274,21 @@ class SqliteBackend implements Backend {
         for (const q of queries) await tx.executeQuery(q);
       });
     }
-    this.upkeep?.wrote(rows);
+    this.countWal();
+  }
+
+  /** The WAL's frame count when last read (see countWal). */
+  private walFrames = 0;
+
+  /** Tells the checkpoint upkeep how many pages the WAL grew by since the last look (by anyone's commits). */
+  private countWal(): void {
+    if (!this.upkeep) return;
+    const frames = this.walIndex.frames();
+    if (frames === undefined) return;
+    // Fewer than before: a checkpoint let the WAL start over, and these are all new.
+    const grew = frames >= this.walFrames ? frames - this.walFrames : frames;
+    this.walFrames = frames;
+    if (grew) this.upkeep.wrote(grew);
   }
 
   async migrationScope(fn: (db: Db) => Promise<void>) {
@@ -344,7 +357,7 @@ class SqliteBackend implements Backend {
       queries.push(CompiledQuery.raw(activityInsertSql(n), parameters));
       i += n;
     }
-    await this.batch(db, queries, rows.length);
+    await this.batch(db, queries);
   }
 
   watchChanges(): Promise<void> {
@@ -361,6 +374,8 @@ class SqliteBackend implements Backend {
   /** WAL checkpoints move to a thread of their own while batched writes come fast (see wal-checkpointer.ts). */
   startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void {
     if (this.upkeep || !this.raw.open) return;
+    // What the WAL holds already (the migrations' pages) is not new writing.
+    this.walFrames = this.walIndex.frames() ?? 0;
     this.upkeep = new CheckpointUpkeep(
       this.path,
       (pages) => {

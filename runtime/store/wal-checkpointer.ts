@@ -14,8 +14,8 @@ import { Worker } from 'node:worker_threads';
  *
  * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint when asked.
  * PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it copies what no
- * reader still needs. `CheckpointUpkeep` asks for one every `checkpointRows` batched rows (about 1 800 WAL pages of
- * activity), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
+ * reader still needs. `CheckpointUpkeep` asks for one every `checkpointPages` pages appended to the WAL (by any
+ * write: the store reads the WAL index's frame count after each of its commits), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
  * gave it three and the copy, twice as often.
  *
  * A thread costs about 8 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
@@ -145,37 +145,38 @@ export class WalCheckpointer {
 }
 
 export interface UpkeepOptions {
-  /** Batched rows (activity, last-use times) within `windowMs` that start the thread. */
-  startRows: number;
+  /** Pages appended to the WAL within `windowMs` that start the thread. */
+  startPages: number;
   /** The window the write rate is counted over. */
   windowMs: number;
   /**
-   * Windows in a row with fewer than `startRows` after which the thread ends. Starting a thread takes tens of
+   * Windows in a row with fewer than `startPages` after which the thread ends. Starting a thread takes tens of
    * milliseconds of CPU, competing with requests, so a pause between bursts of traffic should not end it.
    */
   quietWindows: number;
-  /** Batched rows between two checkpoints. */
-  checkpointRows: number;
+  /** WAL pages between two checkpoints. */
+  checkpointPages: number;
 }
 
 /**
- * About 11 activity rows fill a WAL page (the table and its two indexes, 250 rows a transaction). 2 000 rows fill a
- * fifth of SQLite's 1 000-page mark: from 200 calls a second on, the main thread would checkpoint every 55 s or more
- * often; below that, a checkpoint's pause is rare enough to leave to SQLite. 20 000 rows between checkpoints are
- * about 1 800 WAL pages, 7 MB.
+ * 180 pages a window are about 2 000 activity rows (about 11 fill a WAL page): from there on the main thread would checkpoint every 55 s or more often; below that, a checkpoint's pause is rare
+ * enough to leave to SQLite. 1 800 pages (7 MB) between checkpoints. The pages are counted from the WAL itself, not
+ * estimated from rows: an estimate from the activity rows alone left out the accounts' transactions, and while the
+ * thread ran (the main connection's mark then at SAFETY_PAGES) a webhook fan-out grew the WAL to that mark with no
+ * checkpoint asked, and the main thread then copied 40 MB in one commit (a 126-190 ms pause, bench/scale.ts).
  */
 export const UPKEEP_DEFAULTS: UpkeepOptions = {
-  startRows: 2_000,
+  startPages: 180,
   windowMs: 10_000,
   quietWindows: 6,
-  checkpointRows: 20_000,
+  checkpointPages: 1_800,
 };
 
 /** Runs the checkpoint thread while the store's batched writes come fast, and only then (see above). */
 export class CheckpointUpkeep {
   private thread?: WalCheckpointer;
   private timer?: NodeJS.Timeout;
-  private rows = 0;
+  private pages = 0;
   private windowStart = 0;
   private quiet = 0;
   private sinceCheckpoint = 0;
@@ -199,20 +200,20 @@ export class CheckpointUpkeep {
     return this.thread !== undefined;
   }
 
-  /** Counts a batched write of `rows` rows; starts the thread when the rate calls for it. */
-  wrote(rows: number, now = Date.now()): void {
+  /** Counts `pages` appended to the WAL; starts the thread when the rate calls for it. */
+  wrote(pages: number, now = Date.now()): void {
     if (!this.thread && now - this.windowStart > this.opts.windowMs) {
       this.windowStart = now;
-      this.rows = 0;
+      this.pages = 0;
     }
-    this.rows += rows;
+    this.pages += pages;
     if (this.thread) {
-      this.sinceCheckpoint += rows;
-      if (this.sinceCheckpoint >= this.opts.checkpointRows) {
+      this.sinceCheckpoint += pages;
+      if (this.sinceCheckpoint >= this.opts.checkpointPages) {
         this.sinceCheckpoint = 0;
         this.thread.request();
       }
-    } else if (!this.done && this.rows >= this.opts.startRows) this.start();
+    } else if (!this.done && this.pages >= this.opts.startPages) this.start();
   }
 
   private start(): void {
@@ -224,12 +225,12 @@ export class CheckpointUpkeep {
     }
     this.started++;
     this.setMainMark(SAFETY_PAGES);
-    this.rows = 0;
+    this.pages = 0;
     this.quiet = 0;
     this.sinceCheckpoint = 0;
     this.timer = setInterval(() => {
-      this.quiet = this.rows < this.opts.startRows ? this.quiet + 1 : 0;
-      this.rows = 0;
+      this.quiet = this.pages < this.opts.startPages ? this.quiet + 1 : 0;
+      this.pages = 0;
       if (this.quiet >= this.opts.quietWindows) void this.idle();
     }, this.opts.windowMs);
     this.timer.unref();
@@ -250,7 +251,7 @@ export class CheckpointUpkeep {
     clearInterval(this.timer);
     this.thread = undefined;
     this.windowStart = Date.now();
-    this.rows = 0;
+    this.pages = 0;
     await thread.stop();
     // A thread started meanwhile (the writes came back) keeps the high mark.
     if (!this.thread && !this.done) this.setMainMark(SQLITE_DEFAULT_PAGES);

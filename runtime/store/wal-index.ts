@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 
 /**
  * The header of SQLite's WAL index (the `<database>-shm` file), read with one `pread` to tell cheaply whether any
@@ -18,6 +19,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
  * leaves out the store's own commits (which change the header as well, and so cost one pragma each).
  */
 export const WAL_INDEX_HEADER_BYTES = 96;
+const MX_FRAME_OFFSET = 16;
+const LITTLE_ENDIAN = endianness() === 'LE';
 
 export class WalIndexHeader {
   private fd: number | undefined;
@@ -28,6 +31,7 @@ export class WalIndexHeader {
   /** Whether `current` holds a whole header from the last look, and `settled` one accepted by `settle`. */
   private currentWhole = false;
   private settledWhole = false;
+  private readonly frameBytes = Buffer.alloc(4);
 
   /** @param path the WAL index, `<database>-shm` */
   constructor(private readonly path: string) {}
@@ -60,6 +64,21 @@ export class WalIndexHeader {
     if (!this.currentWhole) return;
     this.current.copy(this.settled);
     this.settledWhole = true;
+  }
+
+  /**
+   * The WAL's frame count (`mxFrame`, at byte 16 of the header, in the machine's byte order): how many pages the
+   * WAL holds, back to a few after a checkpoint let it start over. Undefined when the header cannot be read.
+   */
+  frames(): number | undefined {
+    if (!this.usable) return undefined;
+    try {
+      this.fd ??= openSync(this.path, 'r');
+      if (readSync(this.fd, this.frameBytes, 0, 4, MX_FRAME_OFFSET) !== 4) return undefined;
+    } catch {
+      return undefined;
+    }
+    return LITTLE_ENDIAN ? this.frameBytes.readUInt32LE(0) : this.frameBytes.readUInt32BE(0);
   }
 
   close(): void {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { inTransaction, type Db } from '../../runtime/store/backend.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import type { ActivityRecord } from '../../runtime/store/types.ts';
 import {
@@ -22,6 +23,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Backend {
   raw: Database.Database;
+  db: Db;
   startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void;
   checkpoints: CheckpointUpkeep | undefined;
 }
@@ -68,16 +70,17 @@ async function withUpkeep(
 
 /** Options under which nothing happens on its own: every checkpoint, start and end is one the test makes. */
 const still = (over: Partial<UpkeepOptions>): UpkeepOptions => ({
-  startRows: 100,
+  // 150 activity rows append 7 pages to the WAL, 200 rows 15, 500 rows 31 (this SQLite, these rows).
+  startPages: 5,
   windowMs: 600_000,
   quietWindows: 1,
-  checkpointRows: 1_000_000,
+  checkpointPages: 1_000_000,
   ...over,
 });
 
 describe('WAL checkpoints on a thread of their own', () => {
   it('start with a fast write rate, not with a trickle, and checkpoint the store file from their own connection', () =>
-    withUpkeep('rate', still({ startRows: 500 }), async ({ store, path, problems, checkpoints }) => {
+    withUpkeep('rate', still({ startPages: 25 }), async ({ store, path, problems, checkpoints }) => {
       await store.recordActivity(rows(200));
       expect(checkpoints.running).toBe(false);
       expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
@@ -100,19 +103,47 @@ describe('WAL checkpoints on a thread of their own', () => {
       expect(problems).toEqual([]);
     }));
 
-  it('asks the thread for a checkpoint every checkpointRows batched rows', () =>
-    withUpkeep('cadence', still({ checkpointRows: 2_000 }), async ({ store, path, problems, checkpoints }) => {
+  it('asks the thread for a checkpoint every checkpointPages pages appended to the WAL', () =>
+    withUpkeep('cadence', still({ checkpointPages: 100 }), async ({ store, path, problems, checkpoints }) => {
       await store.recordActivity(rows(150));
       expect(checkpoints.running).toBe(true);
       // Once the thread answers, everything so far is in the database file.
       await checkpoints.checkpoint();
       const before = statSync(path).size;
-      // 2 000 rows: the upkeep asks the thread by itself. Nothing else copies pages here: the thread has no timer,
+      // 2 000 rows, about 150 pages: the upkeep asks the thread by itself. Nothing else copies pages here: the thread has no timer,
       // and the main connection would only checkpoint past SAFETY_PAGES.
       for (let i = 0; i < 8; i++) await store.recordActivity(rows(250));
       await until(() => statSync(path).size > before);
       expect(problems).toEqual([]);
     }));
+
+  it('counts the pages of every commit: transactions start the thread and pace its checkpoints as batches do', () =>
+    withUpkeep(
+      'transactions',
+      still({ startPages: 25, checkpointPages: 100 }),
+      async ({ store, path, checkpoints }) => {
+        const db = backendOf(store).db;
+        // Rows of 3 KB, ten a transaction (a group commit each): no batched row at all.
+        const write = async (from: number, to: number) => {
+          for (let i = from; i < to; i += 10)
+            await inTransaction(db, (tx) =>
+              tx
+                .insertInto('meta')
+                .values(Array.from({ length: 10 }, (_, j) => ({ key: `t-${i + j}`, value: 'x'.repeat(3000) })))
+                .execute(),
+            );
+        };
+        await write(0, 10);
+        expect(checkpoints.running).toBe(false);
+        await write(10, 100);
+        expect(checkpoints.running).toBe(true);
+        await checkpoints.checkpoint();
+        const before = statSync(path).size;
+        // About 100 pages more: the upkeep asks the thread by itself.
+        await write(100, 400);
+        await until(() => statSync(path).size > before);
+      },
+    ));
 
   it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', () =>
     withUpkeep('idle', still({ windowMs: 100, quietWindows: 3 }), async ({ store, problems, checkpoints }) => {
