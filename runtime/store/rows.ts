@@ -29,7 +29,7 @@ import type {
 } from './types.ts';
 
 /** Row ↔ record mapping shared by both stores (same column names and JSON-in-TEXT columns). */
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));

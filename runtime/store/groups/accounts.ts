@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { inTransaction } from '../backend.ts';
 import { decodeCursor } from '../cursor.ts';
-import { ACCOUNT_COLUMNS, SqlStoreBase } from './base.ts';
-import { escapeLike, toAccount } from '../rows.ts';
+import { ACCOUNT_COLUMNS, SqlStoreBase, type EventColumns, type OutboxColumns } from './base.ts';
+import { escapeLike, toAccount, type Row } from '../rows.ts';
 import type { Account, AccountPatch, AccountQuery, AccountStatus, AccountStore, WebhookEvent } from '../types.ts';
 import { outboxRow } from './webhooks.ts';
 
@@ -32,6 +32,63 @@ const accountRow = (a: Account) => ({
   created_at: a.createdAt,
   updated_at: a.updatedAt,
 });
+
+/** A new account and its events, as createAccountWithEvents writes them. */
+interface NewAccount {
+  row: ReturnType<typeof accountRow>;
+  events: OutboxColumns[];
+}
+
+/** New accounts per statement, at most (16 arrays of this many values, and two events each). */
+const NEW_ACCOUNTS_PER_STATEMENT = 200;
+
+/**
+ * The new accounts asked for in one turn of the event loop, written by one statement on PostgreSQL: one commit,
+ * and one turn at the lock PostgreSQL takes to queue the change notifications of a committing transaction (which
+ * it holds through the commit's WAL flush: one account a commit, the commits of every instance waited there in
+ * turn). If the statement fails (an account's connection deleted meanwhile), each account goes again alone, so
+ * that only its own caller sees its error.
+ */
+class NewAccountBatch {
+  private queue: Array<{ entry: NewAccount; resolve: (r: Row | undefined) => void; reject: (e: unknown) => void }> = [];
+  private scheduled = false;
+
+  constructor(private readonly write: (entries: readonly NewAccount[]) => Promise<Array<Row | undefined>>) {}
+
+  add(entry: NewAccount): Promise<Row | undefined> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ entry, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const taken = this.queue.splice(0, NEW_ACCOUNTS_PER_STATEMENT);
+    this.scheduled = this.queue.length > 0;
+    if (this.scheduled) setImmediate(() => void this.flush());
+    try {
+      const rows = await this.write(taken.map((t) => t.entry));
+      taken.forEach((t, i) => t.resolve(rows[i]));
+    } catch (e) {
+      if (taken.length === 1) return taken[0]!.reject(e);
+      for (const t of taken) this.write([t.entry]).then((r) => t.resolve(r[0]), t.reject);
+    }
+  }
+}
+
+const newAccountBatches = new WeakMap<object, NewAccountBatch>();
+/** The store's batch of new accounts (one per backend: per store, whichever transaction-bound view asks). */
+function newAccountBatch(
+  backend: object,
+  write: (entries: readonly NewAccount[]) => Promise<Array<Row | undefined>>,
+): NewAccountBatch {
+  let batch = newAccountBatches.get(backend);
+  if (!batch) newAccountBatches.set(backend, (batch = new NewAccountBatch(write)));
+  return batch;
+}
 
 // The prepared insert (base.ts) names its columns: the same ones as accountRow, or this fails to compile.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -101,23 +158,13 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
     return { account: (await this.findAccount(a.connectionId, a.identifier))!, created: false };
   }
   async createAccountWithEvents(a: Account, events: readonly WebhookEvent[]) {
-    let inserted: Record<string, unknown> | undefined;
+    let inserted: Row | undefined;
     if (this.kind === 'postgres') {
-      const rows = events.map(outboxRow);
-      const column = <K extends keyof (typeof rows)[number]>(k: K) => rows.map((r) => r[k]);
-      [inserted] = (
-        await this.backend.run(
-          this.db,
-          this.q.insertAccountWithEvents.bind({
-            ...accountRow(a),
-            event_id: column('id'),
-            event_type: column('type'),
-            event_payload: column('payload'),
-            event_created_at: column('created_at'),
-            event_ordering_key: column('ordering_key'),
-          }),
-        )
-      ).rows;
+      const entry = { row: accountRow(a), events: events.map(outboxRow) };
+      // Inside a transaction the statement is its own; otherwise it joins the accounts of this turn.
+      inserted = this.db.isTransaction
+        ? (await this.insertAccountsWithEvents([entry]))[0]
+        : await newAccountBatch(this.backend, (entries) => this.insertAccountsWithEvents(entries)).add(entry);
     } else {
       inserted = await inTransaction(this.db, async (db) => {
         const [row] = (await this.backend.run(db, this.q.insertAccountIfAbsent.bind(accountRow(a)))).rows;
@@ -134,6 +181,29 @@ export abstract class AccountsGroup extends SqlStoreBase implements AccountStore
     if (!inserted) return undefined;
     this.changed('connected_accounts', a.id);
     return toAccount(inserted);
+  }
+  /** PostgreSQL: the one statement for `entries`; for each, its row if it was new, else undefined. */
+  private async insertAccountsWithEvents(entries: readonly NewAccount[]): Promise<Array<Row | undefined>> {
+    const column = <C extends (typeof ACCOUNT_COLUMNS)[number]>(c: C) => entries.map((e) => e.row[c]);
+    const events = entries.flatMap((e) => e.events.map((ev) => ({ ...ev, account_id: e.row.id })));
+    const event = <K extends keyof EventColumns>(k: K) => events.map((e) => e[k]);
+    const accounts = Object.fromEntries(ACCOUNT_COLUMNS.map((c) => [c, column(c)])) as {
+      [C in (typeof ACCOUNT_COLUMNS)[number]]: unknown[];
+    };
+    const { rows } = await this.backend.run(
+      this.db,
+      this.q.insertAccountsWithEvents.bind({
+        ...accounts,
+        event_id: event('id'),
+        event_type: event('type'),
+        event_payload: event('payload'),
+        event_created_at: event('created_at'),
+        event_ordering_key: event('ordering_key'),
+        event_account_id: event('account_id'),
+      }),
+    );
+    const byId = new Map(rows.map((r) => [r.id as string, r as Row]));
+    return entries.map((e) => byId.get(e.row.id));
   }
   async getAccount(id: string) {
     const [r] = (await this.backend.run(this.db, this.q.accountById.bind({ id }))).rows;

@@ -23,6 +23,31 @@ export const ACCOUNT_COLUMNS = [
   'updated_at',
 ] as const;
 
+/** Each account column's PostgreSQL type, for the array a batch of accounts sends it as. */
+const ACCOUNT_COLUMN_TYPES: Record<(typeof ACCOUNT_COLUMNS)[number], string> = {
+  id: 'text',
+  connection_id: 'text',
+  identifier: 'text',
+  status: 'text',
+  verification_pending_since: 'bigint',
+  fields: 'text',
+  secrets_sealed: 'text',
+  token_expires_at: 'bigint',
+  last_used_at: 'bigint',
+  last_error: 'text',
+  auth_kind: 'text',
+  version: 'bigint',
+  lock_until: 'bigint',
+  lock_owner: 'text',
+  created_at: 'bigint',
+  updated_at: 'bigint',
+};
+
+/** An event of a new account, as a batch of new accounts writes it: its outbox row and its account. */
+export interface EventColumns extends OutboxColumns {
+  account_id: string;
+}
+
 /** An outbox row's columns (webhooks.ts writes them). */
 export interface OutboxColumns {
   id: string;
@@ -58,24 +83,28 @@ function hotQueries(db: Db) {
         .onConflict((oc) => oc.columns(['connection_id', 'identifier']).doNothing())
         .returningAll(),
     ),
-    // PostgreSQL only: a new account and its events in one statement, written only if the account is new; one
-    // round trip with no transaction around it, where BEGIN, two inserts and COMMIT were four (issue 35, upserts).
-    insertAccountWithEvents: prepare(
+    // PostgreSQL only: new accounts and their events in one statement, each account's events written only if that
+    // account is new (createAccountWithEvents, which puts together the accounts asked for in one turn): one round
+    // trip and one commit for them all, where BEGIN, two inserts and COMMIT were four for each (issue 35, upserts).
+    insertAccountsWithEvents: prepare(
       (
-        a: Record<(typeof ACCOUNT_COLUMNS)[number], unknown> & {
-          [K in keyof OutboxColumns as `event_${K}`]: unknown[];
+        a: { [C in (typeof ACCOUNT_COLUMNS)[number]]: unknown[] } & {
+          [K in keyof EventColumns as `event_${K}`]: unknown[];
         },
       ) => {
-        const values = sql.join(ACCOUNT_COLUMNS.map((c) => sql`${a[c]}`));
+        const accounts = sql.join(ACCOUNT_COLUMNS.map((c) => sql`${a[c]}::${sql.raw(ACCOUNT_COLUMN_TYPES[c])}[]`));
         const query = sql<Record<string, unknown>>`
           WITH a AS (
-            INSERT INTO connected_accounts (${sql.join(ACCOUNT_COLUMNS.map((c) => sql.id(c)))}) VALUES (${values})
+            INSERT INTO connected_accounts (${sql.join(ACCOUNT_COLUMNS.map((c) => sql.id(c)))})
+            SELECT * FROM unnest(${accounts})
             ON CONFLICT (connection_id, identifier) DO NOTHING RETURNING *
           ), e AS (
             INSERT INTO webhook_outbox (id, type, payload, created_at, ordering_key)
-            SELECT * FROM unnest(${a.event_id}::text[], ${a.event_type}::text[], ${a.event_payload}::text[],
-              ${a.event_created_at}::bigint[], ${a.event_ordering_key}::text[])
-            WHERE EXISTS (SELECT 1 FROM a)
+            SELECT u.id, u.type, u.payload, u.created_at, u.ordering_key
+            FROM unnest(${a.event_id}::text[], ${a.event_type}::text[], ${a.event_payload}::text[],
+              ${a.event_created_at}::bigint[], ${a.event_ordering_key}::text[], ${a.event_account_id}::text[])
+              AS u (id, type, payload, created_at, ordering_key, account_id)
+            JOIN a ON a.id = u.account_id
             ON CONFLICT (id) DO NOTHING
           )
           SELECT * FROM a`;
