@@ -353,11 +353,22 @@ export class ConnectionAdmin {
     identifier: string,
   ): Promise<{ account: Account; connection: Connection; created: boolean }> {
     const connection = await this.s.accounts.connectionByName(connectionName);
-    const { account, created } = await this.s.store.transaction(async (tx) => {
-      const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
-      if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
-      return r;
-    });
+    // A new account with its event in one write (one statement with the other new accounts of this turn on
+    // PostgreSQL, see upsertAccount); an existing one is read.
+    const pending = pendingAccount(newId('ca'), connection.id, identifier);
+    const inserted = await this.s.store.createAccountWithEvents(pending, [
+      accountEvent('connected_account.created', pending, connection),
+    ]);
+    const existing = inserted ? undefined : await this.s.store.findAccount(connection.id, identifier);
+    const { account, created } =
+      inserted || existing
+        ? { account: (inserted ?? existing)!, created: !!inserted }
+        : // Deleted between the two: as before, in one transaction.
+          await this.s.store.transaction(async (tx) => {
+            const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+            if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
+            return r;
+          });
     if (created) this.s.webhooks.worker.poke();
     return { account, connection, created };
   }
