@@ -6,7 +6,7 @@
  * compiled service is started as `npm start` starts it, and measured from outside: cold start and restart, CPU per
  * proxied and per tool call (the service process's utime + stime, /proc), RSS after calls spread over D distinct
  * accounts, the server time of pages and filters (the `Server-Timing` header the list route sends), a /metrics
- * scrape, upserts and get-or-creates per second with 32 clients, and, while each of these runs, the event loop's
+ * scrape, upserts and get-or-creates per second (wrk, 32 connections), and, while each of these runs, the event loop's
  * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and the p99 of
  * tool calls on another connection: paging through every account, rotating the data key over every sealed value
  * (`keys rotate`, the CLI in its own process), deleting the connection of N accounts (killed with SIGKILL at 10,
