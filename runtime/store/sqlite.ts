@@ -97,10 +97,53 @@ class SqliteConnection implements DatabaseConnection {
   }
 }
 
+/** How long a transaction waits for another process's write lock (SQLite's busy_timeout is the same). */
+const WRITE_LOCK_WAIT_MS = 5_000;
+const BUSY_TIMEOUT = `busy_timeout = ${WRITE_LOCK_WAIT_MS}`;
+
+/**
+ * `BEGIN IMMEDIATE` once, without waiting: false when another connection (the key tool, a second instance on the
+ * same file, a bulk writer) holds the write lock. SQLite's own wait for it (busy_timeout) sleeps in the calling
+ * thread, which for the service is the event loop: every request stood still, up to 100 ms a sleep, while another
+ * process wrote (bench/scale.ts's fan-out phase, a million events written by another process).
+ */
+function tryBeginImmediate(raw: Database.Database): boolean {
+  raw.pragma('busy_timeout = 0');
+  try {
+    beginStatement(raw).run();
+    return true;
+  } catch (e) {
+    if ((e as { code?: unknown }).code === 'SQLITE_BUSY') return false;
+    throw e;
+  } finally {
+    raw.pragma(BUSY_TIMEOUT);
+  }
+}
+
+const beginStatements = new WeakMap<Database.Database, Database.Statement>();
+const beginStatement = (raw: Database.Database) => {
+  let stmt = beginStatements.get(raw);
+  if (!stmt) beginStatements.set(raw, (stmt = raw.prepare('BEGIN IMMEDIATE')));
+  return stmt;
+};
+
+/** `BEGIN IMMEDIATE`, waiting for another process's write lock on timers (see tryBeginImmediate), then failing. */
+async function beginImmediate(raw: Database.Database): Promise<void> {
+  const deadline = Date.now() + WRITE_LOCK_WAIT_MS;
+  for (let delay = 1; !tryBeginImmediate(raw); delay = Math.min(delay * 2, 20)) {
+    if (Date.now() > deadline) {
+      throw Object.assign(new Error(`the store's write lock stayed taken for ${WRITE_LOCK_WAIT_MS} ms`), {
+        code: 'SQLITE_BUSY',
+      });
+    }
+    await sleep(delay);
+  }
+}
+
 /**
  * better-sqlite3 has one connection and runs each statement synchronously; a transaction is an async callback,
  * so the connection is handed to one user at a time. Transactions begin IMMEDIATE: they take the write lock at
- * once (waiting up to busy_timeout for another process), so a transaction that reads and then writes cannot fail
+ * once (waiting on timers, up to 5 s, for another process: see beginImmediate), so a transaction that reads and then writes cannot fail
  * half-way because another process wrote in between.
  */
 class SqliteDriver implements Driver {
@@ -130,8 +173,8 @@ class SqliteDriver implements Driver {
     release?.();
   }
 
-  async beginTransaction(c: DatabaseConnection) {
-    await c.executeQuery(CompiledQuery.raw('BEGIN IMMEDIATE'));
+  async beginTransaction() {
+    await beginImmediate(this.connection.raw);
   }
   async commitTransaction(c: DatabaseConnection) {
     await c.executeQuery(CompiledQuery.raw('COMMIT'));
@@ -192,7 +235,7 @@ class SqliteBackend implements Backend {
     // protection against power loss at the cost of an fsync per commit.
     this.raw.pragma('synchronous = NORMAL');
     this.raw.pragma('foreign_keys = ON');
-    this.raw.pragma('busy_timeout = 5000');
+    this.raw.pragma(BUSY_TIMEOUT);
     // SQLite's own default page cache (2 MB) rather than better-sqlite3's (16 MB). The rows read on every request
     // are cached by the service itself (see changes.ts); what fills SQLite's cache under load is the activity
     // table, appended to on every call and read only by the dashboard. With 16 MB those appends grew the RSS under
@@ -263,12 +306,14 @@ class SqliteBackend implements Backend {
    * The statements in one IMMEDIATE transaction; synchronous from BEGIN to COMMIT when the connection is free.
    */
   private async batch(db: Db, queries: CompiledQuery[]): Promise<void> {
-    if (db === this.db && this.driver.idle) {
-      this.raw
-        .transaction(() => {
-          for (const q of queries) this.connection.runSync(q);
-        })
-        .immediate();
+    if (db === this.db && this.driver.idle && tryBeginImmediate(this.raw)) {
+      try {
+        for (const q of queries) this.connection.runSync(q);
+        this.raw.exec('COMMIT');
+      } catch (e) {
+        if (this.raw.inTransaction) this.raw.exec('ROLLBACK');
+        throw e;
+      }
     } else {
       await inTransaction(db, async (tx) => {
         for (const q of queries) await tx.executeQuery(q);

@@ -3,7 +3,7 @@
  * in one turn of the event loop run in one database transaction, one COMMIT for all (statements counted); each
  * keeps its own outcome (a failing one is rolled back to its savepoint, alone); a caller hears of its outcome only
  * after the COMMIT, as another connection sees it; a failed COMMIT fails every member and keeps nothing; a group is
- * bounded by its member count.
+ * bounded by its member count; waiting for another process's write lock never puts the event loop to sleep.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -119,6 +119,44 @@ describe('group commit on SQLite', () => {
       expect(await keys(db, 'four-')).toEqual([]);
       // The store goes on.
       expect(await put(db, 'four-d')).toBe('four-d');
+    }));
+
+  it('waits for another process’s write lock on timers, not asleep inside SQLite: the event loop goes on', () =>
+    withStore(async ({ store, db, path }) => {
+      const other = new Database(path);
+      try {
+        other.exec('BEGIN IMMEDIATE');
+        // The lock is let go by a timer of this very thread: a wait inside SQLite (busy_timeout) would never see
+        // it fire, and would fail after 5 s with SQLITE_BUSY.
+        let released = false;
+        setTimeout(() => {
+          other.exec('COMMIT');
+          released = true;
+        }, 50);
+        expect(await put(db, 'six-a')).toBe('six-a');
+        expect(released).toBe(true);
+        // A batched write too (its transaction takes the same way once the lock is busy).
+        other.exec('BEGIN IMMEDIATE');
+        setTimeout(() => other.exec('COMMIT'), 50);
+        await store.recordActivity([
+          {
+            id: 'prx_group_commit_1',
+            kind: 'proxy',
+            name: 'GET /x',
+            connectionName: 'c',
+            accountId: null,
+            identifier: 'u',
+            status: 200,
+            errorCode: null,
+            latencyMs: 1,
+            createdAt: Date.now(),
+          },
+        ]);
+        expect((await store.listActivity(5)).map((a) => a.id)).toContain('prx_group_commit_1');
+      } finally {
+        if (other.inTransaction) other.exec('ROLLBACK');
+        other.close();
+      }
     }));
 
   it('bounds a group by its member count; the rest commit in the next', () =>
