@@ -6,27 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../runtime/store/postgres.ts';
-import { pendingAccount, type Account, type Connection } from '../../runtime/store/types.ts';
+import { pendingAccount, type Account } from '../../runtime/store/types.ts';
 import { PG_URL } from '../helpers/harness.ts';
+import { tokenConnection } from '../helpers/scale.ts';
 import { recordStatements } from '../helpers/statements.ts';
 
 const schema = `new_accounts_${Date.now().toString(36)}`;
 let store: PostgresStore;
-const connection: Connection = {
-  id: 'conn_batch',
-  name: 'batch',
-  connector: 'scraper',
-  authKind: 'bearer',
-  clientId: null,
-  clientSecretSealed: null,
-  scopes: [],
-  apiBaseUrl: null,
-  apiHosts: {},
-  oauth: {},
-  registrationSealed: null,
-  createdAt: 1,
-  updatedAt: 1,
-};
+const connection = tokenConnection('batch');
 
 beforeAll(async () => {
   store = new PostgresStore(PG_URL, schema);
