@@ -71,24 +71,45 @@ export const PAGE_CACHE_KIB = 2000;
 /** The one connection, with each distinct SQL text prepared once (Kysely's own driver prepares per query). */
 class SqliteConnection implements DatabaseConnection {
   private statements = new Map<string, Database.Statement>();
+  /** The prepared statements that write rows (INSERT, UPDATE, DELETE, a WITH that does one of them). */
+  private writes = new WeakSet<Database.Statement>();
 
   constructor(readonly raw: Database.Database) {}
 
-  runSync<R>(q: CompiledQuery): QueryResult<R> {
-    let stmt = this.statements.get(q.sql);
+  private prepared(sql: string): Database.Statement {
+    let stmt = this.statements.get(sql);
     if (!stmt) {
       if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.clear();
-      stmt = this.raw.prepare(q.sql);
-      this.statements.set(q.sql, stmt);
+      stmt = this.raw.prepare(sql);
+      if (!stmt.readonly && /^\s*(insert|update|delete|replace|with)\b/i.test(sql)) this.writes.add(stmt);
+      this.statements.set(sql, stmt);
     }
+    return stmt;
+  }
+
+  runSync<R>(q: CompiledQuery): QueryResult<R> {
+    const stmt = this.prepared(q.sql);
     if (stmt.reader) return { rows: stmt.all(q.parameters) as R[] };
     const { changes } = stmt.run(q.parameters);
     return { rows: [], numAffectedRows: BigInt(changes) };
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await -- Kysely's driver interface is async; better-sqlite3 answers at once, and async turns a throw into the rejection Kysely expects
+  /**
+   * A write outside a transaction (a delivery's outcome, a lease renewed) is its own `BEGIN IMMEDIATE … COMMIT`:
+   * SQLite's implicit transaction would wait for another process's write lock inside SQLite, asleep on the event
+   * loop (busy_timeout), where this one waits on timers (beginImmediate). Reads never wait for the write lock (WAL).
+   */
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
-    return this.runSync<R>(q);
+    if (this.raw.inTransaction || !this.writes.has(this.prepared(q.sql))) return this.runSync<R>(q);
+    await beginImmediate(this.raw);
+    try {
+      const result = this.runSync<R>(q);
+      this.raw.exec('COMMIT');
+      return result;
+    } catch (e) {
+      if (this.raw.inTransaction) this.raw.exec('ROLLBACK');
+      throw e;
+    }
   }
 
   // eslint-disable-next-line @typescript-eslint/require-await, require-yield -- Kysely's interface; this driver never streams

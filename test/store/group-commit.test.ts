@@ -153,6 +153,14 @@ describe('group commit on SQLite', () => {
           },
         ]);
         expect((await store.listActivity(5)).map((a) => a.id)).toContain('prx_group_commit_1');
+        // A write outside any transaction (one statement: a delivery's outcome, a lease renewed) too.
+        other.exec('BEGIN IMMEDIATE');
+        setTimeout(() => other.exec('COMMIT'), 50);
+        await db.insertInto('meta').values({ key: 'six-b', value: 'v' }).execute();
+        expect(await keys(db, 'six-b')).toEqual(['six-b']);
+        // A write that fails is rolled back, and the store goes on.
+        await expect(db.insertInto('meta').values({ key: 'six-b', value: 'v' }).execute()).rejects.toThrow(/UNIQUE/);
+        expect(await put(db, 'six-c')).toBe('six-c');
       } finally {
         if (other.inTransaction) other.exec('ROLLBACK');
         other.close();
