@@ -53,6 +53,15 @@ async function exercise(store: Store): Promise<Array<[string, Statement[]]>> {
   await store.createConnection(other);
   const ids = await seedAccounts(store, sealer, connection.id, 20_000);
   await seedAccounts(store, sealer, other.id, 500, { prefix: 'other-' });
+  const at = Date.now();
+  await store.addWebhookEvents(
+    Array.from({ length: 2_000 }, (_, i) => ({
+      id: `msg_plans_${i}`,
+      type: 'connected_account.created',
+      payload: '{}',
+      createdAt: at + i,
+    })),
+  );
   if (store instanceof PostgresStore) await store.pool.query('ANALYZE');
   const deep = (await store.getAccount(ids[19_000]!))!;
   const calls: Array<[string, () => Promise<unknown>]> = [
@@ -92,6 +101,7 @@ async function exercise(store: Store): Promise<Array<[string, Statement[]]>> {
     ['revokeMcpOAuthFamily', () => store.revokeMcpOAuthFamily('mcpgr_none', Date.now())],
     ['deleteExpiredMcpOAuthGrants', () => store.deleteExpiredMcpOAuthGrants(Date.now(), 500)],
     ['fanOutWebhookEvents', () => store.fanOutWebhookEvents(200, Date.now())],
+    ['fanOutWebhookEvents, from where the last batch ended', () => store.fanOutWebhookEvents(200, Date.now())],
     ['claimWebhookDeliveries', () => store.claimWebhookDeliveries(Date.now(), 30_000, 20)],
     [
       'a connection delete batch',

@@ -18,6 +18,7 @@ import {
   type Store,
 } from '../../runtime/store/types.ts';
 import { newId } from '../../runtime/ids.ts';
+import { recordStatements } from '../helpers/statements.ts';
 import { PG_URL } from '../helpers/harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'acs-store-'));
@@ -152,6 +153,37 @@ describe.each(factories)('%s store', (kind, make) => {
     expect(await store.fanOutWebhookEvents(500, Date.now())).toBe(2);
     expect(await store.createAccountWithEvents(account(c.id, 'fresh'), events(99))).toBeUndefined();
     expect(await store.fanOutWebhookEvents(500, Date.now())).toBe(0);
+  });
+
+  it('fans the outbox out from where its last batch ended, and takes an event written behind it in the next pass', async () => {
+    while ((await store.fanOutWebhookEvents(500, Date.now())) > 0);
+    const ev = (n: number, createdAt: number) => ({
+      id: `msg_pass_${kind}_${n}`,
+      type: 'connected_account.created',
+      payload: '{}',
+      createdAt,
+    });
+    await store.addWebhookEvents([1, 2, 3, 4, 5].map((n) => ev(n, 1_000 + n)));
+    /** A batch: how many events it moved, and the event its read of the outbox starts after (none: the front). */
+    const batch = async (limit: number) => {
+      const recording = recordStatements();
+      let moved: number;
+      try {
+        moved = await store.fanOutWebhookEvents(limit, Date.now());
+      } finally {
+        recording.stop();
+      }
+      const read = recording.statements.find((s) => /^select .* from "webhook_outbox"/i.test(s.sql))!;
+      return { moved, after: read.params.find((p) => typeof p === 'string' && p.startsWith('msg_pass_')) };
+    };
+    expect(await batch(2)).toEqual({ moved: 2, after: undefined });
+    // Written behind the point the pass has reached: the next batches go on past it.
+    await store.addWebhookEvents([ev(0, 1_000)]);
+    expect(await batch(2)).toEqual({ moved: 2, after: `msg_pass_${kind}_2` });
+    // A short batch (the last event): the pass has caught up, and the next one starts from the front.
+    expect(await batch(2)).toEqual({ moved: 1, after: `msg_pass_${kind}_4` });
+    expect(await batch(2)).toEqual({ moved: 1, after: undefined });
+    expect(await batch(2)).toEqual({ moved: 0, after: undefined });
   });
 
   it('compare-and-set updates bump the version and refuse stale writers', async () => {

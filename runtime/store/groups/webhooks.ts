@@ -19,6 +19,9 @@ const EVENTS_PER_INSERT = 500;
 /** Webhook deliveries per INSERT statement: 14 values each. */
 const DELIVERIES_PER_INSERT = 1_000;
 
+/** How long a pass through the outbox goes on from where its last batch ended before it starts from the front. */
+const OUTBOX_PASS_MS = 5_000;
+
 /** Webhook endpoints, the event outbox and the deliveries. */
 export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore {
   async createWebhookEndpoint(e: WebhookEndpoint) {
@@ -82,12 +85,23 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
         .execute();
     }
   }
+  /**
+   * Where the next fan-out batch starts in the outbox's `(created_at, id)` order: past the last event this store
+   * moved. A batch that started at the front would walk every event moved before it whose entry is still in the
+   * index (PostgreSQL keeps a deleted row's entry until a vacuum: with autovacuum off or behind, a million). An event
+   * written behind this point (its transaction committed late, or a clock went back) is taken when a pass starts
+   * from the front again: after a short batch (the outbox caught up), and at least every OUTBOX_PASS_MS.
+   */
+  private outboxFrom: { at: number; createdAt: number; id: string } | undefined;
   async fanOutWebhookEvents(limit: number, now: number) {
-    return inTransaction(this.db, async (db) => {
+    const from =
+      this.outboxFrom && performance.now() - this.outboxFrom.at < OUTBOX_PASS_MS ? this.outboxFrom : undefined;
+    const events = await inTransaction(this.db, async (db) => {
       let q = db.selectFrom('webhook_outbox').selectAll().orderBy('created_at').orderBy('id').limit(limit);
+      if (from) q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(from.createdAt, from.id)));
       if (this.kind === 'postgres') q = q.forUpdate().skipLocked();
       const events = await q.execute();
-      if (!events.length) return 0;
+      if (!events.length) return events;
       const endpoints = (await db.selectFrom('webhook_endpoints').selectAll().execute()).map(toWebhookEndpoint);
       const rows = events.flatMap((ev) =>
         endpoints
@@ -127,8 +141,15 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
           events.map((e) => e.id),
         )
         .execute();
-      return events.length;
+      return events;
     });
+    // Moved past only once committed: a batch rolled back is taken again.
+    const last = events.at(-1);
+    this.outboxFrom =
+      last && events.length === limit
+        ? { at: from?.at ?? performance.now(), createdAt: Number(last.created_at), id: last.id }
+        : undefined;
+    return events.length;
   }
   async claimWebhookDeliveries(now: number, leaseMs: number, limit: number) {
     return inTransaction(this.db, async (db) => {
