@@ -22,6 +22,7 @@ export function createHandler(s: Services): (req: IncomingMessage, res: ServerRe
   let app: Promise<(req: IncomingMessage, res: ServerResponse) => void> | undefined;
   const lifecycle = s.lifecycle;
   return (req, res) => {
+    s.foreground.track(res);
     // While draining, each answer closes its connection, so keep-alive clients move to another instance.
     if (lifecycle.draining) res.setHeader('connection', 'close');
     const match = router.match(req.method ?? 'GET', req.url ?? '/');
@@ -141,6 +142,7 @@ export async function startServer(config: Config, opts: ServiceOptions = {}): Pr
   // never gets one never loads it.
   let grpc: Promise<(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void> | undefined;
   h2.on('request', (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    services.foreground.track(res);
     grpc ??= import('./scalekit/grpc.ts').then((m) => m.createGrpcHandler(services));
     grpc.then(
       (serve) => serve(req, res),

@@ -20,6 +20,7 @@ import { WebhookService } from './webhooks/service.ts';
 import { CacheSet, setProcessCacheLimits } from './caches.ts';
 import { ConnectionDeletions } from './jobs/connection-deletions.ts';
 import { sweepExpired } from './jobs/sweeps.ts';
+import { Foreground } from './jobs/foreground.ts';
 import { TriggerService } from './triggers/service.ts';
 import { TriggerPoller } from './triggers/poller.ts';
 import { PushEngine } from './triggers/push.ts';
@@ -48,6 +49,8 @@ export interface Services {
   caches: CacheSet;
   /** Connection deletes, run in the background (runtime/jobs/connection-deletions.ts). */
   deletions: ConnectionDeletions;
+  /** The requests in flight, which the background work's batches give way to (runtime/jobs/foreground.ts). */
+  foreground: Foreground;
   /** Trigger instances (docs/triggers.md) and the engine that polls them. */
   triggers: TriggerService;
   /** Push triggers: registrations with providers and the ingress route (runtime/triggers/push.ts). */
@@ -129,13 +132,16 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   executor.justInTime = justInTime;
   proxy.justInTime = justInTime;
 
+  const foreground = new Foreground();
   const webhooks = new WebhookService(store, sealer, config, new WebhookWorker(store, sealer, config, log, metrics));
+  webhooks.worker.foreground = foreground;
   webhooks.worker.start();
   const deletions = new ConnectionDeletions({
     store,
     log,
     batchSize: config.batchSize,
     onEvents: () => webhooks.worker.poke(),
+    foreground,
   });
   deletions.start();
 
@@ -149,6 +155,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   if (config.triggers.poller) poller.start();
   metrics.watchCounters('acs_trigger_polls_total', 'Trigger polls in this process, by outcome', poller.counters);
   metrics.watchCounters(
+    'acs_background_give_way_total',
+    'Batches of background work that waited for a pause in the requests (waits), and those that waited the most it may (timedOut)',
+    foreground.stats,
+  );
+  metrics.watchCounters(
     'acs_trigger_push_total',
     'Push trigger notifications and registrations in this process, by what happened',
     push.counters,
@@ -158,10 +169,10 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   touchTimer.unref();
   const audit = new AuditLog(store, log);
   const sweepTimer = setInterval(() => {
-    void sweepExpired(store, config.batchSize).catch((e: unknown) =>
+    void sweepExpired(store, config.batchSize, Date.now(), foreground).catch((e: unknown) =>
       log.error({ err: (e as Error).message }, 'the sweep of expired rows failed'),
     );
-    void pruneAudit(store, config.auditRetentionDays, config.batchSize).catch((e: unknown) =>
+    void pruneAudit(store, config.auditRetentionDays, config.batchSize, Date.now(), foreground).catch((e: unknown) =>
       log.error({ err: (e as Error).message }, 'the audit log retention sweep failed'),
     );
   }, 3_600_000);
@@ -192,6 +203,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     audit,
     caches,
     deletions,
+    foreground,
     triggers,
     push,
     poller,
@@ -221,12 +233,19 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
  * Removes the audit entries older than AUDIT_RETENTION_DAYS, a batch per transaction (each moving the chain's anchor
  * to the last entry removed, so the rest still verifies); nothing when it is 0.
  */
-export async function pruneAudit(store: Store, days: number, batch: number, now = Date.now()): Promise<number> {
+export async function pruneAudit(
+  store: Store,
+  days: number,
+  batch: number,
+  now = Date.now(),
+  foreground = new Foreground(),
+): Promise<number> {
   if (days <= 0) return 0;
   let removed = 0;
   for (;;) {
     const n = await store.pruneAuditEvents(now - days * 86_400_000, batch);
     removed += n;
     if (n === 0) return removed;
+    await foreground.gap();
   }
 }

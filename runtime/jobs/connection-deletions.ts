@@ -6,7 +6,7 @@
  * The request marks the connection (the store hides it from every read at once and frees its name) and records a
  * deletion; then batches of accounts go (sized by time, at most `batchSize`: ./batch-size.ts), each batch in one
  * transaction with its accounts' events
- * (multi-row inserts) and the deletion's progress, yielding to the event loop between batches. A crash keeps all of
+ * (multi-row inserts) and the deletion's progress, waiting for a pause in the requests between batches (./foreground.ts). A crash keeps all of
  * a batch or none of it, so after a restart the work resumes where the last committed batch left it: no account is
  * left behind or reported twice. The last step deletes the connection row once no account is left, in one
  * transaction with the deletion marked done.
@@ -15,8 +15,9 @@
  * expires or (same host) when its holder no longer runs. Every instance looks for unfinished deletions at start and
  * every few seconds, so a deletion whose instance died is resumed by whichever instance comes first.
  */
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BATCH_BUDGET_MS, nextBatchSize } from './batch-size.ts';
+import { Foreground } from './foreground.ts';
 import { notFound } from '../../core/errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
@@ -42,6 +43,8 @@ export interface DeletionDeps {
   batchBudgetMs?: number;
   /** After a batch committed its events (the webhook worker's poke). */
   onEvents: () => void;
+  /** The requests in flight, which each next batch waits for a pause in (./foreground.ts). */
+  foreground?: Foreground;
 }
 
 export class ConnectionDeletions {
@@ -50,7 +53,11 @@ export class ConnectionDeletions {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
-  constructor(private readonly d: DeletionDeps) {}
+  private readonly foreground: Foreground;
+
+  constructor(private readonly d: DeletionDeps) {
+    this.foreground = d.foreground ?? new Foreground();
+  }
 
   /** Resumes the unfinished deletions now, and looks for any left behind every few seconds. */
   start(): void {
@@ -155,7 +162,10 @@ export class ConnectionDeletions {
       // A full batch means more may follow: past the first ones, the rest goes on without the caller.
       if (taken === wanted && batches >= firstBatches) reached();
       size = nextBatchSize(size, performance.now() - started, budget, batchSize);
-      await yieldToEventLoop();
+      // A short batch took the last accounts: the next step ends the deletion, which the request that asked for it
+      // may be waiting for (a small connection is answered done), so it does not wait for that request to end.
+      if (taken === wanted) await this.foreground.gap();
+      else await nextTurn();
     }
   }
 }

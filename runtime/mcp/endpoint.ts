@@ -371,6 +371,8 @@ export class McpEndpoint {
     const connections = new Set<string>();
     for (const e of await this.servers.exposedTools(scope.server))
       if (e.connectionName) connections.add(e.connectionName);
+    // An event stream stays open: not a request in flight for the background work to wait for.
+    this.s.foreground.release(res);
     this.elicitations.open(res, req, { sessionId, identifier: scope.identifier, connections: [...connections] });
   }
 

@@ -5,8 +5,8 @@
  * through the upstream layer's address guard. A 2xx acknowledges it; anything else is retried with exponential
  * backoff and jitter until 24 hours after the event, then the delivery is marked failed (it can still be redelivered).
  */
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { BATCH_BUDGET_MS, nextBatchSize } from '../jobs/batch-size.ts';
+import { Foreground } from '../jobs/foreground.ts';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -42,6 +42,8 @@ export class WebhookWorker {
   private fanOutSize = FAN_OUT_BATCH;
   /** How long a fan-out batch should take (tests set 0 or Infinity to count batches). */
   batchBudgetMs = BATCH_BUDGET_MS;
+  /** The requests in flight: each fan-out batch and each claim of deliveries waits for a pause in them. */
+  foreground = new Foreground();
 
   constructor(
     private store: Store,
@@ -98,7 +100,7 @@ export class WebhookWorker {
           drained = true;
           break;
         }
-        await yieldToEventLoop();
+        await this.foreground.gap();
       }
       const due = await this.store.claimWebhookDeliveries(now, LEASE_MS, BATCH);
       await Promise.all(due.map((d) => this.deliver(d)));
@@ -107,6 +109,7 @@ export class WebhookWorker {
       // timer round (an instance with 100 new items would otherwise send one a second). The loop ends: a failed
       // delivery is due only later, and holds its key's next one back.
       if ((due.length === 0 && drained) || this.stopped) return;
+      await this.foreground.gap();
     }
   }
 

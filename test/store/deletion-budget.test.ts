@@ -12,6 +12,8 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nextBatchSize } from '../../runtime/jobs/batch-size.ts';
 import { ConnectionDeletions } from '../../runtime/jobs/connection-deletions.ts';
+import { Foreground } from '../../runtime/jobs/foreground.ts';
+import { EventEmitter } from 'node:events';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
 import type { Store } from '../../runtime/store/types.ts';
 import { seedAccounts, testKeys, tokenConnection } from '../helpers/scale.ts';
@@ -64,6 +66,44 @@ describe('a connection delete over its time budget', () => {
       expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(n);
     } finally {
       recording.stop();
+      await store.close();
+    }
+  });
+});
+
+describe('a connection delete beside requests in flight', () => {
+  it('runs no batch while a request is served, and goes on once it is answered', async () => {
+    const store: Store = new SqliteStore(join(dir, 'acs-foreground.sqlite'));
+    await store.migrate();
+    const { sealer } = testKeys('k1');
+    const connection = tokenConnection('big');
+    await store.createConnection(connection);
+    await seedAccounts(store, sealer, connection.id, 100);
+    const foreground = new Foreground(Infinity);
+    const request = new EventEmitter();
+    try {
+      const deletions = new ConnectionDeletions({
+        store,
+        log: pino({ level: 'silent' }),
+        batchSize: 10,
+        batchBudgetMs: Infinity,
+        onEvents: () => {},
+        foreground,
+      });
+      foreground.track(request);
+      // The request's own first batch runs; the next waits for the request in flight.
+      const d = await deletions.request(connection);
+      for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 5));
+      expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(10);
+      request.emit('close');
+      for (;;) {
+        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await deletions.stop();
+      expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(100);
+      expect(foreground.stats.waits).toBeGreaterThanOrEqual(1);
+    } finally {
       await store.close();
     }
   });
