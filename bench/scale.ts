@@ -34,7 +34,7 @@ import { SqliteStore } from '../runtime/store/sqlite.ts';
 import type { Store } from '../runtime/store/types.ts';
 import { parseKeyList } from '../runtime/crypto/keys.ts';
 import { Sealer } from '../runtime/crypto/sealer.ts';
-import { newId } from '../runtime/ids.ts';
+import { newSortableId } from '../runtime/ids.ts';
 import { oauthConnection, seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
 import { runWrk } from './wrk.ts';
 
@@ -552,7 +552,7 @@ async function main(): Promise<void> {
       const at = Date.now();
       for (let i = 0; i < N; i += 500) {
         const events = Array.from({ length: Math.min(500, N - i) }, (_, j) => ({
-          id: newId('evt'),
+          id: newSortableId('msg'),
           type: 'connected_account.deleted',
           payload: JSON.stringify({ type: 'connected_account.deleted', data: { n: i + j } }),
           createdAt: at + i + j,

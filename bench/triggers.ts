@@ -79,7 +79,7 @@ const WINDOW = Number(process.argv[4] ?? 60);
 const { loadConfig } = await import('../runtime/config.ts');
 const { startServer } = await import('../runtime/server.ts');
 const { serviceEnv } = await import('../test/helpers/harness.ts');
-const { newId } = await import('../runtime/ids.ts');
+const { newId, newSortableId } = await import('../runtime/ids.ts');
 const { pendingAccount } = await import('../runtime/store/types.ts');
 
 const fake = spawn(process.execPath, ['--import', 'tsx', 'bench/triggers.ts', '--fake'], {
@@ -124,7 +124,7 @@ await s.store.createConnection({
   updatedAt: now,
 });
 const accounts = Array.from({ length: N }, (_, i) => {
-  const a = pendingAccount(newId('ca'), connectionId, `user-${i}`, now);
+  const a = pendingAccount(newSortableId('ca'), connectionId, `user-${i}`, now);
   return {
     ...a,
     status: 'ACTIVE' as const,

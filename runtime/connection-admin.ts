@@ -10,7 +10,7 @@ import { accountEvent, updateAccountWithEvent } from './webhooks/events.ts';
 import type { ConnectionUpdate } from '../generated/api/types.ts';
 import type { Account, AccountStatus, Connection, ConnectionDeletion, ConnectionPatch } from './store/types.ts';
 import { ACCOUNT_STATUSES, pendingAccount } from './store/types.ts';
-import { newId } from './ids.ts';
+import { newId, newSortableId } from './ids.ts';
 import { aad } from './crypto/aad.ts';
 import {
   allowlistedFields,
@@ -355,7 +355,7 @@ export class ConnectionAdmin {
     const connection = await this.s.accounts.connectionByName(connectionName);
     // A new account with its event in one write (one statement with the other new accounts of this turn on
     // PostgreSQL, see upsertAccount); an existing one is read.
-    const pending = pendingAccount(newId('ca'), connection.id, identifier);
+    const pending = pendingAccount(newSortableId('ca'), connection.id, identifier);
     const inserted = await this.s.store.createAccountWithEvents(pending, [
       accountEvent('connected_account.created', pending, connection),
     ]);
@@ -365,7 +365,7 @@ export class ConnectionAdmin {
         ? { account: (inserted ?? existing)!, created: !!inserted }
         : // Deleted between the two: as before, in one transaction.
           await this.s.store.transaction(async (tx) => {
-            const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+            const r = await tx.getOrCreateAccount(pendingAccount(newSortableId('ca'), connection.id, identifier));
             if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
             return r;
           });
@@ -435,7 +435,7 @@ export class ConnectionAdmin {
     // events (created, active), all or nothing: one insert where a pending insert and an update wrote every index of
     // the accounts twice, and on PostgreSQL one statement with no transaction around it (issue 35, upserts per
     // second). The outbox is read in (created_at, id) order and ids are random: the later event a millisecond later.
-    const pending = pendingAccount(newId('ca'), connection.id, identifier);
+    const pending = pendingAccount(newSortableId('ca'), connection.id, identifier);
     const fresh: Account = {
       ...pending,
       status: 'ACTIVE',
@@ -457,7 +457,7 @@ export class ConnectionAdmin {
     }
     // An existing one is updated, in one transaction with its event. (Or created here, if it was deleted meanwhile.)
     const updated = await this.s.store.transaction(async (tx) => {
-      const again = pendingAccount(newId('ca'), connection.id, identifier);
+      const again = pendingAccount(newSortableId('ca'), connection.id, identifier);
       const existing = await tx.findAccount(connection.id, identifier);
       const { account, created } = existing
         ? { account: existing, created: false }
@@ -673,7 +673,9 @@ export class ConnectionAdmin {
     authKind?: string,
   ) {
     const updated = await this.s.store.transaction(async (tx) => {
-      const { account, created } = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier));
+      const { account, created } = await tx.getOrCreateAccount(
+        pendingAccount(newSortableId('ca'), connection.id, identifier),
+      );
       if (created) await tx.addWebhookEvent(accountEvent('connected_account.created', account, connection));
       return (await updateAccountWithEvent(
         tx,

@@ -6,7 +6,7 @@
  * callers describe a secret as `"set"`, `"changed"` or `"removed"` (see `secretChange`).
  */
 import { createHash } from 'node:crypto';
-import { newId } from '../ids.ts';
+import { newSortableId } from '../ids.ts';
 import type { AuditActorType, AuditEvent, AuditHead, NewAuditEvent, Store } from '../store/types.ts';
 import type { Logger } from '../log.ts';
 
@@ -95,7 +95,7 @@ export class AuditLog {
    */
   record(ctx: AuditContext, entry: AuditEntry): Promise<AuditEvent> {
     const e: NewAuditEvent = {
-      id: newId('aud'),
+      id: newSortableId('aud'),
       at: Date.now(),
       actorType: ctx.actorType,
       actorId: ctx.actorId,

@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import type { Sealer } from '../crypto/sealer.ts';
 import { aad } from '../crypto/aad.ts';
 import { pendingAccount, type Account, type Connection, type Store } from '../store/types.ts';
-import { newId, randomSecret } from '../ids.ts';
+import { newSortableId, randomSecret } from '../ids.ts';
 import { authFor, getConnector, isOAuthKind } from '../connectors/catalog.ts';
 import { ServiceError } from '../../core/errors.ts';
 import type { AccountService } from '../accounts/service.ts';
@@ -127,7 +127,9 @@ export class OAuthFlow {
         ? await this.store.findAccount(connection.id, identifier)
         : (
             await this.store.transaction(async (tx) => {
-              const r = await tx.getOrCreateAccount(pendingAccount(newId('ca'), connection.id, identifier, now));
+              const r = await tx.getOrCreateAccount(
+                pendingAccount(newSortableId('ca'), connection.id, identifier, now),
+              );
               if (r.created) await tx.addWebhookEvent(accountEvent('connected_account.created', r.account, connection));
               return r;
             })
@@ -152,7 +154,7 @@ export class OAuthFlow {
     const token = randomSecret(32);
     const tokenHash = sha256(token);
     const expiresAt = now + this.config.linkTtlSeconds * 1000;
-    const accountId = account?.id ?? newId('ca');
+    const accountId = account?.id ?? newSortableId('ca');
     await this.store.createOAuthLink({
       tokenHash,
       connectionId: connection.id,

@@ -5,7 +5,7 @@
  * after a crash), it is one outbox row, and a receiver that saw it drops it.
  */
 import { createHash } from 'node:crypto';
-import { newId } from '../ids.ts';
+import { newSortableId } from '../ids.ts';
 import type { TriggerInstance, WebhookEvent } from '../store/types.ts';
 
 export interface InstanceContext {
@@ -53,7 +53,7 @@ export function healthEvent(
   at: number,
 ): WebhookEvent {
   return {
-    id: newId('msg'),
+    id: newSortableId('msg'),
     type,
     payload: JSON.stringify({
       type,

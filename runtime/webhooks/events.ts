@@ -4,7 +4,7 @@
  * account (id, connection, connector, identifier, status) and why it changed — never a credential.
  */
 import type { WEBHOOK_EVENT_TYPES } from '../../core/api/schemas.ts';
-import { newId } from '../ids.ts';
+import { newSortableId } from '../ids.ts';
 import type { Account, AccountPatch, Connection, Store, StoreTransaction, WebhookEvent } from '../store/types.ts';
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -28,7 +28,7 @@ export function accountEvent(
       reason,
     },
   });
-  return { id: newId('msg'), type, payload, createdAt: at };
+  return { id: newSortableId('msg'), type, payload, createdAt: at };
 }
 
 /** The event a status reached by an update reports, if any. */

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { aad } from '../../runtime/crypto/aad.ts';
 import { parseKeyList } from '../../runtime/crypto/keys.ts';
 import { Sealer } from '../../runtime/crypto/sealer.ts';
-import { newId } from '../../runtime/ids.ts';
+import { newId, newSortableId } from '../../runtime/ids.ts';
 import type { Account, Connection, Store } from '../../runtime/store/types.ts';
 
 /** A keyring of one fresh key, in the ENCRYPTION_KEYS form (so that a service started on it opens the same values). */
@@ -70,7 +70,7 @@ export async function seedAccounts(
   for (let start = 0; start < n; start += batch) {
     const rows: Account[] = [];
     for (let i = start; i < Math.min(n, start + batch); i++) {
-      const id = newId('ca');
+      const id = newSortableId('ca');
       ids.push(id);
       rows.push({
         id,

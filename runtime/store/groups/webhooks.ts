@@ -1,4 +1,4 @@
-import { newId } from '../../ids.ts';
+import { newSortableId } from '../../ids.ts';
 import { inTransaction } from '../backend.ts';
 import { SqlStoreBase, type OutboxColumns } from './base.ts';
 import { toWebhookDelivery, toWebhookEndpoint } from '../rows.ts';
@@ -107,7 +107,7 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
         endpoints
           .filter((ep) => ep.events.includes(ev.type))
           .map((ep) => ({
-            id: newId('whd'),
+            id: newSortableId('whd'),
             endpoint_id: ep.id,
             event_id: ev.id,
             event_type: ev.type,
