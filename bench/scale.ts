@@ -432,6 +432,7 @@ async function main(): Promise<void> {
     const segment = async () => {
       const loop = await loopDelay(big);
       [maxLoop, maxLoopP99] = [Math.max(maxLoop, loop.max), Math.max(maxLoopP99, loop.p99)];
+      log(`  segment: loop max ${ms(loop.max)}, p99 ${ms(loop.p99)}`);
     };
     /** Pages through the accounts a query lists; returns how many there were. */
     const pageAll = async (query: string) => {

@@ -20,7 +20,7 @@ import { WebhookService } from './webhooks/service.ts';
 import { CacheSet, setProcessCacheLimits } from './caches.ts';
 import { ConnectionDeletions } from './jobs/connection-deletions.ts';
 import { sweepExpired } from './jobs/sweeps.ts';
-import { Foreground } from './jobs/foreground.ts';
+import { Foreground, GIVE_WAY_MAX_MS } from './jobs/foreground.ts';
 import { TriggerService } from './triggers/service.ts';
 import { TriggerPoller } from './triggers/poller.ts';
 import { PushEngine } from './triggers/push.ts';
@@ -132,7 +132,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   executor.justInTime = justInTime;
   proxy.justInTime = justInTime;
 
-  const foreground = new Foreground();
+  // Batches hold the event loop only on SQLite: see runtime/jobs/foreground.ts.
+  const foreground = new Foreground(store.kind === 'sqlite' ? GIVE_WAY_MAX_MS : 0);
   const webhooks = new WebhookService(store, sealer, config, new WebhookWorker(store, sealer, config, log, metrics));
   webhooks.worker.foreground = foreground;
   webhooks.worker.start();

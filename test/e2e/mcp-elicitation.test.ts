@@ -110,6 +110,10 @@ describe('2025-11-25: the v1 client declaring URL elicitation', () => {
     expect(await completed).toBe(e!.elicitationId);
     const after = await client.callTool({ name: 'mail_list_messages', arguments: {} });
     expect(after.isError).toBeFalsy();
+    // The GET stream is still open; it is not a request in flight for the background work to wait for
+    // (runtime/jobs/foreground.ts), and every answered request has been counted out.
+    await new Promise((r) => setImmediate(r));
+    expect(h.running.services.foreground.active).toBe(0);
   });
 
   it('refuses a forged session id (the GET stream answers 405; calls fall back to the link in text)', async () => {

@@ -69,6 +69,13 @@ describe('Foreground', () => {
     expect(fg.active).toBe(0);
   });
 
+  it('waits one turn only where batches do not hold the event loop (a longest wait of 0: PostgreSQL)', async () => {
+    const fg = new Foreground(0);
+    fg.track(response());
+    expect(await settlesWithin(fg.gap(), 2)).toBe(true);
+    expect(fg.stats).toEqual({ waits: 0, timedOut: 0 });
+  });
+
   it('under requests that never pause, starts the batch after its longest wait', async () => {
     const fg = new Foreground(5);
     fg.track(response());
