@@ -22,7 +22,7 @@ import { notFound } from '../../core/errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import { leaseOwner, leaseOwnerGone } from '../store/lease.ts';
-import type { Connection, ConnectionDeletion, Store } from '../store/types.ts';
+import type { Account, AccountKey, Connection, ConnectionDeletion, Store } from '../store/types.ts';
 import { accountEvent } from '../webhooks/events.ts';
 
 /** The first batch of a deletion, before any batch has been timed (at most BATCH_SIZE). */
@@ -34,6 +34,15 @@ const LEASE_MS = 30_000;
 const LOOK_EVERY_MS = 5_000;
 
 class LeaseLost extends Error {}
+
+/** The last of the accounts in `(created_at, id)` order; undefined for none. */
+function lastInOrder(accounts: readonly Account[]): AccountKey | undefined {
+  let last: AccountKey | undefined;
+  for (const a of accounts)
+    if (!last || a.createdAt > last.createdAt || (a.createdAt === last.createdAt && a.id > last.id))
+      last = { createdAt: a.createdAt, id: a.id };
+  return last;
+}
 
 export interface DeletionDeps {
   store: Store;
@@ -134,12 +143,16 @@ export class ConnectionDeletions {
     const now = Date.now();
     if (!(await store.claimConnectionDeletion(deletion.id, owner, now, now + LEASE_MS, leaseOwnerGone))) return;
     const connection = { name: deletion.connectionName, connector: deletion.connector };
+    // Each batch goes on after the last account of the one before (store.takeAccountsOfConnection); the deletion
+    // finishes only after a batch from the first account found none.
+    let after: AccountKey | undefined;
     for (let batches = 1; !this.stopped; batches++) {
       const at = Date.now();
       const started = performance.now();
       const wanted = size;
-      const taken = await store.transaction(async (tx) => {
-        const accounts = await tx.takeAccountsOfConnection(deletion.connectionId, wanted);
+      const from = after;
+      const accounts = await store.transaction(async (tx) => {
+        const accounts = await tx.takeAccountsOfConnection(deletion.connectionId, wanted, from);
         if (accounts.length) {
           await tx.addWebhookEvents(
             accounts.map((a) =>
@@ -149,10 +162,13 @@ export class ConnectionDeletions {
         }
         if (!(await tx.advanceConnectionDeletion(deletion.id, owner, accounts.length, at, at + LEASE_MS)))
           throw new LeaseLost();
-        return accounts.length;
+        return accounts;
       });
+      const taken = accounts.length;
+      // After a short batch (the end of the pass), the next one starts from the first account again.
+      after = taken === wanted ? lastInOrder(accounts) : undefined;
       if (taken) this.d.onEvents();
-      else if (await store.finishConnectionDeletion(deletion.id, owner, Date.now())) {
+      else if (from === undefined && (await store.finishConnectionDeletion(deletion.id, owner, Date.now()))) {
         this.d.log.info(
           { deletion: deletion.id, connection: deletion.connectionName },
           'connection deleted with its accounts',

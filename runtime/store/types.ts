@@ -625,10 +625,13 @@ export interface ConnectionStore {
     ownerGone: (owner: string | null) => boolean,
   ): Promise<boolean>;
   /**
-   * Deletes up to `limit` accounts of the connection and returns them as they were. Call it on a transaction,
-   * with `advanceConnectionDeletion` and the accounts' events, so that a crash keeps all of a batch or none.
+   * Deletes up to `limit` accounts of the connection, the first in `(created_at, id)` order (after `after`, the
+   * last account of the batch before: a batch that read from the first would walk the index entries of every
+   * account deleted before it, which PostgreSQL keeps until a vacuum), and returns them as they were. Call it on a
+   * transaction, with `advanceConnectionDeletion` and the accounts' events, so that a crash keeps all of a batch or
+   * none.
    */
-  takeAccountsOfConnection(connectionId: string, limit: number): Promise<Account[]>;
+  takeAccountsOfConnection(connectionId: string, limit: number, after?: AccountKey): Promise<Account[]>;
   /** Adds `deleted` to the deletion's progress and extends `owner`'s lease; false when `owner` lost the lease. */
   advanceConnectionDeletion(id: string, owner: string, deleted: number, at: number, until: number): Promise<boolean>;
   /**
@@ -817,6 +820,12 @@ export interface McpStore {
   revokeMcpOAuthFamily(family: string, at: number): Promise<number>;
   /** Deletes up to `limit` grants that expired before `before`; how many. */
   deleteExpiredMcpOAuthGrants(before: number, limit: number): Promise<number>;
+}
+
+/** Where an account stands in the `(created_at, id)` order a connection's accounts are paged and deleted in. */
+export interface AccountKey {
+  createdAt: number;
+  id: string;
 }
 
 /** Webhook endpoints, the event outbox and the deliveries (runtime/store/groups/webhooks.ts). */

@@ -108,3 +108,45 @@ describe('a connection delete beside requests in flight', () => {
     }
   });
 });
+
+describe('a connection delete, batch after batch', () => {
+  it('reads each batch after the last account of the one before, and ends on a read from the first', async () => {
+    const store: Store = new SqliteStore(join(dir, 'acs-keyset.sqlite'));
+    await store.migrate();
+    const { sealer } = testKeys('k1');
+    const connection = tokenConnection('big');
+    await store.createConnection(connection);
+    const ids = await seedAccounts(store, sealer, connection.id, 300);
+    const recording = recordStatements();
+    try {
+      const deletions = new ConnectionDeletions({
+        store,
+        log: pino({ level: 'silent' }),
+        batchSize: 100,
+        batchBudgetMs: Infinity,
+        onEvents: () => {},
+      });
+      const d = await deletions.request(connection);
+      for (;;) {
+        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await deletions.stop();
+      const deletes = recording.statements.filter((s) => /^\s*delete from "connected_accounts"/i.test(s.sql));
+      // The account each batch read after (none: from the first): three full batches, one after the last account
+      // that found none, and the read from the first that let the deletion finish.
+      const last = ids.at(-1);
+      expect(deletes.map((s) => s.params.find((p) => typeof p === 'string' && p.startsWith('ca_')))).toEqual([
+        undefined,
+        expect.stringMatching(/^ca_/),
+        expect.stringMatching(/^ca_/),
+        last,
+        undefined,
+      ]);
+      expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(300);
+    } finally {
+      recording.stop();
+      await store.close();
+    }
+  });
+});

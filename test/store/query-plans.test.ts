@@ -115,6 +115,18 @@ async function exercise(store: Store): Promise<Array<[string, Statement[]]>> {
             if (!(e instanceof Rollback)) throw e;
           }),
     ],
+    [
+      'a connection delete batch, after the last account of the one before',
+      () =>
+        store
+          .transaction(async (tx) => {
+            await tx.takeAccountsOfConnection(other.id, 500, { createdAt: Date.now() - 60_000, id: 'ca_0' });
+            throw new Rollback();
+          })
+          .catch((e: unknown) => {
+            if (!(e instanceof Rollback)) throw e;
+          }),
+    ],
     ['runningConnectionDeletions', () => store.runningConnectionDeletions()],
   ];
   const out: Array<[string, Statement[]]> = [];

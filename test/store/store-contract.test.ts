@@ -73,6 +73,15 @@ function account(connectionId: string, identifier: string, createdAt = Date.now(
   };
 }
 
+/**
+ * What a second later looks like to the store's pass through the outbox (runtime/store/groups/webhooks.ts): its next
+ * fan-out batch reads from the front again.
+ */
+function agePass(store: Store): void {
+  const pass = (store as unknown as { outboxFrom?: { at: number } }).outboxFrom;
+  if (pass) pass.at -= 1_000;
+}
+
 describe.each(factories)('%s store', (kind, make) => {
   let store: Store;
   beforeAll(async () => {
@@ -136,8 +145,10 @@ describe.each(factories)('%s store', (kind, make) => {
   it('creates an account with its events only when it is new, all or nothing, under concurrency', async () => {
     const c = connection('c2e');
     await store.createConnection(c);
-    // Whatever an earlier test left in the outbox is fanned out first, so that the count below is this test's.
+    // Whatever an earlier test left in the outbox is fanned out first, so that the count below is this test's; the
+    // events below are written at times 1 and 2, behind where that pass ended: the next pass starts from the front.
     while ((await store.fanOutWebhookEvents(500, Date.now())) > 0);
+    agePass(store);
     const events = (n: number) => [
       { id: `msg_new_${kind}_${n}_a`, type: 'connected_account.created', payload: '{}', createdAt: 1 },
       { id: `msg_new_${kind}_${n}_b`, type: 'connected_account.active', payload: '{}', createdAt: 2 },
@@ -157,6 +168,7 @@ describe.each(factories)('%s store', (kind, make) => {
 
   it('fans the outbox out from where its last batch ended, and takes an event written behind it in the next pass', async () => {
     while ((await store.fanOutWebhookEvents(500, Date.now())) > 0);
+    agePass(store);
     const ev = (n: number, createdAt: number) => ({
       id: `msg_pass_${kind}_${n}`,
       type: 'connected_account.created',
@@ -180,10 +192,14 @@ describe.each(factories)('%s store', (kind, make) => {
     // Written behind the point the pass has reached: the next batches go on past it.
     await store.addWebhookEvents([ev(0, 1_000)]);
     expect(await batch(2)).toEqual({ moved: 2, after: `msg_pass_${kind}_2` });
-    // A short batch (the last event): the pass has caught up, and the next one starts from the front.
     expect(await batch(2)).toEqual({ moved: 1, after: `msg_pass_${kind}_4` });
+    // Caught up, the pass stays where it is (a front read after every short batch would walk the dead entries of
+    // every event moved before, on PostgreSQL, each round)...
+    expect(await batch(2)).toEqual({ moved: 0, after: `msg_pass_${kind}_5` });
+    // ...until it is a second old: the next pass starts from the front and takes the event written behind.
+    agePass(store);
     expect(await batch(2)).toEqual({ moved: 1, after: undefined });
-    expect(await batch(2)).toEqual({ moved: 0, after: undefined });
+    expect(await batch(2)).toEqual({ moved: 0, after: `msg_pass_${kind}_0` });
   });
 
   it('compare-and-set updates bump the version and refuse stale writers', async () => {

@@ -1,7 +1,7 @@
 import { inTransaction } from '../backend.ts';
 import { SqlStoreBase } from './base.ts';
 import { toAccount, toConnection, toConnectionDeletion } from '../rows.ts';
-import type { Connection, ConnectionDeletion, ConnectionPatch, ConnectionStore } from '../types.ts';
+import type { AccountKey, Connection, ConnectionDeletion, ConnectionPatch, ConnectionStore } from '../types.ts';
 
 /** Connections, and their deletion in the background. */
 export abstract class ConnectionsGroup extends SqlStoreBase implements ConnectionStore {
@@ -164,12 +164,20 @@ export abstract class ConnectionsGroup extends SqlStoreBase implements Connectio
       .executeTakeFirst();
     return r.numUpdatedRows === 1n;
   }
-  async takeAccountsOfConnection(connectionId: string, limit: number) {
+  async takeAccountsOfConnection(connectionId: string, limit: number, after?: AccountKey) {
     const rows = await this.db
       .deleteFrom('connected_accounts')
-      .where('id', 'in', (eb) =>
-        eb.selectFrom('connected_accounts').select('id').where('connection_id', '=', connectionId).limit(limit),
-      )
+      .where('id', 'in', (eb) => {
+        let q = eb
+          .selectFrom('connected_accounts')
+          .select('id')
+          .where('connection_id', '=', connectionId)
+          .orderBy('created_at')
+          .orderBy('id')
+          .limit(limit);
+        if (after) q = q.where((w) => w(w.refTuple('created_at', 'id'), '>', w.tuple(after.createdAt, after.id)));
+        return q;
+      })
       .returningAll()
       .execute();
     for (const r of rows) this.changed('connected_accounts', r.id);

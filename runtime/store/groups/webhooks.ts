@@ -20,7 +20,7 @@ const EVENTS_PER_INSERT = 500;
 const DELIVERIES_PER_INSERT = 1_000;
 
 /** How long a pass through the outbox goes on from where its last batch ended before it starts from the front. */
-const OUTBOX_PASS_MS = 5_000;
+const OUTBOX_PASS_MS = 1_000;
 
 /** Webhook endpoints, the event outbox and the deliveries. */
 export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore {
@@ -90,7 +90,10 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
    * moved. A batch that started at the front would walk every event moved before it whose entry is still in the
    * index (PostgreSQL keeps a deleted row's entry until a vacuum: with autovacuum off or behind, a million). An event
    * written behind this point (its transaction committed late, or a clock went back) is taken when a pass starts
-   * from the front again: after a short batch (the outbox caught up), and at least every OUTBOX_PASS_MS.
+   * from the front again, a second after the pass began. Not after each short batch: a connection delete writes its
+   * events in batches that the fan-out keeps up with, and each round would walk those dead entries again. (A
+   * trigger's items are written at the poll's time plus their index, so the pass may stand a little ahead of the
+   * clock: an event written meanwhile waits for the next pass, at most a second.)
    */
   private outboxFrom: { at: number; createdAt: number; id: string } | undefined;
   async fanOutWebhookEvents(limit: number, now: number) {
@@ -145,10 +148,9 @@ export abstract class WebhooksGroup extends SqlStoreBase implements WebhookStore
     });
     // Moved past only once committed: a batch rolled back is taken again.
     const last = events.at(-1);
-    this.outboxFrom =
-      last && events.length === limit
-        ? { at: from?.at ?? performance.now(), createdAt: Number(last.created_at), id: last.id }
-        : undefined;
+    this.outboxFrom = last
+      ? { at: from?.at ?? performance.now(), createdAt: Number(last.created_at), id: last.id }
+      : from;
     return events.length;
   }
   async claimWebhookDeliveries(now: number, leaseMs: number, limit: number) {
