@@ -22,6 +22,11 @@ import { recordStatements } from '../helpers/statements.ts';
 const dir = mkdtempSync(join(tmpdir(), 'acs-deletion-budget-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Resolves once the deletion is done (polled: it goes on in the background). */
+async function finished(store: Store, id: string): Promise<void> {
+  while ((await store.getConnectionDeletion(id))?.status !== 'done') await new Promise((r) => setTimeout(r, 20));
+}
+
 describe('nextBatchSize', () => {
   it('shrinks in proportion to the overrun, grows when well under, and keeps its bounds', () => {
     expect(nextBatchSize(500, 125, 25, 500)).toBe(100);
@@ -54,10 +59,7 @@ describe('a connection delete over its time budget', () => {
         onEvents: () => {},
       });
       const d = await deletions.request(connection);
-      for (;;) {
-        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await finished(store, d.id);
       await deletions.stop();
       const outboxInserts = recording.statements.filter((s) => /^\s*insert into "?webhook_outbox"?/i.test(s.sql));
       // The first batch at full size (100), then batches of 10: 1 + 200 / 10.
@@ -96,10 +98,7 @@ describe('a connection delete beside requests in flight', () => {
       for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 5));
       expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(10);
       request.emit('close');
-      for (;;) {
-        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await finished(store, d.id);
       await deletions.stop();
       expect((await store.getConnectionDeletion(d.id))?.accountsDeleted).toBe(100);
       expect(foreground.stats.waits).toBeGreaterThanOrEqual(1);
@@ -127,10 +126,7 @@ describe('a connection delete, batch after batch', () => {
         onEvents: () => {},
       });
       const d = await deletions.request(connection);
-      for (;;) {
-        if ((await store.getConnectionDeletion(d.id))?.status === 'done') break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await finished(store, d.id);
       await deletions.stop();
       const deletes = recording.statements.filter((s) => /^\s*delete from "connected_accounts"/i.test(s.sql));
       // The account each batch read after (none: from the first): three full batches, one after the last account
