@@ -73,26 +73,43 @@ async function toolCall(): Promise<number> {
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.ceil((p / 100) * xs.length) - 1]!;
 
 describe('concurrent wrong passwords for one user from one address', () => {
-  it('are counted before the hash: at most the free attempts are checked, the right password among them refused', async () => {
+  // The right password is sent after the burst, not inside it: sent with 60 others at once, whether it is checked
+  // depends on which requests the server takes first (among the first six checked it is rightly accepted), so a
+  // test of it would depend on the order of arrival.
+  it('are counted before the hash: at most the free attempts are checked, then the right password is refused', async () => {
     const form = await signInForm();
-    const wrong = Array.from({ length: 60 }, (_, i) =>
-      signInAttempt(form, 'admin', `wrong-${i}-xxxxxxxx`, '203.0.113.7'),
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => signInAttempt(form, 'admin', `wrong-${i}-xxxxxxxx`, '203.0.113.7')),
     );
-    const right = signInAttempt(form, 'admin', ADMIN_PASSWORD, '203.0.113.7');
-    const results = await Promise.all([...wrong, right]);
     const statuses = results.map((r) => r.status);
-    const checked = statuses.filter((s) => s === 401 || s === 303).length;
+    const checkedAtOnce = statuses.filter((s) => s === 401).length;
+    // The burst may have been cut short by the hashing bound; one at a time, wrong passwords are checked until the
+    // sixth in all, and the next is refused unchecked.
+    let checked = checkedAtOnce;
+    let refused: Awaited<ReturnType<typeof signInAttempt>> | undefined;
+    let oneAtATime = 0;
+    for (let i = 0; i < 10 && !refused; i++, oneAtATime++) {
+      const r = await signInAttempt(form, 'admin', `slow-${i}-xxxxxxxx`, '203.0.113.7');
+      if (r.status === 401) checked++;
+      else refused = r;
+    }
+    const right = await signInAttempt(form, 'admin', ADMIN_PASSWORD, '203.0.113.7');
     record({
       category: 'sign-in bursts',
-      what: '60 wrong passwords + the right one at once, one user',
-      tried: results.length,
-      failed: (checked > 6 ? 1 : 0) + (statuses.at(-1) === 303 ? 1 : 0),
-      detail: `${checked} checked, ${statuses.filter((s) => s === 429 || s === 503).length} refused unchecked`,
+      what: '60 wrong passwords at once for one user, more one at a time, then the right one',
+      tried: results.length + oneAtATime + 1,
+      failed: (checked !== 6 ? 1 : 0) + (right.status !== 429 ? 1 : 0),
+      detail: `${checkedAtOnce} checked at once, ${checked} in all, right password ${right.status}`,
     });
     // Sequentially the sixth wrong password is the last one checked; at once, no more than that.
-    expect(checked).toBeLessThanOrEqual(6);
-    expect(statuses.at(-1)).not.toBe(303);
-    for (const r of results) if (r.status === 429 || r.status === 503) expect(Number(r.retryAfter)).toBeGreaterThan(0);
+    expect(checkedAtOnce).toBeLessThanOrEqual(6);
+    expect(statuses.every((s) => s === 401 || s === 429 || s === 503)).toBe(true);
+    expect(checked).toBe(6);
+    expect(refused?.status).toBe(429);
+    expect(right.status).toBe(429);
+    for (const r of [...results, refused!, right]) {
+      if (r.status === 429 || r.status === 503) expect(Number(r.retryAfter)).toBeGreaterThan(0);
+    }
   });
 });
 
