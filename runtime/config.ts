@@ -646,7 +646,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http2MaxSessionsPerClient: int('HTTP2_MAX_SESSIONS_PER_CLIENT', 64, env, 100_000) || 64,
     tls,
     caches: {
-      accounts: int('ACCOUNT_CACHE_SIZE', 20_000, env) || 20_000,
+      accounts: int('ACCOUNT_CACHE_SIZE', 10_000, env) || 10_000,
       connections: int('CONNECTION_CACHE_SIZE', 10_000, env) || 10_000,
       secrets: int('SECRET_CACHE_SIZE', 10_000, env) || 10_000,
       secretsTtlMs: (int('SECRET_CACHE_TTL_SECONDS', 300, env) || 300) * 1000,
