@@ -84,7 +84,8 @@ describe('concurrent wrong passwords for one user from one address', () => {
     const statuses = results.map((r) => r.status);
     const checkedAtOnce = statuses.filter((s) => s === 401).length;
     // The burst may have been cut short by the hashing bound; one at a time, wrong passwords are checked until the
-    // sixth in all, and the next is refused unchecked.
+    // sixth in all, and the next is refused unchecked. (The sixth starts a block of 1 s, counted from before its
+    // hash: on a machine so loaded that the hash outlasts it, a seventh is checked, and starts a block of 2 s.)
     let checked = checkedAtOnce;
     let refused: Awaited<ReturnType<typeof signInAttempt>> | undefined;
     let oneAtATime = 0;
@@ -98,13 +99,14 @@ describe('concurrent wrong passwords for one user from one address', () => {
       category: 'sign-in bursts',
       what: '60 wrong passwords at once for one user, more one at a time, then the right one',
       tried: results.length + oneAtATime + 1,
-      failed: (checked !== 6 ? 1 : 0) + (right.status !== 429 ? 1 : 0),
+      failed: (checked < 6 || checked > 7 ? 1 : 0) + (right.status !== 429 ? 1 : 0),
       detail: `${checkedAtOnce} checked at once, ${checked} in all, right password ${right.status}`,
     });
     // Sequentially the sixth wrong password is the last one checked; at once, no more than that.
     expect(checkedAtOnce).toBeLessThanOrEqual(6);
     expect(statuses.every((s) => s === 401 || s === 429 || s === 503)).toBe(true);
-    expect(checked).toBe(6);
+    expect(checked).toBeGreaterThanOrEqual(6);
+    expect(checked).toBeLessThanOrEqual(7);
     expect(refused?.status).toBe(429);
     expect(right.status).toBe(429);
     for (const r of [...results, refused!, right]) {
