@@ -508,10 +508,9 @@ export class AccountService {
     } catch (e) {
       if (!(e instanceof TokenRequestError)) throw e;
       if (e.kind === 'invalid_grant') {
-        // Classify only after a re-read: if the stored token changed meanwhile, this was a race, not a revocation.
-        const again = await this.store.getAccount(current.id);
-        if (again && again.version !== current.version) return again;
-        this.metrics?.tokenRefresh(resolved.connector.name, 'expired');
+        // EXPIRED only if the stored account is still the one whose refresh token was refused (a compare-and-set on
+        // its version): if it changed meanwhile (another refresh stored new tokens), this was a race, not a
+        // revocation, and the account as it is now is the answer.
         const message = `The provider refused the refresh token (${e.message})`;
         const expired = await updateAccountWithEvent(
           this.store,
@@ -520,6 +519,11 @@ export class AccountService {
           { status: 'EXPIRED', lastError: message },
           { expectedVersion: current.version },
         );
+        if (!expired) {
+          const again = await this.store.getAccount(current.id);
+          if (again && again.version !== current.version) return again;
+        }
+        this.metrics?.tokenRefresh(resolved.connector.name, 'expired');
         this.log.warn({ account: current.id }, 'refresh token refused; account marked EXPIRED');
         throw notActiveError(expired ?? { ...current, status: 'EXPIRED', lastError: message });
       }

@@ -77,6 +77,10 @@ export class JustInTime {
         // A user with no account gets none until the link is completed: a caller that may only run tools creates
         // no account rows (the error names the id the account will have).
         persist: false,
+        // The caller's account is this connection's for this identifier: not read again.
+        ...(p.account && p.account.connectionId === p.connection.id && p.account.identifier === p.identifier
+          ? { account: p.account }
+          : {}),
       });
     } catch (e) {
       if (e instanceof ServiceError && e.status < 500) return undefined;

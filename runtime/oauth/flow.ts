@@ -24,6 +24,11 @@ export interface LinkOptions {
    * created when the link is completed (just in time: a caller that may only run tools creates no account rows).
    */
   persist?: boolean;
+  /**
+   * The end user's account on this connection, when the caller has just read it (with `persist: false` it is then
+   * not looked up again). It must be the connection's account for the identifier given.
+   */
+  account?: Account;
 }
 
 const STATE_TTL_MS = 10 * 60_000;
@@ -124,7 +129,7 @@ export class OAuthFlow {
     const now = Date.now();
     const account =
       opts.persist === false
-        ? await this.store.findAccount(connection.id, identifier)
+        ? (opts.account ?? (await this.store.findAccount(connection.id, identifier)))
         : (
             await this.store.transaction(async (tx) => {
               const r = await tx.getOrCreateAccount(

@@ -5,7 +5,7 @@
  * rotation, revocation (EXPIRED, then reconnected by a new link), and a provider outage during refresh.
  */
 import express from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { followAuthorizationLink, oauthConnection, startHarness, type Harness } from '../helpers/harness.ts';
 import { expireStoredToken, failure } from '../helpers/tools.ts';
 import type { AuthorizationRequiredError } from '../../packages/client/src/index.ts';
@@ -435,7 +435,18 @@ describe('token refresh', () => {
     expect((await settings('bob')).data).toMatchObject({ timeZone: 'UTC' });
     h.oauth.revokeSubject('bob');
     await expireStoredToken(services().store, id);
-    const e = await failure(settings('bob'));
+    const store = services().store;
+    const reads = [vi.spyOn(store, 'getAccount'), vi.spyOn(store, 'findAccount')];
+    let e: Awaited<ReturnType<typeof failure>>;
+    try {
+      e = await failure(settings('bob'));
+      // Counted, a wave of expired accounts being a population's cost: the account is found by its identifier
+      // once (the call's resolve) and read by id once (under its refresh lock); the refused refresh marks it
+      // EXPIRED by a compare-and-set without reading it again, and its link is made without looking it up again.
+      expect(reads.map((r) => r.mock.calls.length)).toEqual([1, 1]);
+    } finally {
+      for (const r of reads) r.mockRestore();
+    }
     expect(e.status).toBe(403);
     expect(e.code).toBe('authorization_required');
     expect((e as AuthorizationRequiredError).reason).toBe('expired');
