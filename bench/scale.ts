@@ -553,7 +553,7 @@ async function main(): Promise<void> {
     // Webhook fan-out of N events: an endpoint subscribed to them, N events written in multi-row inserts.
     if (!SKIP.has('fanout')) await subscribe('/hooks/deleted', 'connected_account.deleted');
     // Written 500 a transaction: on SQLite this process is a second writer, whose lock the service waits for on
-    // its event loop (busy_timeout), as it would for any other process writing the file.
+    // timers (the store's beginImmediate), as it would for any other process writing the file.
     if (!SKIP.has('fanout'))
       await during(`webhook fan-out of ${N} events (written 500 a transaction, moved into deliveries)`, async () => {
         const w = open(0);
