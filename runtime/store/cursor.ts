@@ -1,4 +1,4 @@
-import type { Account } from './types.ts';
+import type { Account, AccountKey } from './types.ts';
 
 /** A page cursor that no previous page produced (edited, truncated, or from another list). */
 export class InvalidCursor extends Error {
@@ -13,7 +13,7 @@ export function encodeCursor(a: Pick<Account, 'createdAt' | 'id'>): string {
   return Buffer.from(`${a.createdAt}:${a.id}`, 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | undefined): { createdAt: number; id: string } | undefined {
+export function decodeCursor(cursor: string | undefined): AccountKey | undefined {
   if (!cursor) return undefined;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const idx = text.indexOf(':');

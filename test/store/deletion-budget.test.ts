@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nextBatchSize } from '../../runtime/jobs/batch-size.ts';
-import { ConnectionDeletions } from '../../runtime/jobs/connection-deletions.ts';
+import { ConnectionDeletions, type DeletionDeps } from '../../runtime/jobs/connection-deletions.ts';
 import { Foreground } from '../../runtime/jobs/foreground.ts';
 import { EventEmitter } from 'node:events';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
@@ -21,6 +21,21 @@ import { recordStatements } from '../helpers/statements.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'acs-deletion-budget-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A store in `file` with one connection holding `n` seeded accounts (their ids returned in order). */
+async function seeded(file: string, n: number) {
+  const store: Store = new SqliteStore(join(dir, file));
+  await store.migrate();
+  const connection = tokenConnection('big');
+  await store.createConnection(connection);
+  const ids = await seedAccounts(store, testKeys('k1').sealer, connection.id, n);
+  return { store, connection, ids };
+}
+
+/** Deletions on `store` with a test's batch settings (nothing to wake, no log). */
+function deletionsOn(store: Store, opts: Pick<DeletionDeps, 'batchSize' | 'batchBudgetMs' | 'foreground'>) {
+  return new ConnectionDeletions({ store, log: pino({ level: 'silent' }), onEvents: () => {}, ...opts });
+}
 
 /** Resolves once the deletion is done (polled: it goes on in the background). */
 async function finished(store: Store, id: string): Promise<void> {
@@ -42,22 +57,11 @@ describe('nextBatchSize', () => {
 
 describe('a connection delete over its time budget', () => {
   it('runs its later batches smaller, and still deletes every account with one event each', async () => {
-    const store: Store = new SqliteStore(join(dir, 'acs.sqlite'));
-    await store.migrate();
-    const { sealer } = testKeys('k1');
-    const connection = tokenConnection('big');
-    await store.createConnection(connection);
     const n = 300;
-    await seedAccounts(store, sealer, connection.id, n);
+    const { store, connection } = await seeded('acs.sqlite', n);
     const recording = recordStatements();
     try {
-      const deletions = new ConnectionDeletions({
-        store,
-        log: pino({ level: 'silent' }),
-        batchSize: 100,
-        batchBudgetMs: 0,
-        onEvents: () => {},
-      });
+      const deletions = deletionsOn(store, { batchSize: 100, batchBudgetMs: 0 });
       const d = await deletions.request(connection);
       await finished(store, d.id);
       await deletions.stop();
@@ -75,23 +79,11 @@ describe('a connection delete over its time budget', () => {
 
 describe('a connection delete beside requests in flight', () => {
   it('runs no batch while a request is served, and goes on once it is answered', async () => {
-    const store: Store = new SqliteStore(join(dir, 'acs-foreground.sqlite'));
-    await store.migrate();
-    const { sealer } = testKeys('k1');
-    const connection = tokenConnection('big');
-    await store.createConnection(connection);
-    await seedAccounts(store, sealer, connection.id, 100);
+    const { store, connection } = await seeded('acs-foreground.sqlite', 100);
     const foreground = new Foreground(Infinity);
     const request = new EventEmitter();
     try {
-      const deletions = new ConnectionDeletions({
-        store,
-        log: pino({ level: 'silent' }),
-        batchSize: 10,
-        batchBudgetMs: Infinity,
-        onEvents: () => {},
-        foreground,
-      });
+      const deletions = deletionsOn(store, { batchSize: 10, batchBudgetMs: Infinity, foreground });
       foreground.track(request);
       // The request's own first batch runs; the next waits for the request in flight.
       const d = await deletions.request(connection);
@@ -110,21 +102,10 @@ describe('a connection delete beside requests in flight', () => {
 
 describe('a connection delete, batch after batch', () => {
   it('reads each batch after the last account of the one before, and ends on a read from the first', async () => {
-    const store: Store = new SqliteStore(join(dir, 'acs-keyset.sqlite'));
-    await store.migrate();
-    const { sealer } = testKeys('k1');
-    const connection = tokenConnection('big');
-    await store.createConnection(connection);
-    const ids = await seedAccounts(store, sealer, connection.id, 300);
+    const { store, connection, ids } = await seeded('acs-keyset.sqlite', 300);
     const recording = recordStatements();
     try {
-      const deletions = new ConnectionDeletions({
-        store,
-        log: pino({ level: 'silent' }),
-        batchSize: 100,
-        batchBudgetMs: Infinity,
-        onEvents: () => {},
-      });
+      const deletions = deletionsOn(store, { batchSize: 100, batchBudgetMs: Infinity });
       const d = await deletions.request(connection);
       await finished(store, d.id);
       await deletions.stop();
