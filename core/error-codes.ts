@@ -93,6 +93,10 @@ export const ERROR_CODES = {
   not_supported_by_provider: { status: 501, meaning: 'the provider offers no way to do this' },
   account_busy: { status: 503, meaning: "another refresh of the account's token is still running; try again" },
   refresh_conflict: { status: 503, meaning: 'the refreshed tokens could not be stored; try again' },
+  refresh_paced: {
+    status: 503,
+    meaning: "the connection's token endpoint refuses or fails most refreshes, and too many wait their turn; try again",
+  },
   starting: { status: 503, meaning: 'the service is starting; retry shortly' },
   // The provider
   provider_error: {

@@ -47,6 +47,8 @@ export interface Config {
   upstreamTimeoutMaxMs: number;
   /** Refresh an access token this long before it expires. */
   refreshMarginSeconds: number;
+  /** How the refreshes of a connection whose token endpoint refuses or fails most of them are paced. */
+  refreshPacing: RefreshPacing;
   logLevel: string;
   /** Set the first API credential instead of generating one (for scripted deployments). */
   initialClientId?: string;
@@ -160,6 +162,14 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv, max = Numbe
     throw new ConfigError(name, `must be a whole number from 0 to ${max}, got "${raw}"`);
   }
   return n;
+}
+
+/** REFRESH_PACED_*: the bulkhead of a connection whose token endpoint refuses or fails most refreshes. */
+export interface RefreshPacing {
+  /** Refreshes that may run at once on such a connection. */
+  concurrency: number;
+  /** Refreshes that may wait for a slot there; one more is answered 503 at once. */
+  queue: number;
 }
 
 export interface McpOAuthSettings {
@@ -629,6 +639,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     toolAnswerBudgetTokens: answerBudget(env),
     upstreamTimeoutMaxMs: int('UPSTREAM_TIMEOUT_MAX_MS', 0, env),
     refreshMarginSeconds: int('REFRESH_MARGIN_SECONDS', 300, env),
+    refreshPacing: {
+      concurrency: int('REFRESH_PACED_CONCURRENCY', 4, env, 10_000) || 4,
+      queue: int('REFRESH_PACED_QUEUE', 256, env, 100_000),
+    },
     logLevel,
     initialClientId: env.INITIAL_CLIENT_ID || undefined,
     initialClientSecret: env.INITIAL_CLIENT_SECRET || undefined,

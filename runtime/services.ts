@@ -162,6 +162,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   triggers.push = push;
   poller.push = push;
   if (config.triggers.poller) poller.start();
+  metrics.watchCounters(
+    'acs_token_refresh_pacing_total',
+    'Token refreshes that waited their turn on a connection whose token endpoint refuses or fails most of them, and those refused because too many waited',
+    accounts.pacer.counters,
+  );
   metrics.watchCounters('acs_trigger_polls_total', 'Trigger polls in this process, by outcome', poller.counters);
   metrics.watchCounters(
     'acs_background_give_way_total',

@@ -23,6 +23,7 @@ import {
 import { notFound, ServiceError, UpstreamFailure } from '../../core/errors.ts';
 import { endpointsFor, registrationWriter, type OAuthEndpoints } from '../oauth/endpoints.ts';
 import { refreshTokens, TokenRequestError } from '../oauth/tokens.ts';
+import { RefreshPacer } from './refresh-pacer.ts';
 
 export type Secrets = Record<string, string>;
 
@@ -118,6 +119,8 @@ export class AccountService {
   private lastUsed = new Map<string, number>();
   /** Counts refresh requests sent to providers (tests and benchmarks read it). */
   refreshCount = 0;
+  /** Paces the refreshes of a connection whose token endpoint refuses or fails most of them (refresh-pacer.ts). */
+  readonly pacer: RefreshPacer;
   /** Where refresh outcomes are counted (set by createServices). */
   metrics?: Metrics;
 
@@ -134,6 +137,7 @@ export class AccountService {
       max: config.caches.secrets,
       ttlMs: config.caches.secretsTtlMs,
     });
+    this.pacer = new RefreshPacer(config.refreshPacing, caches, config.caches.connections);
     store.changes.subscribe((c) => this.onChange(c));
   }
 
@@ -411,8 +415,10 @@ export class AccountService {
   refresh(resolved: ResolvedAccount, seen: Account, reason: 'expiry' | 'unauthorized' = 'expiry'): Promise<Account> {
     const inflight = this.refreshing.get(seen.id);
     if (inflight) return inflight;
-    const p = this.store
-      .withAccountLock(seen.id, () => this.refreshLocked(resolved, seen, reason))
+    const p = this.pacer
+      .run(resolved.connection.id, () =>
+        this.store.withAccountLock(seen.id, () => this.refreshLocked(resolved, seen, reason)),
+      )
       .catch((e: unknown) => {
         if (e instanceof LockTimeout) {
           throw new UpstreamFailure(
@@ -502,11 +508,13 @@ export class AccountService {
           `The refreshed tokens of account ${current.id} could not be stored; try again`,
           503,
         );
+      this.pacer.record(resolved.connection.id, 'success');
       this.metrics?.tokenRefresh(resolved.connector.name, 'success');
       this.log.info({ account: current.id, reason }, 'refreshed access token');
       return updated;
     } catch (e) {
       if (!(e instanceof TokenRequestError)) throw e;
+      this.pacer.record(resolved.connection.id, e.kind === 'invalid_grant' ? 'refused' : 'failed');
       if (e.kind === 'invalid_grant') {
         // EXPIRED only if the stored account is still the one whose refresh token was refused (a compare-and-set on
         // its version): if it changed meanwhile (another refresh stored new tokens), this was a race, not a

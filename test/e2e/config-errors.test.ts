@@ -88,6 +88,8 @@ const rows: Row[] = [
   { variable: 'TOOL_ANSWER_BUDGET_TOKENS', value: '100', says: /is 100: it must be at least 500/ },
   { variable: 'UPSTREAM_TIMEOUT_MAX_MS', value: 'none', says: /must be a whole number/ },
   { variable: 'REFRESH_MARGIN_SECONDS', value: '5 minutes', says: /must be a whole number/ },
+  { variable: 'REFRESH_PACED_CONCURRENCY', value: '20000', says: /from 0 to 10000/ },
+  { variable: 'REFRESH_PACED_QUEUE', value: '-1', says: /must be a whole number/ },
   {
     variable: 'LOG_LEVEL',
     value: 'loud',

@@ -70,6 +70,9 @@ export class FakeOAuthServer {
   failNext: { count: number; status: number } = { count: 0, status: 503 };
   /** Delays refresh responses, to widen race windows in concurrency tests. */
   refreshDelayMs = 0;
+  /** While true, each refresh request waits, unanswered, until `releaseRefreshes()` (tests count what is in flight). */
+  holdRefreshes = false;
+  private held: Array<() => void> = [];
   /** Every token-endpoint request body, for checks on what the service sent. */
   readonly tokenRequests: Array<Record<string, string>> = [];
   /** Every request received, as `METHOD /path`. */
@@ -115,6 +118,16 @@ export class FakeOAuthServer {
   revokeSubject(subject: string): void {
     for (const [rt, g] of this.refreshTokens) if (g.subject === subject) this.refreshTokens.delete(rt);
     for (const [at, g] of this.accessTokens) if (g.subject === subject) this.accessTokens.delete(at);
+  }
+
+  /** Refresh requests waiting for `releaseRefreshes()`. */
+  get heldRefreshes(): number {
+    return this.held.length;
+  }
+
+  /** Lets every held refresh request be answered. */
+  releaseRefreshes(): void {
+    for (const go of this.held.splice(0)) go();
   }
 
   /** Every refresh token ever issued and still valid (tests check nothing leaked them). */
@@ -317,6 +330,7 @@ export class FakeOAuthServer {
       if (body.grant_type === 'refresh_token') {
         this.counts.refresh_token++;
         if (this.refreshDelayMs) await new Promise((r) => setTimeout(r, this.refreshDelayMs));
+        if (this.holdRefreshes) await new Promise<void>((r) => this.held.push(r));
         const grant = this.refreshTokens.get(body.refresh_token ?? '');
         if (!grant || grant.clientId !== client.client_id) {
           res.status(400).json({ error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
