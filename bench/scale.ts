@@ -13,8 +13,10 @@
  * 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), the webhook fan-out
  * of N events, and E OAuth accounts found expired (`--expired E`, default D): E accounts with an expired access
  * token on a connection whose token endpoint (the fake's) refuses every refresh with 400 invalid_grant, each used
- * once (a proxied call, 32 clients), then checked: all E EXPIRED (paged), E refresh attempts and none repeated,
- * E `connected_account.expired` events delivered. Store size per account. Times only here; the tests count work.
+ * once (a proxied call, 32 connections of wrk), then checked: all E EXPIRED (paged), E refresh attempts and none
+ * repeated, E `connected_account.expired` events delivered. Store size per account. Times only here; the tests
+ * count work. The fake provider runs in a child process (`--fake`) and each burst in wrk, so that the calls beside
+ * an operation wait only for the service: each operation's row gives this process's own loop delay too.
  *
  * The machine may be shared: compare figures within one run (the ratios), and note the load (printed).
  */
