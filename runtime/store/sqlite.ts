@@ -18,7 +18,7 @@ import { groupTransactions } from './backend.ts';
 import { GroupCommit } from './group-commit.ts';
 import { LockTimeout } from './types.ts';
 import { ChangeFeed, EVERYTHING } from './changes.ts';
-import { CheckpointUpkeep, type UpkeepOptions } from './wal-checkpointer.ts';
+import { CheckpointUpkeep, SQLITE_DEFAULT_PAGES, type UpkeepOptions } from './wal-checkpointer.ts';
 import { WalIndexHeader } from './wal-index.ts';
 import { leaseOwner, leaseOwnerGone } from './lease.ts';
 
@@ -242,6 +242,11 @@ class SqliteBackend implements Backend {
     this.walIndex.settle();
     if (v !== this.lastDataVersion) {
       this.lastDataVersion = v;
+      // Another connection committed (the key tool, another instance, a bulk writer): its pages count towards the
+      // checkpoint upkeep now. Counted only after this store's own next commit, they were found by SQLite's own
+      // mark inside that commit first, which then copied them all on the event loop and synced the file while the
+      // disk was still writing out the other process's pages (a 426 ms pause after a key rotation, bench/scale.ts).
+      this.countWal(this.walIndex.lastFrames());
       this.changes.emit(EVERYTHING);
     }
   }
@@ -347,9 +352,9 @@ class SqliteBackend implements Backend {
   private walFrames = 0;
 
   /** Tells the checkpoint upkeep how many pages the WAL grew by since the last look (by anyone's commits). */
-  private countWal(): void {
+  private countWal(frames?: number): void {
     if (!this.upkeep) return;
-    const frames = this.walIndex.frames();
+    frames ??= this.walIndex.frames();
     if (frames === undefined) return;
     // Fewer than before: a checkpoint let the WAL start over, and these are all new.
     const grew = frames >= this.walFrames ? frames - this.walFrames : frames;
@@ -440,8 +445,8 @@ class SqliteBackend implements Backend {
   /** WAL checkpoints move to a thread of their own while batched writes come fast (see wal-checkpointer.ts). */
   startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void {
     if (this.upkeep || !this.raw.open) return;
-    // What the WAL holds already (the migrations' pages) is not new writing.
-    this.walFrames = this.walIndex.frames() ?? 0;
+    // What the WAL holds already is not new writing (a fresh store's migrations leave about 210 pages).
+    const frames = (this.walFrames = this.walIndex.frames() ?? 0);
     this.upkeep = new CheckpointUpkeep(
       this.path,
       (pages) => {
@@ -450,6 +455,11 @@ class SqliteBackend implements Backend {
       onProblem,
       options,
     );
+    // Half of SQLite's own mark or more: a WAL left by a process that was killed (a restart after SIGKILL; its
+    // recovery counts every frame as not yet copied) or written by another. The first commits would take it past the
+    // mark before the upkeep counted them, and checkpoint it all on the event loop (a 571 ms pause in the scale
+    // bench's delete, after a restart while the disk still wrote out the killed process's pages): the thread takes it.
+    if (frames >= SQLITE_DEFAULT_PAGES / 2) this.upkeep.takeOver();
   }
 
   /** The checkpoint upkeep, once started (tests and diagnostics). */

@@ -15,7 +15,8 @@ import { Worker } from 'node:worker_threads';
  * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint when asked.
  * PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it copies what no
  * reader still needs. `CheckpointUpkeep` asks for one every `checkpointPages` pages appended to the WAL (by any
- * write: the store reads the WAL index's frame count after each of its commits), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
+ * write: the store reads the WAL index's frame count after each of its commits, and when its look for changes
+ * finds another connection's), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
  * gave it three and the copy, twice as often.
  *
  * A thread costs about 8 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
@@ -213,15 +214,25 @@ export class CheckpointUpkeep {
         this.sinceCheckpoint = 0;
         this.thread.request();
       }
-    } else if (!this.done && this.pages >= this.opts.startPages) this.start();
+    } else if (!this.done && this.pages >= this.opts.startPages) {
+      const thread = this.start();
+      // What started it may be a checkpoint's worth already (another process's bulk write, counted at once).
+      if (pages >= this.opts.checkpointPages) thread?.request();
+    }
   }
 
-  private start(): void {
+  /** Starts the thread, if it is not running, and asks it for a checkpoint of what the WAL holds now. */
+  takeOver(): void {
+    if (!this.done) (this.thread ?? this.start())?.request();
+  }
+
+  private start(): WalCheckpointer | undefined {
+    let thread: WalCheckpointer;
     try {
-      this.thread = new WalCheckpointer(this.path, (e) => this.failed(e));
+      thread = this.thread = new WalCheckpointer(this.path, (e) => this.failed(e));
     } catch (e) {
       this.failed(e as Error);
-      return;
+      return undefined;
     }
     this.started++;
     this.setMainMark(SAFETY_PAGES);
@@ -234,6 +245,7 @@ export class CheckpointUpkeep {
       if (this.quiet >= this.opts.quietWindows) void this.idle();
     }, this.opts.windowMs);
     this.timer.unref();
+    return thread;
   }
 
   private failed(e: Error): void {

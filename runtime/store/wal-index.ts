@@ -81,6 +81,12 @@ export class WalIndexHeader {
     return LITTLE_ENDIAN ? this.frameBytes.readUInt32LE(0) : this.frameBytes.readUInt32BE(0);
   }
 
+  /** The frame count in the header the last `maybeChanged()` read (no read of its own), when it read a whole one. */
+  lastFrames(): number | undefined {
+    if (!this.currentWhole) return undefined;
+    return LITTLE_ENDIAN ? this.current.readUInt32LE(MX_FRAME_OFFSET) : this.current.readUInt32BE(MX_FRAME_OFFSET);
+  }
+
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;

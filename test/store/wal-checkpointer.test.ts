@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inTransaction, type Db } from '../../runtime/store/backend.ts';
 import { SqliteStore } from '../../runtime/store/sqlite.ts';
@@ -144,6 +144,81 @@ describe('WAL checkpoints on a thread of their own', () => {
         await until(() => statSync(path).size > before);
       },
     ));
+
+  it('counts another process’s commits at its next look for changes, before its own next commit could checkpoint', () =>
+    withUpkeep(
+      'others',
+      still({ startPages: 25, checkpointPages: 100 }),
+      async ({ store, path, problems, checkpoints }) => {
+        await store.watchChanges();
+        // Another connection, as another process (the key tool, a bulk writer), leaving its pages in the WAL.
+        const other = new Database(path);
+        try {
+          other.pragma('wal_autocheckpoint = 0');
+          const insert = other.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+          other.transaction(() => {
+            for (let i = 0; i < 200; i++) insert.run(`other-${i}`, 'x'.repeat(3000));
+          })();
+          expect(checkpoints.running).toBe(false);
+          expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
+          const before = statSync(path).size;
+          // The look each request's first read makes. Before, the pages were counted only after the store's own next
+          // commit, inside which SQLite's mark (1 000 pages) found them first and copied them all on the event loop.
+          store.changes.poll();
+          expect(checkpoints.running).toBe(true);
+          expect(mainMark(store)).toBe(SAFETY_PAGES);
+          // A checkpoint's worth already: the thread is asked at once, and copies them into the database file.
+          await until(() => statSync(path).size > before);
+          expect(problems).toEqual([]);
+        } finally {
+          other.close();
+        }
+      },
+    ));
+
+  it('takes over a WAL that a killed process left, instead of the first commit checkpointing it on the event loop', async () => {
+    const path = join(dir, 'left.sqlite');
+    const first = new SqliteStore(path);
+    await first.migrate();
+    await first.close();
+    // A process that wrote 600 pages and was killed: its connection never closed, so they are still in the WAL
+    // (kept open here, as the killed one's WAL stays; the store's recovery would count them all as not yet copied).
+    const killed = new Database(path);
+    const store = new SqliteStore(path);
+    try {
+      killed.pragma('wal_autocheckpoint = 0');
+      const insert = killed.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      killed.transaction(() => {
+        for (let i = 0; i < 600; i++) insert.run(`left-${i}`, 'x'.repeat(3000));
+      })();
+      await store.migrate();
+      const before = statSync(path).size;
+      const problems: string[] = [];
+      // The service's options (UPKEEP_DEFAULTS): nothing written since, and the thread runs.
+      backendOf(store).startUpkeep((m) => problems.push(m));
+      const checkpoints = backendOf(store).checkpoints!;
+      expect(checkpoints.running).toBe(true);
+      expect(mainMark(store)).toBe(SAFETY_PAGES);
+      await until(() => statSync(path).size > before);
+      expect(problems).toEqual([]);
+    } finally {
+      await store.close();
+      killed.close();
+    }
+  });
+
+  it('leaves a fresh store’s migrations to SQLite: no thread for a few hundred pages', async () => {
+    const path = join(dir, 'fresh.sqlite');
+    const store = new SqliteStore(path);
+    try {
+      await store.migrate();
+      backendOf(store).startUpkeep(() => {});
+      expect(backendOf(store).checkpoints!.running).toBe(false);
+      expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
+    } finally {
+      await store.close();
+    }
+  });
 
   it('ends when the writes slow down, hands checkpoints back to SQLite, and starts again when they pick up', () =>
     withUpkeep('idle', still({ windowMs: 100, quietWindows: 3 }), async ({ store, problems, checkpoints }) => {
