@@ -243,9 +243,10 @@ class SqliteBackend implements Backend {
     if (v !== this.lastDataVersion) {
       this.lastDataVersion = v;
       // Another connection committed (the key tool, another instance, a bulk writer): its pages count towards the
-      // checkpoint upkeep now. Counted only after this store's own next commit, they were found by SQLite's own
-      // mark inside that commit first, which then copied them all on the event loop and synced the file while the
-      // disk was still writing out the other process's pages (a 426 ms pause after a key rotation, bench/scale.ts).
+      // checkpoint upkeep now. Counted only after this store's own next commit, they could be found by SQLite's own
+      // mark inside that commit first, which then copies them all on the event loop and syncs the file while the
+      // disk still writes out the other process's pages (the likely cause of a 426 ms pause after a key rotation in
+      // bench/scale.ts; inferred from where it happened, not sampled).
       this.countWal(this.walIndex.lastFrames());
       this.changes.emit(EVERYTHING);
     }
@@ -457,8 +458,8 @@ class SqliteBackend implements Backend {
     );
     // Half of SQLite's own mark or more: a WAL left by a process that was killed (a restart after SIGKILL; its
     // recovery counts every frame as not yet copied) or written by another. The first commits would take it past the
-    // mark before the upkeep counted them, and checkpoint it all on the event loop (a 571 ms pause in the scale
-    // bench's delete, after a restart while the disk still wrote out the killed process's pages): the thread takes it.
+    // mark before the upkeep counted them, and checkpoint it all on the event loop (the likely cause of a 571 ms
+    // pause in the scale bench's delete, right after a restart that followed SIGKILL): the thread takes it.
     if (frames >= SQLITE_DEFAULT_PAGES / 2) this.upkeep.takeOver();
   }
 
