@@ -35,6 +35,10 @@ interface Gate {
  */
 export class RefreshPacer {
   private readonly health: BoundedCache<string, Health>;
+  /**
+   * Connections with a refresh running or waiting, and only those (release() deletes an idle gate): bounded by the
+   * refreshes in flight, which requests in flight bound, not by how many connections or accounts exist.
+   */
   private readonly gates = new Map<string, Gate>();
   /** Refreshes that waited for a slot, and those answered 503 because the queue was full (read by /metrics). */
   readonly counters = { waited: 0, refused_queue_full: 0 };

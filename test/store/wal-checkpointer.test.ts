@@ -68,6 +68,20 @@ async function withUpkeep(
   }
 }
 
+/**
+ * Another connection on the file, as another process (the key tool, a bulk writer, one killed since): it writes
+ * `rows` rows of 3 KB (about a page each) and, never checkpointing, leaves them in the WAL. The caller closes it.
+ */
+function otherProcessWrote(path: string, prefix: string, rows: number): Database.Database {
+  const other = new Database(path);
+  other.pragma('wal_autocheckpoint = 0');
+  const insert = other.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+  other.transaction(() => {
+    for (let i = 0; i < rows; i++) insert.run(`${prefix}-${i}`, 'x'.repeat(3000));
+  })();
+  return other;
+}
+
 /** Options under which nothing happens on its own: every checkpoint, start and end is one the test makes. */
 const still = (over: Partial<UpkeepOptions>): UpkeepOptions => ({
   // 150 activity rows append 7 pages to the WAL, 200 rows 15, 500 rows 31 (this SQLite, these rows).
@@ -151,19 +165,13 @@ describe('WAL checkpoints on a thread of their own', () => {
       still({ startPages: 25, checkpointPages: 100 }),
       async ({ store, path, problems, checkpoints }) => {
         await store.watchChanges();
-        // Another connection, as another process (the key tool, a bulk writer), leaving its pages in the WAL.
-        const other = new Database(path);
+        const other = otherProcessWrote(path, 'other', 200);
         try {
-          other.pragma('wal_autocheckpoint = 0');
-          const insert = other.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
-          other.transaction(() => {
-            for (let i = 0; i < 200; i++) insert.run(`other-${i}`, 'x'.repeat(3000));
-          })();
           expect(checkpoints.running).toBe(false);
           expect(mainMark(store)).toBe(SQLITE_DEFAULT_PAGES);
           const before = statSync(path).size;
           // The look each request's first read makes. Before, the pages were counted only after the store's own next
-          // commit, inside which SQLite's mark (1 000 pages) found them first and copied them all on the event loop.
+          // commit, inside which SQLite's mark (1 000 pages) could find them first and copy them on the event loop.
           store.changes.poll();
           expect(checkpoints.running).toBe(true);
           expect(mainMark(store)).toBe(SAFETY_PAGES);
@@ -181,16 +189,12 @@ describe('WAL checkpoints on a thread of their own', () => {
     const first = new SqliteStore(path);
     await first.migrate();
     await first.close();
-    // A process that wrote 600 pages and was killed: its connection never closed, so they are still in the WAL
-    // (kept open here, as the killed one's WAL stays; the store's recovery would count them all as not yet copied).
-    const killed = new Database(path);
     const store = new SqliteStore(path);
+    let killed: Database.Database | undefined;
     try {
-      killed.pragma('wal_autocheckpoint = 0');
-      const insert = killed.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
-      killed.transaction(() => {
-        for (let i = 0; i < 600; i++) insert.run(`left-${i}`, 'x'.repeat(3000));
-      })();
+      // A process that wrote 600 pages and was killed: its connection never closed, so they are still in the WAL
+      // (kept open here, as the killed one's WAL stays; the store's recovery would count them all as not yet copied).
+      killed = otherProcessWrote(path, 'left', 600);
       await store.migrate();
       const before = statSync(path).size;
       const problems: string[] = [];
@@ -203,7 +207,7 @@ describe('WAL checkpoints on a thread of their own', () => {
       expect(problems).toEqual([]);
     } finally {
       await store.close();
-      killed.close();
+      killed?.close();
     }
   });
 
