@@ -12,9 +12,16 @@ import { Worker } from 'node:worker_threads';
  * proxy's p99 latency. The first write after a checkpoint that copied everything starts the WAL over, and syncs its
  * new header: one more fsync, on whichever thread writes.
  *
- * `WalCheckpointer` is a worker thread with a connection of its own that runs a PASSIVE checkpoint when asked.
- * PASSIVE never waits for a lock and never blocks a reader or a writer of the main connection: it copies what no
- * reader still needs. `CheckpointUpkeep` asks for one every `checkpointPages` pages appended to the WAL (by any
+ * `WalCheckpointer` is a worker thread with a connection of its own that checkpoints in two steps when asked.
+ * First PASSIVE, which never waits for a lock and never blocks a reader or a writer of the main connection: it
+ * copies what no reader still needs, most of the work. But it finishes the job (syncs the database file, after
+ * which the WAL may start over) only if nothing was committed while it copied, and under a steady stream of
+ * writes (a connection's delete, a fan-out) something always was: the WAL then grew to `SAFETY_PAGES`, where the
+ * main connection's own checkpoint copied the rest and synced the file on the event loop, 57-86 ms a time with
+ * the thread's pages still unwritten (an strace of bench/scale.ts's delete, 1,000,000 accounts). So a FULL
+ * checkpoint follows: it waits for the write lock (on the thread: SQLite's busy handler sleeps there), copies the
+ * few pages committed meanwhile and syncs, while the main connection's writers wait on timers (see
+ * sqlite.ts, beginImmediate) and its readers go on. `CheckpointUpkeep` asks for one every `checkpointPages` pages appended to the WAL (by any
  * write: the store reads the WAL index's frame count after each of its commits, and when its look for changes
  * finds another connection's), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
  * gave it three and the copy, twice as often.
@@ -37,8 +44,13 @@ export interface CheckpointResult {
   log: number;
   /** Of those, pages in the database file afterwards (all of them unless a reader still needed some). */
   checkpointed: number;
-  /** Whether another connection's checkpoint was under way (then nothing was done). */
+  /** Whether another connection's checkpoint was under way, or the write lock stayed taken (see `full`). */
   busy: boolean;
+  /**
+   * Whether the second step ran to its end: everything the WAL held was copied and the database file synced, so
+   * that the next commit starts the WAL over.
+   */
+  full: boolean;
 }
 
 // CommonJS, run with `eval`: the service runs both from its TypeScript sources and from a bundle, where a worker
@@ -48,8 +60,11 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 const checkpoint = () => {
-  const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-  return { busy: r.busy === 1, log: r.log, checkpointed: r.checkpointed };
+  const [p] = db.pragma('wal_checkpoint(PASSIVE)');
+  if (p.busy === 1) return { busy: true, log: p.log, checkpointed: p.checkpointed, full: false };
+  // What the main connection committed while PASSIVE copied, with the write lock held: it is a few pages now.
+  const [f] = db.pragma('wal_checkpoint(FULL)');
+  return { busy: f.busy === 1, log: f.log, checkpointed: f.checkpointed, full: f.busy !== 1 };
 };
 parentPort.on('message', (m) => {
   if (m.type === 'now') {

@@ -26,6 +26,7 @@ interface Backend {
   db: Db;
   startUpkeep(onProblem: (message: string, e: Error) => void, options?: UpkeepOptions): void;
   checkpoints: CheckpointUpkeep | undefined;
+  walIndex: { frames(): number | undefined };
 }
 const backendOf = (store: SqliteStore) => (store as unknown as { backend: Backend }).backend;
 const mainMark = (store: SqliteStore) => backendOf(store).raw.pragma('wal_autocheckpoint', { simple: true });
@@ -114,6 +115,41 @@ describe('WAL checkpoints on a thread of their own', () => {
       // The pages are in the database file now, written by the thread's connection.
       expect(statSync(path).size).toBeGreaterThan(before);
       expect((await store.listActivity(5)).length).toBe(5);
+      expect(problems).toEqual([]);
+    }));
+
+  it('finishes a checkpoint that commits overtook, so the WAL starts over without the main connection checkpointing', () =>
+    withUpkeep('overtaken', still({}), async ({ store, path, problems, checkpoints }) => {
+      await store.recordActivity(rows(150));
+      expect(checkpoints.running).toBe(true);
+      await checkpoints.checkpoint();
+      const insert = backendOf(store).raw.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      const write = (prefix: string, count: number) =>
+        backendOf(store).raw.transaction(() => {
+          for (let i = 0; i < count; i++) insert.run(`${prefix}-${i}`, 'x'.repeat(3000));
+        })();
+      write('before', 200);
+      // A reader still on that snapshot, while 200 more pages are committed: the thread's first step (PASSIVE) can
+      // copy only up to the reader's snapshot, as it can copy only up to its own start when commits keep coming.
+      const reader = new Database(path);
+      try {
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM meta').get();
+        write('after', 200);
+        const before = statSync(path).size;
+        const result = checkpoints.checkpoint()!;
+        await until(() => statSync(path).size > before);
+        reader.exec('COMMIT');
+        const done = await result;
+        expect(done).toMatchObject({ busy: false, full: true });
+        expect(done.checkpointed).toBe(done.log);
+      } finally {
+        reader.close();
+      }
+      // Everything is in the database file and synced, so the next commit starts the WAL over: one page, where it
+      // would have been page 400 and more, until the main connection checkpointed by itself at SAFETY_PAGES.
+      write('next', 1);
+      expect(backendOf(store).walIndex.frames()).toBeLessThan(10);
       expect(problems).toEqual([]);
     }));
 
