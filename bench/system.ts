@@ -121,8 +121,13 @@ export function spawnOnCore(
 
 /** Moves this process (every thread) onto one core. */
 export function pinSelf(core: number): void {
-  const r = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(process.pid)], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`taskset could not pin the bench to core ${core}: ${r.stderr || r.error}`);
+  pin(process.pid, core);
+}
+
+/** Moves a running process, every thread of it, onto a core or a core list (`0,1`); its later threads follow. */
+export function pin(pid: number, cores: number | string): void {
+  const r = spawnSync('taskset', ['-a', '-p', '-c', String(cores), String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset could not pin process ${pid} to core ${cores}: ${r.stderr || r.error}`);
 }
 
 /**

@@ -14,6 +14,8 @@ export interface WrkRequest {
   body?: string;
   /** A mark in the body and header values that each request replaces with its own number: 0, 1, 2 … */
   unique?: string;
+  /** With `unique`: the numbers wrap at this value (0 … modulo − 1), so that the requests cycle through that many. */
+  modulo?: number;
   /**
    * Exactly this many requests (numbered 0 … count − 1), instead of as many as `seconds` allows: wrk stops once all are
    * answered. A connection with nothing left to send asks for /ready (200) every 50 ms until then.
@@ -59,7 +61,9 @@ function script(req: WrkRequest): string {
     // (The count's requests are all sent: the connection waits on /ready, cheap and answered 200, until the end.)
     if (req.count) lines.push(`  if n >= ${req.count} then return wrk.format('GET', '/ready', {}, '') end`);
     if (req.unique) {
-      lines.push('  local id, h = tostring(n), {}');
+      if (req.modulo !== undefined && (!Number.isInteger(req.modulo) || req.modulo < 1))
+        throw new Error('runWrk: modulo must be a whole number ≥ 1');
+      lines.push(`  local id, h = tostring(${req.modulo ? `n % ${req.modulo}` : 'n'}), {}`);
       // (wrk.format left a numeric Content-Length among them: it is set again for each body.)
       lines.push(
         `  for k, v in pairs(wrk.headers) do if type(v) == 'string' then h[k] = (v:gsub(${mark}, id)) end end`,
