@@ -20,11 +20,15 @@ import { Worker } from 'node:worker_threads';
  * main connection's own checkpoint copied the rest and synced the file on the event loop, 57-86 ms a time with
  * the thread's pages still unwritten (an strace of bench/scale.ts's delete, 1,000,000 accounts). So a FULL
  * checkpoint follows: it waits for the write lock (on the thread: SQLite's busy handler sleeps there), copies the
- * few pages committed meanwhile and syncs, while the main connection's writers wait on timers (see
- * sqlite.ts, beginImmediate) and its readers go on. `CheckpointUpkeep` asks for one every `checkpointPages` pages appended to the WAL (by any
- * write: the store reads the WAL index's frame count after each of its commits, and when its look for changes
- * finds another connection's), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's default
- * gave it three and the copy, twice as often.
+ * few pages committed meanwhile and syncs, while the main connection's writers wait on timers (see sqlite.ts,
+ * beginImmediate) and its readers go on. Holding the write lock, FULL also waits for any reader still on an older
+ * snapshot (another process's long read, a backup): it gives up after `FULL_WAIT_MS`, so that the writers never
+ * wait on it for long, and the next checkpoint tries again.
+ *
+ * `CheckpointUpkeep` asks for a checkpoint every `checkpointPages` pages appended to the WAL (by any write: the
+ * store reads the WAL index's frame count after each of its commits, and when its look for changes finds another
+ * connection's), so the main thread is left with the WAL's restart, one fsync per checkpoint, where SQLite's
+ * default gave it three and the copy, twice as often.
  *
  * A thread costs about 8 MB of RSS (a V8 isolate with Node's bootstrap), which a service with little traffic does
  * not need: its checkpoints are minutes apart. `CheckpointUpkeep` therefore runs the thread only while the write
@@ -53,12 +57,19 @@ export interface CheckpointResult {
   full: boolean;
 }
 
+/**
+ * How long the thread's FULL step waits for a lock (SQLite's busy handler, on the thread): for the main
+ * connection's write transaction in progress (a group commit or a batch, 10 ms or less), then, holding the write
+ * lock, for each reader on an older snapshot. Past it, the step gives up (`busy`) and the writers go on.
+ */
+export const FULL_WAIT_MS = 100;
+
 // CommonJS, run with `eval`: the service runs both from its TypeScript sources and from a bundle, where a worker
 // file of its own would need a place and a build step of its own. better-sqlite3 comes by the path the owner resolved.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.path, { fileMustExist: true });
+const db = new Database(workerData.path, { fileMustExist: true, timeout: workerData.fullWaitMs });
 const checkpoint = () => {
   const [p] = db.pragma('wal_checkpoint(PASSIVE)');
   if (p.busy === 1) return { busy: true, log: p.log, checkpointed: p.checkpointed, full: false };
@@ -96,7 +107,7 @@ export class WalCheckpointer {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { path, driver },
+      workerData: { path, driver, fullWaitMs: FULL_WAIT_MS },
       // The thread keeps a handful of objects: a small heap, so that it costs the service little memory.
       resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
       stdout: false,

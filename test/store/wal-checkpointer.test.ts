@@ -153,6 +153,35 @@ describe('WAL checkpoints on a thread of their own', () => {
       expect(problems).toEqual([]);
     }));
 
+  it('gives up its second step, not the writers, while a reader stays on an older snapshot', () =>
+    withUpkeep('stuck-reader', still({}), async ({ store, path, problems, checkpoints }) => {
+      await store.recordActivity(rows(150));
+      await checkpoints.checkpoint();
+      const insert = backendOf(store).raw.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      insert.run('before', 'x'.repeat(3000));
+      // Another process's long read (a backup, an open shell): it never ends while the thread checkpoints.
+      const reader = new Database(path);
+      try {
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM meta').get();
+        for (let i = 0; i < 100; i++) insert.run(`after-${i}`, 'x'.repeat(3000));
+        const pending = checkpoints.checkpoint()!;
+        // A store transaction meanwhile: it waits on timers while FULL holds the write lock (waiting FULL_WAIT_MS
+        // for the reader), and commits once FULL lets go.
+        await store.recordActivity(rows(5));
+        const result = await pending;
+        // FULL let go of the reader it waited for: the pages after its snapshot stay in the WAL, none lost.
+        expect(result).toMatchObject({ busy: true, full: false });
+        expect(result.checkpointed).toBeLessThan(result.log);
+      } finally {
+        reader.close();
+      }
+      expect(backendOf(store).raw.prepare('SELECT count(*) AS n FROM meta WHERE key LIKE ?').get('after-%')).toEqual({
+        n: 100,
+      });
+      expect(problems).toEqual([]);
+    }));
+
   it('asks the thread for a checkpoint every checkpointPages pages appended to the WAL', () =>
     withUpkeep('cadence', still({ checkpointPages: 100 }), async ({ store, path, problems, checkpoints }) => {
       await store.recordActivity(rows(150));
