@@ -39,7 +39,7 @@ import { parseKeyList } from '../runtime/crypto/keys.ts';
 import { Sealer } from '../runtime/crypto/sealer.ts';
 import { newSortableId } from '../runtime/ids.ts';
 import { oauthConnection, seedAccounts, testKeys, tokenConnection } from '../test/helpers/scale.ts';
-import { median, pin } from './system.ts';
+import { median, pin, processCpuMicros, rssMb, sleep } from './system.ts';
 import { runWrk, type WrkRequest } from './wrk.ts';
 
 const { values: args } = parseArgs({
@@ -73,7 +73,6 @@ const saved = args.reuse
 const CLIENT_SECRET = saved?.secret ?? `acs_sk_${randomBytes(16).toString('hex')}`;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const ms = (t: number) => `${t.toFixed(1)} ms`;
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 const count = (m: Map<string, number>, key: string) => m.set(key, (m.get(key) ?? 0) + 1);
 
 /**
@@ -193,11 +192,8 @@ async function stopService(s: Service, signal: NodeJS.Signals = 'SIGTERM'): Prom
   clearTimeout(kill);
 }
 
-const cpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-};
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+/** User + system CPU of a process, every thread, in ms (from /proc, at the machine's clock tick). */
+const cpuMs = (pid: number) => processCpuMicros(pid) / 1000;
 
 type Call = (i: number) => Promise<number>;
 const call =

@@ -48,7 +48,10 @@ export interface CheckpointResult {
   log: number;
   /** Of those, pages in the database file afterwards (all of them unless a reader still needed some). */
   checkpointed: number;
-  /** Whether another connection's checkpoint was under way, or the write lock stayed taken (see `full`). */
+  /**
+   * Whether another connection's checkpoint was under way, or the FULL step gave up: the write lock or an older
+   * reader stayed past `FULL_WAIT_MS` (see `full`).
+   */
   busy: boolean;
   /**
    * Whether the second step ran to its end: everything the WAL held was copied and the database file synced, so
