@@ -4,7 +4,8 @@
  *
  * N accounts are written through the store's bulk path (sealed credentials, the rows an upsert leaves), then the
  * compiled service is started as `npm start` starts it, and measured from outside: cold start and restart, CPU per
- * proxied and per tool call (the service process's utime + stime, /proc, under wrk: five rounds alternating), RSS after calls spread over D distinct
+ * proxied and per tool call (the service process's utime + stime, /proc, under wrk: five rounds alternating; and in
+ * instructions, both services restarted under valgrind's callgrind: see InstructionCounter), RSS after calls spread over D distinct
  * accounts, the server time of pages and filters (the `Server-Timing` header the list route sends), a /metrics
  * scrape, upserts and get-or-creates per second (wrk, 32 connections), and, while each of these runs, the event loop's
  * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and the p99 of
@@ -23,7 +24,7 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createServer } from 'node:http';
@@ -50,7 +51,7 @@ const { values: args } = parseArgs({
     // The data directory of an earlier run stopped with SIGKILL (SQLite): its N accounts are used as they are.
     reuse: { type: 'string' },
     expired: { type: 'string' },
-    // Measures to leave out, by name: cpu, rss, paging, rotation, expired, delete, fanout.
+    // Measures to leave out, by name: cpu, instructions, rss, paging, rotation, expired, delete, fanout.
     skip: { type: 'string', default: '' },
     // This process as the fake provider (started by the bench itself).
     fake: { type: 'boolean', default: false },
@@ -150,7 +151,11 @@ interface Service {
   startCpuMs: number;
 }
 
-async function startService(env: Record<string, string>): Promise<Service> {
+/**
+ * Starts the service as `npm start` does; with `callgrind` (a path prefix), under valgrind's callgrind with its
+ * counting off until `countInstructions` turns it on.
+ */
+async function startService(env: Record<string, string>, callgrind?: string): Promise<Service> {
   const port = await new Promise<number>((r) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const p = (s.address() as AddressInfo).port;
@@ -159,7 +164,16 @@ async function startService(env: Record<string, string>): Promise<Service> {
   });
   const url = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = spawn(process.execPath, ['scripts/start.mjs'], {
+  const valgrind = [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    `--callgrind-out-file=${callgrind}`,
+    '--log-file=/dev/null',
+  ];
+  const [command, argv] = callgrind
+    ? ['valgrind', [...valgrind, process.execPath, '--predictable']]
+    : [process.execPath, []];
+  const child = spawn(command, [...argv, 'scripts/start.mjs'], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -275,6 +289,8 @@ async function settle(s: Service): Promise<void> {
 }
 
 const CPU_ROUNDS = 5;
+/** Instruction counts (callgrind): rounds, calls a round, calls with counting off first (each side, each kind). */
+const [INSTRUCTION_ROUNDS, INSTRUCTION_CALLS, INSTRUCTION_WARM_CALLS] = [5, 1_000, 20_000];
 const ALL_CORES = `0-${availableParallelism() - 1}`;
 
 /** A proxied or tool call as wrk sends it: on connection `big`, for `spread` accounts in turn (user-0 …). */
@@ -313,6 +329,74 @@ async function cpuPerCall(s: Service, req: WrkRequest, seconds: number): Promise
   if (r.errors) throw new Error(`${req.method ?? 'GET'} ${req.url}: ${r.errors} of ${r.requests} failed`);
   await settle(s);
   return ((cpuMs(s.child.pid!) - before) * 1000) / r.requests;
+}
+
+/**
+ * Instructions, counted by callgrind: a service under `valgrind --tool=callgrind` (started with `callgrind`, a file
+ * prefix), warmed with counting off, then `count` calls in each round. A round is the instructions every thread of
+ * the process executed from one dump to the next (`callgrind_control --dump` zeroes the counters), divided by the
+ * calls. Counting is repeatable where time is not (the same program and input give the same count whatever else
+ * the machine runs), at the price of speed (about 50 times slower), and it counts work, not memory stalls.
+ */
+class InstructionCounter {
+  private dumps = 0;
+  constructor(
+    readonly s: Service,
+    private readonly prefix: string,
+  ) {}
+  private control(...flags: string[]): void {
+    // valgrind names its control pipes after the HOST variable, which the service's environment sets.
+    const env = { ...process.env, HOST: '127.0.0.1' };
+    const r = spawnSync('callgrind_control', [...flags, String(this.s.child.pid)], { encoding: 'utf8', env });
+    if (r.status !== 0) throw new Error(`callgrind_control ${flags.join(' ')}: ${r.stderr || r.stdout}`);
+  }
+  on(): void {
+    this.control('--instr=on');
+  }
+  /**
+   * Zeroes the counters; answers the instructions since the previous dump (its file's summary line), and of those
+   * the ones V8's optimizing compiler spent (by function, from `callgrind_annotate`): the service runs with
+   * `--predictable`, which does that work on the main thread, so that every instruction is counted, in order.
+   */
+  async dump(): Promise<Count> {
+    this.control('--dump');
+    const file = `${this.prefix}.${++this.dumps}`;
+    for (let tries = 0; ; tries++) {
+      const m = /^summary: (\d+)$/m.exec(existsSync(file) ? readFileSync(file, 'utf8') : '');
+      if (m) {
+        const annotated = spawnSync('callgrind_annotate', ['--inclusive=no', '--auto=no', '--threshold=100', file], {
+          encoding: 'utf8',
+          maxBuffer: 256 << 20,
+        }).stdout;
+        let compiler = 0;
+        for (const line of annotated.split('\n')) {
+          const f = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
+          if (f && COMPILER.test(f[2]!)) compiler += Number(f[1]!.replaceAll(',', ''));
+        }
+        rmSync(file);
+        return { all: Number(m[1]), compiler };
+      }
+      if (tries > 600) throw new Error(`callgrind wrote no ${file}`);
+      await sleep(100);
+    }
+  }
+}
+
+/** V8's optimizing compilers (TurboFan, Maglev) and the zone memory they compile in. */
+const COMPILER =
+  /v8::internal::(compiler|maglev|turboshaft)::|v8::internal::(Compiler|Zone|OptimizingCompileDispatcher)\b|Pipeline/;
+
+/** Instructions, in all and of those the optimizing compiler's. */
+type Count = { all: number; compiler: number };
+
+/** Instructions per call: `count` calls, 4 at a time, from a settled service to a settled service. */
+async function instructionsPerCall(c: InstructionCounter, fn: Call, count: number): Promise<Count> {
+  await settle(c.s);
+  await c.dump();
+  await load(fn, count, 4);
+  await settle(c.s);
+  const { all, compiler } = await c.dump();
+  return { all: all / count, compiler: compiler / count };
 }
 
 /** The event loop's max and p99 delay in the service since the previous read (prom-client resets it per scrape). */
@@ -378,6 +462,9 @@ async function main(): Promise<void> {
       // What autovacuum does within a minute of a bulk load (this machine's PostgreSQL runs with it off): without
       // statistics the planner sorted a connection's million rows for a page filtered by status (278 ms).
       await (store as PostgresStore).pool.query(`ANALYZE ${schemas[0]}.connected_accounts`);
+      // The load's WAL (gigabytes) written out now, not by a checkpoint spread over the next minutes of measures,
+      // whose writes the upserts would compete with (and after which each page they touch is logged in full once).
+      await (store as PostgresStore).pool.query('CHECKPOINT');
       const { rows: r } = await (store as PostgresStore).pool.query<{ n: string }>(
         `SELECT pg_total_relation_size('${schemas[0]}.connected_accounts') AS n`,
       );
@@ -389,7 +476,7 @@ async function main(): Promise<void> {
   }
 
   let big = await startService(envFor(0));
-  const one = await startService(envFor(1));
+  let one = await startService(envFor(1));
   try {
     const start = (x: Service) => `${ms(x.startMs)} (CPU ${ms(x.startCpuMs)})`;
     row(`cold start with ${N} accounts (spawn to /ready, wall (CPU))`, start(big), '≤ 1 s', big.startMs <= 1000);
@@ -448,6 +535,57 @@ async function main(): Promise<void> {
       row(`… each round, ${N} (user-0) / 1 (µs)`, rounds('same'));
     }
     if (!SKIP.has('cpu')) for (const pid of [...measured, ...others]) pin(pid, ALL_CORES);
+    if (!SKIP.has('instructions')) {
+      // The same three sides counted in instructions, which do not swing with the machine's load as CPU time does
+      // (the rounds above swing up to 2× on this kind of machine). Both services are restarted under callgrind.
+      for (const s of [big, one]) await stopService(s);
+      const counters = {
+        one: new InstructionCounter(await startService(envFor(1), join(dir, 'cg.one')), join(dir, 'cg.one')),
+        big: new InstructionCounter(await startService(envFor(0), join(dir, 'cg.big')), join(dir, 'cg.big')),
+      };
+      try {
+        const sides = { one: [counters.one, 1], big: [counters.big, 2_000], same: [counters.big, 1] } as const;
+        // Each side cycles through its accounts from round to round (`load` numbers each round's calls from 0).
+        const next = { one: 0, big: 0, same: 0 };
+        const fn = (side: keyof typeof sides, what: 'tool' | 'proxy') => {
+          const [c, spread] = sides[side];
+          return call(c.s, what, 'big', () => `user-${next[side]++ % spread}`);
+        };
+        // Warmed with counting off (valgrind runs the program about 5 times slower then, 50 with it on).
+        for (const what of ['proxy', 'tool'] as const)
+          for (const side of ['one', 'big'] as const) await load(fn(side, what), INSTRUCTION_WARM_CALLS, 4);
+        for (const c of Object.values(counters)) c.on();
+        for (const what of ['proxy', 'tool'] as const) {
+          const perRound = { one: [] as Count[], big: [] as Count[], same: [] as Count[] };
+          for (let round = 0; round < INSTRUCTION_ROUNDS; round++)
+            for (const side of ['one', 'big', 'same'] as const)
+              perRound[side].push(await instructionsPerCall(sides[side][0], fn(side, what), INSTRUCTION_CALLS));
+          const k = (x: number) => `${(x / 1000).toFixed(0)}k`;
+          for (const part of ['all', 'rest'] as const) {
+            const of = (side: keyof typeof perRound) =>
+              perRound[side].map((x) => (part === 'all' ? x.all : x.all - x.compiler));
+            const a = median(of('one'));
+            const rounds = (side: 'big' | 'same') =>
+              of(side)
+                .map((x, i) => `${k(x)}/${k(of('one')[i]!)} = ${(x / of('one')[i]!).toFixed(3)}×`)
+                .join(', ');
+            const [b, c] = [median(of('big')), median(of('same'))];
+            row(
+              `${what} instructions per call${part === 'all' ? '' : ' without the optimizing compiler'} (callgrind): ${N} accounts (2,000 warm) / 1 account, median of ${INSTRUCTION_ROUNDS} rounds of ${INSTRUCTION_CALLS}`,
+              `${k(b)} / ${k(a)} = ${(b / a).toFixed(3)}×`,
+              '≤ 1.15×',
+              b / a <= 1.15,
+            );
+            row(`… each round, ${N} (2,000 warm) / 1`, rounds('big'));
+            row(`… the same call (user-0) on both, median`, `${k(c)} / ${k(a)} = ${(c / a).toFixed(3)}×`);
+            row(`… each round, ${N} (user-0) / 1`, rounds('same'));
+          }
+        }
+      } finally {
+        for (const c of Object.values(counters)) await stopService(c.s);
+      }
+      [big, one] = [await startService(envFor(0)), await startService(envFor(1))];
+    }
     const idle = rssMb(big.child.pid!);
     if (!SKIP.has('rss')) await load(call(big, 'proxy', 'big', user(N, DISTINCT)), DISTINCT, 32);
     const grown = rssMb(big.child.pid!) - idle;
