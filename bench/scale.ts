@@ -462,9 +462,6 @@ async function main(): Promise<void> {
       // What autovacuum does within a minute of a bulk load (this machine's PostgreSQL runs with it off): without
       // statistics the planner sorted a connection's million rows for a page filtered by status (278 ms).
       await (store as PostgresStore).pool.query(`ANALYZE ${schemas[0]}.connected_accounts`);
-      // The load's WAL (gigabytes) written out now, not by a checkpoint spread over the next minutes of measures,
-      // whose writes the upserts would compete with (and after which each page they touch is logged in full once).
-      await (store as PostgresStore).pool.query('CHECKPOINT');
       const { rows: r } = await (store as PostgresStore).pool.query<{ n: string }>(
         `SELECT pg_total_relation_size('${schemas[0]}.connected_accounts') AS n`,
       );
