@@ -5,14 +5,14 @@
  * N accounts are written through the store's bulk path (sealed credentials, the rows an upsert leaves), then the
  * compiled service is started as `npm start` starts it, and measured from outside: cold start and restart, CPU per
  * proxied and per tool call (the service process's utime + stime, /proc, under wrk: five rounds alternating; and in
- * instructions, both services restarted under valgrind's callgrind: see InstructionCounter), RSS after calls spread over D distinct
- * accounts, the server time of pages and filters (the `Server-Timing` header the list route sends), a /metrics
- * scrape, upserts and get-or-creates per second (wrk, 32 connections), and, while each of these runs, the event loop's
- * delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and the p99 of
- * tool calls on another connection: paging through every account, rotating the data key over every sealed value
- * (`keys rotate`, the CLI in its own process), deleting the connection of N accounts (killed with SIGKILL at 10,
- * 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), the webhook fan-out
- * of N events, and E OAuth accounts found expired (`--expired E`, default D): E accounts with an expired access
+ * instructions, both services restarted under valgrind's callgrind: see InstructionCounter), RSS after calls spread
+ * over D distinct accounts, the server time of pages and filters (the `Server-Timing` header the list route sends),
+ * a /metrics scrape, upserts and get-or-creates per second (wrk, 32 connections), and, while each of these runs, the
+ * event loop's delay (the service's own `nodejs_eventloop_lag_*`, monitorEventLoopDelay, reset by each scrape) and
+ * the p99 of tool calls on another connection: paging through every account, rotating the data key over every
+ * sealed value (`keys rotate`, the CLI in its own process), deleting the connection of N accounts (killed with
+ * SIGKILL at 10, 50 and 90 % and restarted, then checked: every account gone, the progress exactly N), the webhook
+ * fan-out of N events, and E OAuth accounts found expired (`--expired E`, default D): E accounts with an expired access
  * token on a connection whose token endpoint (the fake's) refuses every refresh with 400 invalid_grant, each used
  * once (a proxied call, 32 connections of wrk), then checked: all E EXPIRED (paged), E refresh attempts and none
  * repeated, E `connected_account.expired` events delivered. Store size per account. Times only here; the tests
@@ -153,7 +153,7 @@ interface Service {
 
 /**
  * Starts the service as `npm start` does; with `callgrind` (a path prefix), under valgrind's callgrind with its
- * counting off until `countInstructions` turns it on.
+ * counting off until `InstructionCounter.on` turns it on.
  */
 async function startService(env: Record<string, string>, callgrind?: string): Promise<Service> {
   const port = await new Promise<number>((r) => {
@@ -164,6 +164,10 @@ async function startService(env: Record<string, string>, callgrind?: string): Pr
   });
   const url = `http://127.0.0.1:${port}`;
   const started = performance.now();
+  if (callgrind && spawnSync('valgrind', ['--version']).status !== 0)
+    throw new Error(
+      'counting instructions needs valgrind (apt-get install valgrind); or leave it out: --skip instructions',
+    );
   const valgrind = [
     '--tool=callgrind',
     '--instr-atstart=no',
@@ -548,7 +552,7 @@ async function main(): Promise<void> {
           const [c, spread] = sides[side];
           return call(c.s, what, 'big', () => `user-${next[side]++ % spread}`);
         };
-        // Warmed with counting off (valgrind runs the program about 5 times slower then, 50 with it on).
+        // Warmed with counting off, which valgrind runs several times faster than counting.
         for (const what of ['proxy', 'tool'] as const)
           for (const side of ['one', 'big'] as const) await load(fn(side, what), INSTRUCTION_WARM_CALLS, 4);
         for (const c of Object.values(counters)) c.on();
