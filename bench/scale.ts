@@ -340,7 +340,8 @@ async function cpuPerCall(s: Service, req: WrkRequest, seconds: number): Promise
  * prefix), warmed with counting off, then `count` calls in each round. A round is the instructions every thread of
  * the process executed from one dump to the next (`callgrind_control --dump` zeroes the counters), divided by the
  * calls. Counting is repeatable where time is not (the same program and input give the same count whatever else
- * the machine runs), at the price of speed (about 50 times slower), and it counts work, not memory stalls.
+ * the machine runs), at the price of speed (a store's rows take about 25 minutes), and it counts work, not memory
+ * stalls.
  */
 class InstructionCounter {
   private dumps = 0;
@@ -371,9 +372,12 @@ class InstructionCounter {
         const annotated = spawnSync('callgrind_annotate', ['--inclusive=no', '--auto=no', '--threshold=100', file], {
           encoding: 'utf8',
           maxBuffer: 256 << 20,
-        }).stdout;
+        });
+        // Without its answer the compiler's share would read as none, and the second figure equal the first.
+        if (annotated.status !== 0)
+          throw new Error(`callgrind_annotate ${file}: ${annotated.error?.message ?? annotated.stderr}`);
         let compiler = 0;
-        for (const line of annotated.split('\n')) {
+        for (const line of annotated.stdout.split('\n')) {
           const f = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
           if (f && COMPILER.test(f[2]!)) compiler += Number(f[1]!.replaceAll(',', ''));
         }
@@ -538,7 +542,7 @@ async function main(): Promise<void> {
     if (!SKIP.has('cpu')) for (const pid of [...measured, ...others]) pin(pid, ALL_CORES);
     if (!SKIP.has('instructions')) {
       // The same three sides counted in instructions, which do not swing with the machine's load as CPU time does
-      // (the rounds above swing up to 2× on this kind of machine). Both services are restarted under callgrind.
+      // (on one 2-core virtual machine the rounds above swung up to 2×). Both services are restarted under callgrind.
       for (const s of [big, one]) await stopService(s);
       const counters = {
         one: new InstructionCounter(await startService(envFor(1), join(dir, 'cg.one')), join(dir, 'cg.one')),
